@@ -1,0 +1,48 @@
+# raidlab: two commands matter. `make demo` sets everything up and runs the headline
+# study; `make test` sets everything up and runs every test. `make bench` measures speed.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NATIVE_STAMP := $(VENV)/.native
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
+
+.PHONY: setup demo test test-rust test-python lint bench clean
+
+setup: $(NATIVE_STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4"
+	touch $@
+
+$(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+demo: setup
+	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
+	$(VENV)/bin/raidlab reproduce hdd-raid0-atto --out out/hdd-raid0-atto
+	@echo
+	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
+
+test: setup lint test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude raidlab-py --release
+
+test-python: setup
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	cargo fmt --all -- --check
+	cargo clippy --workspace --release --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+
+bench: setup
+	cargo run --release -p raidlab-sim --bin raidlab-bench
+
+clean:
+	rm -rf $(VENV) target out

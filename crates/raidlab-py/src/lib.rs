@@ -1,0 +1,29 @@
+//! `raidlab._native`: scenario JSON in, results JSON out. Everything else (presets,
+//! validation with friendly messages, sweeps, plots) lives in the Python package.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Simulate one scenario (JSON text, see docs/scenario.md) and return results JSON.
+/// Releases the GIL while simulating, so threads can run points side by side.
+/// Raises ValueError naming the field when the scenario is refused.
+#[pyfunction]
+fn simulate(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    py.allow_threads(move || raidlab_sim::simulate_json(&text))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Schema version of scenarios and results this build reads and writes.
+#[pyfunction]
+fn schema() -> u32 {
+    raidlab_sim::scenario::SCHEMA
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,445 @@
+//! Hard disk: zoned platters spinning at a fixed rate, a head that seeks along a
+//! datasheet seek curve, a per-command firmware overhead, a buffer that reads ahead of
+//! sequential streams, an optional write cache, and NCQ (shortest positioning time
+//! first among queued commands).
+//!
+//! The platter's angle is tracked through time: the angle at time t is
+//! `t mod revolution`, and a sector's angle is its position on its track. So the
+//! rotational wait of every access follows from where the platter really is, and a
+//! write that arrives just after its sector passed waits almost a whole revolution,
+//! which is what a drive with its write cache off does on back-to-back small writes.
+
+use crate::resource::{ps_per_byte, transfer_ns, Server};
+use crate::scenario::HddSpec;
+
+/// A queued command.
+#[derive(Debug, Clone, Copy)]
+struct Command {
+    op: u32,
+    offset_bytes: u64,
+    len_bytes: u64,
+    write: bool,
+    ready_ns: u64,
+}
+
+/// A zone: tracks of equal length.
+#[derive(Debug, Clone, Copy)]
+struct Zone {
+    first_byte: u64,
+    first_track: u64,
+    track_bytes: u64,
+}
+
+/// One hard disk's state.
+#[derive(Debug)]
+pub struct Hdd {
+    zones: Vec<Zone>,
+    zone_bytes: u64,
+    tracks: u64,
+    revolution_ns: u64,
+    seek_t2t_ns: f64,
+    seek_sqrt_coef: f64,
+    seek_linear_coef: f64,
+    command_overhead_ns: u64,
+    link_ps: u64,
+    read_ahead_bytes: u64,
+    cache_bytes: u64,
+    write_cache: bool,
+    queue: Vec<Command>,
+    busy: bool,
+    /// When the mechanism finishes what it has been given.
+    mechanism: Server,
+    head_track: u64,
+    /// Read-ahead stream: the media passes `base_offset` at `base_ns` and keeps
+    /// reading up to `limit_offset` (exclusive) unless another command interrupts.
+    ra_active: bool,
+    ra_base_offset: u64,
+    ra_base_ns: u64,
+    ra_limit_offset: u64,
+    ra_hits: u64,
+}
+
+/// The outcome of starting a command: which member op completes when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Started {
+    /// Member operation id.
+    pub op: u32,
+    /// When its data transfer on the link began (reads: when the host path may start).
+    pub link_start_ns: u64,
+    /// When it completes.
+    pub done_ns: u64,
+}
+
+/// Rotational accesses arriving this late after their sector count as on time: the
+/// firmware starts a transfer at any sector boundary it reaches.
+const ON_TIME_SLACK_NS: u64 = 2_000;
+
+impl Hdd {
+    /// A drive at rest, head on track 0.
+    pub fn new(spec: &HddSpec, port_rate_bytes_per_s: f64) -> Self {
+        let revolution_ns = (60e9 / f64::from(spec.rpm)).round() as u64;
+        let zone_count = u64::from(spec.zones);
+        let zone_bytes = spec.capacity_bytes.div_ceil(zone_count);
+        let mut zones = Vec::with_capacity(spec.zones as usize);
+        let mut track = 0;
+        for z in 0..zone_count {
+            // Media rate falls linearly from the outer to the inner zone.
+            let frac = if zone_count > 1 {
+                z as f64 / (zone_count - 1) as f64
+            } else {
+                0.0
+            };
+            let rate = spec.media_rate_bytes_per_s_outer
+                + frac * (spec.media_rate_bytes_per_s_inner - spec.media_rate_bytes_per_s_outer);
+            let track_bytes = ((rate * revolution_ns as f64 / 1e9).round() as u64).max(512);
+            zones.push(Zone {
+                first_byte: z * zone_bytes,
+                first_track: track,
+                track_bytes,
+            });
+            track += zone_bytes.div_ceil(track_bytes);
+        }
+        let tracks = track.max(2);
+        // seek(d) = t2t + b*sqrt(d-1) + c*(d-1), through average at a third of the
+        // stroke and full stroke at all of it.
+        let t2t = spec.seek_ns_track_to_track as f64;
+        let x1 = (tracks as f64 / 3.0 - 1.0).max(1.0);
+        let x2 = (tracks as f64 - 1.0).max(2.0);
+        let y1 = spec.seek_ns_avg as f64 - t2t;
+        let y2 = spec.seek_ns_full_stroke as f64 - t2t;
+        let det = x1.sqrt() * x2 - x2.sqrt() * x1;
+        let (b, c) = if det.abs() > f64::EPSILON {
+            (
+                (y1 * x2 - y2 * x1) / det,
+                (x1.sqrt() * y2 - x2.sqrt() * y1) / det,
+            )
+        } else {
+            (0.0, y2 / x2)
+        };
+        Self {
+            zones,
+            zone_bytes,
+            tracks,
+            revolution_ns,
+            seek_t2t_ns: t2t,
+            seek_sqrt_coef: b,
+            seek_linear_coef: c,
+            command_overhead_ns: spec.command_overhead_ns,
+            link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
+            read_ahead_bytes: spec.read_ahead_bytes,
+            cache_bytes: spec.cache_bytes,
+            write_cache: spec.write_cache,
+            queue: Vec::with_capacity(spec.ncq_depth as usize),
+            busy: false,
+            mechanism: Server::default(),
+            head_track: 0,
+            ra_active: false,
+            ra_base_offset: 0,
+            ra_base_ns: 0,
+            ra_limit_offset: 0,
+            ra_hits: 0,
+        }
+    }
+
+    #[inline]
+    fn zone(&self, offset_bytes: u64) -> &Zone {
+        let z = ((offset_bytes / self.zone_bytes) as usize).min(self.zones.len() - 1);
+        &self.zones[z]
+    }
+
+    /// (track, angle as nanoseconds past the index mark, media ns per track).
+    #[inline]
+    fn locate(&self, offset_bytes: u64) -> (u64, u64, u64) {
+        let zone = self.zone(offset_bytes);
+        let within = offset_bytes - zone.first_byte;
+        let track = zone.first_track + within / zone.track_bytes;
+        let angle_ns = (within % zone.track_bytes) * self.revolution_ns / zone.track_bytes;
+        (track, angle_ns, zone.track_bytes)
+    }
+
+    /// Media time of `len_bytes` starting at `offset_bytes`.
+    #[inline]
+    fn media_ns(&self, offset_bytes: u64, len_bytes: u64) -> u64 {
+        let zone = self.zone(offset_bytes);
+        (len_bytes * self.revolution_ns).div_ceil(zone.track_bytes)
+    }
+
+    /// Seek time across `distance` tracks.
+    #[inline]
+    pub fn seek_ns(&self, distance: u64) -> u64 {
+        if distance == 0 {
+            return 0;
+        }
+        let x = (distance - 1) as f64;
+        let t = self.seek_t2t_ns + self.seek_sqrt_coef * x.sqrt() + self.seek_linear_coef * x;
+        t.max(self.seek_t2t_ns) as u64
+    }
+
+    /// Tracks on the drive.
+    pub fn tracks(&self) -> u64 {
+        self.tracks
+    }
+
+    /// Time one revolution takes.
+    pub fn revolution_ns(&self) -> u64 {
+        self.revolution_ns
+    }
+
+    /// Where the read-ahead has got to by `t_ns`.
+    #[inline]
+    fn ra_position(&self, t_ns: u64) -> u64 {
+        let elapsed = t_ns.saturating_sub(self.ra_base_ns);
+        let zone = self.zone(self.ra_base_offset);
+        let read = elapsed * zone.track_bytes / self.revolution_ns;
+        (self.ra_base_offset + read).min(self.ra_limit_offset)
+    }
+
+    /// When the read-ahead stream passes `offset_bytes`.
+    #[inline]
+    fn ra_time(&self, offset_bytes: u64) -> u64 {
+        self.ra_base_ns + self.media_ns(self.ra_base_offset, offset_bytes - self.ra_base_offset)
+    }
+
+    #[inline]
+    fn is_ra_hit(&self, c: &Command) -> bool {
+        !c.write
+            && self.ra_active
+            && c.offset_bytes >= self.ra_base_offset
+            && c.offset_bytes + c.len_bytes <= self.ra_limit_offset
+    }
+
+    /// Head position at `t_ns`: follows the read-ahead if one runs.
+    #[inline]
+    fn head_at(&self, t_ns: u64) -> u64 {
+        if self.ra_active {
+            self.locate(self.ra_position(t_ns).saturating_sub(1)).0
+        } else {
+            self.head_track
+        }
+    }
+
+    /// Seek plus rotational wait to reach `offset_bytes` when starting at `t_ns`.
+    #[inline]
+    fn positioning_ns(&self, t_ns: u64, offset_bytes: u64) -> u64 {
+        let (track, angle_ns, _) = self.locate(offset_bytes);
+        let seek = self.seek_ns(track.abs_diff(self.head_at(t_ns)));
+        let arrive = t_ns + seek;
+        let head_angle = arrive % self.revolution_ns;
+        let mut wait = (angle_ns + self.revolution_ns - head_angle) % self.revolution_ns;
+        if wait > self.revolution_ns - ON_TIME_SLACK_NS {
+            wait = 0;
+        }
+        seek + wait
+    }
+
+    /// Queue a member operation arriving at `now_ns`; starts it if the drive is idle.
+    pub fn submit(
+        &mut self,
+        now_ns: u64,
+        op: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        write: bool,
+    ) -> Option<Started> {
+        // Firmware decodes a queued command while the mechanism works on another.
+        let ready_ns = now_ns + self.command_overhead_ns;
+        self.queue.push(Command {
+            op,
+            offset_bytes,
+            len_bytes,
+            write,
+            ready_ns,
+        });
+        if self.busy {
+            None
+        } else {
+            self.start_next(now_ns)
+        }
+    }
+
+    /// The drive finished its command at `now_ns`: start the next queued one.
+    pub fn complete(&mut self, now_ns: u64) -> Option<Started> {
+        self.busy = false;
+        self.start_next(now_ns)
+    }
+
+    fn start_next(&mut self, now_ns: u64) -> Option<Started> {
+        if self.queue.is_empty() {
+            return None;
+        }
+        let t0 = now_ns.max(self.mechanism.free_at_ns());
+        // Shortest positioning time first; read-ahead hits cost no positioning. Ties
+        // go to the oldest command.
+        let mut best = 0;
+        let mut best_cost = u64::MAX;
+        for (i, c) in self.queue.iter().enumerate() {
+            let start = t0.max(c.ready_ns);
+            let cost = if self.is_ra_hit(c) {
+                start - t0
+            } else {
+                start - t0 + self.positioning_ns(start, c.offset_bytes)
+            };
+            if cost < best_cost {
+                best_cost = cost;
+                best = i;
+            }
+        }
+        let c = self.queue.remove(best);
+        let start = t0.max(c.ready_ns);
+        self.busy = true;
+        Some(self.serve(start, c))
+    }
+
+    fn serve(&mut self, start_ns: u64, c: Command) -> Started {
+        let link_ns = transfer_ns(c.len_bytes, self.link_ps);
+        let last_sector_ns = transfer_ns(512, self.link_ps);
+        let end_offset = c.offset_bytes + c.len_bytes;
+        if self.is_ra_hit(&c) {
+            self.ra_hits += 1;
+            let data_ready = self.ra_time(end_offset);
+            let done = (start_ns + link_ns).max(data_ready + last_sector_ns);
+            let link_start = done - link_ns;
+            self.ra_limit_offset = self.ra_limit_offset.max(
+                (end_offset + self.read_ahead_bytes)
+                    .min(c.offset_bytes + self.cache_bytes.max(c.len_bytes)),
+            );
+            // The mechanism streams; it is busy for the media time it spent on this.
+            let media_from = self
+                .ra_time(c.offset_bytes)
+                .max(self.mechanism.free_at_ns());
+            self.mechanism
+                .occupy(media_from.min(data_ready), data_ready.max(media_from));
+            return Started {
+                op: c.op,
+                link_start_ns: link_start,
+                done_ns: done,
+            };
+        }
+        let positioning = self.positioning_ns(start_ns, c.offset_bytes);
+        let media_start = start_ns + positioning;
+        let media_end = media_start + self.media_ns(c.offset_bytes, c.len_bytes);
+        self.mechanism.occupy(start_ns, media_end);
+        self.head_track = self.locate(end_offset - 1).0;
+        self.ra_active = false;
+        if c.write {
+            let done = if self.write_cache {
+                // Acknowledged once buffered, unless the buffer's backlog is full.
+                let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+                (start_ns + link_ns).max(media_end.saturating_sub(drain_ns))
+            } else {
+                media_end.max(start_ns + link_ns) + last_sector_ns
+            };
+            return Started {
+                op: c.op,
+                link_start_ns: start_ns,
+                done_ns: done,
+            };
+        }
+        let done = media_end.max(media_start + link_ns) + last_sector_ns;
+        if self.read_ahead_bytes > 0 {
+            self.ra_active = true;
+            self.ra_base_offset = c.offset_bytes;
+            self.ra_base_ns = media_start;
+            self.ra_limit_offset = end_offset + self.read_ahead_bytes;
+        }
+        Started {
+            op: c.op,
+            link_start_ns: done - link_ns,
+            done_ns: done,
+        }
+    }
+
+    /// Busy time of the mechanism (positioning and media transfer).
+    pub fn busy_ns(&self) -> u64 {
+        self.mechanism.busy_ns()
+    }
+
+    /// Reads served from the read-ahead buffer.
+    pub fn read_ahead_hits(&self) -> u64 {
+        self.ra_hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(write_cache: bool) -> HddSpec {
+        HddSpec {
+            model: String::new(),
+            capacity_bytes: 250_000_000_000,
+            rpm: 7200,
+            seek_ns_track_to_track: 1_000_000,
+            seek_ns_avg: 8_500_000,
+            seek_ns_full_stroke: 15_000_000,
+            media_rate_bytes_per_s_outer: 140e6,
+            media_rate_bytes_per_s_inner: 70e6,
+            zones: 16,
+            command_overhead_ns: 100_000,
+            link_rate_bytes_per_s: 280e6,
+            cache_bytes: 8 << 20,
+            read_ahead_bytes: 1 << 20,
+            write_cache,
+            ncq_depth: 32,
+        }
+    }
+
+    #[test]
+    fn seek_curve_passes_through_the_datasheet_points() {
+        let d = Hdd::new(&spec(false), 300e6);
+        assert_eq!(d.seek_ns(0), 0);
+        assert_eq!(d.seek_ns(1), 1_000_000);
+        let third = d.seek_ns(d.tracks() / 3) as f64;
+        assert!((third - 8.5e6).abs() < 1e4, "{third}");
+        let full = d.seek_ns(d.tracks()) as f64;
+        assert!((full - 15e6).abs() < 1e4, "{full}");
+        assert!(d.seek_ns(100) < d.seek_ns(10_000));
+    }
+
+    #[test]
+    fn back_to_back_small_writes_without_write_cache_cost_about_a_revolution() {
+        let mut d = Hdd::new(&spec(false), 300e6);
+        let mut t = d.submit(0, 0, 0, 4096, true).unwrap().done_ns;
+        let mut offset = 4096;
+        let mut gaps = Vec::new();
+        for op in 1..50 {
+            // The host turns around 50 us after each completion.
+            let issue = t + 50_000;
+            d.complete(t);
+            let s = d.submit(issue, op, offset, 4096, true).unwrap();
+            gaps.push(s.done_ns - t);
+            t = s.done_ns;
+            offset += 4096;
+        }
+        let mean = gaps.iter().sum::<u64>() / gaps.len() as u64;
+        let rev = d.revolution_ns();
+        assert!(
+            mean > rev * 9 / 10 && mean < rev * 11 / 10,
+            "{mean} vs {rev}"
+        );
+    }
+
+    #[test]
+    fn sequential_reads_hit_the_read_ahead() {
+        let mut d = Hdd::new(&spec(false), 300e6);
+        let mut t = d.submit(0, 0, 0, 65536, false).unwrap().done_ns;
+        for op in 1..100u32 {
+            d.complete(t);
+            t = d
+                .submit(t + 10_000, op, u64::from(op) * 65536, 65536, false)
+                .unwrap()
+                .done_ns;
+        }
+        assert_eq!(d.read_ahead_hits(), 99);
+        // Streaming at the outer media rate, 140 MB/s: 100 x 64 KiB in about 47 ms.
+        let mbps = 100.0 * 65536.0 / (t as f64 / 1e9) / 1e6;
+        assert!(mbps > 110.0 && mbps < 141.0, "{mbps}");
+    }
+
+    #[test]
+    fn write_cache_acknowledges_before_the_platter() {
+        let mut d = Hdd::new(&spec(true), 300e6);
+        let s = d.submit(0, 0, 1 << 30, 4096, true).unwrap();
+        assert!(s.done_ns < 200_000, "{}", s.done_ns);
+    }
+}

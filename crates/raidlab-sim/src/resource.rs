@@ -1,0 +1,112 @@
+//! A first-come first-served server with a known service time: the building block of
+//! links, buses, flash dies and firmware processors. Reserving returns when the work
+//! starts and ends; the server remembers when it is next free and how long it has been
+//! busy, which is what utilisation and the bottleneck are computed from.
+
+/// Converts a rate to picoseconds per byte once, so every transfer time after that is
+/// integer arithmetic.
+#[inline]
+pub fn ps_per_byte(rate_bytes_per_s: f64) -> u64 {
+    assert!(rate_bytes_per_s > 0.0, "rate must be positive");
+    (1e12 / rate_bytes_per_s).round().max(1.0) as u64
+}
+
+/// Transfer time of `bytes` at `ps_per_byte`.
+#[inline]
+pub fn transfer_ns(bytes: u64, ps_per_byte: u64) -> u64 {
+    (bytes * ps_per_byte).div_ceil(1000)
+}
+
+/// One FIFO server.
+#[derive(Debug, Clone, Default)]
+pub struct Server {
+    free_at_ns: u64,
+    busy_ns: u64,
+}
+
+impl Server {
+    /// Serve `service_ns` of work arriving at `arrival_ns`: returns (start, end).
+    #[inline]
+    pub fn reserve(&mut self, arrival_ns: u64, service_ns: u64) -> (u64, u64) {
+        let start = arrival_ns.max(self.free_at_ns);
+        let end = start + service_ns;
+        self.free_at_ns = end;
+        self.busy_ns += service_ns;
+        (start, end)
+    }
+
+    /// When the server is next idle.
+    #[inline]
+    pub fn free_at_ns(&self) -> u64 {
+        self.free_at_ns
+    }
+
+    /// Total work reserved so far.
+    #[inline]
+    pub fn busy_ns(&self) -> u64 {
+        self.busy_ns
+    }
+
+    /// Account work done outside `reserve` (a mechanism that schedules itself).
+    #[inline]
+    pub fn occupy(&mut self, start_ns: u64, end_ns: u64) {
+        debug_assert!(end_ns >= start_ns);
+        self.busy_ns += end_ns - start_ns;
+        self.free_at_ns = self.free_at_ns.max(end_ns);
+    }
+}
+
+/// A bandwidth path (a bus, a controller data path): a transfer may overlap the
+/// transfer that feeds it, so it starts when its first byte could arrive, not when the
+/// feeding transfer ended.
+#[derive(Debug, Clone)]
+pub struct Path {
+    server: Server,
+    ps_per_byte: u64,
+}
+
+impl Path {
+    /// A path of `rate_bytes_per_s`.
+    pub fn new(rate_bytes_per_s: f64) -> Self {
+        Self {
+            server: Server::default(),
+            ps_per_byte: ps_per_byte(rate_bytes_per_s),
+        }
+    }
+
+    /// Carry `bytes` whose feeding transfer ran from `feed_start_ns` to `feed_end_ns`:
+    /// returns when the last byte is through.
+    #[inline]
+    pub fn carry(&mut self, bytes: u64, feed_start_ns: u64, feed_end_ns: u64) -> u64 {
+        let (_, end) = self
+            .server
+            .reserve(feed_start_ns, transfer_ns(bytes, self.ps_per_byte));
+        end.max(feed_end_ns)
+    }
+
+    /// Busy time so far.
+    pub fn busy_ns(&self) -> u64 {
+        self.server.busy_ns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_arrivals_queue_behind_earlier_work() {
+        let mut s = Server::default();
+        assert_eq!(s.reserve(10, 5), (10, 15));
+        assert_eq!(s.reserve(12, 5), (15, 20));
+        assert_eq!(s.reserve(30, 1), (30, 31));
+        assert_eq!(s.busy_ns(), 11);
+    }
+
+    #[test]
+    fn transfer_time_follows_the_rate() {
+        let ps = ps_per_byte(500e6);
+        assert_eq!(ps, 2000);
+        assert_eq!(transfer_ns(4096, ps), 8192);
+    }
+}

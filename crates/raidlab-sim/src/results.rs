@@ -1,0 +1,74 @@
+//! Results: plain data out, as documented in `docs/scenario.md`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything a run reports. Maps are ordered, so the JSON is byte-stable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Schema version of this document.
+    pub schema: u32,
+    /// The seed the run used.
+    pub seed: u64,
+    /// Measured simulated interval.
+    pub sim_time_ns: u64,
+    /// Events processed over the whole run, warm-up included.
+    pub events: u64,
+    /// Per direction that did I/O: `read`, `write`.
+    pub ops: BTreeMap<String, OpStats>,
+    /// Why the figures are what they are.
+    pub explain: Explain,
+}
+
+/// One direction's figures over the measured interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Host I/Os completed.
+    pub ios: u64,
+    /// Host bytes moved.
+    pub bytes: u64,
+    /// I/Os per second of simulated time.
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mbps: f64,
+    /// Mean latency.
+    pub lat_mean_ns: f64,
+    /// Fastest.
+    pub lat_min_ns: u64,
+    /// Slowest.
+    pub lat_max_ns: u64,
+    /// fio's default percentile list, keyed like fio ("99.9").
+    pub percentiles_ns: BTreeMap<String, u64>,
+}
+
+/// Utilisation of every resource, the bottleneck, and the member I/O per host I/O.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explain {
+    /// Every resource, in a fixed order (controller, paths, then drives).
+    pub resources: Vec<Resource>,
+    /// The busiest resource.
+    pub bottleneck: String,
+    /// Utilisation of the bottleneck.
+    pub bottleneck_utilisation: f64,
+    /// Member operations per host I/O, per direction.
+    pub member_ios_per_host_io: BTreeMap<String, f64>,
+    /// Member bytes per host byte, per direction.
+    pub member_bytes_per_host_byte: BTreeMap<String, f64>,
+    /// Host reads served from the controller's read-ahead buffer.
+    pub read_ahead_hits: u64,
+    /// Reads the drives served from their own read-ahead buffers.
+    pub drive_read_ahead_hits: u64,
+}
+
+/// One resource's busy time over the measured interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resource {
+    /// e.g. `drive0.flash`, `controller.cpu`, `bus.up`.
+    pub name: String,
+    /// `controller`, `path`, `drive`.
+    pub kind: String,
+    /// Busy time (mean over units for parallel resources).
+    pub busy_ns: u64,
+    /// Busy time over the measured interval, 0..=1.
+    pub utilisation: f64,
+}

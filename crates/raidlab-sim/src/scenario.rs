@@ -1,0 +1,543 @@
+//! The scenario: plain data in (array + workload + seed), as documented in
+//! `docs/scenario.md`. Parsing refuses unknown keys; `validate` names the field and
+//! what is allowed.
+
+use serde::{Deserialize, Serialize};
+
+/// Schema version this crate reads and writes.
+pub const SCHEMA: u32 = 1;
+/// Bounds that keep a run finite and its memory fixed.
+pub const IODEPTH_MAX: u32 = 65_536;
+/// Jobs per workload.
+pub const NUMJOBS_MAX: u32 = 1024;
+/// Smallest transfer.
+pub const BLOCK_BYTES_MIN: u64 = 512;
+/// Largest transfer.
+pub const BLOCK_BYTES_MAX: u64 = 1 << 30;
+
+/// One simulation to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Must equal [`SCHEMA`].
+    pub schema: u32,
+    /// Seeds every random choice of the run.
+    pub seed: u64,
+    /// What is simulated.
+    pub array: ArraySpec,
+    /// What is asked of it.
+    pub workload: WorkloadSpec,
+}
+
+/// The array: level, geometry, members, controller and host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArraySpec {
+    /// RAID level (0 in schema 1).
+    pub level: u32,
+    /// Chunk size on one member.
+    pub stripe_unit_bytes: u64,
+    /// Number of members.
+    pub drive_count: u32,
+    /// The drive every member is.
+    pub drive: DriveSpec,
+    /// The controller in front of them.
+    pub controller: ControllerSpec,
+    /// The host's I/O stack.
+    #[serde(default)]
+    pub host: HostSpec,
+}
+
+/// The host I/O stack.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// Latency the OS block stack and driver add to each request (not shared).
+    #[serde(default)]
+    pub request_overhead_ns: u64,
+}
+
+/// A drive model and its physical parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DriveSpec {
+    /// A rotating disk.
+    Hdd(HddSpec),
+    /// A flash drive.
+    Ssd(SsdSpec),
+}
+
+impl DriveSpec {
+    /// Capacity of one drive.
+    pub fn capacity_bytes(&self) -> u64 {
+        match self {
+            DriveSpec::Hdd(h) => h.capacity_bytes,
+            DriveSpec::Ssd(s) => s.capacity_bytes,
+        }
+    }
+}
+
+/// Datasheet-level description of a hard disk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HddSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub model: String,
+    /// Usable capacity.
+    pub capacity_bytes: u64,
+    /// Spindle speed.
+    pub rpm: u32,
+    /// Seek to the adjacent track.
+    pub seek_ns_track_to_track: u64,
+    /// Average seek (one third of the stroke).
+    pub seek_ns_avg: u64,
+    /// Seek across the whole stroke.
+    pub seek_ns_full_stroke: u64,
+    /// Media rate at the outermost zone.
+    pub media_rate_bytes_per_s_outer: f64,
+    /// Media rate at the innermost zone.
+    pub media_rate_bytes_per_s_inner: f64,
+    /// Zones with constant bytes per track.
+    #[serde(default = "default_zones")]
+    pub zones: u32,
+    /// Firmware time per command.
+    pub command_overhead_ns: u64,
+    /// Interface payload rate.
+    pub link_rate_bytes_per_s: f64,
+    /// Drive buffer.
+    pub cache_bytes: u64,
+    /// How far the drive reads ahead past a read (0 = off).
+    pub read_ahead_bytes: u64,
+    /// Complete writes once buffered (true) or once on the platter (false).
+    pub write_cache: bool,
+    /// Commands the drive accepts at once.
+    #[serde(default = "default_ncq")]
+    pub ncq_depth: u32,
+}
+
+/// Datasheet-level description of a flash drive.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsdSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub model: String,
+    /// Usable capacity.
+    pub capacity_bytes: u64,
+    /// Interface payload rate.
+    pub link_rate_bytes_per_s: f64,
+    /// Firmware time per command (serial).
+    pub command_overhead_ns: u64,
+    /// Flash channels.
+    pub channels: u32,
+    /// Dies on each channel.
+    pub dies_per_channel: u32,
+    /// Flash page.
+    pub page_bytes: u64,
+    /// Page read time tR.
+    pub read_page_ns: u64,
+    /// Page program time tPROG.
+    pub program_page_ns: u64,
+    /// Channel transfer rate.
+    pub channel_rate_bytes_per_s: f64,
+    /// Write buffer; a write completes once buffered.
+    pub write_buffer_bytes: u64,
+    /// Commands the drive accepts at once.
+    #[serde(default = "default_ncq")]
+    pub ncq_depth: u32,
+}
+
+fn default_zones() -> u32 {
+    16
+}
+
+fn default_ncq() -> u32 {
+    32
+}
+
+/// The controller: RAID logic, its costs, and the paths the data takes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub name: String,
+    /// Serial processing per host request.
+    #[serde(default)]
+    pub request_overhead_ns: u64,
+    /// Serial processing per member operation.
+    #[serde(default)]
+    pub member_op_overhead_ns: u64,
+    /// Member operations are split at this size.
+    #[serde(default = "default_max_member_transfer")]
+    pub max_member_transfer_bytes: u64,
+    /// Per-port link rate.
+    pub port_rate_bytes_per_s: f64,
+    /// Shared host path, each direction (None = unlimited).
+    #[serde(default)]
+    pub bus_rate_bytes_per_s: Option<f64>,
+    /// Controller read data-path cap (None = unlimited).
+    #[serde(default)]
+    pub read_rate_bytes_per_s_max: Option<f64>,
+    /// Controller write data-path cap (None = unlimited).
+    #[serde(default)]
+    pub write_rate_bytes_per_s_max: Option<f64>,
+    /// Sequential read-ahead segment (0 = off).
+    #[serde(default)]
+    pub read_ahead_bytes: u64,
+    /// Read-ahead segments in flight at most.
+    #[serde(default = "default_read_ahead_segments")]
+    pub read_ahead_segments: u32,
+    /// Serial cost of a read served from the read-ahead buffer.
+    #[serde(default)]
+    pub read_hit_overhead_ns: u64,
+}
+
+fn default_max_member_transfer() -> u64 {
+    32 << 20
+}
+
+fn default_read_ahead_segments() -> u32 {
+    2
+}
+
+/// Direction and access pattern, with fio's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    Randread,
+    /// Random writes.
+    Randwrite,
+    /// Sequential mix.
+    Rw,
+    /// Random mix.
+    Randrw,
+}
+
+impl Rw {
+    /// Random offsets?
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+    }
+
+    /// Share of reads in percent for this pattern.
+    pub fn read_percent(self, rwmixread: u32) -> u32 {
+        match self {
+            Rw::Read | Rw::Randread => 100,
+            Rw::Write | Rw::Randwrite => 0,
+            Rw::Rw | Rw::Randrw => rwmixread,
+        }
+    }
+}
+
+/// Offset distribution of random workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Every aligned block equally likely.
+    #[default]
+    Uniform,
+}
+
+/// What the host asks of the array.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Pattern.
+    pub rw: Rw,
+    /// Block-size mix: (bytes, weight).
+    pub bs: Vec<(u64, u32)>,
+    /// Read share for mixes, percent.
+    #[serde(default = "default_rwmixread")]
+    pub rwmixread: u32,
+    /// Outstanding requests per job.
+    pub iodepth: u32,
+    /// Independent jobs.
+    #[serde(default = "default_one")]
+    pub numjobs: u32,
+    /// Start of the region.
+    #[serde(default)]
+    pub offset_bytes: u64,
+    /// Length of the region.
+    pub size_bytes: u64,
+    /// Host I/Os measured after warm-up.
+    pub ios: u64,
+    /// Host I/Os discarded first.
+    #[serde(default)]
+    pub warmup_ios: u64,
+    /// Cap on measured simulated time.
+    #[serde(default)]
+    pub runtime_ns: Option<u64>,
+    /// Offset distribution.
+    #[serde(default)]
+    pub distribution: Distribution,
+}
+
+fn default_rwmixread() -> u32 {
+    50
+}
+
+fn default_one() -> u32 {
+    1
+}
+
+/// A refused scenario: the field and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// Dotted path of the field.
+    pub field: String,
+    /// What is allowed and what was given.
+    pub message: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn refuse(field: &str, message: String) -> Result<(), ScenarioError> {
+    Err(ScenarioError {
+        field: field.to_string(),
+        message,
+    })
+}
+
+fn positive_rate(field: &str, rate: f64) -> Result<(), ScenarioError> {
+    if !(rate.is_finite() && rate >= 1e3) {
+        return refuse(
+            field,
+            format!("must be a rate of at least 1000 B/s, got {rate}"),
+        );
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Parse JSON and validate; the error names the field.
+    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
+            field: "scenario".into(),
+            message: e.to_string(),
+        })?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// Check every bound the simulator relies on.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        if self.schema != SCHEMA {
+            refuse(
+                "schema",
+                format!("this simulator reads schema {SCHEMA}, got {}", self.schema),
+            )?;
+        }
+        let a = &self.array;
+        if a.level != 0 {
+            refuse(
+                "array.level",
+                format!("only RAID 0 is supported, got {}", a.level),
+            )?;
+        }
+        match &a.drive {
+            DriveSpec::Hdd(h) => {
+                if h.rpm < 1000 || h.rpm > 30_000 {
+                    refuse(
+                        "array.drive.rpm",
+                        format!("must be 1000..=30000, got {}", h.rpm),
+                    )?;
+                }
+                if !(h.seek_ns_track_to_track <= h.seek_ns_avg
+                    && h.seek_ns_avg <= h.seek_ns_full_stroke)
+                {
+                    refuse(
+                        "array.drive.seek_ns_avg",
+                        "seek figures must satisfy track-to-track <= average <= full stroke".into(),
+                    )?;
+                }
+                positive_rate(
+                    "array.drive.media_rate_bytes_per_s_outer",
+                    h.media_rate_bytes_per_s_outer,
+                )?;
+                positive_rate(
+                    "array.drive.media_rate_bytes_per_s_inner",
+                    h.media_rate_bytes_per_s_inner,
+                )?;
+                positive_rate("array.drive.link_rate_bytes_per_s", h.link_rate_bytes_per_s)?;
+                if h.zones == 0 || h.zones > 1024 {
+                    refuse(
+                        "array.drive.zones",
+                        format!("must be 1..=1024, got {}", h.zones),
+                    )?;
+                }
+                if h.ncq_depth == 0 || h.ncq_depth > 256 {
+                    refuse(
+                        "array.drive.ncq_depth",
+                        format!("must be 1..=256, got {}", h.ncq_depth),
+                    )?;
+                }
+            }
+            DriveSpec::Ssd(s) => {
+                if s.channels == 0 || s.channels > 64 {
+                    refuse(
+                        "array.drive.channels",
+                        format!("must be 1..=64, got {}", s.channels),
+                    )?;
+                }
+                if s.dies_per_channel == 0 || s.dies_per_channel > 64 {
+                    refuse(
+                        "array.drive.dies_per_channel",
+                        format!("must be 1..=64, got {}", s.dies_per_channel),
+                    )?;
+                }
+                if s.page_bytes < 512 || !s.page_bytes.is_power_of_two() {
+                    refuse(
+                        "array.drive.page_bytes",
+                        format!("must be a power of two >= 512, got {}", s.page_bytes),
+                    )?;
+                }
+                if s.write_buffer_bytes < s.page_bytes {
+                    refuse(
+                        "array.drive.write_buffer_bytes",
+                        format!("must hold at least one page ({} B)", s.page_bytes),
+                    )?;
+                }
+                positive_rate("array.drive.link_rate_bytes_per_s", s.link_rate_bytes_per_s)?;
+                positive_rate(
+                    "array.drive.channel_rate_bytes_per_s",
+                    s.channel_rate_bytes_per_s,
+                )?;
+                if s.ncq_depth == 0 || s.ncq_depth > 65_536 {
+                    refuse(
+                        "array.drive.ncq_depth",
+                        format!("must be 1..=65536, got {}", s.ncq_depth),
+                    )?;
+                }
+            }
+        }
+        let c = &a.controller;
+        positive_rate(
+            "array.controller.port_rate_bytes_per_s",
+            c.port_rate_bytes_per_s,
+        )?;
+        for (field, rate) in [
+            (
+                "array.controller.bus_rate_bytes_per_s",
+                c.bus_rate_bytes_per_s,
+            ),
+            (
+                "array.controller.read_rate_bytes_per_s_max",
+                c.read_rate_bytes_per_s_max,
+            ),
+            (
+                "array.controller.write_rate_bytes_per_s_max",
+                c.write_rate_bytes_per_s_max,
+            ),
+        ] {
+            if let Some(rate) = rate {
+                positive_rate(field, rate)?;
+            }
+        }
+        if c.max_member_transfer_bytes < 512 || !c.max_member_transfer_bytes.is_multiple_of(512) {
+            refuse(
+                "array.controller.max_member_transfer_bytes",
+                format!(
+                    "must be a multiple of 512 B, got {}",
+                    c.max_member_transfer_bytes
+                ),
+            )?;
+        }
+        if !c.read_ahead_bytes.is_multiple_of(512) {
+            refuse(
+                "array.controller.read_ahead_bytes",
+                "must be a multiple of 512 B".into(),
+            )?;
+        }
+        if c.read_ahead_segments == 0 || c.read_ahead_segments > 64 {
+            refuse(
+                "array.controller.read_ahead_segments",
+                format!("must be 1..=64, got {}", c.read_ahead_segments),
+            )?;
+        }
+        let layout = raidlab_layout::Raid0::new(
+            a.drive_count,
+            a.stripe_unit_bytes,
+            a.drive.capacity_bytes(),
+        )
+        .map_err(|e| ScenarioError {
+            field: format!("array.{}", e.field),
+            message: e.message,
+        })?;
+
+        let w = &self.workload;
+        if w.iodepth == 0 || w.iodepth > IODEPTH_MAX {
+            refuse(
+                "workload.iodepth",
+                format!("must be 1..={IODEPTH_MAX}, got {}", w.iodepth),
+            )?;
+        }
+        if w.numjobs == 0 || w.numjobs > NUMJOBS_MAX {
+            refuse(
+                "workload.numjobs",
+                format!("must be 1..={NUMJOBS_MAX}, got {}", w.numjobs),
+            )?;
+        }
+        if w.rwmixread > 100 {
+            refuse(
+                "workload.rwmixread",
+                format!("must be 0..=100, got {}", w.rwmixread),
+            )?;
+        }
+        if w.bs.is_empty() || w.bs.len() > 64 {
+            refuse("workload.bs", "needs 1..=64 block sizes".into())?;
+        }
+        for &(bytes, weight) in &w.bs {
+            if !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(512) {
+                refuse(
+                    "workload.bs",
+                    format!("block sizes must be multiples of 512 B in 512 B..=1 GiB, got {bytes}"),
+                )?;
+            }
+            if weight == 0 {
+                refuse("workload.bs", "weights must be positive".into())?;
+            }
+        }
+        let bs_max = w.bs.iter().map(|b| b.0).max().unwrap_or(0);
+        if !w.offset_bytes.is_multiple_of(512) {
+            refuse(
+                "workload.offset_bytes",
+                "must be a multiple of 512 B".into(),
+            )?;
+        }
+        let region_end = w.offset_bytes.checked_add(w.size_bytes);
+        if region_end.is_none_or(|end| end > layout.capacity_bytes()) {
+            refuse(
+                "workload.size_bytes",
+                format!(
+                    "region [{}, +{}) exceeds the array's {} B",
+                    w.offset_bytes,
+                    w.size_bytes,
+                    layout.capacity_bytes()
+                ),
+            )?;
+        }
+        if w.size_bytes / u64::from(w.numjobs) < bs_max {
+            refuse(
+                "workload.size_bytes",
+                format!("each job's share must hold the largest block ({bs_max} B)"),
+            )?;
+        }
+        if w.ios == 0 || w.ios > 1 << 40 {
+            refuse("workload.ios", format!("must be 1..=2^40, got {}", w.ios))?;
+        }
+        Ok(())
+    }
+}

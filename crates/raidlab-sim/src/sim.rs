@@ -1,0 +1,848 @@
+//! The event loop: host jobs, the controller, the paths and the drives, wired
+//! together. One `Simulation` runs one scenario to completion.
+//!
+//! ```text
+//!  job ──(host stack)──► ControllerArrive ──(controller cpu)──► Dispatch
+//!        ▲                  │ read-ahead hit                       │ member ops
+//!        │                  ▼                                      ▼
+//!  HostComplete ◄──(bus)── ReadHit             port queue ──► drive ──► MemberDone
+//!        ▲                                                             │
+//!        └──────────────── (bus, data-path caps) ◄────────────────────┘
+//! ```
+
+use crate::hdd::Hdd;
+use crate::histogram::Histogram;
+use crate::queue::{EventKind, EventQueue};
+use crate::resource::{Path, Server};
+use crate::results::{Explain, OpStats, Resource, Results};
+use crate::rng::Rng;
+use crate::scenario::{DriveSpec, Rw, Scenario, SCHEMA};
+use crate::ssd::Ssd;
+use raidlab_layout::{MemberExtent, Raid0};
+use std::collections::{BTreeMap, VecDeque};
+
+/// fio's default percentile list.
+pub const PERCENTILES: [(&str, f64); 17] = [
+    ("1.000000", 1.0),
+    ("5.000000", 5.0),
+    ("10.000000", 10.0),
+    ("20.000000", 20.0),
+    ("30.000000", 30.0),
+    ("40.000000", 40.0),
+    ("50.000000", 50.0),
+    ("60.000000", 60.0),
+    ("70.000000", 70.0),
+    ("80.000000", 80.0),
+    ("90.000000", 90.0),
+    ("95.000000", 95.0),
+    ("99.000000", 99.0),
+    ("99.500000", 99.5),
+    ("99.900000", 99.9),
+    ("99.950000", 99.95),
+    ("99.990000", 99.99),
+];
+
+const READ: usize = 0;
+const WRITE: usize = 1;
+
+enum DriveModel {
+    Hdd(Hdd),
+    Ssd(Ssd),
+}
+
+struct Drive {
+    model: DriveModel,
+    ncq_depth: u32,
+    outstanding: u32,
+    waiting: VecDeque<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Request {
+    offset_bytes: u64,
+    len_bytes: u64,
+    write: bool,
+    issued_ns: u64,
+    pending: u32,
+    /// Latest completion among its member operations (and paths).
+    done_ns: u64,
+    /// For a read-ahead hit: when the controller has processed it.
+    hit_ready_ns: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct MemberOp {
+    request: u32,
+    drive: u32,
+    offset_bytes: u64,
+    len_bytes: u64,
+    write: bool,
+    /// Writes: when the host data has crossed the bus and controller path.
+    data_ready_ns: u64,
+    link_start_ns: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Segment {
+    start: u64,
+    end: u64,
+    ready: bool,
+    slot: u32,
+}
+
+/// A host job: its stream position and its share of the region.
+struct Job {
+    cursor: u64,
+    start: u64,
+    end: u64,
+}
+
+/// Controller read-ahead: a window of consecutive segments ahead of a sequential
+/// stream, fetched by the controller itself.
+struct ReadAhead {
+    segment_bytes: u64,
+    segments_max: usize,
+    /// Segments in address order, contiguous.
+    window: VecDeque<Segment>,
+    free_slots: Vec<u32>,
+    /// Where the next read of a sequential stream would start.
+    expect_offset: u64,
+    /// End of the last segment fetched.
+    window_end: u64,
+    waiters: Vec<u32>,
+    hits: u64,
+}
+
+struct Controller {
+    cpu: Server,
+    request_overhead_ns: u64,
+    member_op_overhead_ns: u64,
+    max_member_transfer_bytes: u64,
+    read_hit_overhead_ns: u64,
+    bus_up: Option<Path>,
+    bus_down: Option<Path>,
+    read_path: Option<Path>,
+    write_path: Option<Path>,
+    read_ahead: Option<ReadAhead>,
+}
+
+/// Counters over the measured interval.
+#[derive(Default, Clone)]
+struct Tally {
+    host_ios: [u64; 2],
+    host_bytes: [u64; 2],
+    member_ios: [u64; 2],
+    member_bytes: [u64; 2],
+}
+
+/// One run of one scenario.
+pub struct Simulation {
+    now_ns: u64,
+    queue: EventQueue,
+    rng: Rng,
+    layout: Raid0,
+    controller: Controller,
+    drives: Vec<Drive>,
+    requests: Vec<Request>,
+    host_slots: u32,
+    ops: Vec<MemberOp>,
+    free_ops: Vec<u32>,
+    jobs: Vec<Job>,
+    iodepth: u32,
+    rw: Rw,
+    read_percent: u32,
+    bs: Vec<(u64, u64)>,
+    bs_total_weight: u64,
+    random: bool,
+    host_overhead_ns: u64,
+    plan: Vec<MemberExtent>,
+    // Measurement.
+    warmup_ios: u64,
+    ios: u64,
+    runtime_ns: Option<u64>,
+    completed: u64,
+    measuring: bool,
+    stopped: bool,
+    start_ns: u64,
+    end_ns: u64,
+    hist: [Histogram; 2],
+    tally: Tally,
+    busy_at_start: Vec<u64>,
+    events: u64,
+    seed: u64,
+}
+
+impl Simulation {
+    /// Build the components of a validated scenario.
+    pub fn new(scenario: &Scenario) -> Self {
+        let a = &scenario.array;
+        let w = &scenario.workload;
+        let c = &a.controller;
+        let layout = Raid0::new(a.drive_count, a.stripe_unit_bytes, a.drive.capacity_bytes())
+            .expect("validated scenario");
+        let drives = (0..a.drive_count)
+            .map(|_| match &a.drive {
+                DriveSpec::Hdd(h) => Drive {
+                    model: DriveModel::Hdd(Hdd::new(h, c.port_rate_bytes_per_s)),
+                    ncq_depth: h.ncq_depth,
+                    outstanding: 0,
+                    waiting: VecDeque::new(),
+                },
+                DriveSpec::Ssd(s) => Drive {
+                    model: DriveModel::Ssd(Ssd::new(s, c.port_rate_bytes_per_s)),
+                    ncq_depth: s.ncq_depth,
+                    outstanding: 0,
+                    waiting: VecDeque::new(),
+                },
+            })
+            .collect();
+        let read_ahead = (c.read_ahead_bytes > 0).then(|| ReadAhead {
+            segment_bytes: c.read_ahead_bytes,
+            segments_max: c.read_ahead_segments as usize,
+            window: VecDeque::with_capacity(c.read_ahead_segments as usize),
+            free_slots: Vec::with_capacity(c.read_ahead_segments as usize),
+            expect_offset: u64::MAX,
+            window_end: 0,
+            waiters: Vec::new(),
+            hits: 0,
+        });
+        let host_slots = w.numjobs * w.iodepth;
+        let prefetch_slots = if read_ahead.is_some() {
+            c.read_ahead_segments
+        } else {
+            0
+        };
+        let mut sim = Self {
+            now_ns: 0,
+            queue: EventQueue::with_capacity(4 * host_slots as usize + 64),
+            rng: Rng::new(scenario.seed),
+            layout,
+            controller: Controller {
+                cpu: Server::default(),
+                request_overhead_ns: c.request_overhead_ns,
+                member_op_overhead_ns: c.member_op_overhead_ns,
+                max_member_transfer_bytes: c.max_member_transfer_bytes,
+                read_hit_overhead_ns: c.read_hit_overhead_ns,
+                bus_up: c.bus_rate_bytes_per_s.map(Path::new),
+                bus_down: c.bus_rate_bytes_per_s.map(Path::new),
+                read_path: c.read_rate_bytes_per_s_max.map(Path::new),
+                write_path: c.write_rate_bytes_per_s_max.map(Path::new),
+                read_ahead,
+            },
+            drives,
+            requests: vec![Request::default(); (host_slots + prefetch_slots) as usize],
+            host_slots,
+            ops: Vec::with_capacity(host_slots as usize * 2),
+            free_ops: Vec::new(),
+            jobs: Vec::new(),
+            iodepth: w.iodepth,
+            rw: w.rw,
+            read_percent: w.rw.read_percent(w.rwmixread),
+            bs: Vec::new(),
+            bs_total_weight: 0,
+            random: w.rw.is_random(),
+            host_overhead_ns: a.host.request_overhead_ns,
+            plan: Vec::with_capacity(a.drive_count as usize),
+            warmup_ios: w.warmup_ios,
+            ios: w.ios,
+            runtime_ns: w.runtime_ns,
+            completed: 0,
+            measuring: false,
+            stopped: false,
+            start_ns: 0,
+            end_ns: 0,
+            hist: [Histogram::new(), Histogram::new()],
+            tally: Tally::default(),
+            busy_at_start: Vec::new(),
+            events: 0,
+            seed: scenario.seed,
+        };
+        if let Some(ra) = sim.controller.read_ahead.as_mut() {
+            ra.free_slots
+                .extend((host_slots..host_slots + prefetch_slots).rev());
+        }
+        let mut cumulative = 0;
+        for &(bytes, weight) in &w.bs {
+            cumulative += u64::from(weight);
+            sim.bs.push((bytes, cumulative));
+        }
+        sim.bs_total_weight = cumulative;
+        let share = w.size_bytes / u64::from(w.numjobs);
+        for j in 0..u64::from(w.numjobs) {
+            let start = w.offset_bytes + j * share;
+            sim.jobs.push(Job {
+                cursor: start,
+                start,
+                end: start + share,
+            });
+        }
+        if sim.warmup_ios == 0 {
+            sim.begin_measuring();
+        }
+        sim
+    }
+
+    /// Run to the end and report.
+    pub fn run(mut self) -> Results {
+        for slot in 0..self.host_slots {
+            self.issue(slot);
+        }
+        while let Some(event) = self.queue.pop() {
+            debug_assert!(event.time_ns >= self.now_ns, "time never runs backwards");
+            self.now_ns = event.time_ns;
+            self.events += 1;
+            match event.kind {
+                EventKind::ControllerArrive => self.controller_arrive(event.target),
+                EventKind::Dispatch => self.dispatch(event.target),
+                EventKind::MemberDone => self.member_done(event.target),
+                EventKind::HostComplete => self.request_complete(event.target),
+                EventKind::ReadHit => self.read_hit(event.target),
+                EventKind::DriveWake => unreachable!("drives restart on completion"),
+            }
+            if self.stopped {
+                break;
+            }
+        }
+        assert!(self.stopped, "the event queue ran dry before the run ended");
+        self.results()
+    }
+
+    // ----- host -------------------------------------------------------------------
+
+    fn pick_block_bytes(&mut self) -> u64 {
+        if self.bs.len() == 1 {
+            return self.bs[0].0;
+        }
+        let x = self.rng.below(self.bs_total_weight);
+        self.bs
+            .iter()
+            .find(|b| x < b.1)
+            .expect("weights cover the range")
+            .0
+    }
+
+    /// Job of `slot` issues its next request now.
+    fn issue(&mut self, slot: u32) {
+        let job_index = (slot / self.iodepth) as usize;
+        let len = self.pick_block_bytes();
+        let write = match self.read_percent {
+            100 => false,
+            0 => true,
+            p => self.rng.below(100) >= u64::from(p),
+        };
+        let job = &mut self.jobs[job_index];
+        let offset = if self.random {
+            let blocks = (job.end - job.start) / len;
+            job.start + self.rng.below(blocks) * len
+        } else {
+            if job.cursor + len > job.end {
+                job.cursor = job.start;
+            }
+            let o = job.cursor;
+            job.cursor += len;
+            o
+        };
+        debug_assert!(matches!(self.rw, Rw::Rw | Rw::Randrw) || write == (self.read_percent == 0));
+        self.requests[slot as usize] = Request {
+            offset_bytes: offset,
+            len_bytes: len,
+            write,
+            issued_ns: self.now_ns,
+            pending: 0,
+            done_ns: 0,
+            hit_ready_ns: 0,
+        };
+        self.queue.push(
+            self.now_ns + self.host_overhead_ns,
+            EventKind::ControllerArrive,
+            slot,
+        );
+    }
+
+    /// A host request or a read-ahead segment has all its data.
+    fn request_complete(&mut self, slot: u32) {
+        if slot >= self.host_slots {
+            self.segment_ready(slot);
+            return;
+        }
+        let r = self.requests[slot as usize];
+        self.completed += 1;
+        if self.measuring {
+            let dir = usize::from(r.write);
+            self.hist[dir].record(self.now_ns - r.issued_ns);
+            self.tally.host_ios[dir] += 1;
+            self.tally.host_bytes[dir] += r.len_bytes;
+            let measured = self.completed - self.warmup_ios;
+            let out_of_time = self
+                .runtime_ns
+                .is_some_and(|limit| self.now_ns - self.start_ns >= limit);
+            if measured >= self.ios || out_of_time {
+                self.end_ns = self.now_ns;
+                self.stopped = true;
+                return;
+            }
+        } else if self.completed >= self.warmup_ios {
+            self.begin_measuring();
+        }
+        self.issue(slot);
+    }
+
+    // ----- controller -------------------------------------------------------------
+
+    fn member_op_count(&mut self, offset: u64, len: u64) -> u64 {
+        self.layout.plan(offset, len, &mut self.plan);
+        let max = self.controller.max_member_transfer_bytes;
+        self.plan.iter().map(|e| e.len_bytes.div_ceil(max)).sum()
+    }
+
+    fn controller_arrive(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        if !r.write && self.controller.read_ahead.is_some() && self.read_ahead_serves(slot) {
+            return;
+        }
+        let ops = self.member_op_count(r.offset_bytes, r.len_bytes);
+        let cost =
+            self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
+        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+        self.queue.push(ready, EventKind::Dispatch, slot);
+    }
+
+    /// Turn a request into member operations and send them to the drives.
+    fn dispatch(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        self.layout
+            .plan(r.offset_bytes, r.len_bytes, &mut self.plan);
+        let max = self.controller.max_member_transfer_bytes;
+        let mut pending = 0;
+        for i in 0..self.plan.len() {
+            let e = self.plan[i];
+            let mut at = 0;
+            while at < e.len_bytes {
+                let len = (e.len_bytes - at).min(max);
+                let data_ready_ns = if r.write { self.host_data_down(len) } else { 0 };
+                let op = MemberOp {
+                    request: slot,
+                    drive: e.member,
+                    offset_bytes: e.offset_bytes + at,
+                    len_bytes: len,
+                    write: r.write,
+                    data_ready_ns,
+                    link_start_ns: 0,
+                };
+                let id = match self.free_ops.pop() {
+                    Some(id) => {
+                        self.ops[id as usize] = op;
+                        id
+                    }
+                    None => {
+                        self.ops.push(op);
+                        (self.ops.len() - 1) as u32
+                    }
+                };
+                if self.measuring {
+                    let dir = usize::from(r.write);
+                    self.tally.member_ios[dir] += 1;
+                    self.tally.member_bytes[dir] += len;
+                }
+                pending += 1;
+                self.submit_to_drive(id);
+                at += len;
+            }
+        }
+        debug_assert!(pending > 0);
+        let req = &mut self.requests[slot as usize];
+        req.pending = pending;
+        req.done_ns = self.now_ns;
+    }
+
+    /// Host write data crossing the bus and the controller's write path.
+    fn host_data_down(&mut self, len: u64) -> u64 {
+        let now = self.now_ns;
+        let mut t = now;
+        if let Some(bus) = self.controller.bus_down.as_mut() {
+            t = t.max(bus.carry(len, now, now));
+        }
+        if let Some(path) = self.controller.write_path.as_mut() {
+            t = t.max(path.carry(len, now, now));
+        }
+        t
+    }
+
+    /// Read data crossing the controller's read path and the bus to the host, overlapping
+    /// the transfer that fed it.
+    fn host_data_up(&mut self, len: u64, feed_start_ns: u64, feed_end_ns: u64) -> u64 {
+        let mut t = feed_end_ns;
+        if let Some(path) = self.controller.read_path.as_mut() {
+            t = t.max(path.carry(len, feed_start_ns, feed_end_ns));
+        }
+        if let Some(bus) = self.controller.bus_up.as_mut() {
+            t = t.max(bus.carry(len, feed_start_ns, feed_end_ns));
+        }
+        t
+    }
+
+    fn submit_to_drive(&mut self, id: u32) {
+        let op = self.ops[id as usize];
+        let drive = &mut self.drives[op.drive as usize];
+        if drive.outstanding >= drive.ncq_depth {
+            drive.waiting.push_back(id);
+            return;
+        }
+        drive.outstanding += 1;
+        let now = self.now_ns;
+        match &mut drive.model {
+            DriveModel::Ssd(ssd) => {
+                let (link_start, done) = if op.write {
+                    ssd.write(now, op.len_bytes)
+                } else {
+                    ssd.read(now, op.offset_bytes, op.len_bytes)
+                };
+                self.ops[id as usize].link_start_ns = link_start;
+                self.queue.push(done, EventKind::MemberDone, id);
+            }
+            DriveModel::Hdd(hdd) => {
+                if let Some(s) = hdd.submit(now, id, op.offset_bytes, op.len_bytes, op.write) {
+                    self.ops[s.op as usize].link_start_ns = s.link_start_ns;
+                    self.queue.push(s.done_ns, EventKind::MemberDone, s.op);
+                }
+            }
+        }
+    }
+
+    fn member_done(&mut self, id: u32) {
+        let op = self.ops[id as usize];
+        let now = self.now_ns;
+        let drive = &mut self.drives[op.drive as usize];
+        drive.outstanding -= 1;
+        if let DriveModel::Hdd(hdd) = &mut drive.model {
+            if let Some(s) = hdd.complete(now) {
+                self.ops[s.op as usize].link_start_ns = s.link_start_ns;
+                self.queue.push(s.done_ns, EventKind::MemberDone, s.op);
+            }
+        }
+        if let Some(next) = self.drives[op.drive as usize].waiting.pop_front() {
+            self.submit_to_drive(next);
+        }
+        let done = if op.write {
+            now.max(op.data_ready_ns)
+        } else {
+            self.host_data_up(op.len_bytes, op.link_start_ns.min(now), now)
+        };
+        self.free_ops.push(id);
+        let req = &mut self.requests[op.request as usize];
+        req.done_ns = req.done_ns.max(done);
+        req.pending -= 1;
+        if req.pending == 0 {
+            let t = req.done_ns;
+            self.queue.push(t, EventKind::HostComplete, op.request);
+        }
+    }
+
+    // ----- controller read-ahead --------------------------------------------------
+
+    /// Serve a read from the read-ahead window if it can, and keep the window ahead of
+    /// a stream of small sequential reads. Returns whether the read was taken care of.
+    fn read_ahead_serves(&mut self, slot: u32) -> bool {
+        let r = self.requests[slot as usize];
+        let end = r.offset_bytes + r.len_bytes;
+        let ra = self
+            .controller
+            .read_ahead
+            .as_mut()
+            .expect("read-ahead configured");
+        let sequential = r.offset_bytes == ra.expect_offset;
+        ra.expect_offset = end;
+        if ra.covers(r.offset_bytes, end) {
+            ra.hits += 1;
+            let ready_now = ra.ready_for(r.offset_bytes, end);
+            if !ready_now {
+                ra.waiters.push(slot);
+            }
+            let (_, ready) = self
+                .controller
+                .cpu
+                .reserve(self.now_ns, self.controller.read_hit_overhead_ns);
+            self.requests[slot as usize].hit_ready_ns = ready;
+            if ready_now {
+                self.queue.push(ready, EventKind::ReadHit, slot);
+            }
+            self.top_up_read_ahead(end);
+            return true;
+        }
+        let restart = sequential && r.len_bytes < ra.segment_bytes;
+        self.clear_read_ahead();
+        if restart {
+            self.controller.read_ahead.as_mut().expect("ra").window_end = end;
+            self.top_up_read_ahead(end);
+        }
+        false
+    }
+
+    /// Drop the window; reads waiting on it go the normal way.
+    fn clear_read_ahead(&mut self) {
+        let ra = self
+            .controller
+            .read_ahead
+            .as_mut()
+            .expect("read-ahead configured");
+        while let Some(s) = ra.window.pop_front() {
+            if s.ready {
+                ra.free_slots.push(s.slot);
+            }
+            // In-flight segments free their slot when they complete.
+        }
+        let waiters = std::mem::take(&mut ra.waiters);
+        for slot in waiters {
+            let r = self.requests[slot as usize];
+            let ops = self.member_op_count(r.offset_bytes, r.len_bytes);
+            let cost =
+                self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
+            let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+            self.queue.push(ready, EventKind::Dispatch, slot);
+        }
+    }
+
+    /// Release consumed segments and fetch new ones up to the window size.
+    fn top_up_read_ahead(&mut self, consumed_end: u64) {
+        let capacity = self.layout.capacity_bytes();
+        loop {
+            let ra = self
+                .controller
+                .read_ahead
+                .as_mut()
+                .expect("read-ahead configured");
+            while ra
+                .window
+                .front()
+                .is_some_and(|s| s.ready && s.end <= consumed_end)
+            {
+                let s = ra.window.pop_front().expect("front exists");
+                ra.free_slots.push(s.slot);
+            }
+            if ra.window.len() >= ra.segments_max || ra.window_end >= capacity {
+                return;
+            }
+            let Some(slot) = ra.free_slots.pop() else {
+                return;
+            };
+            let start = ra.window_end;
+            let end = (start + ra.segment_bytes).min(capacity);
+            ra.window.push_back(Segment {
+                start,
+                end,
+                ready: false,
+                slot,
+            });
+            ra.window_end = end;
+            self.requests[slot as usize] = Request {
+                offset_bytes: start,
+                len_bytes: end - start,
+                write: false,
+                issued_ns: self.now_ns,
+                pending: 0,
+                done_ns: 0,
+                hit_ready_ns: 0,
+            };
+            let ops = self.member_op_count(start, end - start);
+            let (_, ready) = self
+                .controller
+                .cpu
+                .reserve(self.now_ns, ops * self.controller.member_op_overhead_ns);
+            self.queue.push(ready, EventKind::Dispatch, slot);
+        }
+    }
+
+    /// A read-ahead segment has arrived: serve the reads waiting for it.
+    fn segment_ready(&mut self, slot: u32) {
+        let now = self.now_ns;
+        let ra = self
+            .controller
+            .read_ahead
+            .as_mut()
+            .expect("read-ahead configured");
+        match ra.window.iter_mut().find(|s| s.slot == slot) {
+            Some(s) => s.ready = true,
+            None => ra.free_slots.push(slot),
+        }
+        let mut i = 0;
+        while i < ra.waiters.len() {
+            let w = ra.waiters[i];
+            let r = self.requests[w as usize];
+            if ra.ready_for(r.offset_bytes, r.offset_bytes + r.len_bytes) {
+                ra.waiters.swap_remove(i);
+                self.queue
+                    .push(now.max(r.hit_ready_ns), EventKind::ReadHit, w);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// A read served from the read-ahead buffer crosses the bus to the host.
+    fn read_hit(&mut self, slot: u32) {
+        let len = self.requests[slot as usize].len_bytes;
+        let now = self.now_ns;
+        let t = match self.controller.bus_up.as_mut() {
+            Some(bus) => bus.carry(len, now, now),
+            None => now,
+        };
+        self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    // ----- measurement ------------------------------------------------------------
+
+    /// Busy time of every resource, in the order `results` names them.
+    fn busy_snapshot(&self) -> Vec<u64> {
+        let c = &self.controller;
+        let mut v = vec![c.cpu.busy_ns()];
+        for p in [&c.bus_up, &c.bus_down, &c.read_path, &c.write_path]
+            .into_iter()
+            .flatten()
+        {
+            v.push(p.busy_ns());
+        }
+        for d in &self.drives {
+            match &d.model {
+                DriveModel::Ssd(ssd) => v.extend(ssd.busy_ns()),
+                DriveModel::Hdd(hdd) => v.push(hdd.busy_ns()),
+            }
+        }
+        v
+    }
+
+    fn resource_names(&self) -> Vec<(String, &'static str, u64)> {
+        let c = &self.controller;
+        let mut v = vec![("controller.cpu".to_string(), "controller", 1)];
+        for (name, p) in [
+            ("bus.up", &c.bus_up),
+            ("bus.down", &c.bus_down),
+            ("controller.read_path", &c.read_path),
+            ("controller.write_path", &c.write_path),
+        ] {
+            if p.is_some() {
+                v.push((name.to_string(), "path", 1));
+            }
+        }
+        for (i, d) in self.drives.iter().enumerate() {
+            match &d.model {
+                DriveModel::Ssd(ssd) => {
+                    let (dies, channels) = ssd.units();
+                    v.push((format!("drive{i}.firmware"), "drive", 1));
+                    v.push((format!("drive{i}.link"), "drive", 1));
+                    v.push((format!("drive{i}.flash"), "drive", dies as u64));
+                    v.push((format!("drive{i}.channels"), "drive", channels as u64));
+                }
+                DriveModel::Hdd(_) => v.push((format!("drive{i}.mechanism"), "drive", 1)),
+            }
+        }
+        v
+    }
+
+    fn begin_measuring(&mut self) {
+        self.measuring = true;
+        self.start_ns = self.now_ns;
+        self.busy_at_start = self.busy_snapshot();
+        self.hist = [Histogram::new(), Histogram::new()];
+        self.tally = Tally::default();
+    }
+
+    fn results(&self) -> Results {
+        let elapsed = (self.end_ns - self.start_ns).max(1);
+        let secs = elapsed as f64 / 1e9;
+        let mut ops = BTreeMap::new();
+        let mut member_ios = BTreeMap::new();
+        let mut member_bytes = BTreeMap::new();
+        for (dir, name) in [(READ, "read"), (WRITE, "write")] {
+            let h = &self.hist[dir];
+            if h.count() == 0 {
+                continue;
+            }
+            let percentiles_ns = PERCENTILES
+                .iter()
+                .map(|&(key, p)| (key.to_string(), h.percentile_ns(p)))
+                .collect();
+            let t = &self.tally;
+            ops.insert(
+                name.to_string(),
+                OpStats {
+                    ios: t.host_ios[dir],
+                    bytes: t.host_bytes[dir],
+                    iops: t.host_ios[dir] as f64 / secs,
+                    mbps: t.host_bytes[dir] as f64 / secs / 1e6,
+                    lat_mean_ns: h.mean_ns(),
+                    lat_min_ns: h.min_ns(),
+                    lat_max_ns: h.max_ns(),
+                    percentiles_ns,
+                },
+            );
+            member_ios.insert(
+                name.to_string(),
+                t.member_ios[dir] as f64 / t.host_ios[dir] as f64,
+            );
+            member_bytes.insert(
+                name.to_string(),
+                t.member_bytes[dir] as f64 / t.host_bytes[dir] as f64,
+            );
+        }
+        let now_busy = self.busy_snapshot();
+        let resources: Vec<Resource> = self
+            .resource_names()
+            .into_iter()
+            .zip(now_busy.iter().zip(&self.busy_at_start))
+            .map(|((name, kind, units), (&b1, &b0))| {
+                let busy = (b1 - b0) / units;
+                Resource {
+                    name,
+                    kind: kind.to_string(),
+                    busy_ns: busy,
+                    utilisation: (busy as f64 / elapsed as f64).min(1.0),
+                }
+            })
+            .collect();
+        let bottleneck = resources
+            .iter()
+            .fold(None::<&Resource>, |best, r| match best {
+                Some(b) if b.utilisation >= r.utilisation => Some(b),
+                _ => Some(r),
+            })
+            .expect("the controller is always a resource");
+        let drive_read_ahead_hits = self
+            .drives
+            .iter()
+            .map(|d| match &d.model {
+                DriveModel::Hdd(h) => h.read_ahead_hits(),
+                DriveModel::Ssd(_) => 0,
+            })
+            .sum();
+        Results {
+            schema: SCHEMA,
+            seed: self.seed,
+            sim_time_ns: elapsed,
+            events: self.events,
+            ops,
+            explain: Explain {
+                bottleneck: bottleneck.name.clone(),
+                bottleneck_utilisation: bottleneck.utilisation,
+                resources: resources.clone(),
+                member_ios_per_host_io: member_ios,
+                member_bytes_per_host_byte: member_bytes,
+                read_ahead_hits: self.controller.read_ahead.as_ref().map_or(0, |r| r.hits),
+                drive_read_ahead_hits,
+            },
+        }
+    }
+}
+
+impl ReadAhead {
+    fn covers(&self, start: u64, end: u64) -> bool {
+        self.window.front().is_some_and(|f| f.start <= start)
+            && self.window.back().is_some_and(|b| b.end >= end)
+    }
+
+    fn ready_for(&self, start: u64, end: u64) -> bool {
+        self.window
+            .iter()
+            .filter(|s| s.start < end && s.end > start)
+            .all(|s| s.ready)
+    }
+}

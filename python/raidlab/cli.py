@@ -1,0 +1,387 @@
+"""The ``raidlab`` command line: atto, run, presets, reproduce.
+
+Bad input prints one line ``error: <field>: <what is allowed>`` on stderr and exits
+with status 2 (the same status click uses for its own usage errors); never a traceback.
+Options are taken as text and validated by the front end so every error has the same
+shape and names the flag.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from raidlab import api
+from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
+from raidlab.config import parse_int
+from raidlab.errors import RaidlabError
+from raidlab.executor import JOBS_MAX
+from raidlab.studies import STUDIES, StudySummary
+from raidlab.units import format_size
+from raidlab.workloads import WorkloadRequest
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="raidlab: predict and explain RAID array performance with a deterministic "
+         "simulator of host, controller, links, HDDs and SSDs.",
+)
+
+FORMATS = ("table", "csv", "json")
+# How errors name the canonical keys of the front end when they come from a flag.
+ARRAY_FLAGS = {"level": "--level", "drives": "--drives", "stripe_unit": "--stripe-unit",
+               "drive": "--drive", "controller": "--controller"}
+ATTO_FLAGS = {"qd": "--qd", "sizes": "--sizes", "length": "--length", "ios_max": "--ios-max",
+              "seed": "--seed"}
+RUN_FLAGS = {"rw": "--rw", "bs": "--bs", "iodepth": "--iodepth", "numjobs": "--numjobs",
+             "rwmixread": "--rwmixread", "ios": "--ios", "size": "--size",
+             "offset": "--offset", "warmup_ios": "--warmup-ios"}
+
+_stdout = Console(soft_wrap=True)
+_stderr = Console(stderr=True, soft_wrap=True)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn bad input into `error: ...` on stderr and exit status 2."""
+    try:
+        yield
+    except RaidlabError as error:
+        click.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _format(value: str) -> str:
+    if value not in FORMATS:
+        raise RaidlabError("--format", f"must be one of {', '.join(FORMATS)}, got {value!r}")
+    return value
+
+
+def _jobs(value: str | None) -> int | None:
+    return None if value is None else parse_int(value, "--jobs", 1, JOBS_MAX)
+
+
+def _array(config: Path | None, level: str | None, drives: str | None,
+           stripe_unit: str | None, drive: str | None, controller: str | None) -> dict[str, Any]:
+    if config is None and drive is None:
+        raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`) or "
+                                      "--config FILE.toml")
+    return api.resolve_array(config, level=level, drives=drives, stripe_unit=stripe_unit,
+                             drive=drive, controller=controller, labels=ARRAY_FLAGS)
+
+
+# Option declarations shared by atto and run.
+ConfigOption = typer.Option(None, "--config", help="Array TOML file (see docs/config.md); "
+                                                   "flags override its values.")
+DriveOption = typer.Option(None, "--drive", help="Drive preset, e.g. adata-sp900-128g.")
+ControllerOption = typer.Option(None, "--controller",
+                                help="Controller preset (default: hba).")
+LevelOption = typer.Option(None, "--level", help="RAID level (0 only in this version).")
+DrivesOption = typer.Option(None, "--drives", help="Member drives, 1..256 (default 1).")
+StripeUnitOption = typer.Option(None, "--stripe-unit",
+                                help="Stripe unit, power of two 512..1G (default 64K).")
+SeedOption = typer.Option("1", "--seed", help="Random seed; same seed, same results.")
+JobsOption = typer.Option(None, "--jobs", help="Worker processes (default: CPU count).")
+FormatOption = typer.Option("table", "--format", help="table, csv or json.")
+ExplainOption = typer.Option(False, "--explain",
+                             help="Show resource utilisation, the bottleneck and member "
+                                  "I/O per host I/O.")
+
+
+@app.command(epilog="""Examples:
+
+  raidlab atto --drive adata-sp900-128g --controller intel-h97-rst --drives 2 --stripe-unit 16K --qd 1,4,16 --sizes 512..32M --length 32G
+
+  raidlab atto --config examples/ssd-raid0.toml --format csv > atto.csv
+
+  raidlab atto --drive hitachi-deskstar-250g --controller dell-perc6i --drives 4 --length 512M --explain
+""")
+def atto(
+    config: Path = ConfigOption,
+    drive: str = DriveOption,
+    controller: str = ControllerOption,
+    level: str = LevelOption,
+    drives: str = DrivesOption,
+    stripe_unit: str = StripeUnitOption,
+    qd: str = typer.Option("1,4", "--qd", help="Queue depths: list 1,4,16 or range 1..256."),
+    sizes: str = typer.Option(DEFAULT_SIZES, "--sizes",
+                              help="Transfer sizes: range 512..32M (doubling) or list."),
+    length: str = typer.Option(DEFAULT_LENGTH, "--length", help="Test file size."),
+    ios_max: str = typer.Option(str(IOS_MAX_DEFAULT), "--ios-max",
+                                help="At most this many measured I/Os per point."),
+    seed: str = SeedOption,
+    jobs: str = JobsOption,
+    output_format: str = FormatOption,
+    explain: bool = ExplainOption,
+) -> None:
+    """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
+    write pass then a read pass over a test file at the start of the array."""
+    with _user_errors():
+        output_format = _format(output_format)
+        array = _array(config, level, drives, stripe_unit, drive, controller)
+        frame = api.atto_sweep(array, qd=qd, sizes=sizes, length=length,
+                               ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+                               seed=seed, jobs=_jobs(jobs), labels=ATTO_FLAGS)
+        explain_points = frame.attrs["explain"]
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            document: dict[str, Any] = {"records": _records(frame), "seed": frame.attrs["seed"],
+                                        "array": frame.attrs["array"]}
+            document["explain"] = explain_points
+            _print_json(document)
+        else:
+            _print_table(_atto_table_rows(frame), title="ATTO sweep (MB/s = 10^6 B/s)")
+        if explain and output_format != "json":
+            # The largest transfer at the deepest queue shows where the array saturates.
+            qd_max = max(point["qd"] for point in explain_points)
+            block_max = max(point["block_bytes"] for point in explain_points)
+            for point in explain_points:
+                if point["qd"] == qd_max and point["block_bytes"] == block_max:
+                    _print_explain(point["explain"],
+                                   f"explain: {point['op']} {format_size(block_max)} at QD "
+                                   f"{qd_max}", to_stderr=output_format == "csv")
+
+
+@app.command(epilog="""Examples:
+
+  raidlab run --drive intel-dc-s3500-80g --rw randread --bs 4K --iodepth 32
+
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --drives 2 --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 --numjobs 4 --explain
+
+  raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --iodepth 4 --format json
+""")
+def run(
+    config: Path = ConfigOption,
+    drive: str = DriveOption,
+    controller: str = ControllerOption,
+    level: str = LevelOption,
+    drives: str = DrivesOption,
+    stripe_unit: str = StripeUnitOption,
+    rw: str = typer.Option("randread", "--rw",
+                           help="read, write, randread, randwrite, rw or randrw (fio's rw)."),
+    bs: str = typer.Option("4K", "--bs", help="Block size, or a mix 4K:55,64K:25,128K:20."),
+    iodepth: str = typer.Option("1", "--iodepth", help="Outstanding I/Os per job."),
+    numjobs: str = typer.Option("1", "--numjobs", help="Independent jobs."),
+    rwmixread: str = typer.Option("50", "--rwmixread", help="Read percentage for rw/randrw."),
+    ios: str = typer.Option(None, "--ios", help="Measured host I/Os (default 20000)."),
+    size: str = typer.Option(None, "--size", help="Region size (default: whole array)."),
+    offset: str = typer.Option("0", "--offset", help="Region start."),
+    seed: str = SeedOption,
+    output_format: str = FormatOption,
+    explain: bool = ExplainOption,
+) -> None:
+    """A fio-style run: IOPS, MB/s and latency per direction."""
+    with _user_errors():
+        output_format = _format(output_format)
+        array = _array(config, level, drives, stripe_unit, drive, controller)
+        frame = api.run_workload(array, WorkloadRequest(
+            rw=rw, bs=bs, rwmixread=rwmixread, iodepth=iodepth, numjobs=numjobs,
+            offset=offset, size=size, ios=ios, labels=RUN_FLAGS), seed, "--seed")
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            _print_json({"records": _records(frame), "seed": frame.attrs["seed"],
+                         "explain": frame.attrs["explain"],
+                         "scenario": frame.attrs["scenario"]})
+        else:
+            _print_table(_run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
+        if explain and output_format != "json":
+            _print_explain(frame.attrs["explain"], "explain", to_stderr=output_format == "csv")
+
+
+@app.command(epilog="""Examples:
+
+  raidlab presets
+
+  raidlab presets --format csv
+""")
+def presets(output_format: str = FormatOption) -> None:
+    """List drive and controller presets with their key figures."""
+    with _user_errors():
+        output_format = _format(output_format)
+        frame = api.presets()
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            _print_json({"records": _records(frame)})
+        else:
+            table = Table(title="presets (sources: comments in raidlab/presets/*.toml)")
+            for column in ("group", "name", "kind", "key_figures"):
+                table.add_column(column, overflow="fold")
+            for row in frame.itertuples():
+                table.add_row(row.group, row.name, row.kind, row.key_figures)
+            _stdout.print(table)
+
+
+@app.command(epilog="""Examples:
+
+  raidlab reproduce ssd-raid0-atto
+
+  raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
+
+  raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
+""")
+def reproduce(
+    study: str = typer.Argument(..., help=f"Study: {', '.join(STUDIES)}."),
+    output_format: str = typer.Option("table", "--format", help="table or csv."),
+    out: Path = typer.Option(None, "--out", help="Figure directory (default out/<study>/)."),
+    jobs: str = JobsOption,
+    ios_max: str = typer.Option(str(IOS_MAX_DEFAULT), "--ios-max",
+                                help="At most this many measured I/Os per point."),
+    seed: str = SeedOption,
+) -> None:
+    """Simulate every row of a published measurement and report the error: per row,
+    MAPE per configuration, overall for prediction and calibration rows, the worst
+    row, and the naive 'N x one drive' model for comparison."""
+    with _user_errors():
+        if output_format not in ("table", "csv"):
+            raise RaidlabError("--format", f"must be table or csv, got {output_format!r}")
+        if study not in STUDIES:
+            api.reproduce_study_check(study)
+        out_dir = out if out is not None else Path("out") / study
+        frame = api.reproduce(study, jobs=_jobs(jobs), out=out_dir,
+                              ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+                              seed=parse_int(seed, "--seed", 0, 2**64 - 1))
+        summary: StudySummary = frame.attrs["summary"]
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+            _print_summary(frame, summary, _stderr)
+        else:
+            _print_table(_study_table_rows(frame), title=f"{study}: measured vs simulated")
+            _print_summary(frame, summary, _stdout)
+
+
+# --- output ----------------------------------------------------------------------------
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
+    return records
+
+
+def _print_json(document: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def _number(value: float, digits: int = 1) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:,.{digits}f}"
+
+
+def _print_table(rows: tuple[list[str], list[list[str]]], title: str) -> None:
+    header, body = rows
+    table = Table(title=title)
+    for index, column in enumerate(header):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in body:
+        table.add_row(*row)
+    _stdout.print(table)
+
+
+def _atto_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["op", "qd", "size", "MB/s", "IOPS", "lat mean us", "lat p99 us"]
+    body = [[row.op, str(row.qd), format_size(row.block_bytes), _number(row.mbps),
+             _number(row.iops, 0), _number(row.lat_mean_us), _number(row.lat_p99_us)]
+            for row in frame.itertuples()]
+    return header, body
+
+
+def _run_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"]
+    body = [[row.op, _number(row.iops, 0), _number(row.mbps), _number(row.lat_mean_us),
+             _number(row.lat_p50_us), _number(row.lat_p99_us)] for row in frame.itertuples()]
+    return header, body
+
+
+def _study_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["config", "op", "qd", "size", "measured MB/s", "simulated MB/s", "error %",
+              "role"]
+    body = [[row.config, row.op, str(row.qd), format_size(row.block_bytes),
+             _number(row.measured_mbps), _number(row.simulated_mbps),
+             _number(row.error_pct), row.role] for row in frame.itertuples()]
+    return header, body
+
+
+def _print_explain(explain: Mapping[str, Any] | None, title: str, to_stderr: bool) -> None:
+    console = _stderr if to_stderr else _stdout
+    console.print(f"[bold]{title}[/bold]", highlight=False)
+    for line in api.explain_lines(explain):
+        console.print(line, highlight=False, markup=False)
+
+
+def _print_summary(frame: pd.DataFrame, summary: StudySummary, console: Console) -> None:
+    table = Table(title="MAPE per configuration (rows with measured 0 MB/s are skipped)")
+    for column in ("config", "op", "qd", "role", "rows", "MAPE %"):
+        table.add_column(column, justify="left" if column in ("config", "op", "role")
+                         else "right")
+    for row in summary.per_config.itertuples():
+        table.add_row(row.config, row.op, str(row.qd), row.role, str(row.rows),
+                      _number(row.mape_pct))
+    console.print(table)
+    lines = [
+        f"study: {frame.attrs.get('title')} ({frame.attrs.get('drive')} on "
+        f"{frame.attrs.get('controller')})",
+        f"calibration rows (single drive{_calibration_note()}): {summary.rows_calibration}, "
+        f"MAPE {_number(summary.mape_calibration_pct)} %",
+        f"prediction rows (arrays): {summary.rows_prediction}, "
+        f"MAPE {_number(summary.mape_prediction_pct)} %",
+        f"naive 'N x one drive' on {summary.naive_rows} prediction rows: "
+        f"MAPE {_number(summary.naive_mape_prediction_pct)} % "
+        f"(simulator on the same rows: {_number(summary.model_mape_on_naive_rows_pct)} %)",
+    ]
+    if summary.rows_skipped:
+        lines.append(f"skipped in MAPE (measured 0): {summary.rows_skipped} rows")
+    if summary.worst_row is not None:
+        worst = summary.worst_row
+        lines.append(f"worst {worst['role']} row: {worst['config']} {worst['op']} QD "
+                     f"{worst['qd']} {format_size(int(worst['block_bytes']))}: measured "
+                     f"{_number(worst['measured_mbps'])}, simulated "
+                     f"{_number(worst['simulated_mbps'])} MB/s "
+                     f"({_number(worst['error_pct'])} %)")
+    for path in frame.attrs.get("figures", []):
+        lines.append(f"figure: {path}")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def _calibration_note() -> str:
+    from raidlab.studies import CONTROLLER_CALIBRATION_ROWS
+
+    return (f" + {len(CONTROLLER_CALIBRATION_ROWS)} listed controller-calibration entries"
+            if CONTROLLER_CALIBRATION_ROWS else "")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: every usage error is `error: ...` and status 2."""
+    try:
+        result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except click.exceptions.UsageError as error:
+        option = f"{error.param_hint}: " if getattr(error, "param_hint", None) else ""
+        message = error.format_message() if not option else error.message
+        click.echo(f"error: {option}{' '.join(str(message).split())}", err=True)
+        sys.exit(2)
+    except RaidlabError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The one exception the front end raises for bad input.
+
+Every validation failure names the field that is wrong (a CLI flag such as
+``--stripe-unit``, a TOML key such as ``ssd-raid0.toml: array.stripe_unit``, or a
+canonical scenario key) so the user knows what to change. The CLI prints
+``error: <field>: <message>`` on one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+
+class RaidlabError(Exception):
+    """Bad input: ``field`` names what is wrong, ``message`` says what is allowed."""
+
+    def __init__(self, field: str, message: str) -> None:
+        # Both go to Exception.__init__ so the error survives pickling across the
+        # process pool (unpickling calls cls(*args)).
+        super().__init__(field, message)
+        self.field = field
+        self.message = message
+
+    def __str__(self) -> str:
+        text = f"{self.field}: {self.message}" if self.field else self.message
+        # One line, always: a multi-line message would break `error: ...` parsing.
+        return " ".join(text.split())
+
+    def relabel(self, field: str) -> RaidlabError:
+        """The same error attributed to another name for the field (e.g. a CLI flag)."""
+        return RaidlabError(field, self.message)

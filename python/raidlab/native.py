@@ -1,0 +1,40 @@
+"""The one call into the Rust simulator: scenario dict in, results dict out.
+
+The JSON documents are defined in docs/scenario.md. Keeping the boundary as plain
+JSON means a scenario can be stored next to its results and shipped unchanged to a
+worker process or a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from raidlab.errors import RaidlabError
+
+NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
+
+
+def native_available() -> bool:
+    """Whether ``raidlab._native`` can be imported."""
+    try:
+        import raidlab._native  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one scenario with ``raidlab._native.simulate``."""
+    try:
+        from raidlab import _native
+    except ImportError as error:
+        raise RaidlabError("simulator", NATIVE_MISSING) from error
+    try:
+        results_json = _native.simulate(json.dumps(scenario))
+    except ValueError as error:
+        # The front end validates first, so this means the two sides disagree about
+        # the contract: show the native message rather than a traceback.
+        raise RaidlabError("scenario", f"rejected by the simulator: {error}") from None
+    results: dict[str, Any] = json.loads(results_json)
+    return results

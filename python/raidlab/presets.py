@@ -1,0 +1,56 @@
+"""Drive, controller and host presets shipped with the package (``presets/*.toml``).
+
+Presets are read with importlib.resources, so an installed wheel finds them. Each
+preset parameter cites its source in a comment next to it in the TOML file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from raidlab.errors import RaidlabError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib
+
+PresetTable = dict[str, dict[str, Any]]
+
+# The preset group -> the file that holds it and the word used in error messages.
+_GROUPS: dict[str, str] = {"drive": "drives.toml", "controller": "controllers.toml",
+                           "host": "hosts.toml"}
+
+DEFAULT_CONTROLLER = "hba"
+DEFAULT_HOST = "default"
+
+
+@cache
+def _load_group(group: str) -> PresetTable:
+    text = resources.files("raidlab").joinpath("presets", _GROUPS[group]).read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def preset_names(group: str) -> list[str]:
+    """Names of the presets in ``group`` (``drive``, ``controller`` or ``host``)."""
+    return list(_load_group(group))
+
+
+def preset(group: str, name: str, field: str) -> dict[str, Any]:
+    """A copy of one preset; an unknown name is a RaidlabError with a suggestion."""
+    table = _load_group(group)
+    if name not in table:
+        raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(table)))
+    return dict(table[name])
+
+
+def unknown_name_message(what: str, name: str, known: list[str]) -> str:
+    """``unknown drive preset 'x': did you mean y?`` or the list of known names."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    if close:
+        return f"unknown {what} '{name}': did you mean {close[0]}?"
+    return f"unknown {what} '{name}'; known: {', '.join(known)}"

@@ -1,0 +1,89 @@
+"""Byte sizes as people write them: ``512``, ``4K``, ``16k``, ``1M``, ``0.5K``, ``32GiB``.
+
+Suffixes K, M, G, T are powers of 1024 (as ATTO, fio and the studies use them),
+case-insensitive, optionally followed by ``B`` or ``iB``. A size must come out as a
+whole number of bytes. Ranges ``512..32M`` double from the first size while it is
+<= the last one (ATTO's transfer-size sweep); comma lists combine sizes and ranges.
+"""
+
+from __future__ import annotations
+
+import re
+
+from raidlab.errors import RaidlabError
+
+_MULTIPLIERS: dict[str, int] = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+
+# A sweep longer than this is almost certainly a typo (e.g. `1..1T` of counts).
+SWEEP_POINTS_MAX = 64
+
+
+def parse_size(text: str | int, field: str = "size") -> int:
+    """Bytes in ``text`` (``"4K"`` -> 4096). Raises RaidlabError naming ``field``."""
+    if isinstance(text, bool):
+        raise RaidlabError(field, f"expected a size such as 4K, got {text!r}")
+    if isinstance(text, int):
+        return text
+    match = _SIZE_PATTERN.match(str(text))
+    if match is None:
+        raise RaidlabError(
+            field, f"expected a size such as 512, 4K, 1M or 32G (powers of 1024), got {text!r}"
+        )
+    number, suffix, _ = match.groups()
+    multiplier = _MULTIPLIERS[suffix.lower()]
+    if "." in number:
+        # Exact decimal arithmetic: 0.5K must be exactly 512, not 511.99999.
+        whole, _, frac = number.partition(".")
+        numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
+        value, remainder = divmod(numerator * multiplier, 10 ** len(frac))
+        if remainder:
+            raise RaidlabError(field, f"{text!r} is not a whole number of bytes")
+        return value
+    return int(number) * multiplier
+
+
+def parse_sizes(text: str, field: str = "sizes") -> list[int]:
+    """Sizes in a comma list whose items are sizes or doubling ranges ``a..b``.
+
+    ``"512..4K"`` -> ``[512, 1024, 2048, 4096]``; ``"4K,64K"`` -> ``[4096, 65536]``.
+    The result is sorted and without duplicates.
+    """
+    sizes: set[int] = set()
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            raise RaidlabError(field, f"empty item in size list {text!r}")
+        if ".." in item:
+            first_text, _, last_text = item.partition("..")
+            first = parse_size(first_text, field)
+            last = parse_size(last_text, field)
+            if first <= 0:
+                raise RaidlabError(field, f"range must start above 0 B, got {item!r}")
+            if last < first:
+                raise RaidlabError(field, f"range end is below its start in {item!r}")
+            size = first
+            while size <= last:
+                sizes.add(size)
+                size *= 2
+        else:
+            sizes.add(parse_size(item, field))
+        if len(sizes) > SWEEP_POINTS_MAX:
+            raise RaidlabError(field, f"at most {SWEEP_POINTS_MAX} sizes, got more in {text!r}")
+    return sorted(sizes)
+
+
+def format_size(size_bytes: int) -> str:
+    """Shortest exact spelling: ``512``, ``4K``, ``1M``, ``1536`` (not a whole K)."""
+    for suffix in ("T", "G", "M", "K"):
+        multiplier = _MULTIPLIERS[suffix.lower()]
+        if size_bytes >= multiplier and size_bytes % multiplier == 0:
+            return f"{size_bytes // multiplier}{suffix}"
+    return str(size_bytes)
+
+
+def format_size_kib(size_bytes: int) -> str:
+    """ATTO's axis labels: ``0.5K``, ``1K``, ... ``1M``, ``32M``."""
+    if size_bytes < 1024 and size_bytes % 512 == 0:
+        return f"{size_bytes / 1024:g}K"
+    return format_size(size_bytes)

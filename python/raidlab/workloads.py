@@ -1,0 +1,172 @@
+"""fio-style workloads -> the scenario's ``workload`` object (docs/scenario.md).
+
+Options keep fio's names and meanings: ``rw``, ``bs`` (or a bssplit-like mix),
+``rwmixread``, ``iodepth``, ``numjobs``, ``offset``, ``size``. ``ios`` and ``warmup_ios``
+say how many host I/Os are measured and discarded first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from raidlab.config import array_capacity_bytes, parse_int
+from raidlab.errors import RaidlabError
+from raidlab.units import format_size, parse_size
+
+RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw")
+SECTOR_BYTES = 512
+BLOCK_BYTES_MIN = 512
+BLOCK_BYTES_MAX = 1 << 30
+IODEPTH_MAX = 65536
+NUMJOBS_MAX = 1024
+IOS_MAX = 1_000_000_000
+BS_MIX_ENTRIES_MAX = 64
+WEIGHT_MAX = 1_000_000
+# assumed: 20,000 measured I/Os give percentiles up to p99.9 from ~20 samples each.
+DEFAULT_IOS = 20_000
+WARMUP_IOS_MIN = 8
+RUN_COLUMNS = ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us", "lat_p99_us"]
+OPS = ("read", "write")
+
+
+@dataclass(frozen=True)
+class WorkloadRequest:
+    """A workload as the user wrote it; ``labels`` name fields in errors (as in
+    config.ArrayRequest). ``size=None`` means the whole array from ``offset``."""
+
+    rw: Any = "read"
+    bs: Any = "4K"
+    rwmixread: Any = 50
+    iodepth: Any = 1
+    numjobs: Any = 1
+    offset: Any = 0
+    size: Any = None
+    ios: Any = None
+    warmup_ios: Any = None
+    runtime_ns: Any = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+
+def parse_block_size(value: Any, label: str) -> int:
+    """One transfer size: 512 B ..= 1 GiB, whole sectors."""
+    block_bytes = parse_size(value, label)
+    if not BLOCK_BYTES_MIN <= block_bytes <= BLOCK_BYTES_MAX:
+        raise RaidlabError(label, f"transfer size must be 512 B..=1G, got {value}")
+    if block_bytes % SECTOR_BYTES:
+        raise RaidlabError(label, f"transfer size must be a multiple of 512 B, got {value}")
+    return block_bytes
+
+
+def parse_bs(value: Any, label: str) -> list[list[int]]:
+    """Block-size mix ``[[bytes, weight], ...]`` from ``4K``, ``4096``,
+    ``"4K:55,64K:25,128K:20"`` or an already-built list of pairs."""
+    if isinstance(value, int | str) and not (isinstance(value, str) and ":" in value):
+        return [[parse_block_size(value, label), 1]]
+    if isinstance(value, str):
+        pairs: list[tuple[Any, Any]] = []
+        for item in value.split(","):
+            size_text, colon, weight_text = item.partition(":")
+            if not colon:
+                raise RaidlabError(label, f"mix entries are SIZE:WEIGHT, got {item.strip()!r}")
+            pairs.append((size_text.strip(), weight_text.strip()))
+    elif isinstance(value, list | tuple):
+        pairs = []
+        for item in value:
+            if not isinstance(item, list | tuple) or len(item) != 2:
+                raise RaidlabError(label, f"mix entries are [bytes, weight], got {item!r}")
+            pairs.append((item[0], item[1]))
+    else:
+        raise RaidlabError(label, f"expected a size or a mix like 4K:55,64K:45, got {value!r}")
+    if not 1 <= len(pairs) <= BS_MIX_ENTRIES_MAX:
+        raise RaidlabError(label, f"a mix has 1..={BS_MIX_ENTRIES_MAX} entries")
+    mix: dict[int, int] = {}
+    for size_value, weight_value in pairs:
+        block_bytes = parse_block_size(size_value, label)
+        weight = parse_int(weight_value, label, 1, WEIGHT_MAX, "weight must be")
+        if block_bytes in mix:
+            raise RaidlabError(label, f"size {format_size(block_bytes)} appears twice in the mix")
+        mix[block_bytes] = weight
+    return [[block_bytes, weight] for block_bytes, weight in mix.items()]
+
+
+def default_warmup_ios(ios: int) -> int:
+    """A tenth of the measured I/Os, at least 8: enough to fill queues and buffers."""
+    return max(WARMUP_IOS_MIN, ios // 10)
+
+
+def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``request`` against ``array`` and return the scenario's ``workload``."""
+    rw = request.rw
+    if rw not in RW_MODES:
+        raise RaidlabError(request.label("rw"), f"must be one of {', '.join(RW_MODES)}, "
+                                                f"got {rw!r}")
+    bs = parse_bs(request.bs, request.label("bs"))
+    rwmixread = parse_int(request.rwmixread, request.label("rwmixread"), 0, 100)
+    iodepth = parse_int(request.iodepth, request.label("iodepth"), 1, IODEPTH_MAX)
+    numjobs = parse_int(request.numjobs, request.label("numjobs"), 1, NUMJOBS_MAX)
+    capacity_bytes = array_capacity_bytes(array)
+    offset_bytes = parse_size(request.offset, request.label("offset"))
+    if offset_bytes % SECTOR_BYTES or not 0 <= offset_bytes < capacity_bytes:
+        raise RaidlabError(request.label("offset"),
+                           f"must be a multiple of 512 B below the array's "
+                           f"{format_size(capacity_bytes)} B, got {request.offset}")
+    if request.size is None:
+        size_bytes = capacity_bytes - offset_bytes
+    else:
+        size_bytes = parse_size(request.size, request.label("size"))
+    block_bytes_max = max(block_bytes for block_bytes, _ in bs)
+    if size_bytes < block_bytes_max or offset_bytes + size_bytes > capacity_bytes:
+        raise RaidlabError(request.label("size"),
+                           f"must hold the largest transfer ({format_size(block_bytes_max)}) "
+                           f"and end inside the array ({format_size(capacity_bytes)} B from 0), "
+                           f"got {format_size(size_bytes)} at offset {format_size(offset_bytes)}")
+    ios = DEFAULT_IOS if request.ios is None else parse_int(request.ios, request.label("ios"),
+                                                            1, IOS_MAX)
+    warmup_ios = (default_warmup_ios(ios) if request.warmup_ios is None
+                  else parse_int(request.warmup_ios, request.label("warmup_ios"), 0, IOS_MAX))
+    runtime_ns = (None if request.runtime_ns is None
+                  else parse_int(request.runtime_ns, request.label("runtime_ns"), 1, 10**15))
+    return {
+        "rw": rw,
+        "bs": bs,
+        "rwmixread": rwmixread,
+        "iodepth": iodepth,
+        "numjobs": numjobs,
+        "offset_bytes": offset_bytes,
+        "size_bytes": size_bytes,
+        "ios": ios,
+        "warmup_ios": warmup_ios,
+        "runtime_ns": runtime_ns,
+        "distribution": "uniform",
+    }
+
+
+def op_metrics(stats: Mapping[str, Any]) -> dict[str, float]:
+    """One direction's results in the front end's units (MB/s, microseconds)."""
+    percentiles = stats.get("percentiles_ns", {})
+    return {
+        "iops": float(stats["iops"]),
+        "mbps": float(stats["mbps"]),
+        "lat_mean_us": float(stats["lat_mean_ns"]) / 1000.0,
+        "lat_p50_us": _percentile_us(percentiles, "50"),
+        "lat_p99_us": _percentile_us(percentiles, "99"),
+    }
+
+
+def _percentile_us(percentiles: Mapping[str, Any], key: str) -> float:
+    value = percentiles.get(key)
+    return float("nan") if value is None else float(value) / 1000.0
+
+
+def run_frame(results: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per direction that did I/O, columns RUN_COLUMNS."""
+    rows = [{"op": op, **op_metrics(results["ops"][op])} for op in OPS
+            if op in results.get("ops", {})]
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
