@@ -14,20 +14,24 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import click
 import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from raidlab import api
+
+try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover
+    from click.exceptions import UsageError
 from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.config import parse_int
 from raidlab.errors import RaidlabError
 from raidlab.executor import JOBS_MAX
-from raidlab.studies import STUDIES, StudySummary
+from raidlab.studies import STUDIES, StudySummary, get_study
 from raidlab.units import format_size
 from raidlab.workloads import WorkloadRequest
 
@@ -60,7 +64,7 @@ def _user_errors() -> Iterator[None]:
     try:
         yield
     except RaidlabError as error:
-        click.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -83,49 +87,58 @@ def _array(config: Path | None, level: str | None, drives: str | None,
                              drive=drive, controller=controller, labels=ARRAY_FLAGS)
 
 
-# Option declarations shared by atto and run.
-ConfigOption = typer.Option(None, "--config", help="Array TOML file (see docs/config.md); "
-                                                   "flags override its values.")
-DriveOption = typer.Option(None, "--drive", help="Drive preset, e.g. adata-sp900-128g.")
-ControllerOption = typer.Option(None, "--controller",
-                                help="Controller preset (default: hba).")
-LevelOption = typer.Option(None, "--level", help="RAID level (0 only in this version).")
-DrivesOption = typer.Option(None, "--drives", help="Member drives, 1..256 (default 1).")
-StripeUnitOption = typer.Option(None, "--stripe-unit",
-                                help="Stripe unit, power of two 512..1G (default 64K).")
-SeedOption = typer.Option("1", "--seed", help="Random seed; same seed, same results.")
-JobsOption = typer.Option(None, "--jobs", help="Worker processes (default: CPU count).")
-FormatOption = typer.Option("table", "--format", help="table, csv or json.")
-ExplainOption = typer.Option(False, "--explain",
-                             help="Show resource utilisation, the bottleneck and member "
-                                  "I/O per host I/O.")
+# Option declarations shared by atto and run. Values are text: the front end parses
+# them so that every bad value gets the same one-line error naming the flag.
+ConfigOption = Annotated[Path | None, typer.Option(
+    "--config", help="Array TOML file (see docs/config.md); flags override its values.")]
+DriveOption = Annotated[str | None, typer.Option(
+    "--drive", help="Drive preset, e.g. adata-sp900-128g.")]
+ControllerOption = Annotated[str | None, typer.Option(
+    "--controller", help="Controller preset (default: hba).")]
+LevelOption = Annotated[str | None, typer.Option(
+    "--level", help="RAID level (0 only in this version).")]
+DrivesOption = Annotated[str | None, typer.Option(
+    "--drives", help="Member drives, 1..256 (default 1).")]
+StripeUnitOption = Annotated[str | None, typer.Option(
+    "--stripe-unit", help="Stripe unit, power of two 512..1G (default 64K).")]
+SeedOption = Annotated[str, typer.Option("--seed", help="Random seed; same seed, same results.")]
+JobsOption = Annotated[str | None, typer.Option(
+    "--jobs", help="Worker processes (default: CPU count).")]
+FormatOption = Annotated[str, typer.Option("--format", help="table, csv or json.")]
+ExplainOption = Annotated[bool, typer.Option(
+    "--explain", help="Show resource utilisation, the bottleneck and member I/O per host I/O.")]
+
+
+def _opt(flag: str, help_text: str) -> Any:
+    return typer.Option(flag, help=help_text)
 
 
 @app.command(epilog="""Examples:
 
-  raidlab atto --drive adata-sp900-128g --controller intel-h97-rst --drives 2 --stripe-unit 16K --qd 1,4,16 --sizes 512..32M --length 32G
-
+\b
+  raidlab atto --drive adata-sp900-128g --controller intel-h97-rst \\
+      --drives 2 --stripe-unit 16K --qd 1,4,16 --sizes 512..32M --length 32G
   raidlab atto --config examples/ssd-raid0.toml --format csv > atto.csv
-
-  raidlab atto --drive hitachi-deskstar-250g --controller dell-perc6i --drives 4 --length 512M --explain
+  raidlab atto --drive hitachi-deskstar-250g --controller dell-perc6i \\
+      --drives 4 --length 512M --explain
 """)
 def atto(
-    config: Path = ConfigOption,
-    drive: str = DriveOption,
-    controller: str = ControllerOption,
-    level: str = LevelOption,
-    drives: str = DrivesOption,
-    stripe_unit: str = StripeUnitOption,
-    qd: str = typer.Option("1,4", "--qd", help="Queue depths: list 1,4,16 or range 1..256."),
-    sizes: str = typer.Option(DEFAULT_SIZES, "--sizes",
-                              help="Transfer sizes: range 512..32M (doubling) or list."),
-    length: str = typer.Option(DEFAULT_LENGTH, "--length", help="Test file size."),
-    ios_max: str = typer.Option(str(IOS_MAX_DEFAULT), "--ios-max",
-                                help="At most this many measured I/Os per point."),
-    seed: str = SeedOption,
-    jobs: str = JobsOption,
-    output_format: str = FormatOption,
-    explain: bool = ExplainOption,
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    qd: Annotated[str, _opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
+    sizes: Annotated[str, _opt(
+        "--sizes", "Transfer sizes: range 512..32M (doubling) or list.")] = DEFAULT_SIZES,
+    length: Annotated[str, _opt("--length", "Test file size.")] = DEFAULT_LENGTH,
+    ios_max: Annotated[str, _opt(
+        "--ios-max", "At most this many measured I/Os per point.")] = str(IOS_MAX_DEFAULT),
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
@@ -158,31 +171,32 @@ def atto(
 
 @app.command(epilog="""Examples:
 
+\b
   raidlab run --drive intel-dc-s3500-80g --rw randread --bs 4K --iodepth 32
-
-  raidlab run --drive intel-dc-s3500-80g --controller linux-md --drives 2 --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 --numjobs 4 --explain
-
-  raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --iodepth 4 --format json
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --drives 2 \\
+      --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 \\
+      --numjobs 4 --explain
+  raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --format json
 """)
 def run(
-    config: Path = ConfigOption,
-    drive: str = DriveOption,
-    controller: str = ControllerOption,
-    level: str = LevelOption,
-    drives: str = DrivesOption,
-    stripe_unit: str = StripeUnitOption,
-    rw: str = typer.Option("randread", "--rw",
-                           help="read, write, randread, randwrite, rw or randrw (fio's rw)."),
-    bs: str = typer.Option("4K", "--bs", help="Block size, or a mix 4K:55,64K:25,128K:20."),
-    iodepth: str = typer.Option("1", "--iodepth", help="Outstanding I/Os per job."),
-    numjobs: str = typer.Option("1", "--numjobs", help="Independent jobs."),
-    rwmixread: str = typer.Option("50", "--rwmixread", help="Read percentage for rw/randrw."),
-    ios: str = typer.Option(None, "--ios", help="Measured host I/Os (default 20000)."),
-    size: str = typer.Option(None, "--size", help="Region size (default: whole array)."),
-    offset: str = typer.Option("0", "--offset", help="Region start."),
-    seed: str = SeedOption,
-    output_format: str = FormatOption,
-    explain: bool = ExplainOption,
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    rw: Annotated[str, _opt(
+        "--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")] = "randread",
+    bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
+    iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "1",
+    numjobs: Annotated[str, _opt("--numjobs", "Independent jobs.")] = "1",
+    rwmixread: Annotated[str, _opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
+    ios: Annotated[str | None, _opt("--ios", "Measured host I/Os (default 20000).")] = None,
+    size: Annotated[str | None, _opt("--size", "Region size (default: whole array).")] = None,
+    offset: Annotated[str, _opt("--offset", "Region start.")] = "0",
+    seed: SeedOption = "1",
+    output_format: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """A fio-style run: IOPS, MB/s and latency per direction."""
     with _user_errors():
@@ -205,11 +219,11 @@ def run(
 
 @app.command(epilog="""Examples:
 
+\b
   raidlab presets
-
   raidlab presets --format csv
 """)
-def presets(output_format: str = FormatOption) -> None:
+def presets(output_format: FormatOption = "table") -> None:
     """List drive and controller presets with their key figures."""
     with _user_errors():
         output_format = _format(output_format)
@@ -229,20 +243,19 @@ def presets(output_format: str = FormatOption) -> None:
 
 @app.command(epilog="""Examples:
 
+\b
   raidlab reproduce ssd-raid0-atto
-
   raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
-
   raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
 """)
 def reproduce(
-    study: str = typer.Argument(..., help=f"Study: {', '.join(STUDIES)}."),
-    output_format: str = typer.Option("table", "--format", help="table or csv."),
-    out: Path = typer.Option(None, "--out", help="Figure directory (default out/<study>/)."),
-    jobs: str = JobsOption,
-    ios_max: str = typer.Option(str(IOS_MAX_DEFAULT), "--ios-max",
-                                help="At most this many measured I/Os per point."),
-    seed: str = SeedOption,
+    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(STUDIES)}.")],
+    output_format: Annotated[str, _opt("--format", "table or csv.")] = "table",
+    out: Annotated[Path | None, _opt("--out", "Figure directory (default out/<study>/).")] = None,
+    jobs: JobsOption = None,
+    ios_max: Annotated[str, _opt(
+        "--ios-max", "At most this many measured I/Os per point.")] = str(IOS_MAX_DEFAULT),
+    seed: SeedOption = "1",
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
@@ -250,8 +263,7 @@ def reproduce(
     with _user_errors():
         if output_format not in ("table", "csv"):
             raise RaidlabError("--format", f"must be table or csv, got {output_format!r}")
-        if study not in STUDIES:
-            api.reproduce_study_check(study)
+        get_study(study, "STUDY")
         out_dir = out if out is not None else Path("out") / study
         frame = api.reproduce(study, jobs=_jobs(jobs), out=out_dir,
                               ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
@@ -277,9 +289,10 @@ def _print_json(document: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 
-def _number(value: float, digits: int = 1) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) \
-        else f"{value:,.{digits}f}"
+def _number(value: float | None, digits: int = 1) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:,.{digits}f}"
 
 
 def _print_table(rows: tuple[list[str], list[list[str]]], title: str) -> None:
@@ -369,16 +382,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: every usage error is `error: ...` and status 2."""
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except click.exceptions.UsageError as error:
+    except UsageError as error:
         option = f"{error.param_hint}: " if getattr(error, "param_hint", None) else ""
         message = error.format_message() if not option else error.message
-        click.echo(f"error: {option}{' '.join(str(message).split())}", err=True)
+        typer.echo(f"error: {option}{' '.join(str(message).split())}", err=True)
         sys.exit(2)
     except RaidlabError as error:
-        click.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {error}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
         sys.exit(130)
     sys.exit(result if isinstance(result, int) else 0)
 

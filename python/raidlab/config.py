@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-import sys
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,11 +37,6 @@ from typing import Any
 from raidlab.errors import RaidlabError
 from raidlab.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
 from raidlab.units import format_size, parse_size
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SCHEMA = 1
 SUPPORTED_LEVELS = (0,)
@@ -96,7 +91,7 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
     "read_rate_bytes_per_s_max": ("rate_or_unlimited", 1e3, _RATE_MAX),
     "write_rate_bytes_per_s_max": ("rate_or_unlimited", 1e3, _RATE_MAX),
     "read_ahead_bytes": ("bytes", 0, 1 << 30),
-    "read_ahead_segments": ("count", 0, 1024),
+    "read_ahead_segments": ("count", 1, 64),  # the simulator accepts 1..=64
     "read_hit_overhead_ns": ("ns", 0, _NS_MAX),
 }
 HOST_FIELDS: dict[str, _Bound] = {"request_overhead_ns": ("ns", 0, _NS_MAX)}
@@ -292,9 +287,6 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
     if kind not in CONTROLLER_KINDS:
         raise RaidlabError(f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, "
                                             f"got {kind!r}")
-    if spec["read_ahead_bytes"] > 0 and spec["read_ahead_segments"] < 1:
-        raise RaidlabError(f"{label}.read_ahead_segments",
-                           "must be >= 1 when read_ahead_bytes > 0")
     return ResolvedController({"name": name, **spec}, kind, added_latency_ns)
 
 
@@ -332,11 +324,10 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
     if level not in SUPPORTED_LEVELS or isinstance(level, bool):
         raise RaidlabError(request.label("level"),
                            f"only RAID 0 is supported in this version, got {request.level!r}")
-    drives = request.drives
-    if isinstance(drives, int) and not isinstance(drives, bool) and drives < 1:
-        raise RaidlabError(request.label("drives"),
-                           f"RAID 0 needs at least 1 drive (1..={DRIVE_COUNT_MAX}), got {drives}")
-    drive_count = parse_int(drives, request.label("drives"), 1, DRIVE_COUNT_MAX)
+    drive_count = parse_int(request.drives, request.label("drives"), -(2**63), 2**63)
+    if not 1 <= drive_count <= DRIVE_COUNT_MAX:
+        raise RaidlabError(request.label("drives"), f"RAID 0 needs 1..={DRIVE_COUNT_MAX} drives, "
+                                                    f"got {drive_count}")
     stripe_unit_bytes = parse_stripe_unit(request.stripe_unit, request.label("stripe_unit"))
     drive = resolve_drive(request.drive, request.label("drive"))
     controller = resolve_controller(request.controller, request.label("controller"))

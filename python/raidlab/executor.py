@@ -17,8 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from raidlab import native
 from raidlab.config import parse_int
-from raidlab.native import simulate
 
 Simulator = Callable[[dict[str, Any]], dict[str, Any]]
 JOBS_MAX = 1024
@@ -40,7 +40,7 @@ def _progress(enabled: bool, total: int, description: str) -> Progress | None:
 def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
                   executor: Executor | None = None, progress: bool = True,
                   description: str = "simulating",
-                  simulator: Simulator = simulate) -> list[dict[str, Any]]:
+                  simulator: Simulator | None = None) -> list[dict[str, Any]]:
     """Results of ``scenarios`` in input order.
 
     ``jobs=1`` (or a single scenario) runs inline; otherwise a ProcessPoolExecutor of
@@ -48,6 +48,8 @@ def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
     which case ``jobs`` is ignored and the caller owns the executor. ``simulator`` must
     be picklable (a module-level function) when it runs in other processes.
     """
+    # Looked up at call time so tests can stand in a fake simulator for the native one.
+    simulator = simulator if simulator is not None else native.simulate
     jobs = default_jobs() if jobs is None else parse_int(jobs, "jobs", 1, JOBS_MAX)
     bar = _progress(progress and sys.stderr is not None, len(scenarios), description)
     with bar if bar is not None else _NoProgress() as live:

@@ -7,17 +7,12 @@ preset parameter cites its source in a comment next to it in the TOML file.
 from __future__ import annotations
 
 import difflib
-import sys
+import tomllib
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from raidlab.errors import RaidlabError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport
-    import tomli as tomllib
 
 PresetTable = dict[str, dict[str, Any]]
 

@@ -29,7 +29,6 @@ from raidlab.atto import IOS_MAX_DEFAULT, atto_scenario
 from raidlab.config import ArrayRequest, build_array
 from raidlab.errors import RaidlabError
 from raidlab.executor import Simulator, run_scenarios
-from raidlab.native import simulate
 from raidlab.presets import unknown_name_message
 from raidlab.workloads import op_metrics
 
@@ -106,7 +105,7 @@ def _ssd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
             # The single SSD is a pass-through disk: RST's read-ahead belongs to RAID
             # volumes (README: small sequential reads are much faster on the array
             # "because the array driver reads ahead", not on one drive).
-            overrides = {"read_ahead_bytes": 0, "read_ahead_segments": 0}
+            overrides = {"read_ahead_bytes": 0}
         configs.append(StudyConfig(name, _SSD_DRIVES[name], _SSD_STRIPE_UNIT_BYTES, overrides))
     return configs
 
@@ -226,7 +225,7 @@ def study_scenarios(study: Study, ios_max: int = IOS_MAX_DEFAULT, seed: int = 1,
 
 def reproduce_study(name: str, jobs: int | None = None, ios_max: int = IOS_MAX_DEFAULT,
                     seed: int = 1, executor: Executor | None = None, progress: bool = True,
-                    simulator: Simulator = simulate) -> pd.DataFrame:
+                    simulator: Simulator | None = None) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
     study = get_study(name)
     measured, keys, scenarios = study_scenarios(study, ios_max, seed)

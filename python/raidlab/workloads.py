@@ -161,8 +161,16 @@ def op_metrics(stats: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _percentile_us(percentiles: Mapping[str, Any], key: str) -> float:
-    value = percentiles.get(key)
-    return float("nan") if value is None else float(value) / 1000.0
+    # Keys are matched by value: docs/scenario.md writes "99", the simulator may write
+    # "99.000000"; both mean the 99th percentile.
+    wanted = float(key)
+    for name, value in percentiles.items():
+        try:
+            if float(name) == wanted:
+                return float(value) / 1000.0
+        except ValueError:
+            continue
+    return float("nan")
 
 
 def run_frame(results: Mapping[str, Any]) -> pd.DataFrame:

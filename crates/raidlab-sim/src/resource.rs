@@ -47,6 +47,15 @@ impl Server {
         self.busy_ns
     }
 
+    /// Keep the server occupied until `end_ns` (work that holds it past its service).
+    #[inline]
+    pub fn hold_until(&mut self, end_ns: u64) {
+        if end_ns > self.free_at_ns {
+            self.busy_ns += end_ns - self.free_at_ns;
+            self.free_at_ns = end_ns;
+        }
+    }
+
     /// Account work done outside `reserve` (a mechanism that schedules itself).
     #[inline]
     pub fn occupy(&mut self, start_ns: u64, end_ns: u64) {

@@ -143,6 +143,18 @@ pub struct SsdSpec {
     pub channel_rate_bytes_per_s: f64,
     /// Write buffer; a write completes once buffered.
     pub write_buffer_bytes: u64,
+    /// Latency (not a shared resource) a write spends before it is buffered: inline
+    /// compression and encryption on SandForce controllers, for example.
+    #[serde(default)]
+    pub write_commit_ns: u64,
+    /// Extra latency of a command that arrives while others are outstanding: the
+    /// queued (NCQ, FPDMA) protocol path, which some firmware serves more slowly.
+    #[serde(default)]
+    pub queued_command_latency_ns: u64,
+    /// A DRAM read buffer frees a die as soon as its page is sensed; without one
+    /// (SandForce SF-2281 has none) the die is held until the data has left.
+    #[serde(default)]
+    pub read_buffer: bool,
     /// Commands the drive accepts at once.
     #[serde(default = "default_ncq")]
     pub ncq_depth: u32,

@@ -488,14 +488,15 @@ impl Simulation {
             drive.waiting.push_back(id);
             return;
         }
+        let queued = drive.outstanding > 0;
         drive.outstanding += 1;
         let now = self.now_ns;
         match &mut drive.model {
             DriveModel::Ssd(ssd) => {
                 let (link_start, done) = if op.write {
-                    ssd.write(now, op.len_bytes)
+                    ssd.write(now, op.len_bytes, queued)
                 } else {
-                    ssd.read(now, op.offset_bytes, op.len_bytes)
+                    ssd.read(now, op.offset_bytes, op.len_bytes, queued)
                 };
                 self.ops[id as usize].link_start_ns = link_start;
                 self.queue.push(done, EventKind::MemberDone, id);

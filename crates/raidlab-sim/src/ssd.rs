@@ -34,6 +34,9 @@ pub struct Ssd {
     link_ps: u64,
     channel_ps: u64,
     buffer_bytes: u64,
+    hold_die_until_sent: bool,
+    write_commit_ns: u64,
+    queued_command_latency_ns: u64,
     /// Buffered pages waiting for their program: (time the buffer space frees, bytes).
     /// Release times are kept non-decreasing: the buffer drains in order.
     buffered: VecDeque<(u64, u64)>,
@@ -60,6 +63,9 @@ impl Ssd {
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
             channel_ps: ps_per_byte(spec.channel_rate_bytes_per_s),
             buffer_bytes: spec.write_buffer_bytes,
+            hold_die_until_sent: !spec.read_buffer,
+            write_commit_ns: spec.write_commit_ns,
+            queued_command_latency_ns: spec.queued_command_latency_ns,
             buffered: VecDeque::with_capacity(
                 (spec.write_buffer_bytes / spec.page_bytes) as usize + 2,
             ),
@@ -76,10 +82,28 @@ impl Ssd {
         die % self.channel_count
     }
 
-    /// Read `len_bytes` at `offset_bytes`, arriving at `now_ns`. Returns
-    /// (link start, completion): the link start lets a bus behind overlap the transfer.
-    pub fn read(&mut self, now_ns: u64, offset_bytes: u64, len_bytes: u64) -> (u64, u64) {
+    /// Firmware takes the command; a command queued behind others pays the queued
+    /// protocol's extra latency.
+    fn accept(&mut self, now_ns: u64, queued: bool) -> u64 {
         let (_, ready) = self.firmware.reserve(now_ns, self.command_overhead_ns);
+        if queued {
+            ready + self.queued_command_latency_ns
+        } else {
+            ready
+        }
+    }
+
+    /// Read `len_bytes` at `offset_bytes`, arriving at `now_ns` while `queued` other
+    /// commands are outstanding. Returns (link start, completion): the link start lets
+    /// a bus behind overlap the transfer.
+    pub fn read(
+        &mut self,
+        now_ns: u64,
+        offset_bytes: u64,
+        len_bytes: u64,
+        queued: bool,
+    ) -> (u64, u64) {
+        let ready = self.accept(now_ns, queued);
         let end = offset_bytes + len_bytes;
         let first_page = offset_bytes / self.page_bytes;
         let last_page = (end - 1) / self.page_bytes;
@@ -95,6 +119,11 @@ impl Ssd {
             let (_, moved) =
                 self.channels[channel].reserve(sensed, transfer_ns(bytes, self.channel_ps));
             let (start, sent) = self.link.reserve(moved, transfer_ns(bytes, self.link_ps));
+            // Without a DRAM read buffer the die's page register holds the data until it
+            // has left over the link, so a second read of the same die waits for that.
+            if self.hold_die_until_sent {
+                self.dies[die].hold_until(sent);
+            }
             link_start = link_start.min(start);
             done = done.max(sent);
         }
@@ -150,8 +179,8 @@ impl Ssd {
     }
 
     /// Write `len_bytes` arriving at `now_ns`. Returns (link start, completion).
-    pub fn write(&mut self, now_ns: u64, len_bytes: u64) -> (u64, u64) {
-        let (_, ready) = self.firmware.reserve(now_ns, self.command_overhead_ns);
+    pub fn write(&mut self, now_ns: u64, len_bytes: u64, queued: bool) -> (u64, u64) {
+        let ready = self.accept(now_ns, queued) + self.write_commit_ns;
         self.drain_buffer(now_ns);
         // Data streams into the buffer a page at a time, so a write larger than the
         // buffer flows through it while earlier pages program.
@@ -160,6 +189,7 @@ impl Ssd {
         let mut link_start = u64::MAX;
         while left > 0 {
             let chunk = left.min(self.page_bytes - self.open_page_bytes);
+            self.drain_buffer(at);
             let admitted = self.room_at(at, chunk);
             let (start, arrived) = self
                 .link
@@ -206,6 +236,9 @@ mod tests {
             program_page_ns: 1_000_000,
             channel_rate_bytes_per_s: 200e6,
             write_buffer_bytes: 1 << 20,
+            write_commit_ns: 0,
+            queued_command_latency_ns: 0,
+            read_buffer: true,
             ncq_depth: 32,
         }
     }
@@ -213,16 +246,16 @@ mod tests {
     #[test]
     fn a_small_read_costs_firmware_sense_and_two_transfers() {
         let mut ssd = Ssd::new(&spec(), 600e6);
-        let (_, done) = ssd.read(0, 0, 4096);
+        let (_, done) = ssd.read(0, 0, 4096, false);
         assert_eq!(done, 5_000 + 50_000 + 20_480 + 8_192);
     }
 
     #[test]
     fn pages_on_different_dies_are_read_in_parallel() {
         let mut ssd = Ssd::new(&spec(), 600e6);
-        let (_, one) = ssd.read(0, 0, 16384);
+        let (_, one) = ssd.read(0, 0, 16384, false);
         let mut ssd = Ssd::new(&spec(), 600e6);
-        let (_, four) = ssd.read(0, 0, 4 * 16384);
+        let (_, four) = ssd.read(0, 0, 4 * 16384, false);
         // Four pages on four channels: sensing and channel moves overlap; only the link
         // serialises.
         assert!(
@@ -234,7 +267,7 @@ mod tests {
     #[test]
     fn buffered_writes_complete_before_the_flash_programs_them() {
         let mut ssd = Ssd::new(&spec(), 600e6);
-        let (_, done) = ssd.write(0, 16384);
+        let (_, done) = ssd.write(0, 16384, false);
         assert_eq!(done, 5_000 + 32_768);
         assert!(ssd.busy_ns()[2] >= 1_000_000);
     }
@@ -244,7 +277,7 @@ mod tests {
         let mut ssd = Ssd::new(&spec(), 600e6);
         let mut t = 0;
         for _ in 0..256 {
-            t = ssd.write(t, 16384).1;
+            t = ssd.write(t, 16384, false).1;
         }
         // 4 MiB through 8 dies at 16 KiB per ms; the last 1 MiB still fits in the
         // buffer, so the last write completes once 3 MiB are programmed: about 24 ms.

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from raidlab.config import ArrayRequest, array_capacity_bytes, build_array, load_array_file
+from raidlab.errors import RaidlabError
+from raidlab.presets import preset_names
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _array(**values: object) -> dict:
+    return build_array(ArrayRequest(**{"drive": "adata-sp900-128g", **values}))
+
+
+@pytest.mark.parametrize("drive", preset_names("drive"))
+@pytest.mark.parametrize("controller", preset_names("controller"))
+def test_every_preset_pair_builds_a_valid_array(drive: str, controller: str) -> None:
+    array = build_array(ArrayRequest(drive=drive, controller=controller, drives=2))
+    assert array["drive"]["kind"] in ("ssd", "hdd")
+    assert array["controller"]["name"] == controller
+    assert "description" not in array["drive"] and "kind" not in array["controller"]
+
+
+def test_presets_keep_keys_of_the_contract() -> None:
+    array = _array(controller="intel-h97-rst")
+    assert set(array) == {"level", "stripe_unit_bytes", "drive_count", "drive", "controller",
+                          "host"}
+    assert array["host"] == {"request_overhead_ns": 8000}
+
+
+def test_controller_added_latency_rides_on_host_latency() -> None:
+    array = _array(controller="megaraid-9365")
+    assert array["host"]["request_overhead_ns"] == 8000 + 40_000
+
+
+def test_unknown_preset_suggests_the_closest_name() -> None:
+    with pytest.raises(RaidlabError) as error:
+        _array(drive="adata-sp90")
+    assert "unknown drive preset 'adata-sp90': did you mean adata-sp900-128g?" in str(error.value)
+
+
+@pytest.mark.parametrize(("values", "field"), [
+    ({"level": 5}, "level"), ({"drives": 0}, "drives"), ({"drives": 257}, "drives"),
+    ({"stripe_unit": 3000}, "stripe_unit"), ({"stripe_unit": 256}, "stripe_unit"),
+    ({"stripe_unit": "2G"}, "stripe_unit"),
+])
+def test_bad_array_values_name_their_field(values: dict, field: str) -> None:
+    with pytest.raises(RaidlabError) as error:
+        _array(**values)
+    assert error.value.field == field
+
+
+def test_level_error_says_only_raid0() -> None:
+    with pytest.raises(RaidlabError, match="only RAID 0 is supported in this version"):
+        _array(level=5)
+
+
+def test_inline_drive_table_overrides_a_preset() -> None:
+    array = _array(drive={"preset": "adata-sp900-128g", "write_buffer_bytes": "8M"})
+    assert array["drive"]["write_buffer_bytes"] == 8 << 20
+
+
+def test_inline_drive_without_preset_needs_every_field() -> None:
+    with pytest.raises(RaidlabError, match="missing"):
+        _array(drive={"kind": "ssd", "channels": 8})
+
+
+def test_unlimited_rates_become_null() -> None:
+    assert _array(controller="hba")["controller"]["bus_rate_bytes_per_s"] is None
+
+
+def test_capacity_counts_whole_stripe_units_on_every_member() -> None:
+    array = _array(drives=2, stripe_unit="16K")
+    unit = 16384
+    assert array_capacity_bytes(array) == 2 * (128_000_000_000 // unit) * unit
+
+
+def test_example_file_loads() -> None:
+    array = build_array(load_array_file(REPO / "examples" / "ssd-raid0.toml"))
+    assert (array["drive_count"], array["stripe_unit_bytes"]) == (3, 16384)
+    assert array["controller"]["name"] == "intel-h97-rst"
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[array]\nlevel = 0\ndrives = \n")
+    with pytest.raises(RaidlabError) as error:
+        load_array_file(path)
+    assert str(path) in str(error.value) and "line 3" in str(error.value)
+
+
+def test_unknown_toml_key_lists_allowed_keys(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[array]\nstripe = "16K"\n')
+    with pytest.raises(RaidlabError) as error:
+        load_array_file(path)
+    assert error.value.field == f"{path}: array.stripe"
+    assert "allowed: level, drives, stripe_unit, drive, controller" in str(error.value)
+
+
+def test_unknown_toml_table_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[arrray]\ndrives = 2\n")
+    with pytest.raises(RaidlabError, match="unknown key 'arrray'"):
+        load_array_file(path)
+
+
+def test_toml_values_are_labelled_with_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.toml"
+    path.write_text('[array]\ndrive = "adata-sp900-128g"\nstripe_unit = "3000"\n')
+    with pytest.raises(RaidlabError) as error:
+        build_array(load_array_file(path))
+    assert error.value.field == f"{path}: array.stripe_unit"

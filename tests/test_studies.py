@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from raidlab.studies import (
+    STUDY_COLUMNS,
+    error_pct,
+    get_study,
+    mape,
+    naive_mbps,
+    reproduce_study,
+    study_scenarios,
+    summarize,
+)
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    columns = ["config", "op", "qd", "block_bytes", "measured_mbps", "simulated_mbps", "role"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["error_pct"] = error_pct(frame["measured_mbps"], frame["simulated_mbps"])
+    return frame
+
+
+def test_mape_is_the_mean_absolute_percentage_error() -> None:
+    assert mape(pd.Series([100.0, 200.0]), pd.Series([110.0, 150.0])) == pytest.approx(17.5)
+
+
+def test_mape_skips_rows_measured_as_zero() -> None:
+    assert mape(pd.Series([0.0, 100.0]), pd.Series([5.0, 90.0])) == pytest.approx(10.0)
+    assert math.isnan(mape(pd.Series([0.0]), pd.Series([1.0])))
+
+
+def test_error_pct_sign_is_simulated_minus_measured() -> None:
+    assert list(error_pct(pd.Series([100.0]), pd.Series([90.0]))) == [-10.0]
+
+
+def test_naive_model_is_single_drive_times_drive_count() -> None:
+    frame = _frame([("single", "read", 1, 4096, 100.0, 100.0, "calibration"),
+                    ("raid0_2", "read", 1, 4096, 150.0, 160.0, "prediction"),
+                    ("raid0_2", "read", 16, 4096, 150.0, 160.0, "prediction")])
+    naive = naive_mbps(frame, {"single": 1, "raid0_2": 2})
+    assert naive.iloc[1] == 200.0 and math.isnan(naive.iloc[2])
+
+
+def test_summary_separates_roles_and_compares_with_naive() -> None:
+    frame = _frame([("single", "read", 1, 4096, 100.0, 110.0, "calibration"),
+                    ("raid0_2", "read", 1, 4096, 150.0, 165.0, "prediction"),
+                    ("raid0_2", "write", 1, 4096, 0.0, 5.0, "prediction")])
+    summary = summarize(frame, {"single": 1, "raid0_2": 2})
+    assert summary.mape_calibration_pct == pytest.approx(10.0)
+    assert summary.mape_prediction_pct == pytest.approx(10.0)
+    assert summary.naive_mape_prediction_pct == pytest.approx(100 * 50 / 150)
+    assert summary.rows_skipped == 1 and summary.naive_rows == 1
+    assert summary.worst_row is not None and summary.worst_row["config"] == "raid0_2"
+
+
+def test_hdd_single_disk_is_simulated_once_per_queue_depth() -> None:
+    measured, keys, scenarios = study_scenarios(get_study("hdd-raid0-atto"))
+    singles = [key for key in keys if key.config.drives == 1]
+    assert len(singles) == 2 * 2 * 15  # qd 1 and 4, read and write, 15 sizes
+    assert len(scenarios) == len(keys) == len(singles) + 2 * 2 * 15
+
+
+def test_ssd_study_uses_the_papers_array() -> None:
+    measured, keys, scenarios = study_scenarios(get_study("ssd-raid0-atto"))
+    array = next(s for s, k in zip(scenarios, keys, strict=True)
+                 if k.config.name == "raid0_2")["array"]
+    assert (array["drive_count"], array["stripe_unit_bytes"]) == (2, 16384)
+    assert scenarios[0]["workload"]["size_bytes"] == 32 << 30
+    assert 65536 * 1024 in set(measured["block_bytes"])
+
+
+@pytest.mark.parametrize("study", ["ssd-raid0-atto", "hdd-raid0-atto"])
+def test_reproduce_returns_documented_columns_and_roles(fake_native: None, study: str) -> None:
+    frame = reproduce_study(study, jobs=1, progress=False)
+    assert list(frame.columns) == STUDY_COLUMNS
+    single = frame["config"].str.startswith("single")
+    assert (frame.loc[single, "role"] == "calibration").all()
+    assert (frame.loc[~single, "role"] == "prediction").all()
+
+
+def test_hdd_kilobytes_per_second_become_mb_per_second() -> None:
+    measured = get_study("hdd-raid0-atto").load_measured()
+    row = measured[(measured["config"] == "single_su64K") & (measured["op"] == "read")
+                   & (measured["qd"] == 1) & (measured["block_bytes"] == 8 << 20)]
+    assert row["measured_mbps"].iloc[0] == pytest.approx(142.217)
