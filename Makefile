@@ -42,7 +42,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests benches
 
 bench: setup
-	cargo run --release -p raidlab-sim --bin raidlab-bench
+	$(PY) benches/bench_sim.py
 
 clean:
 	rm -rf $(VENV) target out

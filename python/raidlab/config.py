@@ -63,6 +63,9 @@ SSD_FIELDS: dict[str, _Bound] = {
     "program_page_ns": ("ns", 1, _NS_MAX),
     "channel_rate_bytes_per_s": ("rate", 1e3, _RATE_MAX),
     "write_buffer_bytes": ("bytes", 0, 1 << 40),
+    "write_commit_ns": ("ns", 0, _NS_MAX),
+    "queued_command_latency_ns": ("ns", 0, _NS_MAX),
+    "read_buffer": ("bool", None, None),
     "ncq_depth": ("count", 1, 65536),
 }
 HDD_FIELDS: dict[str, _Bound] = {

@@ -542,15 +542,15 @@ impl Simulation {
     // ----- controller read-ahead --------------------------------------------------
 
     /// Serve a read from the read-ahead window if it can, and keep the window ahead of
-    /// a stream of small sequential reads. Returns whether the read was taken care of.
+    /// a sequential stream. Returns whether the read was taken care of.
+    ///
+    /// The window holds segments fetched ahead of the furthest byte the host has asked
+    /// for; a segment is at least the read-ahead size and at least the stream's request
+    /// size, so large sequential reads are read ahead too (as Intel RST does).
     fn read_ahead_serves(&mut self, slot: u32) -> bool {
         let r = self.requests[slot as usize];
         let end = r.offset_bytes + r.len_bytes;
-        let ra = self
-            .controller
-            .read_ahead
-            .as_mut()
-            .expect("read-ahead configured");
+        let ra = self.controller.read_ahead.as_mut().expect("read-ahead configured");
         let sequential = r.offset_bytes == ra.expect_offset;
         ra.expect_offset = end;
         if ra.covers(r.offset_bytes, end) {
@@ -559,22 +559,23 @@ impl Simulation {
             if !ready_now {
                 ra.waiters.push(slot);
             }
-            let (_, ready) = self
-                .controller
-                .cpu
-                .reserve(self.now_ns, self.controller.read_hit_overhead_ns);
+            let (_, ready) =
+                self.controller.cpu.reserve(self.now_ns, self.controller.read_hit_overhead_ns);
             self.requests[slot as usize].hit_ready_ns = ready;
             if ready_now {
                 self.queue.push(ready, EventKind::ReadHit, slot);
             }
-            self.top_up_read_ahead(end);
+            self.top_up_read_ahead(end, r.len_bytes);
             return true;
         }
-        let restart = sequential && r.len_bytes < ra.segment_bytes;
-        self.clear_read_ahead();
-        if restart {
+        if sequential {
+            // The stream outran the window: this read goes to the drives and the window
+            // continues beyond it.
+            ra.window_end = ra.window_end.max(end);
+            self.top_up_read_ahead(end, r.len_bytes);
+        } else {
+            self.clear_read_ahead();
             self.controller.read_ahead.as_mut().expect("ra").window_end = end;
-            self.top_up_read_ahead(end);
         }
         false
     }
@@ -604,7 +605,7 @@ impl Simulation {
     }
 
     /// Release consumed segments and fetch new ones up to the window size.
-    fn top_up_read_ahead(&mut self, consumed_end: u64) {
+    fn top_up_read_ahead(&mut self, consumed_end: u64, request_bytes: u64) {
         let capacity = self.layout.capacity_bytes();
         loop {
             let ra = self
@@ -627,7 +628,7 @@ impl Simulation {
                 return;
             };
             let start = ra.window_end;
-            let end = (start + ra.segment_bytes).min(capacity);
+            let end = (start + ra.segment_bytes.max(request_bytes)).min(capacity);
             ra.window.push_back(Segment {
                 start,
                 end,
@@ -835,9 +836,18 @@ impl Simulation {
 }
 
 impl ReadAhead {
+    /// Do window segments cover `[start, end)` without a gap?
     fn covers(&self, start: u64, end: u64) -> bool {
-        self.window.front().is_some_and(|f| f.start <= start)
-            && self.window.back().is_some_and(|b| b.end >= end)
+        let mut reached = start;
+        for s in &self.window {
+            if s.start <= reached && s.end > reached {
+                reached = s.end;
+                if reached >= end {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     fn ready_for(&self, start: u64, end: u64) -> bool {

@@ -19,12 +19,21 @@ use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::SsdSpec;
 use std::collections::VecDeque;
 
+/// What a die's page register holds: the last page sensed, until its data has left.
+#[derive(Debug, Clone, Copy)]
+struct PageRegister {
+    page: u64,
+    sensed_ns: u64,
+    held_until_ns: u64,
+}
+
 /// One flash drive's state.
 #[derive(Debug)]
 pub struct Ssd {
     firmware: Server,
     link: Server,
     dies: Vec<Server>,
+    registers: Vec<PageRegister>,
     channels: Vec<Server>,
     channel_count: usize,
     page_bytes: u64,
@@ -54,6 +63,7 @@ impl Ssd {
             firmware: Server::default(),
             link: Server::default(),
             dies: vec![Server::default(); dies],
+            registers: vec![PageRegister { page: u64::MAX, sensed_ns: 0, held_until_ns: 0 }; dies],
             channels: vec![Server::default(); spec.channels as usize],
             channel_count: spec.channels as usize,
             page_bytes: spec.page_bytes,
@@ -114,7 +124,16 @@ impl Ssd {
             let lo = (page * self.page_bytes).max(offset_bytes);
             let hi = ((page + 1) * self.page_bytes).min(end);
             let bytes = hi - lo;
-            let (_, sensed) = self.dies[die].reserve(ready, self.read_page_ns);
+            // A page still in the die's register (another queued read of it is being
+            // sent) needs no second sense.
+            let register = self.registers[die];
+            let sensed = if register.page == page && ready <= register.held_until_ns {
+                ready.max(register.sensed_ns)
+            } else {
+                let (_, sensed) = self.dies[die].reserve(ready, self.read_page_ns);
+                self.registers[die] = PageRegister { page, sensed_ns: sensed, held_until_ns: 0 };
+                sensed
+            };
             let channel = self.channel_of(die);
             let (_, moved) =
                 self.channels[channel].reserve(sensed, transfer_ns(bytes, self.channel_ps));
@@ -124,6 +143,8 @@ impl Ssd {
             if self.hold_die_until_sent {
                 self.dies[die].hold_until(sent);
             }
+            let register = &mut self.registers[die];
+            register.held_until_ns = register.held_until_ns.max(sent);
             link_start = link_start.min(start);
             done = done.max(sent);
         }
@@ -169,6 +190,7 @@ impl Ssd {
             let (_, moved) = self.channels[channel]
                 .reserve(data_at_ns, transfer_ns(self.page_bytes, self.channel_ps));
             let (_, programmed) = self.dies[die].reserve(moved, self.program_page_ns);
+            self.registers[die].page = u64::MAX;
             let release = self
                 .buffered
                 .back()

@@ -1,0 +1,83 @@
+"""Simulator speed and memory: simulated host I/Os per wall-clock second on one core.
+
+Each case runs in its own process (so its peak memory is its own) at two I/O counts,
+N/10 and N; memory is flat when the peak resident set barely moves over that 10x.
+
+    python benches/bench_sim.py            # N = 5,000,000 host I/Os per case
+    python benches/bench_sim.py --ios 500000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from raidlab import _native
+from raidlab.api import resolve_array
+from raidlab.config import build_scenario
+from raidlab.workloads import WorkloadRequest, build_workload
+
+CASES: dict[str, dict[str, Any]] = {
+    "ssd-raid0x4-randread-4k-qd32": {
+        "array": {"drive": "adata-sp900-128g", "controller": "hba", "drives": 4,
+                  "stripe_unit": "64K"},
+        "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
+    "hdd-raid0x4-seqread-64k-qd4": {
+        "array": {"drive": "hitachi-deskstar-250g", "controller": "dell-perc6i", "drives": 4,
+                  "stripe_unit": "64K"},
+        "workload": {"rw": "read", "bs": "64K", "iodepth": 4, "size": "16G"},
+    },
+}
+
+
+def scenario(case: str, ios: int) -> dict[str, Any]:
+    spec = CASES[case]
+    array = resolve_array(level=0, **spec["array"])
+    workload = build_workload(WorkloadRequest(ios=ios, warmup_ios=0, **spec["workload"]), array)
+    return build_scenario(array, workload, 1)
+
+
+def child(case: str, ios: int) -> None:
+    text = json.dumps(scenario(case, ios))
+    start = time.perf_counter()
+    results = json.loads(_native.simulate(text))
+    wall_s = time.perf_counter() - start
+    measured = sum(op["ios"] for op in results["ops"].values())
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"ios": measured, "wall_s": wall_s, "events": results["events"],
+                      "peak_rss_kib": peak_kib}))
+
+
+def measure(case: str, ios: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, "--child", case, str(ios)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ios", type=int, default=5_000_000)
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "IOS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    print(f"{'case':32} {'host I/Os':>10} {'wall s':>8} {'I/Os per s':>12} {'events/IO':>9} "
+          f"{'peak MiB':>9} {'peak MiB @N/10':>15}")
+    for case in CASES:
+        small = measure(case, max(1, args.ios // 10))
+        big = measure(case, args.ios)
+        rate = big["ios"] / big["wall_s"]
+        print(f"{case:32} {big['ios']:>10} {big['wall_s']:>8.2f} {rate:>12,.0f} "
+              f"{big['events'] / big['ios']:>9.2f} {big['peak_rss_kib'] / 1024:>9.1f} "
+              f"{small['peak_rss_kib'] / 1024:>15.1f}")
+
+
+if __name__ == "__main__":
+    main()
