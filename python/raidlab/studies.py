@@ -41,7 +41,13 @@ SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 # prediction MAPE stays honest. Entries: (study, config, op, qd, block_bytes), where
 # block_bytes None means every transfer size of that (config, op, qd).
 CONTROLLER_CALIBRATION_ROWS: list[tuple[str, str, str, int, int | None]] = [
-    # Empty: no array row has been used for calibration yet.
+    # Intel RST's data-path caps: the plateau of RAID 0 at QD 16 for the largest
+    # transfers (the study says the chipset path saturates but gives no figure).
+    *[("ssd-raid0-atto", "raid0_2", "read", 16, kib * 1024) for kib in (4096, 8192, 16384, 32768, 65536)],
+    *[("ssd-raid0-atto", "raid0_2", "write", 16, kib * 1024) for kib in (4096, 8192, 16384, 32768)],
+    # Intel RST's per-request driver cost: 512 B reads at QD 16 are served from its
+    # read-ahead buffer, one request per ~7.5 us.
+    ("ssd-raid0-atto", "raid0_2", "read", 16, 512),
 ]
 
 

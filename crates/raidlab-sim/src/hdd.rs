@@ -49,6 +49,8 @@ pub struct Hdd {
     busy: bool,
     /// When the mechanism finishes what it has been given.
     mechanism: Server,
+    /// The firmware processor: decodes commands serially.
+    firmware: Server,
     head_track: u64,
     /// Read-ahead stream: the media passes `base_offset` at `base_ns` and keeps
     /// reading up to `limit_offset` (exclusive) unless another command interrupts.
@@ -132,6 +134,7 @@ impl Hdd {
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
+            firmware: Server::default(),
             head_track: 0,
             ra_active: false,
             ra_base_offset: 0,
@@ -202,9 +205,11 @@ impl Hdd {
 
     #[inline]
     fn is_ra_hit(&self, c: &Command) -> bool {
+        // The buffer keeps only the most recent `cache_bytes` of the stream.
         !c.write
             && self.ra_active
             && c.offset_bytes >= self.ra_base_offset
+            && c.offset_bytes + self.cache_bytes >= self.ra_limit_offset
             && c.offset_bytes + c.len_bytes <= self.ra_limit_offset
     }
 
@@ -241,8 +246,9 @@ impl Hdd {
         len_bytes: u64,
         write: bool,
     ) -> Option<Started> {
-        // Firmware decodes a queued command while the mechanism works on another.
-        let ready_ns = now_ns + self.command_overhead_ns;
+        // Firmware decodes a queued command while the mechanism works on another, one
+        // command at a time.
+        let (_, ready_ns) = self.firmware.reserve(now_ns, self.command_overhead_ns);
         self.queue.push(Command {
             op,
             offset_bytes,
@@ -434,6 +440,24 @@ mod tests {
         // Streaming at the outer media rate, 140 MB/s: 100 x 64 KiB in about 47 ms.
         let mbps = 100.0 * 65536.0 / (t as f64 / 1e9) / 1e6;
         assert!(mbps > 110.0 && mbps < 141.0, "{mbps}");
+    }
+
+    #[test]
+    fn data_read_long_ago_is_no_longer_in_the_buffer() {
+        let mut d = Hdd::new(&spec(false), 300e6);
+        let mut t = 0;
+        for op in 0..64u32 {
+            t = d
+                .submit(t, op, u64::from(op) << 20, 1 << 20, false)
+                .unwrap()
+                .done_ns;
+            d.complete(t);
+        }
+        let hits = d.read_ahead_hits();
+        // 64 MiB later, the first MiB is long gone from an 8 MiB buffer.
+        let s = d.submit(t, 99, 0, 1 << 20, false).unwrap();
+        assert_eq!(d.read_ahead_hits(), hits);
+        assert!(s.done_ns - t > 7_000_000, "{}", s.done_ns - t);
     }
 
     #[test]

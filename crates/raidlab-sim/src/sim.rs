@@ -550,7 +550,11 @@ impl Simulation {
     fn read_ahead_serves(&mut self, slot: u32) -> bool {
         let r = self.requests[slot as usize];
         let end = r.offset_bytes + r.len_bytes;
-        let ra = self.controller.read_ahead.as_mut().expect("read-ahead configured");
+        let ra = self
+            .controller
+            .read_ahead
+            .as_mut()
+            .expect("read-ahead configured");
         let sequential = r.offset_bytes == ra.expect_offset;
         ra.expect_offset = end;
         if ra.covers(r.offset_bytes, end) {
@@ -559,8 +563,10 @@ impl Simulation {
             if !ready_now {
                 ra.waiters.push(slot);
             }
-            let (_, ready) =
-                self.controller.cpu.reserve(self.now_ns, self.controller.read_hit_overhead_ns);
+            let (_, ready) = self
+                .controller
+                .cpu
+                .reserve(self.now_ns, self.controller.read_hit_overhead_ns);
             self.requests[slot as usize].hit_ready_ns = ready;
             if ready_now {
                 self.queue.push(ready, EventKind::ReadHit, slot);

@@ -63,7 +63,14 @@ impl Ssd {
             firmware: Server::default(),
             link: Server::default(),
             dies: vec![Server::default(); dies],
-            registers: vec![PageRegister { page: u64::MAX, sensed_ns: 0, held_until_ns: 0 }; dies],
+            registers: vec![
+                PageRegister {
+                    page: u64::MAX,
+                    sensed_ns: 0,
+                    held_until_ns: 0
+                };
+                dies
+            ],
             channels: vec![Server::default(); spec.channels as usize],
             channel_count: spec.channels as usize,
             page_bytes: spec.page_bytes,
@@ -131,7 +138,11 @@ impl Ssd {
                 ready.max(register.sensed_ns)
             } else {
                 let (_, sensed) = self.dies[die].reserve(ready, self.read_page_ns);
-                self.registers[die] = PageRegister { page, sensed_ns: sensed, held_until_ns: 0 };
+                self.registers[die] = PageRegister {
+                    page,
+                    sensed_ns: sensed,
+                    held_until_ns: 0,
+                };
                 sensed
             };
             let channel = self.channel_of(die);
