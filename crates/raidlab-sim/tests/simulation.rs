@@ -1,0 +1,243 @@
+//! Whole-simulator behaviour, one behaviour per test.
+
+use raidlab_sim::scenario::{
+    ArraySpec, ControllerSpec, Distribution, DriveSpec, HddSpec, HostSpec, Rw, Scenario, SsdSpec,
+    WorkloadSpec, SCHEMA,
+};
+use raidlab_sim::{simulate, simulate_json};
+
+fn ssd() -> DriveSpec {
+    DriveSpec::Ssd(SsdSpec {
+        model: "test-ssd".into(),
+        capacity_bytes: 100_000_000_000,
+        link_rate_bytes_per_s: 530e6,
+        command_overhead_ns: 5_000,
+        channels: 8,
+        dies_per_channel: 4,
+        page_bytes: 16384,
+        read_page_ns: 50_000,
+        program_page_ns: 800_000,
+        channel_rate_bytes_per_s: 400e6,
+        write_buffer_bytes: 8 << 20,
+        write_commit_ns: 0,
+        queued_command_latency_ns: 0,
+        read_buffer: true,
+        ncq_depth: 32,
+    })
+}
+
+fn hdd() -> DriveSpec {
+    DriveSpec::Hdd(HddSpec {
+        model: "test-hdd".into(),
+        capacity_bytes: 250_000_000_000,
+        rpm: 7200,
+        seek_ns_track_to_track: 1_000_000,
+        seek_ns_avg: 8_500_000,
+        seek_ns_full_stroke: 15_000_000,
+        media_rate_bytes_per_s_outer: 140e6,
+        media_rate_bytes_per_s_inner: 70e6,
+        zones: 16,
+        command_overhead_ns: 100_000,
+        link_rate_bytes_per_s: 280e6,
+        cache_bytes: 8 << 20,
+        read_ahead_bytes: 1 << 20,
+        write_cache: false,
+        ncq_depth: 32,
+    })
+}
+
+fn hba() -> ControllerSpec {
+    ControllerSpec {
+        name: "hba".into(),
+        request_overhead_ns: 0,
+        member_op_overhead_ns: 0,
+        max_member_transfer_bytes: 32 << 20,
+        port_rate_bytes_per_s: 600e6,
+        bus_rate_bytes_per_s: None,
+        read_rate_bytes_per_s_max: None,
+        write_rate_bytes_per_s_max: None,
+        read_ahead_bytes: 0,
+        read_ahead_segments: 1,
+        read_hit_overhead_ns: 0,
+    }
+}
+
+fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) -> Scenario {
+    Scenario {
+        schema: SCHEMA,
+        seed: 1,
+        array: ArraySpec {
+            level: 0,
+            stripe_unit_bytes: 65536,
+            drive_count: drives,
+            drive,
+            controller: hba(),
+            host: HostSpec {
+                request_overhead_ns: 5_000,
+            },
+        },
+        workload: WorkloadSpec {
+            rw,
+            bs: vec![(bs, 1)],
+            rwmixread: 50,
+            iodepth,
+            numjobs: 1,
+            offset_bytes: 0,
+            size_bytes: 8 << 30,
+            ios: 5_000,
+            warmup_ios: 500,
+            runtime_ns: None,
+            distribution: Distribution::Uniform,
+        },
+    }
+}
+
+fn iops(s: &Scenario, op: &str) -> f64 {
+    simulate(s).ops[op].iops
+}
+
+#[test]
+fn same_scenario_and_seed_give_identical_results() {
+    let mut s = scenario(ssd(), 3, Rw::Randrw, 4096, 16);
+    s.workload.bs = vec![(4096, 3), (65536, 1)];
+    let text = serde_json::to_string(&s).unwrap();
+    let a = simulate_json(&text).unwrap();
+    let b = simulate_json(&text).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn different_seeds_give_different_random_workloads() {
+    let s1 = scenario(ssd(), 2, Rw::Randread, 4096, 8);
+    let mut s2 = s1.clone();
+    s2.seed = 2;
+    assert_ne!(simulate(&s1), simulate(&s2));
+}
+
+#[test]
+fn measured_io_count_is_what_was_asked_after_warm_up() {
+    let r = simulate(&scenario(ssd(), 2, Rw::Randread, 4096, 8));
+    assert_eq!(r.ops["read"].ios, 5_000);
+    assert!(!r.ops.contains_key("write"));
+}
+
+#[test]
+fn random_read_iops_scale_with_ssd_count_at_deep_queues() {
+    let one = iops(&scenario(ssd(), 1, Rw::Randread, 4096, 64), "read");
+    let four = iops(&scenario(ssd(), 4, Rw::Randread, 4096, 64), "read");
+    let ratio = four / one;
+    assert!(ratio > 3.3 && ratio < 4.4, "one {one:.0} four {four:.0}");
+}
+
+#[test]
+fn queue_depth_one_gains_nothing_from_more_drives() {
+    let one = iops(&scenario(ssd(), 1, Rw::Randread, 4096, 1), "read");
+    let four = iops(&scenario(ssd(), 4, Rw::Randread, 4096, 1), "read");
+    assert!(
+        (four / one - 1.0).abs() < 0.05,
+        "one {one:.0} four {four:.0}"
+    );
+}
+
+#[test]
+fn a_controller_read_path_cap_bounds_large_reads() {
+    let mut s = scenario(ssd(), 4, Rw::Read, 1 << 20, 8);
+    s.array.controller.read_rate_bytes_per_s_max = Some(800e6);
+    let r = simulate(&s);
+    let mbps = r.ops["read"].mbps;
+    assert!(mbps > 760.0 && mbps <= 801.0, "{mbps}");
+    assert_eq!(r.explain.bottleneck, "controller.read_path");
+}
+
+#[test]
+fn controller_read_ahead_serves_small_sequential_reads() {
+    let mut s = scenario(ssd(), 2, Rw::Read, 4096, 1);
+    let without = iops(&s, "read");
+    s.array.controller.read_ahead_bytes = 65536;
+    s.array.controller.read_ahead_segments = 4;
+    s.array.controller.read_hit_overhead_ns = 2_000;
+    let r = simulate(&s);
+    assert!(
+        r.explain.read_ahead_hits > 4_000,
+        "{}",
+        r.explain.read_ahead_hits
+    );
+    assert!(
+        r.ops["read"].iops > 2.0 * without,
+        "{} vs {without}",
+        r.ops["read"].iops
+    );
+}
+
+#[test]
+fn each_member_a_request_touches_gets_one_operation() {
+    let mut s = scenario(ssd(), 4, Rw::Randread, 65536, 4);
+    s.array.stripe_unit_bytes = 16384;
+    let r = simulate(&s);
+    assert_eq!(r.explain.member_ios_per_host_io["read"], 4.0);
+    assert_eq!(r.explain.member_bytes_per_host_byte["read"], 1.0);
+}
+
+#[test]
+fn hdd_random_reads_pay_seek_and_rotation() {
+    let mut s = scenario(hdd(), 1, Rw::Randread, 4096, 1);
+    s.workload.size_bytes = 200_000_000_000;
+    s.workload.ios = 500;
+    s.workload.warmup_ios = 20;
+    let r = simulate(&s);
+    let mean_ms = r.ops["read"].lat_mean_ns / 1e6;
+    // Random over 80 % of the stroke: about a 8-9 ms seek plus half a revolution.
+    assert!(mean_ms > 9.0 && mean_ms < 16.0, "{mean_ms} ms");
+}
+
+#[test]
+fn hdd_ncq_reorders_random_reads_for_more_iops() {
+    let mut s = scenario(hdd(), 1, Rw::Randread, 4096, 1);
+    s.workload.size_bytes = 200_000_000_000;
+    s.workload.ios = 1_000;
+    let qd1 = iops(&s, "read");
+    s.workload.iodepth = 32;
+    let qd32 = iops(&s, "read");
+    assert!(qd32 > 1.8 * qd1, "qd1 {qd1:.0} qd32 {qd32:.0}");
+}
+
+#[test]
+fn hdd_without_write_cache_loses_a_revolution_per_sequential_write() {
+    let mut s = scenario(hdd(), 1, Rw::Write, 4096, 1);
+    s.workload.ios = 300;
+    s.workload.warmup_ios = 10;
+    let r = simulate(&s);
+    let rev_ms = 60_000.0 / 7200.0;
+    let per_write_ms = r.ops["write"].lat_mean_ns / 1e6;
+    assert!(
+        (per_write_ms / rev_ms - 1.0).abs() < 0.1,
+        "{per_write_ms} ms"
+    );
+}
+
+#[test]
+fn the_bottleneck_is_the_busiest_resource() {
+    let r = simulate(&scenario(ssd(), 2, Rw::Randread, 4096, 64));
+    let max = r
+        .explain
+        .resources
+        .iter()
+        .map(|x| x.utilisation)
+        .fold(0.0, f64::max);
+    assert_eq!(r.explain.bottleneck_utilisation, max);
+    assert!(r.explain.bottleneck.starts_with("drive"));
+}
+
+#[test]
+fn a_refused_scenario_names_the_field() {
+    let mut s = scenario(ssd(), 2, Rw::Read, 4096, 1);
+    s.workload.iodepth = 0;
+    let err = simulate_json(&serde_json::to_string(&s).unwrap()).unwrap_err();
+    assert_eq!(err.field, "workload.iodepth");
+    s.workload.iodepth = 1;
+    s.array.stripe_unit_bytes = 3000;
+    let err = simulate_json(&serde_json::to_string(&s).unwrap()).unwrap_err();
+    assert_eq!(err.field, "array.stripe_unit_bytes");
+    let err = simulate_json(r#"{"schema":1,"seed":1,"bogus":2}"#).unwrap_err();
+    assert!(err.message.contains("bogus"), "{}", err.message);
+}
