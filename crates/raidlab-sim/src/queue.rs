@@ -11,8 +11,6 @@ pub enum EventKind {
     Dispatch,
     /// A member operation completed at its drive.
     MemberDone,
-    /// A drive's mechanism is free to start its next queued command.
-    DriveWake,
     /// A host request completes at the host.
     HostComplete,
     /// A read-ahead hit is served from the controller buffer.
@@ -128,7 +126,7 @@ mod tests {
     fn equal_times_pop_in_scheduling_order() {
         let mut q = EventQueue::with_capacity(8);
         for target in 0..100 {
-            q.push(5, EventKind::DriveWake, target);
+            q.push(5, EventKind::MemberDone, target);
         }
         q.push(1, EventKind::Dispatch, 999);
         assert_eq!(q.pop().unwrap().target, 999);

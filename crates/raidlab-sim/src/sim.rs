@@ -297,7 +297,6 @@ impl Simulation {
                 EventKind::MemberDone => self.member_done(event.target),
                 EventKind::HostComplete => self.request_complete(event.target),
                 EventKind::ReadHit => self.read_hit(event.target),
-                EventKind::DriveWake => unreachable!("drives restart on completion"),
             }
             if self.stopped {
                 break;
