@@ -24,13 +24,21 @@ from raidlab.workloads import WorkloadRequest, build_workload
 
 CASES: dict[str, dict[str, Any]] = {
     "ssd-raid0x4-randread-4k-qd32": {
-        "array": {"drive": "adata-sp900-128g", "controller": "hba", "drives": 4,
-                  "stripe_unit": "64K"},
+        "array": {
+            "drive": "adata-sp900-128g",
+            "controller": "hba",
+            "drives": 4,
+            "stripe_unit": "64K",
+        },
         "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
     },
     "hdd-raid0x4-seqread-64k-qd4": {
-        "array": {"drive": "hitachi-deskstar-250g", "controller": "dell-perc6i", "drives": 4,
-                  "stripe_unit": "64K"},
+        "array": {
+            "drive": "hitachi-deskstar-250g",
+            "controller": "dell-perc6i",
+            "drives": 4,
+            "stripe_unit": "64K",
+        },
         "workload": {"rw": "read", "bs": "64K", "iodepth": 4, "size": "16G"},
     },
 }
@@ -50,13 +58,25 @@ def child(case: str, ios: int) -> None:
     wall_s = time.perf_counter() - start
     measured = sum(op["ios"] for op in results["ops"].values())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"ios": measured, "wall_s": wall_s, "events": results["events"],
-                      "peak_rss_kib": peak_kib}))
+    print(
+        json.dumps(
+            {
+                "ios": measured,
+                "wall_s": wall_s,
+                "events": results["events"],
+                "peak_rss_kib": peak_kib,
+            }
+        )
+    )
 
 
 def measure(case: str, ios: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--child", case, str(ios)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", case, str(ios)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -68,15 +88,19 @@ def main() -> None:
     if args.child:
         child(args.child[0], int(args.child[1]))
         return
-    print(f"{'case':32} {'host I/Os':>10} {'wall s':>8} {'I/Os per s':>12} {'events/IO':>9} "
-          f"{'peak MiB':>9} {'peak MiB @N/10':>15}")
+    print(
+        f"{'case':32} {'host I/Os':>10} {'wall s':>8} {'I/Os per s':>12} {'events/IO':>9} "
+        f"{'peak MiB':>9} {'peak MiB @N/10':>15}"
+    )
     for case in CASES:
         small = measure(case, max(1, args.ios // 10))
         big = measure(case, args.ios)
         rate = big["ios"] / big["wall_s"]
-        print(f"{case:32} {big['ios']:>10} {big['wall_s']:>8.2f} {rate:>12,.0f} "
-              f"{big['events'] / big['ios']:>9.2f} {big['peak_rss_kib'] / 1024:>9.1f} "
-              f"{small['peak_rss_kib'] / 1024:>15.1f}")
+        print(
+            f"{case:32} {big['ios']:>10} {big['wall_s']:>8.2f} {rate:>12,.0f} "
+            f"{big['events'] / big['ios']:>9.2f} {big['peak_rss_kib'] / 1024:>9.1f} "
+            f"{small['peak_rss_kib'] / 1024:>15.1f}"
+        )
 
 
 if __name__ == "__main__":

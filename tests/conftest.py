@@ -16,23 +16,41 @@ def fake_simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     """A results document of the right shape whose MB/s grows with bs x iodepth."""
     workload = scenario["workload"]
     block_bytes = workload["bs"][0][0]
-    directions = {"read": ["read"], "randread": ["read"], "write": ["write"],
-                  "randwrite": ["write"], "rw": ["read", "write"],
-                  "randrw": ["read", "write"]}[workload["rw"]]
-    mbps = min(500.0 * scenario["array"]["drive_count"],
-               block_bytes * workload["iodepth"] / 20.0)
-    stats = {"ios": workload["ios"], "bytes": workload["ios"] * block_bytes,
-             "iops": mbps * 1e6 / block_bytes, "mbps": mbps, "lat_mean_ns": 50_000.0,
-             "lat_min_ns": 1, "lat_max_ns": 2,
-             "percentiles_ns": {"50.000000": 40_000, "99.000000": 90_000}}
-    return {"schema": 1, "seed": scenario["seed"], "sim_time_ns": 1, "events": 1,
-            "ops": {op: dict(stats) for op in directions},
-            "explain": {"resources": [{"name": "drive0.media", "kind": "drive",
-                                       "busy_ns": 1, "utilisation": 0.5}],
-                        "bottleneck": "drive0.media",
-                        "member_ios_per_host_io": {op: 1.0 for op in directions},
-                        "member_bytes_per_host_byte": {op: 1.0 for op in directions},
-                        "read_ahead_hits": 0}}
+    directions = {
+        "read": ["read"],
+        "randread": ["read"],
+        "write": ["write"],
+        "randwrite": ["write"],
+        "rw": ["read", "write"],
+        "randrw": ["read", "write"],
+    }[workload["rw"]]
+    mbps = min(500.0 * scenario["array"]["drive_count"], block_bytes * workload["iodepth"] / 20.0)
+    stats = {
+        "ios": workload["ios"],
+        "bytes": workload["ios"] * block_bytes,
+        "iops": mbps * 1e6 / block_bytes,
+        "mbps": mbps,
+        "lat_mean_ns": 50_000.0,
+        "lat_min_ns": 1,
+        "lat_max_ns": 2,
+        "percentiles_ns": {"50.000000": 40_000, "99.000000": 90_000},
+    }
+    return {
+        "schema": 1,
+        "seed": scenario["seed"],
+        "sim_time_ns": 1,
+        "events": 1,
+        "ops": {op: dict(stats) for op in directions},
+        "explain": {
+            "resources": [
+                {"name": "drive0.media", "kind": "drive", "busy_ns": 1, "utilisation": 0.5}
+            ],
+            "bottleneck": "drive0.media",
+            "member_ios_per_host_io": {op: 1.0 for op in directions},
+            "member_bytes_per_host_byte": {op: 1.0 for op in directions},
+            "read_ahead_hits": 0,
+        },
+    }
 
 
 @pytest.fixture

@@ -10,8 +10,11 @@ from raidlab.units import parse_sizes
 
 @pytest.fixture
 def array() -> dict:
-    return build_array(ArrayRequest(drive="adata-sp900-128g", drives=2, stripe_unit="16K",
-                                    controller="intel-h97-rst"))
+    return build_array(
+        ArrayRequest(
+            drive="adata-sp900-128g", drives=2, stripe_unit="16K", controller="intel-h97-rst"
+        )
+    )
 
 
 def test_sweep_has_a_write_and_a_read_pass_per_point(array: dict) -> None:
@@ -22,8 +25,15 @@ def test_sweep_has_a_write_and_a_read_pass_per_point(array: dict) -> None:
 def test_sweep_orders_by_qd_then_size_with_write_first(array: dict) -> None:
     points = atto_points(array, [1, 4], [512, 4096], "1G")
     assert [(p.qd, p.block_bytes, p.op) for p in points] == [
-        (1, 512, "write"), (1, 512, "read"), (1, 4096, "write"), (1, 4096, "read"),
-        (4, 512, "write"), (4, 512, "read"), (4, 4096, "write"), (4, 4096, "read")]
+        (1, 512, "write"),
+        (1, 512, "read"),
+        (1, 4096, "write"),
+        (1, 4096, "read"),
+        (4, 512, "write"),
+        (4, 512, "read"),
+        (4, 4096, "write"),
+        (4, 4096, "read"),
+    ]
 
 
 def test_pass_is_sequential_over_the_test_file(array: dict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pandas as pd
 import pytest
@@ -13,28 +14,36 @@ runner = CliRunner()
 SSD = ["--drive", "adata-sp900-128g"]
 
 
-@pytest.mark.parametrize(("args", "field"), [
-    (["atto", "--drive", "adata-sp90"], "--drive"),
-    (["atto", *SSD, "--stripe-unit", "3000"], "--stripe-unit"),
-    (["atto", *SSD, "--drives", "0"], "--drives"),
-    (["atto", *SSD, "--drives", "300"], "--drives"),
-    (["atto", *SSD, "--level", "5"], "--level"),
-    (["atto", *SSD, "--qd", "0"], "--qd"),
-    (["atto", *SSD, "--qd", "70000"], "--qd"),
-    (["atto", *SSD, "--sizes", "256"], "--sizes"),
-    (["atto", *SSD, "--sizes", "512..2G"], "--sizes"),
-    (["atto", *SSD, "--length", "1K", "--sizes", "4K"], "--length"),
-    (["atto", *SSD, "--jobs", "0"], "--jobs"),
-    (["run", *SSD, "--rw", "sideways"], "--rw"),
-    (["run", *SSD, "--rwmixread", "101"], "--rwmixread"),
-    (["run", *SSD, "--iodepth", "0"], "--iodepth"),
-    (["run", *SSD, "--numjobs", "1025"], "--numjobs"),
-    (["run", *SSD, "--bs", "4K:x"], "--bs"),
-    (["run", *SSD, "--format", "xml"], "--format"),
-    (["atto"], "--drive"),
-])
-def test_bad_input_is_one_line_naming_the_field_with_status_2(args: list[str],
-                                                              field: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["atto", "--drive", "adata-sp90"], "--drive"),
+        (["atto", *SSD, "--stripe-unit", "3000"], "--stripe-unit"),
+        (["atto", *SSD, "--stripe-unit", "256"], "--stripe-unit"),
+        (["atto", *SSD, "--drives", "0"], "--drives"),
+        (["atto", *SSD, "--drives", "300"], "--drives"),
+        (["atto", *SSD, "--level", "5"], "--level"),
+        (["atto", *SSD, "--qd", "0"], "--qd"),
+        (["atto", *SSD, "--qd", "70000"], "--qd"),
+        (["atto", *SSD, "--qd", "65537"], "--qd"),
+        (["atto", *SSD, "--sizes", "256"], "--sizes"),
+        (["atto", *SSD, "--sizes", "512..2G"], "--sizes"),
+        (["atto", *SSD, "--sizes", "2G"], "--sizes"),
+        (["atto", *SSD, "--controller", "nope"], "--controller"),
+        (["atto", *SSD, "--plot", "sweep.txt"], "--plot"),
+        (["atto", *SSD, "--length", "1K", "--sizes", "4K"], "--length"),
+        (["atto", *SSD, "--jobs", "0"], "--jobs"),
+        (["run", *SSD, "--rw", "sideways"], "--rw"),
+        (["run", *SSD, "--rwmixread", "101"], "--rwmixread"),
+        (["run", *SSD, "--iodepth", "0"], "--iodepth"),
+        (["run", *SSD, "--numjobs", "1025"], "--numjobs"),
+        (["run", *SSD, "--bs", "4K:x"], "--bs"),
+        (["run", *SSD, "--format", "xml"], "--format"),
+        (["reproduce", "hdd-raid0-atto", "--format", "xml"], "--format"),
+        (["atto"], "--drive"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_field_with_status_2(args: list[str], field: str) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
@@ -44,16 +53,34 @@ def test_bad_input_is_one_line_naming_the_field_with_status_2(args: list[str],
 
 def test_unknown_preset_message_suggests_a_name() -> None:
     result = runner.invoke(app, ["atto", "--drive", "adata-sp90"])
-    assert result.stderr.strip() == ("error: --drive: unknown drive preset 'adata-sp90': "
-                                     "did you mean adata-sp900-128g?")
+    assert result.stderr.strip() == (
+        "error: --drive: unknown drive preset 'adata-sp90': did you mean adata-sp900-128g?"
+    )
 
 
-def test_malformed_config_file_is_a_one_line_error(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[array]\ndrives = \n", "{path}: line 2"),  # malformed TOML: the file and the line
+        ('[array]\nstripe = "16K"\n', "{path}: array.stripe: unknown key"),
+        (
+            '[array]\ndrive = "adata-sp900-128g"\nstripe_unit = "3000"\n',
+            "{path}: array.stripe_unit: ",
+        ),
+    ],
+)
+def test_bad_config_file_is_a_one_line_error_naming_the_key(
+    tmp_path, text: str, field: str
+) -> None:
     path = tmp_path / "bad.toml"
-    path.write_text("[array]\ndrives = \n")
+    path.write_text(text)
     result = runner.invoke(app, ["atto", "--config", str(path)])
-    assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {path}: line 2")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field.format(path=path)}"), (
+        result.stderr
+    )
+    assert "Traceback" not in result.output
 
 
 def test_usage_errors_also_exit_2() -> None:
@@ -76,22 +103,44 @@ def test_every_command_has_help_with_examples(command: str) -> None:
 
 
 def test_atto_csv_has_exactly_the_documented_columns(fake_native: None) -> None:
-    result = runner.invoke(app, ["atto", *SSD, "--qd", "1,4", "--sizes", "512..4K",
-                                 "--length", "1G", "--jobs", "1", "--format", "csv"])
+    result = runner.invoke(
+        app,
+        [
+            "atto",
+            *SSD,
+            "--qd",
+            "1,4",
+            "--sizes",
+            "512..4K",
+            "--length",
+            "1G",
+            "--jobs",
+            "1",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
-    assert list(frame.columns) == ["op", "qd", "block_bytes", "mbps", "iops", "lat_mean_us",
-                                   "lat_p99_us"]
+    assert list(frame.columns) == [
+        "op",
+        "qd",
+        "block_bytes",
+        "mbps",
+        "iops",
+        "lat_mean_us",
+        "lat_p99_us",
+    ]
     assert len(frame) == 2 * 4 * 2
 
 
 def test_run_csv_has_one_row_per_direction(fake_native: None) -> None:
-    result = runner.invoke(app, ["run", *SSD, "--rw", "randrw", "--bs", "4K:55,64K:45",
-                                 "--format", "csv"])
+    result = runner.invoke(
+        app, ["run", *SSD, "--rw", "randrw", "--bs", "4K:55,64K:45", "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
-    assert list(frame.columns) == ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us",
-                                   "lat_p99_us"]
+    assert list(frame.columns) == ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us", "lat_p99_us"]
     assert list(frame["op"]) == ["read", "write"]
 
 
@@ -105,11 +154,91 @@ def test_presets_lists_every_study_drive() -> None:
     assert "adata-sp900-128g" in result.stdout and "dell-perc6i" in result.stdout
 
 
+STUDY_CSV_COLUMNS = [
+    "study",
+    "config",
+    "op",
+    "qd",
+    "block_bytes",
+    "measured_mbps",
+    "simulated_mbps",
+    "error_pct",
+    "role",
+]
+
+
 def test_reproduce_writes_figures_and_summary(fake_native: None, tmp_path) -> None:
-    result = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--out",
-                                 str(tmp_path), "--format", "csv"])
+    result = runner.invoke(
+        app,
+        ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--out", str(tmp_path), "--format", "csv"],
+    )
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
-    assert list(frame.columns) == ["study", "config", "op", "qd", "block_bytes",
-                                   "measured_mbps", "simulated_mbps", "error_pct", "role"]
-    assert "prediction rows" in result.stderr and list(tmp_path.glob("*.png"))
+    assert list(frame.columns) == STUDY_CSV_COLUMNS
+    assert len(frame) == 240 and (frame["role"] == "suspect").sum() == 90
+    assert "prediction rows" in result.stderr
+    assert (
+        "suspect rows (single disk QD 4, identical to QD 1 in the paper): 90, MAPE "
+        in result.stderr
+    )
+
+
+def test_reproduce_draws_the_single_disk_once(fake_native: None, tmp_path) -> None:
+    result = runner.invoke(
+        app, ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in tmp_path.glob("*.png")) == [
+        "hdd-raid0-atto-raid0_2_su64K.png",
+        "hdd-raid0-atto-raid0_4_su64K.png",
+        "hdd-raid0-atto-single.png",
+    ]
+
+
+def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_path) -> None:
+    result = runner.invoke(
+        app,
+        ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--out", str(tmp_path), "--format", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["study"] == "hdd-raid0-atto" and document["seed"] == 1
+    assert len(document["records"]) == 240
+    assert list(document["records"][0]) == STUDY_CSV_COLUMNS
+    summary = document["summary"]
+    assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 90
+    assert summary["rows_prediction"] == 60
+    assert summary["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
+    assert {row["role"] for row in summary["per_config"]} == {
+        "calibration",
+        "suspect",
+        "prediction",
+    }
+    assert sorted(document["figures"]) == sorted(str(path) for path in tmp_path.glob("*.png"))
+
+
+def test_atto_plot_draws_the_sweep(fake_native: None, tmp_path) -> None:
+    path = tmp_path / "sub" / "sweep.png"
+    result = runner.invoke(
+        app,
+        [
+            "atto",
+            *SSD,
+            "--qd",
+            "1,4",
+            "--sizes",
+            "512..64K",
+            "--length",
+            "1G",
+            "--jobs",
+            "1",
+            "--plot",
+            str(path),
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes().startswith(b"\x89PNG")
+    assert f"figure: {path}" in result.stderr
+    assert list(pd.read_csv(io.StringIO(result.stdout)).columns)[0] == "op"

@@ -25,8 +25,14 @@ def test_every_preset_pair_builds_a_valid_array(drive: str, controller: str) -> 
 
 def test_presets_keep_keys_of_the_contract() -> None:
     array = _array(controller="intel-h97-rst")
-    assert set(array) == {"level", "stripe_unit_bytes", "drive_count", "drive", "controller",
-                          "host"}
+    assert set(array) == {
+        "level",
+        "stripe_unit_bytes",
+        "drive_count",
+        "drive",
+        "controller",
+        "host",
+    }
     assert array["host"] == {"request_overhead_ns": 8000}
 
 
@@ -41,11 +47,17 @@ def test_unknown_preset_suggests_the_closest_name() -> None:
     assert "unknown drive preset 'adata-sp90': did you mean adata-sp900-128g?" in str(error.value)
 
 
-@pytest.mark.parametrize(("values", "field"), [
-    ({"level": 5}, "level"), ({"drives": 0}, "drives"), ({"drives": 257}, "drives"),
-    ({"stripe_unit": 3000}, "stripe_unit"), ({"stripe_unit": 256}, "stripe_unit"),
-    ({"stripe_unit": "2G"}, "stripe_unit"),
-])
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"level": 5}, "level"),
+        ({"drives": 0}, "drives"),
+        ({"drives": 257}, "drives"),
+        ({"stripe_unit": 3000}, "stripe_unit"),
+        ({"stripe_unit": 256}, "stripe_unit"),
+        ({"stripe_unit": "2G"}, "stripe_unit"),
+    ],
+)
 def test_bad_array_values_name_their_field(values: dict, field: str) -> None:
     with pytest.raises(RaidlabError) as error:
         _array(**values)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 import pytest
 from raidlab.studies import (
+    CONTROLLER_CALIBRATION_ROWS,
     STUDY_COLUMNS,
     error_pct,
     get_study,
@@ -13,6 +15,7 @@ from raidlab.studies import (
     reproduce_study,
     study_scenarios,
     summarize,
+    summary_dict,
 )
 
 
@@ -37,17 +40,25 @@ def test_error_pct_sign_is_simulated_minus_measured() -> None:
 
 
 def test_naive_model_is_single_drive_times_drive_count() -> None:
-    frame = _frame([("single", "read", 1, 4096, 100.0, 100.0, "calibration"),
-                    ("raid0_2", "read", 1, 4096, 150.0, 160.0, "prediction"),
-                    ("raid0_2", "read", 16, 4096, 150.0, 160.0, "prediction")])
+    frame = _frame(
+        [
+            ("single", "read", 1, 4096, 100.0, 100.0, "calibration"),
+            ("raid0_2", "read", 1, 4096, 150.0, 160.0, "prediction"),
+            ("raid0_2", "read", 16, 4096, 150.0, 160.0, "prediction"),
+        ]
+    )
     naive = naive_mbps(frame, {"single": 1, "raid0_2": 2})
     assert naive.iloc[1] == 200.0 and math.isnan(naive.iloc[2])
 
 
 def test_summary_separates_roles_and_compares_with_naive() -> None:
-    frame = _frame([("single", "read", 1, 4096, 100.0, 110.0, "calibration"),
-                    ("raid0_2", "read", 1, 4096, 150.0, 165.0, "prediction"),
-                    ("raid0_2", "write", 1, 4096, 0.0, 5.0, "prediction")])
+    frame = _frame(
+        [
+            ("single", "read", 1, 4096, 100.0, 110.0, "calibration"),
+            ("raid0_2", "read", 1, 4096, 150.0, 165.0, "prediction"),
+            ("raid0_2", "write", 1, 4096, 0.0, 5.0, "prediction"),
+        ]
+    )
     summary = summarize(frame, {"single": 1, "raid0_2": 2})
     assert summary.mape_calibration_pct == pytest.approx(10.0)
     assert summary.mape_prediction_pct == pytest.approx(10.0)
@@ -65,8 +76,9 @@ def test_hdd_single_disk_is_simulated_once_per_queue_depth() -> None:
 
 def test_ssd_study_uses_the_papers_array() -> None:
     measured, keys, scenarios = study_scenarios(get_study("ssd-raid0-atto"))
-    array = next(s for s, k in zip(scenarios, keys, strict=True)
-                 if k.config.name == "raid0_2")["array"]
+    array = next(s for s, k in zip(scenarios, keys, strict=True) if k.config.name == "raid0_2")[
+        "array"
+    ]
     assert (array["drive_count"], array["stripe_unit_bytes"]) == (2, 16384)
     assert scenarios[0]["workload"]["size_bytes"] == 32 << 30
     assert 65536 * 1024 in set(measured["block_bytes"])
@@ -77,12 +89,66 @@ def test_reproduce_returns_documented_columns_and_roles(fake_native: None, study
     frame = reproduce_study(study, jobs=1, progress=False)
     assert list(frame.columns) == STUDY_COLUMNS
     single = frame["config"].str.startswith("single")
-    assert (frame.loc[single, "role"] == "calibration").all()
+    suspect = frame["role"] == "suspect"
+    assert (frame.loc[single & ~suspect, "role"] == "calibration").all()
+    listed = {entry[1:] for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study}
+    arrays = frame[~single]
+    declared = [
+        (row.config, row.op, row.qd, row.block_bytes) in listed for row in arrays.itertuples()
+    ]
+    assert list(arrays["role"]) == ["calibration" if hit else "prediction" for hit in declared]
+
+
+def test_hdd_single_disk_qd4_rows_are_suspect_and_kept(fake_native: None) -> None:
+    frame = reproduce_study("hdd-raid0-atto", jobs=1, progress=False)
+    single = frame["config"].str.startswith("single")
+    assert (frame.loc[single & (frame["qd"] == 4), "role"] == "suspect").all()
+    assert (frame.loc[single & (frame["qd"] == 1), "role"] == "calibration").all()
     assert (frame.loc[~single, "role"] == "prediction").all()
+    assert len(frame) == len(get_study("hdd-raid0-atto").load_measured())
+    assert frame.attrs["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
+
+
+def test_hdd_single_disk_qd4_measurements_repeat_qd1() -> None:
+    """The reason the rows are suspect, checked against the data."""
+    measured = get_study("hdd-raid0-atto").load_measured()
+    single = measured[measured["disks"] == 1]
+    qd1 = single[single["qd"] == 1].drop(columns="qd").reset_index(drop=True)
+    qd4 = single[single["qd"] == 4].drop(columns="qd").reset_index(drop=True)
+    assert len(qd4) == 90 and qd4.equals(qd1)
+
+
+def test_suspect_rows_are_in_neither_calibration_nor_prediction_mape() -> None:
+    frame = _frame(
+        [
+            ("single", "read", 1, 4096, 100.0, 110.0, "calibration"),
+            ("single", "read", 4, 4096, 100.0, 200.0, "suspect"),
+            ("raid0_2", "read", 1, 4096, 150.0, 165.0, "prediction"),
+        ]
+    )
+    frame.attrs["suspect_reasons"] = ["why"]
+    summary = summarize(frame, {"single": 1, "raid0_2": 2})
+    assert summary.mape_calibration_pct == pytest.approx(10.0)
+    assert summary.mape_prediction_pct == pytest.approx(10.0)
+    assert summary.mape_suspect_pct == pytest.approx(100.0)
+    assert (summary.rows_calibration, summary.rows_suspect) == (1, 1)
+    assert summary.suspect_reasons == ["why"]
+
+
+def test_summary_converts_to_plain_json_data() -> None:
+    frame = _frame([("single", "read", 1, 4096, 100.0, 110.0, "calibration")])
+    document = summary_dict(summarize(frame, {"single": 1}))
+    json.dumps(document, allow_nan=False)
+    assert document["mape_prediction_pct"] is None and document["rows_calibration"] == 1
+    assert document["per_config"][0]["mape_pct"] == pytest.approx(10.0)
 
 
 def test_hdd_kilobytes_per_second_become_mb_per_second() -> None:
     measured = get_study("hdd-raid0-atto").load_measured()
-    row = measured[(measured["config"] == "single_su64K") & (measured["op"] == "read")
-                   & (measured["qd"] == 1) & (measured["block_bytes"] == 8 << 20)]
+    row = measured[
+        (measured["config"] == "single_su64K")
+        & (measured["op"] == "read")
+        & (measured["qd"] == 1)
+        & (measured["block_bytes"] == 8 << 20)
+    ]
     assert row["measured_mbps"].iloc[0] == pytest.approx(142.217)

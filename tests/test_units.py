@@ -5,10 +5,22 @@ from raidlab.errors import RaidlabError
 from raidlab.units import format_size, format_size_kib, parse_size, parse_sizes
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("512", 512), ("4K", 4096), ("16k", 16384), ("1M", 1 << 20), ("32G", 32 << 30),
-    ("0.5K", 512), ("4KB", 4096), ("4KiB", 4096), ("1t", 1 << 40), (" 2m ", 2 << 20), (8, 8),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("512", 512),
+        ("4K", 4096),
+        ("16k", 16384),
+        ("1M", 1 << 20),
+        ("32G", 32 << 30),
+        ("0.5K", 512),
+        ("4KB", 4096),
+        ("4KiB", 4096),
+        ("1t", 1 << 40),
+        (" 2m ", 2 << 20),
+        (8, 8),
+    ],
+)
 def test_parse_size_accepts_binary_suffixes(text: str, expected: int) -> None:
     assert parse_size(text) == expected
 
@@ -39,7 +51,12 @@ def test_parse_sizes_rejects_reversed_range() -> None:
 
 
 def test_format_size_is_the_shortest_exact_spelling() -> None:
-    assert [format_size(n) for n in (512, 4096, 1 << 20, 1536, 32 << 30)] == \
-        ["512", "4K", "1M", "1536", "32G"]
+    assert [format_size(n) for n in (512, 4096, 1 << 20, 1536, 32 << 30)] == [
+        "512",
+        "4K",
+        "1M",
+        "1536",
+        "32G",
+    ]
     assert format_size_kib(512) == "0.5K"
     assert format_size_kib(32 << 20) == "32M"

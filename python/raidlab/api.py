@@ -38,39 +38,69 @@ from raidlab.units import format_size, parse_sizes
 from raidlab.workloads import WorkloadRequest, build_workload, run_frame
 
 
-def resolve_array(config: str | Path | None = None, *, level: Any = None, drives: Any = None,
-                  stripe_unit: Any = None, drive: Any = None, controller: Any = None,
-                  host: Mapping[str, Any] | None = None,
-                  labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def resolve_array(
+    config: str | Path | None = None,
+    *,
+    level: Any = None,
+    drives: Any = None,
+    stripe_unit: Any = None,
+    drive: Any = None,
+    controller: Any = None,
+    host: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The scenario's ``array``: the TOML file ``config`` (if any) with the given
     arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
     request = request.overridden(
-        {"level": level, "drives": drives, "stripe_unit": stripe_unit, "drive": drive,
-         "controller": controller, "host": host},
+        {
+            "level": level,
+            "drives": drives,
+            "stripe_unit": stripe_unit,
+            "drive": drive,
+            "controller": controller,
+            "host": host,
+        },
         dict(labels or {}),
     )
     return build_array(request)
 
 
-def atto_sweep(array: Mapping[str, Any], qd: Any = DEFAULT_QUEUE_DEPTHS,
-               sizes: Any = DEFAULT_SIZES, length: Any = DEFAULT_LENGTH,
-               ios_max: int = IOS_MAX_DEFAULT, seed: Any = 1, jobs: int | None = None,
-               executor: Executor | None = None, progress: bool = True,
-               labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+def atto_sweep(
+    array: Mapping[str, Any],
+    qd: Any = DEFAULT_QUEUE_DEPTHS,
+    sizes: Any = DEFAULT_SIZES,
+    length: Any = DEFAULT_LENGTH,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: Any = 1,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """ATTO sweep of an already-built ``array`` (see ``atto``)."""
     labels = dict(labels or {})
     queue_depths = parse_queue_depths(qd, labels.get("qd", "qd"))
-    size_list = (parse_sizes(sizes, labels.get("sizes", "sizes")) if isinstance(sizes, str)
-                 else list(sizes))
+    size_list = (
+        parse_sizes(sizes, labels.get("sizes", "sizes")) if isinstance(sizes, str) else list(sizes)
+    )
     seed = parse_seed(seed, labels.get("seed", "seed"))
     points = atto_points(array, queue_depths, size_list, length, ios_max, seed, labels)
-    results = run_scenarios([point.scenario for point in points], jobs=jobs, executor=executor,
-                            progress=progress, description="ATTO sweep")
+    results = run_scenarios(
+        [point.scenario for point in points],
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+        description="ATTO sweep",
+    )
     frame = atto_frame(points, results)
     frame.attrs["explain"] = [
-        {"op": point.op, "qd": point.qd, "block_bytes": point.block_bytes,
-         "explain": result.get("explain")}
+        {
+            "op": point.op,
+            "qd": point.qd,
+            "block_bytes": point.block_bytes,
+            "explain": result.get("explain"),
+        }
         for point, result in zip(points, results, strict=True)
     ]
     frame.attrs["array"] = dict(array)
@@ -78,11 +108,22 @@ def atto_sweep(array: Mapping[str, Any], qd: Any = DEFAULT_QUEUE_DEPTHS,
     return frame
 
 
-def atto(drive: Any = None, controller: Any = None, level: Any = None, drives: Any = None,
-         stripe_unit: Any = None, qd: Any = DEFAULT_QUEUE_DEPTHS, sizes: Any = DEFAULT_SIZES,
-         length: Any = DEFAULT_LENGTH, config: str | Path | None = None, seed: Any = 1,
-         jobs: int | None = None, ios_max: int = IOS_MAX_DEFAULT,
-         executor: Executor | None = None, progress: bool = True) -> pd.DataFrame:
+def atto(
+    drive: Any = None,
+    controller: Any = None,
+    level: Any = None,
+    drives: Any = None,
+    stripe_unit: Any = None,
+    qd: Any = DEFAULT_QUEUE_DEPTHS,
+    sizes: Any = DEFAULT_SIZES,
+    length: Any = DEFAULT_LENGTH,
+    config: str | Path | None = None,
+    seed: Any = 1,
+    jobs: int | None = None,
+    ios_max: int = IOS_MAX_DEFAULT,
+    executor: Executor | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """ATTO Disk Benchmark sweep: write then read passes over a ``length`` test file at
     every queue depth and transfer size.
 
@@ -92,17 +133,32 @@ def atto(drive: Any = None, controller: Any = None, level: Any = None, drives: A
     >>> raidlab.atto(drive="adata-sp900-128g", controller="intel-h97-rst", drives=2,
     ...              stripe_unit="16K", qd=[1, 4], sizes="512..8M")  # doctest: +SKIP
     """
-    array = resolve_array(config, level=level, drives=drives, stripe_unit=stripe_unit,
-                          drive=drive, controller=controller)
-    return atto_sweep(array, qd=qd, sizes=sizes, length=length, ios_max=ios_max, seed=seed,
-                      jobs=jobs, executor=executor, progress=progress)
+    array = resolve_array(
+        config,
+        level=level,
+        drives=drives,
+        stripe_unit=stripe_unit,
+        drive=drive,
+        controller=controller,
+    )
+    return atto_sweep(
+        array,
+        qd=qd,
+        sizes=sizes,
+        length=length,
+        ios_max=ios_max,
+        seed=seed,
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+    )
 
 
-def run_workload(array: Mapping[str, Any], workload: WorkloadRequest,
-                 seed: Any = 1, seed_label: str = "seed") -> pd.DataFrame:
+def run_workload(
+    array: Mapping[str, Any], workload: WorkloadRequest, seed: Any = 1, seed_label: str = "seed"
+) -> pd.DataFrame:
     """One fio-style run of an already-built ``array`` (see ``run``)."""
-    scenario = build_scenario(array, build_workload(workload, array),
-                              parse_seed(seed, seed_label))
+    scenario = build_scenario(array, build_workload(workload, array), parse_seed(seed, seed_label))
     (results,) = run_scenarios([scenario], jobs=1, progress=False)
     frame = run_frame(results)
     frame.attrs["explain"] = results.get("explain")
@@ -112,11 +168,25 @@ def run_workload(array: Mapping[str, Any], workload: WorkloadRequest,
     return frame
 
 
-def run(drive: Any = None, controller: Any = None, level: Any = None, drives: Any = None,
-        stripe_unit: Any = None, rw: str = "randread", bs: Any = "4K", iodepth: Any = 1,
-        numjobs: Any = 1, rwmixread: Any = 50, ios: Any = None, size: Any = None,
-        offset: Any = 0, warmup_ios: Any = None, config: str | Path | None = None,
-        seed: Any = 1, explain: bool = False) -> pd.DataFrame:
+def run(
+    drive: Any = None,
+    controller: Any = None,
+    level: Any = None,
+    drives: Any = None,
+    stripe_unit: Any = None,
+    rw: str = "randread",
+    bs: Any = "4K",
+    iodepth: Any = 1,
+    numjobs: Any = 1,
+    rwmixread: Any = 50,
+    ios: Any = None,
+    size: Any = None,
+    offset: Any = 0,
+    warmup_ios: Any = None,
+    config: str | Path | None = None,
+    seed: Any = 1,
+    explain: bool = False,
+) -> pd.DataFrame:
     """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``.
 
     Returns one row per direction that did I/O, columns
@@ -127,11 +197,29 @@ def run(drive: Any = None, controller: Any = None, level: Any = None, drives: An
     >>> raidlab.run(drive="intel-dc-s3500-80g", rw="randread", bs="4K",
     ...             iodepth=32)  # doctest: +SKIP
     """
-    array = resolve_array(config, level=level, drives=drives, stripe_unit=stripe_unit,
-                          drive=drive, controller=controller)
-    frame = run_workload(array, WorkloadRequest(
-        rw=rw, bs=bs, rwmixread=rwmixread, iodepth=iodepth, numjobs=numjobs, offset=offset,
-        size=size, ios=ios, warmup_ios=warmup_ios), seed)
+    array = resolve_array(
+        config,
+        level=level,
+        drives=drives,
+        stripe_unit=stripe_unit,
+        drive=drive,
+        controller=controller,
+    )
+    frame = run_workload(
+        array,
+        WorkloadRequest(
+            rw=rw,
+            bs=bs,
+            rwmixread=rwmixread,
+            iodepth=iodepth,
+            numjobs=numjobs,
+            offset=offset,
+            size=size,
+            ios=ios,
+            warmup_ios=warmup_ios,
+        ),
+        seed,
+    )
     if explain:
         frame.attrs["explain_text"] = explain_lines(frame.attrs.get("explain"))
     return frame
@@ -142,32 +230,49 @@ def explain_lines(explain: Mapping[str, Any] | None) -> list[str]:
     if not explain:
         return ["(the simulator returned no explain data)"]
     lines = [f"bottleneck: {explain.get('bottleneck')}"]
-    resources = sorted(explain.get("resources", []),
-                       key=lambda resource: -float(resource.get("utilisation", 0.0)))
+    resources = sorted(
+        explain.get("resources", []), key=lambda resource: -float(resource.get("utilisation", 0.0))
+    )
     for resource in resources:
-        lines.append(f"  {resource.get('name', '?'):<28} {resource.get('kind', ''):<12} "
-                     f"{100.0 * float(resource.get('utilisation', 0.0)):6.1f} % busy")
+        lines.append(
+            f"  {resource.get('name', '?'):<28} {resource.get('kind', ''):<12} "
+            f"{100.0 * float(resource.get('utilisation', 0.0)):6.1f} % busy"
+        )
     for op, ratio in explain.get("member_ios_per_host_io", {}).items():
         byte_ratio = explain.get("member_bytes_per_host_byte", {}).get(op)
-        lines.append(f"{op}: {float(ratio):.3f} member ops per host op, "
-                     f"{float(byte_ratio) if byte_ratio is not None else float('nan'):.3f} "
-                     f"member bytes per host byte")
+        lines.append(
+            f"{op}: {float(ratio):.3f} member ops per host op, "
+            f"{float(byte_ratio) if byte_ratio is not None else float('nan'):.3f} "
+            f"member bytes per host byte"
+        )
     if "read_ahead_hits" in explain:
         lines.append(f"read-ahead hits: {explain['read_ahead_hits']}")
     return lines
 
 
-def reproduce(study: str, jobs: int | None = None, out: str | Path | None = None,
-              ios_max: int = IOS_MAX_DEFAULT, seed: Any = 1, executor: Executor | None = None,
-              progress: bool = True) -> pd.DataFrame:
+def reproduce(
+    study: str,
+    jobs: int | None = None,
+    out: str | Path | None = None,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: Any = 1,
+    executor: Executor | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Measured vs simulated for every row of ``study`` (``ssd-raid0-atto``,
     ``hdd-raid0-atto``). Columns ``study, config, op, qd, block_bytes, measured_mbps,
     simulated_mbps, error_pct, role``. ``.attrs["summary"]`` is a StudySummary; with
     ``out`` the figures are written there and listed in ``.attrs["figures"]``."""
     from raidlab.studies import summarize
 
-    frame = reproduce_study(study, jobs=jobs, ios_max=ios_max, seed=parse_seed(seed),
-                            executor=executor, progress=progress)
+    frame = reproduce_study(
+        study,
+        jobs=jobs,
+        ios_max=ios_max,
+        seed=parse_seed(seed),
+        executor=executor,
+        progress=progress,
+    )
     frame.attrs["summary"] = summarize(frame)
     if out is not None:
         from raidlab.plots import plot_study
@@ -179,29 +284,38 @@ def reproduce(study: str, jobs: int | None = None, out: str | Path | None = None
 def _drive_figures(spec: Mapping[str, Any]) -> str:
     capacity = f"{spec['capacity_bytes'] / 1e9:g} GB"
     if spec["kind"] == "ssd":
-        return (f"{capacity}, link {spec['link_rate_bytes_per_s'] / 1e6:g} MB/s, "
-                f"{spec['channels']} ch x {spec['dies_per_channel']} dies, "
-                f"{format_size(spec['page_bytes'])} pages, tR {spec['read_page_ns'] / 1e3:g} us, "
-                f"tPROG {spec['program_page_ns'] / 1e3:g} us")
-    return (f"{capacity}, {spec['rpm']} rpm, seek {spec['seek_ns_avg'] / 1e6:g} ms avg, "
-            f"media {spec['media_rate_bytes_per_s_outer'] / 1e6:g}-"
-            f"{spec['media_rate_bytes_per_s_inner'] / 1e6:g} MB/s, cache "
-            f"{format_size(spec['cache_bytes'])}, write cache "
-            f"{'on' if spec['write_cache'] else 'off'}")
+        return (
+            f"{capacity}, link {spec['link_rate_bytes_per_s'] / 1e6:g} MB/s, "
+            f"{spec['channels']} ch x {spec['dies_per_channel']} dies, "
+            f"{format_size(spec['page_bytes'])} pages, tR {spec['read_page_ns'] / 1e3:g} us, "
+            f"tPROG {spec['program_page_ns'] / 1e3:g} us"
+        )
+    return (
+        f"{capacity}, {spec['rpm']} rpm, seek {spec['seek_ns_avg'] / 1e6:g} ms avg, "
+        f"media {spec['media_rate_bytes_per_s_outer'] / 1e6:g}-"
+        f"{spec['media_rate_bytes_per_s_inner'] / 1e6:g} MB/s, cache "
+        f"{format_size(spec['cache_bytes'])}, write cache "
+        f"{'on' if spec['write_cache'] else 'off'}"
+    )
 
 
 def _controller_figures(spec: Mapping[str, Any]) -> str:
     def rate(value: Any) -> str:
         return "unlimited" if value in (None, "unlimited") else f"{float(value) / 1e6:g} MB/s"
 
-    read_ahead = ("off" if not spec["read_ahead_bytes"] else
-                  f"{spec['read_ahead_segments']} x {format_size(spec['read_ahead_bytes'])}")
+    read_ahead = (
+        "off"
+        if not spec["read_ahead_bytes"]
+        else f"{spec['read_ahead_segments']} x {format_size(spec['read_ahead_bytes'])}"
+    )
     latency = spec.get("added_latency_ns", 0)
-    return (f"{spec['request_overhead_ns'] / 1e3:g} us/request, "
-            f"{spec['member_op_overhead_ns'] / 1e3:g} us/member op"
-            + (f", +{latency / 1e3:g} us latency" if latency else "")
-            + f", port {rate(spec['port_rate_bytes_per_s'])}, bus "
-            f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}")
+    return (
+        f"{spec['request_overhead_ns'] / 1e3:g} us/request, "
+        f"{spec['member_op_overhead_ns'] / 1e3:g} us/member op"
+        + (f", +{latency / 1e3:g} us latency" if latency else "")
+        + f", port {rate(spec['port_rate_bytes_per_s'])}, bus "
+        f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}"
+    )
 
 
 def presets() -> pd.DataFrame:
@@ -209,15 +323,36 @@ def presets() -> pd.DataFrame:
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")
-        rows.append({"group": "drive", "name": name, "kind": spec["kind"],
-                     "key_figures": _drive_figures(spec), "description": spec["description"]})
+        rows.append(
+            {
+                "group": "drive",
+                "name": name,
+                "kind": spec["kind"],
+                "key_figures": _drive_figures(spec),
+                "description": spec["description"],
+            }
+        )
     for name in preset_names("controller"):
         spec = preset("controller", name, "controller")
-        rows.append({"group": "controller", "name": name, "kind": spec["kind"],
-                     "key_figures": _controller_figures(spec),
-                     "description": spec["description"]})
+        rows.append(
+            {
+                "group": "controller",
+                "name": name,
+                "kind": spec["kind"],
+                "key_figures": _controller_figures(spec),
+                "description": spec["description"],
+            }
+        )
     return pd.DataFrame(rows, columns=["group", "name", "kind", "key_figures", "description"])
 
 
-__all__: list[str] = ["atto", "atto_sweep", "explain_lines", "presets", "reproduce",
-                      "resolve_array", "run", "run_workload"]
+__all__: list[str] = [
+    "atto",
+    "atto_sweep",
+    "explain_lines",
+    "presets",
+    "reproduce",
+    "resolve_array",
+    "run",
+    "run_workload",
+]

@@ -81,9 +81,15 @@ def atto_ios(length_bytes: int, block_bytes: int, ios_max: int) -> int:
     return min(max(length_bytes // block_bytes, IOS_MIN), ios_max)
 
 
-def atto_points(array: Mapping[str, Any], queue_depths: Sequence[int],
-                sizes: Sequence[int], length: Any, ios_max: int = IOS_MAX_DEFAULT,
-                seed: int = 1, labels: Mapping[str, str] | None = None) -> list[AttoPoint]:
+def atto_points(
+    array: Mapping[str, Any],
+    queue_depths: Sequence[int],
+    sizes: Sequence[int],
+    length: Any,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: int = 1,
+    labels: Mapping[str, str] | None = None,
+) -> list[AttoPoint]:
     """Scenarios of the sweep, ordered by queue depth, then size, write pass first."""
     labels = dict(labels or {})
     length_label = labels.get("length", "length")
@@ -93,41 +99,69 @@ def atto_points(array: Mapping[str, Any], queue_depths: Sequence[int],
     if not sizes:
         raise RaidlabError(labels.get("sizes", "sizes"), "give at least one transfer size")
     if length_bytes < max(sizes):
-        raise RaidlabError(length_label, f"the test file must hold the largest transfer "
-                                         f"({max(sizes)} B), got {length}")
-    workload_labels = {"size": length_label, "iodepth": labels.get("qd", "qd"),
-                       "bs": labels.get("sizes", "sizes")}
+        raise RaidlabError(
+            length_label,
+            f"the test file must hold the largest transfer ({max(sizes)} B), got {length}",
+        )
+    workload_labels = {
+        "size": length_label,
+        "iodepth": labels.get("qd", "qd"),
+        "bs": labels.get("sizes", "sizes"),
+    }
     points: list[AttoPoint] = []
     for qd in queue_depths:
         for block_bytes in sizes:
             for op in ATTO_PASSES:
-                scenario = atto_scenario(array, op, qd, block_bytes, length_bytes, ios_max,
-                                         seed, workload_labels)
+                scenario = atto_scenario(
+                    array, op, qd, block_bytes, length_bytes, ios_max, seed, workload_labels
+                )
                 points.append(AttoPoint(op, qd, block_bytes, scenario))
     return points
 
 
-def atto_scenario(array: Mapping[str, Any], op: str, qd: int, block_bytes: int,
-                  length_bytes: int, ios_max: int, seed: int,
-                  labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def atto_scenario(
+    array: Mapping[str, Any],
+    op: str,
+    qd: int,
+    block_bytes: int,
+    length_bytes: int,
+    ios_max: int,
+    seed: int,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """One ATTO pass: ``op`` sequentially over bytes ``0..length_bytes`` at depth ``qd``."""
     assert op in ATTO_PASSES, f"ATTO passes are {ATTO_PASSES}"
     ios = atto_ios(length_bytes, block_bytes, ios_max)
-    workload = build_workload(WorkloadRequest(
-        rw=op, bs=block_bytes, iodepth=qd, numjobs=1, offset=0, size=length_bytes,
-        ios=ios, warmup_ios=default_warmup_ios(ios), labels=dict(labels or {}),
-    ), array)
+    workload = build_workload(
+        WorkloadRequest(
+            rw=op,
+            bs=block_bytes,
+            iodepth=qd,
+            numjobs=1,
+            offset=0,
+            size=length_bytes,
+            ios=ios,
+            warmup_ios=default_warmup_ios(ios),
+            labels=dict(labels or {}),
+        ),
+        array,
+    )
     return build_scenario(array, workload, seed)
 
 
-def atto_frame(points: Sequence[AttoPoint],
-               results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def atto_frame(points: Sequence[AttoPoint], results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The sweep's results, columns ATTO_COLUMNS, sorted by op, qd, block_bytes."""
     assert len(points) == len(results), "one result per point"
     rows = []
     for point, result in zip(points, results, strict=True):
         metrics = op_metrics(result["ops"][point.op])
-        rows.append({"op": point.op, "qd": point.qd, "block_bytes": point.block_bytes,
-                     **{key: metrics[key] for key in ATTO_COLUMNS[3:]}})
+        rows.append(
+            {
+                "op": point.op,
+                "qd": point.qd,
+                "block_bytes": point.block_bytes,
+                **{key: metrics[key] for key in ATTO_COLUMNS[3:]},
+            }
+        )
     frame = pd.DataFrame(rows, columns=ATTO_COLUMNS)
     return frame.sort_values(["op", "qd", "block_bytes"], kind="stable", ignore_index=True)

@@ -31,7 +31,7 @@ from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.config import parse_int
 from raidlab.errors import RaidlabError
 from raidlab.executor import JOBS_MAX
-from raidlab.studies import STUDIES, StudySummary, get_study
+from raidlab.studies import STUDIES, StudySummary, get_study, summary_dict
 from raidlab.units import format_size
 from raidlab.workloads import WorkloadRequest
 
@@ -41,18 +41,36 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="raidlab: predict and explain RAID array performance with a deterministic "
-         "simulator of host, controller, links, HDDs and SSDs.",
+    "simulator of host, controller, links, HDDs and SSDs.",
 )
 
 FORMATS = ("table", "csv", "json")
 # How errors name the canonical keys of the front end when they come from a flag.
-ARRAY_FLAGS = {"level": "--level", "drives": "--drives", "stripe_unit": "--stripe-unit",
-               "drive": "--drive", "controller": "--controller"}
-ATTO_FLAGS = {"qd": "--qd", "sizes": "--sizes", "length": "--length", "ios_max": "--ios-max",
-              "seed": "--seed"}
-RUN_FLAGS = {"rw": "--rw", "bs": "--bs", "iodepth": "--iodepth", "numjobs": "--numjobs",
-             "rwmixread": "--rwmixread", "ios": "--ios", "size": "--size",
-             "offset": "--offset", "warmup_ios": "--warmup-ios"}
+ARRAY_FLAGS = {
+    "level": "--level",
+    "drives": "--drives",
+    "stripe_unit": "--stripe-unit",
+    "drive": "--drive",
+    "controller": "--controller",
+}
+ATTO_FLAGS = {
+    "qd": "--qd",
+    "sizes": "--sizes",
+    "length": "--length",
+    "ios_max": "--ios-max",
+    "seed": "--seed",
+}
+RUN_FLAGS = {
+    "rw": "--rw",
+    "bs": "--bs",
+    "iodepth": "--iodepth",
+    "numjobs": "--numjobs",
+    "rwmixread": "--rwmixread",
+    "ios": "--ios",
+    "size": "--size",
+    "offset": "--offset",
+    "warmup_ios": "--warmup-ios",
+}
 
 _stdout = Console(soft_wrap=True)
 _stderr = Console(stderr=True, soft_wrap=True)
@@ -78,50 +96,82 @@ def _jobs(value: str | None) -> int | None:
     return None if value is None else parse_int(value, "--jobs", 1, JOBS_MAX)
 
 
-def _array(config: Path | None, level: str | None, drives: str | None,
-           stripe_unit: str | None, drive: str | None, controller: str | None) -> dict[str, Any]:
+def _array(
+    config: Path | None,
+    level: str | None,
+    drives: str | None,
+    stripe_unit: str | None,
+    drive: str | None,
+    controller: str | None,
+) -> dict[str, Any]:
     if config is None and drive is None:
-        raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`) or "
-                                      "--config FILE.toml")
-    return api.resolve_array(config, level=level, drives=drives, stripe_unit=stripe_unit,
-                             drive=drive, controller=controller, labels=ARRAY_FLAGS)
+        raise RaidlabError(
+            "--drive", "give a drive preset (see `raidlab presets`) or --config FILE.toml"
+        )
+    return api.resolve_array(
+        config,
+        level=level,
+        drives=drives,
+        stripe_unit=stripe_unit,
+        drive=drive,
+        controller=controller,
+        labels=ARRAY_FLAGS,
+    )
 
 
 # Option declarations shared by atto and run. Values are text: the front end parses
 # them so that every bad value gets the same one-line error naming the flag.
-ConfigOption = Annotated[Path | None, typer.Option(
-    "--config", help="Array TOML file (see docs/config.md); flags override its values.")]
-DriveOption = Annotated[str | None, typer.Option(
-    "--drive", help="Drive preset, e.g. adata-sp900-128g.")]
-ControllerOption = Annotated[str | None, typer.Option(
-    "--controller", help="Controller preset (default: hba).")]
-LevelOption = Annotated[str | None, typer.Option(
-    "--level", help="RAID level (0 only in this version).")]
-DrivesOption = Annotated[str | None, typer.Option(
-    "--drives", help="Member drives, 1..256 (default 1).")]
-StripeUnitOption = Annotated[str | None, typer.Option(
-    "--stripe-unit", help="Stripe unit, power of two 512..1G (default 64K).")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", help="Array TOML file (see docs/config.md); flags override its values."
+    ),
+]
+DriveOption = Annotated[
+    str | None, typer.Option("--drive", help="Drive preset, e.g. adata-sp900-128g.")
+]
+ControllerOption = Annotated[
+    str | None, typer.Option("--controller", help="Controller preset (default: hba).")
+]
+LevelOption = Annotated[
+    str | None, typer.Option("--level", help="RAID level (0 only in this version).")
+]
+DrivesOption = Annotated[
+    str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
+]
+StripeUnitOption = Annotated[
+    str | None,
+    typer.Option("--stripe-unit", help="Stripe unit, power of two 512..1G (default 64K)."),
+]
 SeedOption = Annotated[str, typer.Option("--seed", help="Random seed; same seed, same results.")]
-JobsOption = Annotated[str | None, typer.Option(
-    "--jobs", help="Worker processes (default: CPU count).")]
+JobsOption = Annotated[
+    str | None, typer.Option("--jobs", help="Worker processes (default: CPU count).")
+]
 FormatOption = Annotated[str, typer.Option("--format", help="table, csv or json.")]
-ExplainOption = Annotated[bool, typer.Option(
-    "--explain", help="Show resource utilisation, the bottleneck and member I/O per host I/O.")]
+ExplainOption = Annotated[
+    bool,
+    typer.Option(
+        "--explain", help="Show resource utilisation, the bottleneck and member I/O per host I/O."
+    ),
+]
 
 
 def _opt(flag: str, help_text: str) -> Any:
     return typer.Option(flag, help=help_text)
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   raidlab atto --drive adata-sp900-128g --controller intel-h97-rst \\
       --drives 2 --stripe-unit 16K --qd 1,4,16 --sizes 512..32M --length 32G
   raidlab atto --config examples/ssd-raid0.toml --format csv > atto.csv
+  raidlab atto --drive adata-sp900-128g --qd 1,4,16 --plot atto.png
   raidlab atto --drive hitachi-deskstar-250g --controller dell-perc6i \\
       --drives 4 --length 512M --explain
-""")
+"""
+)
 def atto(
     config: ConfigOption = None,
     drive: DriveOption = None,
@@ -130,46 +180,80 @@ def atto(
     drives: DrivesOption = None,
     stripe_unit: StripeUnitOption = None,
     qd: Annotated[str, _opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
-    sizes: Annotated[str, _opt(
-        "--sizes", "Transfer sizes: range 512..32M (doubling) or list.")] = DEFAULT_SIZES,
+    sizes: Annotated[
+        str, _opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
+    ] = DEFAULT_SIZES,
     length: Annotated[str, _opt("--length", "Test file size.")] = DEFAULT_LENGTH,
-    ios_max: Annotated[str, _opt(
-        "--ios-max", "At most this many measured I/Os per point.")] = str(IOS_MAX_DEFAULT),
+    ios_max: Annotated[str, _opt("--ios-max", "At most this many measured I/Os per point.")] = str(
+        IOS_MAX_DEFAULT
+    ),
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
     explain: ExplainOption = False,
+    plot: Annotated[
+        Path | None,
+        _opt("--plot", "Also draw the sweep to this file (FILE.png; format from the suffix)."),
+    ] = None,
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
     with _user_errors():
         output_format = _format(output_format)
+        if plot is not None:
+            from raidlab.plots import check_figure_path
+
+            check_figure_path(plot, "--plot")
         array = _array(config, level, drives, stripe_unit, drive, controller)
-        frame = api.atto_sweep(array, qd=qd, sizes=sizes, length=length,
-                               ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
-                               seed=seed, jobs=_jobs(jobs), labels=ATTO_FLAGS)
+        frame = api.atto_sweep(
+            array,
+            qd=qd,
+            sizes=sizes,
+            length=length,
+            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            seed=seed,
+            jobs=_jobs(jobs),
+            labels=ATTO_FLAGS,
+        )
         explain_points = frame.attrs["explain"]
+        figure = None
+        if plot is not None:
+            from raidlab.plots import plot_atto
+
+            figure = plot_atto(frame, plot, _atto_title(frame.attrs["array"], drive, config))
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            document: dict[str, Any] = {"records": _records(frame), "seed": frame.attrs["seed"],
-                                        "array": frame.attrs["array"]}
+            document: dict[str, Any] = {
+                "records": _records(frame),
+                "seed": frame.attrs["seed"],
+                "array": frame.attrs["array"],
+            }
             document["explain"] = explain_points
+            if figure is not None:
+                document["figure"] = str(figure)
             _print_json(document)
         else:
             _print_table(_atto_table_rows(frame), title="ATTO sweep (MB/s = 10^6 B/s)")
+        if figure is not None and output_format != "json":
+            (_stderr if output_format == "csv" else _stdout).print(
+                f"figure: {figure}", highlight=False, markup=False
+            )
         if explain and output_format != "json":
             # The largest transfer at the deepest queue shows where the array saturates.
             qd_max = max(point["qd"] for point in explain_points)
             block_max = max(point["block_bytes"] for point in explain_points)
             for point in explain_points:
                 if point["qd"] == qd_max and point["block_bytes"] == block_max:
-                    _print_explain(point["explain"],
-                                   f"explain: {point['op']} {format_size(block_max)} at QD "
-                                   f"{qd_max}", to_stderr=output_format == "csv")
+                    _print_explain(
+                        point["explain"],
+                        f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
+                        to_stderr=output_format == "csv",
+                    )
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   raidlab run --drive intel-dc-s3500-80g --rw randread --bs 4K --iodepth 32
@@ -177,7 +261,8 @@ def atto(
       --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 \\
       --numjobs 4 --explain
   raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --format json
-""")
+"""
+)
 def run(
     config: ConfigOption = None,
     drive: DriveOption = None,
@@ -185,8 +270,9 @@ def run(
     level: LevelOption = None,
     drives: DrivesOption = None,
     stripe_unit: StripeUnitOption = None,
-    rw: Annotated[str, _opt(
-        "--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")] = "randread",
+    rw: Annotated[
+        str, _opt("--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")
+    ] = "randread",
     bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
     iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "1",
     numjobs: Annotated[str, _opt("--numjobs", "Independent jobs.")] = "1",
@@ -202,27 +288,47 @@ def run(
     with _user_errors():
         output_format = _format(output_format)
         array = _array(config, level, drives, stripe_unit, drive, controller)
-        frame = api.run_workload(array, WorkloadRequest(
-            rw=rw, bs=bs, rwmixread=rwmixread, iodepth=iodepth, numjobs=numjobs,
-            offset=offset, size=size, ios=ios, labels=RUN_FLAGS), seed, "--seed")
+        frame = api.run_workload(
+            array,
+            WorkloadRequest(
+                rw=rw,
+                bs=bs,
+                rwmixread=rwmixread,
+                iodepth=iodepth,
+                numjobs=numjobs,
+                offset=offset,
+                size=size,
+                ios=ios,
+                labels=RUN_FLAGS,
+            ),
+            seed,
+            "--seed",
+        )
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            _print_json({"records": _records(frame), "seed": frame.attrs["seed"],
-                         "explain": frame.attrs["explain"],
-                         "scenario": frame.attrs["scenario"]})
+            _print_json(
+                {
+                    "records": _records(frame),
+                    "seed": frame.attrs["seed"],
+                    "explain": frame.attrs["explain"],
+                    "scenario": frame.attrs["scenario"],
+                }
+            )
         else:
             _print_table(_run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
         if explain and output_format != "json":
             _print_explain(frame.attrs["explain"], "explain", to_stderr=output_format == "csv")
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   raidlab presets
   raidlab presets --format csv
-""")
+"""
+)
 def presets(output_format: FormatOption = "table") -> None:
     """List drive and controller presets with their key figures."""
     with _user_errors():
@@ -241,37 +347,60 @@ def presets(output_format: FormatOption = "table") -> None:
             _stdout.print(table)
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
 \b
   raidlab reproduce ssd-raid0-atto
   raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
   raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
-""")
+  raidlab reproduce hdd-raid0-atto --format json > hdd.json
+"""
+)
 def reproduce(
     study: Annotated[str, typer.Argument(help=f"Study: {', '.join(STUDIES)}.")],
-    output_format: Annotated[str, _opt("--format", "table or csv.")] = "table",
+    output_format: Annotated[
+        str,
+        _opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
+    ] = "table",
     out: Annotated[Path | None, _opt("--out", "Figure directory (default out/<study>/).")] = None,
     jobs: JobsOption = None,
-    ios_max: Annotated[str, _opt(
-        "--ios-max", "At most this many measured I/Os per point.")] = str(IOS_MAX_DEFAULT),
+    ios_max: Annotated[str, _opt("--ios-max", "At most this many measured I/Os per point.")] = str(
+        IOS_MAX_DEFAULT
+    ),
     seed: SeedOption = "1",
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison."""
     with _user_errors():
-        if output_format not in ("table", "csv"):
-            raise RaidlabError("--format", f"must be table or csv, got {output_format!r}")
+        output_format = _format(output_format)
         get_study(study, "STUDY")
         out_dir = out if out is not None else Path("out") / study
-        frame = api.reproduce(study, jobs=_jobs(jobs), out=out_dir,
-                              ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
-                              seed=parse_int(seed, "--seed", 0, 2**64 - 1))
+        frame = api.reproduce(
+            study,
+            jobs=_jobs(jobs),
+            out=out_dir,
+            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+        )
         summary: StudySummary = frame.attrs["summary"]
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
             _print_summary(frame, summary, _stderr)
+        elif output_format == "json":
+            _print_json(
+                {
+                    "study": study,
+                    "title": frame.attrs.get("title"),
+                    "drive": frame.attrs.get("drive"),
+                    "controller": frame.attrs.get("controller"),
+                    "seed": frame.attrs.get("seed"),
+                    "records": _records(frame),
+                    "summary": summary_dict(summary),
+                    "figures": list(frame.attrs.get("figures", [])),
+                }
+            )
         else:
             _print_table(_study_table_rows(frame), title=f"{study}: measured vs simulated")
             _print_summary(frame, summary, _stdout)
@@ -307,26 +436,68 @@ def _print_table(rows: tuple[list[str], list[list[str]]], title: str) -> None:
 
 def _atto_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["op", "qd", "size", "MB/s", "IOPS", "lat mean us", "lat p99 us"]
-    body = [[row.op, str(row.qd), format_size(row.block_bytes), _number(row.mbps),
-             _number(row.iops, 0), _number(row.lat_mean_us), _number(row.lat_p99_us)]
-            for row in frame.itertuples()]
+    body = [
+        [
+            row.op,
+            str(row.qd),
+            format_size(row.block_bytes),
+            _number(row.mbps),
+            _number(row.iops, 0),
+            _number(row.lat_mean_us),
+            _number(row.lat_p99_us),
+        ]
+        for row in frame.itertuples()
+    ]
     return header, body
 
 
 def _run_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"]
-    body = [[row.op, _number(row.iops, 0), _number(row.mbps), _number(row.lat_mean_us),
-             _number(row.lat_p50_us), _number(row.lat_p99_us)] for row in frame.itertuples()]
+    body = [
+        [
+            row.op,
+            _number(row.iops, 0),
+            _number(row.mbps),
+            _number(row.lat_mean_us),
+            _number(row.lat_p50_us),
+            _number(row.lat_p99_us),
+        ]
+        for row in frame.itertuples()
+    ]
     return header, body
 
 
 def _study_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    header = ["config", "op", "qd", "size", "measured MB/s", "simulated MB/s", "error %",
-              "role"]
-    body = [[row.config, row.op, str(row.qd), format_size(row.block_bytes),
-             _number(row.measured_mbps), _number(row.simulated_mbps),
-             _number(row.error_pct), row.role] for row in frame.itertuples()]
+    header = ["config", "op", "qd", "size", "measured MB/s", "simulated MB/s", "error %", "role"]
+    body = [
+        [
+            row.config,
+            row.op,
+            str(row.qd),
+            format_size(row.block_bytes),
+            _number(row.measured_mbps),
+            _number(row.simulated_mbps),
+            _number(row.error_pct),
+            row.role,
+        ]
+        for row in frame.itertuples()
+    ]
     return header, body
+
+
+def _atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
+    drive_name = drive or (
+        f"the drive of {config.name}" if config is not None else array["drive"]["kind"]
+    )
+    stripe = (
+        f"stripe {format_size(array['stripe_unit_bytes'])}"
+        if array["drive_count"] > 1
+        else "no striping"
+    )
+    return (
+        f"ATTO sweep: {array['drive_count']} x {drive_name} on "
+        f"{array['controller']['name']}, {stripe}"
+    )
 
 
 def _print_explain(explain: Mapping[str, Any] | None, title: str, to_stderr: bool) -> None:
@@ -339,19 +510,28 @@ def _print_explain(explain: Mapping[str, Any] | None, title: str, to_stderr: boo
 def _print_summary(frame: pd.DataFrame, summary: StudySummary, console: Console) -> None:
     table = Table(title="MAPE per configuration (rows with measured 0 MB/s are skipped)")
     for column in ("config", "op", "qd", "role", "rows", "MAPE %"):
-        table.add_column(column, justify="left" if column in ("config", "op", "role")
-                         else "right")
+        table.add_column(column, justify="left" if column in ("config", "op", "role") else "right")
     for row in summary.per_config.itertuples():
-        table.add_row(row.config, row.op, str(row.qd), row.role, str(row.rows),
-                      _number(row.mape_pct))
+        table.add_row(
+            row.config, row.op, str(row.qd), row.role, str(row.rows), _number(row.mape_pct)
+        )
     console.print(table)
+    calibration_note = _calibration_note(frame.attrs.get("study"))
     lines = [
         f"study: {frame.attrs.get('title')} ({frame.attrs.get('drive')} on "
         f"{frame.attrs.get('controller')})",
-        f"calibration rows (single drive{_calibration_note()}): {summary.rows_calibration}, "
+        f"calibration rows (single drive{calibration_note}): {summary.rows_calibration}, "
         f"MAPE {_number(summary.mape_calibration_pct)} %",
         f"prediction rows (arrays): {summary.rows_prediction}, "
         f"MAPE {_number(summary.mape_prediction_pct)} %",
+        *(
+            [
+                f"suspect rows ({'; '.join(summary.suspect_reasons) or 'see the study'}): "
+                f"{summary.rows_suspect}, MAPE {_number(summary.mape_suspect_pct)} %"
+            ]
+            if summary.rows_suspect
+            else []
+        ),
         f"naive 'N x one drive' on {summary.naive_rows} prediction rows: "
         f"MAPE {_number(summary.naive_mape_prediction_pct)} % "
         f"(simulator on the same rows: {_number(summary.model_mape_on_naive_rows_pct)} %)",
@@ -360,22 +540,24 @@ def _print_summary(frame: pd.DataFrame, summary: StudySummary, console: Console)
         lines.append(f"skipped in MAPE (measured 0): {summary.rows_skipped} rows")
     if summary.worst_row is not None:
         worst = summary.worst_row
-        lines.append(f"worst {worst['role']} row: {worst['config']} {worst['op']} QD "
-                     f"{worst['qd']} {format_size(int(worst['block_bytes']))}: measured "
-                     f"{_number(worst['measured_mbps'])}, simulated "
-                     f"{_number(worst['simulated_mbps'])} MB/s "
-                     f"({_number(worst['error_pct'])} %)")
+        lines.append(
+            f"worst {worst['role']} row: {worst['config']} {worst['op']} QD "
+            f"{worst['qd']} {format_size(int(worst['block_bytes']))}: measured "
+            f"{_number(worst['measured_mbps'])}, simulated "
+            f"{_number(worst['simulated_mbps'])} MB/s "
+            f"({_number(worst['error_pct'])} %)"
+        )
     for path in frame.attrs.get("figures", []):
         lines.append(f"figure: {path}")
     for line in lines:
         console.print(line, highlight=False, markup=False)
 
 
-def _calibration_note() -> str:
+def _calibration_note(study: str | None) -> str:
     from raidlab.studies import CONTROLLER_CALIBRATION_ROWS
 
-    return (f" + {len(CONTROLLER_CALIBRATION_ROWS)} listed controller-calibration entries"
-            if CONTROLLER_CALIBRATION_ROWS else "")
+    entries = [entry for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study]
+    return f" + {len(entries)} listed controller-calibration entries" if entries else ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

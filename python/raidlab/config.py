@@ -85,6 +85,11 @@ HDD_FIELDS: dict[str, _Bound] = {
     "ncq_depth": ("count", 1, 65536),
 }
 DRIVE_FIELDS: dict[str, dict[str, _Bound]] = {"ssd": SSD_FIELDS, "hdd": HDD_FIELDS}
+# Fields a drive table may leave out, with the native side's defaults (docs/scenario.md).
+DRIVE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ssd": {"write_commit_ns": 0, "queued_command_latency_ns": 0, "read_buffer": False},
+    "hdd": {},
+}
 CONTROLLER_FIELDS: dict[str, _Bound] = {
     "request_overhead_ns": ("ns", 0, _NS_MAX),
     "member_op_overhead_ns": ("ns", 0, _NS_MAX),
@@ -168,8 +173,9 @@ def _parse_field(value: Any, bound: _Bound, label: str) -> Any:
             raise RaidlabError(label, f"expected a whole number, got {value!r}")
         number = value
     if (low is not None and number < low) or (high is not None and number > high):
-        raise RaidlabError(label, f"must be {_show(low, kind)}..={_show(high, kind)}, got "
-                                  f"{value!r}")
+        raise RaidlabError(
+            label, f"must be {_show(low, kind)}..={_show(high, kind)}, got {value!r}"
+        )
     return number
 
 
@@ -192,8 +198,7 @@ def _show(bound: float | None, kind: str) -> str:
     return f"{bound:g}"
 
 
-def _check_keys(table: Mapping[str, Any], allowed: list[str] | tuple[str, ...],
-                label: str) -> None:
+def _check_keys(table: Mapping[str, Any], allowed: list[str] | tuple[str, ...], label: str) -> None:
     for key in table:
         if key not in allowed:
             # A file's top level is labelled "file.toml: ", its tables "file.toml: array".
@@ -201,14 +206,14 @@ def _check_keys(table: Mapping[str, Any], allowed: list[str] | tuple[str, ...],
             raise RaidlabError(name, f"unknown key '{key}'; allowed: {', '.join(allowed)}")
 
 
-def _parse_spec(table: Mapping[str, Any], fields: dict[str, _Bound], extra: tuple[str, ...],
-                label: str) -> dict[str, Any]:
+def _parse_spec(
+    table: Mapping[str, Any], fields: dict[str, _Bound], extra: tuple[str, ...], label: str
+) -> dict[str, Any]:
     _check_keys(table, [*fields, *extra], label)
     missing = [key for key in fields if key not in table]
     if missing:
         raise RaidlabError(label, f"missing {', '.join(missing)}")
-    return {key: _parse_field(table[key], bound, f"{label}.{key}")
-            for key, bound in fields.items()}
+    return {key: _parse_field(table[key], bound, f"{label}.{key}") for key, bound in fields.items()}
 
 
 # --- drive, controller, host ---------------------------------------------------------
@@ -218,8 +223,11 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
     """The scenario's drive spec from a preset name or a table (``preset`` + overrides,
     or ``kind`` + every field)."""
     if value is None:
-        raise RaidlabError(label, "a drive is required: a preset name (see `raidlab presets`) "
-                                  "or a table with kind and fields")
+        raise RaidlabError(
+            label,
+            "a drive is required: a preset name (see `raidlab presets`) "
+            "or a table with kind and fields",
+        )
     if isinstance(value, str):
         table: dict[str, Any] = preset("drive", value, label)
     elif isinstance(value, Mapping):
@@ -229,15 +237,19 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
                 raise RaidlabError(f"{label}.preset", "expected a preset name")
             base = preset("drive", table["preset"], f"{label}.preset")
             if "kind" in table and table["kind"] != base["kind"]:
-                raise RaidlabError(f"{label}.kind", f"preset '{table['preset']}' is "
-                                                    f"{base['kind']}, got {table['kind']!r}")
+                raise RaidlabError(
+                    f"{label}.kind",
+                    f"preset '{table['preset']}' is {base['kind']}, got {table['kind']!r}",
+                )
             table = {**base, **table}
     else:
         raise RaidlabError(label, f"expected a preset name or a table, got {value!r}")
     kind = table.get("kind")
     if kind not in DRIVE_FIELDS:
-        raise RaidlabError(f"{label}.kind", f"must be one of {', '.join(DRIVE_FIELDS)}, "
-                                            f"got {kind!r}")
+        raise RaidlabError(
+            f"{label}.kind", f"must be one of {', '.join(DRIVE_FIELDS)}, got {kind!r}"
+        )
+    table = {**DRIVE_DEFAULTS[kind], **table}
     spec = _parse_spec(table, DRIVE_FIELDS[kind], ("kind", *DRIVE_EXTRA_KEYS), label)
     _check_drive_physics(spec, kind, label)
     return {"kind": kind, **spec}
@@ -245,18 +257,24 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
 
 def _check_drive_physics(spec: dict[str, Any], kind: str, label: str) -> None:
     if kind == "hdd":
-        if not (spec["seek_ns_track_to_track"] <= spec["seek_ns_avg"]
-                <= spec["seek_ns_full_stroke"]):
-            raise RaidlabError(f"{label}.seek_ns_avg", "seek times must satisfy track-to-track "
-                                                       "<= avg <= full stroke")
+        if not (
+            spec["seek_ns_track_to_track"] <= spec["seek_ns_avg"] <= spec["seek_ns_full_stroke"]
+        ):
+            raise RaidlabError(
+                f"{label}.seek_ns_avg",
+                "seek times must satisfy track-to-track <= avg <= full stroke",
+            )
         if spec["media_rate_bytes_per_s_inner"] > spec["media_rate_bytes_per_s_outer"]:
-            raise RaidlabError(f"{label}.media_rate_bytes_per_s_inner",
-                               "inner zone cannot be faster than the outer zone")
+            raise RaidlabError(
+                f"{label}.media_rate_bytes_per_s_inner",
+                "inner zone cannot be faster than the outer zone",
+            )
         if spec["read_ahead_bytes"] > spec["cache_bytes"]:
             raise RaidlabError(f"{label}.read_ahead_bytes", "must fit in cache_bytes")
     elif spec["page_bytes"] & (spec["page_bytes"] - 1):
-        raise RaidlabError(f"{label}.page_bytes", f"must be a power of two, got "
-                                                  f"{spec['page_bytes']}")
+        raise RaidlabError(
+            f"{label}.page_bytes", f"must be a power of two, got {spec['page_bytes']}"
+        )
 
 
 @dataclass(frozen=True)
@@ -282,14 +300,20 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
             table = {**preset("controller", table["preset"], f"{label}.preset"), **table}
     else:
         raise RaidlabError(label, f"expected a preset name or a table, got {value!r}")
-    spec = _parse_spec(table, {**CONTROLLER_FIELDS, "added_latency_ns": ("ns", 0, _NS_MAX)}
-                       if "added_latency_ns" in table else CONTROLLER_FIELDS,
-                       CONTROLLER_EXTRA_KEYS, label)
+    spec = _parse_spec(
+        table,
+        {**CONTROLLER_FIELDS, "added_latency_ns": ("ns", 0, _NS_MAX)}
+        if "added_latency_ns" in table
+        else CONTROLLER_FIELDS,
+        CONTROLLER_EXTRA_KEYS,
+        label,
+    )
     added_latency_ns = int(spec.pop("added_latency_ns", 0))
     kind = table.get("kind", "hardware")
     if kind not in CONTROLLER_KINDS:
-        raise RaidlabError(f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, "
-                                            f"got {kind!r}")
+        raise RaidlabError(
+            f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, got {kind!r}"
+        )
     return ResolvedController({"name": name, **spec}, kind, added_latency_ns)
 
 
@@ -325,12 +349,15 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
     if isinstance(level, str) and level.strip().isdigit():
         level = int(level)
     if level not in SUPPORTED_LEVELS or isinstance(level, bool):
-        raise RaidlabError(request.label("level"),
-                           f"only RAID 0 is supported in this version, got {request.level!r}")
+        raise RaidlabError(
+            request.label("level"),
+            f"only RAID 0 is supported in this version, got {request.level!r}",
+        )
     drive_count = parse_int(request.drives, request.label("drives"), -(2**63), 2**63)
     if not 1 <= drive_count <= DRIVE_COUNT_MAX:
-        raise RaidlabError(request.label("drives"), f"RAID 0 needs 1..={DRIVE_COUNT_MAX} drives, "
-                                                    f"got {drive_count}")
+        raise RaidlabError(
+            request.label("drives"), f"RAID 0 needs 1..={DRIVE_COUNT_MAX} drives, got {drive_count}"
+        )
     stripe_unit_bytes = parse_stripe_unit(request.stripe_unit, request.label("stripe_unit"))
     drive = resolve_drive(request.drive, request.label("drive"))
     controller = resolve_controller(request.controller, request.label("controller"))
@@ -353,8 +380,11 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
 def parse_stripe_unit(value: Any, label: str) -> int:
     """Stripe unit in bytes: a power of two, 512 B ..= 1 GiB."""
     stripe_unit_bytes = parse_size(value, label)
-    if (stripe_unit_bytes < STRIPE_UNIT_BYTES_MIN or stripe_unit_bytes > STRIPE_UNIT_BYTES_MAX
-            or stripe_unit_bytes & (stripe_unit_bytes - 1)):
+    if (
+        stripe_unit_bytes < STRIPE_UNIT_BYTES_MIN
+        or stripe_unit_bytes > STRIPE_UNIT_BYTES_MAX
+        or stripe_unit_bytes & (stripe_unit_bytes - 1)
+    ):
         raise RaidlabError(label, f"must be a power of two >= 512 B and <= 1G, got {value}")
     return stripe_unit_bytes
 
@@ -384,8 +414,10 @@ def load_array_file(path: str | Path) -> ArrayRequest:
         message = str(error)
         match = _TOML_POSITION.match(message)
         if match:
-            message = (f"line {match['line']}, column {match['col']}: malformed TOML: "
-                       f"{match['what'][:1].lower()}{match['what'][1:]}")
+            message = (
+                f"line {match['line']}, column {match['col']}: malformed TOML: "
+                f"{match['what'][:1].lower()}{match['what'][1:]}"
+            )
         raise RaidlabError(str(path), message) from None
     return array_request_from_document(document, str(path))
 
@@ -406,8 +438,9 @@ def array_request_from_document(document: Mapping[str, Any], source: str) -> Arr
     return ArrayRequest(**values, host=dict(host), labels=labels)
 
 
-def build_scenario(array: Mapping[str, Any], workload: Mapping[str, Any],
-                   seed: int) -> dict[str, Any]:
+def build_scenario(
+    array: Mapping[str, Any], workload: Mapping[str, Any], seed: int
+) -> dict[str, Any]:
     """The complete scenario document of docs/scenario.md."""
     return {"schema": SCHEMA, "seed": seed, "array": dict(array), "workload": dict(workload)}
 

@@ -33,14 +33,24 @@ def _progress(enabled: bool, total: int, description: str) -> Progress | None:
     console = Console(stderr=True)
     if not enabled or not console.is_terminal or total <= 1:
         return None
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
-def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
-                  executor: Executor | None = None, progress: bool = True,
-                  description: str = "simulating",
-                  simulator: Simulator | None = None) -> list[dict[str, Any]]:
+def run_scenarios(
+    scenarios: Sequence[dict[str, Any]],
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    description: str = "simulating",
+    simulator: Simulator | None = None,
+) -> list[dict[str, Any]]:
     """Results of ``scenarios`` in input order.
 
     ``jobs=1`` (or a single scenario) runs inline; otherwise a ProcessPoolExecutor of
@@ -66,8 +76,13 @@ def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
             return _run_on(pool, scenarios, simulator, live, task)
 
 
-def _run_on(executor: Executor, scenarios: Sequence[dict[str, Any]], simulator: Simulator,
-            live: Progress | _NoProgress, task: Any) -> list[dict[str, Any]]:
+def _run_on(
+    executor: Executor,
+    scenarios: Sequence[dict[str, Any]],
+    simulator: Simulator,
+    live: Progress | _NoProgress,
+    task: Any,
+) -> list[dict[str, Any]]:
     futures: dict[Future[dict[str, Any]], int] = {
         executor.submit(simulator, scenario): index for index, scenario in enumerate(scenarios)
     }

@@ -17,8 +17,11 @@ from raidlab.errors import RaidlabError
 PresetTable = dict[str, dict[str, Any]]
 
 # The preset group -> the file that holds it and the word used in error messages.
-_GROUPS: dict[str, str] = {"drive": "drives.toml", "controller": "controllers.toml",
-                           "host": "hosts.toml"}
+_GROUPS: dict[str, str] = {
+    "drive": "drives.toml",
+    "controller": "controllers.toml",
+    "host": "hosts.toml",
+}
 
 DEFAULT_CONTROLLER = "hba"
 DEFAULT_HOST = "default"

@@ -5,7 +5,10 @@ the naive "N x one drive" model. Rows are labelled by role:
 
 - ``calibration``: single-drive rows (drive presets are calibrated on them), plus the
   array rows listed in CONTROLLER_CALIBRATION_ROWS;
-- ``prediction``: every other array row. These are what the simulator is judged on.
+- ``prediction``: every other array row. These are what the simulator is judged on;
+- ``suspect``: rows whose measurement is doubtful (SUSPECT_ROWS gives the reason).
+  They stay in the table, the CSV and the figures, but their MAPE is reported apart
+  so neither the calibration nor the prediction MAPE includes them.
 
 The measurement CSVs ship inside the package (``raidlab/reference/``, copies of
 ``data/reference/``) so an installed package can reproduce its studies.
@@ -17,9 +20,10 @@ HDD study prints writes in whole kB/s, so tiny writes could round to 0).
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
 
@@ -32,8 +36,17 @@ from raidlab.executor import Simulator, run_scenarios
 from raidlab.presets import unknown_name_message
 from raidlab.workloads import op_metrics
 
-STUDY_COLUMNS = ["study", "config", "op", "qd", "block_bytes", "measured_mbps",
-                 "simulated_mbps", "error_pct", "role"]
+STUDY_COLUMNS = [
+    "study",
+    "config",
+    "op",
+    "qd",
+    "block_bytes",
+    "measured_mbps",
+    "simulated_mbps",
+    "error_pct",
+    "role",
+]
 SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 
 # Array rows used to calibrate controller presets (e.g. a chipset's read cap or
@@ -43,12 +56,40 @@ SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 CONTROLLER_CALIBRATION_ROWS: list[tuple[str, str, str, int, int | None]] = [
     # Intel RST's data-path caps: the plateau of RAID 0 at QD 16 for the largest
     # transfers (the study says the chipset path saturates but gives no figure).
-    *[("ssd-raid0-atto", "raid0_2", "read", 16, kib * 1024) for kib in (4096, 8192, 16384, 32768, 65536)],
+    *[
+        ("ssd-raid0-atto", "raid0_2", "read", 16, kib * 1024)
+        for kib in (4096, 8192, 16384, 32768, 65536)
+    ],
     *[("ssd-raid0-atto", "raid0_2", "write", 16, kib * 1024) for kib in (4096, 8192, 16384, 32768)],
     # Intel RST's per-request driver cost: 512 B reads at QD 16 are served from its
     # read-ahead buffer, one request per ~7.5 us.
     ("ssd-raid0-atto", "raid0_2", "read", 16, 512),
 ]
+
+
+@dataclass(frozen=True)
+class SuspectRows:
+    """Rows of a study whose measurement is doubtful: every row of ``study`` with this
+    drive count and queue depth. ``reason`` is what the summary prints."""
+
+    study: str
+    drives: int
+    qd: int
+    reason: str
+
+
+SUSPECT_ROWS: list[SuspectRows] = [
+    # data/reference/README.md: "Rows for 1 disk at QD 4 are identical to QD 1 in the
+    # paper: the single-disk baseline was probably not re-measured."
+    SuspectRows(
+        "hdd-raid0-atto", drives=1, qd=4, reason="single disk QD 4, identical to QD 1 in the paper"
+    ),
+]
+
+
+def suspect_reasons(study: str) -> list[str]:
+    """Why rows of ``study`` are marked ``suspect`` (empty if none are)."""
+    return [entry.reason for entry in SUSPECT_ROWS if entry.study == study]
 
 
 @dataclass(frozen=True)
@@ -61,6 +102,9 @@ class StudyConfig:
     # Overrides of the controller preset for this configuration only, with the reason
     # in the study definition (e.g. a pass-through disk that skips the RAID driver).
     controller_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # Configurations with the same figure name share one figure (their rows are the
+    # same measurement, e.g. one disk listed under every stripe unit). None: own name.
+    figure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,13 +138,15 @@ def _ssd_measured() -> pd.DataFrame:
     raw = _reference_csv("ssd_raid0_atto.csv")
     # The 65536 KiB rows are real rows of the file (an 18th value the paper prints);
     # their `note` says the size is assumed. They are kept and simulated like the rest.
-    return pd.DataFrame({
-        "config": raw["config"],
-        "op": raw["op"],
-        "qd": raw["qd"].astype(int),
-        "block_bytes": (raw["block_kib"] * 1024).round().astype(int),
-        "measured_mbps": raw["mbps"].astype(float),
-    })
+    return pd.DataFrame(
+        {
+            "config": raw["config"],
+            "op": raw["op"],
+            "qd": raw["qd"].astype(int),
+            "block_bytes": (raw["block_kib"] * 1024).round().astype(int),
+            "measured_mbps": raw["mbps"].astype(float),
+        }
+    )
 
 
 def _ssd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
@@ -129,25 +175,34 @@ def _hdd_config_name(disks: int, su_kib: int) -> str:
 
 def _hdd_measured() -> pd.DataFrame:
     raw = _reference_csv("hdd_raid0_atto.csv")
-    return pd.DataFrame({
-        "config": [_hdd_config_name(d, s) for d, s in zip(raw["disks"], raw["su_kib"],
-                                                             strict=True)],
-        "op": raw["op"],
-        "qd": raw["qd"].astype(int),
-        "block_bytes": (raw["block_kib"] * 1024).round().astype(int),
-        # `kbps` is kilobytes per second (README): 142217 for 8 MiB reads is 142 MB/s.
-        "measured_mbps": raw["kbps"].astype(float) / 1000.0,
-        "disks": raw["disks"].astype(int),
-        "su_kib": raw["su_kib"].astype(int),
-    })
+    return pd.DataFrame(
+        {
+            "config": [
+                _hdd_config_name(d, s) for d, s in zip(raw["disks"], raw["su_kib"], strict=True)
+            ],
+            "op": raw["op"],
+            "qd": raw["qd"].astype(int),
+            "block_bytes": (raw["block_kib"] * 1024).round().astype(int),
+            # `kbps` is kilobytes per second (README): 142217 for 8 MiB reads is 142 MB/s.
+            "measured_mbps": raw["kbps"].astype(float) / 1000.0,
+            "disks": raw["disks"].astype(int),
+            "su_kib": raw["su_kib"].astype(int),
+        }
+    )
 
 
 def _hdd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
     pairs = measured[["config", "disks", "su_kib"]].drop_duplicates()
-    return [StudyConfig(row.config, int(row.disks),
-                        _SINGLE_DISK_STRIPE_UNIT_BYTES if row.disks == 1
-                        else int(row.su_kib) * 1024)
-            for row in pairs.sort_values(["disks", "su_kib"]).itertuples()]
+    # The paper lists the single disk under every stripe unit; one figure shows it.
+    return [
+        StudyConfig(
+            row.config,
+            int(row.disks),
+            _SINGLE_DISK_STRIPE_UNIT_BYTES if row.disks == 1 else int(row.su_kib) * 1024,
+            figure="single" if row.disks == 1 else None,
+        )
+        for row in pairs.sort_values(["disks", "su_kib"]).itertuples()
+    ]
 
 
 STUDIES: dict[str, Study] = {
@@ -180,6 +235,9 @@ def get_study(name: str, label: str = "study") -> Study:
 
 
 def _role(study: str, config: StudyConfig, op: str, qd: int, block_bytes: int) -> str:
+    for suspect in SUSPECT_ROWS:
+        if (suspect.study, suspect.drives, suspect.qd) == (study, config.drives, qd):
+            return "suspect"
     if config.drives == 1:
         return "calibration"
     for entry in CONTROLLER_CALIBRATION_ROWS:
@@ -198,8 +256,11 @@ class _SimKey:
     block_bytes: int
 
 
-def study_scenarios(study: Study, ios_max: int = IOS_MAX_DEFAULT, seed: int = 1,
-                    ) -> tuple[pd.DataFrame, list[_SimKey], list[dict[str, Any]]]:
+def study_scenarios(
+    study: Study,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: int = 1,
+) -> tuple[pd.DataFrame, list[_SimKey], list[dict[str, Any]]]:
     """The measured rows (with a `_key` column) and one scenario per distinct run."""
     measured = study.load_measured()
     configs = {config.name: config for config in study.configs(measured)}
@@ -208,52 +269,89 @@ def study_scenarios(study: Study, ios_max: int = IOS_MAX_DEFAULT, seed: int = 1,
         controller: Any = study.controller
         if config.controller_overrides:
             controller = {"preset": study.controller, **config.controller_overrides}
-        arrays[config.name] = build_array(ArrayRequest(
-            level=0, drives=config.drives, stripe_unit=config.stripe_unit_bytes,
-            drive=study.drive, controller=controller))
+        arrays[config.name] = build_array(
+            ArrayRequest(
+                level=0,
+                drives=config.drives,
+                stripe_unit=config.stripe_unit_bytes,
+                drive=study.drive,
+                controller=controller,
+            )
+        )
     keys: dict[tuple[Any, ...], _SimKey] = {}
     row_keys = []
     for row in measured.itertuples():
         config = configs[row.config]
         # Single-drive rows do not depend on the stripe unit or the config name.
-        identity = ((config.drives, tuple(sorted(config.controller_overrides.items())))
-                    if config.drives == 1 else (config.name,))
+        identity = (
+            (config.drives, tuple(sorted(config.controller_overrides.items())))
+            if config.drives == 1
+            else (config.name,)
+        )
         identity = (*identity, row.op, int(row.qd), int(row.block_bytes))
         if identity not in keys:
             keys[identity] = _SimKey(config, row.op, int(row.qd), int(row.block_bytes))
         row_keys.append(identity)
     measured = measured.assign(_key=row_keys)
     key_list = list(keys.values())
-    scenarios = [atto_scenario(arrays[key.config.name], key.op, key.qd, key.block_bytes,
-                               study.length_bytes, ios_max, seed) for key in key_list]
+    scenarios = [
+        atto_scenario(
+            arrays[key.config.name],
+            key.op,
+            key.qd,
+            key.block_bytes,
+            study.length_bytes,
+            ios_max,
+            seed,
+        )
+        for key in key_list
+    ]
     return measured, key_list, scenarios
 
 
-def reproduce_study(name: str, jobs: int | None = None, ios_max: int = IOS_MAX_DEFAULT,
-                    seed: int = 1, executor: Executor | None = None, progress: bool = True,
-                    simulator: Simulator | None = None) -> pd.DataFrame:
+def reproduce_study(
+    name: str,
+    jobs: int | None = None,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: int = 1,
+    executor: Executor | None = None,
+    progress: bool = True,
+    simulator: Simulator | None = None,
+) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
     study = get_study(name)
     measured, keys, scenarios = study_scenarios(study, ios_max, seed)
-    results = run_scenarios(scenarios, jobs=jobs, executor=executor, progress=progress,
-                            description=f"reproducing {name}", simulator=simulator)
+    results = run_scenarios(
+        scenarios,
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+        description=f"reproducing {name}",
+        simulator=simulator,
+    )
     identities = list(dict.fromkeys(measured["_key"]))
     assert len(identities) == len(keys) == len(results), "one run per distinct key"
-    simulated = {identity: op_metrics(result["ops"][key.op])["mbps"]
-                 for identity, key, result in zip(identities, keys, results, strict=True)}
+    simulated = {
+        identity: op_metrics(result["ops"][key.op])["mbps"]
+        for identity, key, result in zip(identities, keys, results, strict=True)
+    }
     configs = {config.name: config for config in study.configs(measured)}
-    frame = pd.DataFrame({
-        "study": name,
-        "config": measured["config"],
-        "op": measured["op"],
-        "qd": measured["qd"],
-        "block_bytes": measured["block_bytes"],
-        "measured_mbps": measured["measured_mbps"],
-        "simulated_mbps": [simulated[key] for key in measured["_key"]],
-    })
+    frame = pd.DataFrame(
+        {
+            "study": name,
+            "config": measured["config"],
+            "op": measured["op"],
+            "qd": measured["qd"],
+            "block_bytes": measured["block_bytes"],
+            "measured_mbps": measured["measured_mbps"],
+            "simulated_mbps": [simulated[key] for key in measured["_key"]],
+        }
+    )
     frame["error_pct"] = error_pct(frame["measured_mbps"], frame["simulated_mbps"])
-    frame["role"] = [_role(name, configs[row.config], row.op, row.qd, row.block_bytes)
-                     for row in frame.itertuples()]
+    frame["role"] = [
+        _role(name, configs[row.config], row.op, row.qd, row.block_bytes)
+        for row in frame.itertuples()
+    ]
     frame = frame[STUDY_COLUMNS].copy()
     # Context a summary or a figure needs, carried with the rows.
     frame.attrs["study"] = name
@@ -261,8 +359,14 @@ def reproduce_study(name: str, jobs: int | None = None, ios_max: int = IOS_MAX_D
     frame.attrs["drive"] = study.drive
     frame.attrs["controller"] = study.controller
     frame.attrs["drive_counts"] = {config.name: config.drives for config in configs.values()}
-    frame.attrs["stripe_units"] = {config.name: config.stripe_unit_bytes
-                                   for config in configs.values()}
+    frame.attrs["stripe_units"] = {
+        config.name: config.stripe_unit_bytes for config in configs.values()
+    }
+    frame.attrs["figures_of"] = {
+        config.name: config.figure or config.name for config in configs.values()
+    }
+    frame.attrs["suspect_reasons"] = suspect_reasons(name)
+    frame.attrs["seed"] = seed
     return frame
 
 
@@ -289,8 +393,7 @@ def naive_mbps(frame: pd.DataFrame, drive_counts: Mapping[str, int]) -> pd.Serie
     single = frame[drives == 1]
     single_value = single.groupby(["op", "qd", "block_bytes"])["measured_mbps"].first()
     index = pd.MultiIndex.from_frame(frame[["op", "qd", "block_bytes"]])
-    return pd.Series(single_value.reindex(index).to_numpy() * drives.to_numpy(),
-                     index=frame.index)
+    return pd.Series(single_value.reindex(index).to_numpy() * drives.to_numpy(), index=frame.index)
 
 
 @dataclass(frozen=True)
@@ -302,6 +405,9 @@ class StudySummary:
     mape_calibration_pct: float
     rows_prediction: int
     rows_calibration: int
+    mape_suspect_pct: float
+    rows_suspect: int
+    suspect_reasons: list[str]
     rows_skipped: int
     worst_row: dict[str, Any] | None
     naive_mape_prediction_pct: float
@@ -309,27 +415,42 @@ class StudySummary:
     naive_rows: int
 
 
-def summarize(frame: pd.DataFrame, drive_counts: Mapping[str, int] | None = None,
-              ) -> StudySummary:
-    """MAPE per (config, op, qd) and per role, the worst row, and the naive model."""
+def summarize(
+    frame: pd.DataFrame,
+    drive_counts: Mapping[str, int] | None = None,
+) -> StudySummary:
+    """MAPE per (config, op, qd) and per role, the worst row, and the naive model.
+    Suspect rows count in neither the calibration nor the prediction MAPE."""
     drive_counts = dict(drive_counts or frame.attrs.get("drive_counts", {}))
     usable = frame[frame["measured_mbps"] != 0]
     groups = []
-    for (config, op, qd, role), group in usable.groupby(["config", "op", "qd", "role"],
-                                                        sort=False):
-        groups.append({"config": config, "op": op, "qd": qd, "role": role,
-                       "rows": len(group),
-                       "mape_pct": mape(group["measured_mbps"], group["simulated_mbps"])})
+    for (config, op, qd, role), group in usable.groupby(["config", "op", "qd", "role"], sort=False):
+        groups.append(
+            {
+                "config": config,
+                "op": op,
+                "qd": qd,
+                "role": role,
+                "rows": len(group),
+                "mape_pct": mape(group["measured_mbps"], group["simulated_mbps"]),
+            }
+        )
     per_config = pd.DataFrame(groups, columns=SUMMARY_COLUMNS)
     prediction = usable[usable["role"] == "prediction"]
     calibration = usable[usable["role"] == "calibration"]
+    suspect = usable[usable["role"] == "suspect"]
     worst_pool = prediction if len(prediction) else usable
     worst_row = None
     if len(worst_pool):
         worst_row = worst_pool.loc[worst_pool["error_pct"].abs().idxmax()].to_dict()
-    # The naive model needs the single-drive rows, so it is computed on the whole frame.
-    naive = (naive_mbps(usable, drive_counts).loc[prediction.index] if drive_counts
-             else pd.Series(float("nan"), index=prediction.index))
+    # The naive model needs the single-drive rows, so it is computed on the whole frame
+    # (less the suspect rows: a doubtful measurement makes no baseline).
+    trusted = usable[usable["role"] != "suspect"]
+    naive = (
+        naive_mbps(trusted, drive_counts).loc[prediction.index]
+        if drive_counts
+        else pd.Series(float("nan"), index=prediction.index)
+    )
     has_naive = naive.notna()
     return StudySummary(
         per_config=per_config,
@@ -337,11 +458,44 @@ def summarize(frame: pd.DataFrame, drive_counts: Mapping[str, int] | None = None
         mape_calibration_pct=mape(calibration["measured_mbps"], calibration["simulated_mbps"]),
         rows_prediction=len(prediction),
         rows_calibration=len(calibration),
+        mape_suspect_pct=mape(suspect["measured_mbps"], suspect["simulated_mbps"]),
+        rows_suspect=len(suspect),
+        suspect_reasons=list(frame.attrs.get("suspect_reasons", [])),
         rows_skipped=len(frame) - len(usable),
         worst_row=worst_row,
-        naive_mape_prediction_pct=mape(prediction.loc[has_naive, "measured_mbps"],
-                                       naive[has_naive]),
-        model_mape_on_naive_rows_pct=mape(prediction.loc[has_naive, "measured_mbps"],
-                                          prediction.loc[has_naive, "simulated_mbps"]),
+        naive_mape_prediction_pct=mape(
+            prediction.loc[has_naive, "measured_mbps"], naive[has_naive]
+        ),
+        model_mape_on_naive_rows_pct=mape(
+            prediction.loc[has_naive, "measured_mbps"], prediction.loc[has_naive, "simulated_mbps"]
+        ),
         naive_rows=int(has_naive.sum()),
     )
+
+
+def summary_dict(summary: StudySummary) -> dict[str, Any]:
+    """``summary`` as plain JSON-ready data (NaN becomes None)."""
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "item"):  # numpy scalars
+            value = value.item()
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        return value
+
+    document: dict[str, Any] = {}
+    for item in fields(summary):
+        value = getattr(summary, item.name)
+        if isinstance(value, pd.DataFrame):
+            value = [
+                {key: plain(cell) for key, cell in record.items()}
+                for record in value.to_dict(orient="records")
+            ]
+        elif isinstance(value, Mapping):
+            value = {key: plain(cell) for key, cell in value.items()}
+        elif isinstance(value, list):
+            value = [plain(cell) for cell in value]
+        else:
+            value = plain(value)
+        document[item.name] = value
+    return document

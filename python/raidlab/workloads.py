@@ -105,8 +105,7 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
     """Validate ``request`` against ``array`` and return the scenario's ``workload``."""
     rw = request.rw
     if rw not in RW_MODES:
-        raise RaidlabError(request.label("rw"), f"must be one of {', '.join(RW_MODES)}, "
-                                                f"got {rw!r}")
+        raise RaidlabError(request.label("rw"), f"must be one of {', '.join(RW_MODES)}, got {rw!r}")
     bs = parse_bs(request.bs, request.label("bs"))
     rwmixread = parse_int(request.rwmixread, request.label("rwmixread"), 0, 100)
     iodepth = parse_int(request.iodepth, request.label("iodepth"), 1, IODEPTH_MAX)
@@ -114,25 +113,38 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
     capacity_bytes = array_capacity_bytes(array)
     offset_bytes = parse_size(request.offset, request.label("offset"))
     if offset_bytes % SECTOR_BYTES or not 0 <= offset_bytes < capacity_bytes:
-        raise RaidlabError(request.label("offset"),
-                           f"must be a multiple of 512 B below the array's "
-                           f"{format_size(capacity_bytes)} B, got {request.offset}")
+        raise RaidlabError(
+            request.label("offset"),
+            f"must be a multiple of 512 B below the array's "
+            f"{format_size(capacity_bytes)} B, got {request.offset}",
+        )
     if request.size is None:
         size_bytes = capacity_bytes - offset_bytes
     else:
         size_bytes = parse_size(request.size, request.label("size"))
     block_bytes_max = max(block_bytes for block_bytes, _ in bs)
     if size_bytes < block_bytes_max or offset_bytes + size_bytes > capacity_bytes:
-        raise RaidlabError(request.label("size"),
-                           f"must hold the largest transfer ({format_size(block_bytes_max)}) "
-                           f"and end inside the array ({format_size(capacity_bytes)} B from 0), "
-                           f"got {format_size(size_bytes)} at offset {format_size(offset_bytes)}")
-    ios = DEFAULT_IOS if request.ios is None else parse_int(request.ios, request.label("ios"),
-                                                            1, IOS_MAX)
-    warmup_ios = (default_warmup_ios(ios) if request.warmup_ios is None
-                  else parse_int(request.warmup_ios, request.label("warmup_ios"), 0, IOS_MAX))
-    runtime_ns = (None if request.runtime_ns is None
-                  else parse_int(request.runtime_ns, request.label("runtime_ns"), 1, 10**15))
+        raise RaidlabError(
+            request.label("size"),
+            f"must hold the largest transfer ({format_size(block_bytes_max)}) "
+            f"and end inside the array ({format_size(capacity_bytes)} B from 0), "
+            f"got {format_size(size_bytes)} at offset {format_size(offset_bytes)}",
+        )
+    ios = (
+        DEFAULT_IOS
+        if request.ios is None
+        else parse_int(request.ios, request.label("ios"), 1, IOS_MAX)
+    )
+    warmup_ios = (
+        default_warmup_ios(ios)
+        if request.warmup_ios is None
+        else parse_int(request.warmup_ios, request.label("warmup_ios"), 0, IOS_MAX)
+    )
+    runtime_ns = (
+        None
+        if request.runtime_ns is None
+        else parse_int(request.runtime_ns, request.label("runtime_ns"), 1, 10**15)
+    )
     return {
         "rw": rw,
         "bs": bs,
@@ -175,6 +187,7 @@ def _percentile_us(percentiles: Mapping[str, Any], key: str) -> float:
 
 def run_frame(results: Mapping[str, Any]) -> pd.DataFrame:
     """One row per direction that did I/O, columns RUN_COLUMNS."""
-    rows = [{"op": op, **op_metrics(results["ops"][op])} for op in OPS
-            if op in results.get("ops", {})]
+    rows = [
+        {"op": op, **op_metrics(results["ops"][op])} for op in OPS if op in results.get("ops", {})
+    ]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)

@@ -274,13 +274,15 @@ impl Hdd {
             return None;
         }
         let t0 = now_ns.max(self.mechanism.free_at_ns());
-        // Shortest positioning time first; read-ahead hits cost no positioning. Ties
-        // go to the oldest command.
+        // Shortest positioning time first; read-ahead hits cost no positioning, and a
+        // write the cache takes needs no mechanism at all. Ties go to the oldest command.
         let mut best = 0;
         let mut best_cost = u64::MAX;
         for (i, c) in self.queue.iter().enumerate() {
             let start = t0.max(c.ready_ns);
-            let cost = if self.is_ra_hit(c) {
+            let cost = if self.is_cached_write(c) {
+                0
+            } else if self.is_ra_hit(c) {
                 start - t0
             } else {
                 start - t0 + self.positioning_ns(start, c.offset_bytes)
@@ -291,9 +293,38 @@ impl Hdd {
             }
         }
         let c = self.queue.remove(best);
-        let start = t0.max(c.ready_ns);
         self.busy = true;
+        if self.is_cached_write(&c) {
+            return Some(self.accept_cached_write(now_ns.max(c.ready_ns), c));
+        }
+        let start = t0.max(c.ready_ns);
         Some(self.serve(start, c))
+    }
+
+    #[inline]
+    fn is_cached_write(&self, c: &Command) -> bool {
+        c.write && self.write_cache
+    }
+
+    /// A write into the drive's cache: acknowledged once its data is in the buffer,
+    /// written to the platter behind whatever the mechanism is doing (in arrival order,
+    /// so back-to-back sequential writes stream). Waits only when the dirty data queued
+    /// for the platter would no longer fit in the cache.
+    fn accept_cached_write(&mut self, start_ns: u64, c: Command) -> Started {
+        let link_ns = transfer_ns(c.len_bytes, self.link_ps);
+        let media_from = start_ns.max(self.mechanism.free_at_ns());
+        self.ra_active = false;
+        let positioning = self.positioning_ns(media_from, c.offset_bytes);
+        let media_end = media_from + positioning + self.media_ns(c.offset_bytes, c.len_bytes);
+        self.mechanism.occupy(media_from, media_end);
+        self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
+        let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+        let done = (start_ns + link_ns).max(media_end.saturating_sub(drain_ns));
+        Started {
+            op: c.op,
+            link_start_ns: start_ns,
+            done_ns: done,
+        }
     }
 
     fn serve(&mut self, start_ns: u64, c: Command) -> Started {
@@ -465,5 +496,22 @@ mod tests {
         let mut d = Hdd::new(&spec(true), 300e6);
         let s = d.submit(0, 0, 1 << 30, 4096, true).unwrap();
         assert!(s.done_ns < 200_000, "{}", s.done_ns);
+    }
+
+    #[test]
+    fn cached_sequential_writes_stream_at_the_host_rate_until_the_cache_fills() {
+        let mut d = Hdd::new(&spec(true), 300e6);
+        let mut t = 0;
+        for op in 0..1000u32 {
+            t = d
+                .submit(t + 20_000, op, u64::from(op) * 4096, 4096, true)
+                .unwrap()
+                .done_ns;
+            d.complete(t);
+        }
+        // 1000 writes of 4 KiB at ~135 us each (20 us host, 100 us firmware, link):
+        // far faster than one revolution per write.
+        let per_write_us = t as f64 / 1000.0 / 1000.0;
+        assert!(per_write_us < 200.0, "{per_write_us} us");
     }
 }

@@ -68,6 +68,9 @@ struct Request {
     done_ns: u64,
     /// For a read-ahead hit: when the controller has processed it.
     hit_ready_ns: u64,
+    /// Member operations and bytes it became, counted when it completes.
+    member_ios: u32,
+    member_bytes: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -350,6 +353,8 @@ impl Simulation {
             pending: 0,
             done_ns: 0,
             hit_ready_ns: 0,
+            member_ios: 0,
+            member_bytes: 0,
         };
         self.queue.push(
             self.now_ns + self.host_overhead_ns,
@@ -360,11 +365,18 @@ impl Simulation {
 
     /// A host request or a read-ahead segment has all its data.
     fn request_complete(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        if self.measuring {
+            // Member I/O is attributed to the request (or read-ahead segment) it
+            // served, so the ratio is exact whatever was in flight at the window edges.
+            let dir = usize::from(r.write);
+            self.tally.member_ios[dir] += u64::from(r.member_ios);
+            self.tally.member_bytes[dir] += r.member_bytes;
+        }
         if slot >= self.host_slots {
             self.segment_ready(slot);
             return;
         }
-        let r = self.requests[slot as usize];
         self.completed += 1;
         if self.measuring {
             let dir = usize::from(r.write);
@@ -413,6 +425,7 @@ impl Simulation {
             .plan(r.offset_bytes, r.len_bytes, &mut self.plan);
         let max = self.controller.max_member_transfer_bytes;
         let mut pending = 0;
+        let mut member_bytes = 0;
         for i in 0..self.plan.len() {
             let e = self.plan[i];
             let mut at = 0;
@@ -438,12 +451,8 @@ impl Simulation {
                         (self.ops.len() - 1) as u32
                     }
                 };
-                if self.measuring {
-                    let dir = usize::from(r.write);
-                    self.tally.member_ios[dir] += 1;
-                    self.tally.member_bytes[dir] += len;
-                }
                 pending += 1;
+                member_bytes += len;
                 self.submit_to_drive(id);
                 at += len;
             }
@@ -451,6 +460,8 @@ impl Simulation {
         debug_assert!(pending > 0);
         let req = &mut self.requests[slot as usize];
         req.pending = pending;
+        req.member_ios = pending;
+        req.member_bytes = member_bytes;
         req.done_ns = self.now_ns;
     }
 
@@ -649,6 +660,8 @@ impl Simulation {
                 pending: 0,
                 done_ns: 0,
                 hit_ready_ns: 0,
+                member_ios: 0,
+                member_bytes: 0,
             };
             let ops = self.member_op_count(start, end - start);
             let (_, ready) = self
