@@ -60,3 +60,22 @@ def test_format_size_is_the_shortest_exact_spelling() -> None:
     ]
     assert format_size_kib(512) == "0.5K"
     assert format_size_kib(32 << 20) == "32M"
+
+
+def test_durations_take_fio_style_units() -> None:
+    from raidlab.units import parse_duration_ns
+
+    assert parse_duration_ns("10s") == 10_000_000_000
+    assert parse_duration_ns("500ms") == 500_000_000
+    assert parse_duration_ns("250us") == 250_000
+    assert parse_duration_ns("2m") == 120_000_000_000
+    assert parse_duration_ns("3") == 3_000_000_000
+
+
+def test_a_bad_duration_names_the_field() -> None:
+    import pytest
+    from raidlab.errors import RaidlabError
+    from raidlab.units import parse_duration_ns
+
+    with pytest.raises(RaidlabError, match="--runtime"):
+        parse_duration_ns("ten seconds", "--runtime")

@@ -186,6 +186,7 @@ def run(
     config: str | Path | None = None,
     seed: Any = 1,
     explain: bool = False,
+    runtime: Any = None,
 ) -> pd.DataFrame:
     """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``.
 
@@ -217,6 +218,7 @@ def run(
             size=size,
             ios=ios,
             warmup_ios=warmup_ios,
+            runtime_ns=runtime,
         ),
         seed,
     )

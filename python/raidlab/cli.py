@@ -70,6 +70,7 @@ RUN_FLAGS = {
     "size": "--size",
     "offset": "--offset",
     "warmup_ios": "--warmup-ios",
+    "runtime_ns": "--runtime",
 }
 
 _stdout = Console(soft_wrap=True)
@@ -278,6 +279,10 @@ def run(
     numjobs: Annotated[str, _opt("--numjobs", "Independent jobs.")] = "1",
     rwmixread: Annotated[str, _opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
     ios: Annotated[str | None, _opt("--ios", "Measured host I/Os (default 20000).")] = None,
+    runtime: Annotated[
+        str | None,
+        _opt("--runtime", "Measured simulated time, e.g. 10s, 500ms (stops at --ios too)."),
+    ] = None,
     size: Annotated[str | None, _opt("--size", "Region size (default: whole array).")] = None,
     offset: Annotated[str, _opt("--offset", "Region start.")] = "0",
     seed: SeedOption = "1",
@@ -299,6 +304,7 @@ def run(
                 offset=offset,
                 size=size,
                 ios=ios,
+                runtime_ns=runtime,
                 labels=RUN_FLAGS,
             ),
             seed,

@@ -87,3 +87,27 @@ def format_size_kib(size_bytes: int) -> str:
     if size_bytes < 1024 and size_bytes % 512 == 0:
         return f"{size_bytes / 1024:g}K"
     return format_size(size_bytes)
+
+
+_DURATION_NS: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_DURATION_PATTERN = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h)?\s*$", re.IGNORECASE)
+
+
+def parse_duration_ns(text: str | int | float, field: str = "runtime") -> int:
+    """``"10s"``, ``"500ms"``, ``"2m"``, ``"1h"``, ``"250us"`` or a bare number of
+    seconds (fio's ``runtime`` unit) as integer nanoseconds, at least 1 ns."""
+    match = _DURATION_PATTERN.match(str(text))
+    if match is None:
+        raise RaidlabError(field, f"must be a duration like 10s, 500ms, 2m or 250us, got {text!r}")
+    value_ns = round(float(match.group(1)) * _DURATION_NS[(match.group(2) or "").lower()])
+    if value_ns < 1:
+        raise RaidlabError(field, f"must be at least 1 ns, got {text!r}")
+    return value_ns

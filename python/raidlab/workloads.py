@@ -15,7 +15,7 @@ import pandas as pd
 
 from raidlab.config import array_capacity_bytes, parse_int
 from raidlab.errors import RaidlabError
-from raidlab.units import format_size, parse_size
+from raidlab.units import format_size, parse_duration_ns, parse_size
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw")
 SECTOR_BYTES = 512
@@ -130,7 +130,7 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
             f"and end inside the array ({format_size(capacity_bytes)} B from 0), "
             f"got {format_size(size_bytes)} at offset {format_size(offset_bytes)}",
         )
-    ios = (
+    ios: int = (
         DEFAULT_IOS
         if request.ios is None
         else parse_int(request.ios, request.label("ios"), 1, IOS_MAX)
@@ -143,8 +143,11 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
     runtime_ns = (
         None
         if request.runtime_ns is None
-        else parse_int(request.runtime_ns, request.label("runtime_ns"), 1, 10**15)
+        else parse_duration_ns(request.runtime_ns, request.label("runtime_ns"))
     )
+    if runtime_ns is not None and request.ios is None:
+        # A runtime alone runs until the simulated time is up (fio's time_based).
+        ios = IOS_MAX
     return {
         "rw": rw,
         "bs": bs,
