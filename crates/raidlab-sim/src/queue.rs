@@ -15,6 +15,8 @@ pub enum EventKind {
     HostComplete,
     /// A read-ahead hit is served from the controller buffer.
     ReadHit,
+    /// A request's parity is computed: its member writes go out.
+    WritePhase,
 }
 
 /// One scheduled event, 24 bytes.

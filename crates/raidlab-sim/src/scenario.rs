@@ -33,8 +33,23 @@ pub struct Scenario {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArraySpec {
-    /// RAID level (0 in schema 1).
-    pub level: u32,
+    /// RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or "concat".
+    pub level: Level,
+    /// RAID 5/6/50/60 parity layout or RAID 10 copy layout (md's names).
+    #[serde(default)]
+    pub layout: Option<String>,
+    /// RAID 10 copies of each chunk.
+    #[serde(default)]
+    pub copies: Option<u32>,
+    /// RAID 50/60 sub-arrays.
+    #[serde(default)]
+    pub spans: Option<u32>,
+    /// Failed member indices.
+    #[serde(default)]
+    pub failed: Vec<u32>,
+    /// A failed member being rebuilt onto a replacement.
+    #[serde(default)]
+    pub rebuild: Option<RebuildSpec>,
     /// Chunk size on one member.
     pub stripe_unit_bytes: u64,
     /// Number of members.
@@ -46,6 +61,37 @@ pub struct ArraySpec {
     /// The host's I/O stack.
     #[serde(default)]
     pub host: HostSpec,
+}
+
+/// A RAID level as the scenario names it: a number, or `"concat"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Level {
+    /// 0, 1, 4, 5, 6, 10, 50 or 60.
+    Number(u32),
+    /// `"concat"`.
+    Name(String),
+}
+
+/// A background rebuild of one failed member onto a replacement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RebuildSpec {
+    /// The member being rebuilt (one of `failed`).
+    pub member: u32,
+    /// Rate limit of the rebuild stream.
+    pub rate_bytes_per_s: f64,
+}
+
+/// How RAID 1/10 pick the copy a read goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadBalance {
+    /// Alternate between copies.
+    #[default]
+    RoundRobin,
+    /// The copy whose drive has the fewest operations outstanding.
+    LeastOutstanding,
 }
 
 /// The host I/O stack.
@@ -204,6 +250,12 @@ pub struct ControllerSpec {
     /// Serial cost of a read served from the read-ahead buffer.
     #[serde(default)]
     pub read_hit_overhead_ns: u64,
+    /// Parity engine rate (None = free).
+    #[serde(default)]
+    pub parity_rate_bytes_per_s: Option<f64>,
+    /// RAID 1/10 read balancing.
+    #[serde(default)]
+    pub read_balance: ReadBalance,
 }
 
 fn default_max_member_transfer() -> u64 {
@@ -353,10 +405,10 @@ impl Scenario {
             )?;
         }
         let a = &self.array;
-        if a.level != 0 {
+        if a.level != Level::Number(0) {
             refuse(
                 "array.level",
-                format!("only RAID 0 is supported, got {}", a.level),
+                format!("only RAID 0 is supported, got {:?}", a.level),
             )?;
         }
         match &a.drive {

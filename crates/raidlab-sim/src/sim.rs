@@ -71,6 +71,15 @@ struct Request {
     /// Member operations and bytes it became, counted when it completes.
     member_ios: u32,
     member_bytes: u64,
+    /// Writes: when the host data has crossed the bus and the controller's path.
+    data_ready_ns: u64,
+    /// The member reads of a write are done; its writes are out.
+    writing: bool,
+    /// Reads whose every byte goes to the host carry it op by op; others (degraded
+    /// reads) carry the request's bytes once all reads are in.
+    carry_per_op: bool,
+    /// Earliest link start among its reads (for carrying data once at the end).
+    link_start_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -80,9 +89,25 @@ struct MemberOp {
     offset_bytes: u64,
     len_bytes: u64,
     write: bool,
-    /// Writes: when the host data has crossed the bus and controller path.
-    data_ready_ns: u64,
     link_start_ns: u64,
+}
+
+/// What a request became: member reads, then parity work, then member writes.
+#[derive(Debug, Default, Clone)]
+struct SlotPlan {
+    reads: Vec<MemberExtent>,
+    writes: Vec<MemberExtent>,
+    parity_bytes: u64,
+}
+
+impl SlotPlan {
+    fn op_count(&self, max_transfer_bytes: u64) -> u64 {
+        self.reads
+            .iter()
+            .chain(&self.writes)
+            .map(|e| e.len_bytes.div_ceil(max_transfer_bytes))
+            .sum()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -122,6 +147,7 @@ struct Controller {
     member_op_overhead_ns: u64,
     max_member_transfer_bytes: u64,
     read_hit_overhead_ns: u64,
+    parity: Option<Path>,
     bus_up: Option<Path>,
     bus_down: Option<Path>,
     read_path: Option<Path>,
@@ -158,7 +184,7 @@ pub struct Simulation {
     bs_total_weight: u64,
     random: bool,
     host_overhead_ns: u64,
-    plan: Vec<MemberExtent>,
+    plans: Vec<SlotPlan>,
     // Measurement.
     warmup_ios: u64,
     ios: u64,
@@ -226,6 +252,7 @@ impl Simulation {
                 member_op_overhead_ns: c.member_op_overhead_ns,
                 max_member_transfer_bytes: c.max_member_transfer_bytes,
                 read_hit_overhead_ns: c.read_hit_overhead_ns,
+                parity: c.parity_rate_bytes_per_s.map(Path::new),
                 bus_up: c.bus_rate_bytes_per_s.map(Path::new),
                 bus_down: c.bus_rate_bytes_per_s.map(Path::new),
                 read_path: c.read_rate_bytes_per_s_max.map(Path::new),
@@ -245,7 +272,7 @@ impl Simulation {
             bs_total_weight: 0,
             random: w.rw.is_random(),
             host_overhead_ns: a.host.request_overhead_ns,
-            plan: Vec::with_capacity(a.drive_count as usize),
+            plans: vec![SlotPlan::default(); (host_slots + prefetch_slots) as usize],
             warmup_ios: w.warmup_ios,
             ios: w.ios,
             runtime_ns: w.runtime_ns,
@@ -300,6 +327,7 @@ impl Simulation {
                 EventKind::MemberDone => self.member_done(event.target),
                 EventKind::HostComplete => self.request_complete(event.target),
                 EventKind::ReadHit => self.read_hit(event.target),
+                EventKind::WritePhase => self.issue_phase(event.target, true),
             }
             if self.stopped {
                 break;
@@ -350,11 +378,7 @@ impl Simulation {
             len_bytes: len,
             write,
             issued_ns: self.now_ns,
-            pending: 0,
-            done_ns: 0,
-            hit_ready_ns: 0,
-            member_ios: 0,
-            member_bytes: 0,
+            ..Request::default()
         };
         self.queue.push(
             self.now_ns + self.host_overhead_ns,
@@ -400,10 +424,24 @@ impl Simulation {
 
     // ----- controller -------------------------------------------------------------
 
-    fn member_op_count(&mut self, offset: u64, len: u64) -> u64 {
-        self.layout.plan(offset, len, &mut self.plan);
-        let max = self.controller.max_member_transfer_bytes;
-        self.plan.iter().map(|e| e.len_bytes.div_ceil(max)).sum()
+    /// Plan request `slot` into its member reads and writes; returns the member
+    /// operation count the controller pays for.
+    fn plan_request(&mut self, slot: u32) -> u64 {
+        let r = self.requests[slot as usize];
+        let plan = &mut self.plans[slot as usize];
+        plan.reads.clear();
+        plan.writes.clear();
+        plan.parity_bytes = 0;
+        let target = if r.write {
+            &mut plan.writes
+        } else {
+            &mut plan.reads
+        };
+        self.layout.plan(r.offset_bytes, r.len_bytes, target);
+        let carry_per_op =
+            !r.write && plan.reads.iter().map(|e| e.len_bytes).sum::<u64>() == r.len_bytes;
+        self.requests[slot as usize].carry_per_op = carry_per_op;
+        plan.op_count(self.controller.max_member_transfer_bytes)
     }
 
     fn controller_arrive(&mut self, slot: u32) {
@@ -411,34 +449,77 @@ impl Simulation {
         if !r.write && self.controller.read_ahead.is_some() && self.read_ahead_serves(slot) {
             return;
         }
-        let ops = self.member_op_count(r.offset_bytes, r.len_bytes);
+        let ops = self.plan_request(slot);
         let cost =
             self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
         let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
         self.queue.push(ready, EventKind::Dispatch, slot);
     }
 
-    /// Turn a request into member operations and send them to the drives.
+    /// Send a planned request's first phase to the drives: its member reads, or, with
+    /// none, its parity work and writes.
     fn dispatch(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
-        self.layout
-            .plan(r.offset_bytes, r.len_bytes, &mut self.plan);
+        {
+            let req = &mut self.requests[slot as usize];
+            req.done_ns = self.now_ns;
+            req.link_start_ns = u64::MAX;
+            req.member_ios = 0;
+            req.member_bytes = 0;
+            req.writing = false;
+        }
+        if r.write {
+            let gate = self.host_data_down(r.len_bytes);
+            self.requests[slot as usize].data_ready_ns = gate;
+        }
+        if self.plans[slot as usize].reads.is_empty() {
+            self.start_writes(slot);
+        } else {
+            self.issue_phase(slot, false);
+        }
+    }
+
+    /// Compute parity (if any) and then send the writes.
+    fn start_writes(&mut self, slot: u32) {
+        self.requests[slot as usize].writing = true;
+        let parity_bytes = self.plans[slot as usize].parity_bytes;
+        let now = self.now_ns;
+        let ready = match self.controller.parity.as_mut() {
+            Some(engine) if parity_bytes > 0 => engine.carry(parity_bytes, now, now),
+            _ => now,
+        };
+        if ready > now {
+            self.queue.push(ready, EventKind::WritePhase, slot);
+        } else {
+            self.issue_phase(slot, true);
+        }
+    }
+
+    /// Send one phase's member operations, split at the controller's largest transfer.
+    fn issue_phase(&mut self, slot: u32, write: bool) {
         let max = self.controller.max_member_transfer_bytes;
         let mut pending = 0;
-        let mut member_bytes = 0;
-        for i in 0..self.plan.len() {
-            let e = self.plan[i];
+        let mut bytes = 0;
+        let count = {
+            let plan = &self.plans[slot as usize];
+            if write {
+                plan.writes.len()
+            } else {
+                plan.reads.len()
+            }
+        };
+        for i in 0..count {
+            let plan = &self.plans[slot as usize];
+            let e = if write { plan.writes[i] } else { plan.reads[i] };
             let mut at = 0;
             while at < e.len_bytes {
                 let len = (e.len_bytes - at).min(max);
-                let data_ready_ns = if r.write { self.host_data_down(len) } else { 0 };
                 let op = MemberOp {
                     request: slot,
                     drive: e.member,
                     offset_bytes: e.offset_bytes + at,
                     len_bytes: len,
-                    write: r.write,
-                    data_ready_ns,
+                    write,
                     link_start_ns: 0,
                 };
                 let id = match self.free_ops.pop() {
@@ -452,17 +533,16 @@ impl Simulation {
                     }
                 };
                 pending += 1;
-                member_bytes += len;
+                bytes += len;
                 self.submit_to_drive(id);
                 at += len;
             }
         }
-        debug_assert!(pending > 0);
+        debug_assert!(pending > 0, "a phase has at least one member operation");
         let req = &mut self.requests[slot as usize];
         req.pending = pending;
-        req.member_ios = pending;
-        req.member_bytes = member_bytes;
-        req.done_ns = self.now_ns;
+        req.member_ios += pending;
+        req.member_bytes += bytes;
     }
 
     /// Host write data crossing the bus and the controller's write path.
@@ -534,19 +614,37 @@ impl Simulation {
         if let Some(next) = self.drives[op.drive as usize].waiting.pop_front() {
             self.submit_to_drive(next);
         }
-        let done = if op.write {
-            now.max(op.data_ready_ns)
-        } else {
-            self.host_data_up(op.len_bytes, op.link_start_ns.min(now), now)
-        };
         self.free_ops.push(id);
+        let req = &mut self.requests[op.request as usize];
+        let done = if op.write {
+            now.max(req.data_ready_ns)
+        } else if req.carry_per_op {
+            let link_start = op.link_start_ns.min(now);
+            self.host_data_up(op.len_bytes, link_start, now)
+        } else {
+            req.link_start_ns = req.link_start_ns.min(op.link_start_ns);
+            now
+        };
         let req = &mut self.requests[op.request as usize];
         req.done_ns = req.done_ns.max(done);
         req.pending -= 1;
-        if req.pending == 0 {
-            let t = req.done_ns;
-            self.queue.push(t, EventKind::HostComplete, op.request);
+        if req.pending > 0 {
+            return;
         }
+        let slot = op.request;
+        let r = *req;
+        if !r.writing && !self.plans[slot as usize].writes.is_empty() {
+            // All reads of a write are in: parity, then the writes.
+            self.start_writes(slot);
+            return;
+        }
+        let t = if !r.write && !r.carry_per_op {
+            // Degraded reads: the host gets its bytes once the survivors are in.
+            self.host_data_up(r.len_bytes, r.link_start_ns.min(r.done_ns), r.done_ns)
+        } else {
+            r.done_ns
+        };
+        self.queue.push(t, EventKind::HostComplete, slot);
     }
 
     // ----- controller read-ahead --------------------------------------------------
@@ -611,8 +709,7 @@ impl Simulation {
         }
         let waiters = std::mem::take(&mut ra.waiters);
         for slot in waiters {
-            let r = self.requests[slot as usize];
-            let ops = self.member_op_count(r.offset_bytes, r.len_bytes);
+            let ops = self.plan_request(slot);
             let cost =
                 self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
             let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
@@ -657,13 +754,9 @@ impl Simulation {
                 len_bytes: end - start,
                 write: false,
                 issued_ns: self.now_ns,
-                pending: 0,
-                done_ns: 0,
-                hit_ready_ns: 0,
-                member_ios: 0,
-                member_bytes: 0,
+                ..Request::default()
             };
-            let ops = self.member_op_count(start, end - start);
+            let ops = self.plan_request(slot);
             let (_, ready) = self
                 .controller
                 .cpu

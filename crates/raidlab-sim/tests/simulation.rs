@@ -59,6 +59,8 @@ fn hba() -> ControllerSpec {
         read_ahead_bytes: 0,
         read_ahead_segments: 1,
         read_hit_overhead_ns: 0,
+        parity_rate_bytes_per_s: None,
+        read_balance: Default::default(),
     }
 }
 
@@ -67,7 +69,12 @@ fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) -> Sce
         schema: SCHEMA,
         seed: 1,
         array: ArraySpec {
-            level: 0,
+            level: raidlab_sim::scenario::Level::Number(0),
+            layout: None,
+            copies: None,
+            spans: None,
+            failed: vec![],
+            rebuild: None,
             stripe_unit_bytes: 65536,
             drive_count: drives,
             drive,
