@@ -32,6 +32,16 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
     },
+    "ssd-raid5x4-randwrite-4k-qd32": {
+        "array": {
+            "drive": "adata-sp900-128g",
+            "controller": "linux-md",
+            "drives": 4,
+            "stripe_unit": "64K",
+            "level": 5,
+        },
+        "workload": {"rw": "randwrite", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
     "hdd-raid0x4-seqread-64k-qd4": {
         "array": {
             "drive": "hitachi-deskstar-250g",
@@ -46,7 +56,7 @@ CASES: dict[str, dict[str, Any]] = {
 
 def scenario(case: str, ios: int) -> dict[str, Any]:
     spec = CASES[case]
-    array = resolve_array(level=0, **spec["array"])
+    array = resolve_array(**{"level": 0, **spec["array"]})
     workload = build_workload(WorkloadRequest(ios=ios, warmup_ios=0, **spec["workload"]), array)
     return build_scenario(array, workload, 1)
 

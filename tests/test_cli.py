@@ -22,7 +22,7 @@ SSD = ["--drive", "adata-sp900-128g"]
         (["atto", *SSD, "--stripe-unit", "256"], "--stripe-unit"),
         (["atto", *SSD, "--drives", "0"], "--drives"),
         (["atto", *SSD, "--drives", "300"], "--drives"),
-        (["atto", *SSD, "--level", "5"], "--level"),
+        (["atto", *SSD, "--level", "7"], "--level"),
         (["atto", *SSD, "--qd", "0"], "--qd"),
         (["atto", *SSD, "--qd", "70000"], "--qd"),
         (["atto", *SSD, "--qd", "65537"], "--qd"),

@@ -50,7 +50,7 @@ def test_unknown_preset_suggests_the_closest_name() -> None:
 @pytest.mark.parametrize(
     ("values", "field"),
     [
-        ({"level": 5}, "level"),
+        ({"level": 7}, "level"),
         ({"drives": 0}, "drives"),
         ({"drives": 257}, "drives"),
         ({"stripe_unit": 3000}, "stripe_unit"),
@@ -64,9 +64,9 @@ def test_bad_array_values_name_their_field(values: dict, field: str) -> None:
     assert error.value.field == field
 
 
-def test_level_error_says_only_raid0() -> None:
-    with pytest.raises(RaidlabError, match="only RAID 0 is supported in this version"):
-        _array(level=5)
+def test_level_error_lists_the_levels() -> None:
+    with pytest.raises(RaidlabError, match="must be one of 0, 1, 4, 5, 6, 10, 50, 60, concat"):
+        _array(level=7)
 
 
 def test_inline_drive_table_overrides_a_preset() -> None:

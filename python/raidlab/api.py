@@ -46,11 +46,21 @@ def resolve_array(
     stripe_unit: Any = None,
     drive: Any = None,
     controller: Any = None,
+    layout: Any = None,
+    copies: Any = None,
+    spans: Any = None,
+    failed: Any = None,
+    rebuild_rate: Any = None,
     host: Mapping[str, Any] | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The scenario's ``array``: the TOML file ``config`` (if any) with the given
-    arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags)."""
+    arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags).
+
+    RAID levels: ``level`` 0, 1, 4, 5, 6, 10, 50, 60 or ``"concat"``; ``layout``
+    (RAID 5/6/50/60 parity layouts, RAID 10 near/far/offset), ``copies`` (RAID 10),
+    ``spans`` (RAID 50/60), ``failed`` (member indices, ``"1,3"`` or a list) and
+    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
     request = request.overridden(
         {
@@ -59,6 +69,11 @@ def resolve_array(
             "stripe_unit": stripe_unit,
             "drive": drive,
             "controller": controller,
+            "layout": layout,
+            "copies": copies,
+            "spans": spans,
+            "failed": failed,
+            "rebuild_rate": rebuild_rate,
             "host": host,
         },
         dict(labels or {}),
@@ -123,6 +138,11 @@ def atto(
     ios_max: int = IOS_MAX_DEFAULT,
     executor: Executor | None = None,
     progress: bool = True,
+    layout: Any = None,
+    copies: Any = None,
+    spans: Any = None,
+    failed: Any = None,
+    rebuild_rate: Any = None,
 ) -> pd.DataFrame:
     """ATTO Disk Benchmark sweep: write then read passes over a ``length`` test file at
     every queue depth and transfer size.
@@ -140,6 +160,11 @@ def atto(
         stripe_unit=stripe_unit,
         drive=drive,
         controller=controller,
+        layout=layout,
+        copies=copies,
+        spans=spans,
+        failed=failed,
+        rebuild_rate=rebuild_rate,
     )
     return atto_sweep(
         array,
@@ -165,6 +190,7 @@ def run_workload(
     frame.attrs["scenario"] = scenario
     frame.attrs["seed"] = scenario["seed"]
     frame.attrs["sim_time_ns"] = results.get("sim_time_ns")
+    frame.attrs["rebuild"] = results.get("rebuild")
     return frame
 
 
@@ -187,6 +213,11 @@ def run(
     seed: Any = 1,
     explain: bool = False,
     runtime: Any = None,
+    layout: Any = None,
+    copies: Any = None,
+    spans: Any = None,
+    failed: Any = None,
+    rebuild_rate: Any = None,
 ) -> pd.DataFrame:
     """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``.
 
@@ -205,6 +236,11 @@ def run(
         stripe_unit=stripe_unit,
         drive=drive,
         controller=controller,
+        layout=layout,
+        copies=copies,
+        spans=spans,
+        failed=failed,
+        rebuild_rate=rebuild_rate,
     )
     frame = run_workload(
         array,
@@ -223,14 +259,23 @@ def run(
         seed,
     )
     if explain:
-        frame.attrs["explain_text"] = explain_lines(frame.attrs.get("explain"))
+        frame.attrs["explain_text"] = explain_lines(
+            frame.attrs.get("explain"), frame.attrs.get("rebuild")
+        )
     return frame
 
 
-def explain_lines(explain: Mapping[str, Any] | None) -> list[str]:
-    """Human-readable lines of a results ``explain`` dict."""
+def explain_lines(
+    explain: Mapping[str, Any] | None, rebuild: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Human-readable lines of a results ``explain`` dict and its ``rebuild`` object.
+
+    Member I/O per host I/O is printed per direction exactly as the simulator counted
+    it (a RAID 5 small write: 4.000, two reads and two writes); parity bytes per host
+    byte and the rebuild only when the results carry them."""
     if not explain:
-        return ["(the simulator returned no explain data)"]
+        lines = ["(the simulator returned no explain data)"]
+        return lines + rebuild_lines(rebuild)
     lines = [f"bottleneck: {explain.get('bottleneck')}"]
     resources = sorted(
         explain.get("resources", []), key=lambda resource: -float(resource.get("utilisation", 0.0))
@@ -247,30 +292,86 @@ def explain_lines(explain: Mapping[str, Any] | None) -> list[str]:
             f"{float(byte_ratio) if byte_ratio is not None else float('nan'):.3f} "
             f"member bytes per host byte"
         )
+    for op, ratio in (explain.get("parity_bytes_per_host_byte") or {}).items():
+        lines.append(f"{op}: {float(ratio):.3f} parity bytes per host byte")
     if "read_ahead_hits" in explain:
         lines.append(f"read-ahead hits: {explain['read_ahead_hits']}")
-    return lines
+    return lines + rebuild_lines(rebuild)
+
+
+def rebuild_lines(rebuild: Mapping[str, Any] | None) -> list[str]:
+    """The results' ``rebuild`` object as text (nothing when there was no rebuild)."""
+    if not rebuild:
+        return []
+    done = int(rebuild.get("bytes_done", 0))
+    total = int(rebuild.get("member_bytes", 0))
+    share = f" ({100.0 * done / total:.2f} % of {total / 1e9:,.1f} GB)" if total else ""
+    time_ns = rebuild.get("time_ns_projected")
+    finished = bool(rebuild.get("finished"))
+    when = "-" if time_ns is None else _duration(float(time_ns))
+    return [
+        f"rebuild of member {rebuild.get('member')}: {float(rebuild.get('mbps', 0.0)):.1f} MB/s "
+        f"while the workload ran, {done / 1e6:,.1f} MB done{share}",
+        f"rebuild time: {when} ({'measured, finished' if finished else 'projected at that rate'})",
+    ]
+
+
+def _duration(time_ns: float) -> str:
+    seconds = time_ns / 1e9
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.3f} s"
+
+
+def study_names() -> list[str]:
+    """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
+    from raidlab.claims import CLAIM_STUDIES
+    from raidlab.studies import STUDIES
+
+    return [*STUDIES, *CLAIM_STUDIES]
 
 
 def reproduce(
     study: str,
     jobs: int | None = None,
     out: str | Path | None = None,
-    ios_max: int = IOS_MAX_DEFAULT,
+    ios_max: int | None = None,
     seed: Any = 1,
     executor: Executor | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Measured vs simulated for every row of ``study`` (``ssd-raid0-atto``,
-    ``hdd-raid0-atto``). Columns ``study, config, op, qd, block_bytes, measured_mbps,
-    simulated_mbps, error_pct, role``. ``.attrs["summary"]`` is a StudySummary; with
-    ``out`` the figures are written there and listed in ``.attrs["figures"]``."""
-    from raidlab.studies import summarize
+    """Reproduce a study.
 
+    ATTO studies (``ssd-raid0-atto``, ``hdd-raid0-atto``): measured vs simulated for
+    every row, columns ``study, config, op, qd, block_bytes, measured_mbps,
+    simulated_mbps, error_pct, role``; ``.attrs["summary"]`` is a StudySummary; with
+    ``out`` the figures are written there and listed in ``.attrs["figures"]``.
+    ``ios_max`` caps the measured I/Os per point (default 3000).
+
+    Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
+    per claim not covered (``raidlab.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
+    counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
+    how. ``ios_max`` is the measured I/Os of every run (default 20000); ``out`` is
+    unused (no figures)."""
+    from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
+    from raidlab.studies import get_study, summarize
+
+    if study in CLAIM_STUDIES:
+        return reproduce_claims(
+            study,
+            ios=CLAIMS_IOS_DEFAULT if ios_max is None else ios_max,
+            seed=parse_seed(seed),
+            jobs=jobs,
+            executor=executor,
+            progress=progress,
+        )
+    get_study(study)
     frame = reproduce_study(
         study,
         jobs=jobs,
-        ios_max=ios_max,
+        ios_max=IOS_MAX_DEFAULT if ios_max is None else ios_max,
         seed=parse_seed(seed),
         executor=executor,
         progress=progress,
@@ -316,7 +417,9 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
         f"{spec['member_op_overhead_ns'] / 1e3:g} us/member op"
         + (f", +{latency / 1e3:g} us latency" if latency else "")
         + f", port {rate(spec['port_rate_bytes_per_s'])}, bus "
-        f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}"
+        f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}, parity "
+        f"{rate(spec.get('parity_rate_bytes_per_s'))}, RAID 1 reads "
+        f"{spec.get('read_balance', 'round-robin')}"
     )
 
 
@@ -352,9 +455,11 @@ __all__: list[str] = [
     "atto",
     "atto_sweep",
     "explain_lines",
+    "rebuild_lines",
     "presets",
     "reproduce",
     "resolve_array",
     "run",
     "run_workload",
+    "study_names",
 ]

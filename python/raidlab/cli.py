@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,10 +29,11 @@ try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itse
 except ImportError:  # pragma: no cover
     from click.exceptions import UsageError
 from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
+from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 from raidlab.config import parse_int
 from raidlab.errors import RaidlabError
 from raidlab.executor import JOBS_MAX
-from raidlab.studies import STUDIES, StudySummary, get_study, summary_dict
+from raidlab.studies import StudySummary, get_study, summary_dict
 from raidlab.units import format_size
 from raidlab.workloads import WorkloadRequest
 
@@ -52,6 +54,11 @@ ARRAY_FLAGS = {
     "stripe_unit": "--stripe-unit",
     "drive": "--drive",
     "controller": "--controller",
+    "layout": "--layout",
+    "copies": "--copies",
+    "spans": "--spans",
+    "failed": "--failed",
+    "rebuild_rate": "--rebuild-rate",
 }
 ATTO_FLAGS = {
     "qd": "--qd",
@@ -97,6 +104,17 @@ def _jobs(value: str | None) -> int | None:
     return None if value is None else parse_int(value, "--jobs", 1, JOBS_MAX)
 
 
+@dataclass(frozen=True)
+class LevelOptions:
+    """The RAID-level flags shared by atto and run, as text."""
+
+    layout: str | None = None
+    copies: str | None = None
+    spans: str | None = None
+    failed: str | None = None
+    rebuild_rate: str | None = None
+
+
 def _array(
     config: Path | None,
     level: str | None,
@@ -104,7 +122,9 @@ def _array(
     stripe_unit: str | None,
     drive: str | None,
     controller: str | None,
+    options: LevelOptions | None = None,
 ) -> dict[str, Any]:
+    options = options or LevelOptions()
     if config is None and drive is None:
         raise RaidlabError(
             "--drive", "give a drive preset (see `raidlab presets`) or --config FILE.toml"
@@ -116,6 +136,11 @@ def _array(
         stripe_unit=stripe_unit,
         drive=drive,
         controller=controller,
+        layout=options.layout,
+        copies=options.copies,
+        spans=options.spans,
+        failed=options.failed,
+        rebuild_rate=options.rebuild_rate,
         labels=ARRAY_FLAGS,
     )
 
@@ -135,7 +160,34 @@ ControllerOption = Annotated[
     str | None, typer.Option("--controller", help="Controller preset (default: hba).")
 ]
 LevelOption = Annotated[
-    str | None, typer.Option("--level", help="RAID level (0 only in this version).")
+    str | None,
+    typer.Option("--level", help="RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat (default 0)."),
+]
+LayoutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--layout",
+        help="RAID 5/6/50/60: left-symmetric (default), left-asymmetric, right-symmetric, "
+        "right-asymmetric; RAID 10: near (default), far, offset.",
+    ),
+]
+CopiesOption = Annotated[
+    str | None,
+    typer.Option("--copies", help="RAID 10: copies of each chunk, 2..drives (default 2)."),
+]
+SpansOption = Annotated[
+    str | None,
+    typer.Option("--spans", help="RAID 50/60: RAID 5/6 sub-arrays striped together (default 2)."),
+]
+FailedOption = Annotated[
+    str | None, typer.Option("--failed", help="Failed member indices, e.g. 1,3 (degraded run).")
+]
+RebuildRateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rebuild-rate",
+        help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M.",
+    ),
 ]
 DrivesOption = Annotated[
     str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
@@ -180,6 +232,11 @@ def atto(
     level: LevelOption = None,
     drives: DrivesOption = None,
     stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
     qd: Annotated[str, _opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
     sizes: Annotated[
         str, _opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
@@ -205,7 +262,15 @@ def atto(
             from raidlab.plots import check_figure_path
 
             check_figure_path(plot, "--plot")
-        array = _array(config, level, drives, stripe_unit, drive, controller)
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
         frame = api.atto_sweep(
             array,
             qd=qd,
@@ -262,6 +327,10 @@ def atto(
       --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 \\
       --numjobs 4 --explain
   raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --format json
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --rw randwrite --bs 4K --iodepth 16 --explain
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --failed 1 --rebuild-rate 200M --explain
 """
 )
 def run(
@@ -271,6 +340,11 @@ def run(
     level: LevelOption = None,
     drives: DrivesOption = None,
     stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
     rw: Annotated[
         str, _opt("--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")
     ] = "randread",
@@ -292,7 +366,15 @@ def run(
     """A fio-style run: IOPS, MB/s and latency per direction."""
     with _user_errors():
         output_format = _format(output_format)
-        array = _array(config, level, drives, stripe_unit, drive, controller)
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
         frame = api.run_workload(
             array,
             WorkloadRequest(
@@ -318,13 +400,23 @@ def run(
                     "records": _records(frame),
                     "seed": frame.attrs["seed"],
                     "explain": frame.attrs["explain"],
+                    **(
+                        {"rebuild": frame.attrs["rebuild"]}
+                        if frame.attrs.get("rebuild") is not None
+                        else {}
+                    ),
                     "scenario": frame.attrs["scenario"],
                 }
             )
         else:
             _print_table(_run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
         if explain and output_format != "json":
-            _print_explain(frame.attrs["explain"], "explain", to_stderr=output_format == "csv")
+            _print_explain(
+                frame.attrs["explain"],
+                "explain",
+                to_stderr=output_format == "csv",
+                rebuild=frame.attrs.get("rebuild"),
+            )
 
 
 @app.command(
@@ -361,35 +453,59 @@ def presets(output_format: FormatOption = "table") -> None:
   raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
   raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
   raidlab reproduce hdd-raid0-atto --format json > hdd.json
+  raidlab reproduce ssd-raid-tuning            # claims: PASS/FAIL per claim
+  raidlab reproduce ssd-raid-tuning --strict   # exit 1 if any claim fails
 """
 )
 def reproduce(
-    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(STUDIES)}.")],
+    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(api.study_names())}.")],
     output_format: Annotated[
         str,
         _opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
     ] = "table",
-    out: Annotated[Path | None, _opt("--out", "Figure directory (default out/<study>/).")] = None,
+    out: Annotated[
+        Path | None, _opt("--out", "Figure directory (default out/<study>/; ATTO studies).")
+    ] = None,
     jobs: JobsOption = None,
-    ios_max: Annotated[str, _opt("--ios-max", "At most this many measured I/Os per point.")] = str(
-        IOS_MAX_DEFAULT
-    ),
+    ios_max: Annotated[
+        str | None,
+        _opt(
+            "--ios-max",
+            f"Measured I/Os: at most this many per ATTO point (default {IOS_MAX_DEFAULT}); "
+            f"exactly this many per claim run (default {CLAIMS_IOS_DEFAULT}).",
+        ),
+    ] = None,
     seed: SeedOption = "1",
+    strict: Annotated[
+        bool, _opt("--strict", "Claim studies: exit with status 1 if any claim fails.")
+    ] = False,
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
-    row, and the naive 'N x one drive' model for comparison."""
+    row, and the naive 'N x one drive' model for comparison. Claim studies check each
+    claim of the article with a tolerance and say which claims are not covered, and why."""
     with _user_errors():
         output_format = _format(output_format)
-        get_study(study, "STUDY")
+        if study not in CLAIM_STUDIES:
+            get_study(study, "STUDY")
+            if strict:
+                raise RaidlabError(
+                    "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
+                )
+        ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
         out_dir = out if out is not None else Path("out") / study
         frame = api.reproduce(
             study,
             jobs=_jobs(jobs),
-            out=out_dir,
-            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            out=out_dir if study not in CLAIM_STUDIES else None,
+            ios_max=ios,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
         )
+        if study in CLAIM_STUDIES:
+            _report_claims(frame, output_format)
+            if strict and frame.attrs["summary"]["claims_failed"]:
+                raise typer.Exit(1)
+            return
         summary: StudySummary = frame.attrs["summary"]
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
@@ -410,6 +526,81 @@ def reproduce(
         else:
             _print_table(_study_table_rows(frame), title=f"{study}: measured vs simulated")
             _print_summary(frame, summary, _stdout)
+
+
+def _report_claims(frame: pd.DataFrame, output_format: str) -> None:
+    """A claim study as a table (checks, then claims not covered), CSV (every row;
+    method and summary on stderr) or JSON."""
+    if output_format == "json":
+        _print_json(
+            {
+                "study": frame.attrs["study"],
+                "title": frame.attrs["title"],
+                "method": frame.attrs["method"],
+                "seed": frame.attrs["seed"],
+                "ios": frame.attrs["ios"],
+                "records": _records(frame),
+                "coverage": frame.attrs["coverage"],
+                "summary": frame.attrs["summary"],
+            }
+        )
+        return
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        _print_claims_summary(frame, _stderr)
+        return
+    checks = frame[frame["result"] != "not covered"]
+    table = Table(title=f"{frame.attrs['study']}: claimed vs simulated")
+    for column in ("claim", "variant", "claim (config; metric; condition)", "claimed"):
+        table.add_column(column, justify="right" if column == "claimed" else "left")
+    for column in ("simulated", "tolerance", "result"):
+        table.add_column(column, justify="right" if column == "simulated" else "left")
+    for row in checks.itertuples():
+        table.add_row(
+            row.claim_id,
+            row.variant,
+            f"{row.config}; {row.metric}; {row.condition}",
+            f"{_claim_number(row.claimed)} {row.unit}",
+            f"{_claim_number(row.simulated)} {row.unit}",
+            row.tolerance,
+            row.result,
+        )
+    _stdout.print(table)
+    uncovered = frame[frame["result"] == "not covered"]
+    table = Table(title="claims not covered")
+    for column in ("claim", "claim (config; metric)", "why"):
+        table.add_column(column)
+    for row in uncovered.itertuples():
+        table.add_row(row.claim_id, f"{row.config}; {row.metric}", row.how)
+    _stdout.print(table)
+    _print_claims_summary(frame, _stdout)
+
+
+def _claim_number(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if abs(value) < 1 else f"{value:,.2f}"
+
+
+def _print_claims_summary(frame: pd.DataFrame, console: Console) -> None:
+    summary = frame.attrs["summary"]
+    lines = [
+        f"study: {frame.attrs['title']}",
+        *(f"method: {line}" for line in frame.attrs["method"]),
+        f"measured I/Os per run: {frame.attrs['ios']}, seed {frame.attrs['seed']}",
+        f"claims: {summary['claims']}; covered {summary['covered']} "
+        f"({summary['checks_passed']} of {summary['checks']} checks pass); "
+        f"not covered {summary['not_covered']}",
+        f"claims passing: {', '.join(summary['claims_passed']) or '-'}; "
+        f"failing: {', '.join(summary['claims_failed']) or '-'}",
+    ]
+    for row in frame[frame["result"] != "not covered"].drop_duplicates("how").itertuples():
+        name = f"{row.claim_id} {row.variant}".strip()
+        lines.append(f"how {name}: {row.how} ({row.role})")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
 
 
 # --- output ----------------------------------------------------------------------------
@@ -506,10 +697,15 @@ def _atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None
     )
 
 
-def _print_explain(explain: Mapping[str, Any] | None, title: str, to_stderr: bool) -> None:
+def _print_explain(
+    explain: Mapping[str, Any] | None,
+    title: str,
+    to_stderr: bool,
+    rebuild: Mapping[str, Any] | None = None,
+) -> None:
     console = _stderr if to_stderr else _stdout
     console.print(f"[bold]{title}[/bold]", highlight=False)
-    for line in api.explain_lines(explain):
+    for line in api.explain_lines(explain, rebuild):
         console.print(line, highlight=False, markup=False)
 
 

@@ -6,8 +6,13 @@ plain data (the ``array`` object of docs/scenario.md) leaves this module.
 Array TOML file (see docs/config.md and examples/ssd-raid0.toml)::
 
     [array]
-    level = 0                       # RAID level; only 0 in this version
-    drives = 3                      # member count, 1..=256
+    level = 5                       # 0, 1, 4, 5, 6, 10, 50, 60 or "concat"
+    drives = 4                      # member count, 1..=256 (each level has a minimum)
+    layout = "left-symmetric"       # RAID 5/6/50/60 parity layout, RAID 10 near/far/offset
+    copies = 2                      # RAID 10 only: copies of each chunk, 2..=drives
+    spans = 2                       # RAID 50/60 only: sub-arrays striped together
+    failed = [1]                    # failed member indices (or "1,3")
+    rebuild_rate = "50M"            # rebuild the lowest failed member at this many B/s
     stripe_unit = "16K"             # power of two, 512 B ..= 1 GiB
     drive = "adata-sp900-128g"      # a drive preset name, or a table (below)
     controller = "intel-h97-rst"    # a controller preset name, or a table
@@ -39,7 +44,27 @@ from raidlab.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
 from raidlab.units import format_size, parse_size
 
 SCHEMA = 1
-SUPPORTED_LEVELS = (0,)
+# RAID levels of docs/scenario.md; "concat" is md's linear (no striping).
+LEVELS: tuple[int | str, ...] = (0, 1, 4, 5, 6, 10, 50, 60, "concat")
+PARITY_LEVELS = (4, 5, 6, 50, 60)
+MIRROR_LEVELS = (1, 10)
+PARITY_LAYOUTS = ("left-symmetric", "left-asymmetric", "right-symmetric", "right-asymmetric")
+RAID10_LAYOUTS = ("near", "far", "offset")
+# Levels that have a layout, with the allowed values; the first is the default (md's).
+LAYOUTS: dict[int | str, tuple[str, ...]] = {
+    5: PARITY_LAYOUTS,
+    6: PARITY_LAYOUTS,
+    50: PARITY_LAYOUTS,
+    60: PARITY_LAYOUTS,
+    10: RAID10_LAYOUTS,
+}
+# md's minimum member counts (mdadm refuses fewer). RAID 50/60: per span, see SPAN_LEVELS.
+DRIVES_MIN: dict[int | str, int] = {0: 1, "concat": 1, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
+# RAID 50/60: the RAID level of each span and the drives one span needs at least.
+SPAN_LEVELS: dict[int | str, tuple[int, int]] = {50: (5, 3), 60: (6, 4)}
+SPANS_DEFAULT = 2
+COPIES_DEFAULT = 2
+READ_BALANCES = ("round-robin", "least-outstanding")
 DRIVE_COUNT_MAX = 256
 STRIPE_UNIT_BYTES_MIN = 512
 STRIPE_UNIT_BYTES_MAX = 1 << 30
@@ -47,7 +72,7 @@ UNLIMITED = "unlimited"
 
 # Field kinds of drive and controller specs: how a value is parsed and its bounds.
 # (kind, minimum, maximum); None = no bound. Bounds are sanity limits, not physics.
-_Bound = tuple[str, float | None, float | None]
+_Bound = tuple[str, Any, Any]  # ("choice", allowed values, None) for enumerations
 _NS_MAX = 10**12  # 1000 s: no single firmware or mechanical time is that long
 _RATE_MAX = 1e12  # 1 TB/s: far above any bus of this era
 _BYTES_MAX = 1 << 50  # 1 PiB
@@ -101,6 +126,19 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
     "read_ahead_bytes": ("bytes", 0, 1 << 30),
     "read_ahead_segments": ("count", 1, 64),  # the simulator accepts 1..=64
     "read_hit_overhead_ns": ("ns", 0, _NS_MAX),
+    "parity_rate_bytes_per_s": ("rate_or_unlimited", 1e3, _RATE_MAX),
+    "read_balance": ("choice", READ_BALANCES, None),
+}
+# Controller fields a table may leave out, with the native side's defaults.
+CONTROLLER_DEFAULTS: dict[str, Any] = {
+    "parity_rate_bytes_per_s": UNLIMITED,
+    "read_balance": "round-robin",
+}
+# Controller keys only some levels use. They are left out of other levels' scenarios, so
+# a RAID 0 scenario is exactly what it was before RAID levels were added.
+CONTROLLER_LEVEL_KEYS: dict[str, tuple[int | str, ...]] = {
+    "parity_rate_bytes_per_s": PARITY_LEVELS,
+    "read_balance": MIRROR_LEVELS,
 }
 HOST_FIELDS: dict[str, _Bound] = {"request_overhead_ns": ("ns", 0, _NS_MAX)}
 
@@ -109,11 +147,22 @@ DRIVE_EXTRA_KEYS = ("description", "preset")
 CONTROLLER_EXTRA_KEYS = ("description", "kind", "preset", "name", "added_latency_ns")
 CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
-ARRAY_KEYS = ("level", "drives", "stripe_unit", "drive", "controller")
+ARRAY_KEYS = (
+    "level",
+    "drives",
+    "stripe_unit",
+    "drive",
+    "controller",
+    "layout",
+    "copies",
+    "spans",
+    "failed",
+    "rebuild_rate",
+)
 FILE_TABLES = ("array", "host")
 
 # The canonical keys of an ArrayRequest and how the Python API names them in errors.
-REQUEST_KEYS = ("level", "drives", "stripe_unit", "drive", "controller", "host")
+REQUEST_KEYS = (*ARRAY_KEYS, "host")
 
 
 @dataclass(frozen=True)
@@ -127,6 +176,11 @@ class ArrayRequest:
     stripe_unit: Any = "64K"
     drive: Any = None
     controller: Any = DEFAULT_CONTROLLER
+    layout: Any = None
+    copies: Any = None
+    spans: Any = None
+    failed: Any = None
+    rebuild_rate: Any = None
     host: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -151,6 +205,10 @@ class ArrayRequest:
 
 def _parse_field(value: Any, bound: _Bound, label: str) -> Any:
     kind, low, high = bound
+    if kind == "choice":
+        if value not in low:
+            raise RaidlabError(label, f"must be one of {', '.join(low)}, got {value!r}")
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise RaidlabError(label, f"expected true or false, got {value!r}")
@@ -300,6 +358,7 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
             table = {**preset("controller", table["preset"], f"{label}.preset"), **table}
     else:
         raise RaidlabError(label, f"expected a preset name or a table, got {value!r}")
+    table = {**CONTROLLER_DEFAULTS, **table}
     spec = _parse_spec(
         table,
         {**CONTROLLER_FIELDS, "added_latency_ns": ("ns", 0, _NS_MAX)}
@@ -343,21 +402,205 @@ def parse_int(value: Any, label: str, low: int, high: int, what: str = "") -> in
     return value
 
 
-def build_array(request: ArrayRequest) -> dict[str, Any]:
-    """Validate ``request`` and return the scenario's ``array`` object."""
-    level = request.level
-    if isinstance(level, str) and level.strip().isdigit():
-        level = int(level)
-    if level not in SUPPORTED_LEVELS or isinstance(level, bool):
-        raise RaidlabError(
-            request.label("level"),
-            f"only RAID 0 is supported in this version, got {request.level!r}",
-        )
-    drive_count = parse_int(request.drives, request.label("drives"), -(2**63), 2**63)
+def parse_level(value: Any, label: str) -> int | str:
+    """A RAID level of LEVELS: an integer (or its digits) or ``"concat"``."""
+    level = value
+    if isinstance(level, str):
+        text = level.strip().lower()
+        level = int(text) if text.isdigit() else text
+    if isinstance(level, bool) or level not in LEVELS:
+        allowed = ", ".join(str(item) for item in LEVELS)
+        raise RaidlabError(label, f"must be one of {allowed}, got {value!r}")
+    return level
+
+
+def level_name(level: int | str) -> str:
+    """``RAID 5``, ``concat``: how messages name a level."""
+    return "concat" if level == "concat" else f"RAID {level}"
+
+
+def parse_failed(value: Any, label: str) -> list[int]:
+    """Failed member indices from ``"1,3"``, ``3`` or a list, in the order given."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items: list[Any] = [item.strip() for item in value.split(",")] if value.strip() else []
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = [value]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise RaidlabError(label, f"expected member indices like 1,3, got {value!r}")
+    indices = [
+        parse_int(item, label, 0, DRIVE_COUNT_MAX - 1, "member index must be") for item in items
+    ]
+    for index in indices:
+        if indices.count(index) > 1:
+            raise RaidlabError(label, f"member {index} is listed twice")
+    return indices
+
+
+def parse_rebuild_rate(value: Any, label: str) -> int:
+    """Rebuild rate in bytes per second: ``50M`` (powers of 1024, like fio's ``rate``)
+    or a number; at least 1 KiB/s."""
+    rate = parse_size(value, label)
+    if not 1024 <= rate <= _RATE_MAX:
+        raise RaidlabError(label, f"must be 1K..=1T bytes per second, got {value!r}")
+    return rate
+
+
+def failures_tolerated(level: int | str, drive_count: int, copies: int, spans: int) -> int:
+    """How many failed members the front end accepts in the whole array. RAID 10:
+    copies - 1, a safe bound (the native side checks exact survivability); RAID 50/60
+    are also checked per span (``span_failures_tolerated``)."""
+    if level in (0, "concat"):
+        return 0
+    if level == 1:
+        return drive_count - 1
+    if level in (4, 5):
+        return 1
+    if level == 6:
+        return 2
+    if level == 10:
+        return copies - 1
+    return spans * span_failures_tolerated(level)
+
+
+def span_failures_tolerated(level: int | str) -> int:
+    """Failed members one span of RAID 50 (1) or RAID 60 (2) survives."""
+    return {50: 1, 60: 2}[level]
+
+
+def _check_drive_count(
+    request: ArrayRequest, level: int | str, drive_count: int, spans: int
+) -> None:
+    label = request.label("drives")
     if not 1 <= drive_count <= DRIVE_COUNT_MAX:
+        raise RaidlabError(label, f"must be 1..={DRIVE_COUNT_MAX}, got {drive_count}")
+    if level in SPAN_LEVELS:
+        span_level, per_span_min = SPAN_LEVELS[level]
+        if drive_count % spans:
+            raise RaidlabError(
+                label,
+                f"{level_name(level)} with {spans} spans needs a multiple of {spans} drives, "
+                f"got {drive_count}",
+            )
+        if drive_count // spans < per_span_min:
+            raise RaidlabError(
+                label,
+                f"{level_name(level)} needs >= {per_span_min} drives per span "
+                f"(RAID {span_level} minimum): >= {per_span_min * spans} drives for "
+                f"{spans} spans, got {drive_count}",
+            )
+    elif drive_count < DRIVES_MIN[level]:
         raise RaidlabError(
-            request.label("drives"), f"RAID 0 needs 1..={DRIVE_COUNT_MAX} drives, got {drive_count}"
+            label,
+            f"{level_name(level)} needs {DRIVES_MIN[level]}..={DRIVE_COUNT_MAX} drives, "
+            f"got {drive_count}",
         )
+
+
+def _level_options(request: ArrayRequest, level: int | str) -> tuple[str | None, int, int]:
+    """Layout (None for levels without one), copies and spans, each checked to belong
+    to the level."""
+    layout = None
+    if request.layout is not None:
+        if level not in LAYOUTS:
+            raise RaidlabError(
+                request.label("layout"),
+                f"{level_name(level)} has no layout; only RAID 5, 6, 50, 60 "
+                f"({', '.join(PARITY_LAYOUTS)}) and RAID 10 ({', '.join(RAID10_LAYOUTS)})",
+            )
+        if request.layout not in LAYOUTS[level]:
+            raise RaidlabError(
+                request.label("layout"),
+                f"{level_name(level)} layouts: {', '.join(LAYOUTS[level])}, got {request.layout!r}",
+            )
+        layout = str(request.layout)
+    elif level in LAYOUTS:
+        layout = LAYOUTS[level][0]
+    copies = COPIES_DEFAULT
+    if request.copies is not None:
+        if level != 10:
+            raise RaidlabError(
+                request.label("copies"),
+                f"only RAID 10 takes copies (RAID 1 mirrors every drive), got {level_name(level)}",
+            )
+        copies = parse_int(request.copies, request.label("copies"), 2, DRIVE_COUNT_MAX)
+    spans = SPANS_DEFAULT if level in SPAN_LEVELS else 1
+    if request.spans is not None:
+        if level not in SPAN_LEVELS:
+            raise RaidlabError(
+                request.label("spans"), f"only RAID 50 and 60 take spans, got {level_name(level)}"
+            )
+        spans = parse_int(request.spans, request.label("spans"), 2, DRIVE_COUNT_MAX // 3)
+    return layout, copies, spans
+
+
+def _check_failed(
+    request: ArrayRequest,
+    level: int | str,
+    drive_count: int,
+    copies: int,
+    spans: int,
+    failed: list[int],
+) -> None:
+    label = request.label("failed")
+    for index in failed:
+        if index >= drive_count:
+            raise RaidlabError(
+                label,
+                f"member indices are 0..={drive_count - 1} for {drive_count} drives, got {index}",
+            )
+    tolerated = failures_tolerated(level, drive_count, copies, spans)
+    if len(failed) > tolerated:
+        why = " (copies - 1, a safe bound)" if level == 10 else ""
+        raise RaidlabError(
+            label,
+            f"{level_name(level)} of {drive_count} drives tolerates at most {tolerated} "
+            f"failed members{why}, got {len(failed)}",
+        )
+    if level in SPAN_LEVELS:
+        per_span = drive_count // spans
+        for span in range(spans):
+            in_span = [index for index in failed if index // per_span == span]
+            if len(in_span) > span_failures_tolerated(level):
+                raise RaidlabError(
+                    label,
+                    f"{level_name(level)} tolerates {span_failures_tolerated(level)} failed "
+                    f"members per span; span {span} (members {span * per_span}.."
+                    f"{(span + 1) * per_span - 1}) has {len(in_span)}",
+                )
+
+
+def build_array(request: ArrayRequest) -> dict[str, Any]:
+    """Validate ``request`` and return the scenario's ``array`` object.
+
+    Optional keys appear only where the level uses them: ``layout`` (RAID 5/6/50/60/10),
+    ``copies`` (RAID 10), ``spans`` (RAID 50/60), ``failed`` and ``rebuild`` when given,
+    and the controller's ``parity_rate_bytes_per_s`` (parity levels) and
+    ``read_balance`` (RAID 1/10). A RAID 0 scenario is therefore unchanged from
+    before RAID levels existed."""
+    level = parse_level(request.level, request.label("level"))
+    drive_count = parse_int(request.drives, request.label("drives"), -(2**63), 2**63)
+    layout, copies, spans = _level_options(request, level)
+    _check_drive_count(request, level, drive_count, spans)
+    if level == 10 and copies > drive_count:
+        raise RaidlabError(
+            request.label("copies"), f"must be 2..={drive_count} (the drive count), got {copies}"
+        )
+    failed = parse_failed(request.failed, request.label("failed"))
+    _check_failed(request, level, drive_count, copies, spans, failed)
+    rebuild = None
+    if request.rebuild_rate is not None:
+        rate = parse_rebuild_rate(request.rebuild_rate, request.label("rebuild_rate"))
+        if not failed:
+            raise RaidlabError(
+                request.label("rebuild_rate"),
+                f"rebuilds the lowest-index failed member; give failed members "
+                f"({request.label('failed')})",
+            )
+        rebuild = {"member": min(failed), "rate_bytes_per_s": rate}
     stripe_unit_bytes = parse_stripe_unit(request.stripe_unit, request.label("stripe_unit"))
     drive = resolve_drive(request.drive, request.label("drive"))
     controller = resolve_controller(request.controller, request.label("controller"))
@@ -367,14 +610,32 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
     host["request_overhead_ns"] += controller.added_latency_ns
     if stripe_unit_bytes > drive["capacity_bytes"]:
         raise RaidlabError(request.label("stripe_unit"), "larger than one drive's capacity")
-    return {
-        "level": level,
-        "stripe_unit_bytes": stripe_unit_bytes,
-        "drive_count": drive_count,
-        "drive": drive,
-        "controller": controller.spec,
-        "host": host,
+    controller_spec = {
+        key: value
+        for key, value in controller.spec.items()
+        if key not in CONTROLLER_LEVEL_KEYS or level in CONTROLLER_LEVEL_KEYS[key]
     }
+    array: dict[str, Any] = {"level": level}
+    if layout is not None:
+        array["layout"] = layout
+    if level == 10:
+        array["copies"] = copies
+    if level in SPAN_LEVELS:
+        array["spans"] = spans
+    if failed:
+        array["failed"] = sorted(failed)
+    if rebuild is not None:
+        array["rebuild"] = rebuild
+    array.update(
+        {
+            "stripe_unit_bytes": stripe_unit_bytes,
+            "drive_count": drive_count,
+            "drive": drive,
+            "controller": controller_spec,
+            "host": host,
+        }
+    )
+    return array
 
 
 def parse_stripe_unit(value: Any, label: str) -> int:
@@ -390,8 +651,15 @@ def parse_stripe_unit(value: Any, label: str) -> int:
 
 
 def array_capacity_bytes(array: Mapping[str, Any]) -> int:
-    """Usable bytes of a RAID 0 array: whole stripe units on every member."""
-    assert array["level"] == 0, "capacity is only defined for RAID 0 in schema 1"
+    """Usable bytes of an array, from the native layout code (the one authority on md's
+    layouts: RAID 10 far/offset and RAID 50/60 round in ways simple formulas miss)."""
+    from raidlab.native import array_info
+
+    return int(array_info(array)["capacity_bytes"])
+
+
+def raw_capacity_bytes(array: Mapping[str, Any]) -> int:
+    """Whole stripe units on every member together (what RAID 0 would offer)."""
     unit = array["stripe_unit_bytes"]
     return array["drive_count"] * (array["drive"]["capacity_bytes"] // unit) * unit
 

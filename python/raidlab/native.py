@@ -38,3 +38,17 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         raise RaidlabError("scenario", f"rejected by the simulator: {error}") from None
     results: dict[str, Any] = json.loads(results_json)
     return results
+
+
+def array_info(array: dict[str, Any] | Any) -> dict[str, Any]:
+    """Geometry of a scenario ``array``: ``capacity_bytes``, ``member_used_bytes``,
+    ``tolerated_failures``, ``data_members_per_stripe`` (``raidlab._native.array_info``)."""
+    try:
+        from raidlab import _native
+    except ImportError as error:
+        raise RaidlabError("simulator", NATIVE_MISSING) from error
+    try:
+        info: dict[str, Any] = json.loads(_native.array_info(json.dumps(dict(array))))
+    except ValueError as error:
+        raise RaidlabError("array", f"refused by the layout: {error}") from None
+    return info

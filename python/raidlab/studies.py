@@ -229,8 +229,11 @@ STUDIES: dict[str, Study] = {
 
 
 def get_study(name: str, label: str = "study") -> Study:
+    """The ATTO study ``name``; an unknown name suggests any study, claims included."""
     if name not in STUDIES:
-        raise RaidlabError(label, unknown_name_message("study", name, list(STUDIES)))
+        from raidlab.claims import CLAIM_STUDIES
+
+        raise RaidlabError(label, unknown_name_message("study", name, [*STUDIES, *CLAIM_STUDIES]))
     return STUDIES[name]
 
 

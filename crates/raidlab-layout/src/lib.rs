@@ -6,10 +6,33 @@
 //! engine would do.
 //!
 //! ```text
+//!  spec ──► Geometry::new ──► Geometry ──► locate / copies_of / parity_of   (mapping)
+//!                                     └──► plan(Request, FailedSet, chooser) ──► Plan
+//!                                            reads ─► parity per stripe ─► writes
+//!  parity: xor, P+Q over GF(2^8), reconstruct one (RAID 5) or two (RAID 6) blocks
+//!
 //!  logical:  | c0 | c1 | c2 | c3 | c4 | c5 | ...      (chunks of stripe_unit_bytes)
-//!  RAID 0:     m0   m1   m2   m0   m1   m2           (3 members)
-//!  member 0: | c0 | c3 | c6 | ...
+//!  RAID 5, left-symmetric, 4 members (md's default):
+//!  member:      0    1    2    3
+//!  stripe 0:   c0   c1   c2   P
+//!  stripe 1:   c4   c5   P    c3
 //! ```
+//!
+//! Layouts follow Linux md (drivers/md/raid5.c `raid5_compute_sector`, raid10.c
+//! `__raid10_find_phys`), and so do the planner's read-modify-write / reconstruct-write
+//! choices (raid5.c `handle_stripe_dirtying`).
+//!
+//! ```
+//! use raidlab_layout::{ArraySpec, FailedSet, Geometry, Level, Plan, Request, RoundRobin};
+//! let raid5 = Geometry::new(&ArraySpec::new(Level::Raid5, 5, 65536, 1 << 30)).unwrap();
+//! let mut plan = Plan::new();
+//! let small_write = Request { offset_bytes: 8192, len_bytes: 4096, write: true };
+//! raid5.plan(small_write, &FailedSet::new(), &mut RoundRobin::new(), &mut plan).unwrap();
+//! // Read-modify-write: read old data and old parity, write both.
+//! assert_eq!((plan.reads.len(), plan.writes.len()), (2, 2));
+//! ```
+//!
+//! The older RAID 0-only API ([`Raid0`]) remains:
 //!
 //! ```
 //! use raidlab_layout::{Raid0, MemberExtent};
@@ -21,8 +44,21 @@
 //! assert_eq!(plan.iter().map(|e| e.len_bytes).sum::<u64>(), 64 * 1024);
 //! ```
 
+mod geometry;
+mod member_set;
+pub mod parity;
+mod planner;
 mod raid0;
+mod raid10;
+mod raid5;
 
+pub use geometry::{
+    ArraySpec, Geometry, Layout, Level, Location, StripeAddress, StripeId, StripeParity,
+};
+pub use member_set::{FailedSet, MemberSet};
+pub use planner::{
+    CopyChooser, LeastOutstanding, Plan, PlanError, Request, RoundRobin, StripeKind, StripePlan,
+};
 pub use raid0::Raid0;
 
 /// Smallest addressable unit: every offset and length the layouts accept is a multiple.

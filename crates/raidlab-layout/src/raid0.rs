@@ -48,6 +48,16 @@ impl Raid0 {
         })
     }
 
+    /// A geometry already validated elsewhere (by `Geometry::new`).
+    pub(crate) fn from_parts(members: u32, stripe_unit_bytes: u64, chunks_per_member: u64) -> Self {
+        debug_assert!(members > 0 && stripe_unit_bytes.is_power_of_two() && chunks_per_member > 0);
+        Self {
+            members,
+            stripe_unit_bytes,
+            chunks_per_member,
+        }
+    }
+
     /// Number of members.
     pub fn members(&self) -> u32 {
         self.members

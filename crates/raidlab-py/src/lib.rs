@@ -14,6 +14,25 @@ fn simulate(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Geometry of an array (the scenario's `array` object as JSON): usable capacity, the
+/// member bytes in use, failures tolerated in every case, data members per stripe.
+/// The front end asks here rather than re-deriving md's layout arithmetic.
+#[pyfunction]
+fn array_info(array_json: &str) -> PyResult<String> {
+    let array: raidlab_sim::scenario::ArraySpec = serde_json::from_str(array_json)
+        .map_err(|e| PyValueError::new_err(format!("array: {e}")))?;
+    let g = array
+        .geometry()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(serde_json::json!({
+        "capacity_bytes": g.capacity_bytes(),
+        "member_used_bytes": g.member_used_bytes(),
+        "tolerated_failures": g.tolerated_failures(),
+        "data_members_per_stripe": g.data_members_per_stripe(),
+    })
+    .to_string())
+}
+
 /// Schema version of scenarios and results this build reads and writes.
 #[pyfunction]
 fn schema() -> u32 {
@@ -24,6 +43,7 @@ fn schema() -> u32 {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(array_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

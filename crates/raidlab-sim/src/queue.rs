@@ -17,6 +17,8 @@ pub enum EventKind {
     ReadHit,
     /// A request's parity is computed: its member writes go out.
     WritePhase,
+    /// The rebuild stream may send its next unit.
+    RebuildNext,
 }
 
 /// One scheduled event, 24 bytes.

@@ -56,6 +56,12 @@ impl Server {
         }
     }
 
+    /// Count `service_ns` of work toward utilisation without queueing it.
+    #[inline]
+    pub fn account(&mut self, service_ns: u64) {
+        self.busy_ns += service_ns;
+    }
+
     /// Account work done outside `reserve` (a mechanism that schedules itself).
     #[inline]
     pub fn occupy(&mut self, start_ns: u64, end_ns: u64) {

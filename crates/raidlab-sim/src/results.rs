@@ -18,6 +18,26 @@ pub struct Results {
     pub ops: BTreeMap<String, OpStats>,
     /// Why the figures are what they are.
     pub explain: Explain,
+    /// The background rebuild, when the scenario asked for one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rebuild: Option<RebuildReport>,
+}
+
+/// How far a background rebuild got while competing with the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RebuildReport {
+    /// The member being rebuilt.
+    pub member: u32,
+    /// Member bytes rebuilt during the measured interval.
+    pub bytes_done: u64,
+    /// Member bytes to rebuild in all.
+    pub member_bytes: u64,
+    /// Rebuild rate achieved, 10^6 bytes per second.
+    pub mbps: f64,
+    /// Whether the whole member was rebuilt within the run.
+    pub finished: bool,
+    /// Time the whole rebuild took (finished) or would take at the achieved rate.
+    pub time_ns_projected: u64,
 }
 
 /// One direction's figures over the measured interval.
@@ -58,6 +78,8 @@ pub struct Explain {
     pub read_ahead_hits: u64,
     /// Reads the drives served from their own read-ahead buffers.
     pub drive_read_ahead_hits: u64,
+    /// Parity (and reconstructed) bytes computed per host byte, per direction.
+    pub parity_bytes_per_host_byte: BTreeMap<String, f64>,
 }
 
 /// One resource's busy time over the measured interval.

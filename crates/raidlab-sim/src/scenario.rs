@@ -385,6 +385,47 @@ fn positive_rate(field: &str, rate: f64) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+impl ArraySpec {
+    /// The layout geometry this array describes; the error names the field.
+    pub fn geometry(&self) -> Result<raidlab_layout::Geometry, ScenarioError> {
+        use raidlab_layout::{ArraySpec as Spec, Geometry, Layout, Level as L};
+        let refused = |e: raidlab_layout::LayoutError| ScenarioError {
+            field: format!("array.{}", e.field),
+            message: e.message,
+        };
+        let level: L = match &self.level {
+            Level::Number(n) if [0, 1, 4, 5, 6, 10, 50, 60].contains(n) => {
+                n.to_string().parse().map_err(refused)?
+            }
+            Level::Name(name) if name == "concat" => L::Concat,
+            other => {
+                return Err(ScenarioError {
+                    field: "array.level".into(),
+                    message: format!(
+                        "must be 0, 1, 4, 5, 6, 10, 50, 60 or \"concat\", got {other:?}"
+                    ),
+                })
+            }
+        };
+        let mut spec = Spec::new(
+            level,
+            self.drive_count,
+            self.stripe_unit_bytes,
+            self.drive.capacity_bytes(),
+        );
+        if let Some(name) = &self.layout {
+            spec = spec.with_layout(name.parse::<Layout>().map_err(refused)?);
+        }
+        if let Some(copies) = self.copies {
+            spec = spec.with_copies(copies);
+        }
+        if let Some(spans) = self.spans {
+            spec = spec.with_spans(spans);
+        }
+        Geometry::new(&spec).map_err(refused)
+    }
+}
+
 impl Scenario {
     /// Parse JSON and validate; the error names the field.
     pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
@@ -405,12 +446,6 @@ impl Scenario {
             )?;
         }
         let a = &self.array;
-        if a.level != Level::Number(0) {
-            refuse(
-                "array.level",
-                format!("only RAID 0 is supported, got {:?}", a.level),
-            )?;
-        }
         match &a.drive {
             DriveSpec::Hdd(h) => {
                 if h.rpm < 1000 || h.rpm > 30_000 {
@@ -531,15 +566,41 @@ impl Scenario {
                 format!("must be 1..=64, got {}", c.read_ahead_segments),
             )?;
         }
-        let layout = raidlab_layout::Raid0::new(
-            a.drive_count,
-            a.stripe_unit_bytes,
-            a.drive.capacity_bytes(),
-        )
-        .map_err(|e| ScenarioError {
-            field: format!("array.{}", e.field),
-            message: e.message,
-        })?;
+        let layout = a.geometry()?;
+        let failed = raidlab_layout::MemberSet::from_members(&a.failed);
+        for (i, &m) in a.failed.iter().enumerate() {
+            if m >= a.drive_count {
+                refuse(
+                    "array.failed",
+                    format!(
+                        "member {m} does not exist: members are 0..{}",
+                        a.drive_count
+                    ),
+                )?;
+            }
+            if a.failed[..i].contains(&m) {
+                refuse("array.failed", format!("member {m} is listed twice"))?;
+            }
+        }
+        if !layout.tolerates(&failed) {
+            refuse(
+                "array.failed",
+                format!(
+                    "members {failed} failed: {} survives {} failure(s), the data is lost",
+                    layout.level(),
+                    layout.tolerated_failures()
+                ),
+            )?;
+        }
+        if let Some(r) = &a.rebuild {
+            if !a.failed.contains(&r.member) {
+                refuse(
+                    "array.rebuild.member",
+                    format!("member {} is not failed; failed: {:?}", r.member, a.failed),
+                )?;
+            }
+            positive_rate("array.rebuild.rate_bytes_per_s", r.rate_bytes_per_s)?;
+        }
 
         let w = &self.workload;
         if w.iodepth == 0 || w.iodepth > IODEPTH_MAX {

@@ -14,11 +14,14 @@ use crate::hdd::Hdd;
 use crate::histogram::Histogram;
 use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
-use crate::results::{Explain, OpStats, Resource, Results};
+use crate::results::{Explain, OpStats, RebuildReport, Resource, Results};
 use crate::rng::Rng;
+use crate::scenario::ReadBalance;
 use crate::scenario::{DriveSpec, Rw, Scenario, SCHEMA};
 use crate::ssd::Ssd;
-use raidlab_layout::{MemberExtent, Raid0};
+use raidlab_layout::{
+    Geometry, LeastOutstanding, MemberSet, Plan, Request as PlanRequest, RoundRobin,
+};
 use std::collections::{BTreeMap, VecDeque};
 
 /// fio's default percentile list.
@@ -92,24 +95,6 @@ struct MemberOp {
     link_start_ns: u64,
 }
 
-/// What a request became: member reads, then parity work, then member writes.
-#[derive(Debug, Default, Clone)]
-struct SlotPlan {
-    reads: Vec<MemberExtent>,
-    writes: Vec<MemberExtent>,
-    parity_bytes: u64,
-}
-
-impl SlotPlan {
-    fn op_count(&self, max_transfer_bytes: u64) -> u64 {
-        self.reads
-            .iter()
-            .chain(&self.writes)
-            .map(|e| e.len_bytes.div_ceil(max_transfer_bytes))
-            .sum()
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Segment {
     start: u64,
@@ -155,6 +140,31 @@ struct Controller {
     read_ahead: Option<ReadAhead>,
 }
 
+/// A background rebuild of one member, a stripe unit of member space at a time, at a
+/// limited rate, competing with the workload for the same drives.
+struct Rebuild {
+    member: u32,
+    ps_per_byte: u64,
+    unit_bytes: u64,
+    member_bytes: u64,
+    /// Member bytes below this are rebuilt (or being rebuilt by the unit in flight).
+    next_offset_bytes: u64,
+    unit_bytes_now: u64,
+    bytes_done: u64,
+    bytes_at_start: u64,
+    started_ns: u64,
+    finished_ns: Option<u64>,
+}
+
+/// Member operations of a plan once split at the controller's largest transfer.
+fn op_count(plan: &Plan, max_transfer_bytes: u64) -> u64 {
+    plan.reads
+        .iter()
+        .chain(&plan.writes)
+        .map(|e| e.len_bytes.div_ceil(max_transfer_bytes))
+        .sum()
+}
+
 /// Counters over the measured interval.
 #[derive(Default, Clone)]
 struct Tally {
@@ -162,6 +172,7 @@ struct Tally {
     host_bytes: [u64; 2],
     member_ios: [u64; 2],
     member_bytes: [u64; 2],
+    parity_bytes: [u64; 2],
 }
 
 /// One run of one scenario.
@@ -169,7 +180,15 @@ pub struct Simulation {
     now_ns: u64,
     queue: EventQueue,
     rng: Rng,
-    layout: Raid0,
+    layout: Geometry,
+    /// Members failed now (a member being rebuilt counts until its region is done).
+    failed: MemberSet,
+    read_balance: ReadBalance,
+    round_robin: RoundRobin,
+    /// Operations outstanding or queued per member, for least-outstanding reads.
+    member_load: Vec<u32>,
+    rebuild: Option<Rebuild>,
+    rebuild_slot: u32,
     controller: Controller,
     drives: Vec<Drive>,
     requests: Vec<Request>,
@@ -184,7 +203,7 @@ pub struct Simulation {
     bs_total_weight: u64,
     random: bool,
     host_overhead_ns: u64,
-    plans: Vec<SlotPlan>,
+    plans: Vec<Plan>,
     // Measurement.
     warmup_ios: u64,
     ios: u64,
@@ -207,8 +226,7 @@ impl Simulation {
         let a = &scenario.array;
         let w = &scenario.workload;
         let c = &a.controller;
-        let layout = Raid0::new(a.drive_count, a.stripe_unit_bytes, a.drive.capacity_bytes())
-            .expect("validated scenario");
+        let layout = a.geometry().expect("validated scenario");
         let drives = (0..a.drive_count)
             .map(|_| match &a.drive {
                 DriveSpec::Hdd(h) => Drive {
@@ -245,6 +263,23 @@ impl Simulation {
             now_ns: 0,
             queue: EventQueue::with_capacity(4 * host_slots as usize + 64),
             rng: Rng::new(scenario.seed),
+            failed: MemberSet::from_members(&a.failed),
+            read_balance: c.read_balance,
+            round_robin: RoundRobin::new(),
+            member_load: vec![0; a.drive_count as usize],
+            rebuild: a.rebuild.as_ref().map(|r| Rebuild {
+                member: r.member,
+                ps_per_byte: crate::resource::ps_per_byte(r.rate_bytes_per_s),
+                unit_bytes: layout.stripe_unit_bytes(),
+                member_bytes: layout.member_used_bytes(),
+                next_offset_bytes: 0,
+                unit_bytes_now: 0,
+                bytes_done: 0,
+                bytes_at_start: 0,
+                started_ns: 0,
+                finished_ns: None,
+            }),
+            rebuild_slot: host_slots + prefetch_slots,
             layout,
             controller: Controller {
                 cpu: Server::default(),
@@ -260,7 +295,7 @@ impl Simulation {
                 read_ahead,
             },
             drives,
-            requests: vec![Request::default(); (host_slots + prefetch_slots) as usize],
+            requests: vec![Request::default(); (host_slots + prefetch_slots + 1) as usize],
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),
@@ -272,7 +307,7 @@ impl Simulation {
             bs_total_weight: 0,
             random: w.rw.is_random(),
             host_overhead_ns: a.host.request_overhead_ns,
-            plans: vec![SlotPlan::default(); (host_slots + prefetch_slots) as usize],
+            plans: vec![Plan::new(); (host_slots + prefetch_slots + 1) as usize],
             warmup_ios: w.warmup_ios,
             ios: w.ios,
             runtime_ns: w.runtime_ns,
@@ -317,6 +352,9 @@ impl Simulation {
         for slot in 0..self.host_slots {
             self.issue(slot);
         }
+        if self.rebuild.is_some() {
+            self.rebuild_next();
+        }
         while let Some(event) = self.queue.pop() {
             debug_assert!(event.time_ns >= self.now_ns, "time never runs backwards");
             self.now_ns = event.time_ns;
@@ -328,6 +366,7 @@ impl Simulation {
                 EventKind::HostComplete => self.request_complete(event.target),
                 EventKind::ReadHit => self.read_hit(event.target),
                 EventKind::WritePhase => self.issue_phase(event.target, true),
+                EventKind::RebuildNext => self.rebuild_next(),
             }
             if self.stopped {
                 break;
@@ -389,6 +428,10 @@ impl Simulation {
 
     /// A host request or a read-ahead segment has all its data.
     fn request_complete(&mut self, slot: u32) {
+        if slot == self.rebuild_slot {
+            self.rebuild_unit_done();
+            return;
+        }
         let r = self.requests[slot as usize];
         if self.measuring {
             // Member I/O is attributed to the request (or read-ahead segment) it
@@ -396,6 +439,9 @@ impl Simulation {
             let dir = usize::from(r.write);
             self.tally.member_ios[dir] += u64::from(r.member_ios);
             self.tally.member_bytes[dir] += r.member_bytes;
+            if r.member_ios > 0 {
+                self.tally.parity_bytes[dir] += self.plans[slot as usize].parity_bytes;
+            }
         }
         if slot >= self.host_slots {
             self.segment_ready(slot);
@@ -428,20 +474,43 @@ impl Simulation {
     /// operation count the controller pays for.
     fn plan_request(&mut self, slot: u32) -> u64 {
         let r = self.requests[slot as usize];
-        let plan = &mut self.plans[slot as usize];
-        plan.reads.clear();
-        plan.writes.clear();
-        plan.parity_bytes = 0;
-        let target = if r.write {
-            &mut plan.writes
-        } else {
-            &mut plan.reads
+        let failed = self.failed_for(r.offset_bytes);
+        let request = PlanRequest {
+            offset_bytes: r.offset_bytes,
+            len_bytes: r.len_bytes,
+            write: r.write,
         };
-        self.layout.plan(r.offset_bytes, r.len_bytes, target);
-        let carry_per_op =
-            !r.write && plan.reads.iter().map(|e| e.len_bytes).sum::<u64>() == r.len_bytes;
+        let plan = &mut self.plans[slot as usize];
+        let planned = match self.read_balance {
+            ReadBalance::RoundRobin => {
+                self.layout
+                    .plan(request, &failed, &mut self.round_robin, plan)
+            }
+            ReadBalance::LeastOutstanding => self.layout.plan(
+                request,
+                &failed,
+                &mut LeastOutstanding::new(&self.member_load),
+                plan,
+            ),
+        };
+        planned.expect("a validated array tolerates its failures");
+        let carry_per_op = !r.write && plan.read_bytes() == r.len_bytes;
         self.requests[slot as usize].carry_per_op = carry_per_op;
-        plan.op_count(self.controller.max_member_transfer_bytes)
+        op_count(plan, self.controller.max_member_transfer_bytes)
+    }
+
+    /// The failed set a request at `offset_bytes` sees: a member being rebuilt is
+    /// whole again below the rebuild's frontier.
+    fn failed_for(&self, offset_bytes: u64) -> MemberSet {
+        let mut failed = self.failed;
+        if let Some(rb) = &self.rebuild {
+            if rb.finished_ns.is_some()
+                || self.layout.locate(offset_bytes).offset_bytes < rb.next_offset_bytes
+            {
+                failed.remove(rb.member);
+            }
+        }
+        failed
     }
 
     fn controller_arrive(&mut self, slot: u32) {
@@ -482,16 +551,22 @@ impl Simulation {
     /// Compute parity (if any) and then send the writes.
     fn start_writes(&mut self, slot: u32) {
         self.requests[slot as usize].writing = true;
-        let parity_bytes = self.plans[slot as usize].parity_bytes;
         let now = self.now_ns;
-        let ready = match self.controller.parity.as_mut() {
-            Some(engine) if parity_bytes > 0 => engine.carry(parity_bytes, now, now),
-            _ => now,
-        };
+        let ready = self.compute_parity(slot, now);
         if ready > now {
             self.queue.push(ready, EventKind::WritePhase, slot);
         } else {
             self.issue_phase(slot, true);
+        }
+    }
+
+    /// Run a plan's parity or reconstruction work on the controller's parity engine
+    /// (hardware XOR, or the host CPU for md), charged per byte it consumes.
+    fn compute_parity(&mut self, slot: u32, from_ns: u64) -> u64 {
+        let source_bytes = self.plans[slot as usize].parity_source_bytes;
+        match self.controller.parity.as_mut() {
+            Some(engine) if source_bytes > 0 => engine.carry(source_bytes, from_ns, from_ns),
+            _ => from_ns,
         }
     }
 
@@ -571,7 +646,16 @@ impl Simulation {
         t
     }
 
+    /// A new member operation for its drive: counted in the member's load until done.
     fn submit_to_drive(&mut self, id: u32) {
+        let drive = self.ops[id as usize].drive;
+        self.member_load[drive as usize] += 1;
+        self.send_to_drive(id);
+    }
+
+    /// Hand an operation to its drive, or queue it at the port while the drive's
+    /// command queue is full.
+    fn send_to_drive(&mut self, id: u32) {
         let op = self.ops[id as usize];
         let drive = &mut self.drives[op.drive as usize];
         if drive.outstanding >= drive.ncq_depth {
@@ -603,6 +687,7 @@ impl Simulation {
     fn member_done(&mut self, id: u32) {
         let op = self.ops[id as usize];
         let now = self.now_ns;
+        self.member_load[op.drive as usize] -= 1;
         let drive = &mut self.drives[op.drive as usize];
         drive.outstanding -= 1;
         if let DriveModel::Hdd(hdd) = &mut drive.model {
@@ -612,7 +697,7 @@ impl Simulation {
             }
         }
         if let Some(next) = self.drives[op.drive as usize].waiting.pop_front() {
-            self.submit_to_drive(next);
+            self.send_to_drive(next);
         }
         self.free_ops.push(id);
         let req = &mut self.requests[op.request as usize];
@@ -638,9 +723,11 @@ impl Simulation {
             self.start_writes(slot);
             return;
         }
-        let t = if !r.write && !r.carry_per_op {
-            // Degraded reads: the host gets its bytes once the survivors are in.
-            self.host_data_up(r.len_bytes, r.link_start_ns.min(r.done_ns), r.done_ns)
+        let t = if !r.write && !r.carry_per_op && slot != self.rebuild_slot {
+            // Degraded reads: the lost chunk is reconstructed from the survivors, then
+            // the host gets its bytes.
+            let rebuilt = self.compute_parity(slot, r.done_ns);
+            self.host_data_up(r.len_bytes, r.link_start_ns.min(rebuilt), rebuilt)
         } else {
             r.done_ns
         };
@@ -802,6 +889,79 @@ impl Simulation {
         self.queue.push(t, EventKind::HostComplete, slot);
     }
 
+    // ----- rebuild ----------------------------------------------------------------
+
+    /// Plan and send the next rebuild unit, or wait until the rate limit allows it.
+    fn rebuild_next(&mut self) {
+        let now = self.now_ns;
+        let slot = self.rebuild_slot;
+        loop {
+            let rb = self.rebuild.as_mut().expect("a rebuild runs");
+            if rb.next_offset_bytes >= rb.member_bytes {
+                rb.finished_ns = Some(now);
+                self.failed.remove(rb.member);
+                return;
+            }
+            // The rate limit: unit k may start once k units' worth of time has passed.
+            let due = rb.started_ns + (rb.bytes_done * rb.ps_per_byte) / 1000;
+            if due > now {
+                self.queue.push(due, EventKind::RebuildNext, 0);
+                return;
+            }
+            let offset = rb.next_offset_bytes;
+            let len = rb.unit_bytes.min(rb.member_bytes - offset);
+            let member = rb.member;
+            rb.unit_bytes_now = len;
+            rb.next_offset_bytes = offset + len;
+            let failed = self.failed;
+            let plan = &mut self.plans[slot as usize];
+            let planned = match self.read_balance {
+                ReadBalance::RoundRobin => self.layout.rebuild_plan(
+                    member,
+                    offset,
+                    len,
+                    &failed,
+                    &mut self.round_robin,
+                    plan,
+                ),
+                ReadBalance::LeastOutstanding => self.layout.rebuild_plan(
+                    member,
+                    offset,
+                    len,
+                    &failed,
+                    &mut LeastOutstanding::new(&self.member_load),
+                    plan,
+                ),
+            };
+            planned.expect("a validated rebuild has survivors to read");
+            if plan.writes.is_empty() {
+                // Space the member does not use (RAID 10 tails): nothing to copy.
+                let rb = self.rebuild.as_mut().expect("a rebuild runs");
+                rb.bytes_done += len;
+                continue;
+            }
+            let ops = op_count(plan, self.controller.max_member_transfer_bytes);
+            self.requests[slot as usize] = Request {
+                offset_bytes: offset,
+                len_bytes: len,
+                issued_ns: now,
+                ..Request::default()
+            };
+            let (_, ready) = self
+                .controller
+                .cpu
+                .reserve(now, ops * self.controller.member_op_overhead_ns);
+            self.queue.push(ready, EventKind::Dispatch, slot);
+            return;
+        }
+    }
+
+    fn rebuild_unit_done(&mut self) {
+        let rb = self.rebuild.as_mut().expect("a rebuild runs");
+        rb.bytes_done += rb.unit_bytes_now;
+        self.rebuild_next();
+    }
+
     // ----- measurement ------------------------------------------------------------
 
     /// Busy time of every resource, in the order `results` names them.
@@ -827,6 +987,7 @@ impl Simulation {
         let c = &self.controller;
         let mut v = vec![("controller.cpu".to_string(), "controller", 1)];
         for (name, p) in [
+            ("controller.parity", &c.parity),
             ("bus.up", &c.bus_up),
             ("bus.down", &c.bus_down),
             ("controller.read_path", &c.read_path),
@@ -857,6 +1018,9 @@ impl Simulation {
         self.busy_at_start = self.busy_snapshot();
         self.hist = [Histogram::new(), Histogram::new()];
         self.tally = Tally::default();
+        if let Some(rb) = self.rebuild.as_mut() {
+            rb.bytes_at_start = rb.bytes_done;
+        }
     }
 
     fn results(&self) -> Results {
@@ -865,6 +1029,7 @@ impl Simulation {
         let mut ops = BTreeMap::new();
         let mut member_ios = BTreeMap::new();
         let mut member_bytes = BTreeMap::new();
+        let mut parity_bytes = BTreeMap::new();
         for (dir, name) in [(READ, "read"), (WRITE, "write")] {
             let h = &self.hist[dir];
             if h.count() == 0 {
@@ -896,6 +1061,12 @@ impl Simulation {
                 name.to_string(),
                 t.member_bytes[dir] as f64 / t.host_bytes[dir] as f64,
             );
+            if t.parity_bytes[dir] > 0 {
+                parity_bytes.insert(
+                    name.to_string(),
+                    t.parity_bytes[dir] as f64 / t.host_bytes[dir] as f64,
+                );
+            }
         }
         let now_busy = self.busy_snapshot();
         let resources: Vec<Resource> = self
@@ -941,7 +1112,24 @@ impl Simulation {
                 member_bytes_per_host_byte: member_bytes,
                 read_ahead_hits: self.controller.read_ahead.as_ref().map_or(0, |r| r.hits),
                 drive_read_ahead_hits,
+                parity_bytes_per_host_byte: parity_bytes,
             },
+            rebuild: self.rebuild.as_ref().map(|rb| {
+                let bytes = rb.bytes_done - rb.bytes_at_start;
+                let rate = bytes as f64 / secs;
+                RebuildReport {
+                    member: rb.member,
+                    bytes_done: bytes,
+                    member_bytes: rb.member_bytes,
+                    mbps: rate / 1e6,
+                    finished: rb.finished_ns.is_some(),
+                    time_ns_projected: match rb.finished_ns {
+                        Some(t) => t - rb.started_ns,
+                        None if rate > 0.0 => (rb.member_bytes as f64 / rate * 1e9) as u64,
+                        None => u64::MAX,
+                    },
+                }
+            }),
         }
     }
 }

@@ -19,6 +19,42 @@ use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::SsdSpec;
 use std::collections::VecDeque;
 
+/// One flash die: reads on one timeline, programs on another. Reads take priority: a
+/// read suspends the program in progress (program suspend, as enterprise and most
+/// client controllers of the SATA era do) and pushes the program backlog back by its
+/// own sense time.
+#[derive(Debug, Clone, Default)]
+struct Die {
+    reads: Server,
+    program_free_ns: u64,
+    program_busy_ns: u64,
+}
+
+impl Die {
+    /// Sense a page for a read that is ready at `ready_ns`: returns when sensed.
+    fn sense(&mut self, ready_ns: u64, read_page_ns: u64) -> u64 {
+        let (start, sensed) = self.reads.reserve(ready_ns, read_page_ns);
+        if self.program_free_ns > start {
+            self.program_free_ns += read_page_ns;
+        }
+        sensed
+    }
+
+    /// Program a page whose data is on the die at `data_ns`: returns when programmed.
+    fn program(&mut self, data_ns: u64, program_page_ns: u64) -> u64 {
+        let start = data_ns
+            .max(self.program_free_ns)
+            .max(self.reads.free_at_ns());
+        self.program_free_ns = start + program_page_ns;
+        self.program_busy_ns += program_page_ns;
+        self.program_free_ns
+    }
+
+    fn busy_ns(&self) -> u64 {
+        self.reads.busy_ns() + self.program_busy_ns
+    }
+}
+
 /// What a die's page register holds: the last page sensed, until its data has left.
 #[derive(Debug, Clone, Copy)]
 struct PageRegister {
@@ -32,7 +68,7 @@ struct PageRegister {
 pub struct Ssd {
     firmware: Server,
     link: Server,
-    dies: Vec<Server>,
+    dies: Vec<Die>,
     registers: Vec<PageRegister>,
     channels: Vec<Server>,
     channel_count: usize,
@@ -62,7 +98,7 @@ impl Ssd {
         Self {
             firmware: Server::default(),
             link: Server::default(),
-            dies: vec![Server::default(); dies],
+            dies: vec![Die::default(); dies],
             registers: vec![
                 PageRegister {
                     page: u64::MAX,
@@ -137,7 +173,7 @@ impl Ssd {
             let sensed = if register.page == page && ready <= register.held_until_ns {
                 ready.max(register.sensed_ns)
             } else {
-                let (_, sensed) = self.dies[die].reserve(ready, self.read_page_ns);
+                let sensed = self.dies[die].sense(ready, self.read_page_ns);
                 self.registers[die] = PageRegister {
                     page,
                     sensed_ns: sensed,
@@ -152,7 +188,7 @@ impl Ssd {
             // Without a DRAM read buffer the die's page register holds the data until it
             // has left over the link, so a second read of the same die waits for that.
             if self.hold_die_until_sent {
-                self.dies[die].hold_until(sent);
+                self.dies[die].reads.hold_until(sent);
             }
             let register = &mut self.registers[die];
             register.held_until_ns = register.held_until_ns.max(sent);
@@ -197,10 +233,13 @@ impl Ssd {
             self.open_page_bytes -= self.page_bytes;
             let die = (self.next_log_page % self.dies.len() as u64) as usize;
             self.next_log_page += 1;
+            // The page crosses its channel just before its program starts. It is not
+            // booked ahead on the channel's queue (that would hold reads back behind a
+            // write backlog); its time counts toward the channel's utilisation.
             let channel = self.channel_of(die);
-            let (_, moved) = self.channels[channel]
-                .reserve(data_at_ns, transfer_ns(self.page_bytes, self.channel_ps));
-            let (_, programmed) = self.dies[die].reserve(moved, self.program_page_ns);
+            let xfer = transfer_ns(self.page_bytes, self.channel_ps);
+            self.channels[channel].account(xfer);
+            let programmed = self.dies[die].program(data_at_ns + xfer, self.program_page_ns);
             self.registers[die].page = u64::MAX;
             let release = self
                 .buffered
@@ -241,7 +280,7 @@ impl Ssd {
         [
             self.firmware.busy_ns(),
             self.link.busy_ns(),
-            self.dies.iter().map(Server::busy_ns).sum(),
+            self.dies.iter().map(Die::busy_ns).sum(),
             self.channels.iter().map(Server::busy_ns).sum(),
         ]
     }

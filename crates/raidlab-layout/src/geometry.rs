@@ -1,0 +1,780 @@
+//! Array geometry of every level, built and validated from an [`ArraySpec`].
+
+use crate::raid10::Raid10Geom;
+use crate::raid5::{self, Placement};
+use crate::{LayoutError, MemberSet, MEMBERS_MAX, SECTOR_BYTES};
+
+/// RAID level (and the non-RAID concatenation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// Striping without redundancy.
+    Raid0,
+    /// Members back to back (md "linear").
+    Concat,
+    /// n-way mirror: every member holds everything.
+    Raid1,
+    /// Striping with dedicated parity on the last member.
+    Raid4,
+    /// Striping with rotating parity (md's four layouts).
+    Raid5,
+    /// Striping with rotating P and Q (md's four layouts).
+    Raid6,
+    /// md RAID 10: near, far or offset copies.
+    Raid10,
+    /// RAID 0 over `spans` RAID 5 sub-arrays.
+    Raid50,
+    /// RAID 0 over `spans` RAID 6 sub-arrays.
+    Raid60,
+}
+
+impl Level {
+    /// Human name, as used in messages ("RAID 5", "concat").
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Raid0 => "RAID 0",
+            Self::Concat => "concat",
+            Self::Raid1 => "RAID 1",
+            Self::Raid4 => "RAID 4",
+            Self::Raid5 => "RAID 5",
+            Self::Raid6 => "RAID 6",
+            Self::Raid10 => "RAID 10",
+            Self::Raid50 => "RAID 50",
+            Self::Raid60 => "RAID 60",
+        }
+    }
+
+    /// Parity blocks per stripe (of a span, for RAID 50/60).
+    fn parity_per_stripe(self) -> u32 {
+        match self {
+            Self::Raid4 | Self::Raid5 | Self::Raid50 => 1,
+            Self::Raid6 | Self::Raid60 => 2,
+            _ => 0,
+        }
+    }
+
+    /// Whether the level uses a RAID 5/6 parity layout.
+    fn rotates_parity(self) -> bool {
+        matches!(
+            self,
+            Self::Raid5 | Self::Raid6 | Self::Raid50 | Self::Raid60
+        )
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Level {
+    type Err = LayoutError;
+
+    /// `raid0`/`0`, `concat`/`linear`, `raid1`, `raid4`, `raid5`, `raid6`, `raid10`,
+    /// `raid50`, `raid60` (case-insensitive, `raid` prefix optional).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let digits = lower
+            .strip_prefix("raid")
+            .unwrap_or(&lower)
+            .trim_start_matches([' ', '-', '_']);
+        Ok(match digits {
+            "0" => Self::Raid0,
+            "concat" | "linear" | "jbod" => Self::Concat,
+            "1" => Self::Raid1,
+            "4" => Self::Raid4,
+            "5" => Self::Raid5,
+            "6" => Self::Raid6,
+            "10" => Self::Raid10,
+            "50" => Self::Raid50,
+            "60" => Self::Raid60,
+            _ => {
+                return Err(LayoutError {
+                    field: "level",
+                    message: format!(
+                        "unknown level {s:?}; allowed: raid0, concat, raid1, raid4, raid5, raid6, raid10, raid50, raid60"
+                    ),
+                })
+            }
+        })
+    }
+}
+
+/// Layout of a level: md's four parity rotations (RAID 5/6/50/60) or md's RAID 10 copy
+/// placements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// md ALGORITHM_LEFT_ASYMMETRIC: parity walks from the last member down; data in
+    /// member order, skipping parity.
+    LeftAsymmetric,
+    /// md ALGORITHM_RIGHT_ASYMMETRIC: parity walks from member 0 up; data in member
+    /// order, skipping parity.
+    RightAsymmetric,
+    /// md ALGORITHM_LEFT_SYMMETRIC (md's default): parity walks down, data starts just
+    /// after parity and wraps.
+    LeftSymmetric,
+    /// md ALGORITHM_RIGHT_SYMMETRIC: parity walks up, data starts after parity and wraps.
+    RightSymmetric,
+    /// RAID 10 near copies (md `n2`): copies of a chunk on adjacent members (default).
+    Near,
+    /// RAID 10 far copies (md `f2`): copies in later regions of the members, shifted by
+    /// one member.
+    Far,
+    /// RAID 10 offset copies (md `o2`): copies in the following rows, shifted by one
+    /// member.
+    Offset,
+}
+
+impl Layout {
+    /// md's name (`left-symmetric`, `near`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LeftAsymmetric => "left-asymmetric",
+            Self::RightAsymmetric => "right-asymmetric",
+            Self::LeftSymmetric => "left-symmetric",
+            Self::RightSymmetric => "right-symmetric",
+            Self::Near => "near",
+            Self::Far => "far",
+            Self::Offset => "offset",
+        }
+    }
+
+    fn is_parity_layout(self) -> bool {
+        !matches!(self, Self::Near | Self::Far | Self::Offset)
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = LayoutError;
+
+    /// mdadm's names: `left-asymmetric`/`la`, `right-asymmetric`/`ra`,
+    /// `left-symmetric`/`ls`, `right-symmetric`/`rs`, `near`/`n`, `far`/`f`, `offset`/`o`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "left-asymmetric" | "la" => Self::LeftAsymmetric,
+            "right-asymmetric" | "ra" => Self::RightAsymmetric,
+            "left-symmetric" | "ls" => Self::LeftSymmetric,
+            "right-symmetric" | "rs" => Self::RightSymmetric,
+            "near" | "n" => Self::Near,
+            "far" | "f" => Self::Far,
+            "offset" | "o" => Self::Offset,
+            _ => {
+                return Err(LayoutError {
+                    field: "layout",
+                    message: format!(
+                        "unknown layout {s:?}; allowed: left-asymmetric, right-asymmetric, left-symmetric, right-symmetric (RAID 5/6/50/60), near, far, offset (RAID 10)"
+                    ),
+                })
+            }
+        })
+    }
+}
+
+/// What an array is made of: plain data, validated by [`Geometry::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArraySpec {
+    /// RAID level.
+    pub level: Level,
+    /// Members in the array, 1..=[`MEMBERS_MAX`], at least the level's minimum.
+    pub drive_count: u32,
+    /// Chunk size on one member: a power of two of at least [`SECTOR_BYTES`].
+    pub stripe_unit_bytes: u64,
+    /// Capacity of one member (the smallest, for mixed sizes).
+    pub member_capacity_bytes: u64,
+    /// Layout; `None` takes md's default (left-symmetric, or near for RAID 10).
+    pub layout: Option<Layout>,
+    /// RAID 10 copies of each chunk, 2..=`drive_count`; `None` takes md's default, 2.
+    pub copies: Option<u32>,
+    /// RAID 50/60 sub-arrays; required there, refused elsewhere.
+    pub spans: Option<u32>,
+}
+
+impl ArraySpec {
+    /// A spec with md's defaults for layout and copies and no spans.
+    pub fn new(
+        level: Level,
+        drive_count: u32,
+        stripe_unit_bytes: u64,
+        member_capacity_bytes: u64,
+    ) -> Self {
+        Self {
+            level,
+            drive_count,
+            stripe_unit_bytes,
+            member_capacity_bytes,
+            layout: None,
+            copies: None,
+            spans: None,
+        }
+    }
+
+    /// The same spec with `layout`.
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = Some(layout);
+        self
+    }
+
+    /// The same spec with `copies` (RAID 10).
+    pub fn with_copies(mut self, copies: u32) -> Self {
+        self.copies = Some(copies);
+        self
+    }
+
+    /// The same spec with `spans` (RAID 50/60).
+    pub fn with_spans(mut self, spans: u32) -> Self {
+        self.spans = Some(spans);
+        self
+    }
+}
+
+/// A location on a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// Member index, below the member count.
+    pub member: u32,
+    /// Byte offset on the member.
+    pub offset_bytes: u64,
+}
+
+/// A stripe of a striped level (RAID 0/4/5/6/50/60): one row of chunks of one span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StripeId {
+    /// Sub-array (RAID 50/60), 0 otherwise.
+    pub span: u32,
+    /// Row of chunks within the span; its chunks start at `stripe * stripe_unit_bytes`
+    /// on every member of the span.
+    pub stripe: u64,
+}
+
+/// Where a logical byte sits in its stripe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StripeAddress {
+    /// The stripe.
+    pub id: StripeId,
+    /// Data index within the stripe (md's logical `dd_idx` before placement).
+    pub data_index: u32,
+    /// Byte offset within the chunk.
+    pub column_bytes: u64,
+}
+
+/// The parity blocks protecting a logical byte: same column, same stripe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StripeParity {
+    /// P (XOR) block, for RAID 4/5/6/50/60.
+    pub p: Option<Location>,
+    /// Q (Reed-Solomon) block, for RAID 6/60.
+    pub q: Option<Location>,
+}
+
+/// How a level arranges chunks; decides which planner path runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// RAID 0/4/5/6/50/60: rows of chunks, 0..=2 parity blocks per row and span.
+    Striped,
+    /// Members back to back.
+    Concat,
+    /// Every member a full copy.
+    Mirror1,
+    /// md RAID 10.
+    Mirror10(Raid10Geom),
+}
+
+/// A validated array geometry: maps logical bytes to members for every level.
+///
+/// ```
+/// use raidlab_layout::{ArraySpec, Geometry, Level, Location};
+/// let g = Geometry::new(&ArraySpec::new(Level::Raid5, 4, 65536, 1 << 30)).unwrap();
+/// // md left-symmetric, 4 drives: stripe 0 is D0 D1 D2 P.
+/// assert_eq!(g.locate(65536), Location { member: 1, offset_bytes: 0 });
+/// assert_eq!(g.parity_of(0).p, Some(Location { member: 3, offset_bytes: 0 }));
+/// assert_eq!(g.capacity_bytes(), 3 << 30);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    level: Level,
+    layout: Option<Layout>,
+    drive_count: u32,
+    stripe_unit_bytes: u64,
+    spans: u32,
+    /// Members per span (all members when there are no spans).
+    span_width: u32,
+    parity_per_stripe: u32,
+    /// Chunk rows used on every member.
+    rows: u64,
+    family: Family,
+    capacity_bytes: u64,
+}
+
+fn err(field: &'static str, message: String) -> LayoutError {
+    LayoutError { field, message }
+}
+
+impl Geometry {
+    /// Validates `spec` and builds the geometry. Errors name the field (`level`,
+    /// `drive_count`, `stripe_unit_bytes`, `capacity_bytes`, `layout`, `copies`,
+    /// `spans`) and say what is allowed. Minimums follow md: RAID 1 >= 2 drives,
+    /// RAID 4/5 >= 3, RAID 6 >= 4, RAID 10 >= 2 with 2 <= copies <= drives,
+    /// RAID 50 = spans x (>= 3), RAID 60 = spans x (>= 4).
+    pub fn new(spec: &ArraySpec) -> Result<Self, LayoutError> {
+        let level = spec.level;
+        let n = spec.drive_count;
+        if n == 0 || n > MEMBERS_MAX {
+            return Err(err(
+                "drive_count",
+                format!("{level} needs 1..={MEMBERS_MAX} drives, got {n}"),
+            ));
+        }
+        let su = spec.stripe_unit_bytes;
+        if su < SECTOR_BYTES || !su.is_power_of_two() {
+            return Err(err(
+                "stripe_unit_bytes",
+                format!("must be a power of two >= {SECTOR_BYTES} B, got {su}"),
+            ));
+        }
+        // Layout: parity rotations for 5/6/50/60, copy placement for 10, none elsewhere.
+        let layout = match (level, spec.layout) {
+            (l, None) if l.rotates_parity() => Some(Layout::LeftSymmetric),
+            (Level::Raid10, None) => Some(Layout::Near),
+            (l, Some(x)) if l.rotates_parity() && x.is_parity_layout() => Some(x),
+            (Level::Raid10, Some(x)) if !x.is_parity_layout() => Some(x),
+            (_, None) => None,
+            (l, Some(x)) => {
+                let allowed = if l.rotates_parity() {
+                    "left-asymmetric, right-asymmetric, left-symmetric, right-symmetric"
+                } else if l == Level::Raid10 {
+                    "near, far, offset"
+                } else {
+                    "none (the level has a single layout)"
+                };
+                return Err(err(
+                    "layout",
+                    format!("{l} does not take layout {x}; allowed: {allowed}"),
+                ));
+            }
+        };
+        if spec.copies.is_some() && level != Level::Raid10 {
+            return Err(err(
+                "copies",
+                format!(
+                    "copies is only for RAID 10 ({level} given; RAID 1 keeps drive_count copies)"
+                ),
+            ));
+        }
+        let spans = match (level, spec.spans) {
+            (Level::Raid50 | Level::Raid60, Some(s)) => s,
+            (Level::Raid50 | Level::Raid60, None) => {
+                return Err(err(
+                    "spans",
+                    format!("{level} needs spans (the number of sub-arrays it stripes over)"),
+                ))
+            }
+            (_, None) => 1,
+            (_, Some(s)) => {
+                return Err(err(
+                    "spans",
+                    format!("spans is only for RAID 50 and RAID 60 ({level} given, spans {s})"),
+                ))
+            }
+        };
+        if spans == 0 || !n.is_multiple_of(spans) {
+            return Err(err(
+                "spans",
+                format!("{n} drives do not divide into {spans} equal spans"),
+            ));
+        }
+        let span_width = n / spans;
+        let min_width = match level {
+            Level::Raid0 | Level::Concat => 1,
+            Level::Raid1 | Level::Raid10 => 2,
+            Level::Raid4 | Level::Raid5 | Level::Raid50 => 3,
+            Level::Raid6 | Level::Raid60 => 4,
+        };
+        if span_width < min_width {
+            let message = if spans > 1 {
+                format!(
+                    "{level} needs at least {min_width} drives per span; {n} drives in {spans} spans give {span_width}"
+                )
+            } else {
+                format!("{level} needs at least {min_width} drives, got {n}")
+            };
+            return Err(err("drive_count", message));
+        }
+        let chunks_per_member = spec.member_capacity_bytes / su;
+        let no_chunk = || {
+            err(
+                "capacity_bytes",
+                format!(
+                    "a member of {} B holds no whole {su} B chunk{}",
+                    spec.member_capacity_bytes,
+                    if level == Level::Raid10 {
+                        " per far copy"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        };
+        if chunks_per_member == 0 {
+            return Err(no_chunk());
+        }
+        let parity_per_stripe = level.parity_per_stripe();
+        let (family, rows, capacity_chunks) = match level {
+            Level::Raid0
+            | Level::Raid4
+            | Level::Raid5
+            | Level::Raid6
+            | Level::Raid50
+            | Level::Raid60 => (
+                Family::Striped,
+                chunks_per_member,
+                chunks_per_member * u64::from(n - spans * parity_per_stripe),
+            ),
+            Level::Concat => (
+                Family::Concat,
+                chunks_per_member,
+                chunks_per_member * u64::from(n),
+            ),
+            Level::Raid1 => (Family::Mirror1, chunks_per_member, chunks_per_member),
+            Level::Raid10 => {
+                let copies = spec.copies.unwrap_or(2);
+                if copies < 2 || copies > n {
+                    return Err(err(
+                        "copies",
+                        format!("RAID 10 needs 2..={n} copies on {n} drives, got {copies}"),
+                    ));
+                }
+                let (nc, fc, fo) = match layout {
+                    Some(Layout::Near) => (copies, 1, false),
+                    Some(Layout::Far) => (1, copies, false),
+                    Some(Layout::Offset) => (1, copies, true),
+                    _ => unreachable!("validated above"),
+                };
+                let g = Raid10Geom::new(n, nc, fc, fo, chunks_per_member);
+                if g.array_chunks == 0 {
+                    return Err(no_chunk());
+                }
+                (Family::Mirror10(g), g.dev_rows, g.array_chunks)
+            }
+        };
+        let geometry = Self {
+            level,
+            layout,
+            drive_count: n,
+            stripe_unit_bytes: su,
+            spans,
+            span_width,
+            parity_per_stripe,
+            rows,
+            family,
+            capacity_bytes: capacity_chunks * su,
+        };
+        debug_assert!(geometry.rows <= chunks_per_member);
+        Ok(geometry)
+    }
+
+    /// The level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// The layout in force (md's default when the spec gave none); `None` for levels
+    /// with a single layout.
+    pub fn layout(&self) -> Option<Layout> {
+        self.layout
+    }
+
+    /// Number of members.
+    pub fn members(&self) -> u32 {
+        self.drive_count
+    }
+
+    /// Chunk size on one member.
+    pub fn stripe_unit_bytes(&self) -> u64 {
+        self.stripe_unit_bytes
+    }
+
+    /// Sub-arrays (RAID 50/60), 1 otherwise.
+    pub fn spans(&self) -> u32 {
+        self.spans
+    }
+
+    /// Members per span (all members when there are no spans).
+    pub fn span_width(&self) -> u32 {
+        self.span_width
+    }
+
+    /// Parity blocks per stripe of a span: 0, 1 or 2.
+    pub fn parity_per_stripe(&self) -> u32 {
+        self.parity_per_stripe
+    }
+
+    /// Copies of every byte: members for RAID 1, `copies` for RAID 10, 1 otherwise.
+    pub fn copies(&self) -> u32 {
+        match self.family {
+            Family::Mirror1 => self.drive_count,
+            Family::Mirror10(g) => g.copies(),
+            _ => 1,
+        }
+    }
+
+    /// The RAID 0 view of a RAID 0 geometry (same members, stripe unit and rows).
+    pub(crate) fn raid0(&self) -> crate::Raid0 {
+        debug_assert_eq!(self.level, Level::Raid0);
+        crate::Raid0::from_parts(self.drive_count, self.stripe_unit_bytes, self.rows)
+    }
+
+    /// Usable capacity: whole chunks (whole stripes for striped levels) of the smallest
+    /// member; RAID 10 as md's `raid10_size` computes it.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    /// Bytes used at the start of every member (the region a rebuild must cover).
+    pub fn member_used_bytes(&self) -> u64 {
+        self.rows * self.stripe_unit_bytes
+    }
+
+    /// Data chunks in one row across the whole array: the number of members a large
+    /// sequential transfer moves data through at once. RAID 0: members; RAID 4/5:
+    /// members - 1; RAID 6: members - 2; RAID 50/60: spans x (span data members);
+    /// concat and RAID 1: 1; RAID 10: members / copies, rounded down, at least 1.
+    pub fn data_members_per_stripe(&self) -> u32 {
+        match self.family {
+            Family::Striped => self.drive_count - self.spans * self.parity_per_stripe,
+            Family::Concat | Family::Mirror1 => 1,
+            Family::Mirror10(g) => (self.drive_count / g.copies()).max(1),
+        }
+    }
+
+    /// Logical bytes of a full stripe: a write of this size at a multiple of it reads
+    /// nothing (striped levels); one chunk otherwise.
+    pub fn full_stripe_bytes(&self) -> u64 {
+        match self.family {
+            Family::Striped => u64::from(self.data_members_per_stripe()) * self.stripe_unit_bytes,
+            _ => self.stripe_unit_bytes,
+        }
+    }
+
+    /// Failures every choice of failed members survives: 0 for RAID 0 and concat,
+    /// members - 1 for RAID 1, 1 for RAID 4/5/50, 2 for RAID 6/60, copies - 1 for
+    /// RAID 10. [`Geometry::tolerates`] is exact for a given set.
+    pub fn tolerated_failures(&self) -> u32 {
+        match self.family {
+            Family::Striped => self.parity_per_stripe,
+            Family::Concat => 0,
+            Family::Mirror1 => self.drive_count - 1,
+            Family::Mirror10(g) => g.copies() - 1,
+        }
+    }
+
+    /// Whether the array keeps all data with `failed` members gone. Exact: for RAID 10
+    /// no chunk may lose all its copies, for RAID 50/60 no span may lose more than its
+    /// parity count. Members at or beyond the member count make it false.
+    pub fn tolerates(&self, failed: &MemberSet) -> bool {
+        if failed.max_member().is_some_and(|m| m >= self.drive_count) {
+            return false;
+        }
+        match self.family {
+            Family::Striped => (0..self.spans).all(|s| {
+                failed.count_in(s * self.span_width, self.span_width) <= self.parity_per_stripe
+            }),
+            Family::Concat => failed.is_empty(),
+            Family::Mirror1 => failed.len() < self.drive_count,
+            Family::Mirror10(g) => g.survives(failed),
+        }
+    }
+
+    pub(crate) fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Data blocks per stripe of one span (striped levels).
+    pub(crate) fn data_per_span_stripe(&self) -> u32 {
+        self.span_width - self.parity_per_stripe
+    }
+
+    /// Stripes (chunk rows) per span.
+    pub fn stripes_per_span(&self) -> u64 {
+        self.rows
+    }
+
+    fn placement(&self, stripe: u64) -> Placement {
+        raid5::placement(self.layout, self.span_width, self.parity_per_stripe, stripe)
+    }
+
+    /// Where `logical_bytes` sits in its stripe; `None` for levels without stripes
+    /// (concat, RAID 1, RAID 10).
+    pub fn stripe_address(&self, logical_bytes: u64) -> Option<StripeAddress> {
+        if self.family != Family::Striped {
+            return None;
+        }
+        debug_assert!(logical_bytes < self.capacity_bytes);
+        let su = self.stripe_unit_bytes;
+        let chunk = logical_bytes / su;
+        let spans = u64::from(self.spans);
+        let d = u64::from(self.data_per_span_stripe());
+        // RAID 0 over spans first: chunk c goes to span c % spans as its chunk c / spans.
+        let span_chunk = chunk / spans;
+        Some(StripeAddress {
+            id: StripeId {
+                span: (chunk % spans) as u32,
+                stripe: span_chunk / d,
+            },
+            data_index: (span_chunk % d) as u32,
+            column_bytes: logical_bytes % su,
+        })
+    }
+
+    /// Member of data block `data_index` of stripe `id` (striped levels).
+    pub fn data_member(&self, id: StripeId, data_index: u32) -> u32 {
+        debug_assert!(self.family == Family::Striped);
+        debug_assert!(id.span < self.spans && data_index < self.data_per_span_stripe());
+        let local = if self.parity_per_stripe == 0 {
+            data_index
+        } else {
+            raid5::data_member(
+                self.layout,
+                self.span_width,
+                self.placement(id.stripe),
+                data_index,
+            )
+        };
+        id.span * self.span_width + local
+    }
+
+    /// Member holding P of stripe `id`, if the level has parity.
+    pub fn p_member(&self, id: StripeId) -> Option<u32> {
+        (self.family == Family::Striped && self.parity_per_stripe > 0)
+            .then(|| id.span * self.span_width + self.placement(id.stripe).pd)
+    }
+
+    /// Member holding Q of stripe `id`, for RAID 6/60.
+    pub fn q_member(&self, id: StripeId) -> Option<u32> {
+        if self.family != Family::Striped || self.parity_per_stripe < 2 {
+            return None;
+        }
+        self.placement(id.stripe)
+            .qd
+            .map(|q| id.span * self.span_width + q)
+    }
+
+    /// md's syndrome slot of data block `data_index` in stripe `id` (RAID 6/60): Q
+    /// weighs the block by g^slot, and [`crate::parity`] wants blocks in slot order.
+    /// Equal to `data_index` for the symmetric layouts.
+    pub fn syndrome_slot(&self, id: StripeId, data_index: u32) -> u32 {
+        assert!(
+            self.parity_per_stripe == 2,
+            "only RAID 6/60 has a Q syndrome"
+        );
+        let p = self.placement(id.stripe);
+        let local = raid5::data_member(self.layout, self.span_width, p, data_index);
+        raid5::syndrome_slot(self.span_width, p, local)
+    }
+
+    /// Byte offset on its members where stripe `id`'s chunks start.
+    pub fn stripe_offset_bytes(&self, id: StripeId) -> u64 {
+        id.stripe * self.stripe_unit_bytes
+    }
+
+    /// Members of `span`: `first..first + span_width`.
+    pub fn span_members(&self, span: u32) -> std::ops::Range<u32> {
+        span * self.span_width..(span + 1) * self.span_width
+    }
+
+    /// Where the primary copy of logical byte `logical_bytes` lives (the copy md reads
+    /// by default: member 0 for RAID 1, md's first copy for RAID 10).
+    pub fn locate(&self, logical_bytes: u64) -> Location {
+        assert!(
+            logical_bytes < self.capacity_bytes,
+            "logical byte {logical_bytes} beyond capacity {}",
+            self.capacity_bytes
+        );
+        let su = self.stripe_unit_bytes;
+        let loc = match self.family {
+            Family::Striped => {
+                let a = self.stripe_address(logical_bytes).expect("striped");
+                Location {
+                    member: self.data_member(a.id, a.data_index),
+                    offset_bytes: self.stripe_offset_bytes(a.id) + a.column_bytes,
+                }
+            }
+            Family::Concat => {
+                let per_member = self.rows * su;
+                Location {
+                    member: (logical_bytes / per_member) as u32,
+                    offset_bytes: logical_bytes % per_member,
+                }
+            }
+            Family::Mirror1 => Location {
+                member: 0,
+                offset_bytes: logical_bytes,
+            },
+            Family::Mirror10(g) => self.raid10_copy(g, logical_bytes, 0),
+        };
+        debug_assert!(loc.member < self.drive_count && loc.offset_bytes < self.member_used_bytes());
+        loc
+    }
+
+    fn raid10_copy(&self, g: Raid10Geom, logical_bytes: u64, i: u32) -> Location {
+        let su = self.stripe_unit_bytes;
+        let (dev, row) = g.copy(logical_bytes / su, i);
+        Location {
+            member: dev,
+            offset_bytes: row * su + logical_bytes % su,
+        }
+    }
+
+    /// Copy `i` (0-based, below [`Geometry::copies`]) of logical byte `logical_bytes`.
+    /// Copy 0 is [`Geometry::locate`].
+    pub fn copy(&self, logical_bytes: u64, i: u32) -> Location {
+        assert!(i < self.copies(), "copy {i} of {}", self.copies());
+        match self.family {
+            Family::Mirror1 => Location {
+                member: i,
+                offset_bytes: logical_bytes,
+            },
+            Family::Mirror10(g) => self.raid10_copy(g, logical_bytes, i),
+            _ => self.locate(logical_bytes),
+        }
+    }
+
+    /// Every copy of logical byte `logical_bytes`, primary first (one for levels
+    /// without mirroring). Allocation-free.
+    pub fn copies_of(&self, logical_bytes: u64) -> impl Iterator<Item = Location> + '_ {
+        (0..self.copies()).map(move |i| self.copy(logical_bytes, i))
+    }
+
+    /// The P and Q blocks of the stripe holding `logical_bytes`, at the same column.
+    pub fn parity_of(&self, logical_bytes: u64) -> StripeParity {
+        let Some(a) = self.stripe_address(logical_bytes) else {
+            return StripeParity::default();
+        };
+        let at = |member: u32| Location {
+            member,
+            offset_bytes: self.stripe_offset_bytes(a.id) + a.column_bytes,
+        };
+        StripeParity {
+            p: self.p_member(a.id).map(at),
+            q: self.q_member(a.id).map(at),
+        }
+    }
+
+    /// For RAID 10: the logical byte stored at `offset_bytes` of `member` and which copy
+    /// it is, or `None` for an unused area. Used to rebuild a member.
+    pub(crate) fn raid10_logical_at(
+        &self,
+        g: Raid10Geom,
+        member: u32,
+        offset_bytes: u64,
+    ) -> Option<(u64, u32)> {
+        let su = self.stripe_unit_bytes;
+        g.chunk_at(member, offset_bytes / su)
+            .map(|(chunk, copy)| (chunk * su + offset_bytes % su, copy))
+    }
+}

@@ -1,0 +1,139 @@
+//! A set of member indices as a fixed 256-bit bitset: copyable, allocation-free, and
+//! big enough for `MEMBERS_MAX` members.
+
+use crate::MEMBERS_MAX;
+
+/// A set of member indices below [`MEMBERS_MAX`], stored as a 256-bit bitset.
+///
+/// Used for failed members ([`FailedSet`]) and for the members a stripe plan reads or
+/// writes. Iteration is in ascending member order, so plans built from it are stable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemberSet {
+    words: [u64; 4],
+}
+
+/// The members that have failed (or are being rebuilt): a [`MemberSet`].
+pub type FailedSet = MemberSet;
+
+impl MemberSet {
+    /// The empty set.
+    pub const fn new() -> Self {
+        Self { words: [0; 4] }
+    }
+
+    /// The set holding exactly `members`. Panics on a member >= [`MEMBERS_MAX`].
+    pub fn from_members(members: &[u32]) -> Self {
+        let mut set = Self::new();
+        for &m in members {
+            set.insert(m);
+        }
+        set
+    }
+
+    /// Adds `member`; returns whether it was absent. Panics on a member >= [`MEMBERS_MAX`].
+    pub fn insert(&mut self, member: u32) -> bool {
+        assert!(member < MEMBERS_MAX, "member {member} >= {MEMBERS_MAX}");
+        let (w, b) = (member as usize / 64, member % 64);
+        let absent = self.words[w] & (1 << b) == 0;
+        self.words[w] |= 1 << b;
+        absent
+    }
+
+    /// Removes `member`; returns whether it was present.
+    pub fn remove(&mut self, member: u32) -> bool {
+        if member >= MEMBERS_MAX {
+            return false;
+        }
+        let (w, b) = (member as usize / 64, member % 64);
+        let present = self.words[w] & (1 << b) != 0;
+        self.words[w] &= !(1 << b);
+        present
+    }
+
+    /// Whether `member` is in the set (always false at or beyond [`MEMBERS_MAX`]).
+    pub fn contains(&self, member: u32) -> bool {
+        member < MEMBERS_MAX && self.words[member as usize / 64] & (1 << (member % 64)) != 0
+    }
+
+    /// Number of members in the set.
+    pub fn len(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// Members of the set in `first..first + count` (a span or a whole array).
+    pub fn count_in(&self, first: u32, count: u32) -> u32 {
+        (first..first + count).filter(|&m| self.contains(m)).count() as u32
+    }
+
+    /// The largest member in the set, if any.
+    pub fn max_member(&self) -> Option<u32> {
+        (0..4).rev().find_map(|w| {
+            let word = self.words[w];
+            (word != 0).then(|| w as u32 * 64 + 63 - word.leading_zeros())
+        })
+    }
+
+    /// Members in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..MEMBERS_MAX).filter(move |&m| self.contains(m))
+    }
+
+    /// Members in both sets.
+    pub fn intersection(&self, other: &Self) -> Self {
+        let mut words = self.words;
+        for (w, o) in words.iter_mut().zip(other.words) {
+            *w &= o;
+        }
+        Self { words }
+    }
+
+    /// Members in either set.
+    pub fn union(&self, other: &Self) -> Self {
+        let mut words = self.words;
+        for (w, o) in words.iter_mut().zip(other.words) {
+            *w |= o;
+        }
+        Self { words }
+    }
+}
+
+impl std::fmt::Display for MemberSet {
+    /// `{0, 3}`: the members in ascending order.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{{")?;
+        for (i, m) in self.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{m}")?;
+        }
+        write!(f, "}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_contains_remove_over_all_words() {
+        let mut s = MemberSet::new();
+        for m in [0, 63, 64, 255] {
+            assert!(s.insert(m));
+            assert!(!s.insert(m));
+        }
+        assert_eq!(s.len(), 4);
+        assert_eq!(s.max_member(), Some(255));
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 63, 64, 255]);
+        assert_eq!(s.count_in(60, 10), 2);
+        assert!(s.remove(255));
+        assert_eq!(s.max_member(), Some(64));
+        assert!(!s.contains(256));
+        assert_eq!(format!("{s}"), "{0, 63, 64}");
+    }
+}

@@ -1,0 +1,520 @@
+//! Shared by the integration tests: random valid geometries and a small in-memory
+//! engine that executes plans on real bytes, sector by sector, using only what a plan
+//! read. It is the reference a real-data engine must agree with.
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use raidlab_layout::parity;
+use raidlab_layout::{
+    ArraySpec, FailedSet, Geometry, Layout, Level, Plan, Request, StripeId, StripeKind,
+    SECTOR_BYTES,
+};
+
+pub const S: u64 = SECTOR_BYTES;
+
+pub const PARITY_LAYOUTS: [Layout; 4] = [
+    Layout::LeftAsymmetric,
+    Layout::RightAsymmetric,
+    Layout::LeftSymmetric,
+    Layout::RightSymmetric,
+];
+
+pub const LEVELS: [Level; 9] = [
+    Level::Raid0,
+    Level::Concat,
+    Level::Raid1,
+    Level::Raid4,
+    Level::Raid5,
+    Level::Raid6,
+    Level::Raid10,
+    Level::Raid50,
+    Level::Raid60,
+];
+
+/// A valid spec of `level` from random words: small arrays, so tests can touch every byte.
+pub fn make_spec(level: Level, r: [u32; 6]) -> ArraySpec {
+    let su = S << (r[0] % 4);
+    // RAID 10 far copies need a chunk per copy on every member.
+    let chunks = 1 + u64::from(r[1] % 6) + if level == Level::Raid10 { 3 } else { 0 };
+    // Sometimes a tail that is not a whole chunk, which capacity must ignore.
+    let cap = chunks * su + u64::from(r[2] % 3) * S;
+    let pick = |lo: u32, hi: u32| lo + r[4] % (hi - lo + 1);
+    let spec = |n| ArraySpec::new(level, n, su, cap);
+    let layout = PARITY_LAYOUTS[(r[3] % 4) as usize];
+    match level {
+        Level::Raid0 | Level::Concat => spec(pick(1, 8)),
+        Level::Raid1 => spec(pick(2, 5)),
+        Level::Raid4 => spec(pick(3, 8)),
+        Level::Raid5 => spec(pick(3, 9)).with_layout(layout),
+        Level::Raid6 => spec(pick(4, 10)).with_layout(layout),
+        Level::Raid10 => {
+            let n = pick(2, 9);
+            let copies = 2 + r[5] % (n - 1).min(3);
+            let l10 = [Layout::Near, Layout::Far, Layout::Offset][(r[3] % 3) as usize];
+            spec(n).with_layout(l10).with_copies(copies)
+        }
+        Level::Raid50 | Level::Raid60 => {
+            let spans = 1 + r[5] % 3;
+            let base = if level == Level::Raid50 { 3 } else { 4 };
+            let width = base + r[4] % 3;
+            spec(spans * width).with_layout(layout).with_spans(spans)
+        }
+    }
+}
+
+/// Any level with a random valid geometry.
+pub fn arb_spec() -> impl Strategy<Value = ArraySpec> {
+    (0usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(LEVELS[l], r))
+}
+
+/// Levels with redundancy only.
+pub fn arb_redundant_spec() -> impl Strategy<Value = ArraySpec> {
+    (2usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(LEVELS[l], r))
+}
+
+/// A random failure set the geometry tolerates, built from random bits.
+pub fn tolerated_failures(geo: &Geometry, bits: u64) -> FailedSet {
+    let mut f = FailedSet::new();
+    let n = geo.members();
+    let want = (bits % 4) as u32;
+    let mut x = bits >> 2;
+    for _ in 0..want {
+        let m = (x % u64::from(n)) as u32;
+        x = x / u64::from(n) + 0x9e37;
+        let mut g = f;
+        g.insert(m);
+        if geo.tolerates(&g) {
+            f = g;
+        }
+    }
+    f
+}
+
+/// A random request of whole sectors inside the array.
+pub fn request(geo: &Geometry, a: u64, b: u64, write: bool) -> Request {
+    let sectors = geo.capacity_bytes() / S;
+    let start = a % sectors;
+    let len = 1 + b % (sectors - start);
+    Request {
+        offset_bytes: start * S,
+        len_bytes: len * S,
+        write,
+    }
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Logical byte of data block `k` of stripe `id` at `column` (inverse of stripe_address).
+pub fn logical_of(geo: &Geometry, id: StripeId, k: u32, column: u64) -> u64 {
+    let d = u64::from(geo.span_width() - geo.parity_per_stripe());
+    let chunk = (id.stripe * d + u64::from(k)) * u64::from(geo.spans()) + u64::from(id.span);
+    chunk * geo.stripe_unit_bytes() + column
+}
+
+/// Data indices of stripe `id` in syndrome slot order (slot -> data index).
+pub fn slot_order(geo: &Geometry, id: StripeId) -> Vec<u32> {
+    let d = geo.span_width() - geo.parity_per_stripe();
+    let mut order = vec![u32::MAX; d as usize];
+    for k in 0..d {
+        let s = if geo.parity_per_stripe() == 2 {
+            geo.syndrome_slot(id, k)
+        } else {
+            k
+        };
+        assert_eq!(
+            order[s as usize],
+            u32::MAX,
+            "syndrome slots are a permutation"
+        );
+        order[s as usize] = k;
+    }
+    order
+}
+
+/// Members' bytes, plus which sectors the current plan made visible.
+pub struct Mem {
+    pub geo: Geometry,
+    pub members: Vec<Vec<u8>>,
+    visible: Vec<Vec<bool>>,
+}
+
+fn sector(buf: &[u8], off: u64) -> &[u8] {
+    &buf[off as usize..(off + S) as usize]
+}
+
+impl Mem {
+    /// An array holding `image` (capacity bytes), redundancy computed by reference
+    /// code from the geometry alone, not by the planner.
+    pub fn with_image(geo: Geometry, image: &[u8]) -> Self {
+        assert_eq!(image.len() as u64, geo.capacity_bytes());
+        let used = geo.member_used_bytes() as usize;
+        let mut mem = Self {
+            geo,
+            members: vec![vec![0u8; used]; geo.members() as usize],
+            visible: vec![vec![false; used / S as usize]; geo.members() as usize],
+        };
+        for l in (0..geo.capacity_bytes()).step_by(S as usize) {
+            let src = sector(image, l);
+            for loc in geo.copies_of(l) {
+                let o = loc.offset_bytes as usize;
+                mem.members[loc.member as usize][o..o + S as usize].copy_from_slice(src);
+            }
+        }
+        if geo.parity_per_stripe() > 0 {
+            for span in 0..geo.spans() {
+                for stripe in 0..geo.stripes_per_span() {
+                    for c in (0..geo.stripe_unit_bytes()).step_by(S as usize) {
+                        let id = StripeId { span, stripe };
+                        let data: Vec<Vec<u8>> = slot_order(&geo, id)
+                            .iter()
+                            .map(|&k| mem.raw(geo.data_member(id, k), id, c).to_vec())
+                            .collect();
+                        let (p, q) = parity_of_blocks(&data);
+                        mem.put(geo.p_member(id).unwrap(), id, c, &p);
+                        if let Some(qm) = geo.q_member(id) {
+                            mem.put(qm, id, c, &q);
+                        }
+                    }
+                }
+            }
+        }
+        mem
+    }
+
+    fn raw(&self, member: u32, id: StripeId, c: u64) -> &[u8] {
+        sector(
+            &self.members[member as usize],
+            self.geo.stripe_offset_bytes(id) + c,
+        )
+    }
+
+    fn put(&mut self, member: u32, id: StripeId, c: u64, src: &[u8]) {
+        let o = (self.geo.stripe_offset_bytes(id) + c) as usize;
+        self.members[member as usize][o..o + S as usize].copy_from_slice(src);
+    }
+
+    /// Marks the plan's reads visible (and only those).
+    fn expose(&mut self, plan: &Plan, failed: &FailedSet) {
+        for v in &mut self.visible {
+            v.fill(false);
+        }
+        for e in &plan.reads {
+            assert!(
+                !failed.contains(e.member),
+                "plan reads failed member {}",
+                e.member
+            );
+            for s in 0..e.len_bytes / S {
+                self.visible[e.member as usize][(e.offset_bytes / S + s) as usize] = true;
+            }
+        }
+    }
+
+    /// A sector the plan read; panics if the plan did not read it.
+    fn seen(&self, member: u32, offset_bytes: u64) -> &[u8] {
+        assert!(
+            self.visible[member as usize][(offset_bytes / S) as usize],
+            "member {member} offset {offset_bytes} used but not read by the plan"
+        );
+        sector(&self.members[member as usize], offset_bytes)
+    }
+
+    /// The old blocks of stripe `id` at column `c` in syndrome order plus P, Q, with
+    /// `lost` data indices and parity rebuilt from what the plan read.
+    fn stripe_old(&self, id: StripeId, c: u64, failed: &FailedSet) -> (Vec<u32>, Vec<Vec<u8>>) {
+        let geo = &self.geo;
+        let order = slot_order(geo, id);
+        let mut members: Vec<u32> = order.iter().map(|&k| geo.data_member(id, k)).collect();
+        members.push(geo.p_member(id).unwrap());
+        if let Some(q) = geo.q_member(id) {
+            members.push(q);
+        }
+        let off = geo.stripe_offset_bytes(id) + c;
+        let mut blocks: Vec<Vec<u8>> = members
+            .iter()
+            .map(|&m| {
+                if failed.contains(m) {
+                    vec![0xEE; S as usize]
+                } else {
+                    self.seen(m, off).to_vec()
+                }
+            })
+            .collect();
+        let missing: Vec<usize> = (0..members.len())
+            .filter(|&i| failed.contains(members[i]))
+            .collect();
+        if !missing.is_empty() {
+            let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|b| b.as_mut_slice()).collect();
+            parity::reconstruct(&mut refs, geo.parity_per_stripe() as usize, &missing).unwrap();
+        }
+        (members, blocks)
+    }
+
+    /// Executes a read plan; returns the bytes the host gets.
+    pub fn read(&mut self, req: Request, failed: &FailedSet, plan: &Plan) -> Vec<u8> {
+        self.expose(plan, failed);
+        assert!(plan.writes.is_empty());
+        let geo = self.geo;
+        let mut out = Vec::with_capacity(req.len_bytes as usize);
+        for l in (req.offset_bytes..req.offset_bytes + req.len_bytes).step_by(S as usize) {
+            let loc = geo.locate(l);
+            if !failed.contains(loc.member) {
+                if geo.copies() > 1 {
+                    // Any surviving copy the plan chose.
+                    let c = geo
+                        .copies_of(l)
+                        .find(|c| {
+                            !failed.contains(c.member)
+                                && self.visible[c.member as usize][(c.offset_bytes / S) as usize]
+                        })
+                        .expect("the plan read a copy");
+                    out.extend_from_slice(self.seen(c.member, c.offset_bytes));
+                } else {
+                    out.extend_from_slice(self.seen(loc.member, loc.offset_bytes));
+                }
+            } else if geo.copies() > 1 {
+                let c = geo
+                    .copies_of(l)
+                    .find(|c| !failed.contains(c.member))
+                    .expect("a surviving copy");
+                let c = geo
+                    .copies_of(l)
+                    .find(|c| {
+                        !failed.contains(c.member)
+                            && self.visible[c.member as usize][(c.offset_bytes / S) as usize]
+                    })
+                    .unwrap_or(c);
+                out.extend_from_slice(self.seen(c.member, c.offset_bytes));
+            } else {
+                let a = geo
+                    .stripe_address(l)
+                    .expect("only parity levels reconstruct");
+                let (members, blocks) = self.stripe_old(a.id, a.column_bytes, failed);
+                let i = members.iter().position(|&m| m == loc.member).unwrap();
+                out.extend_from_slice(&blocks[i]);
+            }
+        }
+        out
+    }
+
+    /// Executes a write plan of `data`; checks the written sectors are exactly the
+    /// surviving copies and the surviving parity of the touched columns.
+    pub fn write(&mut self, req: Request, data: &[u8], failed: &FailedSet, plan: &Plan) {
+        self.expose(plan, failed);
+        let geo = self.geo;
+        let mut new = self.members.clone();
+        let mut expected: std::collections::BTreeSet<(u32, u64)> = Default::default();
+        let new_of = |l: u64| -> Option<&[u8]> {
+            (l >= req.offset_bytes && l < req.offset_bytes + req.len_bytes)
+                .then(|| sector(data, l - req.offset_bytes))
+        };
+        for l in (req.offset_bytes..req.offset_bytes + req.len_bytes).step_by(S as usize) {
+            for c in geo.copies_of(l) {
+                if !failed.contains(c.member) {
+                    let o = c.offset_bytes as usize;
+                    new[c.member as usize][o..o + S as usize].copy_from_slice(new_of(l).unwrap());
+                    expected.insert((c.member, c.offset_bytes));
+                }
+            }
+        }
+        for sp in &plan.stripes {
+            let kind = sp.kind;
+            if matches!(
+                kind,
+                StripeKind::Write | StripeKind::Mirror | StripeKind::WriteWithoutParity
+            ) {
+                continue;
+            }
+            let id = StripeId {
+                span: sp.span,
+                stripe: sp.stripe,
+            };
+            let order = slot_order(&geo, id);
+            let parity_members: Vec<u32> = [geo.p_member(id), geo.q_member(id)]
+                .into_iter()
+                .flatten()
+                .collect();
+            for c in (sp.column_offset_bytes..sp.column_offset_bytes + sp.column_len_bytes)
+                .step_by(S as usize)
+            {
+                let off = geo.stripe_offset_bytes(id) + c;
+                let new_parity: Vec<Vec<u8>> = match kind {
+                    StripeKind::Rmw => {
+                        // Old data and old parity only, as RMW reads.
+                        let mut p = self.seen(parity_members[0], off).to_vec();
+                        let mut q = parity_members.get(1).map(|&m| self.seen(m, off).to_vec());
+                        for (slot, &k) in order.iter().enumerate() {
+                            let l = logical_of(&geo, id, k, c);
+                            if let Some(nd) = new_of(l) {
+                                let od = self.seen(geo.data_member(id, k), off);
+                                parity::update_p(&mut p, od, nd);
+                                if let Some(q) = q.as_mut() {
+                                    parity::update_q(q, slot as u32, od, nd);
+                                }
+                            }
+                        }
+                        std::iter::once(p).chain(q).collect()
+                    }
+                    StripeKind::Rcw | StripeKind::FullStripe | StripeKind::DegradedWrite => {
+                        let old = if kind == StripeKind::DegradedWrite {
+                            Some(self.stripe_old(id, c, failed).1)
+                        } else {
+                            None
+                        };
+                        let data: Vec<Vec<u8>> = order
+                            .iter()
+                            .enumerate()
+                            .map(|(slot, &k)| match new_of(logical_of(&geo, id, k, c)) {
+                                Some(nd) => nd.to_vec(),
+                                None => match &old {
+                                    Some(o) => o[slot].clone(),
+                                    None => self.seen(geo.data_member(id, k), off).to_vec(),
+                                },
+                            })
+                            .collect();
+                        let (p, q) = parity_of_blocks(&data);
+                        [p, q].into_iter().take(parity_members.len()).collect()
+                    }
+                    other => panic!("unexpected kind {other:?} in a write"),
+                };
+                for (m, block) in parity_members.iter().zip(new_parity) {
+                    if !failed.contains(*m) {
+                        new[*m as usize][off as usize..(off + S) as usize].copy_from_slice(&block);
+                        assert!(expected.insert((*m, off)), "parity sector written twice");
+                    }
+                }
+            }
+        }
+        let mut planned = std::collections::BTreeSet::new();
+        for e in &plan.writes {
+            assert!(
+                !failed.contains(e.member),
+                "plan writes failed member {}",
+                e.member
+            );
+            for s in 0..e.len_bytes / S {
+                planned.insert((e.member, e.offset_bytes + s * S));
+            }
+        }
+        assert_eq!(
+            planned, expected,
+            "writes cover exactly the copies and parity touched"
+        );
+        self.members = new;
+    }
+
+    /// Executes a rebuild plan of `replacement`.
+    pub fn rebuild(&mut self, replacement: u32, failed: &FailedSet, plan: &Plan) {
+        self.expose(plan, failed);
+        let geo = self.geo;
+        let mut written = std::collections::BTreeSet::new();
+        for sp in &plan.stripes {
+            assert_eq!(sp.kind, StripeKind::Rebuild);
+            for i in 0..sp.column_len_bytes / S {
+                if geo.copies() > 1 {
+                    let l = sp.stripe * geo.stripe_unit_bytes() + sp.column_offset_bytes + i * S;
+                    let src = geo
+                        .copies_of(l)
+                        .find(|c| sp.read.contains(c.member))
+                        .expect("the plan read a copy");
+                    let dst = geo
+                        .copies_of(l)
+                        .find(|c| c.member == replacement)
+                        .expect("the replacement holds a copy");
+                    let block = self.seen(src.member, src.offset_bytes).to_vec();
+                    let o = dst.offset_bytes as usize;
+                    self.members[replacement as usize][o..o + S as usize].copy_from_slice(&block);
+                    written.insert((replacement, dst.offset_bytes));
+                } else {
+                    let id = StripeId {
+                        span: sp.span,
+                        stripe: sp.stripe,
+                    };
+                    let c = sp.column_offset_bytes + i * S;
+                    let (members, blocks) = self.stripe_old(id, c, failed);
+                    let j = members.iter().position(|&m| m == replacement).unwrap();
+                    let block = blocks[j].clone();
+                    self.put(replacement, id, c, &block);
+                    written.insert((replacement, geo.stripe_offset_bytes(id) + c));
+                }
+            }
+        }
+        let mut planned = std::collections::BTreeSet::new();
+        for e in &plan.writes {
+            assert_eq!(e.member, replacement);
+            for s in 0..e.len_bytes / S {
+                planned.insert((e.member, e.offset_bytes + s * S));
+            }
+        }
+        assert_eq!(planned, written);
+    }
+
+    /// Every surviving copy equal and every stripe's surviving parity equal to the
+    /// parity of its data; the logical image if all data is readable directly.
+    pub fn assert_consistent(&self) {
+        let geo = &self.geo;
+        for l in (0..geo.capacity_bytes()).step_by(S as usize) {
+            let first = geo.locate(l);
+            for c in geo.copies_of(l) {
+                assert_eq!(
+                    sector(&self.members[c.member as usize], c.offset_bytes),
+                    sector(&self.members[first.member as usize], first.offset_bytes),
+                    "copies of logical {l} differ"
+                );
+            }
+        }
+        if geo.parity_per_stripe() > 0 {
+            for span in 0..geo.spans() {
+                for stripe in 0..geo.stripes_per_span() {
+                    let id = StripeId { span, stripe };
+                    for c in (0..geo.stripe_unit_bytes()).step_by(S as usize) {
+                        let data: Vec<Vec<u8>> = slot_order(geo, id)
+                            .iter()
+                            .map(|&k| self.raw(geo.data_member(id, k), id, c).to_vec())
+                            .collect();
+                        let (p, q) = parity_of_blocks(&data);
+                        assert_eq!(
+                            self.raw(geo.p_member(id).unwrap(), id, c),
+                            &p[..],
+                            "P of {id:?} column {c}"
+                        );
+                        if let Some(qm) = geo.q_member(id) {
+                            assert_eq!(self.raw(qm, id, c), &q[..], "Q of {id:?} column {c}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The logical image as the primary copies hold it (healthy array).
+    pub fn image(&self) -> Vec<u8> {
+        let geo = &self.geo;
+        let mut out = Vec::new();
+        for l in (0..geo.capacity_bytes()).step_by(S as usize) {
+            let loc = geo.locate(l);
+            out.extend_from_slice(sector(&self.members[loc.member as usize], loc.offset_bytes));
+        }
+        out
+    }
+}
+
+/// P and Q of data blocks in syndrome order.
+pub fn parity_of_blocks(data: &[Vec<u8>]) -> (Vec<u8>, Vec<u8>) {
+    let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+    let mut p = vec![0u8; S as usize];
+    let mut q = vec![0u8; S as usize];
+    parity::compute_pq(&refs, &mut p, &mut q);
+    (p, q)
+}

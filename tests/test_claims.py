@@ -1,0 +1,193 @@
+"""The ssd-raid-tuning claim study: coverage, tolerances, report structure, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import needs_native_levels
+from raidlab import claims
+from raidlab.claims import (
+    CLAIM_COLUMNS,
+    CLAIM_STUDIES,
+    PTS_IODEPTH,
+    PTS_NUMJOBS,
+    Tolerance,
+    claim_scenarios,
+    load_claims,
+    reproduce_claims,
+)
+from raidlab.cli import app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
+STUDY = CLAIM_STUDIES["ssd-raid-tuning"]
+CSV_IDS = list(pd.read_csv(REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv")["claim_id"])
+COVERED = {"T01", "T02", "T03", "T04", "T05", "T06", "T21"}
+
+
+def test_packaged_claims_file_is_the_reference_copy() -> None:
+    packaged = (
+        REPO / "python" / "raidlab" / "reference" / "ssd_raid_tuning_claims.csv"
+    ).read_text()
+    assert packaged == (REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv").read_text()
+
+
+def test_coverage_lists_every_claim_of_the_file_exactly_once() -> None:
+    assert len(CSV_IDS) == len(set(CSV_IDS))
+    assert sorted(STUDY.coverage) == sorted(CSV_IDS)
+
+
+def test_covered_claims_are_the_ones_with_checks() -> None:
+    checked = {check.claim_id for check in STUDY.checks()}
+    covered = {claim for claim, status in STUDY.coverage.items() if status == "covered"}
+    assert checked == covered == COVERED
+
+
+def test_every_claim_not_covered_gives_a_reason() -> None:
+    reasons = [status for status in STUDY.coverage.values() if status != "covered"]
+    assert all(len(reason) > 10 for reason in reasons)
+    assert claims.NOT_COVERED_WRITE_BACK in STUDY.coverage["T23"]
+    assert claims.NOT_COVERED_FTL in STUDY.coverage["T29"]
+
+
+def test_iops_runs_use_the_pts_outstanding_io() -> None:
+    runs, scenarios = claim_scenarios(
+        [check for check in STUDY.checks() if check.claim_id == "T01"], 1000, 1
+    )
+    workload = scenarios[0]["workload"]
+    assert (workload["numjobs"], workload["iodepth"]) == (PTS_NUMJOBS, PTS_IODEPTH) == (2, 16)
+    assert workload["bs"] == [[4096, 1]] and workload["rw"] == "randread"
+
+
+def test_latency_runs_are_at_qd1() -> None:
+    _, scenarios = claim_scenarios(
+        [check for check in STUDY.checks() if check.claim_id == "T06"], 1000, 1
+    )
+    assert {(s["workload"]["numjobs"], s["workload"]["iodepth"]) for s in scenarios} == {(1, 1)}
+
+
+def test_single_ssd_runs_on_hba_and_arrays_on_the_study_controllers() -> None:
+    _, scenarios = claim_scenarios(STUDY.checks(), 1000, 1)
+    setups = {
+        (s["array"]["level"], s["array"]["drive_count"], s["array"]["controller"]["name"])
+        for s in scenarios
+    }
+    assert setups == {(0, 1, "hba"), (1, 2, "linux-md"), (1, 2, "megaraid-9365")}
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "claimed", "simulated", "passes"),
+    [
+        (Tolerance("relative", 0.20), 107_000, 128_400, True),
+        (Tolerance("relative", 0.20), 107_000, 128_500, False),
+        (Tolerance("absolute", 15.0, "pp"), 30.0, 15.0, True),
+        (Tolerance("absolute", 15.0, "pp"), 30.0, 45.5, False),
+        (Tolerance("absolute", 0.02, "ms"), 0.04, 0.06, True),
+        (Tolerance("lower_bound"), 1.4, 1.4, True),
+        (Tolerance("lower_bound"), 1.4, 1.39, False),
+        (Tolerance("exact"), 50.0, 50.0, True),
+        (Tolerance("relative", 0.20), 107_000, math.nan, False),
+    ],
+)
+def test_tolerance_decides_pass_or_fail(
+    tolerance: Tolerance, claimed: float, simulated: float, passes: bool
+) -> None:
+    assert tolerance.passes(claimed, simulated) is passes
+
+
+def test_report_has_every_claim_and_one_row_per_uncovered_claim(fake_native: None) -> None:
+    frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False)
+    assert list(frame.columns) == CLAIM_COLUMNS
+    assert set(frame["claim_id"]) == set(CSV_IDS)
+    uncovered = frame[frame["result"] == "not covered"]
+    assert sorted(uncovered["claim_id"]) == sorted(set(CSV_IDS) - COVERED)
+    assert uncovered["claim_id"].is_unique
+    assert set(frame.loc[frame["result"] != "not covered", "result"]) <= {"PASS", "FAIL"}
+
+
+def test_claims_about_swr_and_hwr_are_checked_on_both(fake_native: None) -> None:
+    frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False)
+    for claim_id in ("T03", "T04", "T05"):
+        assert sorted(frame.loc[frame["claim_id"] == claim_id, "variant"]) == ["HWR", "SWR"]
+    assert sorted(frame.loc[frame["claim_id"] == "T06", "variant"]) == ["mixed", "read", "write"]
+
+
+def test_raid10_capacity_claim_is_exact_from_the_geometry(fake_native: None) -> None:
+    frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False)
+    (row,) = frame[frame["claim_id"] == "T21"].itertuples()
+    assert (row.simulated, row.result, row.tolerance) == (50.0, "PASS", "exact")
+
+
+def test_claimed_values_come_from_the_file() -> None:
+    values = load_claims(STUDY).set_index("claim_id")["value"]
+    assert (values["T01"], values["T02"], values["T06"]) == (107000, 120000, 0.04)
+
+
+def test_reproduce_claims_csv_lists_rows_and_method_on_stderr(fake_native: None) -> None:
+    result = runner.invoke(
+        app, ["reproduce", "ssd-raid-tuning", "--jobs", "1", "--ios-max", "200", "--format", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(io.StringIO(result.stdout))
+    assert list(frame.columns) == CLAIM_COLUMNS
+    assert "2 jobs x QD 16" in result.stderr and "SNIA PTS" in result.stderr
+
+
+def test_reproduce_claims_exits_0_even_when_a_claim_fails(fake_native: None) -> None:
+    # The fake simulator is far from the article, so some claims fail.
+    result = runner.invoke(app, ["reproduce", "ssd-raid-tuning", "--jobs", "1", "--ios-max", "200"])
+    assert result.exit_code == 0, result.output
+    assert "FAIL" in result.stdout and "claims not covered" in result.stdout
+
+
+def test_strict_exits_1_when_a_claim_fails(fake_native: None) -> None:
+    result = runner.invoke(
+        app, ["reproduce", "ssd-raid-tuning", "--jobs", "1", "--ios-max", "200", "--strict"]
+    )
+    assert result.exit_code == 1, result.output
+
+
+def test_strict_exits_0_when_every_covered_claim_passes(
+    fake_native: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_geometry = [check for check in STUDY.checks() if check.claim_id == "T21"]
+    monkeypatch.setitem(
+        CLAIM_STUDIES, "ssd-raid-tuning", claims.replace_checks(STUDY, only_geometry)
+    )
+    result = runner.invoke(app, ["reproduce", "ssd-raid-tuning", "--strict", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+
+
+def test_strict_is_refused_for_atto_studies() -> None:
+    result = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--strict"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: --strict: ")
+
+
+def test_reproduce_claims_json_has_records_coverage_and_summary(fake_native: None) -> None:
+    result = runner.invoke(
+        app, ["reproduce", "ssd-raid-tuning", "--jobs", "1", "--ios-max", "200", "--format", "json"]
+    )
+    document = json.loads(result.stdout)
+    assert sorted(document["coverage"]) == sorted(CSV_IDS)
+    assert document["summary"]["claims"] == len(CSV_IDS)
+    assert document["summary"]["covered"] == len(COVERED)
+    assert any("SNIA PTS" in line for line in document["method"])
+    assert list(document["records"][0]) == CLAIM_COLUMNS
+
+
+def test_unknown_study_suggests_the_claim_study() -> None:
+    result = runner.invoke(app, ["reproduce", "ssd-raid-tunin"])
+    assert result.exit_code == 2 and "did you mean ssd-raid-tuning?" in result.stderr
+
+
+@needs_native_levels
+def test_native_study_gives_a_finite_value_for_every_check() -> None:
+    frame = reproduce_claims("ssd-raid-tuning", ios=2000, jobs=1, progress=False)
+    covered = frame[frame["result"] != "not covered"]
+    assert covered["simulated"].notna().all() and len(covered) == 12
