@@ -28,7 +28,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]
 CSV_IDS = list(pd.read_csv(REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv")["claim_id"])
-COVERED = {"T01", "T02", "T03", "T04", "T05", "T06", "T21"}
+COVERED = {"T01", "T02", "T03", "T06", "T21"}
 
 
 def test_packaged_claims_file_is_the_reference_copy() -> None:
@@ -113,7 +113,7 @@ def test_report_has_every_claim_and_one_row_per_uncovered_claim(fake_native: Non
 
 def test_claims_about_swr_and_hwr_are_checked_on_both(fake_native: None) -> None:
     frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False)
-    for claim_id in ("T03", "T04", "T05"):
+    for claim_id in ("T03",):
         assert sorted(frame.loc[frame["claim_id"] == claim_id, "variant"]) == ["HWR", "SWR"]
     assert sorted(frame.loc[frame["claim_id"] == "T06", "variant"]) == ["mixed", "read", "write"]
 
@@ -190,4 +190,4 @@ def test_unknown_study_suggests_the_claim_study() -> None:
 def test_native_study_gives_a_finite_value_for_every_check() -> None:
     frame = reproduce_claims("ssd-raid-tuning", ios=2000, jobs=1, progress=False)
     covered = frame[frame["result"] != "not covered"]
-    assert covered["simulated"].notna().all() and len(covered) == 12
+    assert covered["simulated"].notna().all() and len(covered) == 8

@@ -182,9 +182,22 @@ def atto(
 def run_workload(
     array: Mapping[str, Any], workload: WorkloadRequest, seed: Any = 1, seed_label: str = "seed"
 ) -> pd.DataFrame:
-    """One fio-style run of an already-built ``array`` (see ``run``)."""
+    """One fio-style run of an already-built ``array`` (see ``run``). With a rebuild, the
+    same scenario also runs without it, so the rebuild's cost to the workload is known:
+    ``rebuild["foreground_slowdown_pct"]`` (IOPS lost, all directions together)."""
     scenario = build_scenario(array, build_workload(workload, array), parse_seed(seed, seed_label))
-    (results,) = run_scenarios([scenario], jobs=1, progress=False)
+    scenarios = [scenario]
+    if "rebuild" in scenario["array"]:
+        quiet = {
+            **scenario,
+            "array": {k: v for k, v in scenario["array"].items() if k != "rebuild"},
+        }
+        scenarios.append(quiet)
+    results, *baseline = run_scenarios(scenarios, jobs=1, progress=False)
+    if baseline and results.get("rebuild"):
+        with_rebuild = sum(op["iops"] for op in results["ops"].values())
+        without = sum(op["iops"] for op in baseline[0]["ops"].values())
+        results["rebuild"]["foreground_slowdown_pct"] = 100.0 * (1.0 - with_rebuild / without)
     frame = run_frame(results)
     frame.attrs["explain"] = results.get("explain")
     frame.attrs["scenario"] = scenario
@@ -309,11 +322,17 @@ def rebuild_lines(rebuild: Mapping[str, Any] | None) -> list[str]:
     time_ns = rebuild.get("time_ns_projected")
     finished = bool(rebuild.get("finished"))
     when = "-" if time_ns is None else _duration(float(time_ns))
-    return [
+    lines = [
         f"rebuild of member {rebuild.get('member')}: {float(rebuild.get('mbps', 0.0)):.1f} MB/s "
         f"while the workload ran, {done / 1e6:,.1f} MB done{share}",
         f"rebuild time: {when} ({'measured, finished' if finished else 'projected at that rate'})",
     ]
+    if "foreground_slowdown_pct" in rebuild:
+        lines.append(
+            f"foreground slowdown: {float(rebuild['foreground_slowdown_pct']):.1f} % of the "
+            "workload's IOPS without the rebuild (same array degraded, same seed)"
+        )
+    return lines
 
 
 def _duration(time_ns: float) -> str:

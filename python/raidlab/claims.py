@@ -232,23 +232,6 @@ def _ssd_raid_tuning_checks() -> list[Check]:
                 f"IOPS of RAID 1 on {setup.controller} / one SSD on hba, 4K randread, {oio}",
             )
         )
-    for claim_id, workload, what in (
-        ("T04", "write", "randwrite"),
-        ("T05", "mixed", "randrw 50/50"),
-    ):
-        for variant, setup in RAID1.items():
-            array_run, single_run = _pts(setup, workload), _pts(SINGLE, workload)
-            checks.append(
-                Check(
-                    claim_id,
-                    variant,
-                    (array_run, single_run),
-                    _penalty_pct(array_run, single_run),
-                    Tolerance("absolute", 15.0, "pp"),
-                    f"100 x (1 - IOPS of RAID 1 on {setup.controller} / one SSD on hba), "
-                    f"4K {what}, {oio}",
-                )
-            )
     for workload in ("read", "mixed", "write"):
         array_run, single_run = _qd1(RAID1["HWR"], workload), _qd1(SINGLE, workload)
         checks.append(
@@ -278,9 +261,20 @@ def _ssd_raid_tuning_checks() -> list[Check]:
     return checks
 
 
+# A RAID 1 write waits for the slower of two drives. Without garbage collection every
+# write of a drive costs the same, so the simulator predicts no penalty; the article's
+# ~30 % comes from steady-state write latency that varies with garbage collection.
+NOT_COVERED_GC_VARIANCE = (
+    "needs SSD FTL and garbage collection (a later issue): the RAID 1 write penalty comes "
+    "from waiting for the slower drive, whose steady-state write latency varies with GC"
+)
+
+
 # Claim id -> "covered" or why it is not. Every claim of the file appears exactly once.
 SSD_RAID_TUNING_COVERAGE: dict[str, str] = {
-    **{claim: "covered" for claim in ("T01", "T02", "T03", "T04", "T05", "T06", "T21")},
+    **{claim: "covered" for claim in ("T01", "T02", "T03", "T06", "T21")},
+    "T04": NOT_COVERED_GC_VARIANCE,
+    "T05": NOT_COVERED_GC_VARIANCE,
     "T18": f"{NOT_COVERED_DATASHEET} (the drive preset is calibrated on it)",
     "T22": f"{NOT_COVERED_WRITE_BACK}: write-through baseline of Fig. 4's comparison with T23/T24",
     "T23": NOT_COVERED_WRITE_BACK,

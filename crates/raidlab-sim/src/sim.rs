@@ -964,52 +964,52 @@ impl Simulation {
 
     // ----- measurement ------------------------------------------------------------
 
-    /// Busy time of every resource, in the order `results` names them.
-    fn busy_snapshot(&self) -> Vec<u64> {
+    /// Every resource with its kind, the units its busy time is spread over, and its
+    /// busy time so far. Names and busy times come from one place so they stay paired.
+    fn resources_now(&self) -> Vec<(String, &'static str, u64, u64)> {
         let c = &self.controller;
-        let mut v = vec![c.cpu.busy_ns()];
-        for p in [&c.bus_up, &c.bus_down, &c.read_path, &c.write_path]
-            .into_iter()
-            .flatten()
-        {
-            v.push(p.busy_ns());
-        }
-        for d in &self.drives {
-            match &d.model {
-                DriveModel::Ssd(ssd) => v.extend(ssd.busy_ns()),
-                DriveModel::Hdd(hdd) => v.push(hdd.busy_ns()),
-            }
-        }
-        v
-    }
-
-    fn resource_names(&self) -> Vec<(String, &'static str, u64)> {
-        let c = &self.controller;
-        let mut v = vec![("controller.cpu".to_string(), "controller", 1)];
-        for (name, p) in [
+        let mut v = vec![(
+            "controller.cpu".to_string(),
+            "controller",
+            1,
+            c.cpu.busy_ns(),
+        )];
+        for (name, path) in [
             ("controller.parity", &c.parity),
             ("bus.up", &c.bus_up),
             ("bus.down", &c.bus_down),
             ("controller.read_path", &c.read_path),
             ("controller.write_path", &c.write_path),
         ] {
-            if p.is_some() {
-                v.push((name.to_string(), "path", 1));
+            if let Some(path) = path {
+                v.push((name.to_string(), "path", 1, path.busy_ns()));
             }
         }
         for (i, d) in self.drives.iter().enumerate() {
             match &d.model {
                 DriveModel::Ssd(ssd) => {
                     let (dies, channels) = ssd.units();
-                    v.push((format!("drive{i}.firmware"), "drive", 1));
-                    v.push((format!("drive{i}.link"), "drive", 1));
-                    v.push((format!("drive{i}.flash"), "drive", dies as u64));
-                    v.push((format!("drive{i}.channels"), "drive", channels as u64));
+                    let [firmware, link, flash, channel] = ssd.busy_ns();
+                    v.push((format!("drive{i}.firmware"), "drive", 1, firmware));
+                    v.push((format!("drive{i}.link"), "drive", 1, link));
+                    v.push((format!("drive{i}.flash"), "drive", dies as u64, flash));
+                    v.push((
+                        format!("drive{i}.channels"),
+                        "drive",
+                        channels as u64,
+                        channel,
+                    ));
                 }
-                DriveModel::Hdd(_) => v.push((format!("drive{i}.mechanism"), "drive", 1)),
+                DriveModel::Hdd(hdd) => {
+                    v.push((format!("drive{i}.mechanism"), "drive", 1, hdd.busy_ns()))
+                }
             }
         }
         v
+    }
+
+    fn busy_snapshot(&self) -> Vec<u64> {
+        self.resources_now().into_iter().map(|r| r.3).collect()
     }
 
     fn begin_measuring(&mut self) {
@@ -1068,12 +1068,11 @@ impl Simulation {
                 );
             }
         }
-        let now_busy = self.busy_snapshot();
         let resources: Vec<Resource> = self
-            .resource_names()
+            .resources_now()
             .into_iter()
-            .zip(now_busy.iter().zip(&self.busy_at_start))
-            .map(|((name, kind, units), (&b1, &b0))| {
+            .zip(&self.busy_at_start)
+            .map(|((name, kind, units, b1), &b0)| {
                 let busy = (b1 - b0) / units;
                 Resource {
                     name,

@@ -1,0 +1,155 @@
+//! RAID levels in the simulator: what one host request costs, degraded arrays,
+//! mirrors and rebuilds. One behaviour per test.
+
+mod common;
+
+use common::{scenario, ssd};
+use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
+use raidlab_sim::simulate;
+
+fn raid(level: u32, drives: u32, rw: Rw, bs: u64, iodepth: u32) -> Scenario {
+    let mut s = scenario(ssd(), drives, rw, bs, iodepth);
+    s.array.level = Level::Number(level);
+    s
+}
+
+#[test]
+fn a_raid5_small_random_write_costs_two_reads_and_two_writes() {
+    let r = simulate(&raid(5, 4, Rw::Randwrite, 4096, 8));
+    assert_eq!(r.explain.member_ios_per_host_io["write"], 4.0);
+    assert_eq!(r.explain.parity_bytes_per_host_byte["write"], 1.0);
+}
+
+#[test]
+fn a_raid6_small_random_write_costs_three_reads_and_three_writes() {
+    let r = simulate(&raid(6, 6, Rw::Randwrite, 4096, 8));
+    assert_eq!(r.explain.member_ios_per_host_io["write"], 6.0);
+}
+
+#[test]
+fn a_full_stripe_write_reads_nothing() {
+    // 4 drives, 64 KiB chunks: a stripe holds 192 KiB of data.
+    let mut s = raid(5, 4, Rw::Write, 3 * 65536, 4);
+    s.workload.size_bytes = 3 * 65536 * 1000;
+    let r = simulate(&s);
+    assert_eq!(
+        r.explain.member_ios_per_host_io["write"], 4.0,
+        "3 data + 1 parity, no reads"
+    );
+    assert!((r.explain.member_bytes_per_host_byte["write"] - 4.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_degraded_read_of_a_lost_chunk_reads_every_survivor() {
+    let mut s = raid(5, 4, Rw::Randread, 4096, 8);
+    s.array.failed = vec![2];
+    let r = simulate(&s);
+    // A quarter of the chunks were on member 2; each of their reads reads 3 survivors.
+    let per_io = r.explain.member_ios_per_host_io["read"];
+    assert!((per_io - 1.5).abs() < 0.05, "{per_io}");
+}
+
+#[test]
+fn raid1_reads_use_both_mirrors_and_writes_go_to_both() {
+    let one = simulate(&raid(0, 1, Rw::Randread, 4096, 64)).ops["read"].iops;
+    let reads = simulate(&raid(1, 2, Rw::Randread, 4096, 64));
+    assert!(
+        reads.ops["read"].iops > 1.7 * one,
+        "{} vs {one}",
+        reads.ops["read"].iops
+    );
+    assert_eq!(reads.explain.member_ios_per_host_io["read"], 1.0);
+    let writes = simulate(&raid(1, 2, Rw::Randwrite, 4096, 8));
+    assert_eq!(writes.explain.member_ios_per_host_io["write"], 2.0);
+}
+
+#[test]
+fn a_parity_engine_slower_than_the_drives_becomes_the_bottleneck() {
+    let mut s = raid(5, 4, Rw::Write, 3 * 65536, 8);
+    s.workload.size_bytes = 3 * 65536 * 1000;
+    s.array.controller.parity_rate_bytes_per_s = Some(50e6);
+    let r = simulate(&s);
+    assert_eq!(r.explain.bottleneck, "controller.parity");
+    // Each stripe feeds 192 KiB of data to the engine for 64 KiB of parity.
+    assert!(r.ops["write"].mbps < 55.0, "{}", r.ops["write"].mbps);
+}
+
+#[test]
+fn a_rebuild_runs_at_its_rate_and_slows_the_workload() {
+    let mut s = raid(5, 4, Rw::Randread, 4096, 16);
+    s.array.failed = vec![1];
+    let quiet = simulate(&s).ops["read"].iops;
+    s.array.rebuild = Some(RebuildSpec {
+        member: 1,
+        rate_bytes_per_s: 200e6,
+    });
+    let r = simulate(&s);
+    let rebuild = r.rebuild.expect("rebuild reported");
+    assert!(
+        rebuild.mbps > 150.0 && rebuild.mbps <= 201.0,
+        "{}",
+        rebuild.mbps
+    );
+    assert!(!rebuild.finished);
+    assert!(
+        r.ops["read"].iops < quiet,
+        "{} vs {quiet}",
+        r.ops["read"].iops
+    );
+    let projected_s = rebuild.time_ns_projected as f64 / 1e9;
+    let expected_s = rebuild.member_bytes as f64 / (rebuild.mbps * 1e6);
+    assert!((projected_s / expected_s - 1.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_small_array_rebuilds_completely_and_is_healthy_again() {
+    let mut s = raid(1, 2, Rw::Randread, 4096, 4);
+    let cap = 64 << 20;
+    if let raidlab_sim::scenario::DriveSpec::Ssd(d) = &mut s.array.drive {
+        d.capacity_bytes = cap;
+    }
+    s.workload.size_bytes = cap;
+    s.workload.ios = 200_000;
+    s.array.failed = vec![0];
+    s.array.rebuild = Some(RebuildSpec {
+        member: 0,
+        rate_bytes_per_s: 1e9,
+    });
+    let r = simulate(&s);
+    let rebuild = r.rebuild.expect("rebuild reported");
+    assert!(rebuild.finished, "{rebuild:?}");
+}
+
+#[test]
+fn more_failures_than_the_level_tolerates_are_refused() {
+    let mut s = raid(5, 4, Rw::Randread, 4096, 1);
+    s.array.failed = vec![0, 1];
+    let err = s.validate().unwrap_err();
+    assert_eq!(err.field, "array.failed");
+}
+
+#[test]
+fn every_level_and_layout_runs() {
+    for (level, drives, layout, spans) in [
+        (4, 3, None, None),
+        (5, 5, Some("left-asymmetric"), None),
+        (5, 5, Some("right-symmetric"), None),
+        (6, 5, Some("right-asymmetric"), None),
+        (10, 4, Some("far"), None),
+        (10, 3, Some("offset"), None),
+        (50, 6, None, Some(2)),
+        (60, 8, None, Some(2)),
+    ] {
+        let mut s = raid(level, drives, Rw::Randrw, 16384, 8);
+        s.array.layout = layout.map(str::to_string);
+        s.array.spans = spans;
+        s.workload.ios = 2_000;
+        s.validate().unwrap_or_else(|e| panic!("{level}: {e}"));
+        let r = simulate(&s);
+        assert_eq!(
+            r.ops["read"].ios + r.ops["write"].ios,
+            2_000,
+            "RAID {level}"
+        );
+    }
+}
