@@ -25,6 +25,7 @@ $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
 demo: setup
 	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
 	$(VENV)/bin/raidlab reproduce hdd-raid0-atto --out out/hdd-raid0-atto
+	$(VENV)/bin/raidlab reproduce ssd-raid-tuning
 	@echo
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
 
