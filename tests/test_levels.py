@@ -68,7 +68,7 @@ def _array(**values: object) -> dict:
         (["--level", "4", "--drives", "4", "--failed", "0,1"], "--failed"),
         (["--level", "5", "--drives", "4", "--failed", "0,1"], "--failed"),
         (["--level", "6", "--drives", "5", "--failed", "0,1,2"], "--failed"),
-        (["--level", "10", "--drives", "4", "--failed", "0,2"], "--failed"),
+        (["--level", "10", "--drives", "4", "--failed", "0,1"], "--failed"),
         (["--level", "50", "--drives", "6", "--failed", "0,1"], "--failed"),  # one span
         (["--level", "60", "--drives", "8", "--failed", "4,5,6"], "--failed"),  # one span
         (["--level", "5", "--drives", "4", "--rebuild-rate", "50M"], "--rebuild-rate"),
@@ -341,4 +341,12 @@ def test_native_rebuild_reports_progress_and_projected_time() -> None:
 )
 def test_native_accepts_every_level(args: list[str]) -> None:
     result = runner.invoke(app, [*RUN, "--controller", "linux-md", *args, "--ios", "500"])
+    assert result.exit_code == 0, result.output
+
+
+def test_raid10_survives_failures_in_different_mirror_pairs() -> None:
+    # near layout, 4 drives: mirror pairs (0, 1) and (2, 3)
+    result = runner.invoke(
+        app, [*RUN, "--level", "10", "--drives", "4", "--failed", "0,2", "--ios", "500"]
+    )
     assert result.exit_code == 0, result.output

@@ -449,28 +449,6 @@ def parse_rebuild_rate(value: Any, label: str) -> int:
     return rate
 
 
-def failures_tolerated(level: int | str, drive_count: int, copies: int, spans: int) -> int:
-    """How many failed members the front end accepts in the whole array. RAID 10:
-    copies - 1, a safe bound (the native side checks exact survivability); RAID 50/60
-    are also checked per span (``span_failures_tolerated``)."""
-    if level in (0, "concat"):
-        return 0
-    if level == 1:
-        return drive_count - 1
-    if level in (4, 5):
-        return 1
-    if level == 6:
-        return 2
-    if level == 10:
-        return copies - 1
-    return spans * span_failures_tolerated(level)
-
-
-def span_failures_tolerated(level: int | str) -> int:
-    """Failed members one span of RAID 50 (1) or RAID 60 (2) survives."""
-    return {50: 1, 60: 2}[level]
-
-
 def _check_drive_count(
     request: ArrayRequest, level: int | str, drive_count: int, spans: int
 ) -> None:
@@ -552,25 +530,24 @@ def _check_failed(
                 label,
                 f"member indices are 0..={drive_count - 1} for {drive_count} drives, got {index}",
             )
-    tolerated = failures_tolerated(level, drive_count, copies, spans)
-    if len(failed) > tolerated:
-        why = " (copies - 1, a safe bound)" if level == 10 else ""
+    if len(set(failed)) != len(failed):
+        raise RaidlabError(label, f"lists a member twice: {failed}")
+
+
+def _check_survivable(request: ArrayRequest, array: dict[str, Any]) -> None:
+    """Whether the array survives its failed members: asked of the native layout, which
+    knows exactly which sets RAID 10/50/60 survive (two failures in different mirror
+    pairs of a RAID 10 are fine; two in one pair are not)."""
+    from raidlab.native import array_info
+
+    info = array_info(array)
+    if not info["tolerates"]:
         raise RaidlabError(
-            label,
-            f"{level_name(level)} of {drive_count} drives tolerates at most {tolerated} "
-            f"failed members{why}, got {len(failed)}",
+            request.label("failed"),
+            f"{level_name(array['level'])} of {array['drive_count']} drives loses data with "
+            f"members {array['failed']} failed (it survives {info['tolerated_failures']} "
+            "failure(s) in every case, more only in some placements)",
         )
-    if level in SPAN_LEVELS:
-        per_span = drive_count // spans
-        for span in range(spans):
-            in_span = [index for index in failed if index // per_span == span]
-            if len(in_span) > span_failures_tolerated(level):
-                raise RaidlabError(
-                    label,
-                    f"{level_name(level)} tolerates {span_failures_tolerated(level)} failed "
-                    f"members per span; span {span} (members {span * per_span}.."
-                    f"{(span + 1) * per_span - 1}) has {len(in_span)}",
-                )
 
 
 def build_array(request: ArrayRequest) -> dict[str, Any]:
@@ -635,6 +612,8 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
             "host": host,
         }
     )
+    if failed:
+        _check_survivable(request, array)
     return array
 
 

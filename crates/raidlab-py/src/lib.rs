@@ -15,7 +15,8 @@ fn simulate(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
 }
 
 /// Geometry of an array (the scenario's `array` object as JSON): usable capacity, the
-/// member bytes in use, failures tolerated in every case, data members per stripe.
+/// member bytes in use, failures tolerated in every case, whether it survives its
+/// `failed` members, data members per stripe.
 /// The front end asks here rather than re-deriving md's layout arithmetic.
 #[pyfunction]
 fn array_info(array_json: &str) -> PyResult<String> {
@@ -24,13 +25,25 @@ fn array_info(array_json: &str) -> PyResult<String> {
     let g = array
         .geometry()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let failed = failed_set(&array.failed, g.members())?;
     Ok(serde_json::json!({
+        "tolerates": g.tolerates(&failed),
         "capacity_bytes": g.capacity_bytes(),
         "member_used_bytes": g.member_used_bytes(),
         "tolerated_failures": g.tolerated_failures(),
         "data_members_per_stripe": g.data_members_per_stripe(),
     })
     .to_string())
+}
+
+/// The failed set of an array, refusing members that do not exist.
+fn failed_set(failed: &[u32], members: u32) -> PyResult<raidlab_sim::layout::MemberSet> {
+    if let Some(m) = failed.iter().find(|&&m| m >= members) {
+        return Err(PyValueError::new_err(format!(
+            "array.failed: member {m} does not exist: members are 0..{members}"
+        )));
+    }
+    Ok(raidlab_sim::layout::MemberSet::from_members(failed))
 }
 
 /// Schema version of scenarios and results this build reads and writes.

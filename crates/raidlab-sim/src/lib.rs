@@ -38,6 +38,7 @@ pub mod scenario;
 pub mod sim;
 pub mod ssd;
 
+pub use raidlab_layout as layout;
 pub use results::Results;
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::Simulation;
