@@ -30,6 +30,7 @@
 
 pub mod hdd;
 pub mod histogram;
+pub mod host;
 pub mod queue;
 pub mod resource;
 pub mod results;

@@ -18,6 +18,8 @@ pub struct Results {
     pub ops: BTreeMap<String, OpStats>,
     /// Why the figures are what they are.
     pub explain: Explain,
+    /// Each workload (fio job) on its own, in scenario order.
+    pub jobs: Vec<JobResults>,
     /// The background rebuild, when the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rebuild: Option<RebuildReport>,
@@ -93,4 +95,32 @@ pub struct Resource {
     pub busy_ns: u64,
     /// Busy time over the measured interval, 0..=1.
     pub utilisation: f64,
+}
+
+/// One workload's figures (a fio job, or a group of `numjobs` clones).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobResults {
+    /// Name from the scenario.
+    pub name: String,
+    /// Per direction that did I/O.
+    pub ops: BTreeMap<String, OpStats>,
+    /// Its measured time: from the start of measurement until it completed.
+    pub runtime_ns: u64,
+    /// I/Os and bytes per interval, for IOPS/bandwidth statistics and steady state.
+    pub samples: Samples,
+}
+
+/// Completed I/Os and bytes per sample interval, per direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// Interval length.
+    pub interval_ns: u64,
+    /// Reads completed per interval.
+    pub read_ios: Vec<u64>,
+    /// Read bytes per interval.
+    pub read_bytes: Vec<u64>,
+    /// Writes completed per interval.
+    pub write_ios: Vec<u64>,
+    /// Write bytes per interval.
+    pub write_bytes: Vec<u64>,
 }

@@ -25,8 +25,12 @@ pub struct Scenario {
     pub seed: u64,
     /// What is simulated.
     pub array: ArraySpec,
-    /// What is asked of it.
-    pub workload: WorkloadSpec,
+    /// What is asked of it: one workload ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
+    /// ... or several running at once (the job sections of a fio file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<WorkloadSpec>,
 }
 
 /// The array: level, geometry, members, controller and host.
@@ -300,13 +304,21 @@ impl Rw {
     }
 }
 
-/// Offset distribution of random workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// Offset distribution of random workloads (fio's `random_distribution`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Distribution {
     /// Every aligned block equally likely.
     #[default]
     Uniform,
+    /// Zipf with exponent theta (> 0).
+    Zipf(f64),
+    /// Pareto with h in (0, 1).
+    Pareto(f64),
+    /// Normal around the middle, sigma as a percentage of the region (> 0).
+    Normal(f64),
+    /// Zones: (access percent, size percent), each column adding to 100.
+    Zoned(Vec<(f64, f64)>),
 }
 
 /// What the host asks of the array.
@@ -341,6 +353,22 @@ pub struct WorkloadSpec {
     /// Offset distribution.
     #[serde(default)]
     pub distribution: Distribution,
+    /// Name reported back (fio's job name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Block-size mix for writes when it differs from reads (fio's `bs=r,w`).
+    #[serde(default)]
+    pub bs_write: Option<Vec<(u64, u32)>>,
+    /// Simulated time discarded at the start (fio's `ramp_time`).
+    #[serde(default)]
+    pub warmup_ns: u64,
+    /// Interval of the per-job IOPS and bandwidth samples.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval_ns: u64,
+}
+
+fn default_sample_interval() -> u64 {
+    500_000_000
 }
 
 fn default_rwmixread() -> u32 {
@@ -427,6 +455,11 @@ impl ArraySpec {
 }
 
 impl Scenario {
+    /// The workloads to run: `workload`, or every entry of `workloads`.
+    pub fn workload_specs(&self) -> Vec<&WorkloadSpec> {
+        self.workload.iter().chain(&self.workloads).collect()
+    }
+
     /// Parse JSON and validate; the error names the field.
     pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
         let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
@@ -602,67 +635,135 @@ impl Scenario {
             positive_rate("array.rebuild.rate_bytes_per_s", r.rate_bytes_per_s)?;
         }
 
-        let w = &self.workload;
-        if w.iodepth == 0 || w.iodepth > IODEPTH_MAX {
+        let specs = self.workload_specs();
+        if specs.is_empty() {
             refuse(
-                "workload.iodepth",
-                format!("must be 1..={IODEPTH_MAX}, got {}", w.iodepth),
+                "workload",
+                "a scenario needs `workload` or `workloads`".into(),
             )?;
         }
-        if w.numjobs == 0 || w.numjobs > NUMJOBS_MAX {
+        if self.workload.is_some() && !self.workloads.is_empty() {
             refuse(
-                "workload.numjobs",
-                format!("must be 1..={NUMJOBS_MAX}, got {}", w.numjobs),
+                "workloads",
+                "give either `workload` or `workloads`, not both".into(),
             )?;
         }
-        if w.rwmixread > 100 {
+        if specs.len() > 256 {
             refuse(
-                "workload.rwmixread",
-                format!("must be 0..=100, got {}", w.rwmixread),
+                "workloads",
+                format!("at most 256 workloads, got {}", specs.len()),
             )?;
         }
-        if w.bs.is_empty() || w.bs.len() > 64 {
-            refuse("workload.bs", "needs 1..=64 block sizes".into())?;
-        }
-        for &(bytes, weight) in &w.bs {
-            if !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(512) {
-                refuse(
-                    "workload.bs",
-                    format!("block sizes must be multiples of 512 B in 512 B..=1 GiB, got {bytes}"),
-                )?;
-            }
-            if weight == 0 {
-                refuse("workload.bs", "weights must be positive".into())?;
-            }
-        }
-        let bs_max = w.bs.iter().map(|b| b.0).max().unwrap_or(0);
-        if !w.offset_bytes.is_multiple_of(512) {
-            refuse(
-                "workload.offset_bytes",
-                "must be a multiple of 512 B".into(),
-            )?;
-        }
-        let region_end = w.offset_bytes.checked_add(w.size_bytes);
-        if region_end.is_none_or(|end| end > layout.capacity_bytes()) {
-            refuse(
-                "workload.size_bytes",
-                format!(
-                    "region [{}, +{}) exceeds the array's {} B",
-                    w.offset_bytes,
-                    w.size_bytes,
-                    layout.capacity_bytes()
-                ),
-            )?;
-        }
-        if w.size_bytes / u64::from(w.numjobs) < bs_max {
-            refuse(
-                "workload.size_bytes",
-                format!("each job's share must hold the largest block ({bs_max} B)"),
-            )?;
-        }
-        if w.ios == 0 || w.ios > 1 << 40 {
-            refuse("workload.ios", format!("must be 1..=2^40, got {}", w.ios))?;
+        for (i, w) in specs.iter().enumerate() {
+            let field = |name: &str| {
+                if self.workload.is_some() {
+                    format!("workload.{name}")
+                } else {
+                    format!("workloads[{i}].{name}")
+                }
+            };
+            validate_workload(w, &layout, &field)?;
         }
         Ok(())
     }
+}
+
+fn validate_workload(
+    w: &WorkloadSpec,
+    layout: &raidlab_layout::Geometry,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), ScenarioError> {
+    if w.iodepth == 0 || w.iodepth > IODEPTH_MAX {
+        refuse(
+            &field("iodepth"),
+            format!("must be 1..={IODEPTH_MAX}, got {}", w.iodepth),
+        )?;
+    }
+    if w.numjobs == 0 || w.numjobs > NUMJOBS_MAX {
+        refuse(
+            &field("numjobs"),
+            format!("must be 1..={NUMJOBS_MAX}, got {}", w.numjobs),
+        )?;
+    }
+    if w.rwmixread > 100 {
+        refuse(
+            &field("rwmixread"),
+            format!("must be 0..=100, got {}", w.rwmixread),
+        )?;
+    }
+    check_mix(&w.bs, &field("bs"))?;
+    let bs_max =
+        w.bs.iter()
+            .chain(w.bs_write.iter().flatten())
+            .map(|b| b.0)
+            .max()
+            .unwrap_or(0);
+    if !w.offset_bytes.is_multiple_of(512) {
+        refuse(&field("offset_bytes"), "must be a multiple of 512 B".into())?;
+    }
+    let region_end = w.offset_bytes.checked_add(w.size_bytes);
+    if region_end.is_none_or(|end| end > layout.capacity_bytes()) {
+        refuse(
+            &field("size_bytes"),
+            format!(
+                "region [{}, +{}) exceeds the array's {} B",
+                w.offset_bytes,
+                w.size_bytes,
+                layout.capacity_bytes()
+            ),
+        )?;
+    }
+    if w.size_bytes / u64::from(w.numjobs) < bs_max {
+        refuse(
+            &field("size_bytes"),
+            format!("each job's share must hold the largest block ({bs_max} B)"),
+        )?;
+    }
+    if w.ios == 0 || w.ios > 1 << 40 {
+        refuse(&field("ios"), format!("must be 1..=2^40, got {}", w.ios))?;
+    }
+    if let Some(mix) = &w.bs_write {
+        check_mix(mix, &field("bs_write"))?;
+    }
+    if w.sample_interval_ns < 1_000_000 {
+        refuse(&field("sample_interval_ns"), "must be at least 1 ms".into())?;
+    }
+    match &w.distribution {
+        Distribution::Uniform => {}
+        Distribution::Zipf(theta) if theta.is_finite() && *theta > 0.0 => {}
+        Distribution::Pareto(h) if *h > 0.0 && *h < 1.0 => {}
+        Distribution::Normal(sigma) if sigma.is_finite() && *sigma > 0.0 => {}
+        Distribution::Zoned(zones)
+            if !zones.is_empty()
+                && zones.iter().all(|z| z.0 >= 0.0 && z.1 > 0.0)
+                && (zones.iter().map(|z| z.0).sum::<f64>() - 100.0).abs() < 1e-6
+                && (zones.iter().map(|z| z.1).sum::<f64>() - 100.0).abs() < 1e-6 => {}
+        other => refuse(
+            &field("distribution"),
+            format!(
+                "zipf needs theta > 0, pareto h in (0, 1), normal sigma > 0, zoned access and \
+                 size percentages each adding to 100; got {other:?}"
+            ),
+        )?,
+    }
+    Ok(())
+}
+
+/// A block-size mix: 1..=64 sizes, multiples of 512 B within bounds, positive weights.
+fn check_mix(mix: &[(u64, u32)], field: &str) -> Result<(), ScenarioError> {
+    if mix.is_empty() || mix.len() > 64 {
+        refuse(field, "needs 1..=64 block sizes".into())?;
+    }
+    for &(bytes, weight) in mix {
+        if !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(512) {
+            refuse(
+                field,
+                format!("block sizes must be multiples of 512 B in 512 B..=1 GiB, got {bytes}"),
+            )?;
+        }
+        if weight == 0 {
+            refuse(field, "weights must be positive".into())?;
+        }
+    }
+    Ok(())
 }

@@ -12,12 +12,13 @@
 
 use crate::hdd::Hdd;
 use crate::histogram::Histogram;
+use crate::host::{Job, Workload};
 use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
-use crate::results::{Explain, OpStats, RebuildReport, Resource, Results};
+use crate::results::{Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples};
 use crate::rng::Rng;
 use crate::scenario::ReadBalance;
-use crate::scenario::{DriveSpec, Rw, Scenario, SCHEMA};
+use crate::scenario::{DriveSpec, Scenario, SCHEMA};
 use crate::ssd::Ssd;
 use raidlab_layout::{
     Geometry, LeastOutstanding, MemberSet, Plan, Request as PlanRequest, RoundRobin,
@@ -101,13 +102,6 @@ struct Segment {
     end: u64,
     ready: bool,
     slot: u32,
-}
-
-/// A host job: its stream position and its share of the region.
-struct Job {
-    cursor: u64,
-    start: u64,
-    end: u64,
 }
 
 /// Controller read-ahead: a window of consecutive segments ahead of a sequential
@@ -195,20 +189,15 @@ pub struct Simulation {
     host_slots: u32,
     ops: Vec<MemberOp>,
     free_ops: Vec<u32>,
+    workloads: Vec<Workload>,
     jobs: Vec<Job>,
-    iodepth: u32,
-    rw: Rw,
-    read_percent: u32,
-    bs: Vec<(u64, u64)>,
-    bs_total_weight: u64,
-    random: bool,
+    /// Job of each host slot.
+    slot_job: Vec<u32>,
+    /// Workloads still measuring.
+    active_workloads: usize,
     host_overhead_ns: u64,
     plans: Vec<Plan>,
     // Measurement.
-    warmup_ios: u64,
-    ios: u64,
-    runtime_ns: Option<u64>,
-    completed: u64,
     measuring: bool,
     stopped: bool,
     start_ns: u64,
@@ -224,7 +213,18 @@ impl Simulation {
     /// Build the components of a validated scenario.
     pub fn new(scenario: &Scenario) -> Self {
         let a = &scenario.array;
-        let w = &scenario.workload;
+        let mut jobs = Vec::new();
+        let workloads: Vec<Workload> = scenario
+            .workload_specs()
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| Workload::new(i, spec, &mut jobs))
+            .collect();
+        let mut slot_job = Vec::new();
+        for (j, job) in jobs.iter().enumerate() {
+            let depth = workloads[job.workload as usize].iodepth;
+            slot_job.extend(std::iter::repeat_n(j as u32, depth as usize));
+        }
         let c = &a.controller;
         let layout = a.geometry().expect("validated scenario");
         let drives = (0..a.drive_count)
@@ -253,7 +253,7 @@ impl Simulation {
             waiters: Vec::new(),
             hits: 0,
         });
-        let host_slots = w.numjobs * w.iodepth;
+        let host_slots = slot_job.len() as u32;
         let prefetch_slots = if read_ahead.is_some() {
             c.read_ahead_segments
         } else {
@@ -299,19 +299,12 @@ impl Simulation {
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),
-            jobs: Vec::new(),
-            iodepth: w.iodepth,
-            rw: w.rw,
-            read_percent: w.rw.read_percent(w.rwmixread),
-            bs: Vec::new(),
-            bs_total_weight: 0,
-            random: w.rw.is_random(),
+            active_workloads: workloads.len(),
+            workloads,
+            jobs,
+            slot_job,
             host_overhead_ns: a.host.request_overhead_ns,
             plans: vec![Plan::new(); (host_slots + prefetch_slots + 1) as usize],
-            warmup_ios: w.warmup_ios,
-            ios: w.ios,
-            runtime_ns: w.runtime_ns,
-            completed: 0,
             measuring: false,
             stopped: false,
             start_ns: 0,
@@ -326,22 +319,7 @@ impl Simulation {
             ra.free_slots
                 .extend((host_slots..host_slots + prefetch_slots).rev());
         }
-        let mut cumulative = 0;
-        for &(bytes, weight) in &w.bs {
-            cumulative += u64::from(weight);
-            sim.bs.push((bytes, cumulative));
-        }
-        sim.bs_total_weight = cumulative;
-        let share = w.size_bytes / u64::from(w.numjobs);
-        for j in 0..u64::from(w.numjobs) {
-            let start = w.offset_bytes + j * share;
-            sim.jobs.push(Job {
-                cursor: start,
-                start,
-                end: start + share,
-            });
-        }
-        if sim.warmup_ios == 0 {
+        if !sim.any_warming_up() {
             sim.begin_measuring();
         }
         sim
@@ -378,44 +356,14 @@ impl Simulation {
 
     // ----- host -------------------------------------------------------------------
 
-    fn pick_block_bytes(&mut self) -> u64 {
-        if self.bs.len() == 1 {
-            return self.bs[0].0;
-        }
-        let x = self.rng.below(self.bs_total_weight);
-        self.bs
-            .iter()
-            .find(|b| x < b.1)
-            .expect("weights cover the range")
-            .0
-    }
-
     /// Job of `slot` issues its next request now.
     fn issue(&mut self, slot: u32) {
-        let job_index = (slot / self.iodepth) as usize;
-        let len = self.pick_block_bytes();
-        let write = match self.read_percent {
-            100 => false,
-            0 => true,
-            p => self.rng.below(100) >= u64::from(p),
-        };
-        let job = &mut self.jobs[job_index];
-        let offset = if self.random {
-            let blocks = (job.end - job.start) / len;
-            job.start + self.rng.below(blocks) * len
-        } else {
-            if job.cursor + len > job.end {
-                job.cursor = job.start;
-            }
-            let o = job.cursor;
-            job.cursor += len;
-            o
-        };
-        debug_assert!(matches!(self.rw, Rw::Rw | Rw::Randrw) || write == (self.read_percent == 0));
+        let job = &mut self.jobs[self.slot_job[slot as usize] as usize];
+        let ask = self.workloads[job.workload as usize].next(&mut self.rng, job);
         self.requests[slot as usize] = Request {
-            offset_bytes: offset,
-            len_bytes: len,
-            write,
+            offset_bytes: ask.offset_bytes,
+            len_bytes: ask.len_bytes,
+            write: ask.write,
             issued_ns: self.now_ns,
             ..Request::default()
         };
@@ -424,6 +372,11 @@ impl Simulation {
             EventKind::ControllerArrive,
             slot,
         );
+    }
+
+    /// Whether some workload has not finished its warm-up.
+    fn any_warming_up(&self) -> bool {
+        self.workloads.iter().any(|w| w.warming_up(0, self.now_ns))
     }
 
     /// A host request or a read-ahead segment has all its data.
@@ -447,22 +400,30 @@ impl Simulation {
             self.segment_ready(slot);
             return;
         }
-        self.completed += 1;
+        let w = self.jobs[self.slot_job[slot as usize] as usize].workload as usize;
+        self.workloads[w].completed += 1;
         if self.measuring {
             let dir = usize::from(r.write);
-            self.hist[dir].record(self.now_ns - r.issued_ns);
+            let latency_ns = self.now_ns - r.issued_ns;
+            self.hist[dir].record(latency_ns);
             self.tally.host_ios[dir] += 1;
             self.tally.host_bytes[dir] += r.len_bytes;
-            let measured = self.completed - self.warmup_ios;
-            let out_of_time = self
-                .runtime_ns
-                .is_some_and(|limit| self.now_ns - self.start_ns >= limit);
-            if measured >= self.ios || out_of_time {
-                self.end_ns = self.now_ns;
-                self.stopped = true;
+            let since_start_ns = self.now_ns - self.start_ns;
+            let workload = &mut self.workloads[w];
+            if workload.stopped {
                 return;
             }
-        } else if self.completed >= self.warmup_ios {
+            if workload.record(r.write, r.len_bytes, latency_ns, since_start_ns) {
+                workload.stopped = true;
+                workload.end_ns = self.now_ns;
+                self.active_workloads -= 1;
+                if self.active_workloads == 0 {
+                    self.end_ns = self.now_ns;
+                    self.stopped = true;
+                }
+                return;
+            }
+        } else if !self.any_warming_up() {
             self.begin_measuring();
         }
         self.issue(slot);
@@ -1035,23 +996,10 @@ impl Simulation {
             if h.count() == 0 {
                 continue;
             }
-            let percentiles_ns = PERCENTILES
-                .iter()
-                .map(|&(key, p)| (key.to_string(), h.percentile_ns(p)))
-                .collect();
             let t = &self.tally;
             ops.insert(
                 name.to_string(),
-                OpStats {
-                    ios: t.host_ios[dir],
-                    bytes: t.host_bytes[dir],
-                    iops: t.host_ios[dir] as f64 / secs,
-                    mbps: t.host_bytes[dir] as f64 / secs / 1e6,
-                    lat_mean_ns: h.mean_ns(),
-                    lat_min_ns: h.min_ns(),
-                    lat_max_ns: h.max_ns(),
-                    percentiles_ns,
-                },
+                op_stats(h, t.host_ios[dir], t.host_bytes[dir], secs),
             );
             member_ios.insert(
                 name.to_string(),
@@ -1097,8 +1045,44 @@ impl Simulation {
                 DriveModel::Ssd(_) => 0,
             })
             .sum();
+        let jobs = self
+            .workloads
+            .iter()
+            .map(|w| {
+                let end = if w.stopped { w.end_ns } else { self.end_ns };
+                let runtime_ns = end.saturating_sub(self.start_ns).max(1);
+                let secs = runtime_ns as f64 / 1e9;
+                let mut ops = BTreeMap::new();
+                for (dir, name) in [(READ, "read"), (WRITE, "write")] {
+                    if w.hist[dir].count() > 0 {
+                        let stats =
+                            op_stats(&w.hist[dir], w.ios_done[dir], w.bytes_done[dir], secs);
+                        ops.insert(name.to_string(), stats);
+                    }
+                }
+                let column = |dir: usize, bytes: bool| -> Vec<u64> {
+                    w.samples[dir]
+                        .iter()
+                        .map(|s| if bytes { s.1 } else { s.0 })
+                        .collect()
+                };
+                JobResults {
+                    name: w.name.clone(),
+                    ops,
+                    runtime_ns,
+                    samples: Samples {
+                        interval_ns: w.sample_interval_ns,
+                        read_ios: column(READ, false),
+                        read_bytes: column(READ, true),
+                        write_ios: column(WRITE, false),
+                        write_bytes: column(WRITE, true),
+                    },
+                }
+            })
+            .collect();
         Results {
             schema: SCHEMA,
+            jobs,
             seed: self.seed,
             sim_time_ns: elapsed,
             events: self.events,
@@ -1153,5 +1137,22 @@ impl ReadAhead {
             .iter()
             .filter(|s| s.start < end && s.end > start)
             .all(|s| s.ready)
+    }
+}
+
+/// One direction's figures from its histogram and counters over `secs`.
+fn op_stats(h: &Histogram, ios: u64, bytes: u64, secs: f64) -> OpStats {
+    OpStats {
+        ios,
+        bytes,
+        iops: ios as f64 / secs,
+        mbps: bytes as f64 / secs / 1e6,
+        lat_mean_ns: h.mean_ns(),
+        lat_min_ns: h.min_ns(),
+        lat_max_ns: h.max_ns(),
+        percentiles_ns: PERCENTILES
+            .iter()
+            .map(|&(key, p)| (key.to_string(), h.percentile_ns(p)))
+            .collect(),
     }
 }

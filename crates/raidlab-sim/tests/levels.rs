@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scenario, ssd};
+use common::{scenario, ssd, w};
 use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 
@@ -30,7 +30,7 @@ fn a_raid6_small_random_write_costs_three_reads_and_three_writes() {
 fn a_full_stripe_write_reads_nothing() {
     // 4 drives, 64 KiB chunks: a stripe holds 192 KiB of data.
     let mut s = raid(5, 4, Rw::Write, 3 * 65536, 4);
-    s.workload.size_bytes = 3 * 65536 * 1000;
+    w(&mut s).size_bytes = 3 * 65536 * 1000;
     let r = simulate(&s);
     assert_eq!(
         r.explain.member_ios_per_host_io["write"], 4.0,
@@ -66,7 +66,7 @@ fn raid1_reads_use_both_mirrors_and_writes_go_to_both() {
 #[test]
 fn a_parity_engine_slower_than_the_drives_becomes_the_bottleneck() {
     let mut s = raid(5, 4, Rw::Write, 3 * 65536, 8);
-    s.workload.size_bytes = 3 * 65536 * 1000;
+    w(&mut s).size_bytes = 3 * 65536 * 1000;
     s.array.controller.parity_rate_bytes_per_s = Some(50e6);
     let r = simulate(&s);
     assert_eq!(r.explain.bottleneck, "controller.parity");
@@ -108,8 +108,8 @@ fn a_small_array_rebuilds_completely_and_is_healthy_again() {
     if let raidlab_sim::scenario::DriveSpec::Ssd(d) = &mut s.array.drive {
         d.capacity_bytes = cap;
     }
-    s.workload.size_bytes = cap;
-    s.workload.ios = 200_000;
+    w(&mut s).size_bytes = cap;
+    w(&mut s).ios = 200_000;
     s.array.failed = vec![0];
     s.array.rebuild = Some(RebuildSpec {
         member: 0,
@@ -143,7 +143,7 @@ fn every_level_and_layout_runs() {
         let mut s = raid(level, drives, Rw::Randrw, 16384, 8);
         s.array.layout = layout.map(str::to_string);
         s.array.spans = spans;
-        s.workload.ios = 2_000;
+        w(&mut s).ios = 2_000;
         s.validate().unwrap_or_else(|e| panic!("{level}: {e}"));
         let r = simulate(&s);
         assert_eq!(

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{hdd, scenario, ssd};
+use common::{hdd, scenario, ssd, w};
 use raidlab_sim::scenario::{Rw, Scenario};
 use raidlab_sim::{simulate, simulate_json};
 
@@ -13,7 +13,7 @@ fn iops(s: &Scenario, op: &str) -> f64 {
 #[test]
 fn same_scenario_and_seed_give_identical_results() {
     let mut s = scenario(ssd(), 3, Rw::Randrw, 4096, 16);
-    s.workload.bs = vec![(4096, 3), (65536, 1)];
+    w(&mut s).bs = vec![(4096, 3), (65536, 1)];
     let text = serde_json::to_string(&s).unwrap();
     let a = simulate_json(&text).unwrap();
     let b = simulate_json(&text).unwrap();
@@ -95,9 +95,9 @@ fn each_member_a_request_touches_gets_one_operation() {
 #[test]
 fn hdd_random_reads_pay_seek_and_rotation() {
     let mut s = scenario(hdd(), 1, Rw::Randread, 4096, 1);
-    s.workload.size_bytes = 200_000_000_000;
-    s.workload.ios = 500;
-    s.workload.warmup_ios = 20;
+    w(&mut s).size_bytes = 200_000_000_000;
+    w(&mut s).ios = 500;
+    w(&mut s).warmup_ios = 20;
     let r = simulate(&s);
     let mean_ms = r.ops["read"].lat_mean_ns / 1e6;
     // Random over 80 % of the stroke: about a 8-9 ms seek plus half a revolution.
@@ -107,10 +107,10 @@ fn hdd_random_reads_pay_seek_and_rotation() {
 #[test]
 fn hdd_ncq_reorders_random_reads_for_more_iops() {
     let mut s = scenario(hdd(), 1, Rw::Randread, 4096, 1);
-    s.workload.size_bytes = 200_000_000_000;
-    s.workload.ios = 1_000;
+    w(&mut s).size_bytes = 200_000_000_000;
+    w(&mut s).ios = 1_000;
     let qd1 = iops(&s, "read");
-    s.workload.iodepth = 32;
+    w(&mut s).iodepth = 32;
     let qd32 = iops(&s, "read");
     assert!(qd32 > 1.8 * qd1, "qd1 {qd1:.0} qd32 {qd32:.0}");
 }
@@ -118,8 +118,8 @@ fn hdd_ncq_reorders_random_reads_for_more_iops() {
 #[test]
 fn hdd_without_write_cache_loses_a_revolution_per_sequential_write() {
     let mut s = scenario(hdd(), 1, Rw::Write, 4096, 1);
-    s.workload.ios = 300;
-    s.workload.warmup_ios = 10;
+    w(&mut s).ios = 300;
+    w(&mut s).warmup_ios = 10;
     let r = simulate(&s);
     let rev_ms = 60_000.0 / 7200.0;
     let per_write_ms = r.ops["write"].lat_mean_ns / 1e6;
@@ -145,13 +145,59 @@ fn the_bottleneck_is_the_busiest_resource() {
 #[test]
 fn a_refused_scenario_names_the_field() {
     let mut s = scenario(ssd(), 2, Rw::Read, 4096, 1);
-    s.workload.iodepth = 0;
+    w(&mut s).iodepth = 0;
     let err = simulate_json(&serde_json::to_string(&s).unwrap()).unwrap_err();
     assert_eq!(err.field, "workload.iodepth");
-    s.workload.iodepth = 1;
+    w(&mut s).iodepth = 1;
     s.array.stripe_unit_bytes = 3000;
     let err = simulate_json(&serde_json::to_string(&s).unwrap()).unwrap_err();
     assert_eq!(err.field, "array.stripe_unit_bytes");
     let err = simulate_json(r#"{"schema":1,"seed":1,"bogus":2}"#).unwrap_err();
     assert!(err.message.contains("bogus"), "{}", err.message);
+}
+
+#[test]
+fn concurrent_workloads_are_reported_per_job_and_in_total() {
+    let mut s = scenario(ssd(), 2, Rw::Randread, 4096, 8);
+    let mut reader = s.workload.take().expect("one workload");
+    reader.name = Some("reader".into());
+    let mut writer = reader.clone();
+    writer.name = Some("writer".into());
+    writer.rw = Rw::Write;
+    writer.bs = vec![(65536, 1)];
+    writer.ios = 1_000;
+    writer.offset_bytes = 4 << 30;
+    writer.size_bytes = 1 << 30;
+    s.workloads = vec![reader, writer];
+    let r = simulate(&s);
+    assert_eq!(r.jobs.len(), 2);
+    assert_eq!(r.jobs[0].name, "reader");
+    assert_eq!(r.jobs[0].ops["read"].ios, 5_000);
+    assert_eq!(r.jobs[1].ops["write"].ios, 1_000);
+    assert!(!r.jobs[0].ops.contains_key("write"));
+    assert_eq!(r.ops["read"].ios, 5_000);
+    // The writer finished first, so its runtime is shorter than the run.
+    assert!(r.jobs[1].runtime_ns < r.jobs[0].runtime_ns);
+}
+
+#[test]
+fn samples_add_up_to_the_measured_io() {
+    let mut s = scenario(ssd(), 2, Rw::Randread, 4096, 8);
+    w(&mut s).sample_interval_ns = 10_000_000;
+    let r = simulate(&s);
+    let samples = &r.jobs[0].samples;
+    assert!(samples.read_ios.len() > 2);
+    assert_eq!(samples.read_ios.iter().sum::<u64>(), 5_000);
+    assert_eq!(samples.read_bytes.iter().sum::<u64>(), 5_000 * 4096);
+}
+
+#[test]
+fn ramp_time_is_discarded() {
+    let mut s = scenario(ssd(), 1, Rw::Randread, 4096, 8);
+    w(&mut s).warmup_ios = 0;
+    w(&mut s).warmup_ns = 50_000_000;
+    let r = simulate(&s);
+    assert_eq!(r.ops["read"].ios, 5_000);
+    // Measurement starts after the ramp, so the first sample is a full interval's worth.
+    assert!(r.jobs[0].samples.read_ios[0] > 0);
 }

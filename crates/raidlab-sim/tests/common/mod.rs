@@ -83,7 +83,8 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
                 request_overhead_ns: 5_000,
             },
         },
-        workload: WorkloadSpec {
+        workloads: vec![],
+        workload: Some(WorkloadSpec {
             rw,
             bs: vec![(bs, 1)],
             rwmixread: 50,
@@ -95,6 +96,15 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
             warmup_ios: 500,
             runtime_ns: None,
             distribution: Distribution::Uniform,
-        },
+            name: None,
+            bs_write: None,
+            warmup_ns: 0,
+            sample_interval_ns: 500_000_000,
+        }),
     }
+}
+
+/// The single workload of a test scenario.
+pub fn w(s: &mut Scenario) -> &mut WorkloadSpec {
+    s.workload.as_mut().expect("test scenarios have one workload")
 }
