@@ -4,16 +4,20 @@ Each case runs in its own process (so its peak memory is its own) at two I/O cou
 N/10 and N; memory is flat when the peak resident set barely moves over that 10x.
 
     python benches/bench_sim.py            # N = 5,000,000 host I/Os per case
-    python benches/bench_sim.py --ios 500000
+    python benches/bench_sim.py --ios 500000 --trace-lines 1000000
+
+The trace case replays an MSR-format trace of N lines (and N/10) streamed from disk.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -90,13 +94,72 @@ def measure(case: str, ios: int) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def write_msr_trace(path: str, lines: int) -> None:
+    """An MSR Cambridge CSV trace of 4 KiB requests, 3 reads to 1 write, 10 us apart."""
+    with open(path, "w") as out:
+        chunk = 100_000
+        for start in range(0, lines, chunk):
+            out.write(
+                "".join(
+                    f"{128166372000000000 + i * 100},bench,0,{'Write' if i % 4 == 0 else 'Read'},"
+                    f"{(i * 7919 % 1_000_000) * 4096},4096,100\n"
+                    for i in range(start, min(lines, start + chunk))
+                )
+            )
+
+
+def trace_child(path: str) -> None:
+    array = resolve_array(**{"level": 0, **CASES["ssd-raid0x4-randread-4k-qd32"]["array"]})
+    scenario = {"schema": 1, "seed": 1, "array": array}
+    start = time.perf_counter()
+    results = json.loads(
+        _native.simulate_trace(json.dumps(scenario), path, "msr", "closed", 32, 1.0)
+    )
+    wall_s = time.perf_counter() - start
+    measured = sum(op["ios"] for op in results["ops"].values())
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "ios": measured,
+                "wall_s": wall_s,
+                "events": results["events"],
+                "peak_rss_kib": peak_kib,
+            }
+        )
+    )
+
+
+def measure_trace(lines: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.csv")
+        write_msr_trace(path, lines)
+        out = subprocess.run(
+            [sys.executable, __file__, "--trace-child", path],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ios", type=int, default=5_000_000)
+    parser.add_argument(
+        "--trace-lines",
+        type=int,
+        default=10_000_000,
+        help="lines of the replayed trace (0: skip the trace case)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("CASE", "IOS"), help=argparse.SUPPRESS)
+    parser.add_argument("--trace-child", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], int(args.child[1]))
+        return
+    if args.trace_child:
+        trace_child(args.trace_child)
         return
     print(
         f"{'case':32} {'host I/Os':>10} {'wall s':>8} {'I/Os per s':>12} {'events/IO':>9} "
@@ -110,6 +173,15 @@ def main() -> None:
             f"{case:32} {big['ios']:>10} {big['wall_s']:>8.2f} {rate:>12,.0f} "
             f"{big['events'] / big['ios']:>9.2f} {big['peak_rss_kib'] / 1024:>9.1f} "
             f"{small['peak_rss_kib'] / 1024:>15.1f}"
+        )
+    if args.trace_lines:
+        small = measure_trace(max(1, args.trace_lines // 10))
+        big = measure_trace(args.trace_lines)
+        rate = big["ios"] / big["wall_s"]
+        print(
+            f"{'trace-replay-closed-qd32-4xssd':32} {big['ios']:>10} {big['wall_s']:>8.2f} "
+            f"{rate:>12,.0f} {big['events'] / big['ios']:>9.2f} "
+            f"{big['peak_rss_kib'] / 1024:>9.1f} {small['peak_rss_kib'] / 1024:>15.1f}"
         )
 
 

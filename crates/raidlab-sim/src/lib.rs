@@ -38,6 +38,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod ssd;
+pub mod trace;
 
 pub use raidlab_layout as layout;
 pub use results::Results;
@@ -47,6 +48,46 @@ pub use sim::Simulation;
 /// Run a validated scenario.
 pub fn simulate(scenario: &Scenario) -> Results {
     Simulation::new(scenario).run()
+}
+
+/// Replay a block trace (streamed from `trace_path`) against the array of a scenario
+/// given as JSON; results as JSON. `mode` is `open` (at the trace's timestamps divided
+/// by `time_scale`) or `closed` (`iodepth` outstanding, in trace order).
+pub fn simulate_trace_json(
+    scenario_json: &str,
+    trace_path: &str,
+    trace_format: &str,
+    mode: &str,
+    iodepth: u32,
+    time_scale: f64,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let scenario: Scenario = serde_json::from_str(scenario_json).map_err(|e| ScenarioError {
+        field: "scenario".into(),
+        message: e.to_string(),
+    })?;
+    scenario.validate_array()?;
+    let format: trace::Format = trace_format.parse()?;
+    let open_loop = match mode {
+        "open" => true,
+        "closed" => false,
+        other => return Err(format!("mode: must be open or closed, got {other:?}").into()),
+    };
+    if !(1..=scenario::IODEPTH_MAX).contains(&iodepth) {
+        return Err(format!(
+            "iodepth: must be 1..={}, got {iodepth}",
+            scenario::IODEPTH_MAX
+        )
+        .into());
+    }
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        return Err(format!("time_scale: must be a positive number, got {time_scale}").into());
+    }
+    let file = std::fs::File::open(trace_path).map_err(|e| format!("trace: {trace_path}: {e}"))?;
+    let input: Box<dyn std::io::BufRead> = Box::new(std::io::BufReader::new(file));
+    let reader = trace::Reader::new(input, format);
+    let results =
+        Simulation::with_trace(&scenario, reader, open_loop, iodepth, time_scale).run_trace()?;
+    Ok(serde_json::to_string(&results).expect("results serialise"))
 }
 
 /// Parse, validate and run a scenario given as JSON; results as JSON.

@@ -19,6 +19,8 @@ pub enum EventKind {
     WritePhase,
     /// The rebuild stream may send its next unit.
     RebuildNext,
+    /// The next request of an open-loop trace arrives.
+    TraceArrival,
 }
 
 /// One scheduled event, 24 bytes.

@@ -472,6 +472,12 @@ impl Scenario {
 
     /// Check every bound the simulator relies on.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        let layout = self.validate_array()?;
+        self.validate_workloads(&layout)
+    }
+
+    /// Check the array alone (a trace replay needs no workload); returns its geometry.
+    pub fn validate_array(&self) -> Result<raidlab_layout::Geometry, ScenarioError> {
         if self.schema != SCHEMA {
             refuse(
                 "schema",
@@ -634,7 +640,10 @@ impl Scenario {
             }
             positive_rate("array.rebuild.rate_bytes_per_s", r.rate_bytes_per_s)?;
         }
+        Ok(layout)
+    }
 
+    fn validate_workloads(&self, layout: &raidlab_layout::Geometry) -> Result<(), ScenarioError> {
         let specs = self.workload_specs();
         if specs.is_empty() {
             refuse(
@@ -662,7 +671,7 @@ impl Scenario {
                     format!("workloads[{i}].{name}")
                 }
             };
-            validate_workload(w, &layout, &field)?;
+            validate_workload(w, layout, &field)?;
         }
         Ok(())
     }

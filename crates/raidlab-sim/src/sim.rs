@@ -18,8 +18,9 @@ use crate::resource::{Path, Server};
 use crate::results::{Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples};
 use crate::rng::Rng;
 use crate::scenario::ReadBalance;
-use crate::scenario::{DriveSpec, Scenario, SCHEMA};
+use crate::scenario::{DriveSpec, Scenario, WorkloadSpec, SCHEMA};
 use crate::ssd::Ssd;
+use crate::trace::{Reader, Record, TraceError};
 use raidlab_layout::{
     Geometry, LeastOutstanding, MemberSet, Plan, Request as PlanRequest, RoundRobin,
 };
@@ -159,6 +160,26 @@ fn op_count(plan: &Plan, max_transfer_bytes: u64) -> u64 {
         .sum()
 }
 
+/// A block trace feeding the host instead of workload generators.
+struct TraceSource {
+    reader: Reader<Box<dyn std::io::BufRead>>,
+    /// Open loop: requests arrive at their timestamps; closed: at a queue depth.
+    open_loop: bool,
+    time_scale: f64,
+    /// Arrivals waiting for a free slot (open loop), bounded by `BACKLOG_MAX`.
+    backlog: VecDeque<(Record, u64)>,
+    /// The next record, read ahead, and when it arrives.
+    next: Option<(Record, u64)>,
+    free_slots: Vec<u32>,
+    outstanding: u32,
+    exhausted: bool,
+    error: Option<TraceError>,
+}
+
+/// Open-loop arrivals held back while the array falls behind; beyond it the trace is
+/// read more slowly rather than memory growing with it.
+const BACKLOG_MAX: usize = 1 << 20;
+
 /// Counters over the measured interval.
 #[derive(Default, Clone)]
 struct Tally {
@@ -207,6 +228,7 @@ pub struct Simulation {
     busy_at_start: Vec<u64>,
     events: u64,
     seed: u64,
+    trace: Option<TraceSource>,
 }
 
 impl Simulation {
@@ -314,6 +336,7 @@ impl Simulation {
             busy_at_start: Vec::new(),
             events: 0,
             seed: scenario.seed,
+            trace: None,
         };
         if let Some(ra) = sim.controller.read_ahead.as_mut() {
             ra.free_slots
@@ -326,14 +349,79 @@ impl Simulation {
     }
 
     /// Run to the end and report.
-    pub fn run(mut self) -> Results {
-        for slot in 0..self.host_slots {
-            self.issue(slot);
+    /// A run that replays `reader` against the scenario's array (its workloads are
+    /// ignored): open loop at the trace's timestamps divided by `time_scale`, or closed
+    /// loop with `iodepth` requests outstanding.
+    pub fn with_trace(
+        scenario: &Scenario,
+        reader: Reader<Box<dyn std::io::BufRead>>,
+        open_loop: bool,
+        iodepth: u32,
+        time_scale: f64,
+    ) -> Self {
+        let capacity = scenario
+            .array
+            .geometry()
+            .expect("validated array")
+            .capacity_bytes();
+        let mut replay = scenario.clone();
+        replay.workloads.clear();
+        replay.workload = Some(WorkloadSpec {
+            rw: crate::scenario::Rw::Randrw,
+            bs: vec![(512, 1)],
+            rwmixread: 50,
+            iodepth: iodepth.max(1),
+            numjobs: 1,
+            offset_bytes: 0,
+            size_bytes: capacity,
+            ios: u64::MAX,
+            warmup_ios: 0,
+            runtime_ns: None,
+            distribution: Default::default(),
+            name: Some("trace".into()),
+            bs_write: None,
+            warmup_ns: 0,
+            sample_interval_ns: 500_000_000,
+        });
+        let mut sim = Self::new(&replay);
+        sim.trace = Some(TraceSource {
+            reader,
+            open_loop,
+            time_scale,
+            backlog: VecDeque::new(),
+            next: None,
+            free_slots: (0..sim.host_slots).rev().collect(),
+            outstanding: 0,
+            exhausted: false,
+            error: None,
+        });
+        sim
+    }
+
+    /// Run a trace replay to the end of its trace.
+    pub fn run_trace(mut self) -> Result<Results, TraceError> {
+        let open_loop = self.trace.as_ref().expect("a trace").open_loop;
+        if open_loop {
+            self.read_next_arrival();
+        } else {
+            for _ in 0..self.host_slots {
+                self.trace_issue_next();
+            }
         }
+        self.finish_trace_if_done();
+        let results = self.run_events();
+        match self.trace.as_mut().and_then(|t| t.error.take()) {
+            Some(e) => Err(e),
+            None => Ok(results.expect("the replay ended")),
+        }
+    }
+
+    fn run_events(&mut self) -> Option<Results> {
         if self.rebuild.is_some() {
             self.rebuild_next();
         }
-        while let Some(event) = self.queue.pop() {
+        while !self.stopped {
+            let Some(event) = self.queue.pop() else { break };
             debug_assert!(event.time_ns >= self.now_ns, "time never runs backwards");
             self.now_ns = event.time_ns;
             self.events += 1;
@@ -345,13 +433,134 @@ impl Simulation {
                 EventKind::ReadHit => self.read_hit(event.target),
                 EventKind::WritePhase => self.issue_phase(event.target, true),
                 EventKind::RebuildNext => self.rebuild_next(),
-            }
-            if self.stopped {
-                break;
+                EventKind::TraceArrival => self.trace_arrival(),
             }
         }
-        assert!(self.stopped, "the event queue ran dry before the run ended");
-        self.results()
+        self.stopped.then(|| self.results())
+    }
+
+    // ----- trace replay -----------------------------------------------------------
+
+    /// Read the next record (errors end the run) fitted into the array: lengths round
+    /// up to whole sectors, offsets wrap into the capacity.
+    fn read_record(&mut self) -> Option<Record> {
+        let capacity = self.layout.capacity_bytes();
+        let trace = self.trace.as_mut().expect("a trace");
+        match trace.reader.next_record() {
+            Ok(Some(mut r)) => {
+                r.len_bytes = r.len_bytes.div_ceil(512).max(1) * 512;
+                r.len_bytes = r
+                    .len_bytes
+                    .min(capacity)
+                    .min(crate::scenario::BLOCK_BYTES_MAX);
+                let room = capacity - r.len_bytes + 1;
+                r.offset_bytes = (r.offset_bytes % room) / 512 * 512;
+                Some(r)
+            }
+            Ok(None) => {
+                trace.exhausted = true;
+                None
+            }
+            Err(e) => {
+                trace.error = Some(e);
+                trace.exhausted = true;
+                self.stopped = true;
+                None
+            }
+        }
+    }
+
+    /// Closed loop: a free slot takes the trace's next request now.
+    fn trace_issue_next(&mut self) {
+        if let Some(r) = self.read_record() {
+            let slot = self
+                .trace
+                .as_mut()
+                .expect("a trace")
+                .free_slots
+                .pop()
+                .expect("a free slot");
+            self.trace_issue(slot, r, self.now_ns);
+        }
+    }
+
+    fn trace_issue(&mut self, slot: u32, r: Record, arrived_ns: u64) {
+        self.trace.as_mut().expect("a trace").outstanding += 1;
+        self.requests[slot as usize] = Request {
+            offset_bytes: r.offset_bytes,
+            len_bytes: r.len_bytes,
+            write: r.write,
+            issued_ns: arrived_ns,
+            ..Request::default()
+        };
+        self.queue.push(
+            self.now_ns + self.host_overhead_ns,
+            EventKind::ControllerArrive,
+            slot,
+        );
+    }
+
+    /// Open loop: read ahead the next record and schedule its arrival.
+    fn read_next_arrival(&mut self) {
+        if let Some(r) = self.read_record() {
+            let trace = self.trace.as_mut().expect("a trace");
+            let at = ((r.time_ns as f64 / trace.time_scale) as u64).max(self.now_ns);
+            trace.next = Some((r, at));
+            self.queue.push(at, EventKind::TraceArrival, 0);
+        }
+    }
+
+    fn trace_arrival(&mut self) {
+        let trace = self.trace.as_mut().expect("a trace");
+        let (r, at) = trace.next.take().expect("an arrival was read ahead");
+        match trace.free_slots.pop() {
+            Some(slot) => self.trace_issue(slot, r, at),
+            None => trace.backlog.push_back((r, at)),
+        }
+        if self.trace.as_ref().expect("a trace").backlog.len() < BACKLOG_MAX {
+            self.read_next_arrival();
+        }
+    }
+
+    /// A traced request completed in `slot`: the slot takes the next request waiting.
+    fn trace_slot_free(&mut self, slot: u32) {
+        let trace = self.trace.as_mut().expect("a trace");
+        trace.outstanding -= 1;
+        trace.free_slots.push(slot);
+        if trace.open_loop {
+            if let Some((r, at)) = trace.backlog.pop_front() {
+                let slot = trace.free_slots.pop().expect("just freed");
+                let resume = trace.next.is_none() && !trace.exhausted;
+                self.trace_issue(slot, r, at);
+                if resume {
+                    self.read_next_arrival();
+                }
+            }
+        } else {
+            self.trace_issue_next();
+        }
+        self.finish_trace_if_done();
+    }
+
+    fn finish_trace_if_done(&mut self) {
+        let trace = self.trace.as_ref().expect("a trace");
+        if trace.exhausted
+            && trace.outstanding == 0
+            && trace.backlog.is_empty()
+            && trace.next.is_none()
+        {
+            self.end_ns = self.now_ns;
+            self.stopped = true;
+        }
+    }
+
+    /// Run to the end and report.
+    pub fn run(mut self) -> Results {
+        for slot in 0..self.host_slots {
+            self.issue(slot);
+        }
+        self.run_events()
+            .expect("the run ended: every workload completed its measurement")
     }
 
     // ----- host -------------------------------------------------------------------
@@ -398,6 +607,21 @@ impl Simulation {
         }
         if slot >= self.host_slots {
             self.segment_ready(slot);
+            return;
+        }
+        if self.trace.is_some() {
+            let dir = usize::from(r.write);
+            let latency_ns = self.now_ns - r.issued_ns;
+            self.hist[dir].record(latency_ns);
+            self.tally.host_ios[dir] += 1;
+            self.tally.host_bytes[dir] += r.len_bytes;
+            self.workloads[0].record(
+                r.write,
+                r.len_bytes,
+                latency_ns,
+                self.now_ns - self.start_ns,
+            );
+            self.trace_slot_free(slot);
             return;
         }
         let w = self.jobs[self.slot_job[slot as usize] as usize].workload as usize;

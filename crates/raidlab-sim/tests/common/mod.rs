@@ -106,5 +106,7 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
 
 /// The single workload of a test scenario.
 pub fn w(s: &mut Scenario) -> &mut WorkloadSpec {
-    s.workload.as_mut().expect("test scenarios have one workload")
+    s.workload
+        .as_mut()
+        .expect("test scenarios have one workload")
 }
