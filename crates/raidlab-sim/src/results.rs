@@ -82,6 +82,9 @@ pub struct Explain {
     pub drive_read_ahead_hits: u64,
     /// Parity (and reconstructed) bytes computed per host byte, per direction.
     pub parity_bytes_per_host_byte: BTreeMap<String, f64>,
+    /// Flash units programmed per unit the host wrote, mean over SSDs with an FTL.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ssd_write_amplification: Option<f64>,
 }
 
 /// One resource's busy time over the measured interval.

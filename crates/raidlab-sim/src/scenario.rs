@@ -122,7 +122,7 @@ impl DriveSpec {
     pub fn capacity_bytes(&self) -> u64 {
         match self {
             DriveSpec::Hdd(h) => h.capacity_bytes,
-            DriveSpec::Ssd(s) => s.capacity_bytes,
+            DriveSpec::Ssd(s) => s.usable_capacity_bytes(),
         }
     }
 }
@@ -201,6 +201,10 @@ pub struct SsdSpec {
     /// queued (NCQ, FPDMA) protocol path, which some firmware serves more slowly.
     #[serde(default)]
     pub queued_command_latency_ns: u64,
+    /// The flash translation layer; without one, writes cost only their own programs
+    /// (a fresh drive).
+    #[serde(default)]
+    pub ftl: Option<FtlSpec>,
     /// A DRAM read buffer frees a die as soon as its page is sensed; without one
     /// (SandForce SF-2281 has none) the die is held until the data has left.
     #[serde(default)]
@@ -208,6 +212,77 @@ pub struct SsdSpec {
     /// Commands the drive accepts at once.
     #[serde(default = "default_ncq")]
     pub ncq_depth: u32,
+}
+
+/// A page-mapped FTL with garbage collection and over-provisioning.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtlSpec {
+    /// Factory spare area beyond the rated capacity, percent of it.
+    pub spare_percent: f64,
+    /// Share of the rated capacity the user leaves unpartitioned (extra
+    /// over-provisioning), percent; the array sees only the rest.
+    #[serde(default)]
+    pub op_percent: f64,
+    /// Flash pages per erase block.
+    pub pages_per_block: u32,
+    /// Block erase time tBERS.
+    pub erase_ns: u64,
+    /// Mapping unit.
+    #[serde(default = "default_map_unit")]
+    pub map_unit_bytes: u64,
+    /// Victim choice.
+    #[serde(default)]
+    pub gc: FtlGc,
+    /// Logical units the FTL state keeps (the drive maps onto them in proportion).
+    #[serde(default = "default_ftl_units")]
+    pub units: u32,
+    /// Fresh out of the box, or preconditioned to steady state (SNIA PTS).
+    #[serde(default)]
+    pub precondition: Precondition,
+}
+
+/// Garbage-collection victim choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FtlGc {
+    /// Fewest valid units.
+    #[default]
+    Greedy,
+    /// Rosenblum and Ousterhout's cost-benefit.
+    CostBenefit,
+}
+
+/// The state a drive starts a run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precondition {
+    /// Fresh out of the box: every block erased.
+    Fob,
+    /// Steady state: filled and randomly overwritten, as SNIA PTS prescribes.
+    #[default]
+    Steady,
+}
+
+fn default_map_unit() -> u64 {
+    4096
+}
+
+fn default_ftl_units() -> u32 {
+    1 << 18
+}
+
+impl SsdSpec {
+    /// Capacity the drive is rated at, before any user over-provisioning.
+    pub fn raw_capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    /// Capacity the array sees: the partitioned share.
+    pub fn usable_capacity_bytes(&self) -> u64 {
+        let op = self.ftl.as_ref().map_or(0.0, |f| f.op_percent);
+        ((self.capacity_bytes as f64 * (1.0 - op / 100.0)) as u64) / 512 * 512
+    }
 }
 
 fn default_zones() -> u32 {

@@ -853,7 +853,7 @@ impl Simulation {
         match &mut drive.model {
             DriveModel::Ssd(ssd) => {
                 let (link_start, done) = if op.write {
-                    ssd.write(now, op.len_bytes, queued)
+                    ssd.write(now, op.offset_bytes, op.len_bytes, queued)
                 } else {
                     ssd.read(now, op.offset_bytes, op.len_bytes, queued)
                 };
@@ -1206,6 +1206,11 @@ impl Simulation {
         if let Some(rb) = self.rebuild.as_mut() {
             rb.bytes_at_start = rb.bytes_done;
         }
+        for d in &mut self.drives {
+            if let DriveModel::Ssd(ssd) = &mut d.model {
+                ssd.reset_write_amplification();
+            }
+        }
     }
 
     fn results(&self) -> Results {
@@ -1320,6 +1325,17 @@ impl Simulation {
                 read_ahead_hits: self.controller.read_ahead.as_ref().map_or(0, |r| r.hits),
                 drive_read_ahead_hits,
                 parity_bytes_per_host_byte: parity_bytes,
+                ssd_write_amplification: {
+                    let was: Vec<f64> = self
+                        .drives
+                        .iter()
+                        .filter_map(|d| match &d.model {
+                            DriveModel::Ssd(ssd) => ssd.write_amplification(),
+                            DriveModel::Hdd(_) => None,
+                        })
+                        .collect();
+                    (!was.is_empty()).then(|| was.iter().sum::<f64>() / was.len() as f64)
+                },
             },
             rebuild: self.rebuild.as_ref().map(|rb| {
                 let bytes = rb.bytes_done - rb.bytes_at_start;

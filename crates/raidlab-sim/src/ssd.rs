@@ -15,8 +15,10 @@
 //! computed when it arrives. The FTL proper (mapping, garbage collection,
 //! over-provisioning) will sit between `write` and the die reservations.
 
+use crate::ftl::{Ftl, GcPolicy, GcWork};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
-use crate::scenario::SsdSpec;
+use crate::rng::Rng;
+use crate::scenario::{FtlGc, Precondition, SsdSpec};
 use std::collections::VecDeque;
 
 /// One flash die: reads on one timeline, programs on another. Reads take priority: a
@@ -55,6 +57,20 @@ impl Die {
     }
 }
 
+/// The FTL of a drive and the flash work it still owes.
+#[derive(Debug)]
+struct DriveFtl {
+    state: Ftl,
+    unit_bytes: u64,
+    /// Scaled units per drive unit.
+    scale: f64,
+    erase_ns: u64,
+    copied_debt_units: f64,
+    erase_debt_blocks: f64,
+    host_units: u64,
+    copied_units: u64,
+}
+
 /// What a die's page register holds: the last page sensed, until its data has left.
 #[derive(Debug, Clone, Copy)]
 struct PageRegister {
@@ -80,6 +96,7 @@ pub struct Ssd {
     channel_ps: u64,
     buffer_bytes: u64,
     hold_die_until_sent: bool,
+    ftl: Option<DriveFtl>,
     write_commit_ns: u64,
     queued_command_latency_ns: u64,
     /// Buffered pages waiting for their program: (time the buffer space frees, bytes).
@@ -117,6 +134,40 @@ impl Ssd {
             channel_ps: ps_per_byte(spec.channel_rate_bytes_per_s),
             buffer_bytes: spec.write_buffer_bytes,
             hold_die_until_sent: !spec.read_buffer,
+            ftl: spec.ftl.as_ref().map(|f| {
+                let drive_units = (spec.raw_capacity_bytes() / f.map_unit_bytes).max(1);
+                let units = f.units.min(drive_units as u32).max(1024);
+                let policy = match f.gc {
+                    FtlGc::Greedy => GcPolicy::Greedy,
+                    FtlGc::CostBenefit => GcPolicy::CostBenefit,
+                };
+                let units_per_block =
+                    (f.pages_per_block as u64 * spec.page_bytes / f.map_unit_bytes) as u32;
+                let mut state = Ftl::new(units, f.spare_percent / 100.0, units_per_block, policy);
+                let partitioned = (f64::from(units) * (1.0 - f.op_percent / 100.0)) as u32;
+                if f.precondition == Precondition::Steady {
+                    // SNIA PTS: fill the partitioned space, then random writes until
+                    // the garbage collection settles (twice the space, 4 KiB units).
+                    for u in 0..partitioned {
+                        state.write(u);
+                    }
+                    let mut rng = Rng::new(0x5EED);
+                    for _ in 0..2 * u64::from(partitioned) {
+                        state.write(rng.below(u64::from(partitioned)) as u32);
+                    }
+                }
+                state.reset_counters();
+                DriveFtl {
+                    state,
+                    unit_bytes: f.map_unit_bytes,
+                    scale: f64::from(units) / drive_units as f64,
+                    erase_ns: f.erase_ns,
+                    copied_debt_units: 0.0,
+                    erase_debt_blocks: 0.0,
+                    host_units: 0,
+                    copied_units: 0,
+                }
+            }),
             write_commit_ns: spec.write_commit_ns,
             queued_command_latency_ns: spec.queued_command_latency_ns,
             buffered: VecDeque::with_capacity(
@@ -250,8 +301,15 @@ impl Ssd {
         }
     }
 
-    /// Write `len_bytes` arriving at `now_ns`. Returns (link start, completion).
-    pub fn write(&mut self, now_ns: u64, len_bytes: u64, queued: bool) -> (u64, u64) {
+    /// Write `len_bytes` at `offset_bytes` arriving at `now_ns`. Returns (link start,
+    /// completion).
+    pub fn write(
+        &mut self,
+        now_ns: u64,
+        offset_bytes: u64,
+        len_bytes: u64,
+        queued: bool,
+    ) -> (u64, u64) {
         let ready = self.accept(now_ns, queued) + self.write_commit_ns;
         self.drain_buffer(now_ns);
         // Data streams into the buffer a page at a time, so a write larger than the
@@ -263,16 +321,88 @@ impl Ssd {
             let chunk = left.min(self.page_bytes - self.open_page_bytes);
             self.drain_buffer(at);
             let admitted = self.room_at(at, chunk);
-            let (start, arrived) = self
-                .link
-                .reserve(admitted, transfer_ns(chunk, self.link_ps));
+            // The drive pulls the data once it has room; until then the link stays free
+            // for other commands, so the link time is booked now and the data arrives
+            // no earlier than the room.
+            let xfer = transfer_ns(chunk, self.link_ps);
+            let (start, sent) = self.link.reserve(at, xfer);
+            let arrived = sent.max(admitted + xfer);
             link_start = link_start.min(start);
             self.open_page_bytes += chunk;
             self.program_full_pages(arrived);
             at = arrived;
             left -= chunk;
         }
+        if self.ftl.is_some() {
+            self.collect_garbage(offset_bytes, len_bytes, at);
+        }
         (link_start, at)
+    }
+
+    /// Run the FTL for a host write and put the garbage collection it causes on the
+    /// dies: each copied unit is read and programmed again, each collected block erased.
+    /// The work goes on the dies' program timelines, so it slows the drain of the write
+    /// buffer (and so host writes), not reads.
+    fn collect_garbage(&mut self, offset_bytes: u64, len_bytes: u64, at_ns: u64) {
+        let ftl = self.ftl.as_mut().expect("an FTL");
+        let scale = ftl.scale;
+        let first = offset_bytes / ftl.unit_bytes;
+        let last = (offset_bytes + len_bytes - 1) / ftl.unit_bytes;
+        let real_units = last - first + 1;
+        let mut scaled_writes = 0u64;
+        let mut work = GcWork::default();
+        let mut previous = u64::MAX;
+        for unit in first..=last {
+            let scaled = (unit as f64 * scale) as u64;
+            if scaled == previous {
+                continue;
+            }
+            previous = scaled;
+            scaled_writes += 1;
+            let w = ftl.state.write(scaled as u32);
+            work.copied_units += w.copied_units;
+            work.erased_blocks += w.erased_blocks;
+        }
+        // GC work per host unit is what the scaled state says it is per scaled write.
+        let per_real = real_units as f64 / scaled_writes as f64;
+        ftl.copied_debt_units += work.copied_units as f64 * per_real;
+        ftl.erase_debt_blocks += work.erased_blocks as f64 * per_real;
+        ftl.host_units += real_units;
+        let units_per_page = (self.page_bytes / ftl.unit_bytes).max(1) as f64;
+        let copy_ns = self.read_page_ns + self.program_page_ns;
+        let erase_ns = ftl.erase_ns;
+        let dies = self.dies.len() as u64;
+        while ftl.copied_debt_units >= units_per_page {
+            ftl.copied_debt_units -= units_per_page;
+            ftl.copied_units += units_per_page as u64;
+            let die = (self.next_log_page % dies) as usize;
+            self.next_log_page += 1;
+            self.dies[die].program(at_ns, copy_ns);
+        }
+        while ftl.erase_debt_blocks >= 1.0 {
+            ftl.erase_debt_blocks -= 1.0;
+            let die = (self.next_log_page % dies) as usize;
+            self.dies[die].program(at_ns, erase_ns);
+        }
+    }
+
+    /// Write amplification since the last reset (1 without an FTL).
+    pub fn write_amplification(&self) -> Option<f64> {
+        self.ftl.as_ref().map(|f| {
+            if f.host_units == 0 {
+                1.0
+            } else {
+                (f.host_units + f.copied_units) as f64 / f.host_units as f64
+            }
+        })
+    }
+
+    /// Start counting write amplification afresh (at the start of measurement).
+    pub fn reset_write_amplification(&mut self) {
+        if let Some(f) = self.ftl.as_mut() {
+            f.host_units = 0;
+            f.copied_units = 0;
+        }
     }
 
     /// Busy time of (firmware, link, dies summed, channels summed).
@@ -311,6 +441,7 @@ mod tests {
             write_commit_ns: 0,
             queued_command_latency_ns: 0,
             read_buffer: true,
+            ftl: None,
             ncq_depth: 32,
         }
     }
@@ -339,7 +470,7 @@ mod tests {
     #[test]
     fn buffered_writes_complete_before_the_flash_programs_them() {
         let mut ssd = Ssd::new(&spec(), 600e6);
-        let (_, done) = ssd.write(0, 16384, false);
+        let (_, done) = ssd.write(0, 0, 16384, false);
         assert_eq!(done, 5_000 + 32_768);
         assert!(ssd.busy_ns()[2] >= 1_000_000);
     }
@@ -349,7 +480,7 @@ mod tests {
         let mut ssd = Ssd::new(&spec(), 600e6);
         let mut t = 0;
         for _ in 0..256 {
-            t = ssd.write(t, 16384, false).1;
+            t = ssd.write(t, 0, 16384, false).1;
         }
         // 4 MiB through 8 dies at 16 KiB per ms; the last 1 MiB still fits in the
         // buffer, so the last write completes once 3 MiB are programmed: about 24 ms.
