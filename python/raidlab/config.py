@@ -91,7 +91,26 @@ SSD_FIELDS: dict[str, _Bound] = {
     "write_commit_ns": ("ns", 0, _NS_MAX),
     "queued_command_latency_ns": ("ns", 0, _NS_MAX),
     "read_buffer": ("bool", None, None),
+    "ftl": ("ftl", None, None),
     "ncq_depth": ("count", 1, 65536),
+}
+# The SSD's flash translation layer (docs/scenario.md): an optional table of a drive.
+FTL_FIELDS: dict[str, _Bound] = {
+    "spare_percent": ("percent", 0.1, 400.0),
+    "op_percent": ("percent", 0.0, 90.0),
+    "pages_per_block": ("count", 2, 65536),
+    "erase_ns": ("ns", 1, _NS_MAX),
+    "map_unit_bytes": ("bytes", 512, 1 << 20),
+    "gc": ("choice", ("greedy", "cost-benefit"), None),
+    "units": ("count", 1024, 1 << 24),
+    "precondition": ("choice", ("fob", "steady"), None),
+}
+FTL_DEFAULTS: dict[str, Any] = {
+    "op_percent": 0.0,
+    "map_unit_bytes": 4096,
+    "gc": "greedy",
+    "units": 1 << 18,
+    "precondition": "steady",
 }
 HDD_FIELDS: dict[str, _Bound] = {
     "capacity_bytes": ("bytes", 1 << 20, _BYTES_MAX),
@@ -112,7 +131,12 @@ HDD_FIELDS: dict[str, _Bound] = {
 DRIVE_FIELDS: dict[str, dict[str, _Bound]] = {"ssd": SSD_FIELDS, "hdd": HDD_FIELDS}
 # Fields a drive table may leave out, with the native side's defaults (docs/scenario.md).
 DRIVE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ssd": {"write_commit_ns": 0, "queued_command_latency_ns": 0, "read_buffer": False},
+    "ssd": {
+        "write_commit_ns": 0,
+        "queued_command_latency_ns": 0,
+        "read_buffer": False,
+        "ftl": None,
+    },
     "hdd": {},
 }
 CONTROLLER_FIELDS: dict[str, _Bound] = {

@@ -254,7 +254,7 @@ impl Simulation {
         let c = &a.controller;
         let layout = a.geometry().expect("validated scenario");
         let drives = (0..a.drive_count)
-            .map(|_| match &a.drive {
+            .map(|i| match &a.drive {
                 DriveSpec::Hdd(h) => Drive {
                     model: DriveModel::Hdd(Hdd::new(h, c.port_rate_bytes_per_s)),
                     ncq_depth: h.ncq_depth,
@@ -262,7 +262,13 @@ impl Simulation {
                     waiting: VecDeque::new(),
                 },
                 DriveSpec::Ssd(s) => Drive {
-                    model: DriveModel::Ssd(Ssd::new(s, c.port_rate_bytes_per_s)),
+                    // Each drive's past (its preconditioning) is its own: drives of one
+                    // model in one array do not garbage-collect in lockstep.
+                    model: DriveModel::Ssd(Ssd::new(
+                        s,
+                        c.port_rate_bytes_per_s,
+                        scenario.seed ^ (u64::from(i) << 32),
+                    )),
                     ncq_depth: s.ncq_depth,
                     outstanding: 0,
                     waiting: VecDeque::new(),

@@ -109,8 +109,8 @@ pub struct Ssd {
 }
 
 impl Ssd {
-    /// A fresh drive.
-    pub fn new(spec: &SsdSpec, port_rate_bytes_per_s: f64) -> Self {
+    /// A drive; `history_seed` seeds its preconditioning (its past writes).
+    pub fn new(spec: &SsdSpec, port_rate_bytes_per_s: f64, history_seed: u64) -> Self {
         let dies = (spec.channels * spec.dies_per_channel) as usize;
         Self {
             firmware: Server::default(),
@@ -151,7 +151,7 @@ impl Ssd {
                     for u in 0..partitioned {
                         state.write(u);
                     }
-                    let mut rng = Rng::new(0x5EED);
+                    let mut rng = Rng::new(history_seed);
                     for _ in 0..2 * u64::from(partitioned) {
                         state.write(rng.below(u64::from(partitioned)) as u32);
                     }
@@ -448,16 +448,16 @@ mod tests {
 
     #[test]
     fn a_small_read_costs_firmware_sense_and_two_transfers() {
-        let mut ssd = Ssd::new(&spec(), 600e6);
+        let mut ssd = Ssd::new(&spec(), 600e6, 1);
         let (_, done) = ssd.read(0, 0, 4096, false);
         assert_eq!(done, 5_000 + 50_000 + 20_480 + 8_192);
     }
 
     #[test]
     fn pages_on_different_dies_are_read_in_parallel() {
-        let mut ssd = Ssd::new(&spec(), 600e6);
+        let mut ssd = Ssd::new(&spec(), 600e6, 1);
         let (_, one) = ssd.read(0, 0, 16384, false);
-        let mut ssd = Ssd::new(&spec(), 600e6);
+        let mut ssd = Ssd::new(&spec(), 600e6, 1);
         let (_, four) = ssd.read(0, 0, 4 * 16384, false);
         // Four pages on four channels: sensing and channel moves overlap; only the link
         // serialises.
@@ -469,7 +469,7 @@ mod tests {
 
     #[test]
     fn buffered_writes_complete_before_the_flash_programs_them() {
-        let mut ssd = Ssd::new(&spec(), 600e6);
+        let mut ssd = Ssd::new(&spec(), 600e6, 1);
         let (_, done) = ssd.write(0, 0, 16384, false);
         assert_eq!(done, 5_000 + 32_768);
         assert!(ssd.busy_ns()[2] >= 1_000_000);
@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn a_full_buffer_makes_writes_wait_for_programs() {
-        let mut ssd = Ssd::new(&spec(), 600e6);
+        let mut ssd = Ssd::new(&spec(), 600e6, 1);
         let mut t = 0;
         for _ in 0..256 {
             t = ssd.write(t, 0, 16384, false).1;
