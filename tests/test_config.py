@@ -125,3 +125,38 @@ def test_toml_values_are_labelled_with_the_file(tmp_path: Path) -> None:
     with pytest.raises(RaidlabError) as error:
         build_array(load_array_file(path))
     assert error.value.field == f"{path}: array.stripe_unit"
+
+
+def test_an_ssd_table_may_carry_an_ftl() -> None:
+    from raidlab.config import ArrayRequest, build_array
+
+    array = build_array(
+        ArrayRequest(
+            drive={
+                "preset": "intel-dc-s3500-800g",
+                "ftl": {
+                    "spare_percent": 7,
+                    "op_percent": "20%",
+                    "pages_per_block": 256,
+                    "erase_ns": 3_000_000,
+                    "precondition": "steady",
+                },
+            },
+        )
+    )
+    ftl = array["drive"]["ftl"]
+    assert ftl["op_percent"] == 20.0 and ftl["gc"] == "greedy" and ftl["units"] == 1 << 18
+
+
+def test_an_ftl_table_refuses_unknown_keys() -> None:
+    import pytest
+
+    from raidlab.config import ArrayRequest, build_array
+    from raidlab.errors import RaidlabError
+
+    with pytest.raises(RaidlabError, match="ftl"):
+        build_array(
+            ArrayRequest(
+                drive={"preset": "intel-dc-s3500-800g", "ftl": {"spare_percent": 7, "bogus": 1}}
+            )
+        )

@@ -239,6 +239,17 @@ def _parse_field(value: Any, bound: _Bound, label: str) -> Any:
         return value
     if kind == "rate_or_unlimited" and (value is None or value == UNLIMITED):
         return None
+    if kind == "ftl":
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise RaidlabError(label, f"expected a table of FTL settings, got {value!r}")
+        return _parse_spec({**FTL_DEFAULTS, **value}, FTL_FIELDS, (), label)
+    if kind == "percent":
+        number = _parse_number(str(value).rstrip("%"), label, "a percentage")
+        if not low <= number <= high:
+            raise RaidlabError(label, f"must be {low}..={high} %, got {value!r}")
+        return float(number)
     if isinstance(value, bool):
         raise RaidlabError(label, f"expected a number, got {value!r}")
     number: float | int
