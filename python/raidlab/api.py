@@ -309,6 +309,11 @@ def explain_lines(
         lines.append(f"{op}: {float(ratio):.3f} parity bytes per host byte")
     if "read_ahead_hits" in explain:
         lines.append(f"read-ahead hits: {explain['read_ahead_hits']}")
+    if explain.get("ssd_write_amplification") is not None:
+        lines.append(
+            f"SSD write amplification: {float(explain['ssd_write_amplification']):.2f} "
+            "(flash programs per host write, garbage collection included)"
+        )
     return lines + rebuild_lines(rebuild)
 
 
