@@ -8,14 +8,24 @@ STAMP := $(VENV)/.installed
 NATIVE_STAMP := $(VENV)/.native
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench clean
+.PHONY: setup tools demo test test-rust test-python lint bench clean
+
+# Real peers the tests compare against (Debian packages): fio for job semantics and
+# JSON shape. Installed once; needs root, as on the project's machines and CI.
+TOOLS := fio
+tools:
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 setup: $(NATIVE_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4"
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"
 	touch $@
 
 $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
@@ -29,7 +39,7 @@ demo: setup
 	@echo
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
 
-test: setup lint test-rust test-python
+test: setup tools lint test-rust test-python
 
 test-rust:
 	cargo test --workspace --exclude raidlab-py --release

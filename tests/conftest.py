@@ -98,3 +98,43 @@ NATIVE_HAS_LEVELS = _native_has_levels()
 needs_native_levels = pytest.mark.skipif(
     not NATIVE_HAS_LEVELS, reason="the native simulator does not implement RAID levels yet"
 )
+
+
+def _native_has_jobs() -> bool:
+    """Whether the native simulator takes `workloads` with bs_write, distribution
+    objects, warmup_ns and sample_interval_ns (docs/scenario.md, Several jobs at once)."""
+    try:
+        from raidlab.config import ArrayRequest, build_array, build_scenario
+        from raidlab.native import simulate
+        from raidlab.workloads import WorkloadRequest, build_workload
+
+        array = build_array(ArrayRequest(drive="intel-dc-s3500-80g"))
+        workload = build_workload(WorkloadRequest(rw="randrw", ios=16, warmup_ios=0), array)
+        workload.update(
+            name="probe",
+            bs_write=[[8192, 1]],
+            distribution={"zipf": 1.2},
+            warmup_ns=1000,
+            sample_interval_ns=1_000_000,
+        )
+        scenario = build_scenario(array, workload, 1)
+        scenario["workloads"] = [scenario.pop("workload")]
+        return "jobs" in simulate(scenario)
+    except Exception:
+        return False
+
+
+def _native_has_trace() -> bool:
+    from raidlab.native import native_has_trace
+
+    return native_has_trace()
+
+
+NATIVE_HAS_JOBS = _native_has_jobs()
+NATIVE_HAS_TRACE = _native_has_trace()
+needs_native_jobs = pytest.mark.skipif(
+    not NATIVE_HAS_JOBS, reason="the native simulator does not take `workloads` (fio jobs) yet"
+)
+needs_native_trace = pytest.mark.skipif(
+    not NATIVE_HAS_TRACE, reason="the native simulator has no simulate_trace yet"
+)

@@ -150,7 +150,6 @@ def test_an_ssd_table_may_carry_an_ftl() -> None:
 
 def test_an_ftl_table_refuses_unknown_keys() -> None:
     import pytest
-
     from raidlab.config import ArrayRequest, build_array
     from raidlab.errors import RaidlabError
 

@@ -32,7 +32,7 @@ from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 from raidlab.config import parse_int
 from raidlab.errors import RaidlabError
-from raidlab.executor import JOBS_MAX
+from raidlab.executor import JOBS_MAX, run_scenarios
 from raidlab.studies import StudySummary, get_study, summary_dict
 from raidlab.units import format_size
 from raidlab.workloads import WorkloadRequest
@@ -760,6 +760,453 @@ def _calibration_note(study: str | None) -> str:
 
     entries = [entry for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study]
     return f" + {len(entries)} listed controller-calibration entries" if entries else ""
+
+
+# --- fio, CrystalDiskMark, IOMeter, SNIA PTS, trace replay ---------------------------
+
+
+def _fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split the fio command's arguments into job files and fio options."""
+    from raidlab.fio import ALIASES, OPTIONS
+
+    files: list[str] = []
+    options: list[str] = []
+    index = 0
+    while index < len(args):
+        token = args[index]
+        index += 1
+        if token.startswith("--"):
+            options.append(token)
+            key = token[2:].partition("=")[0].lower().replace("-", "_")
+            key = ALIASES.get(key, key)
+            if (
+                "=" not in token
+                and OPTIONS.get(key, "flag") != "flag"
+                and index < len(args)
+                and not args[index].startswith("--")
+            ):
+                options.append(args[index])
+                index += 1
+        elif token.startswith("-") and token != "-":
+            raise RaidlabError(token, "unknown option (fio options are --key=value)")
+        else:
+            files.append(token)
+    return files, options
+
+
+FIO_FORMATS = ("normal", "json", "json+")
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog="""Examples:
+
+\b
+  raidlab fio tests/data/fio/two-groups.fio --drive intel-dc-s3500-80g
+  raidlab fio --name=readIOPS --rw=randread --size=1G --bs=4k --direct=1 \\
+      --ioengine=libaio --iodepth=16 --drive intel-dc-s3500-80g \\
+      --controller linux-md --level 1 --drives 2
+  raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json > out.json
+""",
+)
+def fio(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Job files and/or fio options (--name=job --rw=randread ...)."),
+    ] = None,
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
+    seed: Annotated[str, _opt("--seed", "Random seed (a job's randseed= overrides it).")] = "1",
+    jobs: JobsOption = None,
+    output_format: Annotated[
+        str, _opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
+    ] = "normal",
+) -> None:
+    """fio job files (or fio's command-line job form) simulated on an array, reported
+    in fio's own formats. Stonewall groups run one after another."""
+    from raidlab.fio import parse_command_line, parse_job_files, plan_jobs
+    from raidlab.fio_report import fio_json, fio_text
+
+    with _user_errors():
+        if output_format not in FIO_FORMATS:
+            raise RaidlabError(
+                "--output-format",
+                f"must be one of {', '.join(FIO_FORMATS)}, got {output_format!r}",
+            )
+        files, options = _fio_tokens(args or [])
+        job_file = parse_job_files(files)
+        parse_command_line(options, job_file)
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        plan = plan_jobs(job_file, array)
+        if plan.ignored:
+            typer.echo(
+                f"note: ignored (no effect in a simulation): {', '.join(plan.ignored)}", err=True
+            )
+        for note in plan.notes:
+            typer.echo(f"note: {note}", err=True)
+        seed_value = parse_int(seed, "--seed", 0, 2**64 - 1)
+        scenarios = plan.scenarios(array, seed_value)
+        results = run_scenarios(scenarios, jobs=_jobs(jobs), description="fio groups")
+        document = fio_json(plan, results, array, seed_value, plus=output_format == "json+")
+        if output_format == "normal":
+            sys.stdout.write(fio_text(document, plan))
+        else:
+            _print_json(document)
+
+
+CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile"}
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab cdm --drive intel-dc-s3500-80g --controller linux-md --level 1 --drives 2
+  raidlab cdm --drive intel-dc-s3500-80g --profile nvme --format csv
+"""
+)
+def cdm(
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
+    profile: Annotated[str, _opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
+    size: Annotated[str, _opt("--size", "Test file size (CDM's 1GiB default).")] = "1G",
+    ios: Annotated[str, _opt("--ios", "Measured I/Os of each random test.")] = "20000",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+) -> None:
+    """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
+    from raidlab.suites import cdm as run_cdm
+
+    with _user_errors():
+        output_format = _format(output_format)
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        frame = run_cdm(
+            array,
+            profile,
+            size,
+            ios,
+            parse_int(seed, "--seed", 0, 2**64 - 1),
+            _jobs(jobs),
+            CDM_FLAGS,
+        )
+        _print_frame(frame, output_format, f"CrystalDiskMark ({profile} profile)")
+
+
+def _print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        return
+    if output_format == "json":
+        _print_json(
+            {
+                "records": _records(frame),
+                **{k: v for k, v in frame.attrs.items() if k in ("spec", "summary")},
+            }
+        )
+        return
+    header = list(frame.columns)
+    body = [
+        [
+            _number(v, 0 if c == "iops" else 1) if isinstance(v, float) else str(v)
+            for c, v in zip(header, row, strict=True)
+        ]
+        for row in frame.itertuples(index=False)
+    ]
+    _print_table((header, body), title=title)
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab iometer desktop --drive hitachi-deskstar-250g --drives 4
+  raidlab iometer "bs=4K/100;read=70;random=100;workers=2;qd=8" --drive intel-dc-s3500-80g
+"""
+)
+def iometer(
+    spec: Annotated[
+        str,
+        typer.Argument(
+            help="Preset (desktop, database, fileserver) or "
+            "bs=SIZE/PCT,...;read=PCT;random=PCT;workers=N;qd=N."
+        ),
+    ],
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
+    ios: Annotated[str, _opt("--ios", "Measured I/Os, all workers together.")] = "20000",
+    size: Annotated[str | None, _opt("--size", "Test region (default: whole array).")] = None,
+    seed: SeedOption = "1",
+    output_format: FormatOption = "table",
+) -> None:
+    """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
+    from raidlab.suites import iometer as run_iometer
+
+    with _user_errors():
+        output_format = _format(output_format)
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        frame = run_iometer(
+            array,
+            spec,
+            ios,
+            size,
+            parse_int(seed, "--seed", 0, 2**64 - 1),
+            {"spec": "SPEC", "ios": "--ios", "size": "--size"},
+        )
+        _print_frame(frame, output_format, f"IOMeter: {spec}")
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab pts --drive intel-dc-s3500-80g --mixes 100/0,65/35,0/100 --sizes 4K,64K
+  raidlab pts --test tp --drive intel-dc-s3500-80g --drives 2 --plot pts.png
+"""
+)
+def pts(
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
+    test: Annotated[str, _opt("--test", "iops, tp (throughput) or lat (latency).")] = "iops",
+    mixes: Annotated[
+        str | None, _opt("--mixes", "R/W mixes, e.g. 100/0,65/35,0/100 (default: PTS's).")
+    ] = None,
+    sizes: Annotated[
+        str | None, _opt("--sizes", "Block sizes, e.g. 4K,64K (default: PTS's).")
+    ] = None,
+    ios: Annotated[str, _opt("--ios", "Measured I/Os per cell and round.")] = "5000",
+    iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per thread.")] = "32",
+    numjobs: Annotated[str, _opt("--numjobs", "Threads.")] = "1",
+    rounds_max: Annotated[str, _opt("--rounds-max", "At most this many rounds.")] = "25",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    plot: Annotated[
+        Path | None, _opt("--plot", "Draw the tracking variable and the table to FILE.png.")
+    ] = None,
+) -> None:
+    """SNIA PTS-style test: rounds of the mix x size matrix until steady state."""
+    from raidlab.suites import pts as run_pts
+    from raidlab.suites import pts_table
+
+    with _user_errors():
+        output_format = _format(output_format)
+        if plot is not None:
+            from raidlab.plots import check_figure_path
+
+            check_figure_path(plot, "--plot")
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        frame, summary = run_pts(
+            array,
+            test,
+            [m.strip() for m in mixes.split(",")] if mixes else None,
+            [s.strip() for s in sizes.split(",")] if sizes else None,
+            parse_int(ios, "--ios", 64, 10_000_000),
+            parse_int(iodepth, "--iodepth", 1, 65536),
+            parse_int(numjobs, "--numjobs", 1, 1024),
+            parse_int(rounds_max, "--rounds-max", 5, 1000),
+            parse_int(seed, "--seed", 0, 2**64 - 1),
+            _jobs(jobs),
+            {"test": "--test", "mixes": "--mixes", "sizes": "--sizes"},
+        )
+        metric = {"iops": "iops", "tp": "mbps", "lat": "lat_mean_us"}[test]
+        table = pts_table(frame, summary, metric)
+        figure = None
+        if plot is not None:
+            from raidlab.plots import plot_pts
+
+            figure = plot_pts(table, summary, metric, plot)
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            _print_json(
+                {
+                    "summary": summary,
+                    "table": {
+                        format_size(int(b)): {m: float(v) for m, v in row.items()}
+                        for b, row in table.iterrows()
+                    },
+                    "records": _records(frame),
+                    **({"figure": str(figure)} if figure else {}),
+                }
+            )
+        else:
+            header = ["block", *[str(c) for c in table.columns]]
+            body = [
+                [
+                    format_size(int(b)),
+                    *[_number(float(v), 0 if metric == "iops" else 1) for v in row],
+                ]
+                for b, row in table.iterrows()
+            ]
+            _print_table(
+                (header, body),
+                title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
+                f"{summary['window'][1]})",
+            )
+            state = "reached" if summary["steady"] else "NOT reached"
+            _stdout.print(
+                f"steady state {state} after {summary['rounds']} rounds on "
+                f"{summary['tracking']}: "
+                + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
+                highlight=False,
+                markup=False,
+            )
+            if figure is not None:
+                _stdout.print(f"figure: {figure}", highlight=False, markup=False)
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab replay tests/data/traces/small.msr.csv --format msr --drive intel-dc-s3500-80g
+  raidlab replay tests/data/traces/small.blkparse.txt --format blkparse --mode closed \\
+      --iodepth 8 --drive hitachi-deskstar-250g --drives 4
+"""
+)
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Block trace file.")],
+    config: ConfigOption = None,
+    drive: DriveOption = None,
+    controller: ControllerOption = None,
+    level: LevelOption = None,
+    drives: DrivesOption = None,
+    stripe_unit: StripeUnitOption = None,
+    layout: LayoutOption = None,
+    copies: CopiesOption = None,
+    spans: SpansOption = None,
+    failed: FailedOption = None,
+    rebuild_rate: RebuildRateOption = None,
+    trace_format: Annotated[str, _opt("--format", "msr (MSR Cambridge CSV) or blkparse.")] = "msr",
+    mode: Annotated[
+        str, _opt("--mode", "open (at trace timestamps) or closed (at --iodepth).")
+    ] = "open",
+    iodepth: Annotated[str, _opt("--iodepth", "Outstanding requests in closed mode.")] = "1",
+    time_scale: Annotated[
+        str, _opt("--time-scale", "Open mode: replay this many times faster.")
+    ] = "1",
+    seed: SeedOption = "1",
+    output_format: Annotated[str, _opt("--output-format", "table, csv or json.")] = "table",
+    explain: ExplainOption = False,
+) -> None:
+    """Replay a block trace (streamed: any length) on a simulated array."""
+    from raidlab.native import simulate_trace
+    from raidlab.workloads import run_frame
+
+    with _user_errors():
+        output_format = _format(output_format)
+        if trace_format not in ("msr", "blkparse"):
+            raise RaidlabError("--format", f"must be msr or blkparse, got {trace_format!r}")
+        if mode not in ("open", "closed"):
+            raise RaidlabError("--mode", f"must be open or closed, got {mode!r}")
+        if not trace.is_file():
+            raise RaidlabError(str(trace), "no such trace file")
+        try:
+            scale = float(time_scale)
+        except ValueError:
+            scale = float("nan")
+        if not (math.isfinite(scale) and scale > 0):
+            raise RaidlabError("--time-scale", f"must be a number > 0, got {time_scale!r}")
+        array = _array(
+            config,
+            level,
+            drives,
+            stripe_unit,
+            drive,
+            controller,
+            LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        scenario = {"schema": 1, "seed": parse_int(seed, "--seed", 0, 2**64 - 1), "array": array}
+        results = simulate_trace(
+            scenario,
+            str(trace),
+            trace_format,
+            mode,
+            parse_int(iodepth, "--iodepth", 1, 65536),
+            scale,
+        )
+        frame = run_frame(results)
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            _print_json({"records": _records(frame), "results": results, "scenario": scenario})
+        else:
+            _print_table(
+                _run_table_rows(frame),
+                title=f"replay {trace.name} ({trace_format}, {mode} loop, "
+                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated)",
+            )
+        if explain and output_format != "json":
+            _print_explain(results.get("explain"), "explain", to_stderr=output_format == "csv")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -52,3 +52,37 @@ def array_info(array: dict[str, Any] | Any) -> dict[str, Any]:
     except ValueError as error:
         raise RaidlabError("array", f"refused by the layout: {error}") from None
     return info
+
+
+def native_has_trace() -> bool:
+    """Whether the native module has ``simulate_trace`` (docs/scenario.md, Trace replay)."""
+    try:
+        from raidlab import _native
+    except ImportError:
+        return False
+    return hasattr(_native, "simulate_trace")
+
+
+def simulate_trace(
+    scenario: dict[str, Any],
+    trace_path: str,
+    trace_format: str,
+    mode: str,
+    iodepth: int,
+    time_scale: float,
+) -> dict[str, Any]:
+    """Replay a block trace against ``scenario["array"]`` (``_native.simulate_trace``)."""
+    try:
+        from raidlab import _native
+    except ImportError as error:
+        raise RaidlabError("simulator", NATIVE_MISSING) from error
+    if not hasattr(_native, "simulate_trace"):
+        raise RaidlabError("simulator", "this build of the native module cannot replay traces")
+    try:
+        results_json = _native.simulate_trace(
+            json.dumps(scenario), str(trace_path), trace_format, mode, iodepth, time_scale
+        )
+    except ValueError as error:
+        raise RaidlabError(str(trace_path), str(error)) from None
+    results: dict[str, Any] = json.loads(results_json)
+    return results

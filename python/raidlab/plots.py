@@ -150,3 +150,30 @@ def plot_atto(frame: pd.DataFrame, path: str | Path, title: str = "ATTO sweep") 
     path = check_figure_path(path)
     figure = atto_figure(frame, [SWEEP], f"{title} (simulated, MB/s = 10^6 B/s)")
     return _save(figure, path)
+
+
+def plot_pts(
+    table: pd.DataFrame, summary: Mapping[str, Any], metric: str, path: str | Path
+) -> Path:
+    """A PTS report figure: the tracking variable per round with the steady-state
+    window, and the steady-state table as one line per R/W mix over block size."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    values = list(summary["tracking_values"])
+    rounds = list(range(1, len(values) + 1))
+    left.plot(rounds, values, marker="o")
+    first, last = summary["window"]
+    left.axvspan(first - 0.5, last + 0.5, alpha=0.15, label="steady-state window")
+    left.set_xlabel("round")
+    left.set_ylabel(summary["tracking"])
+    left.set_title(f"tracking variable ({'steady' if summary['steady'] else 'not steady'})")
+    left.legend()
+    for mix in table.columns:
+        right.plot(range(len(table.index)), table[mix].values, marker="o", label=str(mix))
+    right.set_xticks(range(len(table.index)))
+    right.set_xticklabels([format_size(int(b)) for b in table.index])
+    right.set_xlabel("block size")
+    right.set_ylabel(metric)
+    right.set_title(f"PTS {summary['test']}: {metric} by R/W mix")
+    right.legend(title="R/W", fontsize="small")
+    figure.tight_layout()
+    return _save(figure, Path(path))

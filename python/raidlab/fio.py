@@ -1,0 +1,779 @@
+"""fio job files and command lines -> scenarios with concurrent ``workloads``.
+
+fio's rules, as far as a simulation needs them:
+
+- A job file is INI-like: ``[global]`` sets defaults for every job section after it,
+  each other ``[name]`` section is a job. Lines are ``key=value`` or a bare flag
+  (``time_based``); ``;`` and ``#`` start comments. The command-line form
+  ``--name=job --rw=randread ...`` is the same: options before the first ``--name``
+  are global, each ``--name`` starts a job.
+- Sizes are fio's: ``4k``, ``4K``, ``4KiB``, ``1m``, ``1g``; with ``kb_base=1024``
+  (the default) K, KB and KiB are all 1024. ``kb_base=1000`` makes K and KB 1000
+  (KiB stays 1024). ``size`` and ``offset`` may be a percentage of the array.
+- Times (``runtime``, ``ramp_time``, ``ss_dur``, ``ss_ramp``) default to seconds;
+  suffixes ``us``, ``ms``, ``s``, ``m``, ``h``, ``d``.
+- ``stonewall`` (or ``wait_for``) starts a new group: groups run one after another,
+  each as its own scenario whose ``workloads`` run concurrently.
+
+Each job section (with its ``numjobs`` clones) becomes one entry of ``workloads``.
+Options that change nothing in a simulation are accepted and listed once as ignored;
+any other option is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raidlab.config import array_capacity_bytes
+from raidlab.errors import RaidlabError
+from raidlab.units import format_size
+from raidlab.workloads import BLOCK_BYTES_MAX, BLOCK_BYTES_MIN, SECTOR_BYTES
+
+FIO_VERSION = "fio-3.33"
+# A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os
+# per job section the simulation is cut short (with a note).
+DEFAULT_IOS_CAP = 1_000_000
+# `time_based` runs until the runtime is up; the I/O count is then only a backstop.
+TIME_BASED_IOS = 1_000_000_000
+# fio's bandwidth/IOPS averaging window (avg_msec = 500) and steady-state sample period.
+SAMPLE_INTERVAL_NS = 500_000_000
+SS_SAMPLE_INTERVAL_NS = 1_000_000_000
+IODEPTH_MAX = 65536
+NUMJOBS_MAX = 1024
+
+RW_MAP = {
+    "read": "read",
+    "write": "write",
+    "randread": "randread",
+    "randwrite": "randwrite",
+    "rw": "rw",
+    "readwrite": "rw",
+    "randrw": "randrw",
+}
+TRIM_MODES = ("trim", "randtrim", "trimwrite", "randtrimwrite")
+
+# Options that change nothing in a simulation: accepted, reported once.
+IGNORED_OPTIONS = frozenset(
+    """
+    ioengine direct buffered refill_buffers filename directory thread norandommap
+    randrepeat invalidate iodepth_batch iodepth_batch_submit iodepth_batch_complete
+    iodepth_batch_complete_min iodepth_batch_complete_max iodepth_low gtod_reduce
+    lat_percentiles clat_percentiles slat_percentiles description end_fsync
+    fsync_on_close create_on_open overwrite unlink log_avg_msec write_bw_log
+    write_lat_log write_iops_log write_hist_log per_job_logs disable_lat disable_clat
+    disable_slat disable_bw_measurement cpus_allowed cpus_allowed_policy cpumask
+    numa_cpu_nodes numa_mem_policy fallocate allow_mounted_write
+    buffer_compress_percentage buffer_compress_chunk buffer_pattern zero_buffers
+    scramble_buffers dedupe_percentage exitall exitall_on_error continue_on_error
+    unit_base eta eta_newline clocksource hugepage_size sqthread_poll fixedbufs
+    registerfiles hipri ioscheduler nrfiles file_service_type lockfile
+    allow_file_create pre_read use_os_rand random_generator softrandommap
+    fadvise_hint sync fsync fdatasync nice prio prioclass
+    uid gid stats
+    """.split()
+)
+# fio's names for the same option (alias -> canonical).
+ALIASES = {
+    "readwrite": "rw",
+    "blocksize": "bs",
+    "blocksize_range": "bsrange",
+    "ba": "blockalign",
+    "timeout": "runtime",
+    "io_limit": "io_size",
+    "wait_for_previous": "stonewall",
+    "steadystate": "ss",
+    "steadystate_duration": "ss_dur",
+    "steadystate_ramp_time": "ss_ramp",
+    "random_seed": "randseed",
+}
+# Canonical option -> kind. "flag" options take an optional boolean value.
+OPTIONS: dict[str, str] = {
+    "name": "str",
+    "rw": "str",
+    "bs": "str",
+    "bssplit": "str",
+    "bsrange": "str",
+    "blockalign": "str",
+    "rwmixread": "pct",
+    "rwmixwrite": "pct",
+    "iodepth": "int",
+    "numjobs": "int",
+    "group_reporting": "flag",
+    "new_group": "flag",
+    "size": "sizepct",
+    "filesize": "sizepct",
+    "offset": "sizepct",
+    "io_size": "sizepct",
+    "number_ios": "int",
+    "runtime": "time",
+    "time_based": "flag",
+    "ramp_time": "time",
+    "random_distribution": "str",
+    "randseed": "int",
+    "stonewall": "flag",
+    "wait_for": "str",
+    "percentile_list": "str",
+    "ss": "str",
+    "ss_dur": "time",
+    "ss_ramp": "time",
+    "kb_base": "int",
+}
+# fio's JSON spells some options by their long names in "job options".
+JSON_NAMES = {"ss": "steadystate", "ss_dur": "steadystate_duration", "ss_ramp": "ss_ramp"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``key=value`` as written, with where it came from (for errors)."""
+
+    key: str
+    value: str | None
+    source: str
+    line: int | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}" if self.line is not None else self.source
+
+
+@dataclass
+class JobSection:
+    name: str
+    source: str
+    line: int | None
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass
+class JobFile:
+    """Parsed job file(s) / command line: global options and the jobs in order."""
+
+    global_options: list[Option] = field(default_factory=list)
+    jobs: list[JobSection] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+_SECTION = re.compile(r"^\[(?P<name>[^\]]*)\]\s*$")
+
+
+def _strip_comment(line: str) -> str:
+    for marker in (";", "#"):
+        index = line.find(marker)
+        if index >= 0:
+            line = line[:index]
+    return line.strip()
+
+
+def _option(raw_key: str, value: str | None, source: str, line: int | None) -> Option:
+    key = raw_key.strip().lower().replace("-", "_")
+    key = ALIASES.get(key, key)
+    where = f"{source}:{line}" if line is not None else source
+    if key not in OPTIONS and key not in IGNORED_OPTIONS:
+        raise RaidlabError(where, f"unknown fio option {raw_key.strip()!r}")
+    return Option(key, None if value is None else value.strip(), source, line)
+
+
+def parse_job_text(text: str, source: str, into: JobFile | None = None) -> JobFile:
+    """Parse one job file's text (``source`` names it in errors)."""
+    result = into if into is not None else JobFile()
+    section: JobSection | None = None
+    in_global = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_comment(raw)
+        if not line:
+            continue
+        match = _SECTION.match(line)
+        if match:
+            name = match["name"].strip()
+            if not name:
+                raise RaidlabError(f"{source}:{number}", "empty section name '[]'")
+            if name == "global":
+                in_global, section = True, None
+            else:
+                in_global = False
+                section = JobSection(name, source, number)
+                result.jobs.append(section)
+            continue
+        key, equals, value = line.partition("=")
+        if not key.strip():
+            raise RaidlabError(f"{source}:{number}", f"expected key=value, got {raw.strip()!r}")
+        option = _option(key, value if equals else None, source, number)
+        if in_global:
+            result.global_options.append(option)
+        elif section is not None:
+            section.options.append(option)
+        else:
+            raise RaidlabError(
+                f"{source}:{number}",
+                f"option {key.strip()!r} outside a section: start with [global] or [jobname]",
+            )
+    return result
+
+
+def parse_job_files(paths: Sequence[str | Path]) -> JobFile:
+    """Parse job files in order (like ``fio a.fio b.fio``)."""
+    result = JobFile()
+    for path in paths:
+        path = Path(path)
+        try:
+            text = path.read_text("utf-8")
+        except OSError as error:
+            raise RaidlabError(str(path), f"cannot read job file: {error.strerror}") from None
+        before = len(result.jobs)
+        parse_job_text(text, str(path), result)
+        if len(result.jobs) == before:
+            raise RaidlabError(str(path), "no job section: add a [jobname] section")
+    return result
+
+
+def parse_command_line(args: Sequence[str], into: JobFile | None = None) -> JobFile:
+    """fio's command-line job form: ``--name=a --rw=read ... --name=b ...``. Options
+    before the first ``--name`` are global. ``--key value`` works for valued options."""
+    result = into if into is not None else JobFile()
+    section: JobSection | None = None
+    index = 0
+    while index < len(args):
+        token = args[index]
+        index += 1
+        if not token.startswith("--"):
+            raise RaidlabError("command line", f"expected --option=value, got {token!r}")
+        key, equals, value = token[2:].partition("=")
+        canonical = ALIASES.get(key.lower().replace("-", "_"), key.lower().replace("-", "_"))
+        if (
+            not equals
+            and OPTIONS.get(canonical, "flag") != "flag"
+            and index < len(args)
+            and not args[index].startswith("--")
+        ):
+            value, equals = args[index], "="
+            index += 1
+        option = _option(key, value if equals else None, f"--{key}", None)
+        if option.key == "name":
+            if not option.value:
+                raise RaidlabError("--name", "needs a job name")
+            section = JobSection(option.value, "command line", None)
+            result.jobs.append(section)
+        elif section is None:
+            result.global_options.append(option)
+        else:
+            section.options.append(option)
+    return result
+
+
+# --- values ------------------------------------------------------------------------
+
+_SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def fio_size(text: str, where: str, key: str, kb_base: int = 1024) -> int:
+    """fio's size: ``4k``, ``4K``, ``4KiB``, ``1m``, ``512``, ``1.5g``."""
+    match = _SIZE.match(text.strip())
+    if match is None:
+        raise RaidlabError(
+            where, f"{key}: bad size {text!r} (expected e.g. 4k, 64KiB, 1m, 2g; fio units)"
+        )
+    number, prefix, unit = match.groups()
+    base = 1024 if unit.lower() == "ib" or kb_base == 1024 else 1000
+    multiplier = base ** _POWERS[prefix.lower()]
+    whole, _, frac = number.partition(".")
+    numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
+    value, remainder = divmod(numerator * multiplier, 10 ** len(frac))
+    if remainder:
+        raise RaidlabError(where, f"{key}: {text!r} is not a whole number of bytes")
+    return value
+
+
+def fio_size_or_pct(text: str, where: str, key: str, capacity: int, kb_base: int) -> int:
+    """A size, or ``N%`` of the array's capacity (fio: of the file or device)."""
+    text = text.strip()
+    if text.endswith("%"):
+        pct = _number(text[:-1], where, key)
+        if not 0 < pct <= 100:
+            raise RaidlabError(where, f"{key}: percentage must be in (0, 100], got {text!r}")
+        value = int(capacity * pct / 100) // SECTOR_BYTES * SECTOR_BYTES
+        return value
+    return fio_size(text, where, key, kb_base)
+
+
+_TIME = re.compile(
+    r"^(\d+(?:\.\d*)?|\.\d+)\s*(us|usec|ms|msec|s|sec|m|min|h|hr|d|day)?$", re.IGNORECASE
+)
+_TIME_NS = {
+    "us": 1_000,
+    "usec": 1_000,
+    "ms": 1_000_000,
+    "msec": 1_000_000,
+    "": 1_000_000_000,
+    "s": 1_000_000_000,
+    "sec": 1_000_000_000,
+    "m": 60_000_000_000,
+    "min": 60_000_000_000,
+    "h": 3_600_000_000_000,
+    "hr": 3_600_000_000_000,
+    "d": 86_400_000_000_000,
+    "day": 86_400_000_000_000,
+}
+
+
+def fio_time_ns(text: str, where: str, key: str) -> int:
+    """fio's time: seconds by default; us, ms, s, m, h, d suffixes."""
+    match = _TIME.match(text.strip())
+    if match is None:
+        raise RaidlabError(where, f"{key}: bad time {text!r} (expected e.g. 30, 10s, 500ms, 2m)")
+    return round(float(match[1]) * _TIME_NS[(match[2] or "").lower()])
+
+
+def _number(text: str, where: str, key: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise RaidlabError(where, f"{key}: expected a number, got {text!r}") from None
+
+
+def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:
+    if text is None or not re.fullmatch(r"\s*\d+\s*", text):
+        raise RaidlabError(where, f"{key}: expected a whole number, got {text!r}")
+    value = int(text)
+    if not low <= value <= high:
+        raise RaidlabError(where, f"{key}: must be {low}..={high}, got {value}")
+    return value
+
+
+def _flag(option: Option) -> bool:
+    if option.value is None or option.value == "":
+        return True
+    value = option.value.lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise RaidlabError(option.where, f"{option.key}: expected 0 or 1, got {option.value!r}")
+
+
+def _block(text: str, where: str, key: str, kb_base: int) -> int:
+    value = fio_size(text, where, key, kb_base)
+    if not BLOCK_BYTES_MIN <= value <= BLOCK_BYTES_MAX or value % SECTOR_BYTES:
+        raise RaidlabError(
+            where, f"{key}: block size must be a multiple of 512 B in 512..=1g, got {text!r}"
+        )
+    return value
+
+
+def parse_bssplit(text: str, where: str, key: str, kb_base: int) -> list[list[list[int]]]:
+    """``4k/55:64k/25:128k/20`` (per direction: ``...,...``) -> mixes (read, write).
+    Percentages must add up to 100; an entry without one shares what is left."""
+    mixes: list[list[list[int]]] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            mixes.append([])
+            continue
+        entries: list[tuple[int, float | None]] = []
+        for item in part.split(":"):
+            size_text, slash, pct_text = item.partition("/")
+            block = _block(size_text, where, key, kb_base)
+            pct = _number(pct_text, where, key) if slash and pct_text.strip() else None
+            if pct is not None and not 0 <= pct <= 100:
+                raise RaidlabError(where, f"{key}: percentage must be 0..=100, got {item!r}")
+            entries.append((block, pct))
+        given = sum(pct for _, pct in entries if pct is not None)
+        open_entries = [block for block, pct in entries if pct is None]
+        if given > 100 + 1e-9 or (not open_entries and abs(given - 100) > 1e-9):
+            raise RaidlabError(
+                where, f"{key}: percentages must add up to 100, got {given:g} in {part!r}"
+            )
+        share = (100 - given) / len(open_entries) if open_entries else 0.0
+        mix: dict[int, float] = {}
+        for block, pct in entries:
+            mix[block] = mix.get(block, 0.0) + (share if pct is None else pct)
+        # Integer weights: hundredths of a percent.
+        mixes.append([[block, round(w * 100)] for block, w in mix.items() if round(w * 100) > 0])
+    return mixes
+
+
+def parse_bsrange(text: str, where: str, key: str, kb_base: int) -> list[list[int]]:
+    """``4k-64k`` -> an even mix of the powers of two in the range (fio picks any
+    multiple of the minimum; raidlab approximates with the powers of two)."""
+    low_text, dash, high_text = text.partition("-")
+    if not dash:
+        raise RaidlabError(where, f"{key}: expected a range like 4k-64k, got {text!r}")
+    low = _block(low_text, where, key, kb_base)
+    high = _block(high_text, where, key, kb_base)
+    if high < low:
+        raise RaidlabError(where, f"{key}: range end is below its start in {text!r}")
+    sizes = [1 << bit for bit in range(9, 31) if low <= 1 << bit <= high]
+    if not sizes:
+        sizes = [low] if low == high else [low, high]
+    return [[size, 1] for size in sizes]
+
+
+def parse_distribution(text: str, where: str, key: str) -> Any:
+    """fio's random_distribution -> the scenario's ``distribution``."""
+    name, colon, argument = text.strip().partition(":")
+    name = name.lower()
+    if name == "random" and not colon:
+        return "uniform"
+    if name in ("zipf", "pareto", "normal", "gauss"):
+        if not argument:
+            raise RaidlabError(where, f"{key}: {name} needs a parameter, e.g. {name}:1.2")
+        value = _number(argument.split(",")[0], where, key)
+        if name == "zipf" and not value > 0 or name == "pareto" and not 0 < value < 1:
+            raise RaidlabError(where, f"{key}: {name} parameter out of range, got {argument!r}")
+        if name in ("normal", "gauss") and not 0 < value <= 100:
+            raise RaidlabError(where, f"{key}: normal deviation must be in (0, 100] %")
+        return {"normal" if name == "gauss" else name: value}
+    if name == "zoned":
+        zones = []
+        for item in argument.split(":"):
+            access, slash, size = item.partition("/")
+            if not slash:
+                raise RaidlabError(where, f"{key}: zoned entries are access%/size%, got {item!r}")
+            zones.append([_number(access, where, key), _number(size, where, key)])
+        for index in (0, 1):
+            total = sum(zone[index] for zone in zones)
+            if abs(total - 100) > 1e-9:
+                what = "access" if index == 0 else "size"
+                raise RaidlabError(where, f"{key}: zoned {what} percentages add up to {total:g}")
+        return {"zoned": zones}
+    raise RaidlabError(
+        where,
+        f"{key}: must be random, zipf:THETA, pareto:H, normal:SIGMA or zoned:A/S:..., got {text!r}",
+    )
+
+
+def parse_percentile_list(text: str, where: str, key: str) -> list[float]:
+    values = []
+    for item in text.split(":"):
+        value = _number(item, where, key)
+        if not 0 < value <= 100:
+            raise RaidlabError(where, f"{key}: percentiles must be in (0, 100], got {item!r}")
+        values.append(value)
+    return values
+
+
+_SS = re.compile(r"^(iops|iops_slope|bw|bw_slope):(\d+(?:\.\d*)?)(%?)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """fio's ``ss=metric:limit`` with ``ss_dur`` and ``ss_ramp``."""
+
+    metric: str  # iops, iops_slope, bw, bw_slope
+    limit: float
+    percent: bool
+    duration_ns: int
+    ramp_ns: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric}:{self.limit:f}{'%' if self.percent else ''}"
+
+
+def parse_ss(text: str, where: str) -> tuple[str, float, bool]:
+    match = _SS.match(text.strip())
+    if match is None:
+        raise RaidlabError(where, f"ss: must be iops|iops_slope|bw|bw_slope:LIMIT[%], got {text!r}")
+    return match[1].lower(), float(match[2]), bool(match[3])
+
+
+# --- jobs -> plan --------------------------------------------------------------------
+
+
+@dataclass
+class PlannedJob:
+    """One job section as a workload, with what the report needs."""
+
+    name: str
+    group: int
+    numjobs: int
+    workload: dict[str, Any]
+    options: dict[str, str]  # fio's "job options" (the section's own)
+    group_reporting: bool
+    percentiles: list[float] | None
+    steadystate: SteadyState | None
+    iodepth: int
+    seed: int | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FioPlan:
+    jobs: list[PlannedJob]
+    groups: list[list[int]]  # indices into jobs, one list per stonewall group
+    global_options: dict[str, str]
+    ignored: list[str]
+    notes: list[str]
+
+    def scenarios(self, array: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+        """One scenario per group; a job's randseed overrides ``seed``."""
+        out = []
+        for members in self.groups:
+            group_seed = next(
+                (self.jobs[i].seed for i in members if self.jobs[i].seed is not None), seed
+            )
+            out.append(
+                {
+                    "schema": 1,
+                    "seed": group_seed,
+                    "array": dict(array),
+                    "workloads": [self.jobs[i].workload for i in members],
+                }
+            )
+        return out
+
+
+def _mean_block(mix: list[list[int]]) -> float:
+    total = sum(weight for _, weight in mix)
+    return sum(block * weight for block, weight in mix) / total
+
+
+def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
+    """Validate every job against ``array`` and build its workload."""
+    if not job_file.jobs:
+        raise RaidlabError("fio", "no jobs: give a job file with a [jobname] section or --name=")
+    capacity = array_capacity_bytes(array)
+    ignored: list[str] = []
+    notes: list[str] = []
+    jobs: list[PlannedJob] = []
+    groups: list[list[int]] = []
+    names: dict[str, int] = {}
+    for section in job_file.jobs:
+        options: dict[str, Option] = {}
+        for option in [*job_file.global_options, *section.options]:
+            if option.key in IGNORED_OPTIONS:
+                if option.key not in ignored:
+                    ignored.append(option.key)
+                continue
+            options[option.key] = option
+        own = {
+            JSON_NAMES.get(option.key, option.key): option.value or ""
+            for option in section.options
+            if option.key not in ("name",)
+        }
+        job = _plan_job(section, options, capacity, own)
+        stonewall = "stonewall" in options and _flag(options["stonewall"])
+        # A global stonewall applies to every job; the first job has nothing to wait for.
+        wait_for = options.get("wait_for")
+        if wait_for is not None and wait_for.value not in names:
+            raise RaidlabError(wait_for.where, f"wait_for: no earlier job named {wait_for.value!r}")
+        if not groups or stonewall or wait_for is not None:
+            groups.append([])
+        job.group = len(groups) - 1
+        groups[-1].append(len(jobs))
+        names[job.name] = len(jobs)
+        notes.extend(job.notes)
+        jobs.append(job)
+    global_options = {
+        JSON_NAMES.get(option.key, option.key): option.value or ""
+        for option in job_file.global_options
+    }
+    return FioPlan(jobs, groups, global_options, ignored, notes)
+
+
+def _plan_job(
+    section: JobSection, options: dict[str, Option], capacity: int, own: dict[str, str]
+) -> PlannedJob:
+    def get(key: str) -> Option | None:
+        return options.get(key)
+
+    kb_base = 1024
+    if (opt := get("kb_base")) is not None:
+        kb_base = _int(opt.value, opt.where, "kb_base", 1000, 1024)
+        if kb_base not in (1000, 1024):
+            raise RaidlabError(opt.where, "kb_base: must be 1000 or 1024")
+    where_job = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
+    notes: list[str] = []
+
+    rw_text = (get("rw").value if get("rw") else None) or "read"
+    rw_base, _, modifier = rw_text.partition(":")
+    rw_base = rw_base.strip().lower()
+    if rw_base in TRIM_MODES:
+        opt = get("rw")
+        raise RaidlabError(
+            opt.where if opt else where_job, f"rw: {rw_text!r}: trim is not simulated yet"
+        )
+    if rw_base not in RW_MAP or modifier:
+        opt = get("rw")
+        raise RaidlabError(
+            opt.where if opt else where_job,
+            f"rw: must be read, write, randread, randwrite, rw, readwrite or randrw, "
+            f"got {rw_text!r}",
+        )
+    rw = RW_MAP[rw_base]
+
+    # Block sizes: bssplit > bsrange > bs (fio's precedence), per direction.
+    read_mix: list[list[int]] = [[4096, 1]]
+    write_mix: list[list[int]] = [[4096, 1]]
+    if (opt := get("bs")) is not None and opt.value:
+        parts = [part.strip() for part in opt.value.split(",")]
+        if len(parts) > 3:
+            raise RaidlabError(opt.where, f"bs: at most read,write,trim sizes, got {opt.value!r}")
+        if parts[0]:
+            read_mix = write_mix = [[_block(parts[0], opt.where, "bs", kb_base), 1]]
+        if len(parts) > 1 and parts[1]:
+            write_mix = [[_block(parts[1], opt.where, "bs", kb_base), 1]]
+    if (opt := get("bsrange")) is not None and opt.value:
+        parts = [part.strip() for part in opt.value.split(",")]
+        if parts[0]:
+            read_mix = write_mix = parse_bsrange(parts[0], opt.where, "bsrange", kb_base)
+        if len(parts) > 1 and parts[1]:
+            write_mix = parse_bsrange(parts[1], opt.where, "bsrange", kb_base)
+    if (opt := get("bssplit")) is not None and opt.value:
+        mixes = parse_bssplit(opt.value, opt.where, "bssplit", kb_base)
+        if mixes[0]:
+            read_mix = write_mix = mixes[0]
+        if len(mixes) > 1 and mixes[1]:
+            write_mix = mixes[1]
+
+    rwmixread = 50
+    mix_options = [opt for opt in options.values() if opt.key in ("rwmixread", "rwmixwrite")]
+    for opt in mix_options:  # the later one wins, as in fio (insertion order)
+        value = _int((opt.value or "").rstrip("%"), opt.where, opt.key, 0, 100)
+        rwmixread = value if opt.key == "rwmixread" else 100 - value
+
+    iodepth = 1
+    if (opt := get("iodepth")) is not None:
+        iodepth = _int(opt.value, opt.where, "iodepth", 1, IODEPTH_MAX)
+    numjobs = 1
+    if (opt := get("numjobs")) is not None:
+        numjobs = _int(opt.value, opt.where, "numjobs", 1, NUMJOBS_MAX)
+
+    offset = 0
+    if (opt := get("offset")) is not None and opt.value:
+        offset = fio_size_or_pct(opt.value, opt.where, "offset", capacity, kb_base)
+        if offset % SECTOR_BYTES or offset >= capacity:
+            raise RaidlabError(
+                opt.where,
+                f"offset: must be a multiple of 512 B below the array's "
+                f"{format_size(capacity)} B, got {opt.value!r}",
+            )
+    size_opt = get("size")
+    file_opt = get("filesize")
+    region_opt = file_opt or size_opt
+    if region_opt is not None and region_opt.value:
+        region = fio_size_or_pct(
+            region_opt.value, region_opt.where, region_opt.key, capacity, kb_base
+        )
+    else:
+        region = capacity - offset
+    block_max = max(block for block, _ in read_mix + write_mix)
+    if region < block_max or offset + region > capacity:
+        where = region_opt.where if region_opt is not None else where_job
+        raise RaidlabError(
+            where,
+            f"{region_opt.key if region_opt else 'size'}: must hold the largest block "
+            f"({format_size(block_max)}) and end inside the array "
+            f"({format_size(capacity)} B), got {format_size(region)} at offset "
+            f"{format_size(offset)}",
+        )
+    # Bytes each clone does: io_size, else size (fio's default io_size = size).
+    if (opt := get("io_size")) is not None and opt.value:
+        io_bytes = fio_size_or_pct(opt.value, opt.where, "io_size", capacity, kb_base)
+    elif size_opt is not None and size_opt.value:
+        io_bytes = fio_size_or_pct(size_opt.value, size_opt.where, "size", capacity, kb_base)
+    else:
+        io_bytes = region
+    if rw in ("read", "randread"):
+        mean_block = _mean_block(read_mix)
+    elif rw in ("write", "randwrite"):
+        mean_block = _mean_block(write_mix)
+    else:
+        mean_block = (
+            rwmixread * _mean_block(read_mix) + (100 - rwmixread) * _mean_block(write_mix)
+        ) / 100
+    ios_per_clone = max(1, int(io_bytes // mean_block))
+    if (opt := get("number_ios")) is not None:
+        ios_per_clone = min(ios_per_clone, _int(opt.value, opt.where, "number_ios", 1, 10**12))
+
+    runtime_ns = None
+    if (opt := get("runtime")) is not None and opt.value:
+        runtime_ns = fio_time_ns(opt.value, opt.where, "runtime")
+        if runtime_ns < 1:
+            runtime_ns = None
+    time_based = (opt := get("time_based")) is not None and _flag(opt)
+    ios = ios_per_clone * numjobs
+    if time_based:
+        if runtime_ns is None:
+            raise RaidlabError(get("time_based").where, "time_based: needs runtime=")
+        ios = TIME_BASED_IOS
+    elif ios > DEFAULT_IOS_CAP:
+        notes.append(
+            f"job {section.name}: {ios:,} I/Os capped at {DEFAULT_IOS_CAP:,} "
+            "(set io_size, number_ios or runtime to choose)"
+        )
+        ios = DEFAULT_IOS_CAP
+    warmup_ns = 0
+    if (opt := get("ramp_time")) is not None and opt.value:
+        warmup_ns = fio_time_ns(opt.value, opt.where, "ramp_time")
+
+    distribution: Any = "uniform"
+    if (opt := get("random_distribution")) is not None and opt.value:
+        distribution = parse_distribution(opt.value, opt.where, "random_distribution")
+
+    seed = None
+    if (opt := get("randseed")) is not None:
+        seed = _int(opt.value, opt.where, "randseed", 0, 2**64 - 1)
+
+    percentiles = None
+    if (opt := get("percentile_list")) is not None and opt.value:
+        percentiles = parse_percentile_list(opt.value, opt.where, "percentile_list")
+
+    steadystate = None
+    if (opt := get("ss")) is not None and opt.value:
+        metric, limit, percent = parse_ss(opt.value, opt.where)
+        dur_opt = get("ss_dur")
+        if dur_opt is None or not dur_opt.value:
+            raise RaidlabError(opt.where, "ss: needs ss_dur= (the steady-state window)")
+        duration_ns = fio_time_ns(dur_opt.value, dur_opt.where, "ss_dur")
+        if duration_ns < SS_SAMPLE_INTERVAL_NS:
+            raise RaidlabError(
+                dur_opt.where, "ss_dur: must be at least 1s (fio samples once a second)"
+            )
+        ramp_opt = get("ss_ramp")
+        ramp_ns = (
+            fio_time_ns(ramp_opt.value, ramp_opt.where, "ss_ramp")
+            if ramp_opt and ramp_opt.value
+            else 0
+        )
+        steadystate = SteadyState(metric, limit, percent, duration_ns, ramp_ns)
+    elif get("ss_dur") is not None or get("ss_ramp") is not None:
+        opt = get("ss_dur") or get("ss_ramp")
+        raise RaidlabError(opt.where, f"{opt.key}: only meaningful with ss=")
+
+    group_reporting = (opt := get("group_reporting")) is not None and _flag(opt)
+    workload = {
+        "name": section.name,
+        "rw": rw,
+        "bs": read_mix,
+        "rwmixread": rwmixread,
+        "iodepth": iodepth,
+        "numjobs": numjobs,
+        "offset_bytes": offset,
+        "size_bytes": region,
+        "ios": ios,
+        "warmup_ios": 0,
+        "runtime_ns": runtime_ns,
+        "distribution": distribution,
+        "warmup_ns": warmup_ns,
+        "sample_interval_ns": SS_SAMPLE_INTERVAL_NS if steadystate else SAMPLE_INTERVAL_NS,
+    }
+    if write_mix != read_mix:
+        workload["bs_write"] = write_mix
+    return PlannedJob(
+        name=section.name,
+        group=0,
+        numjobs=numjobs,
+        workload=workload,
+        options=own,
+        group_reporting=group_reporting,
+        percentiles=percentiles,
+        steadystate=steadystate,
+        iodepth=iodepth,
+        seed=seed,
+        notes=notes,
+    )

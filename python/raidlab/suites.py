@@ -1,0 +1,394 @@
+"""Benchmarks people know, as scenarios: CrystalDiskMark, IOMeter access
+specifications and SNIA PTS-style steady-state tests.
+
+CrystalDiskMark (8.x): each test writes then reads a test file (default 1 GiB);
+``default`` profile SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1; ``nvme`` profile
+SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1. CDM runs each test for 5 s; here
+a sequential test moves the whole file once and a random one does ``ios`` I/Os per
+thread group (default 20,000), which is enough for stable figures in a simulation.
+
+IOMeter access specification, one string of ``;``-separated ``key=value`` items:
+``bs=4K/55,64K/25,128K/20;read=75;random=75;workers=4;qd=1`` -- block sizes with their
+share of the I/Os (``%`` of the spec), percentage of reads, percentage of random
+accesses, workers (IOMeter's managers x workers) and outstanding I/Os per worker.
+The random and sequential shares run as two concurrent streams whose I/O counts are
+in that proportion (IOMeter interleaves them inside each worker).
+
+SNIA PTS (SSS PTS 2.0): rounds of the test matrix until the steady-state rule holds on
+the tracking variable (last 5 rounds: max - min within 20 % of their mean, and the
+least-squares line's excursion across them within 10 % of the mean), at most 25
+rounds. The simulator carries no drive state from one round to the next (no FTL
+aging), so rounds differ only by their random seed; the rule is then met once that
+noise is small, normally at round 5. Preconditioning is not simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from raidlab.config import array_capacity_bytes, build_scenario, parse_int
+from raidlab.errors import RaidlabError
+from raidlab.executor import run_scenarios
+from raidlab.units import format_size, parse_size
+from raidlab.workloads import WorkloadRequest, build_workload, parse_block_size
+
+# --- CrystalDiskMark ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CdmTest:
+    label: str
+    rw_seq: bool
+    block_bytes: int
+    qd: int
+    threads: int
+
+
+CDM_PROFILES: dict[str, list[CdmTest]] = {
+    "default": [
+        CdmTest("SEQ1M Q8T1", True, 1 << 20, 8, 1),
+        CdmTest("SEQ1M Q1T1", True, 1 << 20, 1, 1),
+        CdmTest("RND4K Q32T1", False, 4096, 32, 1),
+        CdmTest("RND4K Q1T1", False, 4096, 1, 1),
+    ],
+    "nvme": [
+        CdmTest("SEQ1M Q8T1", True, 1 << 20, 8, 1),
+        CdmTest("SEQ128K Q32T1", True, 128 << 10, 32, 1),
+        CdmTest("RND4K Q32T16", False, 4096, 32, 16),
+        CdmTest("RND4K Q1T1", False, 4096, 1, 1),
+    ],
+}
+CDM_COLUMNS = ["test", "op", "mbps", "iops", "lat_mean_us", "lat_p99_us"]
+
+
+def cdm(
+    array: Mapping[str, Any],
+    profile: str = "default",
+    size: Any = "1G",
+    ios: Any = 20_000,
+    seed: int = 1,
+    jobs: int | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """CrystalDiskMark's tests of ``profile``: one row per test and direction."""
+    labels = dict(labels or {})
+    if profile not in CDM_PROFILES:
+        raise RaidlabError(
+            labels.get("profile", "profile"),
+            f"must be one of {', '.join(CDM_PROFILES)}, got {profile!r}",
+        )
+    size_bytes = parse_size(size, labels.get("size", "size"))
+    random_ios = parse_int(ios, labels.get("ios", "ios"), 1, 100_000_000)
+    scenarios, rows = [], []
+    for test in CDM_PROFILES[profile]:
+        for op in ("read", "write"):
+            rw = op if test.rw_seq else f"rand{op}"
+            count = (
+                max(1, size_bytes // test.block_bytes) * test.threads if test.rw_seq else random_ios
+            )
+            workload = build_workload(
+                WorkloadRequest(
+                    rw=rw,
+                    bs=test.block_bytes,
+                    iodepth=test.qd,
+                    numjobs=test.threads,
+                    size=size_bytes,
+                    ios=count,
+                    warmup_ios=0 if test.rw_seq else None,
+                    labels=labels,
+                ),
+                array,
+            )
+            scenarios.append(build_scenario(array, workload, seed))
+            rows.append((test.label, op))
+    results = run_scenarios(scenarios, jobs=jobs, description="CrystalDiskMark")
+    return _frame(rows, results, CDM_COLUMNS, ("test", "op"))
+
+
+def _frame(
+    keys: Sequence[tuple[Any, ...]],
+    results: Sequence[Mapping[str, Any]],
+    columns: list[str],
+    key_names: Sequence[str],
+) -> pd.DataFrame:
+    records = []
+    for key, result in zip(keys, results, strict=True):
+        ops = result.get("ops", {})
+        total_ios = sum(s["ios"] for s in ops.values()) or 1
+        record = dict(zip(key_names, key, strict=True))
+        record.update(_combined(ops, total_ios))
+        records.append(record)
+    frame = pd.DataFrame(records, columns=columns)
+    frame.attrs["explain"] = [result.get("explain") for result in results]
+    return frame
+
+
+def _combined(ops: Mapping[str, Any], total_ios: int) -> dict[str, float]:
+    """All directions together: IOPS and MB/s add, latency is I/O-weighted."""
+    iops = sum(float(s["iops"]) for s in ops.values())
+    mbps = sum(float(s["mbps"]) for s in ops.values())
+    lat = sum(float(s["lat_mean_ns"]) * s["ios"] for s in ops.values()) / total_ios / 1000
+    p99 = max((_p(s, 99.0) for s in ops.values()), default=float("nan"))
+    return {"mbps": mbps, "iops": iops, "lat_mean_us": lat, "lat_p99_us": p99}
+
+
+def _p(stats: Mapping[str, Any], wanted: float) -> float:
+    for key, value in stats.get("percentiles_ns", {}).items():
+        if float(key) == wanted:
+            return float(value) / 1000
+    return float("nan")
+
+
+# --- IOMeter ---------------------------------------------------------------------------
+
+IOMETER_PRESETS = {
+    # The desktop mix of the reference articles: 75 % read, 75 % random,
+    # 55 % 4 KiB / 25 % 64 KiB / 20 % 128 KiB, 4 workers.
+    "desktop": "bs=4K/55,64K/25,128K/20;read=75;random=75;workers=4;qd=1",
+    # IOMeter's classic database pattern: 8 KiB, 67 % read, 100 % random.
+    "database": "bs=8K/100;read=67;random=100;workers=1;qd=16",
+    # IOMeter's file-server pattern (Intel's): 80 % read, 100 % random, size mix.
+    "fileserver": (
+        "bs=512/10,1K/5,2K/5,4K/60,8K/2,16K/4,32K/4,64K/10;read=80;random=100;workers=1;qd=16"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class AccessSpec:
+    bs: list[list[int]]
+    read_pct: int
+    random_pct: int
+    workers: int
+    qd: int
+
+
+def parse_access_spec(text: str, label: str = "SPEC") -> AccessSpec:
+    """A preset name or ``bs=...;read=..;random=..;workers=..;qd=..``."""
+    text = IOMETER_PRESETS.get(text.strip(), text)
+    values: dict[str, str] = {}
+    for item in text.split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        key, equals, value = item.partition("=")
+        key = key.strip().lower()
+        if not equals or key not in ("bs", "read", "random", "workers", "qd"):
+            raise RaidlabError(
+                label,
+                f"expected a preset ({', '.join(IOMETER_PRESETS)}) or "
+                f"bs=SIZE/PCT,...;read=PCT;random=PCT;workers=N;qd=N, got {item!r}",
+            )
+        values[key] = value.strip()
+    if "bs" not in values:
+        raise RaidlabError(label, "needs bs=SIZE/PCT,... (e.g. bs=4K/100)")
+    mix: list[list[int]] = []
+    total = 0
+    for entry in values["bs"].split(","):
+        size_text, slash, pct_text = entry.partition("/")
+        block = parse_block_size(size_text.strip(), f"{label} bs")
+        pct = parse_int(pct_text.strip() if slash else "100", f"{label} bs", 1, 100)
+        total += pct
+        mix.append([block, pct])
+    if total != 100:
+        raise RaidlabError(f"{label} bs", f"shares must add up to 100, got {total}")
+    return AccessSpec(
+        bs=mix,
+        read_pct=parse_int(values.get("read", "100"), f"{label} read", 0, 100),
+        random_pct=parse_int(values.get("random", "100"), f"{label} random", 0, 100),
+        workers=parse_int(values.get("workers", "1"), f"{label} workers", 1, 1024),
+        qd=parse_int(values.get("qd", "1"), f"{label} qd", 1, 65536),
+    )
+
+
+def iometer(
+    array: Mapping[str, Any],
+    spec: str,
+    ios: Any = 20_000,
+    size: Any = None,
+    seed: int = 1,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """One IOMeter access specification: rows per direction and ``total``."""
+    labels = dict(labels or {})
+    access = parse_access_spec(spec, labels.get("spec", "SPEC"))
+    total_ios = parse_int(ios, labels.get("ios", "ios"), 1, 100_000_000)
+    workloads = []
+    for random, pct in ((True, access.random_pct), (False, 100 - access.random_pct)):
+        count = round(total_ios * pct / 100)
+        if count == 0:
+            continue
+        workload = build_workload(
+            WorkloadRequest(
+                rw="randrw" if random else "rw",
+                bs=access.bs,
+                rwmixread=access.read_pct,
+                iodepth=access.qd,
+                numjobs=access.workers,
+                size=size,
+                ios=count,
+                labels=labels,
+            ),
+            array,
+        )
+        workload["name"] = "random" if random else "sequential"
+        workloads.append(workload)
+    scenario = {"schema": 1, "seed": seed, "array": dict(array), "workloads": workloads}
+    (result,) = run_scenarios([scenario], jobs=1, progress=False)
+    ops = result.get("ops", {})
+    rows = []
+    for op in ("read", "write"):
+        if op in ops:
+            rows.append({"op": op, **_combined({op: ops[op]}, ops[op]["ios"] or 1)})
+    rows.append({"op": "total", **_combined(ops, sum(s["ios"] for s in ops.values()) or 1)})
+    frame = pd.DataFrame(rows, columns=["op", "mbps", "iops", "lat_mean_us", "lat_p99_us"])
+    frame.attrs.update(
+        {"spec": access.__dict__, "explain": result.get("explain"), "scenario": scenario}
+    )
+    return frame
+
+
+# --- SNIA PTS ---------------------------------------------------------------------------
+
+PTS_MIXES = ["100/0", "95/5", "65/35", "50/50", "35/65", "5/95", "0/100"]
+PTS_SIZES = ["512", "4K", "8K", "16K", "32K", "64K", "128K", "1M"]
+PTS_ROUNDS_MAX = 25
+PTS_WINDOW = 5
+PTS_EXCURSION = 0.20
+PTS_SLOPE_EXCURSION = 0.10
+
+
+def pts_steady(values: Sequence[float]) -> tuple[bool, dict[str, float]]:
+    """The PTS rule on the last 5 values of the tracking variable."""
+    if len(values) < PTS_WINDOW:
+        return False, {}
+    window = list(values[-PTS_WINDOW:])
+    mean = sum(window) / PTS_WINDOW
+    excursion = max(window) - min(window)
+    x_mean = (PTS_WINDOW - 1) / 2
+    slope = sum((x - x_mean) * (v - mean) for x, v in enumerate(window)) / sum(
+        (x - x_mean) ** 2 for x in range(PTS_WINDOW)
+    )
+    slope_excursion = abs(slope) * (PTS_WINDOW - 1)
+    steady = bool(
+        mean > 0
+        and excursion <= PTS_EXCURSION * mean
+        and slope_excursion <= PTS_SLOPE_EXCURSION * mean
+    )
+    return steady, {
+        "mean": mean,
+        "excursion": excursion,
+        "slope": slope,
+        "slope_excursion": slope_excursion,
+    }
+
+
+def _mix(text: str, label: str) -> int:
+    read, slash, write = text.partition("/")
+    rp = parse_int(read.strip(), label, 0, 100)
+    if slash and parse_int(write.strip(), label, 0, 100) != 100 - rp:
+        raise RaidlabError(label, f"a mix is READ/WRITE adding up to 100, got {text!r}")
+    return rp
+
+
+def pts(
+    array: Mapping[str, Any],
+    test: str = "iops",
+    mixes: Sequence[str] | None = None,
+    sizes: Sequence[str] | None = None,
+    ios: int = 5000,
+    iodepth: int = 32,
+    numjobs: int = 1,
+    rounds_max: int = PTS_ROUNDS_MAX,
+    seed: int = 1,
+    jobs: int | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Rounds of the PTS matrix. ``test``: ``iops`` (mixes x sizes, tracking 4K
+    100 % write IOPS), ``tp`` (128K and 1M sequential 100/0 and 0/100, tracking 1M write
+    MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
+    mean latency). Returns every (round, mix, size) row and the steady-state summary."""
+    labels = dict(labels or {})
+    if test not in ("iops", "tp", "lat"):
+        raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")
+    if test == "tp":
+        mixes = mixes or ["100/0", "0/100"]
+        sizes = sizes or ["128K", "1M"]
+        tracking = (0, 1 << 20, "mbps")
+    elif test == "lat":
+        mixes = mixes or ["100/0", "65/35", "0/100"]
+        sizes = sizes or ["512", "4K", "8K"]
+        iodepth, numjobs = 1, 1
+        tracking = (0, 4096, "lat_mean_us")
+    else:
+        mixes = mixes or PTS_MIXES
+        sizes = sizes or PTS_SIZES
+        tracking = (0, 4096, "iops")
+    read_pcts = [_mix(m, labels.get("mixes", "mixes")) for m in mixes]
+    blocks = [parse_block_size(s, labels.get("sizes", "sizes")) for s in sizes]
+    if (tracking[0], tracking[1]) not in {(r, b) for r in read_pcts for b in blocks}:
+        # Track the closest point the matrix has: the smallest write-heaviest cell.
+        tracking = (min(read_pcts), min(blocks, key=lambda b: abs(b - tracking[1])), tracking[2])
+    capacity = array_capacity_bytes(array)
+    rows: list[dict[str, Any]] = []
+    history: list[float] = []
+    steady, detail, rounds_done = False, {}, 0
+    for round_index in range(1, rounds_max + 1):
+        scenarios, keys = [], []
+        for read_pct in read_pcts:
+            for block in blocks:
+                rw = {100: "read", 0: "write"}.get(read_pct, "rw") if test == "tp" else "randrw"
+                if test != "tp" and read_pct in (0, 100):
+                    rw = "randread" if read_pct == 100 else "randwrite"
+                workload = build_workload(
+                    WorkloadRequest(
+                        rw=rw,
+                        bs=block,
+                        rwmixread=read_pct,
+                        iodepth=iodepth,
+                        numjobs=numjobs,
+                        size=capacity,
+                        ios=ios,
+                        labels=labels,
+                    ),
+                    array,
+                )
+                scenarios.append(build_scenario(array, workload, seed + round_index - 1))
+                keys.append((round_index, f"{read_pct}/{100 - read_pct}", read_pct, block))
+        results = run_scenarios(scenarios, jobs=jobs, description=f"PTS {test} round {round_index}")
+        for (rnd, mix, read_pct, block), result in zip(keys, results, strict=True):
+            ops = result.get("ops", {})
+            row = {"round": rnd, "mix": mix, "read_pct": read_pct, "block_bytes": block}
+            row.update(_combined(ops, sum(s["ios"] for s in ops.values()) or 1))
+            rows.append(row)
+            if read_pct == tracking[0] and block == tracking[1]:
+                history.append(row[tracking[2]])
+        rounds_done = round_index
+        steady, detail = pts_steady(history)
+        if steady:
+            break
+    frame = pd.DataFrame(rows)
+    summary = {
+        "test": test,
+        "tracking": f"{tracking[0]}/{100 - tracking[0]} {format_size(tracking[1])} {tracking[2]}",
+        "tracking_values": history,
+        "rounds": rounds_done,
+        "steady": steady,
+        "window": [max(1, rounds_done - PTS_WINDOW + 1), rounds_done],
+        **detail,
+    }
+    return frame, summary
+
+
+def pts_table(frame: pd.DataFrame, summary: Mapping[str, Any], metric: str) -> pd.DataFrame:
+    """The PTS report table: mean of ``metric`` over the steady-state window, rows block
+    size, columns R/W mix."""
+    first, last = summary["window"]
+    window = frame[(frame["round"] >= first) & (frame["round"] <= last)]
+    table = window.pivot_table(index="block_bytes", columns="mix", values=metric, aggfunc="mean")
+    order = [m for m in dict.fromkeys(frame["mix"])]
+    return table[order]
