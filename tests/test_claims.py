@@ -28,7 +28,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]
 CSV_IDS = list(pd.read_csv(REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv")["claim_id"])
-COVERED = {"T01", "T02", "T03", "T06", "T21"}
+COVERED = {"T01", "T02", "T03", "T06", "T21", "T22"}
 
 
 def test_packaged_claims_file_is_the_reference_copy() -> None:
@@ -78,7 +78,12 @@ def test_single_ssd_runs_on_hba_and_arrays_on_the_study_controllers() -> None:
         (s["array"]["level"], s["array"]["drive_count"], s["array"]["controller"]["name"])
         for s in scenarios
     }
-    assert setups == {(0, 1, "hba"), (1, 2, "linux-md"), (1, 2, "megaraid-9365")}
+    assert setups == {
+        (0, 1, "hba"),
+        (1, 2, "linux-md"),
+        (1, 2, "megaraid-9365"),
+        (5, 4, "megaraid-9361"),
+    }
 
 
 @pytest.mark.parametrize(
@@ -190,4 +195,4 @@ def test_unknown_study_suggests_the_claim_study() -> None:
 def test_native_study_gives_a_finite_value_for_every_check() -> None:
     frame = reproduce_claims("ssd-raid-tuning", ios=2000, jobs=1, progress=False)
     covered = frame[frame["result"] != "not covered"]
-    assert covered["simulated"].notna().all() and len(covered) == 8
+    assert covered["simulated"].notna().all() and len(covered) == 9

@@ -159,3 +159,29 @@ def test_an_ftl_table_refuses_unknown_keys() -> None:
                 drive={"preset": "intel-dc-s3500-800g", "ftl": {"spare_percent": 7, "bogus": 1}}
             )
         )
+
+
+def test_write_back_without_a_backup_unit_is_refused_unless_forced() -> None:
+    import pytest
+    from raidlab.config import ArrayRequest, build_array
+    from raidlab.errors import RaidlabError
+
+    with pytest.raises(RaidlabError, match="write_back"):
+        build_array(
+            ArrayRequest(
+                drive="intel-dc-s3500-80g",
+                controller={"preset": "megaraid-9361", "write_back": True, "bbu": False},
+            )
+        )
+    array = build_array(
+        ArrayRequest(
+            drive="intel-dc-s3500-80g",
+            controller={
+                "preset": "megaraid-9361",
+                "write_back": True,
+                "bbu": False,
+                "force_write_back": True,
+            },
+        )
+    )
+    assert array["controller"]["write_back"] is True

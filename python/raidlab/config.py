@@ -152,9 +152,19 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
     "read_hit_overhead_ns": ("ns", 0, _NS_MAX),
     "parity_rate_bytes_per_s": ("rate_or_unlimited", 1e3, _RATE_MAX),
     "read_balance": ("choice", READ_BALANCES, None),
+    "cache_bytes": ("bytes", 0, 1 << 40),
+    "write_back": ("bool", None, None),
+    "cache_overhead_ns": ("ns", 0, _NS_MAX),
+    "destage_concurrency": ("count", 1, 256),
+    "dirty_low_percent": ("percent", 0.0, 95.0),
 }
 # Controller fields a table may leave out, with the native side's defaults.
 CONTROLLER_DEFAULTS: dict[str, Any] = {
+    "cache_bytes": 0,
+    "write_back": False,
+    "cache_overhead_ns": 0,
+    "destage_concurrency": 4,
+    "dirty_low_percent": 0.0,
     "parity_rate_bytes_per_s": UNLIMITED,
     "read_balance": "round-robin",
 }
@@ -168,7 +178,15 @@ HOST_FIELDS: dict[str, _Bound] = {"request_overhead_ns": ("ns", 0, _NS_MAX)}
 
 # Keys a preset (or an inline table) may carry that are not part of the scenario spec.
 DRIVE_EXTRA_KEYS = ("description", "preset")
-CONTROLLER_EXTRA_KEYS = ("description", "kind", "preset", "name", "added_latency_ns")
+CONTROLLER_EXTRA_KEYS = (
+    "description",
+    "kind",
+    "preset",
+    "name",
+    "added_latency_ns",
+    "bbu",
+    "force_write_back",
+)
 CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
 ARRAY_KEYS = (
@@ -403,6 +421,14 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
         label,
     )
     added_latency_ns = int(spec.pop("added_latency_ns", 0))
+    if spec["write_back"] and not table.get("bbu", False) and not table.get("force_write_back"):
+        # As MegaRAID and PERC firmware do: without a battery or flash backup a power
+        # loss would lose acknowledged writes, so write-back is refused unless forced.
+        raise RaidlabError(
+            f"{label}.write_back",
+            "write-back needs a battery/flash backup unit (bbu = true); set "
+            "force_write_back = true to accept losing acknowledged writes on power loss",
+        )
     kind = table.get("kind", "hardware")
     if kind not in CONTROLLER_KINDS:
         raise RaidlabError(

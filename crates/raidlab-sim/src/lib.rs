@@ -28,6 +28,7 @@
 //! assert!(results["ops"]["read"]["iops"].as_f64().unwrap() > 10_000.0);
 //! ```
 
+pub mod cache;
 pub mod ftl;
 pub mod hdd;
 pub mod histogram;

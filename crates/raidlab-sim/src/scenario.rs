@@ -335,6 +335,26 @@ pub struct ControllerSpec {
     /// RAID 1/10 read balancing.
     #[serde(default)]
     pub read_balance: ReadBalance,
+    /// Controller cache for writes (0 = none).
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// Write-back (acknowledge once cached) rather than write-through.
+    #[serde(default)]
+    pub write_back: bool,
+    /// Serial cost per request of managing the cache (lookup, allocation, flush
+    /// bookkeeping), charged to every request while a write-back cache is on.
+    #[serde(default)]
+    pub cache_overhead_ns: u64,
+    /// Destages in flight at most.
+    #[serde(default = "default_destage_concurrency")]
+    pub destage_concurrency: u32,
+    /// Dirty share below which the cache stops destaging, percent.
+    #[serde(default)]
+    pub dirty_low_percent: f64,
+}
+
+fn default_destage_concurrency() -> u32 {
+    4
 }
 
 fn default_max_member_transfer() -> u64 {
@@ -672,6 +692,27 @@ impl Scenario {
             refuse(
                 "array.controller.read_ahead_bytes",
                 "must be a multiple of 512 B".into(),
+            )?;
+        }
+        if c.write_back && c.cache_bytes < 1 << 20 {
+            refuse(
+                "array.controller.cache_bytes",
+                format!(
+                    "write-back needs a cache of at least 1 MiB, got {}",
+                    c.cache_bytes
+                ),
+            )?;
+        }
+        if c.destage_concurrency == 0 || c.destage_concurrency > 256 {
+            refuse(
+                "array.controller.destage_concurrency",
+                format!("must be 1..=256, got {}", c.destage_concurrency),
+            )?;
+        }
+        if !(0.0..=95.0).contains(&c.dirty_low_percent) {
+            refuse(
+                "array.controller.dirty_low_percent",
+                format!("must be 0..=95, got {}", c.dirty_low_percent),
             )?;
         }
         if c.read_ahead_segments == 0 || c.read_ahead_segments > 64 {

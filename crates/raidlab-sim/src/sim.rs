@@ -10,6 +10,7 @@
 //!        └──────────────── (bus, data-path caps) ◄────────────────────┘
 //! ```
 
+use crate::cache::WriteCache;
 use crate::hdd::Hdd;
 use crate::histogram::Histogram;
 use crate::host::{Job, Workload};
@@ -89,6 +90,8 @@ struct Request {
     carry_per_op: bool,
     /// Earliest link start among its reads (for carrying data once at the end).
     link_start_ns: u64,
+    /// The controller's own request (a destage): no host data crosses the bus.
+    internal: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -137,6 +140,20 @@ struct Controller {
     read_path: Option<Path>,
     write_path: Option<Path>,
     read_ahead: Option<ReadAhead>,
+    cache_overhead_ns: u64,
+    write_cache: Option<DestageEngine>,
+}
+
+/// A write-back cache and the destages it has in flight.
+struct DestageEngine {
+    cache: WriteCache,
+    /// Free destage request slots.
+    free_slots: Vec<u32>,
+    first_slot: u32,
+    /// Host writes waiting for cache room, in arrival order.
+    waiters: VecDeque<u32>,
+    max_bytes: u64,
+    align_bytes: u64,
 }
 
 /// A background rebuild of one member, a stripe unit of member space at a time, at a
@@ -253,6 +270,7 @@ impl Simulation {
         }
         let c = &a.controller;
         let layout = a.geometry().expect("validated scenario");
+        let layout_full_stripe = layout.full_stripe_bytes().max(layout.stripe_unit_bytes());
         let drives = (0..a.drive_count)
             .map(|i| match &a.drive {
                 DriveSpec::Hdd(h) => Drive {
@@ -286,6 +304,11 @@ impl Simulation {
             hits: 0,
         });
         let host_slots = slot_job.len() as u32;
+        let destage_slots = if c.write_back {
+            c.destage_concurrency
+        } else {
+            0
+        };
         let prefetch_slots = if read_ahead.is_some() {
             c.read_ahead_segments
         } else {
@@ -325,9 +348,28 @@ impl Simulation {
                 read_path: c.read_rate_bytes_per_s_max.map(Path::new),
                 write_path: c.write_rate_bytes_per_s_max.map(Path::new),
                 read_ahead,
+                cache_overhead_ns: if c.write_back { c.cache_overhead_ns } else { 0 },
+                write_cache: c.write_back.then(|| {
+                    let first_slot = host_slots + prefetch_slots + 1;
+                    let full_stripe = layout_full_stripe;
+                    DestageEngine {
+                        cache: WriteCache::new(
+                            c.cache_bytes,
+                            (c.cache_bytes as f64 * c.dirty_low_percent / 100.0) as u64,
+                        ),
+                        free_slots: (first_slot..first_slot + destage_slots).rev().collect(),
+                        first_slot,
+                        waiters: VecDeque::new(),
+                        max_bytes: full_stripe.max(1 << 20) / full_stripe * full_stripe,
+                        align_bytes: full_stripe,
+                    }
+                }),
             },
             drives,
-            requests: vec![Request::default(); (host_slots + prefetch_slots + 1) as usize],
+            requests: vec![
+                Request::default();
+                (host_slots + prefetch_slots + 1 + destage_slots) as usize
+            ],
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),
@@ -336,7 +378,7 @@ impl Simulation {
             jobs,
             slot_job,
             host_overhead_ns: a.host.request_overhead_ns,
-            plans: vec![Plan::new(); (host_slots + prefetch_slots + 1) as usize],
+            plans: vec![Plan::new(); (host_slots + prefetch_slots + 1 + destage_slots) as usize],
             measuring: false,
             stopped: false,
             start_ns: 0,
@@ -615,6 +657,12 @@ impl Simulation {
                 self.tally.parity_bytes[dir] += self.plans[slot as usize].parity_bytes;
             }
         }
+        if let Some(engine) = &self.controller.write_cache {
+            if slot >= engine.first_slot {
+                self.destage_done(slot);
+                return;
+            }
+        }
         if slot >= self.host_slots {
             self.segment_ready(slot);
             return;
@@ -710,12 +758,16 @@ impl Simulation {
 
     fn controller_arrive(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
+        if self.controller.write_cache.is_some() && self.cache_serves(slot) {
+            return;
+        }
         if !r.write && self.controller.read_ahead.is_some() && self.read_ahead_serves(slot) {
             return;
         }
         let ops = self.plan_request(slot);
-        let cost =
-            self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
+        let cost = self.controller.request_overhead_ns
+            + self.controller.cache_overhead_ns
+            + ops * self.controller.member_op_overhead_ns;
         let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
         self.queue.push(ready, EventKind::Dispatch, slot);
     }
@@ -732,7 +784,7 @@ impl Simulation {
             req.member_bytes = 0;
             req.writing = false;
         }
-        if r.write {
+        if r.write && !r.internal {
             let gate = self.host_data_down(r.len_bytes);
             self.requests[slot as usize].data_ready_ns = gate;
         }
@@ -927,6 +979,89 @@ impl Simulation {
             r.done_ns
         };
         self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    // ----- controller write-back cache ---------------------------------------------
+
+    /// Writes into the cache (acknowledged once there), reads of dirty data from it.
+    /// Returns whether the cache took care of the request.
+    fn cache_serves(&mut self, slot: u32) -> bool {
+        let r = self.requests[slot as usize];
+        let end = r.offset_bytes + r.len_bytes;
+        let engine = self.controller.write_cache.as_ref().expect("a write cache");
+        if !r.write && !engine.cache.holds(r.offset_bytes, end) {
+            return false;
+        }
+        let cost = self.controller.request_overhead_ns + self.controller.cache_overhead_ns;
+        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+        if !r.write {
+            let t = match self.controller.bus_up.as_mut() {
+                Some(bus) => bus.carry(r.len_bytes, ready, ready),
+                None => ready,
+            };
+            self.queue.push(t, EventKind::HostComplete, slot);
+            return true;
+        }
+        let in_cache = self.host_data_down(r.len_bytes).max(ready);
+        self.requests[slot as usize].done_ns = in_cache;
+        let engine = self.controller.write_cache.as_mut().expect("a write cache");
+        if engine.waiters.is_empty() && engine.cache.has_room(r.len_bytes) {
+            engine.cache.insert(r.offset_bytes, r.len_bytes);
+            self.queue.push(in_cache, EventKind::HostComplete, slot);
+        } else {
+            engine.waiters.push_back(slot);
+        }
+        self.pump_destage();
+        true
+    }
+
+    /// Start destages while there is dirty data above the low mark and a free slot.
+    fn pump_destage(&mut self) {
+        loop {
+            let engine = self.controller.write_cache.as_mut().expect("a write cache");
+            let Some(&slot) = engine.free_slots.last() else {
+                return;
+            };
+            let Some((offset, len)) = engine
+                .cache
+                .take_destage(engine.max_bytes, engine.align_bytes)
+            else {
+                return;
+            };
+            engine.free_slots.pop();
+            self.requests[slot as usize] = Request {
+                offset_bytes: offset,
+                len_bytes: len,
+                write: true,
+                internal: true,
+                issued_ns: self.now_ns,
+                ..Request::default()
+            };
+            let ops = self.plan_request(slot);
+            let cost = ops * self.controller.member_op_overhead_ns;
+            let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+            self.queue.push(ready, EventKind::Dispatch, slot);
+        }
+    }
+
+    /// A destage reached the members: its room goes to waiting writes, then more destage.
+    fn destage_done(&mut self, slot: u32) {
+        let len = self.requests[slot as usize].len_bytes;
+        let now = self.now_ns;
+        let engine = self.controller.write_cache.as_mut().expect("a write cache");
+        engine.cache.destaged(len);
+        engine.free_slots.push(slot);
+        while let Some(&waiter) = engine.waiters.front() {
+            let r = self.requests[waiter as usize];
+            if !engine.cache.has_room(r.len_bytes) {
+                break;
+            }
+            engine.waiters.pop_front();
+            engine.cache.insert(r.offset_bytes, r.len_bytes);
+            self.queue
+                .push(now.max(r.done_ns), EventKind::HostComplete, waiter);
+        }
+        self.pump_destage();
     }
 
     // ----- controller read-ahead --------------------------------------------------
