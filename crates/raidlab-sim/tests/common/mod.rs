@@ -62,6 +62,11 @@ pub fn hba() -> ControllerSpec {
         read_hit_overhead_ns: 0,
         parity_rate_bytes_per_s: None,
         read_balance: Default::default(),
+        cache_bytes: 0,
+        write_back: false,
+        cache_overhead_ns: 0,
+        destage_concurrency: 4,
+        dirty_low_percent: 0.0,
     }
 }
 
