@@ -100,6 +100,15 @@ impl Raid0 {
         let end = offset_bytes + len_bytes;
         let chunk_first = offset_bytes / su;
         let chunk_last = (end - 1) / su;
+        if chunk_first == chunk_last {
+            // Inside one chunk (most small requests): one extent, no walk over members.
+            out.push(MemberExtent {
+                member: (chunk_first % n) as u32,
+                offset_bytes: (chunk_first / n) * su + offset_bytes % su,
+                len_bytes,
+            });
+            return;
+        }
         let touched = (chunk_last - chunk_first + 1).min(n);
         // Visit members in index order for a stable plan.
         for step in 0..n {

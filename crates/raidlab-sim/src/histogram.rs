@@ -70,6 +70,17 @@ impl Histogram {
         self.max_ns = self.max_ns.max(value_ns);
     }
 
+    /// Add every value `other` recorded.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
     /// Values recorded.
     pub fn count(&self) -> u64 {
         self.count

@@ -244,7 +244,6 @@ pub struct Simulation {
     stopped: bool,
     start_ns: u64,
     end_ns: u64,
-    hist: [Histogram; 2],
     tally: Tally,
     busy_at_start: Vec<u64>,
     events: u64,
@@ -383,7 +382,6 @@ impl Simulation {
             stopped: false,
             start_ns: 0,
             end_ns: 0,
-            hist: [Histogram::new(), Histogram::new()],
             tally: Tally::default(),
             busy_at_start: Vec::new(),
             events: 0,
@@ -668,11 +666,7 @@ impl Simulation {
             return;
         }
         if self.trace.is_some() {
-            let dir = usize::from(r.write);
             let latency_ns = self.now_ns - r.issued_ns;
-            self.hist[dir].record(latency_ns);
-            self.tally.host_ios[dir] += 1;
-            self.tally.host_bytes[dir] += r.len_bytes;
             self.workloads[0].record(
                 r.write,
                 r.len_bytes,
@@ -685,11 +679,7 @@ impl Simulation {
         let w = self.jobs[self.slot_job[slot as usize] as usize].workload as usize;
         self.workloads[w].completed += 1;
         if self.measuring {
-            let dir = usize::from(r.write);
             let latency_ns = self.now_ns - r.issued_ns;
-            self.hist[dir].record(latency_ns);
-            self.tally.host_ios[dir] += 1;
-            self.tally.host_bytes[dir] += r.len_bytes;
             let since_start_ns = self.now_ns - self.start_ns;
             let workload = &mut self.workloads[w];
             if workload.stopped {
@@ -1346,7 +1336,6 @@ impl Simulation {
         self.measuring = true;
         self.start_ns = self.now_ns;
         self.busy_at_start = self.busy_snapshot();
-        self.hist = [Histogram::new(), Histogram::new()];
         self.tally = Tally::default();
         if let Some(rb) = self.rebuild.as_mut() {
             rb.bytes_at_start = rb.bytes_done;
@@ -1365,12 +1354,21 @@ impl Simulation {
         let mut member_ios = BTreeMap::new();
         let mut member_bytes = BTreeMap::new();
         let mut parity_bytes = BTreeMap::new();
+        // Host totals: every workload's figures together.
+        let mut hist = [Histogram::new(), Histogram::new()];
+        let mut t = self.tally.clone();
+        for w in &self.workloads {
+            for dir in [READ, WRITE] {
+                hist[dir].merge(&w.hist[dir]);
+                t.host_ios[dir] += w.ios_done[dir];
+                t.host_bytes[dir] += w.bytes_done[dir];
+            }
+        }
         for (dir, name) in [(READ, "read"), (WRITE, "write")] {
-            let h = &self.hist[dir];
+            let h = &hist[dir];
             if h.count() == 0 {
                 continue;
             }
-            let t = &self.tally;
             ops.insert(
                 name.to_string(),
                 op_stats(h, t.host_ios[dir], t.host_bytes[dir], secs),
