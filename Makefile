@@ -10,11 +10,12 @@ RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 
 .PHONY: setup tools demo test test-rust test-python lint bench clean
 
-# Real peers the tests compare against (Debian packages): fio for job semantics and
-# JSON shape. Installed once; needs root, as on the project's machines and CI.
-TOOLS := fio
+# Real peers the tests compare against (Debian packages): fio for job semantics, JSON
+# shape and its nbd engine; qemu-io (qemu-utils) as an NBD client of the engine.
+# Installed once; needs root, as on the project's machines and CI.
+TOOLS := fio qemu-io
 tools:
-	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null || missing="$$missing $$(test $$t = qemu-io && echo qemu-utils || echo $$t)"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

@@ -1,0 +1,1320 @@
+//! An array on member files or block devices: create, assemble, read, write, flush,
+//! fail, rebuild, scrub.
+//!
+//! Every request runs the same three steps as the planner's reference engine in
+//! raidlab-layout's tests, on real bytes:
+//!
+//! ```text
+//!  lock stripes ─► Geometry::plan(req, failed) ─► read phase (read_exact_at)
+//!     ─► per stripe segment: RMW (P ^= old ^ new, Q via update_q) | RCW / full stripe
+//!        (compute_p / compute_pq) | degraded (reconstruct, then compute) ─► write phase
+//! ```
+//!
+//! Concurrency: a fixed table of [`STRIPE_LOCKS`] mutexes, a stripe (or, for concat,
+//! RAID 1 and RAID 10, a logical chunk) hashed to one of them. A request takes the locks
+//! of every stripe it touches in ascending index order (so no deadlock), then snapshots
+//! the failed set and plans: two requests on one stripe never interleave their
+//! read-compute-write, so parity and copies stay consistent.
+//!
+//! Member failure while running: a read error marks the member failed (superblocks of
+//! the survivors get the new failed set and event counter) and the request is planned
+//! again degraded. A write error marks the member failed and the other writes of the
+//! plan still complete: the new stripe they hold is consistent, and the failed member's
+//! block is recomputable from it. A request fails (EIO) only when the level no longer
+//! tolerates the failed set.
+
+use crate::error::{Error, Result};
+use crate::staged::Staged;
+use crate::superblock::{Superblock, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES};
+use raidlab_layout::parity;
+use raidlab_layout::{
+    ArraySpec, CopyChooser, FailedSet, Geometry, Layout, Level, Plan, PlanError, Request, StripeId,
+    StripeKind, MEMBERS_MAX, SECTOR_BYTES,
+};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+/// Stripe lock table size: stripes hash onto these (collisions only serialize more).
+pub const STRIPE_LOCKS: usize = 1024;
+/// Largest host request the engine takes in one piece (the NBD maximum block size).
+pub const REQUEST_BYTES_MAX: u64 = 32 << 20;
+
+/// How to create an array: the geometry without member capacity, plus creation options.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Level.
+    pub level: Level,
+    /// Chunk size on one member.
+    pub stripe_unit_bytes: u64,
+    /// Layout; `None` takes md's default.
+    pub layout: Option<Layout>,
+    /// RAID 10 copies.
+    pub copies: Option<u32>,
+    /// RAID 50/60 spans.
+    pub spans: Option<u32>,
+    /// Size of every member file, superblock area included; files are created or
+    /// extended to it. `None` uses the members as they are (block devices, existing files).
+    pub member_size_bytes: Option<u64>,
+    /// The array UUID; `None` draws one from /dev/urandom.
+    pub uuid: Option<u128>,
+    /// Overwrite members that carry a raidlab superblock.
+    pub force: bool,
+    /// Skip the initial resync even when a member held data before (its parity and
+    /// copies would be inconsistent with that data until a `repair`).
+    pub assume_clean: bool,
+}
+
+impl CreateOptions {
+    /// Options for `level` with chunk `stripe_unit_bytes`, members of `member_size_bytes`,
+    /// everything else default.
+    pub fn new(level: Level, stripe_unit_bytes: u64, member_size_bytes: Option<u64>) -> Self {
+        Self {
+            level,
+            stripe_unit_bytes,
+            layout: None,
+            copies: None,
+            spans: None,
+            member_size_bytes,
+            uuid: None,
+            force: false,
+            assume_clean: false,
+        }
+    }
+}
+
+/// The state of one member slot (role) of an assembled array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberState {
+    /// In use.
+    Active,
+    /// Marked failed (by `fail`, an I/O error, or the array's failed set).
+    Failed,
+    /// No file given for this role.
+    Missing,
+    /// Given, but its event counter is behind the array's: it missed writes. Not used.
+    Stale {
+        /// Its event counter.
+        events: u64,
+    },
+}
+
+impl std::fmt::Display for MemberState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Active => f.write_str("active"),
+            Self::Failed => f.write_str("failed"),
+            Self::Missing => f.write_str("missing"),
+            Self::Stale { events } => write!(f, "stale (events {events}), not used"),
+        }
+    }
+}
+
+/// A snapshot of an array's state, for `status`.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Array UUID.
+    pub uuid: u128,
+    /// The geometry.
+    pub geometry: Geometry,
+    /// Event counter.
+    pub events: u64,
+    /// Whether the array was left dirty (may need `repair`).
+    pub dirty: bool,
+    /// Failed members (includes missing and stale ones).
+    pub failed: FailedSet,
+    /// Per role: the path given for it, if any, and its state.
+    pub members: Vec<(Option<PathBuf>, MemberState)>,
+}
+
+/// What a scrub found (and fixed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScrubReport {
+    /// Stripes (chunk rows of a span; logical chunks for mirrors) compared.
+    pub stripes_checked: u64,
+    /// Stripes whose parity or copies disagreed with their data (md's mismatch count,
+    /// in stripes rather than sectors).
+    pub mismatched_stripes: u64,
+    /// Stripes rewritten (by `repair`).
+    pub repaired_stripes: u64,
+}
+
+struct State {
+    events: u64,
+    dirty: bool,
+    failed: FailedSet,
+    members: Vec<(Option<PathBuf>, MemberState)>,
+}
+
+/// Cycles through mirror copies from a shared counter, so concurrent readers spread.
+struct Rotating(u64);
+
+impl CopyChooser for Rotating {
+    fn choose(&mut self, candidates: &[u32]) -> usize {
+        let i = (self.0 % candidates.len() as u64) as usize;
+        self.0 = self.0.wrapping_add(1);
+        i
+    }
+}
+
+/// An assembled array. Share it between threads behind an `Arc`: every method takes
+/// `&self`.
+pub struct Array {
+    geo: Geometry,
+    uuid: u128,
+    spec: ArraySpec,
+    files: RwLock<Vec<Option<Arc<File>>>>,
+    state: Mutex<State>,
+    locks: Box<[Mutex<()>]>,
+    reads_started: AtomicU64,
+}
+
+fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+fn member_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Member {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// A random u128 from /dev/urandom.
+pub fn random_uuid() -> Result<u128> {
+    let mut b = [0u8; 16];
+    let path = Path::new("/dev/urandom");
+    File::open(path)
+        .and_then(|f| {
+            f.read_exact_at(&mut b, 0).or_else(|_| {
+                use std::io::Read;
+                (&f).read_exact(&mut b)
+            })
+        })
+        .map_err(io_err(path, "read"))?;
+    Ok(u128::from_le_bytes(b))
+}
+
+/// Bytes of a file or block device (block devices report 0 in metadata; seek instead).
+fn device_bytes(file: &File, path: &Path) -> Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    if meta.file_type().is_block_device() {
+        let mut f = file;
+        f.seek(SeekFrom::End(0)).map_err(io_err(path, "seek"))
+    } else {
+        Ok(meta.len())
+    }
+}
+
+fn open_rw(path: &Path, create: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err(path, "open"))
+}
+
+/// Reads and decodes the superblock of `path`.
+pub fn read_superblock(path: &Path) -> Result<Superblock> {
+    let file = File::open(path).map_err(io_err(path, "open"))?;
+    read_superblock_of(&file, path)
+}
+
+fn read_superblock_of(file: &File, path: &Path) -> Result<Superblock> {
+    let mut b = [0u8; SUPERBLOCK_BYTES];
+    file.read_exact_at(&mut b, 0)
+        .map_err(|e| member_err(path, format!("cannot read superblock: {e}")))?;
+    Superblock::decode(&b).map_err(|e| member_err(path, e.to_string()))
+}
+
+/// Flips bits of the byte at data offset `offset_bytes` of member `path` (XOR with
+/// `mask`): fault injection for tests of scrub and degraded reads.
+pub fn inject(path: &Path, offset_bytes: u64, mask: u8) -> Result<()> {
+    let file = open_rw(path, false)?;
+    let at = DATA_OFFSET_BYTES
+        .checked_add(offset_bytes)
+        .ok_or_else(|| Error::Input(format!("offset {offset_bytes} too large")))?;
+    if at >= device_bytes(&file, path)? {
+        return Err(member_err(
+            path,
+            format!("offset {offset_bytes} beyond the member's data"),
+        ));
+    }
+    let mut b = [0u8; 1];
+    file.read_exact_at(&mut b, at)
+        .map_err(io_err(path, "read"))?;
+    b[0] ^= mask;
+    file.write_all_at(&b, at).map_err(io_err(path, "write"))?;
+    file.sync_data().map_err(io_err(path, "sync"))
+}
+
+/// Logical byte of data block `k` of stripe `id` at `column` (inverse of
+/// `Geometry::stripe_address`).
+fn logical_of(geo: &Geometry, id: StripeId, k: u32, column: u64) -> u64 {
+    let d = u64::from(geo.span_width() - geo.parity_per_stripe());
+    let chunk = (id.stripe * d + u64::from(k)) * u64::from(geo.spans()) + u64::from(id.span);
+    chunk * geo.stripe_unit_bytes() + column
+}
+
+/// Members of a parity stripe in reconstruct order: data in syndrome slot order, then
+/// P, then Q; plus the data index of each slot.
+fn stripe_members(geo: &Geometry, id: StripeId) -> (Vec<u32>, Vec<u32>) {
+    let d = geo.span_width() - geo.parity_per_stripe();
+    let mut order = vec![0u32; d as usize];
+    for k in 0..d {
+        let slot = if geo.parity_per_stripe() == 2 {
+            geo.syndrome_slot(id, k)
+        } else {
+            k
+        };
+        order[slot as usize] = k;
+    }
+    let mut members: Vec<u32> = order.iter().map(|&k| geo.data_member(id, k)).collect();
+    members.extend(geo.p_member(id));
+    members.extend(geo.q_member(id));
+    (members, order)
+}
+
+/// The blocks of stripe `id` over columns `[col, +len)` from staged reads, `lost`
+/// members rebuilt. Order as [`stripe_members`].
+fn stripe_blocks(
+    geo: &Geometry,
+    id: StripeId,
+    col: u64,
+    len: u64,
+    reads: &Staged,
+    lost: &FailedSet,
+) -> (Vec<u32>, Vec<u32>, Vec<Vec<u8>>) {
+    let (members, order) = stripe_members(geo, id);
+    let off = geo.stripe_offset_bytes(id) + col;
+    let mut blocks: Vec<Vec<u8>> = members
+        .iter()
+        .map(|&m| {
+            if lost.contains(m) {
+                vec![0u8; len as usize]
+            } else {
+                reads.must(m, off, len).to_vec()
+            }
+        })
+        .collect();
+    let missing: Vec<usize> = (0..members.len())
+        .filter(|&i| lost.contains(members[i]))
+        .collect();
+    if !missing.is_empty() {
+        let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|b| b.as_mut_slice()).collect();
+        parity::reconstruct(&mut refs, geo.parity_per_stripe() as usize, &missing)
+            .expect("the planner only plans stripes the parity can rebuild");
+    }
+    (members, order, blocks)
+}
+
+/// P (and Q) of data blocks in syndrome order.
+fn parity_of(data: &[&[u8]], parity_count: u32) -> (Vec<u8>, Vec<u8>) {
+    let len = data.first().map_or(0, |d| d.len());
+    let mut p = vec![0u8; len];
+    let mut q = Vec::new();
+    if parity_count == 2 {
+        q = vec![0u8; len];
+        parity::compute_pq(data, &mut p, &mut q);
+    } else {
+        parity::compute_p(data, &mut p);
+    }
+    (p, q)
+}
+
+impl Array {
+    /// Creates an array on `paths` (member i gets role i) and returns it assembled.
+    /// Refuses members that already carry a raidlab superblock unless `force`.
+    pub fn create(paths: &[PathBuf], opts: &CreateOptions) -> Result<Self> {
+        if paths.is_empty() || paths.len() > MEMBERS_MAX as usize {
+            return Err(Error::Input(format!(
+                "members: 1..={MEMBERS_MAX} member files or devices needed, got {}",
+                paths.len()
+            )));
+        }
+        // Parse, then build: refuse a bad geometry before any file is created.
+        let probe_bytes = opts
+            .member_size_bytes
+            .map_or(u64::MAX / 2, |s| s.saturating_sub(DATA_OFFSET_BYTES));
+        Geometry::new(&ArraySpec {
+            level: opts.level,
+            drive_count: paths.len() as u32,
+            stripe_unit_bytes: opts.stripe_unit_bytes,
+            member_capacity_bytes: probe_bytes,
+            layout: opts.layout,
+            copies: opts.copies,
+            spans: opts.spans,
+        })?;
+        let mut files = Vec::new();
+        let mut ids = Vec::new();
+        let mut fresh = true;
+        let mut data_bytes_min = u64::MAX;
+        for path in paths {
+            let existed = path.exists();
+            if !existed && opts.member_size_bytes.is_none() {
+                return Err(member_err(
+                    path,
+                    "does not exist; give --size to create member files",
+                ));
+            }
+            let file = open_rw(path, true)?;
+            let meta = file.metadata().map_err(io_err(path, "stat"))?;
+            let id = (meta.dev(), meta.ino());
+            if let Some(i) = ids.iter().position(|&x| x == id) {
+                return Err(member_err(
+                    path,
+                    format!("given twice (same file as {})", paths[i].display()),
+                ));
+            }
+            ids.push(id);
+            if !opts.force {
+                if let Ok(sb) = read_superblock_of(&file, path) {
+                    return Err(member_err(
+                        path,
+                        format!(
+                            "already a member (role {}) of array {:032x}; use --force to overwrite",
+                            sb.role, sb.array_uuid
+                        ),
+                    ));
+                }
+            }
+            let mut bytes = device_bytes(&file, path)?;
+            if let Some(want) = opts.member_size_bytes {
+                if meta.file_type().is_block_device() {
+                    if bytes < want {
+                        return Err(member_err(
+                            path,
+                            format!("device holds {bytes} B, --size asks {want}"),
+                        ));
+                    }
+                } else if bytes < want {
+                    fresh &= bytes == 0;
+                    file.set_len(want).map_err(io_err(path, "extend"))?;
+                    bytes = want;
+                } else {
+                    fresh = false;
+                }
+            } else {
+                fresh = false;
+            }
+            if bytes <= DATA_OFFSET_BYTES {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "holds {bytes} B, not more than the {DATA_OFFSET_BYTES} B metadata area"
+                    ),
+                ));
+            }
+            data_bytes_min = data_bytes_min.min(bytes - DATA_OFFSET_BYTES);
+            files.push(file);
+        }
+        let spec = ArraySpec {
+            level: opts.level,
+            drive_count: paths.len() as u32,
+            stripe_unit_bytes: opts.stripe_unit_bytes,
+            member_capacity_bytes: data_bytes_min,
+            layout: opts.layout,
+            copies: opts.copies,
+            spans: opts.spans,
+        };
+        let geo = Geometry::new(&spec)?;
+        let uuid = match opts.uuid {
+            Some(u) => u,
+            None => random_uuid()?,
+        };
+        let array = Self {
+            geo,
+            uuid,
+            spec,
+            files: RwLock::new(files.into_iter().map(|f| Some(Arc::new(f))).collect()),
+            state: Mutex::new(State {
+                events: 0,
+                dirty: false,
+                failed: FailedSet::new(),
+                members: paths
+                    .iter()
+                    .map(|p| (Some(p.clone()), MemberState::Active))
+                    .collect(),
+            }),
+            locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
+            reads_started: AtomicU64::new(0),
+        };
+        // Zero-filled members are already consistent (zero data, zero P and Q); any
+        // other content needs md's initial resync.
+        if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
+            array.scrub(true)?;
+        }
+        array.commit_state(|_| {})?;
+        Ok(array)
+    }
+
+    /// Assembles the array from its member files: refuses foreign, duplicate, corrupt or
+    /// too-small members and more members than the array has; leaves out stale members
+    /// (event counter behind the newest) and assembles degraded when the level tolerates
+    /// the missing, stale and failed members.
+    pub fn assemble(paths: &[PathBuf]) -> Result<Self> {
+        if paths.is_empty() {
+            return Err(Error::Input(
+                "members: at least one member file or device needed".into(),
+            ));
+        }
+        let mut found: Vec<(PathBuf, File, Superblock)> = Vec::new();
+        let mut ids = Vec::new();
+        for path in paths {
+            let file = open_rw(path, false)?;
+            let meta = file.metadata().map_err(io_err(path, "stat"))?;
+            let id = (meta.dev(), meta.ino());
+            if let Some(i) = ids.iter().position(|&x| x == id) {
+                return Err(member_err(
+                    path,
+                    format!("given twice (same file as {})", paths[i].display()),
+                ));
+            }
+            ids.push(id);
+            let sb = read_superblock_of(&file, path)?;
+            found.push((path.clone(), file, sb));
+        }
+        // The newest superblock speaks for the array.
+        let newest = found
+            .iter()
+            .max_by_key(|(_, _, sb)| sb.events)
+            .map(|(_, _, sb)| *sb)
+            .expect("nonempty");
+        let n = newest.spec.drive_count;
+        let mut by_role: Vec<Option<usize>> = vec![None; n as usize];
+        for (i, (path, _, sb)) in found.iter().enumerate() {
+            if sb.array_uuid != newest.array_uuid {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "belongs to array {:032x}, not {:032x} (the array of the other members)",
+                        sb.array_uuid, newest.array_uuid
+                    ),
+                ));
+            }
+            if sb.spec != newest.spec {
+                let describe = |s: &ArraySpec| {
+                    format!(
+                        "{} members, {}, chunk {} B, {} B per member",
+                        s.drive_count, s.level, s.stripe_unit_bytes, s.member_capacity_bytes
+                    )
+                };
+                return Err(member_err(
+                    path,
+                    format!(
+                        "its superblock says {}, the newest member's says {}",
+                        describe(&sb.spec),
+                        describe(&newest.spec)
+                    ),
+                ));
+            }
+            if let Some(j) = by_role[sb.role as usize] {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "claims role {} like {}: duplicate member",
+                        sb.role,
+                        found[j].0.display()
+                    ),
+                ));
+            }
+            by_role[sb.role as usize] = Some(i);
+        }
+        if found.len() > n as usize {
+            return Err(Error::Input(format!(
+                "members: {} given, the array has {n}",
+                found.len()
+            )));
+        }
+        let geo = Geometry::new(&newest.spec)?;
+        let mut failed = newest.failed;
+        let mut members = vec![(None, MemberState::Missing); n as usize];
+        let mut files: Vec<Option<Arc<File>>> = vec![None; n as usize];
+        for (role, slot) in by_role.iter().enumerate() {
+            let role = role as u32;
+            let Some(i) = *slot else {
+                failed.insert(role);
+                continue;
+            };
+            let (path, file, sb) = &found[i];
+            let state = if sb.events < newest.events {
+                failed.insert(role);
+                MemberState::Stale { events: sb.events }
+            } else if failed.contains(role) {
+                MemberState::Failed
+            } else {
+                let bytes = device_bytes(file, path)?;
+                if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
+                    return Err(member_err(
+                        path,
+                        format!(
+                            "holds {bytes} B, the array needs {} B per member",
+                            DATA_OFFSET_BYTES + geo.member_used_bytes()
+                        ),
+                    ));
+                }
+                files[role as usize] =
+                    Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                MemberState::Active
+            };
+            members[role as usize] = (Some(path.clone()), state);
+        }
+        if !geo.tolerates(&failed) {
+            let detail: Vec<String> = members
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| failed.contains(*r as u32))
+                .map(|(r, (p, s))| match p {
+                    Some(p) => format!("{r} ({}: {s})", p.display()),
+                    None => format!("{r} (missing)"),
+                })
+                .collect();
+            return Err(Error::Input(format!(
+                "cannot assemble: members {} are failed, missing or stale; {} survives {} failure(s)",
+                detail.join(", "),
+                geo.level(),
+                geo.tolerated_failures()
+            )));
+        }
+        Ok(Self {
+            geo,
+            uuid: newest.array_uuid,
+            spec: newest.spec,
+            files: RwLock::new(files),
+            state: Mutex::new(State {
+                events: newest.events,
+                dirty: newest.dirty,
+                failed,
+                members,
+            }),
+            locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
+            reads_started: AtomicU64::new(0),
+        })
+    }
+
+    /// The geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// Usable bytes of the array.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.geo.capacity_bytes()
+    }
+
+    /// The failed members now.
+    pub fn failed(&self) -> FailedSet {
+        self.state.lock().expect("state lock").failed
+    }
+
+    /// A snapshot for `status`.
+    pub fn status(&self) -> Status {
+        let st = self.state.lock().expect("state lock");
+        Status {
+            uuid: self.uuid,
+            geometry: self.geo,
+            events: st.events,
+            dirty: st.dirty,
+            failed: st.failed,
+            members: st.members.clone(),
+        }
+    }
+
+    /// Applies `change` to the state, bumps the event counter and writes the superblock
+    /// of every active member.
+    fn commit_state(&self, change: impl FnOnce(&mut State)) -> Result<()> {
+        let mut st = self.state.lock().expect("state lock");
+        change(&mut st);
+        st.events += 1;
+        let files = self.files.read().expect("files lock");
+        let mut first_err = None;
+        for role in 0..self.geo.members() {
+            if st.failed.contains(role) {
+                continue;
+            }
+            let Some(file) = &files[role as usize] else {
+                continue;
+            };
+            let sb = Superblock {
+                array_uuid: self.uuid,
+                spec: self.spec,
+                role,
+                events: st.events,
+                dirty: st.dirty,
+                failed: st.failed,
+            };
+            let path = st.members[role as usize].0.clone().unwrap_or_default();
+            let r = file
+                .write_all_at(&sb.encode(), 0)
+                .and_then(|()| file.sync_data())
+                .map_err(io_err(&path, "write superblock"));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Marks the array dirty (writes may be in flight until [`Array::close`]).
+    pub fn open_for_writes(&self) -> Result<()> {
+        self.commit_state(|st| st.dirty = true)
+    }
+
+    /// Flushes every member and marks the array clean.
+    pub fn close(&self) -> Result<()> {
+        self.flush()?;
+        self.commit_state(|st| st.dirty = false)
+    }
+
+    /// Marks `role` failed (refused when the level would lose data) and records it in
+    /// the superblocks of the survivors, so the member is stale when it comes back.
+    pub fn fail_member(&self, role: u32) -> Result<()> {
+        if role >= self.geo.members() {
+            return Err(Error::Input(format!(
+                "member {role} does not exist ({} members)",
+                self.geo.members()
+            )));
+        }
+        let mut failed = self.failed();
+        failed.insert(role);
+        if !self.geo.tolerates(&failed) {
+            return Err(Error::Input(format!(
+                "refusing to fail member {role}: {} with members {failed} failed loses data",
+                self.geo.level()
+            )));
+        }
+        self.commit_state(|st| {
+            st.failed.insert(role);
+            if st.members[role as usize].1 == MemberState::Active {
+                st.members[role as usize].1 = MemberState::Failed;
+            }
+        })
+    }
+
+    /// A member I/O error: mark it failed (even past tolerance, so no further I/O goes
+    /// to it) and tell the survivors.
+    fn member_io_failed(&self, role: u32, err: &std::io::Error) {
+        let path = self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        eprintln!(
+            "raidlab-engine: member {role} ({}) failed: {err}; array degraded",
+            path.display()
+        );
+        if let Err(e) = self.commit_state(|st| {
+            st.failed.insert(role);
+            st.members[role as usize].1 = MemberState::Failed;
+        }) {
+            eprintln!("raidlab-engine: recording the failure: {e}");
+        }
+    }
+
+    fn check_request(&self, offset_bytes: u64, len_bytes: u64) -> Result<()> {
+        if len_bytes > REQUEST_BYTES_MAX {
+            return Err(Error::Input(format!(
+                "request of {len_bytes} B exceeds {REQUEST_BYTES_MAX} B"
+            )));
+        }
+        // Bounds and alignment, as the planner checks them, before taking locks.
+        if len_bytes == 0 {
+            return Err(PlanError::EmptyRequest.into());
+        }
+        if !offset_bytes.is_multiple_of(SECTOR_BYTES) || !len_bytes.is_multiple_of(SECTOR_BYTES) {
+            return Err(PlanError::Unaligned {
+                offset_bytes,
+                len_bytes,
+            }
+            .into());
+        }
+        let end = offset_bytes.saturating_add(len_bytes);
+        if end > self.capacity_bytes() {
+            return Err(PlanError::BeyondCapacity {
+                end_bytes: end,
+                capacity_bytes: self.capacity_bytes(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn lock_index(span: u32, stripe: u64) -> usize {
+        let h = stripe
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(u64::from(span).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
+        (h >> 32) as usize % STRIPE_LOCKS
+    }
+
+    /// Locks every stripe (logical chunk, for non-striped levels) of the range, in
+    /// ascending lock order.
+    fn lock_range(&self, offset_bytes: u64, len_bytes: u64) -> Vec<MutexGuard<'_, ()>> {
+        let su = self.geo.stripe_unit_bytes();
+        let mut idx: Vec<usize> = (offset_bytes / su..=(offset_bytes + len_bytes - 1) / su)
+            .map(|chunk| match self.geo.stripe_address(chunk * su) {
+                Some(a) => Self::lock_index(a.id.span, a.id.stripe),
+                None => Self::lock_index(0, chunk),
+            })
+            .collect();
+        self.lock_indices(&mut idx)
+    }
+
+    fn lock_indices(&self, idx: &mut Vec<usize>) -> Vec<MutexGuard<'_, ()>> {
+        idx.sort_unstable();
+        idx.dedup();
+        idx.iter()
+            .map(|&i| self.locks[i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    }
+
+    fn chooser(&self) -> Rotating {
+        Rotating(self.reads_started.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs the read phase; on a member error returns the member.
+    fn read_phase(
+        &self,
+        files: &[Option<Arc<File>>],
+        plan: &Plan,
+    ) -> std::result::Result<Staged, (u32, std::io::Error)> {
+        let mut staged = Staged::zeroed(&plan.reads);
+        for (e, buf) in staged.iter_mut() {
+            let file = files[e.member as usize]
+                .as_ref()
+                .expect("plans read only members with a file");
+            file.read_exact_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+                .map_err(|err| (e.member, err))?;
+        }
+        Ok(staged)
+    }
+
+    /// Runs the write phase: every extent is attempted; failing members are marked
+    /// failed. Errors only when the array no longer tolerates its failed set.
+    fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
+        let mut failed_now = Vec::new();
+        for (e, buf) in writes.iter() {
+            if failed_now.iter().any(|(m, _)| *m == e.member) {
+                continue;
+            }
+            let file = files[e.member as usize]
+                .as_ref()
+                .expect("plans write only members with a file");
+            let r = file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes);
+            if let Err(err) = r {
+                failed_now.push((e.member, err));
+            }
+        }
+        if fua {
+            let mut synced = FailedSet::new();
+            for (e, _) in writes.iter() {
+                if synced.insert(e.member) && !failed_now.iter().any(|(m, _)| *m == e.member) {
+                    if let Err(err) = files[e.member as usize].as_ref().expect("file").sync_data() {
+                        failed_now.push((e.member, err));
+                    }
+                }
+            }
+        }
+        for (m, err) in &failed_now {
+            self.member_io_failed(*m, err);
+        }
+        let failed = self.failed();
+        if !self.geo.tolerates(&failed) {
+            return Err(PlanError::TooManyFailures {
+                level: self.geo.level(),
+                failed,
+                tolerated_failures: self.geo.tolerated_failures(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes at `offset_bytes` (both multiples of 512 B, at most
+    /// [`REQUEST_BYTES_MAX`]), reconstructing lost members' data.
+    pub fn read(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<()> {
+        let len = buf.len() as u64;
+        self.check_request(offset_bytes, len)?;
+        let req = Request {
+            offset_bytes,
+            len_bytes: len,
+            write: false,
+        };
+        let _locks = self.lock_range(offset_bytes, len);
+        // A snapshot, so marking a member failed (which takes the lock again) never
+        // waits on ourselves.
+        let files = self.files.read().expect("files lock").clone();
+        let mut plan = Plan::new();
+        loop {
+            let failed = self.failed();
+            self.geo
+                .plan(req, &failed, &mut self.chooser(), &mut plan)?;
+            let reads = match self.read_phase(&files, &plan) {
+                Ok(r) => r,
+                Err((m, err)) => {
+                    self.member_io_failed(m, &err);
+                    continue;
+                }
+            };
+            self.assemble_read(req, &failed, &reads, buf);
+            return Ok(());
+        }
+    }
+
+    /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
+    fn assemble_read(&self, req: Request, failed: &FailedSet, reads: &Staged, buf: &mut [u8]) {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let end = req.offset_bytes + req.len_bytes;
+        let mut at = req.offset_bytes;
+        while at < end {
+            let piece_end = end.min((at / su + 1) * su);
+            let len = piece_end - at;
+            let dst =
+                &mut buf[(at - req.offset_bytes) as usize..(piece_end - req.offset_bytes) as usize];
+            let copy = geo
+                .copies_of(at)
+                .filter(|c| !failed.contains(c.member))
+                .find_map(|c| reads.get(c.member, c.offset_bytes, len));
+            if let Some(src) = copy {
+                dst.copy_from_slice(src);
+            } else {
+                let a = geo
+                    .stripe_address(at)
+                    .expect("only parity levels lose a chunk the plan still reads");
+                let lost = failed.intersection(&FailedSet::from_members(
+                    &geo.span_members(a.id.span).collect::<Vec<_>>(),
+                ));
+                let (_, order, blocks) =
+                    stripe_blocks(geo, a.id, a.column_bytes, len, reads, &lost);
+                let slot = order.iter().position(|&k| k == a.data_index).expect("slot");
+                dst.copy_from_slice(&blocks[slot]);
+            }
+            at = piece_end;
+        }
+    }
+
+    /// Writes `data` at `offset_bytes` (multiples of 512 B, at most
+    /// [`REQUEST_BYTES_MAX`]), keeping parity and copies consistent. `fua`: the written
+    /// members are synced before returning.
+    pub fn write(&self, offset_bytes: u64, data: &[u8], fua: bool) -> Result<()> {
+        let len = data.len() as u64;
+        self.check_request(offset_bytes, len)?;
+        let req = Request {
+            offset_bytes,
+            len_bytes: len,
+            write: true,
+        };
+        let _locks = self.lock_range(offset_bytes, len);
+        // A snapshot, so marking a member failed (which takes the lock again) never
+        // waits on ourselves.
+        let files = self.files.read().expect("files lock").clone();
+        let mut plan = Plan::new();
+        loop {
+            let failed = self.failed();
+            self.geo
+                .plan(req, &failed, &mut self.chooser(), &mut plan)?;
+            let reads = match self.read_phase(&files, &plan) {
+                Ok(r) => r,
+                Err((m, err)) => {
+                    self.member_io_failed(m, &err);
+                    continue;
+                }
+            };
+            let writes = self.stage_writes(req, data, &failed, &plan, &reads);
+            return self.write_phase(&files, &writes, fua);
+        }
+    }
+
+    /// The write phase's bytes: new data on every surviving copy, new parity per stripe
+    /// segment (RMW, RCW, full stripe, degraded).
+    fn stage_writes(
+        &self,
+        req: Request,
+        data: &[u8],
+        failed: &FailedSet,
+        plan: &Plan,
+        reads: &Staged,
+    ) -> Staged {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let mut w = Staged::zeroed(&plan.writes);
+        let end = req.offset_bytes + req.len_bytes;
+        let new_of = |l: u64, len: u64| -> Option<&[u8]> {
+            (l >= req.offset_bytes && l + len <= end).then(|| {
+                let o = (l - req.offset_bytes) as usize;
+                &data[o..o + len as usize]
+            })
+        };
+        let mut at = req.offset_bytes;
+        while at < end {
+            let piece_end = end.min((at / su + 1) * su);
+            let src = new_of(at, piece_end - at).expect("inside the request");
+            for c in geo.copies_of(at) {
+                if !failed.contains(c.member) {
+                    w.put(c.member, c.offset_bytes, src);
+                }
+            }
+            at = piece_end;
+        }
+        for sp in &plan.stripes {
+            if !matches!(
+                sp.kind,
+                StripeKind::Rmw
+                    | StripeKind::Rcw
+                    | StripeKind::FullStripe
+                    | StripeKind::DegradedWrite
+            ) {
+                continue;
+            }
+            let id = StripeId {
+                span: sp.span,
+                stripe: sp.stripe,
+            };
+            let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+            let off = geo.stripe_offset_bytes(id) + col;
+            let (members, order) = stripe_members(geo, id);
+            let d = order.len();
+            let ppx = geo.parity_per_stripe();
+            let (p, q) = match sp.kind {
+                StripeKind::Rmw => {
+                    let mut p = reads.must(members[d], off, len).to_vec();
+                    let mut q = if ppx == 2 {
+                        reads.must(members[d + 1], off, len).to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    for (slot, &k) in order.iter().enumerate() {
+                        if let Some(new) = new_of(logical_of(geo, id, k, col), len) {
+                            let old = reads.must(members[slot], off, len);
+                            parity::update_p(&mut p, old, new);
+                            if ppx == 2 {
+                                parity::update_q(&mut q, slot as u32, old, new);
+                            }
+                        }
+                    }
+                    (p, q)
+                }
+                _ => {
+                    let old = (sp.kind == StripeKind::DegradedWrite)
+                        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+                    let blocks: Vec<&[u8]> = order
+                        .iter()
+                        .enumerate()
+                        .map(
+                            |(slot, &k)| match new_of(logical_of(geo, id, k, col), len) {
+                                Some(new) => new,
+                                None => match &old {
+                                    Some(o) => o[slot].as_slice(),
+                                    None => reads.must(members[slot], off, len),
+                                },
+                            },
+                        )
+                        .collect();
+                    parity_of(&blocks, ppx)
+                }
+            };
+            if !failed.contains(members[d]) {
+                w.put(members[d], off, &p);
+            }
+            if ppx == 2 && !failed.contains(members[d + 1]) {
+                w.put(members[d + 1], off, &q);
+            }
+        }
+        w
+    }
+
+    /// Syncs every active member (NBD FLUSH: with CAN_MULTI_CONN it covers writes of all
+    /// connections, which share these files).
+    pub fn flush(&self) -> Result<()> {
+        let files = self.files.read().expect("files lock");
+        let failed = self.failed();
+        for (role, f) in files.iter().enumerate() {
+            if let Some(f) = f.as_ref().filter(|_| !failed.contains(role as u32)) {
+                if let Err(e) = f.sync_data() {
+                    self.member_io_failed(role as u32, &e);
+                }
+            }
+        }
+        let failed = self.failed();
+        if self.geo.tolerates(&failed) {
+            Ok(())
+        } else {
+            Err(PlanError::TooManyFailures {
+                level: self.geo.level(),
+                failed,
+                tolerated_failures: self.geo.tolerated_failures(),
+            }
+            .into())
+        }
+    }
+
+    /// Rebuilds failed member `role` onto `new_path` (created or extended as needed,
+    /// refused if it is another active member), one chunk row at a time, at most
+    /// `rate_bytes_per_s` written per second if given; `progress(done, total)` is called
+    /// after every row. On success the member is active again, superblocks on all.
+    ///
+    /// Writes running concurrently do not reach rows already rebuilt (the member stays
+    /// in the failed set until the end), so rebuild with the array otherwise idle.
+    pub fn rebuild(
+        &self,
+        role: u32,
+        new_path: &Path,
+        rate_bytes_per_s: Option<u64>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
+        if !self.failed().contains(role) {
+            return Err(Error::Input(format!(
+                "member {role} is not failed; fail it first"
+            )));
+        }
+        if self.geo.tolerated_failures() == 0 {
+            return Err(PlanError::NoRedundancy {
+                level: self.geo.level(),
+            }
+            .into());
+        }
+        let file = open_rw(new_path, true)?;
+        let meta = file.metadata().map_err(io_err(new_path, "stat"))?;
+        {
+            let files = self.files.read().expect("files lock");
+            let failed = self.failed();
+            for (r, f) in files.iter().enumerate() {
+                if let Some(f) = f.as_ref().filter(|_| !failed.contains(r as u32)) {
+                    let m = f.metadata().map_err(io_err(new_path, "stat"))?;
+                    if (m.dev(), m.ino()) == (meta.dev(), meta.ino()) {
+                        return Err(member_err(
+                            new_path,
+                            format!("is active member {r} of this array"),
+                        ));
+                    }
+                }
+            }
+        }
+        let need = DATA_OFFSET_BYTES + self.spec.member_capacity_bytes;
+        let have = device_bytes(&file, new_path)?;
+        if have < need {
+            if meta.file_type().is_block_device() {
+                return Err(member_err(
+                    new_path,
+                    format!("holds {have} B, the array needs {need} B"),
+                ));
+            }
+            file.set_len(need).map_err(io_err(new_path, "extend"))?;
+        }
+        // No stale superblock on the new member until it is complete.
+        file.write_all_at(&[0u8; SUPERBLOCK_BYTES], 0)
+            .map_err(io_err(new_path, "write"))?;
+        let file = Arc::new(file);
+        self.files.write().expect("files lock")[role as usize] = Some(file.clone());
+        {
+            let mut st = self.state.lock().expect("state lock");
+            st.members[role as usize] = (Some(new_path.to_path_buf()), MemberState::Failed);
+        }
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let total = geo.member_used_bytes();
+        let started = Instant::now();
+        let mut plan = Plan::new();
+        let mut row = 0;
+        while row * su < total {
+            geo.rebuild_plan(
+                role,
+                row * su,
+                su,
+                &self.failed(),
+                &mut self.chooser(),
+                &mut plan,
+            )?;
+            let mut idx: Vec<usize> = plan
+                .stripes
+                .iter()
+                .map(|sp| Self::lock_index(sp.span, sp.stripe))
+                .collect();
+            let locks = self.lock_indices(&mut idx);
+            let files = self.files.read().expect("files lock").clone();
+            let failed = self.failed();
+            geo.rebuild_plan(role, row * su, su, &failed, &mut self.chooser(), &mut plan)?;
+            let reads = match self.read_phase(&files, &plan) {
+                Ok(r) => r,
+                Err((m, err)) => {
+                    drop(files);
+                    drop(locks);
+                    self.member_io_failed(m, &err);
+                    continue;
+                }
+            };
+            let mut w = Staged::zeroed(&plan.writes);
+            for sp in &plan.stripes {
+                debug_assert_eq!(sp.kind, StripeKind::Rebuild);
+                let len = sp.column_len_bytes;
+                if geo.parity_per_stripe() > 0 {
+                    let id = StripeId {
+                        span: sp.span,
+                        stripe: sp.stripe,
+                    };
+                    let (members, _, blocks) =
+                        stripe_blocks(geo, id, sp.column_offset_bytes, len, &reads, &sp.lost);
+                    let i = members
+                        .iter()
+                        .position(|&m| m == role)
+                        .expect("role in stripe");
+                    w.put(
+                        role,
+                        geo.stripe_offset_bytes(id) + sp.column_offset_bytes,
+                        &blocks[i],
+                    );
+                } else {
+                    let l = sp.stripe * su + sp.column_offset_bytes;
+                    let src = geo
+                        .copies_of(l)
+                        .find_map(|c| {
+                            sp.read
+                                .contains(c.member)
+                                .then(|| reads.get(c.member, c.offset_bytes, len))
+                                .flatten()
+                        })
+                        .expect("the plan read a copy");
+                    let dst = geo
+                        .copies_of(l)
+                        .find(|c| c.member == role)
+                        .expect("role holds a copy");
+                    w.put(role, dst.offset_bytes, src);
+                }
+            }
+            for (e, buf) in w.iter() {
+                debug_assert_eq!(e.member, role);
+                file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+                    .map_err(io_err(new_path, "write"))?;
+            }
+            drop(files);
+            drop(locks);
+            row += 1;
+            let done = (row * su).min(total);
+            progress(done, total);
+            if let Some(rate) = rate_bytes_per_s.filter(|&r| r > 0) {
+                let due = Duration::from_secs_f64(done as f64 / rate as f64);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+        file.sync_all().map_err(io_err(new_path, "sync"))?;
+        self.commit_state(|st| {
+            st.failed.remove(role);
+            st.members[role as usize].1 = MemberState::Active;
+        })
+    }
+
+    /// md's `check` (`repair == false`) or `repair`: compares every stripe's parity with
+    /// its data (every copy with the first, for mirrors), counts mismatches, and with
+    /// `repair` rewrites parity from data (copies from the first copy). Needs every
+    /// member; refused on levels without redundancy.
+    pub fn scrub(&self, repair: bool) -> Result<ScrubReport> {
+        let geo = &self.geo;
+        if geo.tolerated_failures() == 0 {
+            return Err(Error::Input(format!(
+                "{} has no redundancy to check",
+                geo.level()
+            )));
+        }
+        let failed = self.failed();
+        if !failed.is_empty() {
+            return Err(Error::Input(format!(
+                "array is degraded (members {failed} failed): check needs every member; replace first"
+            )));
+        }
+        let su = geo.stripe_unit_bytes();
+        let mut report = ScrubReport::default();
+        let files = self.files.read().expect("files lock");
+        let file = |m: u32| {
+            files[m as usize]
+                .as_ref()
+                .expect("active member has a file")
+        };
+        let path = |m: u32| {
+            self.state.lock().expect("state lock").members[m as usize]
+                .0
+                .clone()
+                .unwrap_or_default()
+        };
+        let read = |m: u32, off: u64, buf: &mut [u8]| {
+            file(m)
+                .read_exact_at(buf, DATA_OFFSET_BYTES + off)
+                .map_err(io_err(&path(m), "read"))
+        };
+        let write = |m: u32, off: u64, buf: &[u8]| {
+            file(m)
+                .write_all_at(buf, DATA_OFFSET_BYTES + off)
+                .map_err(io_err(&path(m), "write"))
+        };
+        if geo.parity_per_stripe() > 0 {
+            for span in 0..geo.spans() {
+                for stripe in 0..geo.stripes_per_span() {
+                    let id = StripeId { span, stripe };
+                    let _lock = self.lock_indices(&mut vec![Self::lock_index(span, stripe)]);
+                    let (members, order) = stripe_members(geo, id);
+                    let off = geo.stripe_offset_bytes(id);
+                    let mut blocks = vec![vec![0u8; su as usize]; members.len()];
+                    for (m, b) in members.iter().zip(blocks.iter_mut()) {
+                        read(*m, off, b)?;
+                    }
+                    let d = order.len();
+                    let data: Vec<&[u8]> = blocks[..d].iter().map(|b| b.as_slice()).collect();
+                    let (p, q) = parity_of(&data, geo.parity_per_stripe());
+                    let p_bad = blocks[d] != p;
+                    let q_bad = geo.parity_per_stripe() == 2 && blocks[d + 1] != q;
+                    report.stripes_checked += 1;
+                    if p_bad || q_bad {
+                        report.mismatched_stripes += 1;
+                        if repair {
+                            write(members[d], off, &p)?;
+                            if geo.parity_per_stripe() == 2 {
+                                write(members[d + 1], off, &q)?;
+                            }
+                            report.repaired_stripes += 1;
+                        }
+                    }
+                }
+            }
+        } else {
+            let mut first = vec![0u8; su as usize];
+            let mut other = vec![0u8; su as usize];
+            for chunk in 0..geo.capacity_bytes() / su {
+                let l = chunk * su;
+                let _lock = self.lock_indices(&mut vec![Self::lock_index(0, chunk)]);
+                let primary = geo.locate(l);
+                read(primary.member, primary.offset_bytes, &mut first)?;
+                let mut bad = false;
+                for c in geo.copies_of(l).skip(1) {
+                    read(c.member, c.offset_bytes, &mut other)?;
+                    if other != first {
+                        bad = true;
+                        if repair {
+                            write(c.member, c.offset_bytes, &first)?;
+                        }
+                    }
+                }
+                report.stripes_checked += 1;
+                if bad {
+                    report.mismatched_stripes += 1;
+                    report.repaired_stripes += u64::from(repair);
+                }
+            }
+        }
+        if repair {
+            for m in 0..geo.members() {
+                file(m).sync_data().map_err(io_err(&path(m), "sync"))?;
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,57 @@
+//! The engine's error: one line naming what is wrong (and the member file when one is).
+
+use raidlab_layout::{LayoutError, PlanError};
+use std::path::PathBuf;
+
+/// Why an engine operation failed.
+#[derive(Debug)]
+pub enum Error {
+    /// Bad input: an option, a size, a geometry (`field: message`).
+    Input(String),
+    /// A member was refused (foreign, stale, duplicate, too small, unreadable superblock).
+    Member {
+        /// The member file or device.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An I/O error on a member or file that the engine could not absorb.
+    Io {
+        /// The file or device.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A request the planner refused: bounds, alignment, too many failures.
+    Plan(PlanError),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Input(m) => f.write_str(m),
+            Self::Member { path, message } => write!(f, "{}: {message}", path.display()),
+            Self::Io { path, op, source } => write!(f, "{}: {op}: {source}", path.display()),
+            Self::Plan(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<LayoutError> for Error {
+    fn from(e: LayoutError) -> Self {
+        Self::Input(e.to_string())
+    }
+}
+
+impl From<PlanError> for Error {
+    fn from(e: PlanError) -> Self {
+        Self::Plan(e)
+    }
+}
+
+/// Result of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

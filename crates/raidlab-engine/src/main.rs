@@ -1,0 +1,385 @@
+//! `raidlab-engine`: create, assemble, serve over NBD, fail, replace, scrub and
+//! fault-inject arrays on member files or block devices. See the crate README.
+//! Bad input: one line `error: ...` on stderr and exit code 2.
+
+use raidlab_engine::{Array, CreateOptions, Error};
+use raidlab_layout::{Layout, Level};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const USAGE: &str = "usage:
+  raidlab-engine create --level L [--chunk 64K] [--size 64M] [--layout X] [--copies N]
+                        [--spans N] [--uuid HEX] [--force] [--assume-clean] MEMBER...
+  raidlab-engine status MEMBER...            (alias: assemble)
+  raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16] MEMBER...
+  raidlab-engine fail TARGET MEMBER...       (TARGET: a member path or a role index)
+  raidlab-engine replace OLD NEW [--rate 200M] MEMBER...
+  raidlab-engine check MEMBER...             (exit 1 when stripes mismatch)
+  raidlab-engine repair MEMBER...
+  raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: i32) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+extern "C" {
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+
+/// SIGINT and SIGTERM stop `serve` cleanly (flush, superblocks marked clean).
+fn install_signal_handlers() {
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        signal(2, on_signal as *const () as usize);
+        signal(15, on_signal as *const () as usize);
+    }
+}
+
+/// `64K`, `32M`, `1G`, `512` (K/M/G/T = 1024^n, like fio).
+fn parse_bytes(flag: &str, s: &str) -> Result<u64, Error> {
+    let bad = || {
+        Error::Input(format!(
+            "{flag}: expected a size like 64K, 32M, 1G, got {s:?}"
+        ))
+    };
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last().ok_or_else(bad)? {
+        (i, c) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'B' => 1,
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(bad()),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(bad)
+}
+
+fn parse_num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T, Error> {
+    s.parse()
+        .map_err(|_| Error::Input(format!("{flag}: expected a number, got {s:?}")))
+}
+
+/// Flags with values, boolean flags and positional arguments.
+struct Args {
+    values: Vec<(String, String)>,
+    switches: Vec<String>,
+    positional: Vec<String>,
+}
+
+impl Args {
+    fn parse(raw: &[String], with_value: &[&str], switches: &[&str]) -> Result<Self, Error> {
+        let mut a = Args {
+            values: Vec::new(),
+            switches: Vec::new(),
+            positional: Vec::new(),
+        };
+        let mut it = raw.iter();
+        while let Some(x) = it.next() {
+            if let Some(name) = x.strip_prefix("--") {
+                let (name, inline) = match name.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_string())),
+                    None => (name, None),
+                };
+                if with_value.contains(&name) {
+                    let v = match inline {
+                        Some(v) => v,
+                        None => it
+                            .next()
+                            .ok_or_else(|| Error::Input(format!("--{name}: needs a value")))?
+                            .clone(),
+                    };
+                    a.values.push((name.to_string(), v));
+                } else if switches.contains(&name) && inline.is_none() {
+                    a.switches.push(name.to_string());
+                } else {
+                    let mut allowed: Vec<String> = with_value
+                        .iter()
+                        .chain(switches)
+                        .map(|f| format!("--{f}"))
+                        .collect();
+                    allowed.sort();
+                    return Err(Error::Input(format!(
+                        "--{name}: unknown option; allowed: {}",
+                        if allowed.is_empty() {
+                            "none".into()
+                        } else {
+                            allowed.join(", ")
+                        }
+                    )));
+                }
+            } else {
+                a.positional.push(x.clone());
+            }
+        }
+        Ok(a)
+    }
+
+    fn value(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn switch(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
+    }
+
+    fn members(&self, from: usize) -> Result<Vec<PathBuf>, Error> {
+        let m: Vec<PathBuf> = self.positional[from.min(self.positional.len())..]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        if m.is_empty() {
+            return Err(Error::Input(
+                "MEMBER: at least one member file or device needed".into(),
+            ));
+        }
+        Ok(m)
+    }
+}
+
+fn print_status(array: &Array) {
+    let s = array.status();
+    let g = s.geometry;
+    let state = if s.failed.is_empty() {
+        "clean"
+    } else {
+        "degraded"
+    };
+    println!("array {:032x}", s.uuid);
+    println!(
+        "  level {}{}, chunk {} B, {} members, capacity {} B",
+        g.level(),
+        g.layout().map(|l| format!(" ({l})")).unwrap_or_default(),
+        g.stripe_unit_bytes(),
+        g.members(),
+        g.capacity_bytes()
+    );
+    println!(
+        "  state {state}{}, events {}, failed members {}",
+        if s.dirty {
+            " (dirty: run repair after an unclean stop)"
+        } else {
+            ""
+        },
+        s.events,
+        s.failed
+    );
+    for (role, (path, st)) in s.members.iter().enumerate() {
+        let p = path
+            .as_ref()
+            .map_or("-".to_string(), |p| p.display().to_string());
+        println!("  member {role}: {p} {st}");
+    }
+}
+
+/// A role from a member path (among the assembled members) or an index.
+fn role_of(array: &Array, target: &str) -> Result<u32, Error> {
+    let st = array.status();
+    if let Some(r) = st
+        .members
+        .iter()
+        .position(|(p, _)| p.as_deref() == Some(std::path::Path::new(target)))
+    {
+        return Ok(r as u32);
+    }
+    if let Ok(r) = target.parse::<u32>() {
+        if r < array.geometry().members() {
+            return Ok(r);
+        }
+    }
+    if let Ok(sb) = raidlab_engine::array::read_superblock(std::path::Path::new(target)) {
+        if sb.array_uuid == st.uuid {
+            return Ok(sb.role);
+        }
+    }
+    Err(Error::Input(format!(
+        "{target}: not a member of this array (give one of the member paths or a role 0..{})",
+        array.geometry().members()
+    )))
+}
+
+fn run(argv: &[String]) -> Result<ExitCode, Error> {
+    let Some(cmd) = argv.first() else {
+        return Err(Error::Input(format!("a command is needed\n{USAGE}")));
+    };
+    let rest = &argv[1..];
+    match cmd.as_str() {
+        "create" => {
+            let a = Args::parse(
+                rest,
+                &["level", "chunk", "size", "layout", "copies", "spans", "uuid"],
+                &["force", "assume-clean"],
+            )?;
+            let level: Level = a
+                .value("level")
+                .ok_or_else(|| Error::Input("--level: required (0, 1, 4, 5, 6, 10, 50, 60, concat)".into()))?
+                .parse()
+                .map_err(|e| Error::Input(format!("--{e}")))?;
+            let chunk = parse_bytes("--chunk", a.value("chunk").unwrap_or("64K"))?;
+            let size = a.value("size").map(|s| parse_bytes("--size", s)).transpose()?;
+            let mut opts = CreateOptions::new(level, chunk, size);
+            opts.layout = a
+                .value("layout")
+                .map(|s| s.parse::<Layout>().map_err(|e| Error::Input(format!("--{e}"))))
+                .transpose()?;
+            opts.copies = a.value("copies").map(|s| parse_num("--copies", s)).transpose()?;
+            opts.spans = a.value("spans").map(|s| parse_num("--spans", s)).transpose()?;
+            opts.uuid = a
+                .value("uuid")
+                .map(|s| {
+                    u128::from_str_radix(s.trim_start_matches("0x"), 16)
+                        .map_err(|_| Error::Input(format!("--uuid: expected up to 32 hex digits, got {s:?}")))
+                })
+                .transpose()?;
+            opts.force = a.switch("force");
+            opts.assume_clean = a.switch("assume-clean");
+            let array = Array::create(&a.members(0)?, &opts)?;
+            print_status(&array);
+            Ok(ExitCode::SUCCESS)
+        }
+        "status" | "assemble" => {
+            let a = Args::parse(rest, &[], &[])?;
+            print_status(&Array::assemble(&a.members(0)?)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        "serve" => {
+            let a = Args::parse(rest, &["listen", "connections-max"], &[])?;
+            let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
+            let max = a
+                .value("connections-max")
+                .map(|s| parse_num::<usize>("--connections-max", s))
+                .transpose()?
+                .unwrap_or(16);
+            if !(1..=1024).contains(&max) {
+                return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
+            }
+            let array = Arc::new(Array::assemble(&a.members(0)?)?);
+            let listener = TcpListener::bind(listen)
+                .map_err(|e| Error::Input(format!("--listen: cannot listen on {listen}: {e}")))?;
+            array.open_for_writes()?;
+            install_signal_handlers();
+            eprintln!(
+                "raidlab-engine: serving {} B ({} {}) on nbd://{}",
+                array.capacity_bytes(),
+                array.geometry().level(),
+                if array.failed().is_empty() { "clean" } else { "degraded" },
+                listener.local_addr().map(|a| a.to_string()).unwrap_or_default()
+            );
+            let served = raidlab_engine::nbd::serve(array.clone(), listener, max, &STOP);
+            array.close()?;
+            served.map_err(|e| Error::Input(format!("serve: {e}")))?;
+            eprintln!("raidlab-engine: stopped, array clean");
+            Ok(ExitCode::SUCCESS)
+        }
+        "fail" => {
+            let a = Args::parse(rest, &[], &[])?;
+            let target = a
+                .positional
+                .first()
+                .ok_or_else(|| Error::Input("TARGET: the member to fail is needed".into()))?
+                .clone();
+            let array = Array::assemble(&a.members(1)?)?;
+            let role = role_of(&array, &target)?;
+            array.fail_member(role)?;
+            print_status(&array);
+            Ok(ExitCode::SUCCESS)
+        }
+        "replace" => {
+            let a = Args::parse(rest, &["rate"], &[])?;
+            if a.positional.len() < 3 {
+                return Err(Error::Input("replace: OLD NEW MEMBER... needed".into()));
+            }
+            let rate = a.value("rate").map(|s| parse_bytes("--rate", s)).transpose()?;
+            let (old, new) = (a.positional[0].clone(), PathBuf::from(&a.positional[1]));
+            let members: Vec<PathBuf> = a
+                .members(2)?
+                .into_iter()
+                .filter(|p| p.as_os_str() != old.as_str())
+                .collect();
+            let array = Array::assemble(&members)?;
+            let role = role_of(&array, &old)?;
+            if !array.failed().contains(role) {
+                array.fail_member(role)?;
+            }
+            let mut last_pct = u64::MAX;
+            array.rebuild(role, &new, rate, |done, total| {
+                let pct = done * 100 / total.max(1);
+                if pct != last_pct && (pct % 5 == 0 || done == total) {
+                    eprintln!("rebuild member {role}: {pct}% ({done}/{total} B)");
+                    last_pct = pct;
+                }
+            })?;
+            print_status(&array);
+            Ok(ExitCode::SUCCESS)
+        }
+        "check" | "repair" => {
+            let a = Args::parse(rest, &[], &[])?;
+            let array = Array::assemble(&a.members(0)?)?;
+            let r = array.scrub(cmd == "repair")?;
+            println!(
+                "stripes checked {}, mismatched {}, repaired {}",
+                r.stripes_checked, r.mismatched_stripes, r.repaired_stripes
+            );
+            if cmd == "repair" {
+                array.close()?;
+            }
+            Ok(if cmd == "check" && r.mismatched_stripes > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        "inject" => {
+            let a = Args::parse(rest, &["mask"], &[])?;
+            if a.positional.len() != 2 {
+                return Err(Error::Input("inject: MEMBER OFFSET needed".into()));
+            }
+            let offset = parse_bytes("OFFSET", &a.positional[1])?;
+            let mask = match a.value("mask") {
+                Some(m) => u8::from_str_radix(m.trim_start_matches("0x"), 16)
+                    .ok()
+                    .filter(|&m| m != 0)
+                    .ok_or_else(|| Error::Input(format!("--mask: a nonzero hex byte, got {m:?}")))?,
+                None => 0xff,
+            };
+            raidlab_engine::array::inject(&PathBuf::from(&a.positional[0]), offset, mask)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(Error::Input(format!(
+            "unknown command {other:?}; allowed: create, status, assemble, serve, fail, replace, check, repair, inject"
+        ))),
+    }
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match run(&argv) {
+        Ok(code) => code,
+        Err(e) => {
+            let msg = e.to_string();
+            eprintln!("error: {}", msg.lines().next().unwrap_or(""));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! An NBD server (fixed newstyle handshake, simple replies) exporting one [`Export`].
+//!
+//! ```text
+//! server: NBDMAGIC IHAVEOPT flags(FIXED_NEWSTYLE|NO_ZEROES)
+//! client: flags ─► options: EXPORT_NAME | INFO | GO | LIST | ABORT | other ─► ERR_UNSUP
+//! transmission: [magic flags type cookie offset length (payload)] ─► [magic error cookie (data)]
+//! ```
+//!
+//! Limits (clear errors, never a panic): requests must be 512 B-aligned and inside the
+//! export (else EINVAL, ENOSPC for writes past the end), at most [`BLOCK_BYTES_MAX`]
+//! (a larger WRITE cannot be skipped safely: EINVAL, then the connection closes),
+//! option payloads at most [`OPTION_BYTES_MAX`], [`OPTIONS_MAX`] options per handshake,
+//! a bad request magic closes the connection. TRIM is accepted and does nothing (the
+//! data stays readable, parity stays consistent); WRITE_ZEROES writes zeroes through
+//! the array.
+
+use crate::Array;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `NBDMAGIC`.
+pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
+/// `IHAVEOPT`: opens the option haggling and prefixes every option.
+pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
+/// Magic of an option reply.
+pub const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+/// Magic of a transmission request.
+pub const REQUEST_MAGIC: u32 = 0x2560_9513;
+/// Magic of a simple reply.
+pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+/// Handshake flag: fixed newstyle.
+pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
+/// Handshake flag: no 124 zero bytes after NBD_OPT_EXPORT_NAME.
+pub const FLAG_NO_ZEROES: u16 = 2;
+
+/// Options.
+pub const OPT_EXPORT_NAME: u32 = 1;
+/// Ends the handshake without transmission.
+pub const OPT_ABORT: u32 = 2;
+/// Lists exports.
+pub const OPT_LIST: u32 = 3;
+/// Export information without transmission.
+pub const OPT_INFO: u32 = 6;
+/// Export information, then transmission.
+pub const OPT_GO: u32 = 7;
+
+/// Option replies.
+pub const REP_ACK: u32 = 1;
+/// An export name (NBD_OPT_LIST).
+pub const REP_SERVER: u32 = 2;
+/// An information item (NBD_OPT_INFO/GO).
+pub const REP_INFO: u32 = 3;
+/// Option not supported.
+pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
+/// Malformed option.
+pub const REP_ERR_INVALID: u32 = 0x8000_0003;
+
+/// Information items.
+pub const INFO_EXPORT: u16 = 0;
+/// Block size constraints.
+pub const INFO_BLOCK_SIZE: u16 = 3;
+
+/// Transmission flags.
+pub const TF_HAS_FLAGS: u16 = 1;
+/// FLUSH is supported.
+pub const TF_SEND_FLUSH: u16 = 1 << 2;
+/// FUA is supported.
+pub const TF_SEND_FUA: u16 = 1 << 3;
+/// TRIM is supported.
+pub const TF_SEND_TRIM: u16 = 1 << 5;
+/// WRITE_ZEROES is supported.
+pub const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
+/// Several connections see each other's writes and one FLUSH covers them all.
+pub const TF_CAN_MULTI_CONN: u16 = 1 << 8;
+/// What this server advertises.
+pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
+    | TF_SEND_FLUSH
+    | TF_SEND_FUA
+    | TF_SEND_TRIM
+    | TF_SEND_WRITE_ZEROES
+    | TF_CAN_MULTI_CONN;
+
+/// Commands.
+pub const CMD_READ: u16 = 0;
+/// Write (payload follows the header).
+pub const CMD_WRITE: u16 = 1;
+/// Disconnect.
+pub const CMD_DISC: u16 = 2;
+/// Flush.
+pub const CMD_FLUSH: u16 = 3;
+/// Trim.
+pub const CMD_TRIM: u16 = 4;
+/// Write zeroes.
+pub const CMD_WRITE_ZEROES: u16 = 6;
+/// Command flag: force unit access.
+pub const CMD_FLAG_FUA: u16 = 1;
+
+/// Errors.
+pub const EIO: u32 = 5;
+/// Invalid argument.
+pub const EINVAL: u32 = 22;
+/// No space left (write past the end).
+pub const ENOSPC: u32 = 28;
+
+/// Smallest block (a sector).
+pub const BLOCK_BYTES_MIN: u32 = 512;
+/// Preferred block.
+pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
+/// Largest request.
+pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
+/// Largest option payload accepted.
+pub const OPTION_BYTES_MAX: u32 = 64 << 10;
+/// Options per handshake.
+pub const OPTIONS_MAX: usize = 64;
+/// Export name announced by NBD_OPT_LIST (any name is accepted).
+pub const EXPORT_NAME: &str = "raidlab";
+
+/// What an NBD export needs. [`Array`] implements it.
+pub trait Export: Send + Sync {
+    /// Bytes of the export.
+    fn size_bytes(&self) -> u64;
+    /// Reads `buf.len()` bytes at `offset_bytes` (aligned, in bounds: checked before).
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Writes; `fua`: durable on return.
+    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()>;
+    /// Makes every completed write durable.
+    fn flush(&self) -> io::Result<()>;
+}
+
+fn to_io(e: crate::Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Export for Array {
+    fn size_bytes(&self) -> u64 {
+        self.capacity_bytes()
+    }
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.read(offset_bytes, buf).map_err(to_io)
+    }
+    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()> {
+        self.write(offset_bytes, data, fua).map_err(to_io)
+    }
+    fn flush(&self) -> io::Result<()> {
+        Array::flush(self).map_err(to_io)
+    }
+}
+
+fn read_u32(r: &mut impl Read) -> io::Result<u32> {
+    let mut b = [0u8; 4];
+    r.read_exact(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+
+fn read_u64(r: &mut impl Read) -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+fn protocol(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
+    let mut b = Vec::with_capacity(20 + data.len());
+    b.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
+    b.extend_from_slice(&opt.to_be_bytes());
+    b.extend_from_slice(&reply.to_be_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    b.extend_from_slice(data);
+    w.write_all(&b)
+}
+
+/// How the handshake ended.
+enum Handshake {
+    /// Go to transmission.
+    Transmit,
+    /// The client aborted or closed.
+    Done,
+}
+
+/// Serves one connection: handshake, then requests until DISC or EOF. Returns `Ok` on
+/// an orderly end, an error on a protocol violation or I/O error of the socket (the
+/// caller closes the connection). Never panics on any input.
+pub fn handle_connection(
+    export: &dyn Export,
+    reader: &mut impl Read,
+    writer: &mut impl Write,
+) -> io::Result<()> {
+    match handshake(export, reader, writer)? {
+        Handshake::Done => Ok(()),
+        Handshake::Transmit => transmission(export, reader, writer),
+    }
+}
+
+fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::Result<Handshake> {
+    let mut hello = Vec::with_capacity(18);
+    hello.extend_from_slice(&NBD_MAGIC.to_be_bytes());
+    hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    hello.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
+    w.write_all(&hello)?;
+    w.flush()?;
+    let client = read_u32(r)?;
+    if client & !u32::from(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES) != 0 {
+        return Err(protocol(format!("unknown client flags {client:#x}")));
+    }
+    let no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
+    for _ in 0..OPTIONS_MAX {
+        if read_u64(r)? != IHAVEOPT {
+            return Err(protocol("option without IHAVEOPT"));
+        }
+        let opt = read_u32(r)?;
+        let len = read_u32(r)?;
+        if len > OPTION_BYTES_MAX {
+            return Err(protocol(format!("option of {len} B")));
+        }
+        let mut data = vec![0u8; len as usize];
+        r.read_exact(&mut data)?;
+        let size = export.size_bytes();
+        match opt {
+            OPT_EXPORT_NAME => {
+                let mut b = Vec::with_capacity(134);
+                b.extend_from_slice(&size.to_be_bytes());
+                b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+                if !no_zeroes {
+                    b.extend_from_slice(&[0u8; 124]);
+                }
+                w.write_all(&b)?;
+                w.flush()?;
+                return Ok(Handshake::Transmit);
+            }
+            OPT_ABORT => {
+                // The client may already be gone; an error here is no error.
+                let _ = opt_reply(w, opt, REP_ACK, &[]).and_then(|()| w.flush());
+                return Ok(Handshake::Done);
+            }
+            OPT_LIST => {
+                if len != 0 {
+                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
+                } else {
+                    let mut b = (EXPORT_NAME.len() as u32).to_be_bytes().to_vec();
+                    b.extend_from_slice(EXPORT_NAME.as_bytes());
+                    opt_reply(w, opt, REP_SERVER, &b)?;
+                    opt_reply(w, opt, REP_ACK, &[])?;
+                }
+            }
+            OPT_INFO | OPT_GO => {
+                if !info_request_valid(&data) {
+                    opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?;
+                } else {
+                    let mut b = INFO_EXPORT.to_be_bytes().to_vec();
+                    b.extend_from_slice(&size.to_be_bytes());
+                    b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+                    opt_reply(w, opt, REP_INFO, &b)?;
+                    let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, BLOCK_BYTES_MAX] {
+                        b.extend_from_slice(&v.to_be_bytes());
+                    }
+                    opt_reply(w, opt, REP_INFO, &b)?;
+                    opt_reply(w, opt, REP_ACK, &[])?;
+                    if opt == OPT_GO {
+                        w.flush()?;
+                        return Ok(Handshake::Transmit);
+                    }
+                }
+            }
+            _ => opt_reply(w, opt, REP_ERR_UNSUP, &[])?,
+        }
+        w.flush()?;
+    }
+    Err(protocol(format!("more than {OPTIONS_MAX} options")))
+}
+
+/// `u32 name length, name, u16 count, count x u16`, exactly filling the option.
+fn info_request_valid(data: &[u8]) -> bool {
+    if data.len() < 6 {
+        return false;
+    }
+    let name_len = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
+    let Some(rest) = data
+        .len()
+        .checked_sub(4)
+        .and_then(|x| x.checked_sub(name_len))
+    else {
+        return false;
+    };
+    if rest < 2 {
+        return false;
+    }
+    let at = 4 + name_len;
+    let count = u16::from_be_bytes([data[at], data[at + 1]]) as usize;
+    rest == 2 + 2 * count
+}
+
+fn reply(w: &mut impl Write, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
+    let mut head = [0u8; 16];
+    head[0..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    head[4..8].copy_from_slice(&error.to_be_bytes());
+    head[8..16].copy_from_slice(&cookie.to_be_bytes());
+    w.write_all(&head)?;
+    if error == 0 {
+        w.write_all(data)?;
+    }
+    w.flush()
+}
+
+/// EINVAL for misaligned or empty ranges, `past_end` for ranges beyond the export.
+fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Option<u32> {
+    let sector = u64::from(BLOCK_BYTES_MIN);
+    if len == 0 || !offset.is_multiple_of(sector) || !u64::from(len).is_multiple_of(sector) {
+        return Some(EINVAL);
+    }
+    match offset.checked_add(u64::from(len)) {
+        Some(end) if end <= export.size_bytes() => None,
+        _ => Some(past_end),
+    }
+}
+
+fn transmission(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let mut head = [0u8; 28];
+        // EOF before a request is an orderly (if impolite) end.
+        match r.read(&mut head[..1]) {
+            Ok(0) => return Ok(()),
+            Ok(_) => r.read_exact(&mut head[1..])?,
+            Err(e) => return Err(e),
+        }
+        let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
+        if magic != REQUEST_MAGIC {
+            return Err(protocol(format!("bad request magic {magic:#x}")));
+        }
+        let flags = u16::from_be_bytes([head[4], head[5]]);
+        let cmd = u16::from_be_bytes([head[6], head[7]]);
+        let cookie = u64::from_be_bytes(head[8..16].try_into().expect("8"));
+        let offset = u64::from_be_bytes(head[16..24].try_into().expect("8"));
+        let len = u32::from_be_bytes(head[24..28].try_into().expect("4"));
+        let fua = flags & CMD_FLAG_FUA != 0;
+        match cmd {
+            CMD_READ => {
+                if let Some(e) = (len > BLOCK_BYTES_MAX)
+                    .then_some(EINVAL)
+                    .or_else(|| range_error(export, offset, len, EINVAL))
+                {
+                    reply(w, e, cookie, &[])?;
+                    continue;
+                }
+                buf.resize(len as usize, 0);
+                let err = export.read_at(offset, &mut buf).map_or(EIO, |()| 0);
+                reply(w, err, cookie, &buf)?;
+            }
+            CMD_WRITE => {
+                if len > BLOCK_BYTES_MAX {
+                    // The payload cannot be skipped safely: refuse and hang up.
+                    reply(w, EINVAL, cookie, &[])?;
+                    return Err(protocol(format!("write of {len} B")));
+                }
+                buf.resize(len as usize, 0);
+                r.read_exact(&mut buf)?;
+                let err = match range_error(export, offset, len, ENOSPC) {
+                    Some(e) => e,
+                    None => export.write_at(offset, &buf, fua).map_or(EIO, |()| 0),
+                };
+                reply(w, err, cookie, &[])?;
+            }
+            CMD_DISC => return Ok(()),
+            CMD_FLUSH => {
+                let err = export.flush().map_or(EIO, |()| 0);
+                reply(w, err, cookie, &[])?;
+            }
+            CMD_TRIM => {
+                let err = range_error(export, offset, len, EINVAL).unwrap_or(0);
+                let err = if err == 0 && fua {
+                    export.flush().map_or(EIO, |()| 0)
+                } else {
+                    err
+                };
+                reply(w, err, cookie, &[])?;
+            }
+            CMD_WRITE_ZEROES => {
+                let mut err = range_error(export, offset, len, ENOSPC).unwrap_or(0);
+                if err == 0 {
+                    let piece = (len as usize).min(4 << 20);
+                    buf.clear();
+                    buf.resize(piece, 0);
+                    let mut at = 0u64;
+                    while at < u64::from(len) && err == 0 {
+                        let n = (u64::from(len) - at).min(piece as u64) as usize;
+                        err = export
+                            .write_at(offset + at, &buf[..n], fua)
+                            .map_or(EIO, |()| 0);
+                        at += n as u64;
+                    }
+                }
+                reply(w, err, cookie, &[])?;
+            }
+            _ => reply(w, EINVAL, cookie, &[])?,
+        }
+    }
+}
+
+/// Accepts connections until `stop` is set, a thread per connection, at most
+/// `connections_max` at once (more are closed at once). Polls `stop` every 100 ms.
+pub fn serve(
+    export: Arc<dyn Export>,
+    listener: TcpListener,
+    connections_max: usize,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                if active.load(Ordering::Relaxed) >= connections_max {
+                    eprintln!(
+                        "raidlab-engine: {peer}: refused, {connections_max} connections open"
+                    );
+                    continue;
+                }
+                active.fetch_add(1, Ordering::Relaxed);
+                let export = export.clone();
+                let active = active.clone();
+                handles.push(std::thread::spawn(move || {
+                    match serve_stream(&*export, stream) {
+                        // A client that hangs up mid-handshake (a port probe) is no news.
+                        Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
+                            eprintln!("raidlab-engine: {peer}: {e}");
+                        }
+                        _ => {}
+                    }
+                    active.fetch_sub(1, Ordering::Relaxed);
+                }));
+                handles.retain(|h| !h.is_finished());
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn serve_stream(export: &dyn Export, stream: TcpStream) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_nodelay(true)?;
+    let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
+    let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
+    handle_connection(export, &mut reader, &mut writer)
+}

@@ -1,0 +1,277 @@
+//! The superblock: 4 KiB at offset 0 of every member, describing the array and this
+//! member's place in it. Data starts at [`DATA_OFFSET_BYTES`] (1 MiB, as md's v1.2
+//! metadata leaves room at the start), so member offset `x` of the layout is byte
+//! `DATA_OFFSET_BYTES + x` of the file or device.
+//!
+//! ```text
+//! offset size field                 meaning
+//!      0    8 magic                 b"RAIDLAB\x01"
+//!      8    4 version               FORMAT_VERSION (1)
+//!     12    4 header_bytes          SUPERBLOCK_BYTES (4096)
+//!     16   16 array_uuid            random u128, the same on every member
+//!     32    1 level                 0 raid0, 1 concat, 2 raid1, 3 raid4, 4 raid5, 5 raid6,
+//!                                   6 raid10, 7 raid50, 8 raid60
+//!     33    1 layout                0 none, 1 la, 2 ra, 3 ls, 4 rs, 5 near, 6 far, 7 offset
+//!     34    2 reserved              0
+//!     36    4 copies                RAID 10 copies, 0 = none
+//!     40    4 spans                 RAID 50/60 spans, 0 = none
+//!     44    4 member_count          members in the array
+//!     48    8 stripe_unit_bytes     chunk size
+//!     56    8 member_capacity_bytes data bytes per member the geometry was built with
+//!     64    8 data_offset_bytes     DATA_OFFSET_BYTES
+//!     72    4 role                  this member's index, below member_count
+//!     76    4 flags                 bit 0: dirty (writes may be in flight)
+//!     80    8 events                event counter, +1 on every state change
+//!     88   32 failed                bitmap of failed member indices (256 bits)
+//!    120 3972 zero
+//!   4092    4 crc32c                CRC32C of bytes 0..4092
+//! ```
+//! All integers little-endian.
+
+use crate::crc32c::crc32c;
+use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
+
+/// Bytes of the superblock at the start of every member.
+pub const SUPERBLOCK_BYTES: usize = 4096;
+/// Where array data starts on every member.
+pub const DATA_OFFSET_BYTES: u64 = 1 << 20;
+/// `b"RAIDLAB\x01"`.
+pub const MAGIC: [u8; 8] = *b"RAIDLAB\x01";
+/// On-disk format version this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Flag bit: the array was open for writing and not closed cleanly.
+pub const FLAG_DIRTY: u32 = 1;
+
+/// A decoded superblock: plain data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superblock {
+    /// Identity of the array, equal on all its members.
+    pub array_uuid: u128,
+    /// Geometry the array was created with (member capacity included).
+    pub spec: ArraySpec,
+    /// This member's index in the array.
+    pub role: u32,
+    /// Event counter: a member with a lower one missed a state change (stale).
+    pub events: u64,
+    /// Writes may have been in flight when the array stopped (parity may be stale).
+    pub dirty: bool,
+    /// Members known failed when this superblock was written.
+    pub failed: FailedSet,
+}
+
+/// Why 4 KiB are not a valid superblock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SuperblockError {
+    /// No raidlab magic: not a member (or wiped).
+    NoMagic,
+    /// A format version this code does not read.
+    Version(u32),
+    /// The checksum does not match: torn write or corruption.
+    Checksum {
+        /// Stored CRC32C.
+        stored: u32,
+        /// Computed CRC32C.
+        computed: u32,
+    },
+    /// A field out of range.
+    Field(&'static str, u64),
+}
+
+impl std::fmt::Display for SuperblockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoMagic => write!(f, "no raidlab superblock (magic missing)"),
+            Self::Version(v) => write!(
+                f,
+                "superblock format version {v}, this build reads {FORMAT_VERSION}"
+            ),
+            Self::Checksum { stored, computed } => write!(
+                f,
+                "superblock checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+            Self::Field(name, v) => write!(f, "superblock field {name} out of range: {v}"),
+        }
+    }
+}
+
+impl std::error::Error for SuperblockError {}
+
+const LEVELS: [Level; 9] = [
+    Level::Raid0,
+    Level::Concat,
+    Level::Raid1,
+    Level::Raid4,
+    Level::Raid5,
+    Level::Raid6,
+    Level::Raid10,
+    Level::Raid50,
+    Level::Raid60,
+];
+
+const LAYOUTS: [Layout; 7] = [
+    Layout::LeftAsymmetric,
+    Layout::RightAsymmetric,
+    Layout::LeftSymmetric,
+    Layout::RightSymmetric,
+    Layout::Near,
+    Layout::Far,
+    Layout::Offset,
+];
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl Superblock {
+    /// The 4 KiB on-disk image, checksum included.
+    pub fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
+        let mut b = [0u8; SUPERBLOCK_BYTES];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
+        b[16..32].copy_from_slice(&self.array_uuid.to_le_bytes());
+        b[32] = LEVELS
+            .iter()
+            .position(|&l| l == self.spec.level)
+            .expect("every level has a code") as u8;
+        b[33] = self.spec.layout.map_or(0, |l| {
+            LAYOUTS.iter().position(|&x| x == l).expect("code") as u8 + 1
+        });
+        b[36..40].copy_from_slice(&self.spec.copies.unwrap_or(0).to_le_bytes());
+        b[40..44].copy_from_slice(&self.spec.spans.unwrap_or(0).to_le_bytes());
+        b[44..48].copy_from_slice(&self.spec.drive_count.to_le_bytes());
+        b[48..56].copy_from_slice(&self.spec.stripe_unit_bytes.to_le_bytes());
+        b[56..64].copy_from_slice(&self.spec.member_capacity_bytes.to_le_bytes());
+        b[64..72].copy_from_slice(&DATA_OFFSET_BYTES.to_le_bytes());
+        b[72..76].copy_from_slice(&self.role.to_le_bytes());
+        let flags = if self.dirty { FLAG_DIRTY } else { 0 };
+        b[76..80].copy_from_slice(&flags.to_le_bytes());
+        b[80..88].copy_from_slice(&self.events.to_le_bytes());
+        for m in self.failed.iter() {
+            b[88 + m as usize / 8] |= 1 << (m % 8);
+        }
+        let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+        b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates an on-disk image (magic, version, checksum, field ranges).
+    /// Geometry validity is checked later by `Geometry::new`.
+    pub fn decode(b: &[u8; SUPERBLOCK_BYTES]) -> Result<Self, SuperblockError> {
+        if b[0..8] != MAGIC {
+            return Err(SuperblockError::NoMagic);
+        }
+        let version = u32_at(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(SuperblockError::Version(version));
+        }
+        let stored = u32_at(b, SUPERBLOCK_BYTES - 4);
+        let computed = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+        if stored != computed {
+            return Err(SuperblockError::Checksum { stored, computed });
+        }
+        let level = *LEVELS
+            .get(b[32] as usize)
+            .ok_or(SuperblockError::Field("level", u64::from(b[32])))?;
+        let layout = match b[33] {
+            0 => None,
+            c => Some(
+                *LAYOUTS
+                    .get(c as usize - 1)
+                    .ok_or(SuperblockError::Field("layout", u64::from(c)))?,
+            ),
+        };
+        let nonzero = |v: u32| (v != 0).then_some(v);
+        let drive_count = u32_at(b, 44);
+        if drive_count == 0 || drive_count > MEMBERS_MAX {
+            return Err(SuperblockError::Field("member_count", drive_count.into()));
+        }
+        let role = u32_at(b, 72);
+        if role >= drive_count {
+            return Err(SuperblockError::Field("role", role.into()));
+        }
+        let data_offset = u64_at(b, 64);
+        if data_offset != DATA_OFFSET_BYTES {
+            return Err(SuperblockError::Field("data_offset_bytes", data_offset));
+        }
+        let mut failed = FailedSet::new();
+        for m in 0..MEMBERS_MAX {
+            if b[88 + m as usize / 8] & (1 << (m % 8)) != 0 {
+                if m >= drive_count {
+                    return Err(SuperblockError::Field("failed", m.into()));
+                }
+                failed.insert(m);
+            }
+        }
+        Ok(Self {
+            array_uuid: u128::from_le_bytes(b[16..32].try_into().expect("16 bytes")),
+            spec: ArraySpec {
+                level,
+                drive_count,
+                stripe_unit_bytes: u64_at(b, 48),
+                member_capacity_bytes: u64_at(b, 56),
+                layout,
+                copies: nonzero(u32_at(b, 36)),
+                spans: nonzero(u32_at(b, 40)),
+            },
+            role,
+            events: u64_at(b, 80),
+            dirty: u32_at(b, 76) & FLAG_DIRTY != 0,
+            failed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Superblock {
+        Superblock {
+            array_uuid: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+            spec: ArraySpec::new(Level::Raid6, 6, 65536, 1 << 30)
+                .with_layout(Layout::RightAsymmetric),
+            role: 5,
+            events: 42,
+            dirty: true,
+            failed: FailedSet::from_members(&[1, 4]),
+        }
+    }
+
+    #[test]
+    fn encode_then_decode_is_the_identity() {
+        let sb = sample();
+        assert_eq!(Superblock::decode(&sb.encode()), Ok(sb));
+        let r10 = Superblock {
+            spec: ArraySpec::new(Level::Raid10, 4, 4096, 1 << 20)
+                .with_layout(Layout::Far)
+                .with_copies(3),
+            failed: FailedSet::new(),
+            role: 3,
+            ..sb
+        };
+        assert_eq!(Superblock::decode(&r10.encode()), Ok(r10));
+    }
+
+    #[test]
+    fn a_flipped_bit_fails_the_checksum() {
+        let mut b = sample().encode();
+        b[81] ^= 0x10;
+        assert!(matches!(
+            Superblock::decode(&b),
+            Err(SuperblockError::Checksum { .. })
+        ));
+    }
+
+    #[test]
+    fn zeroes_are_not_a_superblock() {
+        assert_eq!(
+            Superblock::decode(&[0u8; SUPERBLOCK_BYTES]),
+            Err(SuperblockError::NoMagic)
+        );
+    }
+}
