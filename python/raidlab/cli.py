@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover
     from click.exceptions import UsageError
 from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
-from raidlab.config import parse_int
+from raidlab.config import Tuning, parse_int, tune_array
 from raidlab.errors import RaidlabError
 from raidlab.executor import JOBS_MAX, run_scenarios
 from raidlab.studies import StudySummary, get_study, summary_dict
@@ -189,6 +189,31 @@ RebuildRateOption = Annotated[
         help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M.",
     ),
 ]
+WriteCacheOption = Annotated[
+    str | None,
+    typer.Option("--write-cache", help="Controller cache: wb (write-back) or wt (through)."),
+]
+BbuOption = Annotated[
+    str | None, typer.Option("--bbu", help="Battery/flash backup unit fitted: yes or no.")
+]
+ReadAheadOption = Annotated[
+    str | None, typer.Option("--read-ahead", help="Controller read-ahead: none, adaptive, always.")
+]
+OpOption = Annotated[
+    str | None,
+    typer.Option("--op", help="SSD over-provisioning: share left unpartitioned, e.g. 20%."),
+]
+PreconditionOption = Annotated[
+    str | None,
+    typer.Option("--precondition", help="SSD state: fob (fresh) or steady (SNIA PTS)."),
+]
+TUNING_FLAGS = {
+    "write_cache": "--write-cache",
+    "bbu": "--bbu",
+    "read_ahead": "--read-ahead",
+    "op": "--op",
+    "precondition": "--precondition",
+}
 DrivesOption = Annotated[
     str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
 ]
@@ -237,6 +262,11 @@ def atto(
     spans: SpansOption = None,
     failed: FailedOption = None,
     rebuild_rate: RebuildRateOption = None,
+    write_cache: WriteCacheOption = None,
+    bbu: BbuOption = None,
+    read_ahead: ReadAheadOption = None,
+    op: OpOption = None,
+    precondition: PreconditionOption = None,
     qd: Annotated[str, _opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
     sizes: Annotated[
         str, _opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
@@ -270,6 +300,9 @@ def atto(
             drive,
             controller,
             LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        array = tune_array(
+            array, Tuning(write_cache, bbu, read_ahead, op, precondition, TUNING_FLAGS)
         )
         frame = api.atto_sweep(
             array,
@@ -345,6 +378,11 @@ def run(
     spans: SpansOption = None,
     failed: FailedOption = None,
     rebuild_rate: RebuildRateOption = None,
+    write_cache: WriteCacheOption = None,
+    bbu: BbuOption = None,
+    read_ahead: ReadAheadOption = None,
+    op: OpOption = None,
+    precondition: PreconditionOption = None,
     rw: Annotated[
         str, _opt("--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")
     ] = "randread",
@@ -374,6 +412,9 @@ def run(
             drive,
             controller,
             LevelOptions(layout, copies, spans, failed, rebuild_rate),
+        )
+        array = tune_array(
+            array, Tuning(write_cache, bbu, read_ahead, op, precondition, TUNING_FLAGS)
         )
         frame = api.run_workload(
             array,

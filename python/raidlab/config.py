@@ -150,6 +150,7 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
     "read_ahead_bytes": ("bytes", 0, 1 << 30),
     "read_ahead_segments": ("count", 1, 64),  # the simulator accepts 1..=64
     "read_hit_overhead_ns": ("ns", 0, _NS_MAX),
+    "read_ahead_always": ("bool", None, None),
     "parity_rate_bytes_per_s": ("rate_or_unlimited", 1e3, _RATE_MAX),
     "read_balance": ("choice", READ_BALANCES, None),
     "cache_bytes": ("bytes", 0, 1 << 40),
@@ -160,6 +161,7 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
 }
 # Controller fields a table may leave out, with the native side's defaults.
 CONTROLLER_DEFAULTS: dict[str, Any] = {
+    "read_ahead_always": False,
     "cache_bytes": 0,
     "write_back": False,
     "cache_overhead_ns": 0,
@@ -756,3 +758,92 @@ def build_scenario(
 def parse_seed(value: Any, label: str = "seed") -> int:
     """A seed: 0 ..= 2^64-1, so the native side can hold it in a u64."""
     return parse_int(value, label, 0, 2**64 - 1)
+
+
+# --- tuning knobs (the CLI's --write-cache, --bbu, --read-ahead, --op, --precondition) ---
+
+WRITE_CACHE_MODES = ("wt", "wb")
+READ_AHEAD_MODES = ("none", "adaptive", "always")
+PRECONDITIONS = ("fob", "steady")
+# Read-ahead a controller without its own gets when asked for it: assumed, typical of
+# RAID firmware (a 64 KiB segment per stream, a few in flight).
+READ_AHEAD_DEFAULT_BYTES = 65_536
+READ_AHEAD_DEFAULT_SEGMENTS = 4
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Knobs applied on top of an array's presets; None leaves the preset's value."""
+
+    write_cache: str | None = None
+    bbu: str | None = None
+    read_ahead: str | None = None
+    op: str | None = None
+    precondition: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+
+def _choice(value: str, allowed: tuple[str, ...], label: str) -> str:
+    if value not in allowed:
+        raise RaidlabError(label, f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
+    """``array`` with the tuning knobs applied, checked as the presets are."""
+    array = {**array, "controller": dict(array["controller"]), "drive": dict(array["drive"])}
+    controller = array["controller"]
+    if tuning.read_ahead is not None:
+        mode = _choice(tuning.read_ahead, READ_AHEAD_MODES, tuning.label("read_ahead"))
+        if mode == "none":
+            controller["read_ahead_bytes"] = 0
+            controller["read_ahead_always"] = False
+        else:
+            if not controller.get("read_ahead_bytes"):
+                controller["read_ahead_bytes"] = READ_AHEAD_DEFAULT_BYTES
+                controller["read_ahead_segments"] = READ_AHEAD_DEFAULT_SEGMENTS
+            controller["read_ahead_always"] = mode == "always"
+    if tuning.write_cache is not None or tuning.bbu is not None:
+        wb = controller.get("write_back", False)
+        if tuning.write_cache is not None:
+            wb = _choice(tuning.write_cache, WRITE_CACHE_MODES, tuning.label("write_cache")) == "wb"
+        if wb and not controller.get("cache_bytes"):
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                f"controller {controller.get('name')!r} has no cache; write-back needs one",
+            )
+        name = str(controller.get("name", ""))
+        try:
+            bbu = bool(preset("controller", name, "controller").get("bbu", False))
+        except RaidlabError:
+            bbu = False
+        if tuning.bbu is not None:
+            bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
+        if wb and not bbu:
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                "write-back is refused without a battery/flash backup unit (--bbu no), as "
+                "the controller's firmware does; give --bbu yes",
+            )
+        controller["write_back"] = wb
+    if tuning.op is not None or tuning.precondition is not None:
+        ftl = array["drive"].get("ftl")
+        if not ftl:
+            raise RaidlabError(
+                tuning.label("op" if tuning.op is not None else "precondition"),
+                "the drive has no FTL model; give one in [array.drive.ftl] (see docs/scenario.md)",
+            )
+        ftl = dict(ftl)
+        if tuning.op is not None:
+            ftl["op_percent"] = _parse_field(
+                tuning.op, FTL_FIELDS["op_percent"], tuning.label("op")
+            )
+        if tuning.precondition is not None:
+            ftl["precondition"] = _choice(
+                tuning.precondition, PRECONDITIONS, tuning.label("precondition")
+            )
+        array["drive"]["ftl"] = ftl
+    return array

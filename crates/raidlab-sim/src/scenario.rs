@@ -329,6 +329,10 @@ pub struct ControllerSpec {
     /// Serial cost of a read served from the read-ahead buffer.
     #[serde(default)]
     pub read_hit_overhead_ns: u64,
+    /// Read ahead after every read ("always"), not only once a sequential stream is
+    /// seen ("adaptive", the default).
+    #[serde(default)]
+    pub read_ahead_always: bool,
     /// Parity engine rate (None = free).
     #[serde(default)]
     pub parity_rate_bytes_per_s: Option<f64>,

@@ -122,6 +122,8 @@ struct ReadAhead {
     free_slots: Vec<u32>,
     /// Where the next read of a sequential stream would start.
     expect_offset: u64,
+    /// Fetch ahead after every read, sequential or not.
+    always: bool,
     /// End of the last segment fetched.
     window_end: u64,
     waiters: Vec<u32>,
@@ -298,6 +300,7 @@ impl Simulation {
             window: VecDeque::with_capacity(c.read_ahead_segments as usize),
             free_slots: Vec::with_capacity(c.read_ahead_segments as usize),
             expect_offset: u64::MAX,
+            always: c.read_ahead_always,
             window_end: 0,
             waiters: Vec::new(),
             hits: 0,
@@ -1093,6 +1096,11 @@ impl Simulation {
             // The stream outran the window: this read goes to the drives and the window
             // continues beyond it.
             ra.window_end = ra.window_end.max(end);
+            self.top_up_read_ahead(end, r.len_bytes);
+        } else if ra.always {
+            // "Always" reads ahead of a random read too: the fetch is usually wasted.
+            self.clear_read_ahead();
+            self.controller.read_ahead.as_mut().expect("ra").window_end = end;
             self.top_up_read_ahead(end, r.len_bytes);
         } else {
             self.clear_read_ahead();

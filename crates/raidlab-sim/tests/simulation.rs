@@ -201,3 +201,19 @@ fn ramp_time_is_discarded() {
     // Measurement starts after the ramp, so the first sample is a full interval's worth.
     assert!(r.jobs[0].samples.read_ios[0] > 0);
 }
+
+#[test]
+fn read_ahead_always_costs_random_reads_and_adaptive_does_not() {
+    let mut s = scenario(ssd(), 2, Rw::Randread, 4096, 8);
+    s.array.controller.read_ahead_bytes = 65536;
+    s.array.controller.read_ahead_segments = 2;
+    let adaptive = simulate(&s);
+    s.array.controller.read_ahead_always = true;
+    let always = simulate(&s);
+    // Adaptive never fetches ahead of random reads; always fetches a segment after a
+    // read whenever a read-ahead buffer is free, and it is wasted.
+    assert_eq!(adaptive.explain.member_bytes_per_host_byte["read"], 1.0);
+    let fetched = always.explain.member_bytes_per_host_byte["read"];
+    assert!(fetched > 1.5, "{fetched}");
+    assert!(always.ops["read"].iops < adaptive.ops["read"].iops);
+}

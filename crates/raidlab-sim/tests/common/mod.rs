@@ -60,6 +60,7 @@ pub fn hba() -> ControllerSpec {
         read_ahead_bytes: 0,
         read_ahead_segments: 1,
         read_hit_overhead_ns: 0,
+        read_ahead_always: false,
         parity_rate_bytes_per_s: None,
         read_balance: Default::default(),
         cache_bytes: 0,
