@@ -490,6 +490,67 @@ def presets(output_format: FormatOption = "table") -> None:
     epilog="""Examples:
 
 \b
+  raidlab advise --drive intel-dc-s3500-80g --drives 4 --controller megaraid-9361 \\
+      --rw randrw --bs 4K --iodepth 32 --tolerate 1
+  raidlab advise --drive hitachi-deskstar-250g --drives 6 --rw write --bs 1M \\
+      --iodepth 4 --capacity 800G --metric mbps
+"""
+)
+def advise(
+    drive: DriveOption = None,
+    drives: DrivesOption = None,
+    controller: ControllerOption = None,
+    rw: Annotated[str, _opt("--rw", "fio's rw of the workload.")] = "randrw",
+    bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
+    iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "32",
+    numjobs: Annotated[str, _opt("--numjobs", "Independent jobs.")] = "1",
+    rwmixread: Annotated[str, _opt("--rwmixread", "Read percentage for rw/randrw.")] = "70",
+    ios: Annotated[str, _opt("--ios", "Measured host I/Os per candidate.")] = "20000",
+    capacity: Annotated[str, _opt("--capacity", "Usable capacity needed, e.g. 500G.")] = "0",
+    tolerate: Annotated[str, _opt("--tolerate", "Drive failures to survive in every case.")] = "0",
+    metric: Annotated[str, _opt("--metric", "Rank by iops, mbps or lat_p99_us.")] = "iops",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+) -> None:
+    """Simulate the RAID levels, stripe units and write-cache settings a set of drives
+    allows for a workload, and rank them, with the bottleneck of each and why the
+    winner wins."""
+    from raidlab.advise import advise as run_advise
+
+    with _user_errors():
+        output_format = _format(output_format)
+        if drive is None:
+            raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`)")
+        frame = run_advise(
+            drive,
+            parse_int(drives or "1", "--drives", 1, 256),
+            WorkloadRequest(
+                rw=rw,
+                bs=bs,
+                rwmixread=rwmixread,
+                iodepth=iodepth,
+                numjobs=numjobs,
+                ios=ios,
+                labels=RUN_FLAGS,
+            ),
+            controller=controller,
+            capacity=capacity,
+            tolerate=parse_int(tolerate, "--tolerate", 0, 255),
+            metric=metric,
+            seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+            jobs=_jobs(jobs),
+            labels={"capacity": "--capacity", "metric": "--metric"},
+        )
+        _print_frame(frame, output_format, "candidate arrays, best first")
+        if output_format == "table":
+            _stdout.print(frame.attrs["why"])
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
   raidlab reproduce ssd-raid0-atto
   raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
   raidlab reproduce ssd-raid0-atto --format csv > ssd.csv

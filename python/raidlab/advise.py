@@ -1,0 +1,188 @@
+"""`raidlab advise`: simulate the candidate arrays for a set of drives and a workload,
+and rank them.
+
+The candidates are every RAID level the drive count allows that meets the constraints
+(usable capacity, failures survived in every case), at a few stripe units, with the
+controller's write cache off and, where it has one and a backup unit, on. Each candidate
+is a scenario like any other, so they run in parallel and the ranking is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from raidlab.config import ArrayRequest, Tuning, build_array, build_scenario, tune_array
+from raidlab.errors import RaidlabError
+from raidlab.executor import run_scenarios
+from raidlab.native import array_info
+from raidlab.units import format_size, parse_size
+from raidlab.workloads import WorkloadRequest, build_workload
+
+# Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
+LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}
+STRIPE_UNITS = ("16K", "64K", "256K")
+METRICS = ("iops", "mbps", "lat_p99_us")
+ADVISE_COLUMNS = [
+    "rank",
+    "level",
+    "stripe_unit",
+    "write_cache",
+    "usable",
+    "tolerates",
+    "iops",
+    "mbps",
+    "lat_p99_us",
+    "bottleneck",
+]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One array to try."""
+
+    level: int
+    stripe_unit: str
+    write_back: bool
+
+
+def _candidates(
+    drive: Any, controller: Any, drives: int, capacity_bytes: int, tolerate: int
+) -> list[tuple[Candidate, dict[str, Any]]]:
+    out = []
+    for level, minimum in LEVEL_MINIMUM_DRIVES.items():
+        if drives < minimum or (level in (50, 60) and drives % 2):
+            continue
+        if level == 1 and drives > 4:
+            continue  # an n-way mirror of many drives is never the sensible answer
+        for stripe_unit in STRIPE_UNITS if level != 1 else ("64K",):
+            array = build_array(
+                ArrayRequest(
+                    level=level,
+                    drives=drives,
+                    stripe_unit=stripe_unit,
+                    drive=drive,
+                    controller=controller,
+                )
+            )
+            info = array_info(array)
+            if info["capacity_bytes"] < capacity_bytes or info["tolerated_failures"] < tolerate:
+                continue
+            modes = [False]
+            if array["controller"].get("cache_bytes"):
+                modes.append(True)
+            for write_back in modes:
+                try:
+                    tuned = tune_array(array, Tuning(write_cache="wb" if write_back else "wt"))
+                except RaidlabError:
+                    continue  # write-back refused (no backup unit)
+                out.append((Candidate(level, stripe_unit, write_back), tuned))
+    return out
+
+
+def advise(
+    drive: Any,
+    drives: Any,
+    workload: WorkloadRequest,
+    controller: Any = None,
+    capacity: Any = 0,
+    tolerate: Any = 0,
+    metric: str = "iops",
+    seed: int = 1,
+    jobs: int | None = None,
+    progress: bool = True,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Rank the candidate arrays for ``workload``; columns ADVISE_COLUMNS, best first.
+    ``.attrs["why"]`` explains the winner against the runner-up."""
+    labels = dict(labels or {})
+    if metric not in METRICS:
+        raise RaidlabError(
+            labels.get("metric", "metric"), f"must be one of {', '.join(METRICS)}, got {metric!r}"
+        )
+    drive_count = int(drives)
+    capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
+    tolerated = int(tolerate)
+    candidates = _candidates(drive, controller, drive_count, capacity_bytes, tolerated)
+    if not candidates:
+        raise RaidlabError(
+            labels.get("capacity", "capacity"),
+            f"no RAID level of {drive_count} drives offers {format_size(capacity_bytes)} "
+            f"while surviving {tolerated} failure(s)",
+        )
+    scenarios = []
+    for candidate, array in candidates:
+        built = build_workload(workload, array)
+        if candidate.write_back:
+            # Measure a full cache, not the burst it absorbs: warm up with writes
+            # worth twice the cache.
+            built = {**built, "warmup_ios": _fill_ios(built, array["controller"]["cache_bytes"])}
+        scenarios.append(build_scenario(array, built, seed))
+    results = run_scenarios(scenarios, jobs=jobs, progress=progress, description="candidates")
+    rows = []
+    for (candidate, array), result in zip(candidates, results, strict=True):
+        ops = result["ops"].values()
+        ios = sum(op["ios"] for op in ops)
+        p99 = max(op["percentiles_ns"]["99.000000"] for op in ops) / 1e3
+        rows.append(
+            {
+                "level": candidate.level,
+                "stripe_unit": candidate.stripe_unit,
+                "write_cache": "wb" if candidate.write_back else "wt",
+                "usable": f"{array_info(array)['capacity_bytes'] / 1e9:,.0f} GB",
+                "tolerates": array_info(array)["tolerated_failures"],
+                "iops": sum(op["iops"] for op in ops),
+                "mbps": sum(op["mbps"] for op in ops),
+                "lat_p99_us": p99,
+                "bottleneck": f"{result['explain']['bottleneck']} "
+                f"({100 * result['explain']['bottleneck_utilisation']:.0f} %)",
+                "_ios": ios,
+                "_member_ios": result["explain"]["member_ios_per_host_io"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame = frame.sort_values(metric, ascending=(metric == "lat_p99_us"), kind="stable")
+    frame.insert(0, "rank", range(1, len(frame) + 1))
+    why = _why(frame, metric)
+    frame = frame[ADVISE_COLUMNS].reset_index(drop=True)
+    frame.attrs["why"] = why
+    return frame
+
+
+WARMUP_IOS_MAX = 5_000_000
+
+
+def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:
+    """Host I/Os that write twice ``cache_bytes`` (bounded)."""
+    mix = workload.get("bs_write") or workload["bs"]
+    mean_bytes = sum(b * w for b, w in mix) / sum(w for _, w in mix)
+    read_percent = {"read": 100, "randread": 100, "write": 0, "randwrite": 0}.get(
+        workload["rw"], workload["rwmixread"]
+    )
+    write_share = max(1 - read_percent / 100, 0.01)
+    return int(min(WARMUP_IOS_MAX, 2 * cache_bytes / mean_bytes / write_share))
+
+
+def _why(frame: pd.DataFrame, metric: str) -> str:
+    best = frame.iloc[0]
+    name = f"RAID {best['level']} ({best['stripe_unit']}, write cache {best['write_cache']})"
+    text = (
+        f"{name} wins on {metric}: {best[metric]:,.1f}; it is limited by "
+        f"{best['bottleneck']} and costs {_member_cost(best['_member_ios'])}."
+    )
+    if len(frame) > 1:
+        second = frame.iloc[1]
+        text += (
+            f" The runner-up, RAID {second['level']} ({second['stripe_unit']}, "
+            f"{second['write_cache']}), reaches {second[metric]:,.1f}, limited by "
+            f"{second['bottleneck']}, at {_member_cost(second['_member_ios'])}."
+        )
+    return text
+
+
+def _member_cost(member_ios: Mapping[str, float]) -> str:
+    parts = [f"{ratio:.2f} member I/Os per host {op}" for op, ratio in sorted(member_ios.items())]
+    return ", ".join(parts) if parts else "no member I/O"

@@ -1,0 +1,44 @@
+"""raidlab advise: candidates within the constraints, ranked by the metric."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from raidlab.advise import advise
+from raidlab.cli import app
+from raidlab.workloads import WorkloadRequest
+
+runner = CliRunner()
+
+
+def test_candidates_meet_the_constraints_and_are_ranked_best_first() -> None:
+    frame = advise(
+        "intel-dc-s3500-80g",
+        4,
+        WorkloadRequest(rw="randread", bs="4K", iodepth=16, ios=2000),
+        tolerate=1,
+        jobs=1,
+        progress=False,
+    )
+    assert set(frame["level"]) == {1, 5, 6, 10}  # RAID 0 survives nothing
+    assert (frame["tolerates"] >= 1).all()
+    assert list(frame["iops"]) == sorted(frame["iops"], reverse=True)
+    assert "wins on iops" in frame.attrs["why"]
+
+
+def test_a_capacity_no_level_offers_is_one_clear_error() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "advise",
+            "--drive",
+            "intel-dc-s3500-80g",
+            "--drives",
+            "2",
+            "--capacity",
+            "1T",
+            "--ios",
+            "500",
+        ],
+    )
+    assert result.exit_code == 2 and "--capacity" in result.output
