@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
 from raidlab.advise import advise
 from raidlab.cli import app
 from raidlab.workloads import WorkloadRequest
+from typer.testing import CliRunner
 
 runner = CliRunner()
 

@@ -19,6 +19,7 @@ from raidlab.config import ArrayRequest, Tuning, build_array, build_scenario, tu
 from raidlab.errors import RaidlabError
 from raidlab.executor import run_scenarios
 from raidlab.native import array_info
+from raidlab.presets import DEFAULT_CONTROLLER
 from raidlab.units import format_size, parse_size
 from raidlab.workloads import WorkloadRequest, build_workload
 
@@ -106,7 +107,9 @@ def advise(
     drive_count = int(drives)
     capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
     tolerated = int(tolerate)
-    candidates = _candidates(drive, controller, drive_count, capacity_bytes, tolerated)
+    candidates = _candidates(
+        drive, controller or DEFAULT_CONTROLLER, drive_count, capacity_bytes, tolerated
+    )
     if not candidates:
         raise RaidlabError(
             labels.get("capacity", "capacity"),
