@@ -156,6 +156,24 @@ struct DestageEngine {
     waiters: VecDeque<u32>,
     max_bytes: u64,
     align_bytes: u64,
+    concurrency: u32,
+    /// Destages in flight, and the integral of that over time (for utilisation).
+    in_flight: u32,
+    in_flight_since_ns: u64,
+    in_flight_area_ns: u64,
+}
+
+impl DestageEngine {
+    /// Account the time since the last change at the current in-flight count.
+    fn account(&mut self, now_ns: u64) {
+        self.in_flight_area_ns += u64::from(self.in_flight) * (now_ns - self.in_flight_since_ns);
+        self.in_flight_since_ns = now_ns;
+    }
+
+    /// Busy time: in-flight destages over time, as a share of the allowed concurrency.
+    fn busy_ns(&self) -> u64 {
+        self.in_flight_area_ns / u64::from(self.concurrency)
+    }
 }
 
 /// A background rebuild of one member, a stripe unit of member space at a time, at a
@@ -364,6 +382,10 @@ impl Simulation {
                         waiters: VecDeque::new(),
                         max_bytes: full_stripe.max(1 << 20) / full_stripe * full_stripe,
                         align_bytes: full_stripe,
+                        concurrency: destage_slots,
+                        in_flight: 0,
+                        in_flight_since_ns: 0,
+                        in_flight_area_ns: 0,
                     }
                 }),
             },
@@ -1022,6 +1044,8 @@ impl Simulation {
                 return;
             };
             engine.free_slots.pop();
+            engine.account(self.now_ns);
+            engine.in_flight += 1;
             self.requests[slot as usize] = Request {
                 offset_bytes: offset,
                 len_bytes: len,
@@ -1042,6 +1066,8 @@ impl Simulation {
         let len = self.requests[slot as usize].len_bytes;
         let now = self.now_ns;
         let engine = self.controller.write_cache.as_mut().expect("a write cache");
+        engine.account(now);
+        engine.in_flight -= 1;
         engine.cache.destaged(len);
         engine.free_slots.push(slot);
         while let Some(&waiter) = engine.waiters.front() {
@@ -1312,6 +1338,17 @@ impl Simulation {
             if let Some(path) = path {
                 v.push((name.to_string(), "path", 1, path.busy_ns()));
             }
+        }
+        if let Some(engine) = &c.write_cache {
+            // In-flight time up to now, without disturbing the engine's own accounting.
+            let pending = u64::from(engine.in_flight) * (self.now_ns - engine.in_flight_since_ns)
+                / u64::from(engine.concurrency);
+            v.push((
+                "controller.destage".to_string(),
+                "controller",
+                1,
+                engine.busy_ns() + pending,
+            ));
         }
         for (i, d) in self.drives.iter().enumerate() {
             match &d.model {
