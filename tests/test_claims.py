@@ -28,7 +28,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]
 CSV_IDS = list(pd.read_csv(REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv")["claim_id"])
-COVERED = {"T01", "T02", "T03", "T06", "T21", "T22"}
+COVERED = {"T01", "T02", "T03", "T06", "T21", "T22", "T41"}
 
 
 def test_packaged_claims_file_is_the_reference_copy() -> None:
@@ -195,4 +195,4 @@ def test_unknown_study_suggests_the_claim_study() -> None:
 def test_native_study_gives_a_finite_value_for_every_check() -> None:
     frame = reproduce_claims("ssd-raid-tuning", ios=2000, jobs=1, progress=False)
     covered = frame[frame["result"] != "not covered"]
-    assert covered["simulated"].notna().all() and len(covered) == 9
+    assert covered["simulated"].notna().all() and len(covered) == 10
