@@ -8,10 +8,13 @@ shape and names the flag.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,47 +105,6 @@ def _format(value: str) -> str:
 
 def _jobs(value: str | None) -> int | None:
     return None if value is None else parse_int(value, "--jobs", 1, JOBS_MAX)
-
-
-@dataclass(frozen=True)
-class LevelOptions:
-    """The RAID-level flags shared by atto and run, as text."""
-
-    layout: str | None = None
-    copies: str | None = None
-    spans: str | None = None
-    failed: str | None = None
-    rebuild_rate: str | None = None
-
-
-def _array(
-    config: Path | None,
-    level: str | None,
-    drives: str | None,
-    stripe_unit: str | None,
-    drive: str | None,
-    controller: str | None,
-    options: LevelOptions | None = None,
-) -> dict[str, Any]:
-    options = options or LevelOptions()
-    if config is None and drive is None:
-        raise RaidlabError(
-            "--drive", "give a drive preset (see `raidlab presets`) or --config FILE.toml"
-        )
-    return api.resolve_array(
-        config,
-        level=level,
-        drives=drives,
-        stripe_unit=stripe_unit,
-        drive=drive,
-        controller=controller,
-        layout=options.layout,
-        copies=options.copies,
-        spans=options.spans,
-        failed=options.failed,
-        rebuild_rate=options.rebuild_rate,
-        labels=ARRAY_FLAGS,
-    )
 
 
 # Option declarations shared by atto and run. Values are text: the front end parses
@@ -238,6 +200,100 @@ def _opt(flag: str, help_text: str) -> Any:
     return typer.Option(flag, help=help_text)
 
 
+# The array and tuning flags every simulating command takes, declared once: the
+# decorator adds them to a command's signature and hands the command one ArrayFlags.
+ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("config", ConfigOption),
+    ("drive", DriveOption),
+    ("controller", ControllerOption),
+    ("level", LevelOption),
+    ("drives", DrivesOption),
+    ("stripe_unit", StripeUnitOption),
+    ("layout", LayoutOption),
+    ("copies", CopiesOption),
+    ("spans", SpansOption),
+    ("failed", FailedOption),
+    ("rebuild_rate", RebuildRateOption),
+    ("write_cache", WriteCacheOption),
+    ("bbu", BbuOption),
+    ("read_ahead", ReadAheadOption),
+    ("op", OpOption),
+    ("precondition", PreconditionOption),
+)
+
+
+@dataclass(frozen=True)
+class ArrayFlags:
+    """The array and tuning flags of a command, as text until ``build``."""
+
+    config: Path | None = None
+    drive: str | None = None
+    controller: str | None = None
+    level: str | None = None
+    drives: str | None = None
+    stripe_unit: str | None = None
+    layout: str | None = None
+    copies: str | None = None
+    spans: str | None = None
+    failed: str | None = None
+    rebuild_rate: str | None = None
+    write_cache: str | None = None
+    bbu: str | None = None
+    read_ahead: str | None = None
+    op: str | None = None
+    precondition: str | None = None
+
+    def build(self) -> dict[str, Any]:
+        """The scenario's ``array``; errors name the flags."""
+        if self.config is None and self.drive is None:
+            raise RaidlabError(
+                "--drive", "give a drive preset (see `raidlab presets`) or --config FILE.toml"
+            )
+        array = api.resolve_array(
+            self.config,
+            level=self.level,
+            drives=self.drives,
+            stripe_unit=self.stripe_unit,
+            drive=self.drive,
+            controller=self.controller,
+            layout=self.layout,
+            copies=self.copies,
+            spans=self.spans,
+            failed=self.failed,
+            rebuild_rate=self.rebuild_rate,
+            labels=ARRAY_FLAGS,
+        )
+        tuning = Tuning(
+            self.write_cache, self.bbu, self.read_ahead, self.op, self.precondition, TUNING_FLAGS
+        )
+        return tune_array(array, tuning)
+
+
+def with_array_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` (which takes a keyword ``flags: ArrayFlags``) the array flags."""
+    signature = inspect.signature(command)
+    # The module's annotations are strings (postponed evaluation); typer needs the
+    # Annotated objects, resolved here where every option alias is defined.
+    hints = typing.get_type_hints(command, include_extras=True)
+    own = [
+        p.replace(annotation=hints.get(name, p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "flags"
+    ]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in ARRAY_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        flags = ArrayFlags(**{name: kwargs.pop(name, None) for name, _ in ARRAY_OPTIONS})
+        command(*args, flags=flags, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+    return wrapper
+
+
 @app.command(
     epilog="""Examples:
 
@@ -250,23 +306,8 @@ def _opt(flag: str, help_text: str) -> Any:
       --drives 4 --length 512M --explain
 """
 )
+@with_array_flags
 def atto(
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
-    write_cache: WriteCacheOption = None,
-    bbu: BbuOption = None,
-    read_ahead: ReadAheadOption = None,
-    op: OpOption = None,
-    precondition: PreconditionOption = None,
     qd: Annotated[str, _opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
     sizes: Annotated[
         str, _opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
@@ -283,6 +324,8 @@ def atto(
         Path | None,
         _opt("--plot", "Also draw the sweep to this file (FILE.png; format from the suffix)."),
     ] = None,
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
@@ -292,18 +335,7 @@ def atto(
             from raidlab.plots import check_figure_path
 
             check_figure_path(plot, "--plot")
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
-        array = tune_array(
-            array, Tuning(write_cache, bbu, read_ahead, op, precondition, TUNING_FLAGS)
-        )
+        array = flags.build()
         frame = api.atto_sweep(
             array,
             qd=qd,
@@ -319,7 +351,9 @@ def atto(
         if plot is not None:
             from raidlab.plots import plot_atto
 
-            figure = plot_atto(frame, plot, _atto_title(frame.attrs["array"], drive, config))
+            figure = plot_atto(
+                frame, plot, _atto_title(frame.attrs["array"], flags.drive, flags.config)
+            )
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
@@ -366,23 +400,8 @@ def atto(
       --drives 4 --failed 1 --rebuild-rate 200M --explain
 """
 )
+@with_array_flags
 def run(
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
-    write_cache: WriteCacheOption = None,
-    bbu: BbuOption = None,
-    read_ahead: ReadAheadOption = None,
-    op: OpOption = None,
-    precondition: PreconditionOption = None,
     rw: Annotated[
         str, _opt("--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")
     ] = "randread",
@@ -400,22 +419,13 @@ def run(
     seed: SeedOption = "1",
     output_format: FormatOption = "table",
     explain: ExplainOption = False,
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """A fio-style run: IOPS, MB/s and latency per direction."""
     with _user_errors():
         output_format = _format(output_format)
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
-        array = tune_array(
-            array, Tuning(write_cache, bbu, read_ahead, op, precondition, TUNING_FLAGS)
-        )
+        array = flags.build()
         frame = api.run_workload(
             array,
             WorkloadRequest(
@@ -911,27 +921,19 @@ FIO_FORMATS = ("normal", "json", "json+")
   raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json > out.json
 """,
 )
+@with_array_flags
 def fio(
     args: Annotated[
         list[str] | None,
         typer.Argument(help="Job files and/or fio options (--name=job --rw=randread ...)."),
     ] = None,
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
     seed: Annotated[str, _opt("--seed", "Random seed (a job's randseed= overrides it).")] = "1",
     jobs: JobsOption = None,
     output_format: Annotated[
         str, _opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
     ] = "normal",
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """fio job files (or fio's command-line job form) simulated on an array, reported
     in fio's own formats. Stonewall groups run one after another."""
@@ -947,15 +949,7 @@ def fio(
         files, options = _fio_tokens(args or [])
         job_file = parse_job_files(files)
         parse_command_line(options, job_file)
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
+        array = flags.build()
         plan = plan_jobs(job_file, array)
         if plan.ignored:
             typer.echo(
@@ -984,39 +978,23 @@ CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile"}
   raidlab cdm --drive intel-dc-s3500-80g --profile nvme --format csv
 """
 )
+@with_array_flags
 def cdm(
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
     profile: Annotated[str, _opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
     size: Annotated[str, _opt("--size", "Test file size (CDM's 1GiB default).")] = "1G",
     ios: Annotated[str, _opt("--ios", "Measured I/Os of each random test.")] = "20000",
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
     from raidlab.suites import cdm as run_cdm
 
     with _user_errors():
         output_format = _format(output_format)
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
+        array = flags.build()
         frame = run_cdm(
             array,
             profile,
@@ -1060,6 +1038,7 @@ def _print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
   raidlab iometer "bs=4K/100;read=70;random=100;workers=2;qd=8" --drive intel-dc-s3500-80g
 """
 )
+@with_array_flags
 def iometer(
     spec: Annotated[
         str,
@@ -1068,36 +1047,19 @@ def iometer(
             "bs=SIZE/PCT,...;read=PCT;random=PCT;workers=N;qd=N."
         ),
     ],
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
     ios: Annotated[str, _opt("--ios", "Measured I/Os, all workers together.")] = "20000",
     size: Annotated[str | None, _opt("--size", "Test region (default: whole array).")] = None,
     seed: SeedOption = "1",
     output_format: FormatOption = "table",
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
     from raidlab.suites import iometer as run_iometer
 
     with _user_errors():
         output_format = _format(output_format)
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
+        array = flags.build()
         frame = run_iometer(
             array,
             spec,
@@ -1117,18 +1079,8 @@ def iometer(
   raidlab pts --test tp --drive intel-dc-s3500-80g --drives 2 --plot pts.png
 """
 )
+@with_array_flags
 def pts(
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
     test: Annotated[str, _opt("--test", "iops, tp (throughput) or lat (latency).")] = "iops",
     mixes: Annotated[
         str | None, _opt("--mixes", "R/W mixes, e.g. 100/0,65/35,0/100 (default: PTS's).")
@@ -1146,6 +1098,8 @@ def pts(
     plot: Annotated[
         Path | None, _opt("--plot", "Draw the tracking variable and the table to FILE.png.")
     ] = None,
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """SNIA PTS-style test: rounds of the mix x size matrix until steady state."""
     from raidlab.suites import pts as run_pts
@@ -1157,15 +1111,7 @@ def pts(
             from raidlab.plots import check_figure_path
 
             check_figure_path(plot, "--plot")
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
+        array = flags.build()
         frame, summary = run_pts(
             array,
             test,
@@ -1235,19 +1181,9 @@ def pts(
       --iodepth 8 --drive hitachi-deskstar-250g --drives 4
 """
 )
+@with_array_flags
 def replay(
     trace: Annotated[Path, typer.Argument(help="Block trace file.")],
-    config: ConfigOption = None,
-    drive: DriveOption = None,
-    controller: ControllerOption = None,
-    level: LevelOption = None,
-    drives: DrivesOption = None,
-    stripe_unit: StripeUnitOption = None,
-    layout: LayoutOption = None,
-    copies: CopiesOption = None,
-    spans: SpansOption = None,
-    failed: FailedOption = None,
-    rebuild_rate: RebuildRateOption = None,
     trace_format: Annotated[str, _opt("--format", "msr (MSR Cambridge CSV) or blkparse.")] = "msr",
     mode: Annotated[
         str, _opt("--mode", "open (at trace timestamps) or closed (at --iodepth).")
@@ -1259,6 +1195,8 @@ def replay(
     seed: SeedOption = "1",
     output_format: Annotated[str, _opt("--output-format", "table, csv or json.")] = "table",
     explain: ExplainOption = False,
+    *,
+    flags: ArrayFlags,
 ) -> None:
     """Replay a block trace (streamed: any length) on a simulated array."""
     from raidlab.native import simulate_trace
@@ -1278,15 +1216,7 @@ def replay(
             scale = float("nan")
         if not (math.isfinite(scale) and scale > 0):
             raise RaidlabError("--time-scale", f"must be a number > 0, got {time_scale!r}")
-        array = _array(
-            config,
-            level,
-            drives,
-            stripe_unit,
-            drive,
-            controller,
-            LevelOptions(layout, copies, spans, failed, rebuild_rate),
-        )
+        array = flags.build()
         scenario = {"schema": 1, "seed": parse_int(seed, "--seed", 0, 2**64 - 1), "array": array}
         results = simulate_trace(
             scenario,
