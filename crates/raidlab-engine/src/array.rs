@@ -25,7 +25,10 @@
 
 use crate::error::{Error, Result};
 use crate::staged::Staged;
-use crate::superblock::{Superblock, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES};
+use crate::superblock::{
+    Superblock, BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
+    SUPERBLOCK_BYTES,
+};
 use raidlab_layout::parity;
 use raidlab_layout::{
     ArraySpec, CopyChooser, FailedSet, Geometry, Layout, Level, Plan, PlanError, Request, StripeId,
@@ -126,6 +129,9 @@ pub struct Status {
     pub dirty: bool,
     /// Failed members (includes missing and stale ones).
     pub failed: FailedSet,
+    /// Write-intent bitmap regions marked dirty (each [`BITMAP_REGION_BYTES`] of every
+    /// member): what `serve` resyncs after an unclean stop.
+    pub dirty_regions: u64,
     /// Per role: the path given for it, if any, and its state.
     pub members: Vec<(Option<PathBuf>, MemberState)>,
 }
@@ -170,6 +176,24 @@ pub struct Array {
     state: Mutex<State>,
     locks: Box<[Mutex<()>]>,
     reads_started: AtomicU64,
+    /// The write-intent bitmap as on disk (the OR of the active members' copies).
+    bitmap: Mutex<Vec<u8>>,
+}
+
+/// Bytes of the write-intent bitmap for `geo`: one bit per region of member data.
+fn bitmap_bytes(geo: &Geometry) -> usize {
+    let regions = geo.member_used_bytes().div_ceil(BITMAP_REGION_BYTES);
+    let bytes = regions.div_ceil(8);
+    assert!(
+        bytes <= BITMAP_BYTES_MAX,
+        "bitmap of {bytes} B exceeds its area"
+    );
+    bytes as usize
+}
+
+fn region_is_set(bitmap: &[u8], member_offset_bytes: u64) -> bool {
+    let r = member_offset_bytes / BITMAP_REGION_BYTES;
+    bitmap[(r / 8) as usize] & (1 << (r % 8)) != 0
 }
 
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
@@ -448,7 +472,10 @@ impl Array {
             }),
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
+            bitmap: Mutex::new(vec![0; bitmap_bytes(&geo)]),
         };
+        // A reused member may hold an old bitmap: start with every region clean.
+        array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
         // Zero-filled members are already consistent (zero data, zero P and Q); any
         // other content needs md's initial resync.
         if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
@@ -586,6 +613,22 @@ impl Array {
                 geo.tolerated_failures()
             )));
         }
+        let mut bitmap = vec![0u8; bitmap_bytes(&geo)];
+        for (role, f) in files.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let mut mine = vec![0u8; bitmap.len()];
+            f.read_exact_at(&mut mine, BITMAP_OFFSET_BYTES)
+                .map_err(|e| Error::Io {
+                    path: members[role].0.clone().unwrap_or_default(),
+                    op: "read bitmap",
+                    source: e,
+                })?;
+            bitmap.iter_mut().zip(&mine).for_each(|(b, m)| *b |= m);
+        }
+        if !newest.dirty {
+            // A clean stop leaves nothing in flight, whatever a member's bitmap says.
+            bitmap.fill(0);
+        }
         Ok(Self {
             geo,
             uuid: newest.array_uuid,
@@ -599,6 +642,7 @@ impl Array {
             }),
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
+            bitmap: Mutex::new(bitmap),
         })
     }
 
@@ -619,6 +663,8 @@ impl Array {
 
     /// A snapshot for `status`.
     pub fn status(&self) -> Status {
+        // Lock order is bitmap, files, state (see `mark_regions`): never bitmap under state.
+        let dirty_regions = self.dirty_regions();
         let st = self.state.lock().expect("state lock");
         Status {
             uuid: self.uuid,
@@ -626,8 +672,70 @@ impl Array {
             events: st.events,
             dirty: st.dirty,
             failed: st.failed,
+            dirty_regions,
             members: st.members.clone(),
         }
+    }
+
+    /// Regions set in the write-intent bitmap.
+    pub fn dirty_regions(&self) -> u64 {
+        let bm = self.bitmap.lock().expect("bitmap lock");
+        bm.iter().map(|b| u64::from(b.count_ones())).sum()
+    }
+
+    /// Writes `bitmap` to every active member and syncs it.
+    fn write_bitmap(&self, bitmap: &[u8]) -> Result<()> {
+        let files = self.files.read().expect("files lock").clone();
+        for (role, f) in files.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let path = self.state.lock().expect("state lock").members[role]
+                .0
+                .clone()
+                .unwrap_or_default();
+            f.write_all_at(bitmap, BITMAP_OFFSET_BYTES)
+                .and_then(|()| f.sync_data())
+                .map_err(io_err(&path, "write bitmap"))?;
+        }
+        Ok(())
+    }
+
+    /// Sets (on disk, synced, before any data moves) the bitmap bits of every region
+    /// `writes` touches. Later writes to a set region cost nothing.
+    fn mark_regions(&self, writes: &Staged) -> Result<()> {
+        let mut bm = self.bitmap.lock().expect("bitmap lock");
+        let mut changed = false;
+        for (e, buf) in writes.iter() {
+            let first = e.offset_bytes / BITMAP_REGION_BYTES;
+            let last = (e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES;
+            for r in first..=last {
+                let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
+                if bm[byte] & bit == 0 {
+                    bm[byte] |= bit;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.write_bitmap(&bm)?;
+        }
+        Ok(())
+    }
+
+    /// After an unclean stop: recomputes parity (copies) of the stripes in dirty bitmap
+    /// regions only, then clears the bitmap. Returns the regions resynced and what the
+    /// scrub of them found; `None` when the array is clean or cannot be resynced
+    /// (degraded or without redundancy: the bits stay set).
+    pub fn resync_dirty_regions(&self) -> Result<Option<(u64, ScrubReport)>> {
+        let regions = self.dirty_regions();
+        if regions == 0 || !self.failed().is_empty() || self.geo.tolerated_failures() == 0 {
+            return Ok(None);
+        }
+        let bm = self.bitmap.lock().expect("bitmap lock").clone();
+        let report = self.scrub_where(true, |off| region_is_set(&bm, off))?;
+        let clear = vec![0u8; bm.len()];
+        self.write_bitmap(&clear)?;
+        *self.bitmap.lock().expect("bitmap lock") = clear;
+        Ok(Some((regions, report)))
     }
 
     /// Applies `change` to the state, bumps the event counter and writes the superblock
@@ -673,6 +781,10 @@ impl Array {
     /// Flushes every member and marks the array clean.
     pub fn close(&self) -> Result<()> {
         self.flush()?;
+        // Everything is on disk: no region has writes in flight any more.
+        let clear = vec![0u8; bitmap_bytes(&self.geo)];
+        self.write_bitmap(&clear)?;
+        *self.bitmap.lock().expect("bitmap lock") = clear;
         self.commit_state(|st| st.dirty = false)
     }
 
@@ -930,6 +1042,7 @@ impl Array {
                 }
             };
             let writes = self.stage_writes(req, data, &failed, &plan, &reads);
+            self.mark_regions(&writes)?;
             return self.write_phase(&files, &writes, fua);
         }
     }
@@ -1219,6 +1332,12 @@ impl Array {
     /// `repair` rewrites parity from data (copies from the first copy). Needs every
     /// member; refused on levels without redundancy.
     pub fn scrub(&self, repair: bool) -> Result<ScrubReport> {
+        self.scrub_where(repair, |_| true)
+    }
+
+    /// [`Array::scrub`] of the stripes (chunks, for mirrors) with some block at a
+    /// member offset for which `wanted` holds.
+    fn scrub_where(&self, repair: bool, wanted: impl Fn(u64) -> bool) -> Result<ScrubReport> {
         let geo = &self.geo;
         if geo.tolerated_failures() == 0 {
             return Err(Error::Input(format!(
@@ -1260,6 +1379,9 @@ impl Array {
             for span in 0..geo.spans() {
                 for stripe in 0..geo.stripes_per_span() {
                     let id = StripeId { span, stripe };
+                    if !wanted(geo.stripe_offset_bytes(id)) {
+                        continue;
+                    }
                     let _lock = self.lock_indices(&mut vec![Self::lock_index(span, stripe)]);
                     let (members, order) = stripe_members(geo, id);
                     let off = geo.stripe_offset_bytes(id);
@@ -1290,6 +1412,9 @@ impl Array {
             let mut other = vec![0u8; su as usize];
             for chunk in 0..geo.capacity_bytes() / su {
                 let l = chunk * su;
+                if !geo.copies_of(l).any(|c| wanted(c.offset_bytes)) {
+                    continue;
+                }
                 let _lock = self.lock_indices(&mut vec![Self::lock_index(0, chunk)]);
                 let primary = geo.locate(l);
                 read(primary.member, primary.offset_bytes, &mut first)?;

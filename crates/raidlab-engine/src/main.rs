@@ -174,13 +174,14 @@ fn print_status(array: &Array) {
     println!(
         "  state {state}{}, events {}, failed members {}",
         if s.dirty {
-            " (dirty: run repair after an unclean stop)"
+            " (dirty: unclean stop; serve resyncs the dirty bitmap regions)"
         } else {
             ""
         },
         s.events,
         s.failed
     );
+    println!("  dirty bitmap regions {}", s.dirty_regions);
     for (role, (path, st)) in s.members.iter().enumerate() {
         let p = path
             .as_ref()
@@ -273,6 +274,13 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             let array = Arc::new(Array::assemble(&a.members(0)?)?);
             let listener = TcpListener::bind(listen)
                 .map_err(|e| Error::Input(format!("--listen: cannot listen on {listen}: {e}")))?;
+            if let Some((regions, r)) = array.resync_dirty_regions()? {
+                eprintln!(
+                    "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
+                     ({} stripes checked, {} rewritten)",
+                    r.stripes_checked, r.repaired_stripes
+                );
+            }
             array.open_for_writes()?;
             install_signal_handlers();
             eprintln!(

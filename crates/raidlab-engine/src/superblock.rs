@@ -26,7 +26,8 @@
 //!    120 3972 zero
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
-//! All integers little-endian.
+//! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
+//! the write-intent bitmap (see the constants below and the crate README).
 
 use crate::crc32c::crc32c;
 use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
@@ -35,6 +36,17 @@ use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
 pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Where array data starts on every member.
 pub const DATA_OFFSET_BYTES: u64 = 1 << 20;
+/// Where the write-intent bitmap starts on every member: right after the superblock.
+/// Bit `r` (byte `r / 8`, bit `r % 8`) set means member bytes
+/// `[r * BITMAP_REGION_BYTES, (r + 1) * BITMAP_REGION_BYTES)` of the data area may have
+/// writes in flight on some member, so their stripes need a resync after an unclean stop.
+pub const BITMAP_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
+/// Member data bytes one bitmap bit covers (64 MiB, md's usual bitmap chunk order of
+/// magnitude: a set bit costs one fsync'd bitmap write per region first touched).
+pub const BITMAP_REGION_BYTES: u64 = 64 << 20;
+/// Room for the bitmap between the superblock and the data: 8 bits per byte, so about
+/// 8 million regions, 512 TiB per member.
+pub const BITMAP_BYTES_MAX: u64 = DATA_OFFSET_BYTES - BITMAP_OFFSET_BYTES;
 /// `b"RAIDLAB\x01"`.
 pub const MAGIC: [u8; 8] = *b"RAIDLAB\x01";
 /// On-disk format version this code writes and reads.

@@ -1,0 +1,227 @@
+"""NBD server speed: raidlab-engine against qemu-nbd and nbdkit, all on tmpfs.
+
+fio's nbd engine (libnbd) drives each export over loopback TCP with the same jobs:
+
+    4 KiB randread  QD 16    4 KiB randwrite  QD 16    1 MiB sequential read  QD 4
+
+Targets, every export 1 GiB of backing files in /dev/shm (RAM, so the numbers measure
+the server's CPU path, not a disk):
+
+    raidlab RAID 0 of 2 files   raidlab RAID 5 of 4 files (chunk 64 KiB)
+    qemu-nbd on one file        nbdkit file plugin on the same file (if installed)
+
+Each export is first filled with 1 MiB sequential writes, so reads do not hit holes.
+Servers listen on 127.0.0.1 only; all are stopped and the files removed at the end.
+
+    python benches/bench_nbd.py                 # 5 s per job
+    python benches/bench_nbd.py --runtime 10 --engine target/release/raidlab-engine
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+EXPORT_BYTES = 1 << 30
+MIB = 1 << 20
+# Every member file keeps 1 MiB for the superblock (see the engine README), so each
+# member is sized to hold its share of EXPORT_BYTES plus that.
+RAID0_MEMBERS = 2
+RAID5_MEMBERS = 4
+SERVER_START_S_MAX = 15.0
+CHUNK_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Job:
+    """One fio workload; fields keep fio's option names."""
+
+    name: str
+    rw: str
+    bs: str
+    iodepth: int
+
+
+JOBS = [
+    Job("4k-randread-qd16", "randread", "4k", 16),
+    Job("4k-randwrite-qd16", "randwrite", "4k", 16),
+    Job("1m-seqread-qd4", "read", "1m", 4),
+]
+
+
+@dataclass
+class Result:
+    iops: float
+    mb_per_s: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+    t0 = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() - t0 > SERVER_START_S_MAX:
+                raise RuntimeError(f"{what} did not listen on port {port}") from None
+            time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def fio(uri: str, job: Job, runtime_s: int, time_based: bool = True) -> Result:
+    args = [
+        "fio",
+        "--output-format=json",
+        f"--name={job.name}",
+        "--ioengine=nbd",
+        f"--uri={uri}",
+        f"--rw={job.rw}",
+        f"--bs={job.bs}",
+        f"--iodepth={job.iodepth}",
+        f"--size={EXPORT_BYTES}",
+        "--randrepeat=1",
+        "--norandommap",
+    ]
+    if time_based:
+        args += [f"--runtime={runtime_s}", "--time_based"]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    # fio may print notes before the JSON object.
+    data = json.loads(out[out.index("{") :])
+    j = data["jobs"][0]
+    side = j["write"] if job.rw.endswith("write") else j["read"]
+    return Result(iops=float(side["iops"]), mb_per_s=float(side["bw_bytes"]) / 1e6)
+
+
+def start_raidlab(engine: str, workdir: Path, level: int, members: int) -> subprocess.Popen[bytes]:
+    data_members = members - 1 if level == 5 else members
+    # Round each member's share up to whole chunks so the export holds EXPORT_BYTES.
+    data_per_member = -(-EXPORT_BYTES // (data_members * CHUNK_BYTES)) * CHUNK_BYTES
+    files = [str(workdir / f"r{level}-{i}.img") for i in range(members)]
+    subprocess.run(
+        [engine, "create", "--level", str(level), "--chunk", str(CHUNK_BYTES),
+         "--size", str(data_per_member + MIB), *files],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    port = free_port()
+    proc = subprocess.Popen(
+        [engine, "serve", "--listen", f"127.0.0.1:{port}", *files],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    proc.port = port  # type: ignore[attr-defined]
+    wait_listening(port, proc, f"raidlab-engine RAID {level}")
+    return proc
+
+
+def start_qemu_nbd(path: Path) -> subprocess.Popen[bytes]:
+    port = free_port()
+    proc = subprocess.Popen(
+        ["qemu-nbd", "-f", "raw", "-t", "-x", "", "--bind", "127.0.0.1",
+         "--port", str(port), str(path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    proc.port = port  # type: ignore[attr-defined]
+    wait_listening(port, proc, "qemu-nbd")
+    return proc
+
+
+def start_nbdkit(path: Path) -> subprocess.Popen[bytes]:
+    port = free_port()
+    proc = subprocess.Popen(
+        ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), "file", f"file={path}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    proc.port = port  # type: ignore[attr-defined]
+    wait_listening(port, proc, "nbdkit")
+    return proc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runtime", type=int, default=5, help="seconds per fio job")
+    ap.add_argument("--engine", default="target/release/raidlab-engine")
+    ap.add_argument("--dir", default="/dev/shm", help="where the backing files go")
+    args = ap.parse_args()
+    if not 1 <= args.runtime <= 600:
+        ap.error("--runtime must be 1..600 s")
+    for tool in ("fio", "qemu-nbd"):
+        if shutil.which(tool) is None:
+            print(f"error: {tool} not installed (apt-get install fio qemu-utils)")
+            return 2
+    if not Path(args.engine).exists():
+        subprocess.run(["cargo", "build", "--release", "-p", "raidlab-engine"], check=True)
+
+    workdir = Path(tempfile.mkdtemp(prefix="raidlab-bench-nbd-", dir=args.dir))
+    single = workdir / "single.img"
+    with open(single, "wb") as f:
+        f.truncate(EXPORT_BYTES)
+    targets: list[tuple[str, Callable[[], subprocess.Popen[bytes]]]] = [
+        ("qemu-nbd 1 file", lambda: start_qemu_nbd(single)),
+        ("raidlab RAID0x2", lambda: start_raidlab(args.engine, workdir, 0, RAID0_MEMBERS)),
+        ("raidlab RAID5x4", lambda: start_raidlab(args.engine, workdir, 5, RAID5_MEMBERS)),
+    ]
+    if shutil.which("nbdkit"):
+        targets.append(("nbdkit file 1 file", lambda: start_nbdkit(single)))
+    else:
+        print("note: nbdkit not installed, skipping it (apt-get install nbdkit)")
+
+    results: dict[str, dict[str, Result]] = {}
+    try:
+        for name, start in targets:
+            proc = start()
+            try:
+                uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
+                fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
+                results[name] = {}
+                for job in JOBS:
+                    r = fio(uri, job, args.runtime)
+                    results[name][job.name] = r
+                    print(f"{name:20} {job.name:18} {r.iops:>10.0f} IOPS {r.mb_per_s:>9.1f} MB/s",
+                          file=sys.stderr)  # fmt: skip
+            finally:
+                stop(proc)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    base = results["qemu-nbd 1 file"]
+    print(f"\nfio ioengine=nbd, {args.runtime} s per job, files in {args.dir}, "
+          f"{os.cpu_count()} CPUs (client and server share them)\n")  # fmt: skip
+    print("| target | job | IOPS | MB/s | vs qemu-nbd |\n|---|---|---:|---:|---:|")
+    for name, per_job in results.items():
+        for job in JOBS:
+            r = per_job[job.name]
+            ratio = r.iops / base[job.name].iops if base[job.name].iops else float("nan")
+            print(f"| {name} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | {ratio:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
