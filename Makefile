@@ -24,6 +24,25 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+setup: $(NATIVE_STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"
+	touch $@
+
+$(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+demo: setup
+	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
+	$(VENV)/bin/raidlab reproduce hdd-raid0-atto --out out/hdd-raid0-atto
+	$(VENV)/bin/raidlab reproduce ssd-raid-tuning
+	@echo
+	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
+
 test: setup tools lint test-rust test-python
 
 test-rust:
