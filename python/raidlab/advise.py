@@ -48,6 +48,8 @@ class Candidate:
     level: int
     stripe_unit: str
     write_back: bool
+    capacity_bytes: int
+    tolerated_failures: int
 
 
 def _candidates(
@@ -80,7 +82,14 @@ def _candidates(
                     tuned = tune_array(array, Tuning(write_cache="wb" if write_back else "wt"))
                 except RaidlabError:
                     continue  # write-back refused (no backup unit)
-                out.append((Candidate(level, stripe_unit, write_back), tuned))
+                candidate = Candidate(
+                    level,
+                    stripe_unit,
+                    write_back,
+                    info["capacity_bytes"],
+                    info["tolerated_failures"],
+                )
+                out.append((candidate, tuned))
     return out
 
 
@@ -126,7 +135,7 @@ def advise(
         scenarios.append(build_scenario(array, built, seed))
     results = run_scenarios(scenarios, jobs=jobs, progress=progress, description="candidates")
     rows = []
-    for (candidate, array), result in zip(candidates, results, strict=True):
+    for (candidate, _), result in zip(candidates, results, strict=True):
         ops = result["ops"].values()
         ios = sum(op["ios"] for op in ops)
         p99 = max(op["percentiles_ns"]["99.000000"] for op in ops) / 1e3
@@ -135,8 +144,8 @@ def advise(
                 "level": candidate.level,
                 "stripe_unit": candidate.stripe_unit,
                 "write_cache": "wb" if candidate.write_back else "wt",
-                "usable": f"{array_info(array)['capacity_bytes'] / 1e9:,.0f} GB",
-                "tolerates": array_info(array)["tolerated_failures"],
+                "usable": f"{candidate.capacity_bytes / 1e9:,.0f} GB",
+                "tolerates": candidate.tolerated_failures,
                 "iops": sum(op["iops"] for op in ops),
                 "mbps": sum(op["mbps"] for op in ops),
                 "lat_p99_us": p99,

@@ -961,23 +961,31 @@ impl Array {
             write: false,
         };
         let _locks = self.lock_range(offset_bytes, len);
-        // A snapshot, so marking a member failed (which takes the lock again) never
-        // waits on ourselves.
+        let read = self.plan_and_read(req)?;
+        self.assemble_read(req, &read.failed, &read.reads, buf);
+        Ok(())
+    }
+
+    /// Plans `req` against the current failures and runs its read phase; a member
+    /// whose read fails is marked failed and the request planned again without it.
+    fn plan_and_read(&self, req: Request) -> Result<PlannedRead> {
         let files = self.files.read().expect("files lock").clone();
         let mut plan = Plan::new();
         loop {
             let failed = self.failed();
             self.geo
                 .plan(req, &failed, &mut self.chooser(), &mut plan)?;
-            let reads = match self.read_phase(&files, &plan) {
-                Ok(r) => r,
-                Err((m, err)) => {
-                    self.member_io_failed(m, &err);
-                    continue;
+            match self.read_phase(&files, &plan) {
+                Ok(reads) => {
+                    return Ok(PlannedRead {
+                        files,
+                        failed,
+                        plan,
+                        reads,
+                    })
                 }
-            };
-            self.assemble_read(req, &failed, &reads, buf);
-            return Ok(());
+                Err((m, err)) => self.member_io_failed(m, &err),
+            }
         }
     }
 
@@ -1026,25 +1034,10 @@ impl Array {
             write: true,
         };
         let _locks = self.lock_range(offset_bytes, len);
-        // A snapshot, so marking a member failed (which takes the lock again) never
-        // waits on ourselves.
-        let files = self.files.read().expect("files lock").clone();
-        let mut plan = Plan::new();
-        loop {
-            let failed = self.failed();
-            self.geo
-                .plan(req, &failed, &mut self.chooser(), &mut plan)?;
-            let reads = match self.read_phase(&files, &plan) {
-                Ok(r) => r,
-                Err((m, err)) => {
-                    self.member_io_failed(m, &err);
-                    continue;
-                }
-            };
-            let writes = self.stage_writes(req, data, &failed, &plan, &reads);
-            self.mark_regions(&writes)?;
-            return self.write_phase(&files, &writes, fua);
-        }
+        let read = self.plan_and_read(req)?;
+        let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
+        self.mark_regions(&writes)?;
+        self.write_phase(&read.files, &writes, fua)
     }
 
     /// The write phase's bytes: new data on every surviving copy, new parity per stripe
@@ -1442,4 +1435,15 @@ impl Array {
         }
         Ok(report)
     }
+}
+
+/// A request planned against the failures of the moment, with its read phase done.
+struct PlannedRead {
+    /// The member files, a snapshot: marking a member failed (which takes the files
+    /// lock again) never waits on the request itself.
+    files: Vec<Option<Arc<File>>>,
+    /// The failures the plan was made with.
+    failed: FailedSet,
+    plan: Plan,
+    reads: Staged,
 }

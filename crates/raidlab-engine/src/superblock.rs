@@ -108,6 +108,8 @@ impl std::fmt::Display for SuperblockError {
 
 impl std::error::Error for SuperblockError {}
 
+// The on-disk level codes (byte 32): the format, spelled out here on purpose rather
+// than taken from `Level::ALL`, whose order is not part of any format.
 const LEVELS: [Level; 9] = [
     Level::Raid0,
     Level::Concat,

@@ -10,25 +10,6 @@ use std::path::PathBuf;
 
 const S: u64 = 512;
 
-const LEVELS: [Level; 9] = [
-    Level::Raid0,
-    Level::Concat,
-    Level::Raid1,
-    Level::Raid4,
-    Level::Raid5,
-    Level::Raid6,
-    Level::Raid10,
-    Level::Raid50,
-    Level::Raid60,
-];
-
-const PARITY_LAYOUTS: [Layout; 4] = [
-    Layout::LeftAsymmetric,
-    Layout::RightAsymmetric,
-    Layout::LeftSymmetric,
-    Layout::RightSymmetric,
-];
-
 /// Small random valid options for `level` and a member count.
 fn options(level: Level, r: [u32; 6]) -> (CreateOptions, usize) {
     let su = S << (r[0] % 4);
@@ -37,7 +18,7 @@ fn options(level: Level, r: [u32; 6]) -> (CreateOptions, usize) {
     let mut o = CreateOptions::new(level, su, Some(size));
     o.uuid = Some(u128::from(r[5]) << 64 | u128::from(r[4]));
     let pick = |lo: u32, hi: u32| (lo + r[4] % (hi - lo + 1)) as usize;
-    let layout = PARITY_LAYOUTS[(r[3] % 4) as usize];
+    let layout = Layout::PARITY[(r[3] % 4) as usize];
     let n = match level {
         Level::Raid0 | Level::Concat => pick(1, 5),
         Level::Raid1 => pick(2, 4),
@@ -53,7 +34,7 @@ fn options(level: Level, r: [u32; 6]) -> (CreateOptions, usize) {
         Level::Raid10 => {
             let n = pick(2, 6) as u32;
             o.copies = Some(2 + r[5] % (n - 1).min(3));
-            o.layout = Some([Layout::Near, Layout::Far, Layout::Offset][(r[3] % 3) as usize]);
+            o.layout = Some(Layout::RAID10[(r[3] % 3) as usize]);
             n as usize
         }
         Level::Raid50 | Level::Raid60 => {
@@ -88,7 +69,7 @@ proptest! {
         ops in proptest::collection::vec((any::<u64>(), any::<u64>(), 0u8..8), 1..24)
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let (opts, n) = options(LEVELS[level], r);
+        let (opts, n) = options(Level::ALL[level], r);
         let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("m{i}"))).collect();
         let array = Array::create(&paths, &opts).unwrap();
         let cap = array.capacity_bytes();

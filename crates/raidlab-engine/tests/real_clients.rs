@@ -33,22 +33,32 @@ fn engine(dir: &Path, args: &[&str]) -> Output {
 struct Server(Child, u16);
 
 fn serve(dir: &Path, members: &[&str]) -> Server {
+    spawn_server(dir, members, false)
+}
+
+/// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
+/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
+fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let child = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
+    command
         .current_dir(dir)
         .args(["serve", "--listen", &listen])
-        .args(members)
-        .spawn()
-        .unwrap();
+        .args(members);
+    if capture_stderr {
+        command.stderr(std::process::Stdio::piped());
+    }
+    let child = command.spawn().unwrap();
     let t0 = Instant::now();
     while TcpStream::connect(&listen).is_err() {
+        // A dirty array resyncs before it listens.
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
+            t0.elapsed() < Duration::from_secs(20),
             "server did not start"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -300,28 +310,7 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     // never written through NBD): the resync must make its parity agree again.
     engine(d, &["inject", "b", &(50 * 1024 * 1024).to_string()]);
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let child = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(d)
-        .args(["serve", "--listen", &listen])
-        .args(members)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while TcpStream::connect(&listen).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let s = Server(child, port);
+    let s = spawn_server(d, &members, true);
     let t = run(Command::new("qemu-io")
         .args(["-f", "raw", &s.uri()])
         .args(["-c", "read -P 0xab 0 4M"]));

@@ -28,6 +28,19 @@ pub enum Level {
 }
 
 impl Level {
+    /// Every level, in declaration order.
+    pub const ALL: [Level; 9] = [
+        Level::Raid0,
+        Level::Concat,
+        Level::Raid1,
+        Level::Raid4,
+        Level::Raid5,
+        Level::Raid6,
+        Level::Raid10,
+        Level::Raid50,
+        Level::Raid60,
+    ];
+
     /// Human name, as used in messages ("RAID 5", "concat").
     pub fn name(self) -> &'static str {
         match self {
@@ -126,6 +139,17 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// md's four parity layouts (RAID 5/6/50/60).
+    pub const PARITY: [Layout; 4] = [
+        Layout::LeftAsymmetric,
+        Layout::RightAsymmetric,
+        Layout::LeftSymmetric,
+        Layout::RightSymmetric,
+    ];
+
+    /// md's RAID 10 copy layouts.
+    pub const RAID10: [Layout; 3] = [Layout::Near, Layout::Far, Layout::Offset];
+
     /// md's name (`left-symmetric`, `near`, ...).
     pub fn name(self) -> &'static str {
         match self {

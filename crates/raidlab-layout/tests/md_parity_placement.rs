@@ -2,9 +2,6 @@
 //! switch statement of `raid5_compute_sector` (drivers/md/raid5.c), independently of the
 //! crate's code, plus literal tables for 4 and 5 drives.
 
-mod common;
-
-use common::*;
 use proptest::prelude::*;
 use raidlab_layout::{ArraySpec, Geometry, Layout, Level, StripeId};
 
@@ -108,7 +105,7 @@ proptest! {
     ) {
         let level = if six { 6 } else { 5 };
         let n = if six { n.max(4) } else { n };
-        let layout = PARITY_LAYOUTS[l];
+        let layout = Layout::PARITY[l];
         let geo = geometry(if six { Level::Raid6 } else { Level::Raid5 }, n, layout);
         let chunk = chunk % (geo.capacity_bytes() / 4096);
         let (dd, pd, qd) = md_compute(level, layout, i64::from(n), chunk as i64);
@@ -130,7 +127,7 @@ proptest! {
         six in any::<bool>(), l in 0usize..4, w in 0u32..3, spans in 1u32..=3, chunk in 0u64..4096
     ) {
         let width = w + if six { 4 } else { 3 };
-        let layout = PARITY_LAYOUTS[l];
+        let layout = Layout::PARITY[l];
         let level = if six { Level::Raid60 } else { Level::Raid50 };
         let geo = Geometry::new(&ArraySpec::new(level, width * spans, 4096, 64 * 4096).with_layout(layout).with_spans(spans)).unwrap();
         let chunk = chunk % (geo.capacity_bytes() / 4096);

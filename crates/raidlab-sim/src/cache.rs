@@ -53,15 +53,12 @@ impl WriteCache {
     pub fn insert(&mut self, start: u64, len: u64) {
         let mut s = start;
         let mut e = start + len;
-        // Absorb every extent that overlaps or touches [s, e).
-        let touching: Vec<(u64, u64)> = self
-            .dirty
-            .range(..=e)
-            .rev()
-            .take_while(|(_, &end)| end >= s)
-            .map(|(&a, &b)| (a, b))
-            .collect();
-        for (a, b) in touching {
+        // Absorb every extent that overlaps or touches [s, e), highest start first, so
+        // no list of them is collected on the write path.
+        while let Some((&a, &b)) = self.dirty.range(..=e).next_back() {
+            if b < s {
+                break;
+            }
             self.dirty.remove(&a);
             self.dirty_bytes -= b - a;
             s = s.min(a);

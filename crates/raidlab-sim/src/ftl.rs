@@ -92,11 +92,6 @@ impl Ftl {
         ftl
     }
 
-    /// Logical units.
-    pub fn logical_units(&self) -> u32 {
-        self.logical_units
-    }
-
     /// Write amplification so far (1 before any write).
     pub fn write_amplification(&self) -> f64 {
         if self.host_units == 0 {
@@ -150,11 +145,6 @@ impl Ftl {
             self.collect(&mut work);
         }
         work
-    }
-
-    /// Discard a logical unit (TRIM): its copy stops being valid.
-    pub fn trim(&mut self, logical: u32) {
-        self.invalidate(logical);
     }
 
     fn victim(&self) -> u32 {

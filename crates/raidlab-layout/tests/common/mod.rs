@@ -12,25 +12,6 @@ use raidlab_layout::{
 
 pub const S: u64 = SECTOR_BYTES;
 
-pub const PARITY_LAYOUTS: [Layout; 4] = [
-    Layout::LeftAsymmetric,
-    Layout::RightAsymmetric,
-    Layout::LeftSymmetric,
-    Layout::RightSymmetric,
-];
-
-pub const LEVELS: [Level; 9] = [
-    Level::Raid0,
-    Level::Concat,
-    Level::Raid1,
-    Level::Raid4,
-    Level::Raid5,
-    Level::Raid6,
-    Level::Raid10,
-    Level::Raid50,
-    Level::Raid60,
-];
-
 /// A valid spec of `level` from random words: small arrays, so tests can touch every byte.
 pub fn make_spec(level: Level, r: [u32; 6]) -> ArraySpec {
     let su = S << (r[0] % 4);
@@ -40,7 +21,7 @@ pub fn make_spec(level: Level, r: [u32; 6]) -> ArraySpec {
     let cap = chunks * su + u64::from(r[2] % 3) * S;
     let pick = |lo: u32, hi: u32| lo + r[4] % (hi - lo + 1);
     let spec = |n| ArraySpec::new(level, n, su, cap);
-    let layout = PARITY_LAYOUTS[(r[3] % 4) as usize];
+    let layout = Layout::PARITY[(r[3] % 4) as usize];
     match level {
         Level::Raid0 | Level::Concat => spec(pick(1, 8)),
         Level::Raid1 => spec(pick(2, 5)),
@@ -50,7 +31,7 @@ pub fn make_spec(level: Level, r: [u32; 6]) -> ArraySpec {
         Level::Raid10 => {
             let n = pick(2, 9);
             let copies = 2 + r[5] % (n - 1).min(3);
-            let l10 = [Layout::Near, Layout::Far, Layout::Offset][(r[3] % 3) as usize];
+            let l10 = Layout::RAID10[(r[3] % 3) as usize];
             spec(n).with_layout(l10).with_copies(copies)
         }
         Level::Raid50 | Level::Raid60 => {
@@ -64,12 +45,12 @@ pub fn make_spec(level: Level, r: [u32; 6]) -> ArraySpec {
 
 /// Any level with a random valid geometry.
 pub fn arb_spec() -> impl Strategy<Value = ArraySpec> {
-    (0usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(LEVELS[l], r))
+    (0usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(Level::ALL[l], r))
 }
 
 /// Levels with redundancy only.
 pub fn arb_redundant_spec() -> impl Strategy<Value = ArraySpec> {
-    (2usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(LEVELS[l], r))
+    (2usize..9, any::<[u32; 6]>()).prop_map(|(l, r)| make_spec(Level::ALL[l], r))
 }
 
 /// A random failure set the geometry tolerates, built from random bits.
