@@ -37,7 +37,7 @@ use raidlab_layout::{
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
@@ -134,6 +134,30 @@ pub struct Status {
     pub dirty_regions: u64,
     /// Per role: the path given for it, if any, and its state.
     pub members: Vec<(Option<PathBuf>, MemberState)>,
+    /// The rebuild running now, if any.
+    pub rebuild: Option<RebuildProgress>,
+}
+
+/// How far a running rebuild has come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebuildProgress {
+    /// The role being rebuilt.
+    pub role: u32,
+    /// The new member's path.
+    pub path: PathBuf,
+    /// Member bytes rebuilt so far.
+    pub done_bytes: u64,
+    /// Member bytes to rebuild.
+    pub total_bytes: u64,
+}
+
+/// A rebuild in progress: rows `[0, rows_done)` of `role` on `file` are current, and
+/// every write that changes one of them rebuilds it again (see [`Array::rebuild`]).
+struct Rebuilding {
+    role: u32,
+    path: PathBuf,
+    file: Arc<File>,
+    rows_done: u64,
 }
 
 /// What a scrub found (and fixed).
@@ -178,6 +202,10 @@ pub struct Array {
     reads_started: AtomicU64,
     /// The write-intent bitmap as on disk (the OR of the active members' copies).
     bitmap: Mutex<Vec<u8>>,
+    /// The rebuild running now. Lock order: stripe locks, then this.
+    rebuilding: Mutex<Option<Rebuilding>>,
+    /// Set by [`Array::cancel_rebuild`]; the rebuild stops at its next row.
+    cancel_rebuild: AtomicBool,
 }
 
 /// Bytes of the write-intent bitmap for `geo`: one bit per region of member data.
@@ -473,6 +501,8 @@ impl Array {
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
             bitmap: Mutex::new(vec![0; bitmap_bytes(&geo)]),
+            rebuilding: Mutex::new(None),
+            cancel_rebuild: AtomicBool::new(false),
         };
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
@@ -643,6 +673,8 @@ impl Array {
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
             bitmap: Mutex::new(bitmap),
+            rebuilding: Mutex::new(None),
+            cancel_rebuild: AtomicBool::new(false),
         })
     }
 
@@ -665,8 +697,10 @@ impl Array {
     pub fn status(&self) -> Status {
         // Lock order is bitmap, files, state (see `mark_regions`): never bitmap under state.
         let dirty_regions = self.dirty_regions();
+        let rebuild = self.rebuild_progress();
         let st = self.state.lock().expect("state lock");
         Status {
+            rebuild,
             uuid: self.uuid,
             geometry: self.geo,
             events: st.events,
@@ -1037,7 +1071,8 @@ impl Array {
         let read = self.plan_and_read(req)?;
         let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
         self.mark_regions(&writes)?;
-        self.write_phase(&read.files, &writes, fua)
+        self.write_phase(&read.files, &writes, fua)?;
+        self.refresh_rebuilt_rows(req, &read.failed)
     }
 
     /// The write phase's bytes: new data on every surviving copy, new parity per stripe
@@ -1163,13 +1198,39 @@ impl Array {
         }
     }
 
+    /// The running rebuild's progress, if any.
+    pub fn rebuild_progress(&self) -> Option<RebuildProgress> {
+        let su = self.geo.stripe_unit_bytes();
+        let total = self.geo.member_used_bytes();
+        self.rebuilding
+            .lock()
+            .expect("rebuild lock")
+            .as_ref()
+            .map(|r| RebuildProgress {
+                role: r.role,
+                path: r.path.clone(),
+                done_bytes: (r.rows_done * su).min(total),
+                total_bytes: total,
+            })
+    }
+
+    /// Asks a running rebuild to stop at its next row (it returns an error; the member
+    /// stays failed). For a server shutting down.
+    pub fn cancel_rebuild(&self) {
+        self.cancel_rebuild.store(true, Ordering::Relaxed);
+    }
+
     /// Rebuilds failed member `role` onto `new_path` (created or extended as needed,
     /// refused if it is another active member), one chunk row at a time, at most
     /// `rate_bytes_per_s` written per second if given; `progress(done, total)` is called
     /// after every row. On success the member is active again, superblocks on all.
     ///
-    /// Writes running concurrently do not reach rows already rebuilt (the member stays
-    /// in the failed set until the end), so rebuild with the array otherwise idle.
+    /// Online: reads and writes may run concurrently from other threads. The member
+    /// stays in the failed set until the end, so requests plan around it; a write that
+    /// changes a row already rebuilt rebuilds that row again under its stripe locks
+    /// (see [`Array::write`]), and the rebuild marks a row done under the row's locks.
+    /// At the end it takes every stripe lock, so no request is between its plan and that
+    /// check when the member becomes active.
     pub fn rebuild(
         &self,
         role: u32,
@@ -1187,6 +1248,12 @@ impl Array {
                 level: self.geo.level(),
             }
             .into());
+        }
+        if let Some(r) = self.rebuild_progress() {
+            return Err(Error::Input(format!(
+                "a rebuild of member {} is running ({} of {} B); wait for it",
+                r.role, r.done_bytes, r.total_bytes
+            )));
         }
         let file = open_rw(new_path, true)?;
         let meta = file.metadata().map_err(io_err(new_path, "stat"))?;
@@ -1220,19 +1287,63 @@ impl Array {
         file.write_all_at(&[0u8; SUPERBLOCK_BYTES], 0)
             .map_err(io_err(new_path, "write"))?;
         let file = Arc::new(file);
+        let su = self.geo.stripe_unit_bytes();
+        let total = self.geo.member_used_bytes();
+        let rows = total.div_ceil(su);
+        {
+            let mut rb = self.rebuilding.lock().expect("rebuild lock");
+            if rb.is_some() {
+                return Err(Error::Input("a rebuild is running; wait for it".into()));
+            }
+            self.cancel_rebuild.store(false, Ordering::Relaxed);
+            *rb = Some(Rebuilding {
+                role,
+                path: new_path.to_path_buf(),
+                file: file.clone(),
+                rows_done: 0,
+            });
+        }
         self.files.write().expect("files lock")[role as usize] = Some(file.clone());
         {
             let mut st = self.state.lock().expect("state lock");
             st.members[role as usize] = (Some(new_path.to_path_buf()), MemberState::Failed);
         }
-        let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
-        let total = geo.member_used_bytes();
+        let outcome = self.rebuild_rows(role, &file, new_path, rows, rate_bytes_per_s, &mut progress);
+        let outcome = outcome.and_then(|()| {
+            file.sync_all().map_err(io_err(new_path, "sync"))?;
+            let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();
+            let _every_stripe = self.lock_indices(&mut all);
+            *self.rebuilding.lock().expect("rebuild lock") = None;
+            self.commit_state(|st| {
+                st.failed.remove(role);
+                st.members[role as usize].1 = MemberState::Active;
+            })
+        });
+        *self.rebuilding.lock().expect("rebuild lock") = None;
+        outcome
+    }
+
+    fn rebuild_rows(
+        &self,
+        role: u32,
+        file: &File,
+        path: &Path,
+        rows: u64,
+        rate_bytes_per_s: Option<u64>,
+        progress: &mut impl FnMut(u64, u64),
+    ) -> Result<()> {
+        let su = self.geo.stripe_unit_bytes();
+        let total = self.geo.member_used_bytes();
         let started = Instant::now();
         let mut plan = Plan::new();
-        let mut row = 0;
-        while row * su < total {
-            geo.rebuild_plan(
+        for row in 0..rows {
+            if self.cancel_rebuild.load(Ordering::Relaxed) {
+                return Err(Error::Input(format!(
+                    "rebuild of member {role} cancelled at {} of {total} B",
+                    row * su
+                )));
+            }
+            self.geo.rebuild_plan(
                 role,
                 row * su,
                 su,
@@ -1246,65 +1357,12 @@ impl Array {
                 .map(|sp| Self::lock_index(sp.span, sp.stripe))
                 .collect();
             let locks = self.lock_indices(&mut idx);
-            let files = self.files.read().expect("files lock").clone();
-            let failed = self.failed();
-            geo.rebuild_plan(role, row * su, su, &failed, &mut self.chooser(), &mut plan)?;
-            let reads = match self.read_phase(&files, &plan) {
-                Ok(r) => r,
-                Err((m, err)) => {
-                    drop(files);
-                    drop(locks);
-                    self.member_io_failed(m, &err);
-                    continue;
-                }
-            };
-            let mut w = Staged::zeroed(&plan.writes);
-            for sp in &plan.stripes {
-                debug_assert_eq!(sp.kind, StripeKind::Rebuild);
-                let len = sp.column_len_bytes;
-                if geo.parity_per_stripe() > 0 {
-                    let id = StripeId {
-                        span: sp.span,
-                        stripe: sp.stripe,
-                    };
-                    let (members, _, blocks) =
-                        stripe_blocks(geo, id, sp.column_offset_bytes, len, &reads, &sp.lost);
-                    let i = members
-                        .iter()
-                        .position(|&m| m == role)
-                        .expect("role in stripe");
-                    w.put(
-                        role,
-                        geo.stripe_offset_bytes(id) + sp.column_offset_bytes,
-                        &blocks[i],
-                    );
-                } else {
-                    let l = sp.stripe * su + sp.column_offset_bytes;
-                    let src = geo
-                        .copies_of(l)
-                        .find_map(|c| {
-                            sp.read
-                                .contains(c.member)
-                                .then(|| reads.get(c.member, c.offset_bytes, len))
-                                .flatten()
-                        })
-                        .expect("the plan read a copy");
-                    let dst = geo
-                        .copies_of(l)
-                        .find(|c| c.member == role)
-                        .expect("role holds a copy");
-                    w.put(role, dst.offset_bytes, src);
-                }
+            self.rebuild_row(role, row, file, path)?;
+            if let Some(rb) = self.rebuilding.lock().expect("rebuild lock").as_mut() {
+                rb.rows_done = row + 1;
             }
-            for (e, buf) in w.iter() {
-                debug_assert_eq!(e.member, role);
-                file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
-                    .map_err(io_err(new_path, "write"))?;
-            }
-            drop(files);
             drop(locks);
-            row += 1;
-            let done = (row * su).min(total);
+            let done = ((row + 1) * su).min(total);
             progress(done, total);
             if let Some(rate) = rate_bytes_per_s.filter(|&r| r > 0) {
                 let due = Duration::from_secs_f64(done as f64 / rate as f64);
@@ -1313,11 +1371,104 @@ impl Array {
                 }
             }
         }
-        file.sync_all().map_err(io_err(new_path, "sync"))?;
-        self.commit_state(|st| {
-            st.failed.remove(role);
-            st.members[role as usize].1 = MemberState::Active;
-        })
+        Ok(())
+    }
+
+    /// Recomputes chunk row `row` of `role` from the survivors and writes it to `file`.
+    /// The caller holds the stripe locks of the row. A survivor's read error marks it
+    /// failed and the row is planned again.
+    fn rebuild_row(&self, role: u32, row: u64, file: &File, path: &Path) -> Result<()> {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let mut plan = Plan::new();
+        let reads = loop {
+            let files = self.files.read().expect("files lock").clone();
+            let failed = self.failed();
+            geo.rebuild_plan(role, row * su, su, &failed, &mut self.chooser(), &mut plan)?;
+            match self.read_phase(&files, &plan) {
+                Ok(r) => break r,
+                Err((m, err)) => self.member_io_failed(m, &err),
+            }
+        };
+        let mut w = Staged::zeroed(&plan.writes);
+        for sp in &plan.stripes {
+            debug_assert_eq!(sp.kind, StripeKind::Rebuild);
+            let len = sp.column_len_bytes;
+            if geo.parity_per_stripe() > 0 {
+                let id = StripeId {
+                    span: sp.span,
+                    stripe: sp.stripe,
+                };
+                let (members, _, blocks) =
+                    stripe_blocks(geo, id, sp.column_offset_bytes, len, &reads, &sp.lost);
+                let i = members
+                    .iter()
+                    .position(|&m| m == role)
+                    .expect("role in stripe");
+                w.put(
+                    role,
+                    geo.stripe_offset_bytes(id) + sp.column_offset_bytes,
+                    &blocks[i],
+                );
+            } else {
+                let l = sp.stripe * su + sp.column_offset_bytes;
+                let src = geo
+                    .copies_of(l)
+                    .find_map(|c| {
+                        sp.read
+                            .contains(c.member)
+                            .then(|| reads.get(c.member, c.offset_bytes, len))
+                            .flatten()
+                    })
+                    .expect("the plan read a copy");
+                let dst = geo
+                    .copies_of(l)
+                    .find(|c| c.member == role)
+                    .expect("role holds a copy");
+                w.put(role, dst.offset_bytes, src);
+            }
+        }
+        for (e, buf) in w.iter() {
+            debug_assert_eq!(e.member, role);
+            file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+                .map_err(io_err(path, "write"))?;
+        }
+        Ok(())
+    }
+
+    /// During a rebuild: rebuilds again the rows of the rebuilding member that `req`
+    /// (just written, degraded, under its stripe locks) changed and that the rebuild
+    /// had already passed. Rows not yet passed get the new data when the rebuild
+    /// reaches them.
+    fn refresh_rebuilt_rows(&self, req: Request, failed: &FailedSet) -> Result<()> {
+        let (role, file, path, rows_done) = {
+            let rb = self.rebuilding.lock().expect("rebuild lock");
+            match rb.as_ref() {
+                Some(r) if r.rows_done > 0 && failed.contains(r.role) => {
+                    (r.role, r.file.clone(), r.path.clone(), r.rows_done)
+                }
+                _ => return Ok(()),
+            }
+        };
+        let mut healthy = *failed;
+        healthy.remove(role);
+        let mut plan = Plan::new();
+        self.geo
+            .plan(req, &healthy, &mut self.chooser(), &mut plan)?;
+        let su = self.geo.stripe_unit_bytes();
+        let mut rows: Vec<u64> = plan
+            .writes
+            .iter()
+            .filter(|e| e.member == role)
+            .flat_map(|e| e.offset_bytes / su..=(e.offset_bytes + e.len_bytes - 1) / su)
+            .filter(|&r| r < rows_done)
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        for row in rows {
+            self.rebuild_row(role, row, &file, &path)?;
+        }
+        Ok(())
     }
 
     /// md's `check` (`repair == false`) or `repair`: compares every stripe's parity with

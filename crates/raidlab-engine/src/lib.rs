@@ -38,5 +38,5 @@ pub mod nbd;
 mod staged;
 pub mod superblock;
 
-pub use array::{Array, CreateOptions, MemberState, ScrubReport, Status};
+pub use array::{Array, CreateOptions, MemberState, RebuildProgress, ScrubReport, Status};
 pub use error::{Error, Result};
