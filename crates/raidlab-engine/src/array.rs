@@ -688,6 +688,34 @@ impl Array {
         self.geo.capacity_bytes()
     }
 
+    /// The role of `target`: a member path (as assembled), a role index, or a file whose
+    /// superblock names a role of this array.
+    pub fn role_of(&self, target: &str) -> Result<u32> {
+        let st = self.status();
+        let given = Path::new(target);
+        let absolute = std::path::absolute(given).ok();
+        if let Some(r) = st.members.iter().position(|(p, _)| {
+            p.as_deref() == Some(given)
+                || (absolute.is_some() && p.as_deref() == absolute.as_deref())
+        }) {
+            return Ok(r as u32);
+        }
+        if let Ok(r) = target.parse::<u32>() {
+            if r < self.geo.members() {
+                return Ok(r);
+            }
+        }
+        if let Ok(sb) = read_superblock(given) {
+            if sb.array_uuid == st.uuid {
+                return Ok(sb.role);
+            }
+        }
+        Err(Error::Input(format!(
+            "{target}: not a member of this array (give one of the member paths or a role 0..{})",
+            self.geo.members()
+        )))
+    }
+
     /// The failed members now.
     pub fn failed(&self) -> FailedSet {
         self.state.lock().expect("state lock").failed
@@ -1308,7 +1336,8 @@ impl Array {
             let mut st = self.state.lock().expect("state lock");
             st.members[role as usize] = (Some(new_path.to_path_buf()), MemberState::Failed);
         }
-        let outcome = self.rebuild_rows(role, &file, new_path, rows, rate_bytes_per_s, &mut progress);
+        let outcome =
+            self.rebuild_rows(role, &file, new_path, rows, rate_bytes_per_s, &mut progress);
         let outcome = outcome.and_then(|()| {
             file.sync_all().map_err(io_err(new_path, "sync"))?;
             let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();

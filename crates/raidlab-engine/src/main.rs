@@ -2,23 +2,26 @@
 //! fault-inject arrays on member files or block devices. See the crate README.
 //! Bad input: one line `error: ...` on stderr and exit code 2.
 
-use raidlab_engine::{Array, CreateOptions, Error};
+use raidlab_engine::{control, Array, CreateOptions, Error};
 use raidlab_layout::{Layout, Level};
+use serde_json::{json, Value};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const USAGE: &str = "usage:
   raidlab-engine create --level L [--chunk 64K] [--size 64M] [--layout X] [--copies N]
-                        [--spans N] [--uuid HEX] [--force] [--assume-clean] MEMBER...
-  raidlab-engine status MEMBER...            (alias: assemble)
+                        [--spans N] [--uuid HEX] [--force] [--assume-clean] [--json] MEMBER...
+  raidlab-engine status [--json] MEMBER...   (alias: assemble)
   raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16] MEMBER...
-  raidlab-engine fail TARGET MEMBER...       (TARGET: a member path or a role index)
-  raidlab-engine replace OLD NEW [--rate 200M] MEMBER...
-  raidlab-engine check MEMBER...             (exit 1 when stripes mismatch)
-  raidlab-engine repair MEMBER...
+  raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
+  raidlab-engine replace OLD NEW [--rate 200M] [--no-wait] [--json] MEMBER...
+  raidlab-engine check [--json] MEMBER...    (exit 1 when stripes mismatch)
+  raidlab-engine repair [--json] MEMBER...
+While serve runs, status/fail/replace/check/repair on its members go to the server
+(control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
   raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -154,66 +157,118 @@ impl Args {
     }
 }
 
-fn print_status(array: &Array) {
-    let s = array.status();
-    let g = s.geometry;
-    let state = if s.failed.is_empty() {
-        "clean"
-    } else {
-        "degraded"
-    };
-    println!("array {:032x}", s.uuid);
+/// Prints a status report (the JSON of [`control::status_json`]) as text.
+fn print_status(s: &Value) {
+    let u = |k: &str| s[k].as_u64().unwrap_or(0);
+    println!("array {}", s["uuid"].as_str().unwrap_or(""));
     println!(
         "  level {}{}, chunk {} B, {} members, capacity {} B",
-        g.level(),
-        g.layout().map(|l| format!(" ({l})")).unwrap_or_default(),
-        g.stripe_unit_bytes(),
-        g.members(),
-        g.capacity_bytes()
+        s["level"].as_str().unwrap_or(""),
+        s["layout"]
+            .as_str()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default(),
+        u("chunk_bytes"),
+        u("member_count"),
+        u("capacity_bytes")
     );
+    let failed: Vec<String> = s["failed"]
+        .as_array()
+        .map(|a| a.iter().map(|m| m.to_string()).collect())
+        .unwrap_or_default();
     println!(
-        "  state {state}{}, events {}, failed members {}",
-        if s.dirty {
+        "  state {}{}, events {}, failed members {{{}}}",
+        s["state"].as_str().unwrap_or(""),
+        if s["dirty"].as_bool() == Some(true) {
             " (dirty: unclean stop; serve resyncs the dirty bitmap regions)"
         } else {
             ""
         },
-        s.events,
-        s.failed
+        u("events"),
+        failed.join(",")
     );
-    println!("  dirty bitmap regions {}", s.dirty_regions);
-    for (role, (path, st)) in s.members.iter().enumerate() {
-        let p = path
-            .as_ref()
-            .map_or("-".to_string(), |p| p.display().to_string());
-        println!("  member {role}: {p} {st}");
+    println!("  dirty bitmap regions {}", u("dirty_regions"));
+    if let Some(r) = s["rebuild"].as_object() {
+        let (done, total) = (
+            r["done_bytes"].as_u64().unwrap_or(0),
+            r["total_bytes"].as_u64().unwrap_or(1).max(1),
+        );
+        println!(
+            "  rebuilding member {} onto {}: {}% ({done}/{total} B)",
+            r["role"],
+            r["path"].as_str().unwrap_or(""),
+            done * 100 / total
+        );
+    }
+    for m in s["members"].as_array().into_iter().flatten() {
+        println!(
+            "  member {}: {} {}",
+            m["role"],
+            m["path"].as_str().unwrap_or("-"),
+            m["state"].as_str().unwrap_or("")
+        );
     }
 }
 
-/// A role from a member path (among the assembled members) or an index.
-fn role_of(array: &Array, target: &str) -> Result<u32, Error> {
-    let st = array.status();
-    if let Some(r) = st
-        .members
+fn print_scrub(r: &Value) {
+    println!(
+        "stripes checked {}, mismatched {}, repaired {}",
+        r["stripes_checked"], r["mismatched_stripes"], r["repaired_stripes"]
+    );
+}
+
+fn report(json: bool, v: &Value, text: fn(&Value)) {
+    if json {
+        println!("{v}");
+    } else {
+        text(v);
+    }
+}
+
+/// Absolute member paths: a server keeps them, and clients name members to it.
+fn absolute(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
+    paths
+        .into_iter()
+        .map(|p| std::path::absolute(&p).map_err(|e| Error::Input(format!("{}: {e}", p.display()))))
+        .collect()
+}
+
+/// A path argument made absolute when it names an existing file (else as given: a role).
+fn target_arg(t: &str) -> String {
+    let p = Path::new(t);
+    if p.exists() {
+        std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
+    } else {
+        t.to_string()
+    }
+}
+
+/// Asks the server of the array these members belong to, if one is running.
+fn ask_server(
+    members: &[PathBuf],
+    req: Value,
+    progress: impl FnMut(&Value),
+) -> Result<Option<Value>, Error> {
+    let Some(uuid) = members
         .iter()
-        .position(|(p, _)| p.as_deref() == Some(std::path::Path::new(target)))
-    {
-        return Ok(r as u32);
-    }
-    if let Ok(r) = target.parse::<u32>() {
-        if r < array.geometry().members() {
-            return Ok(r);
+        .find_map(|m| raidlab_engine::array::read_superblock(m).ok())
+        .map(|sb| sb.array_uuid)
+    else {
+        return Ok(None);
+    };
+    control::request(uuid, &req, progress)
+}
+
+/// Prints rebuild progress on stderr every 5 %.
+fn progress_printer() -> impl FnMut(u32, u64, u64) {
+    let mut last_pct = u64::MAX;
+    move |role, done, total| {
+        let pct = done * 100 / total.max(1);
+        if pct != last_pct && (pct % 5 == 0 || done == total) {
+            eprintln!("rebuild member {role}: {pct}% ({done}/{total} B)");
+            last_pct = pct;
         }
     }
-    if let Ok(sb) = raidlab_engine::array::read_superblock(std::path::Path::new(target)) {
-        if sb.array_uuid == st.uuid {
-            return Ok(sb.role);
-        }
-    }
-    Err(Error::Input(format!(
-        "{target}: not a member of this array (give one of the member paths or a role 0..{})",
-        array.geometry().members()
-    )))
 }
 
 fn run(argv: &[String]) -> Result<ExitCode, Error> {
@@ -226,7 +281,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             let a = Args::parse(
                 rest,
                 &["level", "chunk", "size", "layout", "copies", "spans", "uuid"],
-                &["force", "assume-clean"],
+                &["force", "assume-clean", "json"],
             )?;
             let level: Level = a
                 .value("level")
@@ -251,13 +306,24 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 .transpose()?;
             opts.force = a.switch("force");
             opts.assume_clean = a.switch("assume-clean");
-            let array = Array::create(&a.members(0)?, &opts)?;
-            print_status(&array);
+            let members = absolute(a.members(0)?)?;
+            if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
+                return Err(Error::Input(
+                    "MEMBER: these members are being served; stop the server first".into(),
+                ));
+            }
+            let array = Array::create(&members, &opts)?;
+            report(a.switch("json"), &control::status_json(&array.status()), print_status);
             Ok(ExitCode::SUCCESS)
         }
         "status" | "assemble" => {
-            let a = Args::parse(rest, &[], &[])?;
-            print_status(&Array::assemble(&a.members(0)?)?);
+            let a = Args::parse(rest, &[], &["json"])?;
+            let members = absolute(a.members(0)?)?;
+            let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
+                Some(s) => s,
+                None => control::status_json(&Array::assemble(&members)?.status()),
+            };
+            report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "serve" => {
@@ -271,7 +337,8 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             if !(1..=1024).contains(&max) {
                 return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
             }
-            let array = Arc::new(Array::assemble(&a.members(0)?)?);
+            let array = Arc::new(Array::assemble(&absolute(a.members(0)?)?)?);
+            let control_socket = control::bind(array.status().uuid)?;
             let listener = TcpListener::bind(listen)
                 .map_err(|e| Error::Input(format!("--listen: cannot listen on {listen}: {e}")))?;
             if let Some((regions, r)) = array.resync_dirty_regions()? {
@@ -283,72 +350,109 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             }
             array.open_for_writes()?;
             install_signal_handlers();
+            let control_path = control::socket_path(array.status().uuid);
+            let control_thread = {
+                let array = array.clone();
+                std::thread::spawn(move || control::serve(array, control_socket, &STOP))
+            };
             eprintln!(
-                "raidlab-engine: serving {} B ({} {}) on nbd://{}",
+                "raidlab-engine: serving {} B ({} {}) on nbd://{} (control socket {})",
                 array.capacity_bytes(),
                 array.geometry().level(),
                 if array.failed().is_empty() { "clean" } else { "degraded" },
-                listener.local_addr().map(|a| a.to_string()).unwrap_or_default()
+                listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+                control_path.display()
             );
             let served = raidlab_engine::nbd::serve(array.clone(), listener, max, &STOP);
+            STOP.store(true, Ordering::Relaxed);
+            let _ = control_thread.join();
             array.close()?;
             served.map_err(|e| Error::Input(format!("serve: {e}")))?;
-            eprintln!("raidlab-engine: stopped, array clean");
+            eprintln!(
+                "raidlab-engine: stopped, array {}",
+                if array.failed().is_empty() { "clean" } else { "degraded" }
+            );
             Ok(ExitCode::SUCCESS)
         }
         "fail" => {
-            let a = Args::parse(rest, &[], &[])?;
+            let a = Args::parse(rest, &[], &["json"])?;
             let target = a
                 .positional
                 .first()
-                .ok_or_else(|| Error::Input("TARGET: the member to fail is needed".into()))?
-                .clone();
-            let array = Array::assemble(&a.members(1)?)?;
-            let role = role_of(&array, &target)?;
-            array.fail_member(role)?;
-            print_status(&array);
+                .ok_or_else(|| Error::Input("TARGET: the member to fail is needed".into()))?;
+            let target = target_arg(target);
+            let members = absolute(a.members(1)?)?;
+            let s = match ask_server(&members, json!({"cmd": "fail", "target": target}), |_| {})? {
+                Some(s) => s,
+                None => {
+                    let array = Array::assemble(&members)?;
+                    array.fail_member(array.role_of(&target)?)?;
+                    control::status_json(&array.status())
+                }
+            };
+            report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "replace" => {
-            let a = Args::parse(rest, &["rate"], &[])?;
+            let a = Args::parse(rest, &["rate"], &["json", "no-wait"])?;
             if a.positional.len() < 3 {
                 return Err(Error::Input("replace: OLD NEW MEMBER... needed".into()));
             }
             let rate = a.value("rate").map(|s| parse_bytes("--rate", s)).transpose()?;
-            let (old, new) = (a.positional[0].clone(), PathBuf::from(&a.positional[1]));
-            let members: Vec<PathBuf> = a
-                .members(2)?
+            let old = target_arg(&a.positional[0]);
+            let new = absolute(vec![PathBuf::from(&a.positional[1])])?.remove(0);
+            let members: Vec<PathBuf> = absolute(a.members(2)?)?
                 .into_iter()
                 .filter(|p| p.as_os_str() != old.as_str())
                 .collect();
-            let array = Array::assemble(&members)?;
-            let role = role_of(&array, &old)?;
-            if !array.failed().contains(role) {
-                array.fail_member(role)?;
-            }
-            let mut last_pct = u64::MAX;
-            array.rebuild(role, &new, rate, |done, total| {
-                let pct = done * 100 / total.max(1);
-                if pct != last_pct && (pct % 5 == 0 || done == total) {
-                    eprintln!("rebuild member {role}: {pct}% ({done}/{total} B)");
-                    last_pct = pct;
-                }
+            let mut print = progress_printer();
+            let req = json!({
+                "cmd": "replace", "old": old, "new": new.display().to_string(),
+                "rate": rate, "wait": !a.switch("no-wait"),
+            });
+            let remote = ask_server(&members, req, |p| {
+                print(
+                    p["role"].as_u64().unwrap_or(0) as u32,
+                    p["done_bytes"].as_u64().unwrap_or(0),
+                    p["total_bytes"].as_u64().unwrap_or(0),
+                )
             })?;
-            print_status(&array);
+            let s = match remote {
+                Some(s) => s,
+                None => {
+                    if a.switch("no-wait") {
+                        return Err(Error::Input(
+                            "--no-wait: only for an array being served (the rebuild runs in the server)".into(),
+                        ));
+                    }
+                    let array = Array::assemble(&members)?;
+                    let role = array.role_of(&old)?;
+                    if !array.failed().contains(role) {
+                        array.fail_member(role)?;
+                    }
+                    array.rebuild(role, &new, rate, |done, total| print(role, done, total))?;
+                    control::status_json(&array.status())
+                }
+            };
+            report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "check" | "repair" => {
-            let a = Args::parse(rest, &[], &[])?;
-            let array = Array::assemble(&a.members(0)?)?;
-            let r = array.scrub(cmd == "repair")?;
-            println!(
-                "stripes checked {}, mismatched {}, repaired {}",
-                r.stripes_checked, r.mismatched_stripes, r.repaired_stripes
-            );
-            if cmd == "repair" {
-                array.close()?;
-            }
-            Ok(if cmd == "check" && r.mismatched_stripes > 0 {
+            let a = Args::parse(rest, &[], &["json"])?;
+            let members = absolute(a.members(0)?)?;
+            let r = match ask_server(&members, json!({ "cmd": cmd }), |_| {})? {
+                Some(r) => r,
+                None => {
+                    let array = Array::assemble(&members)?;
+                    let r = array.scrub(cmd == "repair")?;
+                    if cmd == "repair" {
+                        array.close()?;
+                    }
+                    control::scrub_json(&r)
+                }
+            };
+            report(a.switch("json"), &r, print_scrub);
+            Ok(if cmd == "check" && r["mismatched_stripes"].as_u64() != Some(0) {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

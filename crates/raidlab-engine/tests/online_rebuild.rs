@@ -61,7 +61,9 @@ fn run(level: Level, n: usize, layout: Option<Layout>, spans: Option<u32>, rebui
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut calls = 0;
     array
-        .rebuild(rebuild, &dir.path().join("new"), Some(64 << 20), |_, _| calls += 1)
+        .rebuild(rebuild, &dir.path().join("new"), Some(64 << 20), |_, _| {
+            calls += 1
+        })
         .unwrap();
     assert!(calls > 0);
     stop.store(true, Ordering::Relaxed);
@@ -69,7 +71,10 @@ fn run(level: Level, n: usize, layout: Option<Layout>, spans: Option<u32>, rebui
     for w in writers {
         expect.extend(w.join().unwrap());
     }
-    assert!(array.failed().is_empty(), "{level:?}: rebuilt member active");
+    assert!(
+        array.failed().is_empty(),
+        "{level:?}: rebuilt member active"
+    );
     assert!(array.rebuild_progress().is_none());
     let check = |what: &str| {
         for (off, data) in &expect {

@@ -4,94 +4,12 @@
 //! pull a member out, serve degraded and read the pattern back, put a new member in,
 //! check.
 
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use common::{engine, have, run, serve, spawn_server};
 use std::path::Path;
-use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn engine(dir: &Path, args: &[&str]) -> Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-struct Server(Child, u16);
-
-fn serve(dir: &Path, members: &[&str]) -> Server {
-    spawn_server(dir, members, false)
-}
-
-/// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
-/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
-fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
-    command
-        .current_dir(dir)
-        .args(["serve", "--listen", &listen])
-        .args(members);
-    if capture_stderr {
-        command.stderr(std::process::Stdio::piped());
-    }
-    let child = command.spawn().unwrap();
-    let t0 = Instant::now();
-    while TcpStream::connect(&listen).is_err() {
-        // A dirty array resyncs before it listens.
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Server(child, port)
-}
-
-impl Server {
-    fn uri(&self) -> String {
-        format!("nbd://127.0.0.1:{}", self.1)
-    }
-    /// SIGINT: the server flushes and marks the array clean.
-    fn stop(mut self) {
-        let pid = self.0.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success());
-        assert!(self.0.wait().unwrap().success());
-    }
-}
-
-fn run(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap();
-    let t = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "{cmd:?}: {t}");
-    t
-}
+use std::process::Command;
+use std::time::Duration;
 
 #[test]
 fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
@@ -297,7 +215,8 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(150));
-    let Server(mut child, _) = s;
+    let mut s = s;
+    let child = &mut s.0;
     child.kill().unwrap(); // SIGKILL: no flush, no clean superblock, no bitmap clear
     child.wait().unwrap();
     let _ = writer.kill();
@@ -315,7 +234,8 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
         .args(["-f", "raw", &s.uri()])
         .args(["-c", "read -P 0xab 0 4M"]));
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    let Server(mut child, _) = s;
+    let mut s = s;
+    let child = &mut s.0;
     assert!(Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -1,0 +1,99 @@
+//! Shared by the tests that drive the `raidlab-engine` binary and real NBD clients.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+pub fn engine(dir: &Path, args: &[&str]) -> Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+pub struct Server(pub Child, pub u16);
+
+pub fn serve(dir: &Path, members: &[&str]) -> Server {
+    spawn_server(dir, members, false)
+}
+
+/// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
+/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
+pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
+    command
+        .current_dir(dir)
+        .args(["serve", "--listen", &listen])
+        .args(members);
+    if capture_stderr {
+        command.stderr(std::process::Stdio::piped());
+    }
+    let child = command.spawn().unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect(&listen).is_err() {
+        // A dirty array resyncs before it listens.
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server(child, port)
+}
+
+/// A test that fails leaves no server behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    pub fn uri(&self) -> String {
+        format!("nbd://127.0.0.1:{}", self.1)
+    }
+    /// SIGINT: the server flushes and marks the array clean.
+    pub fn stop(mut self) {
+        let pid = self.0.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        assert!(self.0.wait().unwrap().success());
+    }
+}
+
+pub fn run(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    let t = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{cmd:?}: {t}");
+    t
+}
