@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover
 from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 from raidlab.config import Tuning, parse_int, tune_array
+from raidlab.engine_cli import register as register_engine_commands
 from raidlab.errors import RaidlabError
 from raidlab.executor import JOBS_MAX, run_scenarios
 from raidlab.studies import StudySummary, get_study, summary_dict
@@ -1239,6 +1240,10 @@ def replay(
             )
         if explain and output_format != "json":
             _print_explain(results.get("explain"), "explain", to_stderr=output_format == "csv")
+
+
+# Real arrays (the raidlab-engine binary): create, status, serve, fail, replace, ...
+register_engine_commands(app)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,656 @@
+"""Real arrays: a typed Python API over the ``raidlab-engine`` binary.
+
+The engine (``crates/raidlab-engine``) keeps an array's bytes on member files or block
+devices and serves it over NBD. This module runs the binary, asks it for ``--json``
+reports and turns them into frozen dataclasses; it never touches member bytes itself,
+so the Python API and ``raidlab-engine`` on a shell can never disagree.
+
+While an array is served (``serve``), ``status``, ``fail``, ``replace``, ``check`` and
+``repair`` given the same members reach the server over its control socket, so a member
+is failed and rebuilt online while NBD clients keep working::
+
+    from raidlab import engine
+
+    members = [f"m{i}.img" for i in range(4)]
+    engine.create(members, level=5, size="64M")
+    with engine.serve(members) as server:        # a free port on 127.0.0.1
+        print(server.uri)                        # nbd://127.0.0.1:PORT
+        engine.fail(members[1], members)
+        engine.replace(members[1], "spare.img", members, rate="200M",
+                       progress=lambda done, total: print(f"{done}/{total}"))
+        assert engine.check(["m0.img", "spare.img", "m2.img", "m3.img"]).clean
+
+Bad input (the binary's exit status 2) raises :class:`raidlab.errors.RaidlabError`
+carrying the binary's one-line message; ``check``'s exit status 1 (stripes mismatch) is
+not an error: the mismatches are in the :class:`ScrubReport`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from raidlab.errors import RaidlabError
+from raidlab.units import parse_size
+
+ENGINE_ENV = "RAIDLAB_ENGINE"
+ENGINE_NAME = "raidlab-engine"
+# python/raidlab/engine.py -> the repository (where cargo puts target/release).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Every member starts with a superblock and a write-intent bitmap; array data starts
+# here (crates/raidlab-engine/README.md, On-disk format).
+DATA_OFFSET_BYTES = 1 << 20
+# How long `serve` may take to say it is ready: it may first resync dirty regions of
+# an array stopped uncleanly, which on a large array takes a while.
+SERVE_READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+
+Member = str | os.PathLike[str]
+Progress = Callable[[int, int], None]
+
+# `rebuild member 1: 45% (1234/5678 B)`: the binary's progress line on stderr.
+_PROGRESS_LINE = re.compile(r"^rebuild member (\d+): \d+% \((\d+)/(\d+) B\)$")
+# `raidlab-engine: serving N B (raid5 clean) on nbd://HOST:PORT (control socket PATH)`
+_READY_LINE = re.compile(
+    r"^raidlab-engine: serving (\d+) B \((.*)\) on nbd://(\S+) \(control socket (.*)\)$"
+)
+# Canonical layout keys the binary reports for create's geometry errors, and the flag
+# or argument the user actually gave.
+_CREATE_FIELDS = {
+    "drive_count": "MEMBER",
+    "stripe_unit_bytes": "--chunk",
+    "capacity_bytes": "--size",
+}
+
+
+# ---------------------------------------------------------------- locating the binary
+
+
+def engine_path() -> Path:
+    """The ``raidlab-engine`` binary to run.
+
+    In order: ``$RAIDLAB_ENGINE``; ``raidlab-engine`` next to the Python interpreter
+    (``make setup`` installs it into the venv's ``bin``); ``PATH``; the repository's
+    ``target/release/raidlab-engine`` (a plain ``cargo build --release``).
+    """
+    configured = os.environ.get(ENGINE_ENV)
+    if configured:
+        path = Path(configured)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise RaidlabError(ENGINE_ENV, f"{configured!r} is not an executable file")
+        return path
+    # Not resolved: in a venv, sys.executable is .venv/bin/python, a symlink whose
+    # target is the system interpreter's directory, not the venv's bin.
+    candidates = [Path(sys.executable).parent / ENGINE_NAME]
+    on_path = shutil.which(ENGINE_NAME)
+    if on_path:
+        candidates.append(Path(on_path))
+    candidates.append(REPO_ROOT / "target" / "release" / ENGINE_NAME)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise RaidlabError(
+        ENGINE_NAME,
+        f"binary not found (looked at ${ENGINE_ENV}, next to {sys.executable}, on PATH and "
+        f"in {REPO_ROOT / 'target' / 'release'}); run `make setup` to build and install it",
+    )
+
+
+# ---------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True)
+class MemberStatus:
+    """One role of the array and the file or device that holds it."""
+
+    role: int
+    path: str | None
+    # active, failed, missing, rebuilding, or e.g. "stale (events 3), not used".
+    state: str
+
+
+@dataclass(frozen=True)
+class RebuildStatus:
+    """A rebuild under way onto ``path``."""
+
+    role: int
+    path: str
+    done_bytes: int
+    total_bytes: int
+
+    @property
+    def fraction(self) -> float:
+        """Share of the member rebuilt, 0.0..1.0."""
+        return self.done_bytes / self.total_bytes if self.total_bytes else 1.0
+
+
+@dataclass(frozen=True)
+class ArrayStatus:
+    """An array's state as ``raidlab-engine status --json`` reports it."""
+
+    uuid: str
+    level: str
+    layout: str | None
+    chunk_bytes: int
+    member_count: int
+    capacity_bytes: int
+    tolerated_failures: int
+    state: str  # clean | degraded | rebuilding
+    dirty: bool
+    events: int
+    failed: tuple[int, ...]
+    dirty_regions: int
+    rebuild: RebuildStatus | None
+    members: tuple[MemberStatus, ...]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> ArrayStatus:
+        """Parse a status report; a report of another shape is a clear error."""
+        try:
+            rebuild = document["rebuild"]
+            status = cls(
+                uuid=str(document["uuid"]),
+                level=str(document["level"]),
+                layout=document["layout"],
+                chunk_bytes=int(document["chunk_bytes"]),
+                member_count=int(document["member_count"]),
+                capacity_bytes=int(document["capacity_bytes"]),
+                tolerated_failures=int(document["tolerated_failures"]),
+                state=str(document["state"]),
+                dirty=bool(document["dirty"]),
+                events=int(document["events"]),
+                failed=tuple(int(role) for role in document["failed"]),
+                dirty_regions=int(document["dirty_regions"]),
+                rebuild=None
+                if rebuild is None
+                else RebuildStatus(
+                    role=int(rebuild["role"]),
+                    path=str(rebuild["path"]),
+                    done_bytes=int(rebuild["done_bytes"]),
+                    total_bytes=int(rebuild["total_bytes"]),
+                ),
+                members=tuple(
+                    MemberStatus(int(m["role"]), m["path"], str(m["state"]))
+                    for m in document["members"]
+                ),
+                raw=dict(document),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise RaidlabError(
+                ENGINE_NAME, f"status report of an unexpected shape ({error!r}): {document}"
+            ) from None
+        assert len(status.members) == status.member_count, document
+        assert all(role < status.member_count for role in status.failed), document
+        return status
+
+    def members_frame(self) -> pd.DataFrame:
+        """One row per role: role, path, state, and the rebuild's done/total bytes."""
+        rows = []
+        for member in self.members:
+            rebuilding = self.rebuild is not None and self.rebuild.role == member.role
+            rows.append(
+                {
+                    "role": member.role,
+                    "path": member.path,
+                    "state": member.state,
+                    "failed": member.role in self.failed,
+                    "rebuild_done_bytes": self.rebuild.done_bytes if rebuilding else None,
+                    "rebuild_total_bytes": self.rebuild.total_bytes if rebuilding else None,
+                }
+            )
+        frame = pd.DataFrame(rows)
+        frame.attrs["status"] = dict(self.raw)
+        return frame
+
+
+@dataclass(frozen=True)
+class ScrubReport:
+    """What ``check`` (md's check: count) or ``repair`` (md's repair: rewrite) found."""
+
+    stripes_checked: int
+    mismatched_stripes: int
+    repaired_stripes: int
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def clean(self) -> bool:
+        """No stripe disagreed with its parity or copies."""
+        return self.mismatched_stripes == 0
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> ScrubReport:
+        try:
+            report = cls(
+                stripes_checked=int(document["stripes_checked"]),
+                mismatched_stripes=int(document["mismatched_stripes"]),
+                repaired_stripes=int(document["repaired_stripes"]),
+                raw=dict(document),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise RaidlabError(
+                ENGINE_NAME, f"scrub report of an unexpected shape ({error!r}): {document}"
+            ) from None
+        assert report.mismatched_stripes <= report.stripes_checked, document
+        assert report.repaired_stripes <= report.mismatched_stripes, document
+        return report
+
+    def to_frame(self) -> pd.DataFrame:
+        """The report as a one-row DataFrame."""
+        return pd.DataFrame([dict(self.raw)])
+
+
+# ----------------------------------------------------------------- running the binary
+
+
+def _arg(member: Member) -> str:
+    """A member as an argument the binary cannot mistake for an option."""
+    text = os.fspath(member)
+    return f"./{text}" if text.startswith("-") else text
+
+
+def _members(members: Sequence[Member] | Member) -> list[str]:
+    if isinstance(members, str | os.PathLike):
+        # A lone path is almost certainly a mistake for [path]; iterating it would
+        # pass one argument per character.
+        raise RaidlabError("members", f"expected a list of member paths, got {members!r}")
+    return [_arg(m) for m in members]
+
+
+def error_from_stderr(stderr: str, fields: Mapping[str, str] | None = None) -> RaidlabError:
+    """The binary's last ``error: field: message`` line as a RaidlabError."""
+    lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    text = lines[-1][len("error: ") :] if lines else " ".join(stderr.split()[-40:])
+    name, separator, message = text.partition(": ")
+    if not separator or " " in name.strip():
+        # No `field:` prefix (e.g. "unknown command ..."): the message alone.
+        return RaidlabError("", text)
+    return RaidlabError((fields or {}).get(name, name), message)
+
+
+def _raise_for(
+    command: str, result: subprocess.CompletedProcess[str], fields: Mapping[str, str] | None
+) -> None:
+    if result.returncode == 2:
+        raise error_from_stderr(result.stderr, fields)
+    raise RaidlabError(
+        ENGINE_NAME,
+        f"{command} exited with status {result.returncode}: {' '.join(result.stderr.split())}",
+    )
+
+
+def _run(
+    args: list[str],
+    *,
+    ok: tuple[int, ...] = (0,),
+    fields: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    command = [str(engine_path()), *args]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode not in ok:
+        _raise_for(args[0], result, fields)
+    return result
+
+
+def _json(result: subprocess.CompletedProcess[str]) -> Any:
+    import json
+
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        raise RaidlabError(
+            ENGINE_NAME, f"expected one JSON report on stdout, got {result.stdout[:200]!r}"
+        ) from None
+
+
+def _size_arg(value: int | str, flag: str) -> str:
+    """Sizes are parsed here (raidlab's own syntax: 4K, 1.5M, 32GiB) and passed as bytes."""
+    size_bytes = parse_size(value, flag)
+    if size_bytes <= 0:
+        raise RaidlabError(flag, f"must be above 0 B, got {value!r}")
+    return str(size_bytes)
+
+
+# ------------------------------------------------------------------------- operations
+
+
+def create(
+    members: Sequence[Member],
+    level: int | str,
+    chunk: int | str = "64K",
+    size: int | str | None = None,
+    layout: str | None = None,
+    copies: int | str | None = None,
+    spans: int | str | None = None,
+    uuid: str | None = None,
+    force: bool = False,
+    assume_clean: bool = False,
+) -> ArrayStatus:
+    """Create an array on ``members`` (files are created or extended to ``size`` each;
+    omit ``size`` for block devices). Members that held data are resynced unless
+    ``assume_clean``; members of another array are refused unless ``force``."""
+    args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
+    if size is not None:
+        size_bytes = int(_size_arg(size, "--size"))
+        if size_bytes <= DATA_OFFSET_BYTES:
+            raise RaidlabError(
+                "--size",
+                f"each member needs more than the {DATA_OFFSET_BYTES >> 20} MiB its superblock "
+                f"and write-intent bitmap take, got {size!r}",
+            )
+        args += ["--size", str(size_bytes)]
+    for flag, value in (("--layout", layout), ("--copies", copies), ("--spans", spans)):
+        if value is not None:
+            args += [flag, str(value)]
+    if uuid is not None:
+        args += ["--uuid", uuid]
+    if force:
+        args.append("--force")
+    if assume_clean:
+        args.append("--assume-clean")
+    result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
+    return ArrayStatus.from_json(_json(result))
+
+
+def status(members: Sequence[Member]) -> ArrayStatus:
+    """Assemble ``members`` (or ask their server) and report the array's state."""
+    return ArrayStatus.from_json(_json(_run(["status", "--json", *_members(members)])))
+
+
+assemble = status
+
+
+def fail(target: Member | int, members: Sequence[Member]) -> ArrayStatus:
+    """Mark ``target`` (a member path or a role index) failed; the array runs degraded."""
+    target_arg = str(target) if isinstance(target, int) else _arg(target)
+    result = _run(["fail", "--json", target_arg, *_members(members)])
+    return ArrayStatus.from_json(_json(result))
+
+
+def replace(
+    old: Member | int,
+    new: Member,
+    members: Sequence[Member],
+    rate: int | str | None = None,
+    wait: bool = True,
+    progress: Progress | None = None,
+) -> ArrayStatus:
+    """Rebuild the role of ``old`` (a path or role index) onto ``new``.
+
+    Offline when the array is not served; online (clients keep working) when it is.
+    ``rate`` caps the rebuild in bytes/s (``"200M"``). ``progress(done_bytes,
+    total_bytes)`` is called as the binary reports progress (every 5 %, and at the end).
+    ``wait=False`` (served arrays only) returns as soon as the rebuild has started.
+    """
+    args = ["replace", "--json"]
+    if rate is not None:
+        args += ["--rate", _size_arg(rate, "--rate")]
+    if not wait:
+        args.append("--no-wait")
+    old_arg = str(old) if isinstance(old, int) else _arg(old)
+    args = [args[0], old_arg, _arg(new), *args[1:], *_members(members)]
+    command = [str(engine_path()), *args]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        stdout: list[str] = []
+        reader = threading.Thread(target=lambda: stdout.append(process.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        stderr: list[str] = []
+        for line in process.stderr:
+            match = _PROGRESS_LINE.match(line.strip())
+            if match is None:
+                stderr.append(line)
+            elif progress is not None:
+                progress(int(match.group(2)), int(match.group(3)))
+        reader.join()
+        returncode = process.wait()
+    result = subprocess.CompletedProcess(command, returncode, "".join(stdout), "".join(stderr))
+    if returncode != 0:
+        _raise_for("replace", result, None)
+    return ArrayStatus.from_json(_json(result))
+
+
+def check(members: Sequence[Member]) -> ScrubReport:
+    """md's ``check``: read every stripe and count those whose parity or copies disagree."""
+    return ScrubReport.from_json(_json(_run(["check", "--json", *_members(members)], ok=(0, 1))))
+
+
+def repair(members: Sequence[Member]) -> ScrubReport:
+    """md's ``repair``: rewrite parity from data and copies from the first copy."""
+    return ScrubReport.from_json(_json(_run(["repair", "--json", *_members(members)])))
+
+
+def inject(member: Member, offset: int | str, mask: int | str = 0xFF) -> None:
+    """Flip the bits ``mask`` of data byte ``offset`` of ``member`` (fault injection for
+    tests: ``check`` then finds the stripe that holds it). ``mask`` is an int 1..255 or
+    hex text as the binary takes it (``"0x01"``)."""
+    if isinstance(mask, bool) or (isinstance(mask, int) and not 1 <= mask <= 0xFF):
+        raise RaidlabError("--mask", f"a nonzero byte, 1..255 (0x01..0xff), got {mask!r}")
+    mask_arg = f"{mask:#04x}" if isinstance(mask, int) else mask
+    offset_arg = str(parse_size(offset, "OFFSET"))
+    _run(["inject", _arg(member), offset_arg, "--mask", mask_arg])
+
+
+# ---------------------------------------------------------------------------- serving
+
+
+class Server:
+    """A running ``raidlab-engine serve``: use as a context manager, or call ``stop``.
+
+    The constructor returns once the server has said it is serving (``uri`` is then
+    known); if it exits first or stays silent past ``timeout_s``, RaidlabError carries
+    what it printed on stderr.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[Member],
+        listen: str = "127.0.0.1:0",
+        connections_max: int | str | None = None,
+        timeout_s: float = SERVE_READY_TIMEOUT_S,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        args = ["serve", "--listen", listen]
+        if connections_max is not None:
+            args += ["--connections-max", str(connections_max)]
+        self.members = _members(members)
+        self.command = [str(engine_path()), *args, *self.members]
+        self._log = log
+        self._lines: list[str] = []
+        self._ready = threading.Event()
+        self._ready_match: re.Match[str] | None = None
+        self._process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        assert self._process.stderr is not None
+        # Drains stderr for the server's whole life, so it never blocks on a full pipe.
+        self._reader = threading.Thread(
+            target=self._read_stderr, args=(self._process.stderr,), daemon=True
+        )
+        self._reader.start()
+        self._wait_ready(timeout_s)
+
+    def _read_stderr(self, stream: IO[str]) -> None:
+        for line in stream:
+            line = line.rstrip("\n")
+            self._lines.append(line)
+            if self._ready_match is None:
+                self._ready_match = _READY_LINE.match(line)
+                if self._ready_match is not None:
+                    self._ready.set()
+                    continue
+            if self._ready.is_set() and self._log is not None:
+                self._log(line)
+        self._ready.set()  # EOF: the server has exited (or closed stderr)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        if self._ready.wait(timeout_s) and self._ready_match is not None:
+            return
+        if self._ready_match is None and not self._ready.is_set():
+            self._process.kill()
+            self._process.wait()
+            self._reader.join(5)
+            raise RaidlabError(
+                "serve",
+                f"raidlab-engine was not serving after {timeout_s:g} s; "
+                f"stderr: {self.stderr or '(nothing)'}",
+            )
+        returncode = self._process.wait()
+        self._reader.join(5)
+        if returncode == 2:
+            raise error_from_stderr(self.stderr)
+        raise RaidlabError(
+            "serve",
+            f"raidlab-engine exited with status {returncode} before serving; "
+            f"stderr: {self.stderr or '(nothing)'}",
+        )
+
+    @property
+    def stderr(self) -> str:
+        """Everything the server printed on stderr so far."""
+        return "\n".join(self._lines)
+
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` the server listens on (the port the OS chose for port 0)."""
+        assert self._ready_match is not None
+        return self._ready_match.group(3)
+
+    @property
+    def uri(self) -> str:
+        """The export as an NBD URI, ``nbd://HOST:PORT``."""
+        return f"nbd://{self.address}"
+
+    @property
+    def capacity_bytes(self) -> int:
+        assert self._ready_match is not None
+        return int(self._ready_match.group(1))
+
+    @property
+    def control_socket(self) -> str:
+        """The Unix socket status/fail/replace/check/repair reach the server by."""
+        assert self._ready_match is not None
+        return self._ready_match.group(4)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """None while running; the exit status once stopped."""
+        return self._process.poll()
+
+    def send_signal(self, signum: int) -> None:
+        """Forward a signal (SIGINT and SIGTERM stop the server cleanly)."""
+        if self._process.poll() is None:
+            self._process.send_signal(signum)
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        """Wait for the server to exit; its exit status."""
+        returncode = self._process.wait(timeout_s)
+        self._reader.join(5)
+        return returncode
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int:
+        """SIGTERM (the server flushes and marks the array clean) and wait for it.
+        A server that does not stop within ``timeout_s`` is killed and reported."""
+        self.send_signal(signal.SIGTERM)
+        try:
+            returncode = self.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self.wait()
+            raise RaidlabError(
+                "serve", f"did not stop within {timeout_s:g} s of SIGTERM; killed"
+            ) from None
+        if returncode != 0:
+            if returncode == 2:
+                raise error_from_stderr(self.stderr)
+            raise RaidlabError("serve", f"exited with status {returncode}; stderr: {self.stderr}")
+        return returncode
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        # Already failing: stop anyway, but let the original error through.
+        try:
+            self.stop()
+        except RaidlabError:
+            pass
+
+
+def serve(
+    members: Sequence[Member],
+    listen: str = "127.0.0.1:0",
+    connections_max: int | str | None = None,
+    timeout_s: float = SERVE_READY_TIMEOUT_S,
+    log: Callable[[str], None] | None = None,
+) -> Server:
+    """Serve the array on ``members`` over NBD; returns once it is ready.
+
+    ``listen`` is ``HOST:PORT``; port 0 (the default) lets the OS pick a free one, read
+    it back from ``Server.uri``. ``log`` receives each line the server prints on
+    stderr after it is ready.
+    """
+    return Server(members, listen, connections_max, timeout_s, log)
+
+
+def wait_rebuilt(
+    members: Sequence[Member], timeout_s: float = 600.0, poll_s: float = 0.1
+) -> ArrayStatus:
+    """Poll ``status`` until no rebuild is under way (after ``replace(wait=False)``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = status(members)
+        if current.rebuild is None:
+            return current
+        if time.monotonic() > deadline:
+            raise RaidlabError(
+                "replace", f"rebuild still under way after {timeout_s:g} s: {current.rebuild}"
+            )
+        time.sleep(poll_s)
+
+
+__all__ = [
+    "ArrayStatus",
+    "MemberStatus",
+    "RebuildStatus",
+    "ScrubReport",
+    "Server",
+    "assemble",
+    "check",
+    "create",
+    "engine_path",
+    "fail",
+    "inject",
+    "repair",
+    "replace",
+    "serve",
+    "status",
+    "wait_rebuilt",
+]

@@ -1,0 +1,305 @@
+"""``raidlab create/assemble/status/serve/fail/replace/check/repair/inject``: real arrays.
+
+These commands drive the real-data engine (the ``raidlab-engine`` binary) through
+:mod:`raidlab.engine`; the simulating commands live in :mod:`raidlab.cli`, which
+registers these with :func:`register`. Options are text, passed on to the engine,
+which names the flag in its errors; bad input prints one line ``error: <field>:
+<what is allowed>`` and exits with status 2, as every raidlab command does.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from raidlab import engine
+from raidlab.errors import RaidlabError
+from raidlab.units import format_size
+
+_stdout = Console(soft_wrap=True, highlight=False)
+_stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn bad input into `error: ...` on stderr and exit status 2 (as cli.py does)."""
+    try:
+        yield
+    except RaidlabError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _members(members: list[Path] | None) -> list[Path]:
+    # Optional on the command line so that a missing member list gets the engine's
+    # one-line error instead of click's multi-line usage text.
+    return list(members or [])
+
+
+MembersArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Member files or block devices, in any order.", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON report on stdout.")]
+
+
+def _print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
+    if as_json:
+        _print_json(status.raw)
+        return
+    layout = f" ({status.layout})" if status.layout else ""
+    failed = ",".join(str(role) for role in status.failed) or "none"
+    dirty = " (dirty: unclean stop; serve resyncs its dirty regions)" if status.dirty else ""
+    summary = (
+        f"{status.level}{layout}, chunk {format_size(status.chunk_bytes)}, "
+        f"{status.member_count} members, capacity {format_size(status.capacity_bytes)} "
+        f"({status.capacity_bytes} B), survives {status.tolerated_failures} failure(s)\n"
+        f"state {status.state}{dirty}, failed roles {failed}, events {status.events}, "
+        f"dirty bitmap regions {status.dirty_regions}"
+    )
+    table = Table(title=f"array {status.uuid}", caption=summary, caption_justify="left")
+    table.add_column("role", justify="right")
+    table.add_column("member")
+    table.add_column("state")
+    for member in status.members:
+        state = member.state
+        rebuild = status.rebuild
+        if rebuild is not None and rebuild.role == member.role:
+            state = (
+                f"rebuilding onto {rebuild.path}: {rebuild.fraction:.0%} "
+                f"({rebuild.done_bytes}/{rebuild.total_bytes} B)"
+            )
+        table.add_row(str(member.role), member.path or "-", state)
+    _stdout.print(table)
+
+
+def _print_scrub(report: engine.ScrubReport, as_json: bool, title: str) -> None:
+    if as_json:
+        _print_json(report.raw)
+        return
+    table = Table(title=title)
+    for column in ("stripes checked", "mismatched", "repaired"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(report.stripes_checked), str(report.mismatched_stripes), str(report.repaired_stripes)
+    )
+    _stdout.print(table)
+
+
+def create(
+    members: MembersArgument = None,
+    level: Annotated[
+        str | None,
+        typer.Option("--level", help="RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat."),
+    ] = None,
+    chunk: Annotated[str, typer.Option("--chunk", help="Chunk (stripe unit) size.")] = "64K",
+    size: Annotated[
+        str | None,
+        typer.Option("--size", help="Size of each member file (created or extended)."),
+    ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option("--layout", help="RAID 5/6: ls, la, rs, ra; RAID 10: near, far, offset."),
+    ] = None,
+    copies: Annotated[str | None, typer.Option("--copies", help="RAID 10 copies.")] = None,
+    spans: Annotated[str | None, typer.Option("--spans", help="RAID 50/60 spans.")] = None,
+    uuid: Annotated[str | None, typer.Option("--uuid", help="Array UUID (hex).")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite members of another array.")
+    ] = False,
+    assume_clean: Annotated[
+        bool, typer.Option("--assume-clean", help="Skip the initial resync of old data.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Create an array on member files or devices."""
+    with _user_errors():
+        if level is None:
+            raise RaidlabError("--level", "required: 0, 1, 4, 5, 6, 10, 50, 60 or concat")
+        status = engine.create(
+            _members(members),
+            level=level,
+            chunk=chunk,
+            size=size,
+            layout=layout,
+            copies=copies,
+            spans=spans,
+            uuid=uuid,
+            force=force,
+            assume_clean=assume_clean,
+        )
+        _print_status(status, as_json)
+
+
+def status(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+    """Assemble the members (or ask their server) and show the array's state."""
+    with _user_errors():
+        _print_status(engine.status(_members(members)), as_json)
+
+
+def serve(
+    members: MembersArgument = None,
+    listen: Annotated[
+        str, typer.Option("--listen", help="HOST:PORT to serve NBD on (port 0: any free port).")
+    ] = "127.0.0.1:10809",
+    connections_max: Annotated[
+        str | None, typer.Option("--connections-max", help="Concurrent NBD connections (16).")
+    ] = None,
+) -> None:
+    """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
+
+    Prints the export's URI on stdout once it is ready."""
+    with _user_errors():
+        server = engine.serve(
+            _members(members),
+            listen=listen,
+            connections_max=connections_max,
+            log=lambda line: typer.echo(line, err=True),
+        )
+        forward = {signal.SIGINT, signal.SIGTERM}
+        previous = {signum: signal.getsignal(signum) for signum in forward}
+        for signum in forward:
+            signal.signal(signum, lambda received, _frame: server.send_signal(received))
+        try:
+            typer.echo(
+                f"serving {format_size(server.capacity_bytes)} on {server.uri} "
+                f"(control socket {server.control_socket}); Ctrl-C stops",
+                err=True,
+            )
+            typer.echo(server.uri)
+            returncode = server.wait()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if returncode == 2:
+            raise engine.error_from_stderr(server.stderr)
+        if returncode != 0:
+            raise typer.Exit(returncode)
+
+
+def fail(
+    target: Annotated[
+        str | None, typer.Argument(help="The member to fail: its path or role index.")
+    ] = None,
+    members: MembersArgument = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Mark a member failed (online when the array is served); the array runs degraded."""
+    with _user_errors():
+        if target is None:
+            raise RaidlabError("TARGET", "the member to fail is needed (a path or a role index)")
+        chosen: str | int = int(target) if target.isdigit() else target
+        _print_status(engine.fail(chosen, _members(members)), as_json)
+
+
+def replace(
+    old: Annotated[
+        str | None, typer.Argument(help="The member to replace: its path or role index.")
+    ] = None,
+    new: Annotated[Path | None, typer.Argument(help="The new member file or device.")] = None,
+    members: MembersArgument = None,
+    rate: Annotated[
+        str | None, typer.Option("--rate", help="Rebuild at most this many bytes/s, e.g. 200M.")
+    ] = None,
+    no_wait: Annotated[
+        bool,
+        typer.Option("--no-wait", help="Served arrays: return once the rebuild has started."),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Rebuild a member's role onto NEW, with a progress bar: online (clients keep
+    working) when the array is served, offline otherwise."""
+    with _user_errors():
+        if old is None or new is None:
+            raise RaidlabError("replace", "OLD NEW MEMBER... needed")
+        chosen: str | int = int(old) if old.isdigit() else old
+        with Progress(
+            TextColumn("rebuild {task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            DownloadColumn(binary_units=True),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=_stderr,
+            transient=False,
+            disable=no_wait,
+        ) as bar:
+            task = bar.add_task(f"onto {new}", total=None)
+
+            def advance(done_bytes: int, total_bytes: int) -> None:
+                bar.update(task, completed=done_bytes, total=total_bytes)
+
+            result = engine.replace(
+                chosen, new, _members(members), rate=rate, wait=not no_wait, progress=advance
+            )
+        _print_status(result, as_json)
+
+
+def check(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+    """md's check: count stripes whose parity or copies disagree (exit 1 if any)."""
+    with _user_errors():
+        report = engine.check(_members(members))
+        _print_scrub(report, as_json, "check")
+    if not report.clean:
+        raise typer.Exit(1)
+
+
+def repair(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+    """md's repair: rewrite parity from data and copies from the first copy."""
+    with _user_errors():
+        _print_scrub(engine.repair(_members(members)), as_json, "repair")
+
+
+def inject(
+    member: Annotated[str | None, typer.Argument(help="The member file to corrupt.")] = None,
+    offset: Annotated[
+        str | None, typer.Argument(help="Data byte of the member (after its 1 MiB header).")
+    ] = None,
+    mask: Annotated[str, typer.Option("--mask", help="Bits to flip, a hex byte.")] = "0xff",
+) -> None:
+    """Flip bits of one data byte of a member (fault injection for tests)."""
+    with _user_errors():
+        if member is None or offset is None:
+            raise RaidlabError("inject", "MEMBER OFFSET needed")
+        engine.inject(member, offset, mask)
+
+
+COMMANDS = {
+    "create": (create, "raidlab create --level 5 --size 64M a.img b.img c.img d.img"),
+    "assemble": (status, "raidlab assemble a.img b.img c.img d.img"),
+    "status": (status, "raidlab status --json a.img b.img c.img d.img"),
+    "serve": (serve, "raidlab serve --listen 127.0.0.1:10809 a.img b.img c.img d.img"),
+    "fail": (fail, "raidlab fail b.img a.img b.img c.img d.img"),
+    "replace": (replace, "raidlab replace b.img e.img --rate 200M a.img c.img d.img"),
+    "check": (check, "raidlab check a.img e.img c.img d.img"),
+    "repair": (repair, "raidlab repair a.img e.img c.img d.img"),
+    "inject": (inject, "raidlab inject c.img 100000 --mask 0x01"),
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the real-array commands to the ``raidlab`` app."""
+    for name, (command, example) in COMMANDS.items():
+        app.command(name=name, epilog=f"Example:\n\n\b\n  {example}\n")(command)
