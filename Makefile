@@ -6,6 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NATIVE_STAMP := $(VENV)/.native
+# The real-data engine, installed next to the venv's python where raidlab.engine and
+# `raidlab create/serve/...` look for it first; the file is its own stamp.
+ENGINE := $(VENV)/bin/raidlab-engine
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
 .PHONY: setup tools demo test test-rust test-python lint bench clean
@@ -24,7 +27,7 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-setup: $(NATIVE_STAMP)
+setup: $(NATIVE_STAMP) $(ENGINE)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +38,10 @@ $(STAMP): pyproject.toml
 $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
 	touch $@
+
+$(ENGINE): $(STAMP) $(RUST_SOURCES) Cargo.lock
+	cargo build --release -p raidlab-engine
+	install -m 755 target/release/raidlab-engine $@
 
 demo: setup
 	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
