@@ -81,8 +81,8 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
     )
     table = Table(title=f"array {status.uuid}", caption=summary, caption_justify="left")
     table.add_column("role", justify="right")
-    table.add_column("member")
-    table.add_column("state")
+    table.add_column("member", no_wrap=True)
+    table.add_column("state", overflow="fold")
     for member in status.members:
         state = member.state
         rebuild = status.rebuild
@@ -92,7 +92,9 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
                 f"({rebuild.done_bytes}/{rebuild.total_bytes} B)"
             )
         table.add_row(str(member.role), member.path or "-", state)
-    _stdout.print(table)
+    # Paths are copied into the next command: widen past the terminal rather than cut one.
+    longest = max((len(m.path or "") for m in status.members), default=0)
+    _stdout.print(table, width=max(_stdout.width, longest + 60))
 
 
 def _print_scrub(report: engine.ScrubReport, as_json: bool, title: str) -> None:
@@ -235,25 +237,34 @@ def replace(
         if old is None or new is None:
             raise RaidlabError("replace", "OLD NEW MEMBER... needed")
         chosen: str | int = int(old) if old.isdigit() else old
-        with Progress(
-            TextColumn("rebuild {task.description}"),
-            BarColumn(),
-            TaskProgressColumn(),
-            DownloadColumn(binary_units=True),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=_stderr,
-            transient=False,
-            disable=no_wait,
-        ) as bar:
-            task = bar.add_task(f"onto {new}", total=None)
+        # Started at the first progress report, so that bad input stays one line.
+        bar: Progress | None = None
+        task = None
 
-            def advance(done_bytes: int, total_bytes: int) -> None:
-                bar.update(task, completed=done_bytes, total=total_bytes)
+        def advance(done_bytes: int, total_bytes: int) -> None:
+            nonlocal bar, task
+            if bar is None:
+                bar = Progress(
+                    TextColumn(f"rebuild onto {new.name}"),
+                    BarColumn(bar_width=20),
+                    TaskProgressColumn(),
+                    DownloadColumn(binary_units=True),
+                    TransferSpeedColumn(),
+                    TimeRemainingColumn(),
+                    console=_stderr,
+                )
+                bar.start()
+                task = bar.add_task("rebuild", total=total_bytes)
+            assert task is not None
+            bar.update(task, completed=done_bytes, total=total_bytes)
 
+        try:
             result = engine.replace(
                 chosen, new, _members(members), rate=rate, wait=not no_wait, progress=advance
             )
+        finally:
+            if bar is not None:
+                bar.stop()
         _print_status(result, as_json)
 
 

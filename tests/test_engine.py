@@ -1,0 +1,488 @@
+"""Real arrays through the Python API and the CLI: the real raidlab-engine binary on
+real member files, and real NBD clients (nbdcopy, or qemu-io and qemu-img)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from raidlab import engine
+from raidlab.cli import app
+from raidlab.errors import RaidlabError
+from typer.testing import CliRunner
+
+
+def _engine_or_none() -> Path | None:
+    try:
+        return engine.engine_path()
+    except RaidlabError:
+        return None
+
+
+ENGINE = _engine_or_none()
+pytestmark = pytest.mark.skipif(
+    ENGINE is None, reason="raidlab-engine is not built: run `make setup`"
+)
+HAS_NBDCOPY = shutil.which("nbdcopy") is not None
+HAS_QEMU = shutil.which("qemu-io") is not None and shutil.which("qemu-img") is not None
+needs_nbd_client = pytest.mark.skipif(
+    not (HAS_NBDCOPY or HAS_QEMU),
+    reason="no NBD client: install libnbd-bin (nbdcopy) or qemu-utils (make tools)",
+)
+
+runner = CliRunner()
+MEMBER_BYTES = 8 << 20
+# Every member keeps 1 MiB for its superblock and bitmap; the rest holds data.
+MEMBER_DATA_BYTES = MEMBER_BYTES - engine.DATA_OFFSET_BYTES
+
+
+def members_in(tmp_path: Path, count: int, prefix: str = "m") -> list[Path]:
+    return [tmp_path / f"{prefix}{i}.img" for i in range(count)]
+
+
+@pytest.fixture
+def raid5(tmp_path: Path) -> list[Path]:
+    """Four 8 MiB members of a fresh RAID 5 (21 MiB of data)."""
+    members = members_in(tmp_path, 4)
+    engine.create(members, level=5, size=MEMBER_BYTES)
+    return members
+
+
+def write_image(uri: str, image: Path) -> None:
+    """Write ``image`` over the export from offset 0 with a real NBD client."""
+    if HAS_NBDCOPY:
+        command = ["nbdcopy", str(image), uri]
+    else:
+        size = image.stat().st_size
+        command = ["qemu-io", "-f", "raw", uri, "-c", f"write -s {image} 0 {size}"]
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def read_export(uri: str, out: Path) -> bytes:
+    """The whole export, read by a real NBD client."""
+    if HAS_NBDCOPY:
+        command = ["nbdcopy", uri, str(out)]
+    else:
+        command = ["qemu-img", "convert", "-f", "raw", "-O", "raw", uri, str(out)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out.read_bytes()
+
+
+def random_images(tmp_path: Path, size_bytes: int, count: int) -> list[Path]:
+    images = []
+    for i in range(count):
+        image = tmp_path / f"pattern{i}.bin"
+        image.write_bytes(os.urandom(size_bytes))
+        images.append(image)
+    return images
+
+
+# ------------------------------------------------------------------- offline operations
+
+
+def test_create_reports_the_geometry_and_every_member(tmp_path: Path) -> None:
+    members = members_in(tmp_path, 4)
+    status = engine.create(members, level=5, chunk="64K", size="8M")
+    assert status.level == "RAID 5" and status.layout == "left-symmetric"
+    assert status.chunk_bytes == 65536 and status.member_count == 4
+    assert status.capacity_bytes == 3 * MEMBER_DATA_BYTES
+    assert status.tolerated_failures == 1
+    assert status.state == "clean" and status.failed == () and status.rebuild is None
+    assert not status.dirty and status.dirty_regions == 0
+    assert [(m.role, m.path, m.state) for m in status.members] == [
+        (i, str(p), "active") for i, p in enumerate(members)
+    ]
+    assert all(p.stat().st_size == MEMBER_BYTES for p in members)
+    assert status.raw["uuid"] == status.uuid and len(status.uuid) == 32
+
+
+def test_status_assembles_the_members_in_any_order(raid5: list[Path]) -> None:
+    created = engine.status(raid5)
+    shuffled = engine.status(list(reversed(raid5)))
+    assert shuffled == created
+    frame = shuffled.members_frame()
+    assert list(frame["role"]) == [0, 1, 2, 3]
+    assert list(frame["path"]) == [str(p) for p in raid5]
+    assert list(frame["state"]) == ["active"] * 4
+
+
+def test_fail_makes_the_array_degraded_and_a_stale_member_stays_out(raid5: list[Path]) -> None:
+    failed = engine.fail(raid5[1], raid5)
+    assert failed.state == "degraded" and failed.failed == (1,)
+    assert failed.members[1].state == "failed"
+    # Assembled again, the failed member's superblock is behind: it stays out.
+    again = engine.status(raid5)
+    assert again.state == "degraded" and again.failed == (1,)
+    assert again.members[1].state.startswith("stale")
+    assert again.events == failed.events
+
+
+def test_offline_replace_reports_progress_up_to_the_member_size(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    engine.fail(1, raid5)
+    calls: list[tuple[int, int]] = []
+    spare = tmp_path / "spare.img"
+    status = engine.replace(
+        raid5[1], spare, raid5, progress=lambda done, total: calls.append((done, total))
+    )
+    assert len(calls) > 2
+    assert calls[-1] == (MEMBER_DATA_BYTES, MEMBER_DATA_BYTES)
+    assert all(total == MEMBER_DATA_BYTES for _, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert status.state == "clean" and status.failed == ()
+    assert status.members[1].path == str(spare)
+    assert engine.check([raid5[0], spare, raid5[2], raid5[3]]).mismatched_stripes == 0
+
+
+@pytest.mark.parametrize(
+    ("level", "count", "corrupted_role"),
+    [
+        # Left-symmetric RAID 5 keeps row 0's parity on the last member.
+        (5, 4, 3),
+        # RAID 1: repair copies from the first member, so the second one's byte is the
+        # corrupted copy.
+        (1, 2, 1),
+    ],
+)
+def test_one_corrupted_redundant_byte_is_one_mismatch_and_repair_restores_it(
+    tmp_path: Path, level: int, count: int, corrupted_role: int
+) -> None:
+    members = members_in(tmp_path, count)
+    engine.create(members, level=level, size=MEMBER_BYTES)
+    victim = members[corrupted_role]
+    offset = 4096
+    original = victim.read_bytes()[engine.DATA_OFFSET_BYTES + offset]
+    assert engine.check(members).mismatched_stripes == 0
+
+    engine.inject(victim, offset, mask=0x01)
+    assert victim.read_bytes()[engine.DATA_OFFSET_BYTES + offset] == original ^ 0x01
+    found = engine.check(members)
+    assert (found.mismatched_stripes, found.repaired_stripes) == (1, 0)
+    assert not found.clean
+
+    repaired = engine.repair(members)
+    assert (repaired.mismatched_stripes, repaired.repaired_stripes) == (1, 1)
+    assert victim.read_bytes()[engine.DATA_OFFSET_BYTES + offset] == original
+    assert engine.check(members).clean
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "count", "field"),
+    [
+        ({"level": 7}, 4, "--level"),
+        ({"level": "raid7"}, 4, "--level"),
+        ({"level": 5, "size": "8Q"}, 4, "--size"),
+        ({"level": 5, "size": "1K"}, 4, "--size"),
+        ({"level": 5, "chunk": "3000"}, 4, "--chunk"),
+        ({"level": 5}, 2, "MEMBER"),
+        ({"level": 6}, 3, "MEMBER"),
+        ({"level": 10, "copies": "x"}, 4, "--copies"),
+        ({"level": 5, "layout": "diagonal"}, 4, "--layout"),
+    ],
+)
+def test_bad_create_input_names_the_field(
+    tmp_path: Path, kwargs: dict[str, object], count: int, field: str
+) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.create(members_in(tmp_path, count), **{"size": MEMBER_BYTES, **kwargs})  # type: ignore[arg-type]
+    assert raised.value.field == field, str(raised.value)
+    assert raised.value.message
+
+
+def test_a_member_of_another_array_is_refused_by_name(raid5: list[Path], tmp_path: Path) -> None:
+    other = members_in(tmp_path, 3, prefix="other")
+    engine.create(other, level=5, size=MEMBER_BYTES)
+    with pytest.raises(RaidlabError) as raised:
+        engine.status([*raid5[:3], other[0]])
+    assert raised.value.field in (str(raid5[0]), str(other[0]))
+    assert "belongs to array" in raised.value.message
+
+
+def test_a_missing_member_file_is_refused_by_name(raid5: list[Path], tmp_path: Path) -> None:
+    absent = tmp_path / "absent.img"
+    with pytest.raises(RaidlabError) as raised:
+        engine.status([*raid5, absent])
+    assert raised.value.field == str(absent)
+
+
+def test_no_members_is_an_error_naming_member() -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.status([])
+    assert raised.value.field == "MEMBER"
+
+
+def test_a_lone_path_instead_of_a_list_is_refused(raid5: list[Path]) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.status(str(raid5[0]))  # type: ignore[arg-type]
+    assert raised.value.field == "members"
+
+
+def test_inject_mask_must_be_one_nonzero_byte(raid5: list[Path]) -> None:
+    for mask in (0, 256):
+        with pytest.raises(RaidlabError) as raised:
+            engine.inject(raid5[0], 0, mask=mask)
+        assert raised.value.field == "--mask"
+
+
+def test_a_bad_engine_path_in_the_environment_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(engine.ENGINE_ENV, "/nonexistent/raidlab-engine")
+    with pytest.raises(RaidlabError) as raised:
+        engine.status(["a.img"])
+    assert raised.value.field == engine.ENGINE_ENV
+
+
+def test_a_missing_engine_says_to_run_make_setup(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(engine.ENGINE_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(engine, "REPO_ROOT", tmp_path)
+    with pytest.raises(RaidlabError) as raised:
+        engine.engine_path()
+    assert "make setup" in str(raised.value)
+
+
+@pytest.mark.skipif(
+    Path(sys.executable).parent != Path(__file__).resolve().parents[1] / ".venv" / "bin",
+    reason="not running in the project's venv",
+)
+def test_make_setup_installs_the_engine_next_to_the_venvs_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(engine.ENGINE_ENV, raising=False)
+    assert engine.engine_path() == Path(sys.executable).parent / "raidlab-engine"
+
+
+# ------------------------------------------------------------------------------ served
+
+
+def test_serve_picks_a_free_port_and_stops_clean(raid5: list[Path]) -> None:
+    with engine.serve(raid5) as server:
+        assert server.uri.startswith("nbd://127.0.0.1:")
+        assert not server.uri.endswith(":0")
+        assert server.capacity_bytes == 3 * MEMBER_DATA_BYTES
+        assert server.returncode is None
+        # The served array answers status through its control socket.
+        assert engine.status(raid5).uuid == engine.status(raid5[::-1]).uuid
+    assert server.returncode == 0
+    stopped = engine.status(raid5)
+    assert not stopped.dirty and stopped.state == "clean"
+    assert "stopped, array clean" in server.stderr
+
+
+def test_serve_that_cannot_start_raises_with_the_servers_message(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve([*raid5, tmp_path / "absent.img"], timeout_s=10)
+    assert raised.value.field == str(tmp_path / "absent.img")
+    with engine.serve(raid5), pytest.raises(RaidlabError) as raised:
+        engine.serve(raid5, timeout_s=10)
+    assert "already being served" in str(raised.value)
+
+
+@needs_nbd_client
+def test_a_real_nbd_client_reads_back_what_it_wrote(raid5: list[Path], tmp_path: Path) -> None:
+    (image,) = random_images(tmp_path, 3 * MEMBER_DATA_BYTES, 1)
+    with engine.serve(raid5) as server:
+        write_image(server.uri, image)
+        assert read_export(server.uri, tmp_path / "out.bin") == image.read_bytes()
+    assert engine.check(raid5).clean
+
+
+@needs_nbd_client
+def test_failing_a_member_online_keeps_the_data_readable(raid5: list[Path], tmp_path: Path) -> None:
+    (image,) = random_images(tmp_path, 3 * MEMBER_DATA_BYTES, 1)
+    with engine.serve(raid5) as server:
+        write_image(server.uri, image)
+        degraded = engine.fail(raid5[2], raid5)
+        assert degraded.state == "degraded" and degraded.failed == (2,)
+        assert engine.status(raid5).failed == (2,)
+        assert read_export(server.uri, tmp_path / "out.bin") == image.read_bytes()
+
+
+@needs_nbd_client
+def test_online_replace_while_a_client_writes_rebuilds_every_write(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    images = random_images(tmp_path, 3 * MEMBER_DATA_BYTES, 3)
+    spare = tmp_path / "spare.img"
+    rebuilt = [raid5[0], spare, raid5[2], raid5[3]]
+    with engine.serve(raid5) as server:
+        write_image(server.uri, images[0])
+        engine.fail(raid5[1], raid5)
+
+        rounds_done: list[int] = []  # image index of each completed round
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def writer() -> None:
+            try:
+                i = 1
+                while not stop.is_set():
+                    write_image(server.uri, images[i % len(images)])
+                    rounds_done.append(i % len(images))
+                    i += 1
+            except BaseException as error:  # surfaced by the assertion below
+                errors.append(error)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        calls: list[tuple[int, int]] = []
+        try:
+            # ~2 s at 3 MiB/s for 7 MiB: several client rounds land during the rebuild.
+            status = engine.replace(
+                1, spare, raid5, rate="3M", progress=lambda d, t: calls.append((d, t))
+            )
+            rounds_during_rebuild = len(rounds_done)
+        finally:
+            stop.set()
+            thread.join()
+        assert not errors, errors
+        assert rounds_during_rebuild >= 2
+        assert status.state == "clean" and status.members[1].path == str(spare)
+        assert calls and calls[-1] == (MEMBER_DATA_BYTES, MEMBER_DATA_BYTES)
+
+        expected = images[rounds_done[-1]].read_bytes()
+        assert read_export(server.uri, tmp_path / "out.bin") == expected
+        assert engine.check(rebuilt).mismatched_stripes == 0
+        # Reads of member 0's chunks now reconstruct from the rebuilt member: they are
+        # right only if the rebuild caught every write made while it ran.
+        engine.fail(raid5[0], rebuilt)
+        assert read_export(server.uri, tmp_path / "degraded.bin") == expected
+
+
+def test_replace_without_waiting_returns_while_the_rebuild_runs(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    spare = tmp_path / "spare.img"
+    rebuilt = [raid5[0], spare, raid5[2], raid5[3]]
+    with engine.serve(raid5):
+        engine.fail(1, raid5)
+        started = engine.replace(1, spare, raid5, rate="4M", wait=False)
+        assert started.state == "rebuilding"
+        assert started.rebuild is not None and started.rebuild.role == 1
+        assert started.rebuild.total_bytes == MEMBER_DATA_BYTES
+        assert 0.0 <= started.rebuild.fraction < 1.0
+        assert started.members_frame()["rebuild_total_bytes"][1] == MEMBER_DATA_BYTES
+        finished = engine.wait_rebuilt(rebuilt, timeout_s=60)
+        assert finished.state == "clean"
+        assert engine.check(rebuilt).clean
+
+
+def test_replace_without_waiting_needs_a_server(raid5: list[Path], tmp_path: Path) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.replace(1, tmp_path / "spare.img", raid5, wait=False)
+    assert raised.value.field == "--no-wait"
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def cli_error_line(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "count", "field"),
+    [
+        (["create", "--level", "7", "--size", "8M"], 4, "--level"),
+        (["create", "--size", "8M"], 4, "--level"),
+        (["create", "--level", "5", "--size", "8Q"], 4, "--size"),
+        (["create", "--level", "5", "--size", "8M", "--chunk", "3000"], 4, "--chunk"),
+        (["create", "--level", "5", "--size", "8M"], 2, "MEMBER"),
+        (["create", "--level", "5", "--size", "8M"], 0, "MEMBER"),
+        (["status"], 0, "MEMBER"),
+        (["replace", "--rate", "fast", "1", "spare.img"], 3, "--rate"),
+        (["inject"], 0, "inject"),
+    ],
+)
+def test_cli_bad_input_is_one_line_naming_the_field_with_status_2(
+    tmp_path: Path, args: list[str], count: int, field: str
+) -> None:
+    line = cli_error_line([*args, *map(str, members_in(tmp_path, count))])
+    assert line.startswith(f"error: {field}: "), line
+
+
+def test_cli_foreign_member_is_one_line_naming_it(raid5: list[Path], tmp_path: Path) -> None:
+    other = members_in(tmp_path, 3, prefix="other")
+    engine.create(other, level=5, size=MEMBER_BYTES)
+    line = cli_error_line(["status", *map(str, [*raid5[:3], other[0]])])
+    assert "belongs to array" in line and line.startswith("error: /")
+
+
+def test_cli_create_and_status_show_every_member(tmp_path: Path) -> None:
+    members = [str(p) for p in members_in(tmp_path, 4)]
+    created = runner.invoke(app, ["create", "--level", "5", "--size", "8M", *members])
+    assert created.exit_code == 0, created.output
+    for path in members:
+        assert path in created.stdout
+    assert "RAID 5" in created.stdout and "state clean" in created.stdout
+    shown = runner.invoke(app, ["status", "--json", *members])
+    assert shown.exit_code == 0, shown.output
+    document = json.loads(shown.stdout)
+    assert document["member_count"] == 4 and document["state"] == "clean"
+    assert runner.invoke(app, ["assemble", "--json", *members]).stdout == shown.stdout
+
+
+def test_cli_replace_shows_progress_and_check_repair_find_corruption(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    members = [str(p) for p in raid5]
+    failed = runner.invoke(app, ["fail", "--json", "1", *members])
+    assert json.loads(failed.stdout)["failed"] == [1]
+    spare = str(tmp_path / "spare.img")
+    replaced = runner.invoke(app, ["replace", "1", spare, "--rate", "64M", *members])
+    assert replaced.exit_code == 0, replaced.output
+    assert "100%" in replaced.stderr and "7.0/7.0 MiB" in replaced.stderr
+    rebuilt = [members[0], spare, members[2], members[3]]
+    assert runner.invoke(app, ["check", *rebuilt]).exit_code == 0
+    assert runner.invoke(app, ["inject", members[3], "0", "--mask", "0x80"]).exit_code == 0
+    checked = runner.invoke(app, ["check", "--json", *rebuilt])
+    assert checked.exit_code == 1
+    assert json.loads(checked.stdout)["mismatched_stripes"] == 1
+    repaired = runner.invoke(app, ["repair", *rebuilt])
+    assert repaired.exit_code == 0 and "repair" in repaired.stdout
+    assert runner.invoke(app, ["check", *rebuilt]).exit_code == 0
+
+
+def test_cli_serve_prints_the_uri_and_stops_clean_on_sigint(raid5: list[Path]) -> None:
+    python_dir = Path(__file__).resolve().parents[1] / "python"
+    env = {**os.environ, "PYTHONPATH": str(python_dir)}
+    command = [sys.executable, "-m", "raidlab.cli", "serve", "--listen", "127.0.0.1:0"]
+    with subprocess.Popen(
+        [*command, *map(str, raid5)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            uri = process.stdout.readline().strip()
+            assert uri.startswith("nbd://127.0.0.1:"), uri
+            assert engine.status(raid5).state == "clean"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, stderr
+    assert "stopped, array clean" in stderr
+    assert not engine.status(raid5).dirty
