@@ -353,7 +353,8 @@ def test_online_replace_while_a_client_writes_rebuilds_every_write(
         assert not errors, errors
         assert rounds_during_rebuild >= 2
         assert status.state == "clean" and status.members[1].path == str(spare)
-        assert calls and calls[-1] == (MEMBER_DATA_BYTES, MEMBER_DATA_BYTES)
+        # Online progress comes from the server every 200 ms: the bar moves in between.
+        assert len(calls) >= 3 and calls[-1] == (MEMBER_DATA_BYTES, MEMBER_DATA_BYTES)
 
         expected = images[rounds_done[-1]].read_bytes()
         assert read_export(server.uri, tmp_path / "out.bin") == expected

@@ -259,12 +259,16 @@ fn ask_server(
     control::request(uuid, &req, progress)
 }
 
-/// Prints rebuild progress on stderr every 5 %.
+/// Prints rebuild progress on stderr each time it enters a new 5 % band, and at the end.
+/// A band, not a multiple of 5: a served array reports progress every 200 ms, whose
+/// percentages rarely land on a multiple of 5, and front ends draw their bars from these
+/// lines.
 fn progress_printer() -> impl FnMut(u32, u64, u64) {
     let mut last_pct = u64::MAX;
     move |role, done, total| {
         let pct = done * 100 / total.max(1);
-        if pct != last_pct && (pct % 5 == 0 || done == total) {
+        let new_band = last_pct == u64::MAX || pct / 5 != last_pct / 5;
+        if pct != last_pct && (new_band || done == total) {
             eprintln!("rebuild member {role}: {pct}% ({done}/{total} B)");
             last_pct = pct;
         }
