@@ -71,7 +71,11 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         return
     layout = f" ({status.layout})" if status.layout else ""
     failed = ",".join(str(role) for role in status.failed) or "none"
-    dirty = " (dirty: unclean stop; serve resyncs its dirty regions)" if status.dirty else ""
+    dirty = (
+        " (dirty: open in a server, or stopped uncleanly: serve resyncs its dirty regions)"
+        if status.dirty
+        else ""
+    )
     summary = (
         f"{status.level}{layout}, chunk {format_size(status.chunk_bytes)}, "
         f"{status.member_count} members, capacity {format_size(status.capacity_bytes)} "
