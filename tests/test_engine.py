@@ -254,6 +254,42 @@ def test_a_missing_engine_says_to_run_make_setup(
     assert "make setup" in str(raised.value)
 
 
+def fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """Point RAIDLAB_ENGINE at a shell script standing in for the binary."""
+    fake = tmp_path / "fake-engine"
+    fake.write_text("#!/bin/sh\n" + script + "\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(engine.ENGINE_ENV, str(fake))
+
+
+def test_a_server_that_never_gets_ready_is_killed_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_engine(tmp_path, monkeypatch, "echo 'resyncing...' >&2; exec sleep 30")
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve(["a.img"], timeout_s=0.5)
+    assert raised.value.field == "serve"
+    assert "not serving after 0.5 s" in str(raised.value) and "resyncing..." in str(raised.value)
+
+
+def test_a_server_that_dies_before_serving_is_reported_with_its_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_engine(tmp_path, monkeypatch, "echo 'thread panicked at array.rs' >&2; exit 101")
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve(["a.img"], timeout_s=10)
+    assert "status 101" in str(raised.value) and "panicked" in str(raised.value)
+
+
+def test_a_report_that_is_not_json_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_engine(tmp_path, monkeypatch, "echo 'array 123'")
+    with pytest.raises(RaidlabError) as raised:
+        engine.status(["a.img"])
+    assert raised.value.field == "raidlab-engine" and "JSON" in raised.value.message
+
+
 @pytest.mark.skipif(
     Path(sys.executable).parent != Path(__file__).resolve().parents[1] / ".venv" / "bin",
     reason="not running in the project's venv",
