@@ -523,3 +523,16 @@ def test_cli_serve_prints_the_uri_and_stops_clean_on_sigint(raid5: list[Path]) -
     assert process.returncode == 0, stderr
     assert "stopped, array clean" in stderr
     assert not engine.status(raid5).dirty
+
+
+def test_cli_replace_no_wait_shows_the_rebuild_under_way(raid5: list[Path], tmp_path: Path) -> None:
+    members = [str(p) for p in raid5]
+    spare = str(tmp_path / "spare.img")
+    with engine.serve(raid5):
+        engine.fail(1, raid5)
+        started = runner.invoke(app, ["replace", "1", spare, "--rate", "4M", "--no-wait", *members])
+        assert started.exit_code == 0, started.output
+        assert "state rebuilding" in started.stdout
+        assert f"/{MEMBER_DATA_BYTES} B)" in started.stdout
+        assert "━" not in started.stderr  # no bar without progress reports
+        engine.wait_rebuilt(members, timeout_s=60)

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -83,22 +84,23 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         f"state {status.state}{dirty}, failed roles {failed}, events {status.events}, "
         f"dirty bitmap regions {status.dirty_regions}"
     )
-    table = Table(title=f"array {status.uuid}", caption=summary, caption_justify="left")
+    table = Table(title=f"array {status.uuid}")
     table.add_column("role", justify="right")
     table.add_column("member", no_wrap=True)
-    table.add_column("state", overflow="fold")
+    table.add_column("state", no_wrap=True)
     for member in status.members:
         state = member.state
         rebuild = status.rebuild
         if rebuild is not None and rebuild.role == member.role:
             state = (
-                f"rebuilding onto {rebuild.path}: {rebuild.fraction:.0%} "
-                f"({rebuild.done_bytes}/{rebuild.total_bytes} B)"
+                f"rebuilding {rebuild.fraction:.0%} ({rebuild.done_bytes}/{rebuild.total_bytes} B)"
             )
         table.add_row(str(member.role), member.path or "-", state)
     # Paths are copied into the next command: widen past the terminal rather than cut one.
-    longest = max((len(m.path or "") for m in status.members), default=0)
-    _stdout.print(table, width=max(_stdout.width, longest + 60))
+    # (Console.print caps width at the console's, hence a console as wide as the table.)
+    natural = Measurement.get(_stdout, _stdout.options.update_width(10_000), table).maximum
+    Console(highlight=False, width=max(_stdout.width, natural)).print(table)
+    typer.echo(summary)
 
 
 def _print_scrub(report: engine.ScrubReport, as_json: bool, title: str) -> None:
