@@ -24,6 +24,7 @@
 //! tolerates the failed set.
 
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::staged::Staged;
 use crate::superblock::{
     Superblock, BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
@@ -69,6 +70,17 @@ pub struct CreateOptions {
     /// Skip the initial resync even when a member held data before (its parity and
     /// copies would be inconsistent with that data until a `repair`).
     pub assume_clean: bool,
+    /// A write journal (file or device) every write goes through first; closes the
+    /// write hole (see [`crate::journal`]). Redundant levels only.
+    pub journal: Option<PathBuf>,
+    /// Size of a journal file; `None` takes [`journal_bytes_default`].
+    pub journal_bytes: Option<u64>,
+}
+
+/// The default journal size for `members` members: room for four of the largest
+/// records, at least 256 MiB.
+pub fn journal_bytes_default(members: u32) -> u64 {
+    (4 * Journal::record_bytes_max(REQUEST_BYTES_MAX, members)).max(256 << 20)
 }
 
 impl CreateOptions {
@@ -85,6 +97,8 @@ impl CreateOptions {
             uuid: None,
             force: false,
             assume_clean: false,
+            journal: None,
+            journal_bytes: None,
         }
     }
 }
@@ -136,6 +150,11 @@ pub struct Status {
     pub members: Vec<(Option<PathBuf>, MemberState)>,
     /// The rebuild running now, if any.
     pub rebuild: Option<RebuildProgress>,
+    /// The write journal, if the array has one.
+    pub journal: Option<PathBuf>,
+    /// Journal records replayed onto the members when the array was assembled (writes
+    /// an unclean stop had left half done).
+    pub journal_replayed: u64,
 }
 
 /// How far a running rebuild has come.
@@ -206,6 +225,29 @@ pub struct Array {
     rebuilding: Mutex<Option<Rebuilding>>,
     /// Set by [`Array::cancel_rebuild`]; the rebuild stops at its next row.
     cancel_rebuild: AtomicBool,
+    /// The write journal, if any.
+    journal: Option<Journal>,
+    /// Records replayed at assembly.
+    journal_replayed: u64,
+}
+
+/// Fault injection for crash tests: with `RAIDLAB_ENGINE_CRASH_AFTER_WRITES=N` in the
+/// environment the process aborts just before its member data write number N + 1, so a
+/// test can stop it between a stripe's data and parity writes.
+fn crash_point() {
+    static AFTER: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let after = AFTER.get_or_init(|| {
+        std::env::var("RAIDLAB_ENGINE_CRASH_AFTER_WRITES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if let Some(n) = *after {
+        if WRITES.fetch_add(1, Ordering::SeqCst) >= n {
+            eprintln!("raidlab-engine: crash injected after {n} member writes");
+            std::process::abort();
+        }
+    }
 }
 
 /// Bytes of the write-intent bitmap for `geo`: one bit per region of member data.
@@ -484,6 +526,35 @@ impl Array {
             Some(u) => u,
             None => random_uuid()?,
         };
+        let journal = match &opts.journal {
+            None => None,
+            Some(path) => {
+                if geo.tolerated_failures() == 0 {
+                    return Err(Error::Input(format!(
+                        "--journal: {} has no redundancy for a journal to protect",
+                        geo.level()
+                    )));
+                }
+                let need = crate::journal::HEADER_BYTES
+                    + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
+                let bytes = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| journal_bytes_default(geo.members()));
+                if bytes < need {
+                    return Err(Error::Input(format!(
+                        "--journal-size: at least {need} B for {} members (one {REQUEST_BYTES_MAX} B write), got {bytes}",
+                        geo.members()
+                    )));
+                }
+                if paths.iter().any(|p| p == path) {
+                    return Err(member_err(
+                        path,
+                        "is a member; the journal needs its own file",
+                    ));
+                }
+                Some(Journal::create(path, uuid, bytes)?)
+            }
+        };
         let array = Self {
             geo,
             uuid,
@@ -503,6 +574,8 @@ impl Array {
             bitmap: Mutex::new(vec![0; bitmap_bytes(&geo)]),
             rebuilding: Mutex::new(None),
             cancel_rebuild: AtomicBool::new(false),
+            journal,
+            journal_replayed: 0,
         };
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
@@ -520,6 +593,13 @@ impl Array {
     /// (event counter behind the newest) and assembles degraded when the level tolerates
     /// the missing, stale and failed members.
     pub fn assemble(paths: &[PathBuf]) -> Result<Self> {
+        Self::assemble_with(paths, None)
+    }
+
+    /// [`Array::assemble`] with the array's write journal: refused without it when the
+    /// array has one (and with one when it has none). The journal's records are
+    /// replayed onto the members present, then retired.
+    pub fn assemble_with(paths: &[PathBuf], journal: Option<&Path>) -> Result<Self> {
         if paths.is_empty() {
             return Err(Error::Input(
                 "members: at least one member file or device needed".into(),
@@ -659,7 +739,23 @@ impl Array {
             // A clean stop leaves nothing in flight, whatever a member's bitmap says.
             bitmap.fill(0);
         }
-        Ok(Self {
+        let journal = match (journal, newest.journaled) {
+            (None, false) => None,
+            (Some(j), true) => Some(Journal::open(j, newest.array_uuid)?),
+            (None, true) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} writes through a journal; give its path",
+                    newest.array_uuid
+                )))
+            }
+            (Some(_), false) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} has no write journal",
+                    newest.array_uuid
+                )))
+            }
+        };
+        let mut array = Self {
             geo,
             uuid: newest.array_uuid,
             spec: newest.spec,
@@ -675,7 +771,43 @@ impl Array {
             bitmap: Mutex::new(bitmap),
             rebuilding: Mutex::new(None),
             cancel_rebuild: AtomicBool::new(false),
-        })
+            journal,
+            journal_replayed: 0,
+        };
+        array.journal_replayed = array.replay_journal()?;
+        Ok(array)
+    }
+
+    /// Writes every journal record onto the members present (in log order, so the last
+    /// write of a block wins), syncs them and retires the records.
+    fn replay_journal(&self) -> Result<u64> {
+        let Some(j) = &self.journal else {
+            return Ok(0);
+        };
+        let records = j.records()?;
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let files = self.files.read().expect("files lock").clone();
+        let failed = self.failed();
+        for record in &records {
+            for e in record {
+                if e.member >= self.geo.members() || failed.contains(e.member) {
+                    continue;
+                }
+                if let Some(f) = &files[e.member as usize] {
+                    let path = self.state.lock().expect("state lock").members[e.member as usize]
+                        .0
+                        .clone()
+                        .unwrap_or_default();
+                    f.write_all_at(&e.data, DATA_OFFSET_BYTES + e.offset_bytes)
+                        .map_err(io_err(&path, "replay journal"))?;
+                }
+            }
+        }
+        self.flush()?;
+        j.retire()?;
+        Ok(records.len() as u64)
     }
 
     /// The geometry.
@@ -729,6 +861,8 @@ impl Array {
         let st = self.state.lock().expect("state lock");
         Status {
             rebuild,
+            journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
+            journal_replayed: self.journal_replayed,
             uuid: self.uuid,
             geometry: self.geo,
             events: st.events,
@@ -822,6 +956,7 @@ impl Array {
                 events: st.events,
                 dirty: st.dirty,
                 failed: st.failed,
+                journaled: self.journal.is_some(),
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let r = file
@@ -843,6 +978,9 @@ impl Array {
     /// Flushes every member and marks the array clean.
     pub fn close(&self) -> Result<()> {
         self.flush()?;
+        if let Some(j) = &self.journal {
+            j.retire()?;
+        }
         // Everything is on disk: no region has writes in flight any more.
         let clear = vec![0u8; bitmap_bytes(&self.geo)];
         self.write_bitmap(&clear)?;
@@ -982,6 +1120,7 @@ impl Array {
             let file = files[e.member as usize]
                 .as_ref()
                 .expect("plans write only members with a file");
+            crash_point();
             let r = file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes);
             if let Err(err) = r {
                 failed_now.push((e.member, err));
@@ -1098,6 +1237,16 @@ impl Array {
         let _locks = self.lock_range(offset_bytes, len);
         let read = self.plan_and_read(req)?;
         let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
+        let _journaled = match &self.journal {
+            Some(j) => {
+                let extents: Vec<(u32, u64, &[u8])> = writes
+                    .iter()
+                    .map(|(e, b)| (e.member, e.offset_bytes, b.as_slice()))
+                    .collect();
+                Some(j.append(&extents, || self.flush())?)
+            }
+            None => None,
+        };
         self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)

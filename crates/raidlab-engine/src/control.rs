@@ -53,6 +53,8 @@ pub fn status_json(s: &Status) -> Value {
         "failed": (0..g.members()).filter(|&m| s.failed.contains(m)).collect::<Vec<_>>(),
         "dirty_regions": s.dirty_regions,
         "rebuild": s.rebuild.as_ref().map(progress_json),
+        "journal": s.journal.as_ref().map(|p| p.display().to_string()),
+        "journal_replayed": s.journal_replayed,
         "members": s.members.iter().enumerate().map(|(role, (path, st))| json!({
             "role": role,
             "path": path.as_ref().map(|p| p.display().to_string()),

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 const USAGE: &str = "usage:
   raidlab-engine create --level L [--chunk 64K] [--size 64M] [--layout X] [--copies N]
-                        [--spans N] [--uuid HEX] [--force] [--assume-clean] [--json] MEMBER...
+                        [--spans N] [--uuid HEX] [--force] [--assume-clean]
+                        [--journal PATH [--journal-size 256M]] [--json] MEMBER...
   raidlab-engine status [--json] MEMBER...   (alias: assemble)
   raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16] MEMBER...
   raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
@@ -22,6 +23,7 @@ const USAGE: &str = "usage:
   raidlab-engine repair [--json] MEMBER...
 While serve runs, status/fail/replace/check/repair on its members go to the server
 (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
+An array created with --journal needs --journal PATH wherever it is assembled.
   raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -188,6 +190,12 @@ fn print_status(s: &Value) {
         failed.join(",")
     );
     println!("  dirty bitmap regions {}", u("dirty_regions"));
+    if let Some(j) = s["journal"].as_str() {
+        println!(
+            "  write journal {j} ({} records replayed at assembly)",
+            u("journal_replayed")
+        );
+    }
     if let Some(r) = s["rebuild"].as_object() {
         let (done, total) = (
             r["done_bytes"].as_u64().unwrap_or(0),
@@ -280,7 +288,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
         "create" => {
             let a = Args::parse(
                 rest,
-                &["level", "chunk", "size", "layout", "copies", "spans", "uuid"],
+                &["level", "chunk", "size", "layout", "copies", "spans", "uuid", "journal", "journal-size"],
                 &["force", "assume-clean", "json"],
             )?;
             let level: Level = a
@@ -306,6 +314,14 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 .transpose()?;
             opts.force = a.switch("force");
             opts.assume_clean = a.switch("assume-clean");
+            opts.journal = a.value("journal").map(PathBuf::from);
+            opts.journal_bytes = a
+                .value("journal-size")
+                .map(|s| parse_bytes("--journal-size", s))
+                .transpose()?;
+            if opts.journal_bytes.is_some() && opts.journal.is_none() {
+                return Err(Error::Input("--journal-size: needs --journal PATH".into()));
+            }
             let members = absolute(a.members(0)?)?;
             if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
                 return Err(Error::Input(
@@ -317,17 +333,17 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "status" | "assemble" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let members = absolute(a.members(0)?)?;
             let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
                 Some(s) => s,
-                None => control::status_json(&Array::assemble(&members)?.status()),
+                None => control::status_json(&Array::assemble_with(&members, a.value("journal").map(Path::new))?.status()),
             };
             report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "serve" => {
-            let a = Args::parse(rest, &["listen", "connections-max"], &[])?;
+            let a = Args::parse(rest, &["listen", "connections-max", "journal"], &[])?;
             let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
             let max = a
                 .value("connections-max")
@@ -337,10 +353,17 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             if !(1..=1024).contains(&max) {
                 return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
             }
-            let array = Arc::new(Array::assemble(&absolute(a.members(0)?)?)?);
+            let array = Arc::new(Array::assemble_with(
+                &absolute(a.members(0)?)?,
+                a.value("journal").map(Path::new),
+            )?);
             let control_socket = control::bind(array.status().uuid)?;
             let listener = TcpListener::bind(listen)
                 .map_err(|e| Error::Input(format!("--listen: cannot listen on {listen}: {e}")))?;
+            let replayed = array.status().journal_replayed;
+            if replayed > 0 {
+                eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
+            }
             if let Some((regions, r)) = array.resync_dirty_regions()? {
                 eprintln!(
                     "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
@@ -375,7 +398,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "fail" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let target = a
                 .positional
                 .first()
@@ -385,7 +408,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             let s = match ask_server(&members, json!({"cmd": "fail", "target": target}), |_| {})? {
                 Some(s) => s,
                 None => {
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     array.fail_member(array.role_of(&target)?)?;
                     control::status_json(&array.status())
                 }
@@ -394,7 +417,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "replace" => {
-            let a = Args::parse(rest, &["rate"], &["json", "no-wait"])?;
+            let a = Args::parse(rest, &["rate", "journal"], &["json", "no-wait"])?;
             if a.positional.len() < 3 {
                 return Err(Error::Input("replace: OLD NEW MEMBER... needed".into()));
             }
@@ -425,7 +448,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                             "--no-wait: only for an array being served (the rebuild runs in the server)".into(),
                         ));
                     }
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     let role = array.role_of(&old)?;
                     if !array.failed().contains(role) {
                         array.fail_member(role)?;
@@ -438,12 +461,12 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "check" | "repair" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let members = absolute(a.members(0)?)?;
             let r = match ask_server(&members, json!({ "cmd": cmd }), |_| {})? {
                 Some(r) => r,
                 None => {
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     let r = array.scrub(cmd == "repair")?;
                     if cmd == "repair" {
                         array.close()?;
