@@ -150,6 +150,8 @@ pub struct Status {
     pub members: Vec<(Option<PathBuf>, MemberState)>,
     /// The rebuild running now, if any.
     pub rebuild: Option<RebuildProgress>,
+    /// Faults injected now.
+    pub faults: Vec<Fault>,
     /// The write journal, if the array has one.
     pub journal: Option<PathBuf>,
     /// Journal records replayed onto the members when the array was assembled (writes
@@ -168,6 +170,50 @@ pub struct RebuildProgress {
     pub done_bytes: u64,
     /// Member bytes to rebuild.
     pub total_bytes: u64,
+}
+
+/// A fault injected into a member of a running array (`inject` on a served array):
+/// what a failing disk does, without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Reads of member bytes `[offset, +len)` fail with EIO: the member is marked
+    /// failed and the request planned again degraded.
+    ReadError {
+        /// Member role.
+        member: u32,
+        /// Member data offset.
+        offset_bytes: u64,
+        /// Bytes.
+        len_bytes: u64,
+    },
+    /// Writes to member bytes `[offset, +len)` fail with EIO: the member is marked failed,
+    /// the write completes on the others.
+    WriteError {
+        /// Member role.
+        member: u32,
+        /// Member data offset.
+        offset_bytes: u64,
+        /// Bytes.
+        len_bytes: u64,
+    },
+    /// Every I/O of the member waits this long first (a slow or retrying disk).
+    Latency {
+        /// Member role.
+        member: u32,
+        /// The delay.
+        delay: Duration,
+    },
+}
+
+impl Fault {
+    /// The member it hits.
+    pub fn member(&self) -> u32 {
+        match *self {
+            Self::ReadError { member, .. }
+            | Self::WriteError { member, .. }
+            | Self::Latency { member, .. } => member,
+        }
+    }
 }
 
 /// A rebuild in progress: rows `[0, rows_done)` of `role` on `file` are current, and
@@ -227,6 +273,9 @@ pub struct Array {
     cancel_rebuild: AtomicBool,
     /// The write journal, if any.
     journal: Option<Journal>,
+    /// Injected faults; `any_fault` spares the lock when there are none.
+    faults: RwLock<Vec<Fault>>,
+    any_fault: AtomicBool,
     /// Records replayed at assembly.
     journal_replayed: u64,
 }
@@ -576,6 +625,8 @@ impl Array {
             cancel_rebuild: AtomicBool::new(false),
             journal,
             journal_replayed: 0,
+            faults: RwLock::new(Vec::new()),
+            any_fault: AtomicBool::new(false),
         };
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
@@ -773,6 +824,8 @@ impl Array {
             cancel_rebuild: AtomicBool::new(false),
             journal,
             journal_replayed: 0,
+            faults: RwLock::new(Vec::new()),
+            any_fault: AtomicBool::new(false),
         };
         array.journal_replayed = array.replay_journal()?;
         Ok(array)
@@ -848,6 +901,58 @@ impl Array {
         )))
     }
 
+    /// Injects `fault` (until [`Array::clear_faults`]).
+    pub fn inject_fault(&self, fault: Fault) -> Result<()> {
+        if fault.member() >= self.geo.members() {
+            return Err(Error::Input(format!(
+                "member {} does not exist ({} members)",
+                fault.member(),
+                self.geo.members()
+            )));
+        }
+        self.faults.write().expect("faults lock").push(fault);
+        self.any_fault.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.faults.write().expect("faults lock").clear();
+        self.any_fault.store(false, Ordering::Relaxed);
+    }
+
+    /// Applies the injected faults to one member I/O: waits out latency, and returns the
+    /// error an injected read or write error makes it fail with.
+    fn injected(&self, member: u32, offset: u64, len: u64, write: bool) -> Option<std::io::Error> {
+        if !self.any_fault.load(Ordering::Relaxed) {
+            return None;
+        }
+        let faults = self.faults.read().expect("faults lock").clone();
+        let overlaps = |o: u64, l: u64| offset < o + l && o < offset + len;
+        let mut err = None;
+        for f in faults.iter().filter(|f| f.member() == member) {
+            match *f {
+                Fault::Latency { delay, .. } => std::thread::sleep(delay),
+                Fault::ReadError {
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if !write && overlaps(offset_bytes, len_bytes) => {
+                    err = Some(std::io::Error::other("injected read error"));
+                }
+                Fault::WriteError {
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if write && overlaps(offset_bytes, len_bytes) => {
+                    err = Some(std::io::Error::other("injected write error"));
+                }
+                _ => {}
+            }
+        }
+        err
+    }
+
     /// The failed members now.
     pub fn failed(&self) -> FailedSet {
         self.state.lock().expect("state lock").failed
@@ -861,6 +966,7 @@ impl Array {
         let st = self.state.lock().expect("state lock");
         Status {
             rebuild,
+            faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
             journal_replayed: self.journal_replayed,
             uuid: self.uuid,
@@ -1103,6 +1209,9 @@ impl Array {
             let file = files[e.member as usize]
                 .as_ref()
                 .expect("plans read only members with a file");
+            if let Some(err) = self.injected(e.member, e.offset_bytes, e.len_bytes, false) {
+                return Err((e.member, err));
+            }
             file.read_exact_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
                 .map_err(|err| (e.member, err))?;
         }
@@ -1121,7 +1230,10 @@ impl Array {
                 .as_ref()
                 .expect("plans write only members with a file");
             crash_point();
-            let r = file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes);
+            let r = match self.injected(e.member, e.offset_bytes, e.len_bytes, true) {
+                Some(err) => Err(err),
+                None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
+            };
             if let Err(err) = r {
                 failed_now.push((e.member, err));
             }

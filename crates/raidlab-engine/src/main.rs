@@ -24,7 +24,9 @@ const USAGE: &str = "usage:
 While serve runs, status/fail/replace/check/repair on its members go to the server
 (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
 An array created with --journal needs --journal PATH wherever it is assembled.
-  raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)";
+  raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)
+  raidlab-engine inject MEMBER --read-error OFF[+LEN] | --write-error OFF[+LEN]
+                        | --latency 20ms | --clear    (served arrays: faults in the server)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -190,6 +192,9 @@ fn print_status(s: &Value) {
         failed.join(",")
     );
     println!("  dirty bitmap regions {}", u("dirty_regions"));
+    for f in s["faults"].as_array().into_iter().flatten() {
+        println!("  injected fault: {f}");
+    }
     if let Some(j) = s["journal"].as_str() {
         println!(
             "  write journal {j} ({} records replayed at assembly)",
@@ -482,19 +487,70 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             })
         }
         "inject" => {
-            let a = Args::parse(rest, &["mask"], &[])?;
-            if a.positional.len() != 2 {
-                return Err(Error::Input("inject: MEMBER OFFSET needed".into()));
+            let a = Args::parse(
+                rest,
+                &["mask", "read-error", "write-error", "latency"],
+                &["clear", "json"],
+            )?;
+            let runtime: Vec<&str> = ["read-error", "write-error", "latency"]
+                .into_iter()
+                .filter(|f| a.value(f).is_some())
+                .chain(a.switch("clear").then_some("clear"))
+                .collect();
+            if runtime.len() > 1 || (!runtime.is_empty() && a.value("mask").is_some()) {
+                return Err(Error::Input(
+                    "inject: one of OFFSET [--mask], --read-error, --write-error, --latency, --clear"
+                        .into(),
+                ));
             }
-            let offset = parse_bytes("OFFSET", &a.positional[1])?;
-            let mask = match a.value("mask") {
-                Some(m) => u8::from_str_radix(m.trim_start_matches("0x"), 16)
-                    .ok()
-                    .filter(|&m| m != 0)
-                    .ok_or_else(|| Error::Input(format!("--mask: a nonzero hex byte, got {m:?}")))?,
-                None => 0xff,
+            let Some(kind) = runtime.first().copied() else {
+                // Silent corruption: flip bits on the member itself, served or not.
+                if a.positional.len() != 2 {
+                    return Err(Error::Input("inject: MEMBER OFFSET needed".into()));
+                }
+                let offset = parse_bytes("OFFSET", &a.positional[1])?;
+                let mask = match a.value("mask") {
+                    Some(m) => u8::from_str_radix(m.trim_start_matches("0x"), 16)
+                        .ok()
+                        .filter(|&m| m != 0)
+                        .ok_or_else(|| Error::Input(format!("--mask: a nonzero hex byte, got {m:?}")))?,
+                    None => 0xff,
+                };
+                raidlab_engine::array::inject(&PathBuf::from(&a.positional[0]), offset, mask)?;
+                return Ok(ExitCode::SUCCESS);
             };
-            raidlab_engine::array::inject(&PathBuf::from(&a.positional[0]), offset, mask)?;
+            if a.positional.len() != 1 {
+                return Err(Error::Input(format!("inject --{kind}: MEMBER needed (one)")));
+            }
+            let member = absolute(vec![PathBuf::from(&a.positional[0])])?;
+            let mut req = json!({"cmd": "inject", "target": member[0].display().to_string(), "kind": kind});
+            match kind {
+                "read-error" | "write-error" => {
+                    let v = a.value(kind).expect("given");
+                    let (off, len) = v.split_once('+').unwrap_or((v, "4K"));
+                    req["offset_bytes"] = json!(parse_bytes(&format!("--{kind}"), off)?);
+                    req["len_bytes"] = json!(parse_bytes(&format!("--{kind}"), len)?);
+                }
+                "latency" => {
+                    let v = a.value("latency").expect("given");
+                    let us = v
+                        .strip_suffix("ms")
+                        .and_then(|n| n.parse::<f64>().ok())
+                        .map(|ms| ms * 1e3)
+                        .or_else(|| v.strip_suffix("us").and_then(|n| n.parse::<f64>().ok()))
+                        .filter(|us| us.is_finite() && *us >= 0.0 && *us <= 60e6)
+                        .ok_or_else(|| Error::Input(format!("--latency: a delay like 20ms or 500us (up to 60 s), got {v:?}")))?;
+                    req["delay_us"] = json!(us as u64);
+                }
+                _ => {}
+            }
+            let s = ask_server(&member, req, |_| {})?.ok_or_else(|| {
+                Error::Input(format!(
+                    "inject --{kind}: {} is not a member of a served array (these faults live in the server)",
+                    member[0].display()
+                ))
+            })?;
+            report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "help" | "--help" | "-h" => {

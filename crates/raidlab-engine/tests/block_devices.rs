@@ -55,9 +55,12 @@ fn raid5_on_loop_devices_serves_fails_and_rebuilds_online() {
     // 16 MiB of data per 17 MiB device (1 MiB of metadata): 3 × 16 MiB exported.
     assert!(t.contains(&format!("capacity {} B", 48u64 << 20)), "{t}");
     let s = serve(d, &names[..4]);
-    let t = run(Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(["-c", "write -P 0x5c 0 40M", "-c", "flush"]));
+    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
+        "-c",
+        "write -P 0x5c 0 40M",
+        "-c",
+        "flush",
+    ]));
     assert!(!t.contains("failed"), "{t}");
     let mut fail = vec!["fail", names[2]];
     fail.extend(&names[..4]);
