@@ -20,15 +20,16 @@
 //! A record counts only when its magic, generation, sequence number and CRC32C (of
 //! header and payload) all match: a torn tail ends the log. A checkpoint (journal full,
 //! or a clean stop) syncs the members and bumps the generation, which retires every
-//! record at once. Records are synced one by one (no group commit): the journal trades
-//! write throughput for safety, as md's does.
+//! record at once. Concurrent writers share syncs (group commit): one sync covers every
+//! record written, gap-free, before it started.
 
 use crate::crc32c::crc32c;
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
 
 /// Bytes of the journal header.
 pub const HEADER_BYTES: u64 = 4096;
@@ -48,10 +49,48 @@ pub struct Extent {
     pub data: Vec<u8>,
 }
 
+/// Where the log stands. Records are placed in order at `offset` but written by their
+/// writers concurrently; `written_end` is the end of the gap-free prefix written so far
+/// and `durable_end` the end of the prefix a finished sync covers. A writer proceeds
+/// to the members only once `durable_end` passes its record, so every record a replay
+/// could miss (after a gap) belongs to a write no member has seen.
 struct Tail {
     generation: u64,
     next_seq: u64,
     offset: u64,
+    written_end: u64,
+    /// Records written beyond a gap: start -> end.
+    written_later: BTreeMap<u64, u64>,
+    durable_end: u64,
+    syncing: bool,
+    /// A journal write or sync failed: nothing more is acknowledged.
+    broken: bool,
+}
+
+impl Tail {
+    fn new(generation: u64) -> Self {
+        Self {
+            generation,
+            next_seq: 0,
+            offset: HEADER_BYTES,
+            written_end: HEADER_BYTES,
+            written_later: BTreeMap::new(),
+            durable_end: HEADER_BYTES,
+            syncing: false,
+            broken: false,
+        }
+    }
+
+    fn written(&mut self, start: u64, end: u64) {
+        if start != self.written_end {
+            self.written_later.insert(start, end);
+            return;
+        }
+        self.written_end = end;
+        while let Some(e) = self.written_later.remove(&self.written_end) {
+            self.written_end = e;
+        }
+    }
 }
 
 /// An open journal (file or block device).
@@ -61,6 +100,9 @@ pub struct Journal {
     uuid: u128,
     capacity: u64,
     tail: Mutex<Tail>,
+    /// Signalled when a sync finishes (group commit: one sync covers every record
+    /// written before it started).
+    synced: Condvar,
     /// Held shared from a record's append until its member writes are done; a
     /// checkpoint takes it exclusively so it never retires a record still in flight.
     gate: RwLock<()>,
@@ -105,11 +147,8 @@ impl Journal {
             path: path.to_path_buf(),
             uuid,
             capacity: capacity_bytes,
-            tail: Mutex::new(Tail {
-                generation: 0,
-                next_seq: 0,
-                offset: HEADER_BYTES,
-            }),
+            tail: Mutex::new(Tail::new(0)),
+            synced: Condvar::new(),
             gate: RwLock::new(()),
         };
         j.write_header(1)?;
@@ -151,11 +190,8 @@ impl Journal {
             path: path.to_path_buf(),
             uuid,
             capacity: u64_at(&h, 32),
-            tail: Mutex::new(Tail {
-                generation: u64_at(&h, 24),
-                next_seq: 0,
-                offset: HEADER_BYTES,
-            }),
+            tail: Mutex::new(Tail::new(u64_at(&h, 24))),
+            synced: Condvar::new(),
             gate: RwLock::new(()),
         })
     }
@@ -192,11 +228,7 @@ impl Journal {
             .write_all_at(&h, 0)
             .and_then(|()| self.file.sync_data())
             .map_err(io_err(&self.path, "write journal header"))?;
-        *self.tail.lock().expect("journal tail") = Tail {
-            generation,
-            next_seq: 0,
-            offset: HEADER_BYTES,
-        };
+        *self.tail.lock().expect("journal tail") = Tail::new(generation);
         Ok(())
     }
 
@@ -306,13 +338,45 @@ impl Journal {
                 rec[32..36].fill(0);
                 let crc = crc32c(&rec);
                 rec[32..36].copy_from_slice(&crc.to_le_bytes());
-                self.file
-                    .write_all_at(&rec, tail.offset)
-                    .and_then(|()| self.file.sync_data())
-                    .map_err(io_err(&self.path, "append to journal"))?;
-                tail.offset += bytes;
+                let start = tail.offset;
+                let end = start + bytes;
+                tail.offset = end;
                 tail.next_seq += 1;
-                return Ok(guard);
+                drop(tail);
+                let wrote = self.file.write_all_at(&rec, start);
+                let mut tail = self.tail.lock().expect("journal tail");
+                if let Err(e) = wrote {
+                    tail.broken = true;
+                    self.synced.notify_all();
+                    return Err(io_err(&self.path, "append to journal")(e));
+                }
+                tail.written(start, end);
+                loop {
+                    if tail.broken {
+                        return Err(Error::Input(format!(
+                            "journal {}: an earlier write or sync failed",
+                            self.path.display()
+                        )));
+                    }
+                    if tail.durable_end >= end {
+                        return Ok(guard);
+                    }
+                    if tail.syncing {
+                        tail = self.synced.wait(tail).expect("journal tail");
+                        continue;
+                    }
+                    tail.syncing = true;
+                    let target = tail.written_end;
+                    drop(tail);
+                    let r = self.file.sync_data();
+                    tail = self.tail.lock().expect("journal tail");
+                    tail.syncing = false;
+                    match r {
+                        Ok(()) => tail.durable_end = tail.durable_end.max(target),
+                        Err(_) => tail.broken = true,
+                    }
+                    self.synced.notify_all();
+                }
             }
             drop(tail);
             drop(guard);
