@@ -604,12 +604,11 @@ impl Array {
                 Some(Journal::create(path, uuid, bytes)?)
             }
         };
-        let array = Self {
-            geo,
-            uuid,
+        let array = Self::with_state(
             spec,
-            files: RwLock::new(files.into_iter().map(|f| Some(Arc::new(f))).collect()),
-            state: Mutex::new(State {
+            uuid,
+            files.into_iter().map(|f| Some(Arc::new(f))).collect(),
+            State {
                 events: 0,
                 dirty: false,
                 failed: FailedSet::new(),
@@ -617,17 +616,10 @@ impl Array {
                     .iter()
                     .map(|p| (Some(p.clone()), MemberState::Active))
                     .collect(),
-            }),
-            locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
-            reads_started: AtomicU64::new(0),
-            bitmap: Mutex::new(vec![0; bitmap_bytes(&geo)]),
-            rebuilding: Mutex::new(None),
-            cancel_rebuild: AtomicBool::new(false),
+            },
+            vec![0; bitmap_bytes(&geo)],
             journal,
-            journal_replayed: 0,
-            faults: RwLock::new(Vec::new()),
-            any_fault: AtomicBool::new(false),
-        };
+        )?;
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
         // Zero-filled members are already consistent (zero data, zero P and Q); any
@@ -806,17 +798,39 @@ impl Array {
                 )))
             }
         };
-        let mut array = Self {
-            geo,
-            uuid: newest.array_uuid,
-            spec: newest.spec,
+        let state = State {
+            events: newest.events,
+            dirty: newest.dirty,
+            failed,
+            members,
+        };
+        let mut array = Self::with_state(
+            newest.spec,
+            newest.array_uuid,
+            files,
+            state,
+            bitmap,
+            journal,
+        )?;
+        array.journal_replayed = array.replay_journal()?;
+        Ok(array)
+    }
+
+    /// An array in `state`, nothing running, no faults.
+    fn with_state(
+        spec: ArraySpec,
+        uuid: u128,
+        files: Vec<Option<Arc<File>>>,
+        state: State,
+        bitmap: Vec<u8>,
+        journal: Option<Journal>,
+    ) -> Result<Self> {
+        Ok(Self {
+            geo: Geometry::new(&spec)?,
+            uuid,
+            spec,
             files: RwLock::new(files),
-            state: Mutex::new(State {
-                events: newest.events,
-                dirty: newest.dirty,
-                failed,
-                members,
-            }),
+            state: Mutex::new(state),
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
             bitmap: Mutex::new(bitmap),
@@ -826,9 +840,7 @@ impl Array {
             journal_replayed: 0,
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
-        };
-        array.journal_replayed = array.replay_journal()?;
-        Ok(array)
+        })
     }
 
     /// Writes every journal record onto the members present (in log order, so the last

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{engine, have, run, serve};
+use common::{engine, run, serve, without_qemu_io};
 use std::path::Path;
 use std::process::Command;
 
@@ -35,8 +35,7 @@ impl Drop for Loop {
 
 #[test]
 fn raid5_on_loop_devices_serves_fails_and_rebuilds_online() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{engine, have, run, serve, spawn_server};
+use common::{engine, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
 use std::path::Path;
 use std::process::Command;
 
@@ -95,8 +95,7 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
 
 #[test]
 fn without_a_journal_the_write_hole_loses_flushed_data() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -108,8 +107,7 @@ fn without_a_journal_the_write_hole_loses_flushed_data() {
 
 #[test]
 fn with_a_journal_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -126,12 +124,7 @@ fn with_a_journal_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
 
 #[test]
 fn a_journaled_raid6_verifies_under_fio() {
-    let has_nbd = Command::new("fio")
-        .arg("--enghelp")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("nbd"));
-    if !has_nbd {
-        eprintln!("skipped: fio with the nbd engine not installed (apt-get install fio)");
+    if without_fio_nbd() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -181,8 +174,7 @@ fn a_journaled_raid6_verifies_under_fio() {
 
 #[test]
 fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_byte() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
