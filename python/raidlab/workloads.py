@@ -17,7 +17,18 @@ from raidlab.config import array_capacity_bytes, parse_int
 from raidlab.errors import RaidlabError
 from raidlab.units import format_size, parse_duration_ns, parse_size
 
-RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw")
+RW_MODES = (
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "rw",
+    "randrw",
+    "trim",
+    "randtrim",
+    "trimwrite",
+    "randtrimwrite",
+)
 SECTOR_BYTES = 512
 BLOCK_BYTES_MIN = 512
 BLOCK_BYTES_MAX = 1 << 30
