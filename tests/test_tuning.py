@@ -1,4 +1,5 @@
-"""The tuning flags: controller cache, read-ahead, FastPath, TRIM passthrough, SSD over-provisioning and state."""
+"""The tuning flags: controller cache, read-ahead, FastPath, TRIM passthrough, SSD
+over-provisioning and state."""
 
 from __future__ import annotations
 

@@ -441,7 +441,8 @@ def atto(
 @with_array_flags
 def run(
     rw: Annotated[
-        str, _opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite (fio's rw).")
+        str,
+        _opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
     ] = "randread",
     bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
     iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "1",

@@ -468,7 +468,9 @@ def _check_fastpath(spec: Mapping[str, Any], label: str) -> None:
     if spec.get("write_back"):
         raise RaidlabError(f"{label}.fastpath", "FastPath needs write-through (write_back = false)")
     if spec.get("read_ahead_bytes"):
-        raise RaidlabError(f"{label}.fastpath", "FastPath needs no read-ahead (read_ahead_bytes = 0)")
+        raise RaidlabError(
+            f"{label}.fastpath", "FastPath needs no read-ahead (read_ahead_bytes = 0)"
+        )
 
 
 def resolve_host(value: Mapping[str, Any], label: str) -> dict[str, Any]:
