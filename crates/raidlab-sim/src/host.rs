@@ -317,7 +317,13 @@ impl Workload {
 
     /// Count a measured completion; returns whether the workload is now done.
     /// `dir` is 0 for a read, 1 for a write, 2 for a trim.
-    pub fn record(&mut self, dir: usize, len_bytes: u64, latency_ns: u64, since_start_ns: u64) -> bool {
+    pub fn record(
+        &mut self,
+        dir: usize,
+        len_bytes: u64,
+        latency_ns: u64,
+        since_start_ns: u64,
+    ) -> bool {
         self.hist[dir].record(latency_ns);
         self.ios_done[dir] += 1;
         self.bytes_done[dir] += len_bytes;

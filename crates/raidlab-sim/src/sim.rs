@@ -886,7 +886,11 @@ impl Simulation {
         let capacity = self.layout.capacity_bytes();
         let start = ((capacity as f64 * (1.0 - percent / 100.0)) as u64).div_ceil(512) * 512;
         // Planned in pieces so a parity level's per-stripe plan stays small.
-        let piece = self.layout.full_stripe_bytes().max(self.layout.stripe_unit_bytes()) * 4096;
+        let piece = self
+            .layout
+            .full_stripe_bytes()
+            .max(self.layout.stripe_unit_bytes())
+            * 4096;
         let failed = self.failed;
         let mut plan = Plan::new();
         let mut at = start;

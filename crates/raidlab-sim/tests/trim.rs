@@ -65,10 +65,7 @@ fn random_writes_after_deleting_half_are_faster_when_the_controller_passes_trim(
          passthrough: {iops_trimmed:.0} IOPS, WA {wa_trimmed:.2}"
     );
     assert!(wa_trimmed < wa_kept - 0.3, "{wa_kept} {wa_trimmed}");
-    assert!(
-        iops_trimmed > 1.3 * iops_kept,
-        "{iops_kept} {iops_trimmed}"
-    );
+    assert!(iops_trimmed > 1.3 * iops_kept, "{iops_kept} {iops_trimmed}");
 }
 
 #[test]
