@@ -145,3 +145,11 @@ def test_deleting_data_needs_an_ftl_and_the_preset_decides_passthrough() -> None
     assert not resolve_array(None, drive="intel-dc-s3500-80g", controller="megaraid-9365")[
         "controller"
     ]["trim_passthrough"]
+
+
+def test_a_trim_workload_reports_a_trim_row() -> None:
+    args = ["run", "--drive", "intel-dc-s3500-80g", "--controller", "linux-md", "--drives", "2"]
+    result = runner.invoke(app, [*args, "--rw", "randtrim", "--ios", "2000", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split(",")[0] for line in result.output.strip().splitlines()[1:]]
+    assert rows == ["trim"]

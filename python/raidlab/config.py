@@ -920,6 +920,11 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
                 "write-back is refused without a battery/flash backup unit (--bbu no), as "
                 "the controller's firmware does; give --bbu yes",
             )
+        if wb and controller.get("fastpath"):
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                "the controller runs FastPath, which needs write-through; refused with wb",
+            )
         controller["write_back"] = wb
     if tuning.op is not None or tuning.precondition is not None:
         ftl = array["drive"].get("ftl")

@@ -41,7 +41,7 @@ WEIGHT_MAX = 1_000_000
 DEFAULT_IOS = 20_000
 WARMUP_IOS_MIN = 8
 RUN_COLUMNS = ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us", "lat_p99_us"]
-OPS = ("read", "write")
+OPS = ("read", "write", "trim")
 
 
 @dataclass(frozen=True)
