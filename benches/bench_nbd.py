@@ -7,7 +7,8 @@ fio's nbd engine (libnbd) drives each export over loopback TCP with the same job
 Targets, every export 1 GiB of backing files in /dev/shm (RAM, so the numbers measure
 the server's CPU path, not a disk):
 
-    raidlab RAID 0 of 2 files   raidlab RAID 5 of 4 files (chunk 64 KiB)
+    raidlab RAID 0 of 2 files   raidlab RAID 5 of 4 files (chunk 64 KiB), without and
+    with its write journal
     qemu-nbd on one file        nbdkit file plugin on the same file (if installed)
 
 Each export is first filled with 1 MiB sequential writes, so reads do not hit holes.
@@ -120,19 +121,24 @@ def fio(uri: str, job: Job, runtime_s: int, time_based: bool = True) -> Result:
     return Result(iops=float(side["iops"]), mb_per_s=float(side["bw_bytes"]) / 1e6)
 
 
-def start_raidlab(engine: str, workdir: Path, level: int, members: int) -> subprocess.Popen[bytes]:
+def start_raidlab(
+    engine: str, workdir: Path, level: int, members: int, journal: bool = False
+) -> subprocess.Popen[bytes]:
     data_members = members - 1 if level == 5 else members
     # Round each member's share up to whole chunks so the export holds EXPORT_BYTES.
     data_per_member = -(-EXPORT_BYTES // (data_members * CHUNK_BYTES)) * CHUNK_BYTES
-    files = [str(workdir / f"r{level}-{i}.img") for i in range(members)]
+    tag = f"r{level}{'j' if journal else ''}"
+    files = [str(workdir / f"{tag}-{i}.img") for i in range(members)]
+    # The journal file is sparse: only the records written take memory.
+    journal_args = ["--journal", str(workdir / f"{tag}-journal.img")] if journal else []
     subprocess.run(
         [engine, "create", "--level", str(level), "--chunk", str(CHUNK_BYTES),
-         "--size", str(data_per_member + MIB), *files],
+         "--size", str(data_per_member + MIB), *journal_args, *files],
         check=True, capture_output=True,
     )  # fmt: skip
     port = free_port()
     proc = subprocess.Popen(
-        [engine, "serve", "--listen", f"127.0.0.1:{port}", *files],
+        [engine, "serve", "--listen", f"127.0.0.1:{port}", *journal_args, *files],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -187,7 +193,9 @@ def main() -> int:
         ("qemu-nbd 1 file", lambda: start_qemu_nbd(single)),
         ("raidlab RAID0x2", lambda: start_raidlab(args.engine, workdir, 0, RAID0_MEMBERS)),
         ("raidlab RAID5x4", lambda: start_raidlab(args.engine, workdir, 5, RAID5_MEMBERS)),
-    ]
+        ("raidlab RAID5x4+journal",
+         lambda: start_raidlab(args.engine, workdir, 5, RAID5_MEMBERS, journal=True)),
+    ]  # fmt: skip
     if shutil.which("nbdkit"):
         targets.append(("nbdkit file 1 file", lambda: start_nbdkit(single)))
     else:
@@ -204,7 +212,7 @@ def main() -> int:
                 for job in JOBS:
                     r = fio(uri, job, args.runtime)
                     results[name][job.name] = r
-                    print(f"{name:20} {job.name:18} {r.iops:>10.0f} IOPS {r.mb_per_s:>9.1f} MB/s",
+                    print(f"{name:24} {job.name:18} {r.iops:>10.0f} IOPS {r.mb_per_s:>9.1f} MB/s",
                           file=sys.stderr)  # fmt: skip
             finally:
                 stop(proc)

@@ -151,7 +151,7 @@ def test_pts_rule() -> None:
         ("bssplit-sum.fio", "bssplit-sum.fio:3: bssplit: percentages must add up to 100"),
         ("missing-section.fio", "missing-section.fio:1: option 'rw' outside a section"),
         ("no-job.fio", "no-job.fio: no job section"),
-        ("trim.fio", "trim.fio:2: rw: 'trim': trim is not simulated yet"),
+        ("bad-rw.fio", "bad-rw.fio:2: rw: must be read, write, randread"),
     ],
 )
 def test_malformed_job_files(name: str, message: str) -> None:
@@ -325,3 +325,16 @@ def test_replay_in_tree_traces(name: str, fmt: str, mode: str) -> None:
 def test_replay_bad_input() -> None:
     result = invoke("replay", str(DATA / "traces" / "small.msr.csv"), "--format", "csv", *ARRAY)
     assert result.exit_code == 2 and "--format: must be msr or blkparse" in result.output
+
+
+@needs_native_jobs
+def test_trim_jobs_report_trims_as_fio_does() -> None:
+    args = ["--name=t", "--rw=randtrim", "--bs=4k", "--iodepth=4", "--number_ios=2000"]
+    result = invoke("fio", *args, *ARRAY, "--output-format", "json")
+    assert result.exit_code == 0, result.output
+    job = json.loads(result.stdout)["jobs"][0]
+    assert job["trim"]["total_ios"] == 2000 and job["write"]["total_ios"] == 0
+    args = ["--name=tw", "--rw=trimwrite", "--bs=4k", "--number_ios=2000"]
+    result = invoke("fio", *args, *ARRAY, "--output-format", "json")
+    job = json.loads(result.stdout)["jobs"][0]
+    assert job["trim"]["total_ios"] > 0 and job["write"]["total_ios"] > 0

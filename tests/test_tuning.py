@@ -1,8 +1,15 @@
-"""The tuning flags: controller cache, read-ahead, SSD over-provisioning and state."""
+"""The tuning flags: controller cache, read-ahead, FastPath, TRIM passthrough, SSD
+over-provisioning and state."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
+from raidlab.api import resolve_array, run_workload
 from raidlab.cli import app
+from raidlab.config import Tuning, array_capacity_bytes, tune_array
+from raidlab.workloads import WorkloadRequest
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -74,3 +81,75 @@ def test_over_provisioning_raises_steady_random_write_iops() -> None:
         return float(result.output.strip().splitlines()[-1].split(",")[1])
 
     assert iops(["--op", "20%"]) > 1.5 * iops([])
+
+
+# --- FastPath and TRIM passthrough ---------------------------------------------------
+
+
+def _run(drive: str, controller: str, rw: str, tuning: Tuning, **workload: Any) -> pd.Series:
+    array = tune_array(resolve_array(None, drive=drive, controller=controller, drives=4), tuning)
+    request = WorkloadRequest(rw=rw, bs="4K", **{"ios": 20_000, **workload})
+    return run_workload(array, request, 1).iloc[0]
+
+
+def test_fastpath_raises_ssd_random_read_iops_and_lowers_latency() -> None:
+    # 64 outstanding reads on 4 SSDs: the controller's per-I/O firmware time is the limit.
+    args = ("intel-dc-s3500-80g", "megaraid-9365", "randread")
+    normal = _run(*args, Tuning(), iodepth=32, numjobs=2)
+    fast = _run(*args, Tuning(fastpath=True), iodepth=32, numjobs=2)
+    assert fast.iops > 1.3 * normal.iops, (normal.iops, fast.iops)
+    assert fast.lat_mean_us < 0.8 * normal.lat_mean_us
+
+
+def test_fastpath_brings_hdds_nothing_and_costs_sequential_reads_their_read_ahead() -> None:
+    args = ("wd-caviar-blue-500g", "megaraid-9361")
+    normal = _run(*args, "randread", Tuning(), iodepth=32, ios=4000)
+    fast = _run(*args, "randread", Tuning(fastpath=True), iodepth=32, ios=4000)
+    assert abs(fast.iops / normal.iops - 1) < 0.05, (normal.iops, fast.iops)
+    read_ahead = _run(*args, "read", Tuning(read_ahead="adaptive"), ios=4000)
+    fast = _run(*args, "read", Tuning(fastpath=True), ios=4000)
+    assert fast.iops < 0.5 * read_ahead.iops, (read_ahead.iops, fast.iops)
+
+
+def test_fastpath_is_refused_with_write_back_and_where_there_is_none() -> None:
+    assert "--fastpath" in _error(["--fastpath", "--write-cache", "wb"])
+    assert "--fastpath" in _error(["--fastpath", "--read-ahead", "adaptive"])
+    result = runner.invoke(app, ["run", "--drive", "intel-dc-s3500-80g", "--fastpath"])
+    assert result.exit_code == 2 and "error: --fastpath: controller 'hba' has no FastPath" in (
+        result.output
+    )
+
+
+def test_trim_passthrough_after_deletes_lowers_write_amplification_on_ssd_raid0() -> None:
+    def run(passthrough: str) -> tuple[float, float]:
+        tuning = Tuning(precondition="steady", deleted="50%", trim_passthrough=passthrough)
+        array = tune_array(
+            resolve_array(None, drive="intel-dc-s3500-80g", controller="intel-h97-rst", drives=2),
+            tuning,
+        )
+        half = array_capacity_bytes(array) // 2 // 4096 * 4096
+        request = WorkloadRequest(rw="randwrite", bs="4K", iodepth=32, size=half, ios=40_000)
+        frame = run_workload(array, request, 1)
+        return float(frame.iloc[0].iops), float(frame.attrs["explain"]["ssd_write_amplification"])
+
+    (iops_on, wa_on), (iops_off, wa_off) = run("yes"), run("no")
+    assert wa_on < wa_off - 0.5 and iops_on > 1.5 * iops_off, (iops_on, wa_on, iops_off, wa_off)
+
+
+def test_deleting_data_needs_an_ftl_and_the_preset_decides_passthrough() -> None:
+    result = runner.invoke(app, ["run", "--drive", "adata-sp900-128g", "--deleted", "50%"])
+    assert result.exit_code == 2 and "--deleted" in result.output
+    assert resolve_array(None, drive="intel-dc-s3500-80g", controller="intel-h97-rst")[
+        "controller"
+    ]["trim_passthrough"]
+    assert not resolve_array(None, drive="intel-dc-s3500-80g", controller="megaraid-9365")[
+        "controller"
+    ]["trim_passthrough"]
+
+
+def test_a_trim_workload_reports_a_trim_row() -> None:
+    args = ["run", "--drive", "intel-dc-s3500-80g", "--controller", "linux-md", "--drives", "2"]
+    result = runner.invoke(app, [*args, "--rw", "randtrim", "--ios", "2000", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split(",")[0] for line in result.output.strip().splitlines()[1:]]
+    assert rows == ["trim"]

@@ -170,12 +170,36 @@ PreconditionOption = Annotated[
     str | None,
     typer.Option("--precondition", help="SSD state: fob (fresh) or steady (SNIA PTS)."),
 ]
+FastpathOption = Annotated[
+    bool,
+    typer.Option(
+        "--fastpath",
+        help="Controller FastPath (MegaRAID): write-through, no read-ahead, lower per-I/O cost.",
+    ),
+]
+DeletedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--deleted",
+        help="Share of the array the host deleted after preconditioning, e.g. 50%.",
+    ),
+]
+TrimPassthroughOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trim-passthrough",
+        help="Controller passes TRIM to the SSDs: yes or no (default: the preset's).",
+    ),
+]
 TUNING_FLAGS = {
     "write_cache": "--write-cache",
     "bbu": "--bbu",
     "read_ahead": "--read-ahead",
     "op": "--op",
     "precondition": "--precondition",
+    "fastpath": "--fastpath",
+    "deleted": "--deleted",
+    "trim_passthrough": "--trim-passthrough",
 }
 DrivesOption = Annotated[
     str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
@@ -220,6 +244,9 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("read_ahead", ReadAheadOption),
     ("op", OpOption),
     ("precondition", PreconditionOption),
+    ("fastpath", FastpathOption),
+    ("deleted", DeletedOption),
+    ("trim_passthrough", TrimPassthroughOption),
 )
 
 
@@ -243,6 +270,9 @@ class ArrayFlags:
     read_ahead: str | None = None
     op: str | None = None
     precondition: str | None = None
+    fastpath: bool | None = None
+    deleted: str | None = None
+    trim_passthrough: str | None = None
 
     def build(self) -> dict[str, Any]:
         """The scenario's ``array``; errors name the flags."""
@@ -265,7 +295,15 @@ class ArrayFlags:
             labels=ARRAY_FLAGS,
         )
         tuning = Tuning(
-            self.write_cache, self.bbu, self.read_ahead, self.op, self.precondition, TUNING_FLAGS
+            write_cache=self.write_cache,
+            bbu=self.bbu,
+            read_ahead=self.read_ahead,
+            op=self.op,
+            precondition=self.precondition,
+            labels=TUNING_FLAGS,
+            fastpath=self.fastpath,
+            deleted=self.deleted,
+            trim_passthrough=self.trim_passthrough,
         )
         return tune_array(array, tuning)
 
@@ -404,7 +442,8 @@ def atto(
 @with_array_flags
 def run(
     rw: Annotated[
-        str, _opt("--rw", "read, write, randread, randwrite, rw or randrw (fio's rw).")
+        str,
+        _opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
     ] = "randread",
     bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
     iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "1",

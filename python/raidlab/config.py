@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
+from raidlab.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset, preset_names
 from raidlab.units import format_size, parse_size
 
 SCHEMA = 1
@@ -158,6 +158,9 @@ CONTROLLER_FIELDS: dict[str, _Bound] = {
     "cache_overhead_ns": ("ns", 0, _NS_MAX),
     "destage_concurrency": ("count", 1, 256),
     "dirty_low_percent": ("percent", 0.0, 95.0),
+    "trim_passthrough": ("bool", None, None),
+    "fastpath_overhead_ns": ("ns_or_none", 0, _NS_MAX),
+    "fastpath": ("bool", None, None),
 }
 # Controller fields a table may leave out, with the native side's defaults.
 CONTROLLER_DEFAULTS: dict[str, Any] = {
@@ -169,7 +172,13 @@ CONTROLLER_DEFAULTS: dict[str, Any] = {
     "dirty_low_percent": 0.0,
     "parity_rate_bytes_per_s": UNLIMITED,
     "read_balance": "round-robin",
+    "trim_passthrough": False,
+    "fastpath_overhead_ns": None,
+    "fastpath": False,
 }
+# Controller keys left out of the scenario at these values (the native side's defaults),
+# so a scenario of a controller without the feature is what it was before the feature.
+CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {"fastpath_overhead_ns": None, "fastpath": False}
 # Controller keys only some levels use. They are left out of other levels' scenarios, so
 # a RAID 0 scenario is exactly what it was before RAID levels were added.
 CONTROLLER_LEVEL_KEYS: dict[str, tuple[int | str, ...]] = {
@@ -259,6 +268,10 @@ def _parse_field(value: Any, bound: _Bound, label: str) -> Any:
         return value
     if kind == "rate_or_unlimited" and (value is None or value == UNLIMITED):
         return None
+    if kind == "ns_or_none":
+        if value is None or value == "none":
+            return None
+        kind = "ns"
     if kind == "ftl":
         if value is None:
             return None
@@ -431,12 +444,33 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
             "write-back needs a battery/flash backup unit (bbu = true); set "
             "force_write_back = true to accept losing acknowledged writes on power loss",
         )
+    _check_fastpath(spec, label)
+    for key, default in CONTROLLER_OMITTED_DEFAULTS.items():
+        if spec.get(key) == default:
+            del spec[key]
     kind = table.get("kind", "hardware")
     if kind not in CONTROLLER_KINDS:
         raise RaidlabError(
             f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, got {kind!r}"
         )
     return ResolvedController({"name": name, **spec}, kind, added_latency_ns)
+
+
+def _check_fastpath(spec: Mapping[str, Any], label: str) -> None:
+    """FastPath exists only where the controller has a FastPath cost, and only with
+    write-through and no read-ahead (as MegaRAID and PERC firmware require)."""
+    if not spec.get("fastpath"):
+        return
+    if spec.get("fastpath_overhead_ns") is None:
+        raise RaidlabError(
+            f"{label}.fastpath", "this controller has no FastPath (no fastpath_overhead_ns)"
+        )
+    if spec.get("write_back"):
+        raise RaidlabError(f"{label}.fastpath", "FastPath needs write-through (write_back = false)")
+    if spec.get("read_ahead_bytes"):
+        raise RaidlabError(
+            f"{label}.fastpath", "FastPath needs no read-ahead (read_ahead_bytes = 0)"
+        )
 
 
 def resolve_host(value: Mapping[str, Any], label: str) -> dict[str, Any]:
@@ -781,6 +815,12 @@ class Tuning:
     op: str | None = None
     precondition: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    # FastPath on (True); None or False leaves the controller's normal path.
+    fastpath: bool | None = None
+    # Share of the array the host deleted after preconditioning, e.g. "50%".
+    deleted: str | None = None
+    # Whether the controller passes TRIM on: "yes" or "no" (default: the preset's).
+    trim_passthrough: str | None = None
 
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
@@ -792,10 +832,62 @@ def _choice(value: str, allowed: tuple[str, ...], label: str) -> str:
     return value
 
 
+def fastpath_controllers() -> list[str]:
+    """Controller presets that have a FastPath (a ``fastpath_overhead_ns``)."""
+    return [
+        name
+        for name in preset_names("controller")
+        if "fastpath_overhead_ns" in preset("controller", name, "controller")
+    ]
+
+
+def _tune_fastpath(controller: dict[str, Any], tuning: Tuning) -> None:
+    """FastPath on: write-through, no read-ahead, the cut-through per-I/O cost."""
+    label = tuning.label("fastpath")
+    if controller.get("fastpath_overhead_ns") is None:
+        raise RaidlabError(
+            label,
+            f"controller {controller.get('name')!r} has no FastPath; controllers with one: "
+            f"{', '.join(fastpath_controllers())}",
+        )
+    if tuning.write_cache == "wb":
+        raise RaidlabError(
+            label,
+            f"FastPath needs write-through; refused with {tuning.label('write_cache')} wb",
+        )
+    if tuning.read_ahead not in (None, "none"):
+        raise RaidlabError(
+            label,
+            f"FastPath needs no read-ahead; refused with {tuning.label('read_ahead')} "
+            f"{tuning.read_ahead}",
+        )
+    controller["write_back"] = False
+    controller["read_ahead_bytes"] = 0
+    controller["read_ahead_always"] = False
+    controller["fastpath"] = True
+
+
 def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
     """``array`` with the tuning knobs applied, checked as the presets are."""
     array = {**array, "controller": dict(array["controller"]), "drive": dict(array["drive"])}
     controller = array["controller"]
+    if tuning.trim_passthrough is not None:
+        controller["trim_passthrough"] = (
+            _choice(tuning.trim_passthrough, ("yes", "no"), tuning.label("trim_passthrough"))
+            == "yes"
+        )
+    if tuning.deleted is not None:
+        label = tuning.label("deleted")
+        if array["drive"].get("kind") != "ssd" or not array["drive"].get("ftl"):
+            raise RaidlabError(
+                label,
+                "deleting data matters only to SSDs with an FTL model; give one in "
+                "[array.drive.ftl] (see docs/scenario.md)",
+            )
+        deleted = _parse_field(tuning.deleted, ("percent", 0.0, 99.0), label)
+        array.pop("deleted_percent", None)
+        if deleted:
+            array["deleted_percent"] = deleted
     if tuning.read_ahead is not None:
         mode = _choice(tuning.read_ahead, READ_AHEAD_MODES, tuning.label("read_ahead"))
         if mode == "none":
@@ -828,6 +920,11 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
                 "write-back is refused without a battery/flash backup unit (--bbu no), as "
                 "the controller's firmware does; give --bbu yes",
             )
+        if wb and controller.get("fastpath"):
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                "the controller runs FastPath, which needs write-through; refused with wb",
+            )
         controller["write_back"] = wb
     if tuning.op is not None or tuning.precondition is not None:
         ftl = array["drive"].get("ftl")
@@ -846,4 +943,6 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
                 tuning.precondition, PRECONDITIONS, tuning.label("precondition")
             )
         array["drive"]["ftl"] = ftl
+    if tuning.fastpath:
+        _tune_fastpath(controller, tuning)
     return array

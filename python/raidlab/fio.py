@@ -53,6 +53,10 @@ RW_MAP = {
     "rw": "rw",
     "readwrite": "rw",
     "randrw": "randrw",
+    "trim": "trim",
+    "randtrim": "randtrim",
+    "trimwrite": "trimwrite",
+    "randtrimwrite": "randtrimwrite",
 }
 TRIM_MODES = ("trim", "randtrim", "trimwrite", "randtrimwrite")
 
@@ -592,17 +596,12 @@ def _plan_job(
     rw_text = (get("rw").value if get("rw") else None) or "read"
     rw_base, _, modifier = rw_text.partition(":")
     rw_base = rw_base.strip().lower()
-    if rw_base in TRIM_MODES:
-        opt = get("rw")
-        raise RaidlabError(
-            opt.where if opt else where_job, f"rw: {rw_text!r}: trim is not simulated yet"
-        )
     if rw_base not in RW_MAP or modifier:
         opt = get("rw")
         raise RaidlabError(
             opt.where if opt else where_job,
-            f"rw: must be read, write, randread, randwrite, rw, readwrite or randrw, "
-            f"got {rw_text!r}",
+            f"rw: must be read, write, randread, randwrite, rw, readwrite, randrw, trim, "
+            f"randtrim, trimwrite or randtrimwrite, got {rw_text!r}",
         )
     rw = RW_MAP[rw_base]
 
@@ -617,6 +616,9 @@ def _plan_job(
             read_mix = write_mix = [[_block(parts[0], opt.where, "bs", kb_base), 1]]
         if len(parts) > 1 and parts[1]:
             write_mix = [[_block(parts[1], opt.where, "bs", kb_base), 1]]
+        if len(parts) > 2 and parts[2] and rw_base in TRIM_MODES:
+            # The trim size: the simulator draws discards from the write mix.
+            write_mix = [[_block(parts[2], opt.where, "bs", kb_base), 1]]
     if (opt := get("bsrange")) is not None and opt.value:
         parts = [part.strip() for part in opt.value.split(",")]
         if parts[0]:
@@ -680,7 +682,7 @@ def _plan_job(
         io_bytes = region
     if rw in ("read", "randread"):
         mean_block = _mean_block(read_mix)
-    elif rw in ("write", "randwrite"):
+    elif rw in ("write", "randwrite", *TRIM_MODES):
         mean_block = _mean_block(write_mix)
     else:
         mean_block = (

@@ -17,7 +17,18 @@ from raidlab.config import array_capacity_bytes, parse_int
 from raidlab.errors import RaidlabError
 from raidlab.units import format_size, parse_duration_ns, parse_size
 
-RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw")
+RW_MODES = (
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "rw",
+    "randrw",
+    "trim",
+    "randtrim",
+    "trimwrite",
+    "randtrimwrite",
+)
 SECTOR_BYTES = 512
 BLOCK_BYTES_MIN = 512
 BLOCK_BYTES_MAX = 1 << 30
@@ -30,7 +41,7 @@ WEIGHT_MAX = 1_000_000
 DEFAULT_IOS = 20_000
 WARMUP_IOS_MIN = 8
 RUN_COLUMNS = ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us", "lat_p99_us"]
-OPS = ("read", "write")
+OPS = ("read", "write", "trim")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@
 //! tolerates the failed set.
 
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::staged::Staged;
 use crate::superblock::{
     Superblock, BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
@@ -69,6 +70,17 @@ pub struct CreateOptions {
     /// Skip the initial resync even when a member held data before (its parity and
     /// copies would be inconsistent with that data until a `repair`).
     pub assume_clean: bool,
+    /// A write journal (file or device) every write goes through first; closes the
+    /// write hole (see [`crate::journal`]). Redundant levels only.
+    pub journal: Option<PathBuf>,
+    /// Size of a journal file; `None` takes [`journal_bytes_default`].
+    pub journal_bytes: Option<u64>,
+}
+
+/// The default journal size for `members` members: room for four of the largest
+/// records, at least 256 MiB.
+pub fn journal_bytes_default(members: u32) -> u64 {
+    (4 * Journal::record_bytes_max(REQUEST_BYTES_MAX, members)).max(256 << 20)
 }
 
 impl CreateOptions {
@@ -85,6 +97,8 @@ impl CreateOptions {
             uuid: None,
             force: false,
             assume_clean: false,
+            journal: None,
+            journal_bytes: None,
         }
     }
 }
@@ -136,6 +150,13 @@ pub struct Status {
     pub members: Vec<(Option<PathBuf>, MemberState)>,
     /// The rebuild running now, if any.
     pub rebuild: Option<RebuildProgress>,
+    /// Faults injected now.
+    pub faults: Vec<Fault>,
+    /// The write journal, if the array has one.
+    pub journal: Option<PathBuf>,
+    /// Journal records replayed onto the members when the array was assembled (writes
+    /// an unclean stop had left half done).
+    pub journal_replayed: u64,
 }
 
 /// How far a running rebuild has come.
@@ -149,6 +170,50 @@ pub struct RebuildProgress {
     pub done_bytes: u64,
     /// Member bytes to rebuild.
     pub total_bytes: u64,
+}
+
+/// A fault injected into a member of a running array (`inject` on a served array):
+/// what a failing disk does, without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Reads of member bytes `[offset, +len)` fail with EIO: the member is marked
+    /// failed and the request planned again degraded.
+    ReadError {
+        /// Member role.
+        member: u32,
+        /// Member data offset.
+        offset_bytes: u64,
+        /// Bytes.
+        len_bytes: u64,
+    },
+    /// Writes to member bytes `[offset, +len)` fail with EIO: the member is marked failed,
+    /// the write completes on the others.
+    WriteError {
+        /// Member role.
+        member: u32,
+        /// Member data offset.
+        offset_bytes: u64,
+        /// Bytes.
+        len_bytes: u64,
+    },
+    /// Every I/O of the member waits this long first (a slow or retrying disk).
+    Latency {
+        /// Member role.
+        member: u32,
+        /// The delay.
+        delay: Duration,
+    },
+}
+
+impl Fault {
+    /// The member it hits.
+    pub fn member(&self) -> u32 {
+        match *self {
+            Self::ReadError { member, .. }
+            | Self::WriteError { member, .. }
+            | Self::Latency { member, .. } => member,
+        }
+    }
 }
 
 /// A rebuild in progress: rows `[0, rows_done)` of `role` on `file` are current, and
@@ -206,6 +271,32 @@ pub struct Array {
     rebuilding: Mutex<Option<Rebuilding>>,
     /// Set by [`Array::cancel_rebuild`]; the rebuild stops at its next row.
     cancel_rebuild: AtomicBool,
+    /// The write journal, if any.
+    journal: Option<Journal>,
+    /// Injected faults; `any_fault` spares the lock when there are none.
+    faults: RwLock<Vec<Fault>>,
+    any_fault: AtomicBool,
+    /// Records replayed at assembly.
+    journal_replayed: u64,
+}
+
+/// Fault injection for crash tests: with `RAIDLAB_ENGINE_CRASH_AFTER_WRITES=N` in the
+/// environment the process aborts just before its member data write number N + 1, so a
+/// test can stop it between a stripe's data and parity writes.
+fn crash_point() {
+    static AFTER: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let after = AFTER.get_or_init(|| {
+        std::env::var("RAIDLAB_ENGINE_CRASH_AFTER_WRITES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if let Some(n) = *after {
+        if WRITES.fetch_add(1, Ordering::SeqCst) >= n {
+            eprintln!("raidlab-engine: crash injected after {n} member writes");
+            std::process::abort();
+        }
+    }
 }
 
 /// Bytes of the write-intent bitmap for `geo`: one bit per region of member data.
@@ -484,12 +575,40 @@ impl Array {
             Some(u) => u,
             None => random_uuid()?,
         };
-        let array = Self {
-            geo,
-            uuid,
+        let journal = match &opts.journal {
+            None => None,
+            Some(path) => {
+                if geo.tolerated_failures() == 0 {
+                    return Err(Error::Input(format!(
+                        "--journal: {} has no redundancy for a journal to protect",
+                        geo.level()
+                    )));
+                }
+                let need = crate::journal::HEADER_BYTES
+                    + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
+                let bytes = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| journal_bytes_default(geo.members()));
+                if bytes < need {
+                    return Err(Error::Input(format!(
+                        "--journal-size: at least {need} B for {} members (one {REQUEST_BYTES_MAX} B write), got {bytes}",
+                        geo.members()
+                    )));
+                }
+                if paths.iter().any(|p| p == path) {
+                    return Err(member_err(
+                        path,
+                        "is a member; the journal needs its own file",
+                    ));
+                }
+                Some(Journal::create(path, uuid, bytes)?)
+            }
+        };
+        let array = Self::with_state(
             spec,
-            files: RwLock::new(files.into_iter().map(|f| Some(Arc::new(f))).collect()),
-            state: Mutex::new(State {
+            uuid,
+            files.into_iter().map(|f| Some(Arc::new(f))).collect(),
+            State {
                 events: 0,
                 dirty: false,
                 failed: FailedSet::new(),
@@ -497,13 +616,10 @@ impl Array {
                     .iter()
                     .map(|p| (Some(p.clone()), MemberState::Active))
                     .collect(),
-            }),
-            locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
-            reads_started: AtomicU64::new(0),
-            bitmap: Mutex::new(vec![0; bitmap_bytes(&geo)]),
-            rebuilding: Mutex::new(None),
-            cancel_rebuild: AtomicBool::new(false),
-        };
+            },
+            vec![0; bitmap_bytes(&geo)],
+            journal,
+        )?;
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
         // Zero-filled members are already consistent (zero data, zero P and Q); any
@@ -520,6 +636,13 @@ impl Array {
     /// (event counter behind the newest) and assembles degraded when the level tolerates
     /// the missing, stale and failed members.
     pub fn assemble(paths: &[PathBuf]) -> Result<Self> {
+        Self::assemble_with(paths, None)
+    }
+
+    /// [`Array::assemble`] with the array's write journal: refused without it when the
+    /// array has one (and with one when it has none). The journal's records are
+    /// replayed onto the members present, then retired.
+    pub fn assemble_with(paths: &[PathBuf], journal: Option<&Path>) -> Result<Self> {
         if paths.is_empty() {
             return Err(Error::Input(
                 "members: at least one member file or device needed".into(),
@@ -659,23 +782,97 @@ impl Array {
             // A clean stop leaves nothing in flight, whatever a member's bitmap says.
             bitmap.fill(0);
         }
+        let journal = match (journal, newest.journaled) {
+            (None, false) => None,
+            (Some(j), true) => Some(Journal::open(j, newest.array_uuid)?),
+            (None, true) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} writes through a journal; give its path",
+                    newest.array_uuid
+                )))
+            }
+            (Some(_), false) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} has no write journal",
+                    newest.array_uuid
+                )))
+            }
+        };
+        let state = State {
+            events: newest.events,
+            dirty: newest.dirty,
+            failed,
+            members,
+        };
+        let mut array = Self::with_state(
+            newest.spec,
+            newest.array_uuid,
+            files,
+            state,
+            bitmap,
+            journal,
+        )?;
+        array.journal_replayed = array.replay_journal()?;
+        Ok(array)
+    }
+
+    /// An array in `state`, nothing running, no faults.
+    fn with_state(
+        spec: ArraySpec,
+        uuid: u128,
+        files: Vec<Option<Arc<File>>>,
+        state: State,
+        bitmap: Vec<u8>,
+        journal: Option<Journal>,
+    ) -> Result<Self> {
         Ok(Self {
-            geo,
-            uuid: newest.array_uuid,
-            spec: newest.spec,
+            geo: Geometry::new(&spec)?,
+            uuid,
+            spec,
             files: RwLock::new(files),
-            state: Mutex::new(State {
-                events: newest.events,
-                dirty: newest.dirty,
-                failed,
-                members,
-            }),
+            state: Mutex::new(state),
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
             bitmap: Mutex::new(bitmap),
             rebuilding: Mutex::new(None),
             cancel_rebuild: AtomicBool::new(false),
+            journal,
+            journal_replayed: 0,
+            faults: RwLock::new(Vec::new()),
+            any_fault: AtomicBool::new(false),
         })
+    }
+
+    /// Writes every journal record onto the members present (in log order, so the last
+    /// write of a block wins), syncs them and retires the records.
+    fn replay_journal(&self) -> Result<u64> {
+        let Some(j) = &self.journal else {
+            return Ok(0);
+        };
+        let records = j.records()?;
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let files = self.files.read().expect("files lock").clone();
+        let failed = self.failed();
+        for record in &records {
+            for e in record {
+                if e.member >= self.geo.members() || failed.contains(e.member) {
+                    continue;
+                }
+                if let Some(f) = &files[e.member as usize] {
+                    let path = self.state.lock().expect("state lock").members[e.member as usize]
+                        .0
+                        .clone()
+                        .unwrap_or_default();
+                    f.write_all_at(&e.data, DATA_OFFSET_BYTES + e.offset_bytes)
+                        .map_err(io_err(&path, "replay journal"))?;
+                }
+            }
+        }
+        self.flush()?;
+        j.retire()?;
+        Ok(records.len() as u64)
     }
 
     /// The geometry.
@@ -716,6 +913,58 @@ impl Array {
         )))
     }
 
+    /// Injects `fault` (until [`Array::clear_faults`]).
+    pub fn inject_fault(&self, fault: Fault) -> Result<()> {
+        if fault.member() >= self.geo.members() {
+            return Err(Error::Input(format!(
+                "member {} does not exist ({} members)",
+                fault.member(),
+                self.geo.members()
+            )));
+        }
+        self.faults.write().expect("faults lock").push(fault);
+        self.any_fault.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.faults.write().expect("faults lock").clear();
+        self.any_fault.store(false, Ordering::Relaxed);
+    }
+
+    /// Applies the injected faults to one member I/O: waits out latency, and returns the
+    /// error an injected read or write error makes it fail with.
+    fn injected(&self, member: u32, offset: u64, len: u64, write: bool) -> Option<std::io::Error> {
+        if !self.any_fault.load(Ordering::Relaxed) {
+            return None;
+        }
+        let faults = self.faults.read().expect("faults lock").clone();
+        let overlaps = |o: u64, l: u64| offset < o + l && o < offset + len;
+        let mut err = None;
+        for f in faults.iter().filter(|f| f.member() == member) {
+            match *f {
+                Fault::Latency { delay, .. } => std::thread::sleep(delay),
+                Fault::ReadError {
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if !write && overlaps(offset_bytes, len_bytes) => {
+                    err = Some(std::io::Error::other("injected read error"));
+                }
+                Fault::WriteError {
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if write && overlaps(offset_bytes, len_bytes) => {
+                    err = Some(std::io::Error::other("injected write error"));
+                }
+                _ => {}
+            }
+        }
+        err
+    }
+
     /// The failed members now.
     pub fn failed(&self) -> FailedSet {
         self.state.lock().expect("state lock").failed
@@ -729,6 +978,9 @@ impl Array {
         let st = self.state.lock().expect("state lock");
         Status {
             rebuild,
+            faults: self.faults.read().expect("faults lock").clone(),
+            journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
+            journal_replayed: self.journal_replayed,
             uuid: self.uuid,
             geometry: self.geo,
             events: st.events,
@@ -822,6 +1074,7 @@ impl Array {
                 events: st.events,
                 dirty: st.dirty,
                 failed: st.failed,
+                journaled: self.journal.is_some(),
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let r = file
@@ -843,6 +1096,9 @@ impl Array {
     /// Flushes every member and marks the array clean.
     pub fn close(&self) -> Result<()> {
         self.flush()?;
+        if let Some(j) = &self.journal {
+            j.retire()?;
+        }
         // Everything is on disk: no region has writes in flight any more.
         let clear = vec![0u8; bitmap_bytes(&self.geo)];
         self.write_bitmap(&clear)?;
@@ -965,6 +1221,9 @@ impl Array {
             let file = files[e.member as usize]
                 .as_ref()
                 .expect("plans read only members with a file");
+            if let Some(err) = self.injected(e.member, e.offset_bytes, e.len_bytes, false) {
+                return Err((e.member, err));
+            }
             file.read_exact_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
                 .map_err(|err| (e.member, err))?;
         }
@@ -982,7 +1241,11 @@ impl Array {
             let file = files[e.member as usize]
                 .as_ref()
                 .expect("plans write only members with a file");
-            let r = file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes);
+            crash_point();
+            let r = match self.injected(e.member, e.offset_bytes, e.len_bytes, true) {
+                Some(err) => Err(err),
+                None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
+            };
             if let Err(err) = r {
                 failed_now.push((e.member, err));
             }
@@ -1098,6 +1361,16 @@ impl Array {
         let _locks = self.lock_range(offset_bytes, len);
         let read = self.plan_and_read(req)?;
         let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
+        let _journaled = match &self.journal {
+            Some(j) => {
+                let extents: Vec<(u32, u64, &[u8])> = writes
+                    .iter()
+                    .map(|(e, b)| (e.member, e.offset_bytes, b.as_slice()))
+                    .collect();
+                Some(j.append(&extents, || self.flush())?)
+            }
+            None => None,
+        };
         self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)

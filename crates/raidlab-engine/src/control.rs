@@ -12,7 +12,7 @@
 //!         then exactly one   {"ok": <status or scrub report>} | {"error": "one line"}
 //! ```
 
-use crate::array::{RebuildProgress, ScrubReport, Status};
+use crate::array::{Fault, RebuildProgress, ScrubReport, Status};
 use crate::error::{Error, Result};
 use crate::Array;
 use serde_json::{json, Value};
@@ -53,12 +53,37 @@ pub fn status_json(s: &Status) -> Value {
         "failed": (0..g.members()).filter(|&m| s.failed.contains(m)).collect::<Vec<_>>(),
         "dirty_regions": s.dirty_regions,
         "rebuild": s.rebuild.as_ref().map(progress_json),
+        "journal": s.journal.as_ref().map(|p| p.display().to_string()),
+        "faults": s.faults.iter().map(fault_json).collect::<Vec<_>>(),
+        "journal_replayed": s.journal_replayed,
         "members": s.members.iter().enumerate().map(|(role, (path, st))| json!({
             "role": role,
             "path": path.as_ref().map(|p| p.display().to_string()),
             "state": st.to_string(),
         })).collect::<Vec<_>>(),
     })
+}
+
+fn fault_json(f: &Fault) -> Value {
+    match *f {
+        Fault::ReadError {
+            member,
+            offset_bytes,
+            len_bytes,
+        } => {
+            json!({"member": member, "kind": "read-error", "offset_bytes": offset_bytes, "len_bytes": len_bytes})
+        }
+        Fault::WriteError {
+            member,
+            offset_bytes,
+            len_bytes,
+        } => {
+            json!({"member": member, "kind": "write-error", "offset_bytes": offset_bytes, "len_bytes": len_bytes})
+        }
+        Fault::Latency { member, delay } => {
+            json!({"member": member, "kind": "latency", "delay_ms": delay.as_secs_f64() * 1e3})
+        }
+    }
 }
 
 fn progress_json(r: &RebuildProgress) -> Value {
@@ -182,6 +207,37 @@ fn execute(
             array.fail_member(role)?;
             Ok(status_json(&array.status()))
         }
+        "inject" => {
+            let member = array.role_of(text(req, "target")?)?;
+            let num = |f: &str| {
+                req.get(f).and_then(Value::as_u64).ok_or_else(|| {
+                    Error::Input(format!("control request: {f}: a number is needed"))
+                })
+            };
+            match text(req, "kind")? {
+                "clear" => array.clear_faults(),
+                "read-error" => array.inject_fault(Fault::ReadError {
+                    member,
+                    offset_bytes: num("offset_bytes")?,
+                    len_bytes: num("len_bytes")?,
+                })?,
+                "write-error" => array.inject_fault(Fault::WriteError {
+                    member,
+                    offset_bytes: num("offset_bytes")?,
+                    len_bytes: num("len_bytes")?,
+                })?,
+                "latency" => array.inject_fault(Fault::Latency {
+                    member,
+                    delay: Duration::from_micros(num("delay_us")?),
+                })?,
+                other => {
+                    return Err(Error::Input(format!(
+                        "control request: kind {other:?}; allowed: read-error, write-error, latency, clear"
+                    )))
+                }
+            }
+            Ok(status_json(&array.status()))
+        }
         "check" | "repair" => {
             let repair = text(req, "cmd")? == "repair";
             Ok(scrub_json(&array.scrub(repair)?))
@@ -255,7 +311,7 @@ fn execute(
             }
         }
         other => Err(Error::Input(format!(
-            "control request: unknown cmd {other:?}; allowed: status, fail, replace, check, repair"
+            "control request: unknown cmd {other:?}; allowed: status, fail, replace, inject, check, repair"
         ))),
     }
 }

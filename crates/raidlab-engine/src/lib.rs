@@ -35,6 +35,7 @@ pub mod array;
 pub mod control;
 pub mod crc32c;
 pub mod error;
+pub mod journal;
 pub mod nbd;
 mod staged;
 pub mod superblock;

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 const USAGE: &str = "usage:
   raidlab-engine create --level L [--chunk 64K] [--size 64M] [--layout X] [--copies N]
-                        [--spans N] [--uuid HEX] [--force] [--assume-clean] [--json] MEMBER...
+                        [--spans N] [--uuid HEX] [--force] [--assume-clean]
+                        [--journal PATH [--journal-size 256M]] [--json] MEMBER...
   raidlab-engine status [--json] MEMBER...   (alias: assemble)
   raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16] MEMBER...
   raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
@@ -22,7 +23,10 @@ const USAGE: &str = "usage:
   raidlab-engine repair [--json] MEMBER...
 While serve runs, status/fail/replace/check/repair on its members go to the server
 (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
-  raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)";
+An array created with --journal needs --journal PATH wherever it is assembled.
+  raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)
+  raidlab-engine inject MEMBER --read-error OFF[+LEN] | --write-error OFF[+LEN]
+                        | --latency 20ms | --clear    (served arrays: faults in the server)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -188,6 +192,15 @@ fn print_status(s: &Value) {
         failed.join(",")
     );
     println!("  dirty bitmap regions {}", u("dirty_regions"));
+    for f in s["faults"].as_array().into_iter().flatten() {
+        println!("  injected fault: {f}");
+    }
+    if let Some(j) = s["journal"].as_str() {
+        println!(
+            "  write journal {j} ({} records replayed at assembly)",
+            u("journal_replayed")
+        );
+    }
     if let Some(r) = s["rebuild"].as_object() {
         let (done, total) = (
             r["done_bytes"].as_u64().unwrap_or(0),
@@ -284,7 +297,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
         "create" => {
             let a = Args::parse(
                 rest,
-                &["level", "chunk", "size", "layout", "copies", "spans", "uuid"],
+                &["level", "chunk", "size", "layout", "copies", "spans", "uuid", "journal", "journal-size"],
                 &["force", "assume-clean", "json"],
             )?;
             let level: Level = a
@@ -310,6 +323,14 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 .transpose()?;
             opts.force = a.switch("force");
             opts.assume_clean = a.switch("assume-clean");
+            opts.journal = a.value("journal").map(PathBuf::from);
+            opts.journal_bytes = a
+                .value("journal-size")
+                .map(|s| parse_bytes("--journal-size", s))
+                .transpose()?;
+            if opts.journal_bytes.is_some() && opts.journal.is_none() {
+                return Err(Error::Input("--journal-size: needs --journal PATH".into()));
+            }
             let members = absolute(a.members(0)?)?;
             if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
                 return Err(Error::Input(
@@ -321,17 +342,17 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "status" | "assemble" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let members = absolute(a.members(0)?)?;
             let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
                 Some(s) => s,
-                None => control::status_json(&Array::assemble(&members)?.status()),
+                None => control::status_json(&Array::assemble_with(&members, a.value("journal").map(Path::new))?.status()),
             };
             report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "serve" => {
-            let a = Args::parse(rest, &["listen", "connections-max"], &[])?;
+            let a = Args::parse(rest, &["listen", "connections-max", "journal"], &[])?;
             let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
             let max = a
                 .value("connections-max")
@@ -341,10 +362,17 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             if !(1..=1024).contains(&max) {
                 return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
             }
-            let array = Arc::new(Array::assemble(&absolute(a.members(0)?)?)?);
+            let array = Arc::new(Array::assemble_with(
+                &absolute(a.members(0)?)?,
+                a.value("journal").map(Path::new),
+            )?);
             let control_socket = control::bind(array.status().uuid)?;
             let listener = TcpListener::bind(listen)
                 .map_err(|e| Error::Input(format!("--listen: cannot listen on {listen}: {e}")))?;
+            let replayed = array.status().journal_replayed;
+            if replayed > 0 {
+                eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
+            }
             if let Some((regions, r)) = array.resync_dirty_regions()? {
                 eprintln!(
                     "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
@@ -379,7 +407,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "fail" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let target = a
                 .positional
                 .first()
@@ -389,7 +417,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             let s = match ask_server(&members, json!({"cmd": "fail", "target": target}), |_| {})? {
                 Some(s) => s,
                 None => {
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     array.fail_member(array.role_of(&target)?)?;
                     control::status_json(&array.status())
                 }
@@ -398,7 +426,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "replace" => {
-            let a = Args::parse(rest, &["rate"], &["json", "no-wait"])?;
+            let a = Args::parse(rest, &["rate", "journal"], &["json", "no-wait"])?;
             if a.positional.len() < 3 {
                 return Err(Error::Input("replace: OLD NEW MEMBER... needed".into()));
             }
@@ -429,7 +457,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                             "--no-wait: only for an array being served (the rebuild runs in the server)".into(),
                         ));
                     }
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     let role = array.role_of(&old)?;
                     if !array.failed().contains(role) {
                         array.fail_member(role)?;
@@ -442,12 +470,12 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "check" | "repair" => {
-            let a = Args::parse(rest, &[], &["json"])?;
+            let a = Args::parse(rest, &["journal"], &["json"])?;
             let members = absolute(a.members(0)?)?;
             let r = match ask_server(&members, json!({ "cmd": cmd }), |_| {})? {
                 Some(r) => r,
                 None => {
-                    let array = Array::assemble(&members)?;
+                    let array = Array::assemble_with(&members, a.value("journal").map(Path::new))?;
                     let r = array.scrub(cmd == "repair")?;
                     if cmd == "repair" {
                         array.close()?;
@@ -463,19 +491,70 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             })
         }
         "inject" => {
-            let a = Args::parse(rest, &["mask"], &[])?;
-            if a.positional.len() != 2 {
-                return Err(Error::Input("inject: MEMBER OFFSET needed".into()));
+            let a = Args::parse(
+                rest,
+                &["mask", "read-error", "write-error", "latency"],
+                &["clear", "json"],
+            )?;
+            let runtime: Vec<&str> = ["read-error", "write-error", "latency"]
+                .into_iter()
+                .filter(|f| a.value(f).is_some())
+                .chain(a.switch("clear").then_some("clear"))
+                .collect();
+            if runtime.len() > 1 || (!runtime.is_empty() && a.value("mask").is_some()) {
+                return Err(Error::Input(
+                    "inject: one of OFFSET [--mask], --read-error, --write-error, --latency, --clear"
+                        .into(),
+                ));
             }
-            let offset = parse_bytes("OFFSET", &a.positional[1])?;
-            let mask = match a.value("mask") {
-                Some(m) => u8::from_str_radix(m.trim_start_matches("0x"), 16)
-                    .ok()
-                    .filter(|&m| m != 0)
-                    .ok_or_else(|| Error::Input(format!("--mask: a nonzero hex byte, got {m:?}")))?,
-                None => 0xff,
+            let Some(kind) = runtime.first().copied() else {
+                // Silent corruption: flip bits on the member itself, served or not.
+                if a.positional.len() != 2 {
+                    return Err(Error::Input("inject: MEMBER OFFSET needed".into()));
+                }
+                let offset = parse_bytes("OFFSET", &a.positional[1])?;
+                let mask = match a.value("mask") {
+                    Some(m) => u8::from_str_radix(m.trim_start_matches("0x"), 16)
+                        .ok()
+                        .filter(|&m| m != 0)
+                        .ok_or_else(|| Error::Input(format!("--mask: a nonzero hex byte, got {m:?}")))?,
+                    None => 0xff,
+                };
+                raidlab_engine::array::inject(&PathBuf::from(&a.positional[0]), offset, mask)?;
+                return Ok(ExitCode::SUCCESS);
             };
-            raidlab_engine::array::inject(&PathBuf::from(&a.positional[0]), offset, mask)?;
+            if a.positional.len() != 1 {
+                return Err(Error::Input(format!("inject --{kind}: MEMBER needed (one)")));
+            }
+            let member = absolute(vec![PathBuf::from(&a.positional[0])])?;
+            let mut req = json!({"cmd": "inject", "target": member[0].display().to_string(), "kind": kind});
+            match kind {
+                "read-error" | "write-error" => {
+                    let v = a.value(kind).expect("given");
+                    let (off, len) = v.split_once('+').unwrap_or((v, "4K"));
+                    req["offset_bytes"] = json!(parse_bytes(&format!("--{kind}"), off)?);
+                    req["len_bytes"] = json!(parse_bytes(&format!("--{kind}"), len)?);
+                }
+                "latency" => {
+                    let v = a.value("latency").expect("given");
+                    let us = v
+                        .strip_suffix("ms")
+                        .and_then(|n| n.parse::<f64>().ok())
+                        .map(|ms| ms * 1e3)
+                        .or_else(|| v.strip_suffix("us").and_then(|n| n.parse::<f64>().ok()))
+                        .filter(|us| us.is_finite() && *us >= 0.0 && *us <= 60e6)
+                        .ok_or_else(|| Error::Input(format!("--latency: a delay like 20ms or 500us (up to 60 s), got {v:?}")))?;
+                    req["delay_us"] = json!(us as u64);
+                }
+                _ => {}
+            }
+            let s = ask_server(&member, req, |_| {})?.ok_or_else(|| {
+                Error::Input(format!(
+                    "inject --{kind}: {} is not a member of a served array (these faults live in the server)",
+                    member[0].display()
+                ))
+            })?;
+            report(a.switch("json"), &s, print_status);
             Ok(ExitCode::SUCCESS)
         }
         "help" | "--help" | "-h" => {

@@ -20,7 +20,8 @@
 //!     56    8 member_capacity_bytes data bytes per member the geometry was built with
 //!     64    8 data_offset_bytes     DATA_OFFSET_BYTES
 //!     72    4 role                  this member's index, below member_count
-//!     76    4 flags                 bit 0: dirty (writes may be in flight)
+//!     76    4 flags                 bit 0: dirty (writes may be in flight);
+//!                                   bit 1: journaled (needs its write journal to assemble)
 //!     80    8 events                event counter, +1 on every state change
 //!     88   32 failed                bitmap of failed member indices (256 bits)
 //!    120 3972 zero
@@ -53,6 +54,9 @@ pub const MAGIC: [u8; 8] = *b"RAIDLAB\x01";
 pub const FORMAT_VERSION: u32 = 1;
 /// Flag bit: the array was open for writing and not closed cleanly.
 pub const FLAG_DIRTY: u32 = 1;
+/// Flag bit: every write goes through a write journal (see `crate::journal`), which
+/// must be given to assemble the array.
+pub const FLAG_JOURNAL: u32 = 2;
 
 /// A decoded superblock: plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +73,8 @@ pub struct Superblock {
     pub dirty: bool,
     /// Members known failed when this superblock was written.
     pub failed: FailedSet,
+    /// The array writes through a write journal.
+    pub journaled: bool,
 }
 
 /// Why 4 KiB are not a valid superblock.
@@ -162,7 +168,8 @@ impl Superblock {
         b[56..64].copy_from_slice(&self.spec.member_capacity_bytes.to_le_bytes());
         b[64..72].copy_from_slice(&DATA_OFFSET_BYTES.to_le_bytes());
         b[72..76].copy_from_slice(&self.role.to_le_bytes());
-        let flags = if self.dirty { FLAG_DIRTY } else { 0 };
+        let flags =
+            if self.dirty { FLAG_DIRTY } else { 0 } | if self.journaled { FLAG_JOURNAL } else { 0 };
         b[76..80].copy_from_slice(&flags.to_le_bytes());
         b[80..88].copy_from_slice(&self.events.to_le_bytes());
         for m in self.failed.iter() {
@@ -236,6 +243,7 @@ impl Superblock {
             events: u64_at(b, 80),
             dirty: u32_at(b, 76) & FLAG_DIRTY != 0,
             failed,
+            journaled: u32_at(b, 76) & FLAG_JOURNAL != 0,
         })
     }
 }
@@ -252,6 +260,7 @@ mod tests {
             role: 5,
             events: 42,
             dirty: true,
+            journaled: true,
             failed: FailedSet::from_members(&[1, 4]),
         }
     }

@@ -6,15 +6,14 @@
 
 mod common;
 
-use common::{engine, have, run, serve, spawn_server};
+use common::{engine, have, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -73,12 +72,7 @@ fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
 
 #[test]
 fn fio_randwrite_verifies_crc32c_on_a_degraded_raid5() {
-    let has_nbd = Command::new("fio")
-        .arg("--enghelp")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("nbd"));
-    if !has_nbd {
-        eprintln!("skipped: fio with the nbd engine not installed (apt-get install fio)");
+    if without_fio_nbd() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -182,8 +176,7 @@ fn nbdcopy_round_trips_random_bytes_through_a_raid5_healthy_and_degraded() {
 
 #[test]
 fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
-    if !have("qemu-io") {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    if without_qemu_io() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -164,16 +164,16 @@ pub struct Workload {
     pub stopped: bool,
     /// When it stopped (measured-end time).
     pub end_ns: u64,
-    /// Latency per direction.
-    pub hist: [Histogram; 2],
+    /// Latency per direction (read, write, trim).
+    pub hist: [Histogram; 3],
     /// Host I/Os and bytes per direction.
-    pub ios_done: [u64; 2],
+    pub ios_done: [u64; 3],
     /// Host bytes per direction.
-    pub bytes_done: [u64; 2],
+    pub bytes_done: [u64; 3],
     /// Sample interval.
     pub sample_interval_ns: u64,
     /// Per-interval (ios, bytes) per direction, from the start of measurement.
-    pub samples: [Vec<(u64, u64)>; 2],
+    pub samples: [Vec<(u64, u64)>; 3],
 }
 
 fn cumulative(mix: &[(u64, u32)]) -> Vec<(u64, u64)> {
@@ -206,6 +206,8 @@ pub struct Ask {
     pub len_bytes: u64,
     /// Direction.
     pub write: bool,
+    /// A discard (TRIM) rather than a read or a write.
+    pub trim: bool,
 }
 
 /// One job's stream: its share of the region and its sequential cursor.
@@ -216,6 +218,8 @@ pub struct Job {
     cursor: u64,
     start: u64,
     end: u64,
+    /// fio's trimwrite: the block just discarded, written next.
+    rewrite: Option<(u64, u64)>,
 }
 
 impl Workload {
@@ -229,6 +233,7 @@ impl Workload {
                 cursor: start,
                 start,
                 end: start + share,
+                rewrite: None,
             });
         }
         let bs_read = cumulative(&spec.bs);
@@ -253,16 +258,24 @@ impl Workload {
             measured: 0,
             stopped: false,
             end_ns: 0,
-            hist: [Histogram::new(), Histogram::new()],
-            ios_done: [0; 2],
-            bytes_done: [0; 2],
+            hist: [Histogram::new(), Histogram::new(), Histogram::new()],
+            ios_done: [0; 3],
+            bytes_done: [0; 3],
             sample_interval_ns: spec.sample_interval_ns.max(1),
-            samples: [Vec::new(), Vec::new()],
+            samples: [Vec::new(), Vec::new(), Vec::new()],
         }
     }
 
     /// The next request of `job`.
     pub fn next(&self, rng: &mut Rng, job: &mut Job) -> Ask {
+        if let Some((offset_bytes, len_bytes)) = job.rewrite.take() {
+            return Ask {
+                offset_bytes,
+                len_bytes,
+                write: true,
+                trim: false,
+            };
+        }
         let write = match self.read_percent {
             100 => false,
             0 => true,
@@ -280,11 +293,21 @@ impl Workload {
             job.cursor += len;
             o
         };
+        let trim = self.rw.trims();
+        if matches!(self.rw, Rw::Trimwrite | Rw::Randtrimwrite) {
+            job.rewrite = Some((offset_bytes, len));
+        }
         Ask {
             offset_bytes,
             len_bytes: len,
-            write,
+            write: write && !trim,
+            trim,
         }
+    }
+
+    /// Whether its pattern discards (it reports trims).
+    pub fn trims(&self) -> bool {
+        self.rw.trims()
     }
 
     /// Whether it is still warming up at `now_ns` (measurement started at `start_ns`).
@@ -293,14 +316,14 @@ impl Workload {
     }
 
     /// Count a measured completion; returns whether the workload is now done.
+    /// `dir` is 0 for a read, 1 for a write, 2 for a trim.
     pub fn record(
         &mut self,
-        write: bool,
+        dir: usize,
         len_bytes: u64,
         latency_ns: u64,
         since_start_ns: u64,
     ) -> bool {
-        let dir = usize::from(write);
         self.hist[dir].record(latency_ns);
         self.ios_done[dir] += 1;
         self.bytes_done[dir] += len_bytes;

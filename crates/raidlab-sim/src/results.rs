@@ -14,7 +14,7 @@ pub struct Results {
     pub sim_time_ns: u64,
     /// Events processed over the whole run, warm-up included.
     pub events: u64,
-    /// Per direction that did I/O: `read`, `write`.
+    /// Per direction that did I/O: `read`, `write`, `trim`.
     pub ops: BTreeMap<String, OpStats>,
     /// Why the figures are what they are.
     pub explain: Explain,
@@ -126,4 +126,10 @@ pub struct Samples {
     pub write_ios: Vec<u64>,
     /// Write bytes per interval.
     pub write_bytes: Vec<u64>,
+    /// Discards completed per interval (only when the workload discards).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trim_ios: Vec<u64>,
+    /// Discarded bytes per interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trim_bytes: Vec<u64>,
 }

@@ -65,6 +65,16 @@ pub struct ArraySpec {
     /// The host's I/O stack.
     #[serde(default)]
     pub host: HostSpec,
+    /// Share of the array's address space, at its end, the host has deleted (and
+    /// discarded) after the drives were preconditioned, percent. The discard goes
+    /// through the controller as a runtime TRIM does: with `trim_passthrough` the
+    /// members' FTLs unmap it before the run starts; without, they never learn of it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deleted_percent: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 /// A RAID level as the scenario names it: a number, or `"concat"`.
@@ -355,6 +365,20 @@ pub struct ControllerSpec {
     /// Dirty share below which the cache stops destaging, percent.
     #[serde(default)]
     pub dirty_low_percent: f64,
+    /// Host discards (TRIM, UNMAP) go on to the members (planned through the layout);
+    /// otherwise the controller completes them itself and the drives never learn.
+    #[serde(default)]
+    pub trim_passthrough: bool,
+    /// Per-I/O firmware cost on the controller's FastPath (None: it has none): the
+    /// cut-through path that replaces the request and member-operation costs of I/O it
+    /// takes (see `fastpath`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpath_overhead_ns: Option<u64>,
+    /// FastPath on (LSI MegaRAID, Dell PERC): needs write-through and no read-ahead;
+    /// reads of at most a stripe unit on RAID 0/1/4/5/6 and such writes on RAID 0 take
+    /// the cut-through path while the array is optimal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fastpath: bool,
 }
 
 fn default_destage_concurrency() -> u32 {
@@ -385,12 +409,31 @@ pub enum Rw {
     Rw,
     /// Random mix.
     Randrw,
+    /// Sequential discards.
+    Trim,
+    /// Random discards.
+    Randtrim,
+    /// Sequential discard of each block, then a write of it.
+    Trimwrite,
+    /// Random discard of each block, then a write of it.
+    Randtrimwrite,
 }
 
 impl Rw {
     /// Random offsets?
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+        matches!(
+            self,
+            Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim | Rw::Randtrimwrite
+        )
+    }
+
+    /// Does the pattern discard?
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::Randtrim | Rw::Trimwrite | Rw::Randtrimwrite
+        )
     }
 
     /// Share of reads in percent for this pattern.
@@ -399,6 +442,7 @@ impl Rw {
             Rw::Read | Rw::Randread => 100,
             Rw::Write | Rw::Randwrite => 0,
             Rw::Rw | Rw::Randrw => rwmixread,
+            Rw::Trim | Rw::Randtrim | Rw::Trimwrite | Rw::Randtrimwrite => 0,
         }
     }
 }
@@ -717,6 +761,32 @@ impl Scenario {
             refuse(
                 "array.controller.dirty_low_percent",
                 format!("must be 0..=95, got {}", c.dirty_low_percent),
+            )?;
+        }
+        if c.fastpath {
+            if c.fastpath_overhead_ns.is_none() {
+                refuse(
+                    "array.controller.fastpath",
+                    "this controller has no FastPath (fastpath_overhead_ns is not set)".into(),
+                )?;
+            }
+            if c.write_back {
+                refuse(
+                    "array.controller.fastpath",
+                    "FastPath needs write-through: write_back must be false".into(),
+                )?;
+            }
+            if c.read_ahead_bytes > 0 {
+                refuse(
+                    "array.controller.fastpath",
+                    "FastPath needs no read-ahead: read_ahead_bytes must be 0".into(),
+                )?;
+            }
+        }
+        if !(a.deleted_percent.is_finite() && (0.0..100.0).contains(&a.deleted_percent)) {
+            refuse(
+                "array.deleted_percent",
+                format!("must be 0..100 (percent), got {}", a.deleted_percent),
             )?;
         }
         if c.read_ahead_segments == 0 || c.read_ahead_segments > 64 {

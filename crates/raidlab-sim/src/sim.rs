@@ -50,6 +50,7 @@ pub const PERCENTILES: [(&str, f64); 17] = [
 
 const READ: usize = 0;
 const WRITE: usize = 1;
+const TRIM: usize = 2;
 
 // Drives live in one vector for the whole run and are never moved, so the size
 // difference between the variants costs nothing; boxing would cost a pointer chase on
@@ -92,6 +93,8 @@ struct Request {
     link_start_ns: u64,
     /// The controller's own request (a destage): no host data crosses the bus.
     internal: bool,
+    /// A host discard (TRIM): no data, planned by the layout's discard rules.
+    trim: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -101,6 +104,7 @@ struct MemberOp {
     offset_bytes: u64,
     len_bytes: u64,
     write: bool,
+    trim: bool,
     link_start_ns: u64,
 }
 
@@ -144,6 +148,13 @@ struct Controller {
     read_ahead: Option<ReadAhead>,
     cache_overhead_ns: u64,
     write_cache: Option<DestageEngine>,
+    /// Host discards reach the members (passthrough on, and they are SSDs).
+    members_take_trim: bool,
+    /// FastPath's per-I/O cost, when FastPath is on.
+    fastpath_overhead_ns: Option<u64>,
+    /// Which I/O FastPath takes on this level: reads, writes (RAID 0 only).
+    fastpath_reads: bool,
+    fastpath_writes: bool,
 }
 
 /// A write-back cache and the destages it has in flight.
@@ -334,6 +345,7 @@ impl Simulation {
         } else {
             0
         };
+        let level = layout.level();
         let mut sim = Self {
             now_ns: 0,
             queue: EventQueue::with_capacity(4 * host_slots as usize + 64),
@@ -369,6 +381,19 @@ impl Simulation {
                 write_path: c.write_rate_bytes_per_s_max.map(Path::new),
                 read_ahead,
                 cache_overhead_ns: if c.write_back { c.cache_overhead_ns } else { 0 },
+                members_take_trim: c.trim_passthrough && matches!(a.drive, DriveSpec::Ssd(_)),
+                fastpath_overhead_ns: c.fastpath_overhead_ns.filter(|_| c.fastpath),
+                // Dell PERC H710P/PERC 8 and HPE MR user guides: reads of at most a stripe
+                // unit on RAID 0, 1, 5 and 6, writes only on RAID 0; never RAID 10/50/60.
+                fastpath_reads: matches!(
+                    level,
+                    raidlab_layout::Level::Raid0
+                        | raidlab_layout::Level::Raid1
+                        | raidlab_layout::Level::Raid4
+                        | raidlab_layout::Level::Raid5
+                        | raidlab_layout::Level::Raid6
+                ),
+                fastpath_writes: level == raidlab_layout::Level::Raid0,
                 write_cache: c.write_back.then(|| {
                     let first_slot = host_slots + prefetch_slots + 1;
                     let full_stripe = layout_full_stripe;
@@ -416,6 +441,9 @@ impl Simulation {
         if let Some(ra) = sim.controller.read_ahead.as_mut() {
             ra.free_slots
                 .extend((host_slots..host_slots + prefetch_slots).rev());
+        }
+        if a.deleted_percent > 0.0 {
+            sim.discard_deleted(a.deleted_percent);
         }
         if !sim.any_warming_up() {
             sim.begin_measuring();
@@ -648,6 +676,7 @@ impl Simulation {
             offset_bytes: ask.offset_bytes,
             len_bytes: ask.len_bytes,
             write: ask.write,
+            trim: ask.trim,
             issued_ns: self.now_ns,
             ..Request::default()
         };
@@ -670,7 +699,7 @@ impl Simulation {
             return;
         }
         let r = self.requests[slot as usize];
-        if self.measuring {
+        if self.measuring && !r.trim {
             // Member I/O is attributed to the request (or read-ahead segment) it
             // served, so the ratio is exact whatever was in flight at the window edges.
             let dir = usize::from(r.write);
@@ -693,7 +722,7 @@ impl Simulation {
         if self.trace.is_some() {
             let latency_ns = self.now_ns - r.issued_ns;
             self.workloads[0].record(
-                r.write,
+                usize::from(r.write),
                 r.len_bytes,
                 latency_ns,
                 self.now_ns - self.start_ns,
@@ -710,7 +739,8 @@ impl Simulation {
             if workload.stopped {
                 return;
             }
-            if workload.record(r.write, r.len_bytes, latency_ns, since_start_ns) {
+            let dir = if r.trim { TRIM } else { usize::from(r.write) };
+            if workload.record(dir, r.len_bytes, latency_ns, since_start_ns) {
                 workload.stopped = true;
                 workload.end_ns = self.now_ns;
                 self.active_workloads -= 1;
@@ -773,6 +803,10 @@ impl Simulation {
 
     fn controller_arrive(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
+        if r.trim {
+            self.trim_arrive(slot);
+            return;
+        }
         if self.controller.write_cache.is_some() && self.cache_serves(slot) {
             return;
         }
@@ -780,11 +814,103 @@ impl Simulation {
             return;
         }
         let ops = self.plan_request(slot);
-        let cost = self.controller.request_overhead_ns
-            + self.controller.cache_overhead_ns
-            + ops * self.controller.member_op_overhead_ns;
+        let cost = match self.fastpath_cost(&r, ops) {
+            Some(cost) => cost,
+            None => {
+                self.controller.request_overhead_ns
+                    + self.controller.cache_overhead_ns
+                    + ops * self.controller.member_op_overhead_ns
+            }
+        };
         let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
         self.queue.push(ready, EventKind::Dispatch, slot);
+    }
+
+    /// The controller's cost for `r` (planned into `ops` member operations) when
+    /// FastPath takes it: small reads (and RAID 0 writes) of an optimal array go down
+    /// the cut-through path at its own per-operation cost. None: the normal path.
+    fn fastpath_cost(&self, r: &Request, ops: u64) -> Option<u64> {
+        let per_op = self.controller.fastpath_overhead_ns?;
+        let eligible = if r.write {
+            self.controller.fastpath_writes
+        } else {
+            self.controller.fastpath_reads
+        };
+        (eligible
+            && r.len_bytes <= self.layout.stripe_unit_bytes()
+            && self.failed.is_empty()
+            && self.rebuild.is_none())
+        .then_some(per_op * ops)
+    }
+
+    /// A host discard: the controller passes it on to the members through the layout,
+    /// or (no passthrough) completes it itself, and the drives never learn of it.
+    fn trim_arrive(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        let mut cost = self.controller.request_overhead_ns;
+        let mut ops = 0;
+        if self.controller.members_take_trim {
+            let failed = self.failed_for(r.offset_bytes);
+            let plan = &mut self.plans[slot as usize];
+            self.layout
+                .trim_plan(
+                    PlanRequest {
+                        offset_bytes: r.offset_bytes,
+                        len_bytes: r.len_bytes,
+                        write: false,
+                    },
+                    &failed,
+                    plan,
+                )
+                .expect("a validated array tolerates its failures");
+            ops = plan.writes.len() as u64;
+            cost += ops * self.controller.member_op_overhead_ns;
+        }
+        self.requests[slot as usize].carry_per_op = false;
+        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+        let next = if ops == 0 {
+            EventKind::HostComplete
+        } else {
+            EventKind::Dispatch
+        };
+        self.queue.push(ready, next, slot);
+    }
+
+    /// The host deleted the last `percent` of the array before the run: its discard
+    /// goes through the same layout rules as a runtime TRIM, untimed, when the
+    /// controller passes discards on.
+    fn discard_deleted(&mut self, percent: f64) {
+        if !self.controller.members_take_trim {
+            return;
+        }
+        let capacity = self.layout.capacity_bytes();
+        let start = ((capacity as f64 * (1.0 - percent / 100.0)) as u64).div_ceil(512) * 512;
+        // Planned in pieces so a parity level's per-stripe plan stays small.
+        let piece = self
+            .layout
+            .full_stripe_bytes()
+            .max(self.layout.stripe_unit_bytes())
+            * 4096;
+        let failed = self.failed;
+        let mut plan = Plan::new();
+        let mut at = start;
+        while at < capacity {
+            let len = piece.min(capacity - at);
+            let req = PlanRequest {
+                offset_bytes: at,
+                len_bytes: len,
+                write: false,
+            };
+            self.layout
+                .trim_plan(req, &failed, &mut plan)
+                .expect("a validated array tolerates its failures");
+            for e in &plan.writes {
+                if let DriveModel::Ssd(ssd) = &mut self.drives[e.member as usize].model {
+                    ssd.discard(e.offset_bytes, e.len_bytes);
+                }
+            }
+            at += len;
+        }
     }
 
     /// Send a planned request's first phase to the drives: its member reads, or, with
@@ -834,7 +960,13 @@ impl Simulation {
 
     /// Send one phase's member operations, split at the controller's largest transfer.
     fn issue_phase(&mut self, slot: u32, write: bool) {
-        let max = self.controller.max_member_transfer_bytes;
+        let trim = self.requests[slot as usize].trim;
+        // A discard carries no data: one command per member range, never split.
+        let max = if trim {
+            u64::MAX
+        } else {
+            self.controller.max_member_transfer_bytes
+        };
         let mut pending = 0;
         let mut bytes = 0;
         let count = {
@@ -856,7 +988,8 @@ impl Simulation {
                     drive: e.member,
                     offset_bytes: e.offset_bytes + at,
                     len_bytes: len,
-                    write,
+                    write: write && !trim,
+                    trim,
                     link_start_ns: 0,
                 };
                 let id = match self.free_ops.pop() {
@@ -929,7 +1062,10 @@ impl Simulation {
         let now = self.now_ns;
         match &mut drive.model {
             DriveModel::Ssd(ssd) => {
-                let (link_start, done) = if op.write {
+                let (link_start, done) = if op.trim {
+                    let done = ssd.trim(now, op.offset_bytes, op.len_bytes, queued);
+                    (done, done)
+                } else if op.write {
                     ssd.write(now, op.offset_bytes, op.len_bytes, queued)
                 } else {
                     ssd.read(now, op.offset_bytes, op.len_bytes, queued)
@@ -985,7 +1121,7 @@ impl Simulation {
             self.start_writes(slot);
             return;
         }
-        let t = if !r.write && !r.carry_per_op && slot != self.rebuild_slot {
+        let t = if !r.write && !r.trim && !r.carry_per_op && slot != self.rebuild_slot {
             // Degraded reads: the lost chunk is reconstructed from the survivors, then
             // the host gets its bytes.
             let rebuilt = self.compute_parity(slot, r.done_ns);
@@ -1433,6 +1569,20 @@ impl Simulation {
                 );
             }
         }
+        // Discards: host figures only (they move no data, so no member ratios).
+        let mut trims = Histogram::new();
+        let (mut trim_ios, mut trim_bytes) = (0, 0);
+        for w in &self.workloads {
+            trims.merge(&w.hist[TRIM]);
+            trim_ios += w.ios_done[TRIM];
+            trim_bytes += w.bytes_done[TRIM];
+        }
+        if trims.count() > 0 {
+            ops.insert(
+                "trim".to_string(),
+                op_stats(&trims, trim_ios, trim_bytes, secs),
+            );
+        }
         let resources: Vec<Resource> = self
             .resources_now()
             .into_iter()
@@ -1470,7 +1620,7 @@ impl Simulation {
                 let runtime_ns = end.saturating_sub(self.start_ns).max(1);
                 let secs = runtime_ns as f64 / 1e9;
                 let mut ops = BTreeMap::new();
-                for (dir, name) in [(READ, "read"), (WRITE, "write")] {
+                for (dir, name) in [(READ, "read"), (WRITE, "write"), (TRIM, "trim")] {
                     if w.hist[dir].count() > 0 {
                         let stats =
                             op_stats(&w.hist[dir], w.ios_done[dir], w.bytes_done[dir], secs);
@@ -1493,6 +1643,16 @@ impl Simulation {
                         read_bytes: column(READ, true),
                         write_ios: column(WRITE, false),
                         write_bytes: column(WRITE, true),
+                        trim_ios: if w.trims() {
+                            column(TRIM, false)
+                        } else {
+                            Vec::new()
+                        },
+                        trim_bytes: if w.trims() {
+                            column(TRIM, true)
+                        } else {
+                            Vec::new()
+                        },
                     },
                 }
             })

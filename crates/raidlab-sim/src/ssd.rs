@@ -386,6 +386,39 @@ impl Ssd {
         }
     }
 
+    /// Trim `len_bytes` at `offset_bytes` arriving at `now_ns`: the firmware takes the
+    /// command and unmaps the range; no flash work is done now (the erase happens, if
+    /// ever, when garbage collection finds the block with less to copy). Returns the
+    /// completion time.
+    pub fn trim(&mut self, now_ns: u64, offset_bytes: u64, len_bytes: u64, queued: bool) -> u64 {
+        let done = self.accept(now_ns, queued);
+        self.discard(offset_bytes, len_bytes);
+        done
+    }
+
+    /// Unmap `len_bytes` at `offset_bytes` in the FTL without taking time: the host's
+    /// past deletions, applied when the run starts. A drive without an FTL model has
+    /// nothing to unmap.
+    pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
+        let Some(ftl) = self.ftl.as_mut() else {
+            return;
+        };
+        if len_bytes == 0 {
+            return;
+        }
+        // The scaled state stands for the drive's units in proportion, as for writes: a
+        // range unmaps every scaled unit its drive units map onto.
+        let first = offset_bytes / ftl.unit_bytes;
+        let last = (offset_bytes + len_bytes - 1) / ftl.unit_bytes;
+        let (lo, hi) = (
+            (first as f64 * ftl.scale) as u64,
+            (last as f64 * ftl.scale) as u64,
+        );
+        for scaled in lo..=hi {
+            ftl.state.trim(scaled as u32);
+        }
+    }
+
     /// Write amplification since the last reset (1 without an FTL).
     pub fn write_amplification(&self) -> Option<f64> {
         self.ftl.as_ref().map(|f| {

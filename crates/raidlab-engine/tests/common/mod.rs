@@ -97,3 +97,38 @@ pub fn run(cmd: &mut Command) -> String {
     assert!(o.status.success(), "{cmd:?}: {t}");
     t
 }
+
+/// True, after saying the test is skipped, when qemu-io is missing.
+pub fn without_qemu_io() -> bool {
+    let missing = !have("qemu-io");
+    if missing {
+        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    }
+    missing
+}
+
+/// True, after saying the test is skipped, when fio lacks its nbd engine.
+pub fn without_fio_nbd() -> bool {
+    let missing = !Command::new("fio")
+        .arg("--enghelp")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("nbd"));
+    if missing {
+        eprintln!("skipped: fio with the nbd engine not installed (apt-get install fio)");
+    }
+    missing
+}
+
+/// Runs the binary expecting bad input: exit code 2 and one `error:` line, returned.
+pub fn refused(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    err
+}

@@ -68,6 +68,9 @@ pub fn hba() -> ControllerSpec {
         cache_overhead_ns: 0,
         destage_concurrency: 4,
         dirty_low_percent: 0.0,
+        trim_passthrough: false,
+        fastpath_overhead_ns: None,
+        fastpath: false,
     }
 }
 
@@ -89,6 +92,7 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
             host: HostSpec {
                 request_overhead_ns: 5_000,
             },
+            deleted_percent: 0.0,
         },
         workloads: vec![],
         workload: Some(WorkloadSpec {

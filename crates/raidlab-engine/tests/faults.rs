@@ -1,0 +1,102 @@
+//! Faults injected into a served array: a read error and a write error each take their
+//! member out and the data stays whole (RAID 6 survives both); latency slows the
+//! member's I/O; faults need a server, and bad fault flags are one error line.
+
+mod common;
+
+use common::{engine, refused, run, serve, without_qemu_io};
+use std::process::Command;
+use std::time::Instant;
+
+fn status(d: &std::path::Path, members: &[&str]) -> serde_json::Value {
+    let mut a = vec!["status", "--json"];
+    a.extend(members);
+    serde_json::from_slice(&engine(d, &a).stdout).unwrap()
+}
+
+#[test]
+fn read_and_write_errors_fail_their_members_and_keep_the_data() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = ["a", "b", "c", "d", "e"];
+    let mut create = vec!["create", "--level", "6", "--chunk", "16K", "--size", "5M"];
+    create.extend(m);
+    engine(d, &create);
+    let s = serve(d, &m);
+    let qemu = |cmds: &[&str]| {
+        let mut c = Command::new("qemu-io");
+        c.args(["-f", "raw", &s.uri()]);
+        for x in cmds {
+            c.args(["-c", x]);
+        }
+        run(&mut c)
+    };
+    let t = qemu(&["write -P 0x3c 0 12M", "flush"]);
+    assert!(!t.contains("failed"), "{t}");
+    engine(d, &["inject", "b", "--read-error", "0+1M"]);
+    let st = status(d, &m);
+    assert_eq!(st["faults"][0]["kind"], "read-error", "{st}");
+    let t = qemu(&["read -P 0x3c 0 12M"]);
+    assert!(!t.contains("Pattern verification failed"), "{t}");
+    let st = status(d, &m);
+    assert_eq!(
+        st["failed"],
+        serde_json::json!([1]),
+        "the read error failed b: {st}"
+    );
+    engine(d, &["inject", "d", "--write-error", "0+4M"]);
+    let t = qemu(&[
+        "write -P 0x7e 0 1M",
+        "read -P 0x7e 0 1M",
+        "read -P 0x3c 1M 11M",
+    ]);
+    assert!(!t.contains("failed"), "{t}");
+    let st = status(d, &m);
+    assert_eq!(st["failed"], serde_json::json!([1, 3]), "{st}");
+    // Clear, bring both back online, scrub.
+    engine(d, &["inject", "a", "--clear"]);
+    engine(d, &["replace", "b", "f", "a", "b", "c", "d", "e"]);
+    engine(d, &["replace", "d", "g", "a", "f", "c", "d", "e"]);
+    let t =
+        String::from_utf8_lossy(&engine(d, &["check", "a", "f", "c", "g", "e"]).stdout).to_string();
+    assert!(t.contains("mismatched 0"), "{t}");
+    s.stop();
+}
+
+#[test]
+fn latency_slows_the_member_and_faults_need_a_server() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    engine(d, &["create", "--level", "1", "--size", "3M", "a", "b"]);
+    // Faults live in a server: none runs yet.
+    refused(d, &["inject", "a", "--latency", "20ms"]);
+    refused(d, &["inject", "a", "--read-error", "0", "--latency", "5ms"]);
+    let s = serve(d, &["a", "b"]);
+    assert!(refused(d, &["inject", "a", "--latency", "soon"]).starts_with("error: --latency:"));
+    engine(d, &["inject", "a", "--latency", "40ms"]);
+    engine(d, &["inject", "b", "--latency", "40ms"]);
+    // Each read waits for its member's delay: 4 reads, at least 4 delays.
+    let t0 = Instant::now();
+    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
+        "-c",
+        "read 0 4k",
+        "-c",
+        "read 64k 4k",
+        "-c",
+        "read 128k 4k",
+        "-c",
+        "read 192k 4k",
+    ]));
+    assert!(t0.elapsed().as_millis() >= 160, "{:?} {t}", t0.elapsed());
+    let st = status(d, &["a", "b"]);
+    assert_eq!(st["faults"].as_array().unwrap().len(), 2, "{st}");
+    engine(d, &["inject", "b", "--clear"]);
+    assert_eq!(status(d, &["a", "b"])["faults"], serde_json::json!([]));
+    s.stop();
+}

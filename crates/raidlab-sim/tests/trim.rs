@@ -1,0 +1,134 @@
+//! TRIM through the array: whether the controller passes discards to its members, and
+//! what that does to sustained random writes after the host deleted data.
+
+mod common;
+
+use common::{scenario, w};
+use raidlab_sim::scenario::{
+    DriveSpec, FtlGc, FtlSpec, Level, Precondition, Rw, Scenario, SsdSpec,
+};
+use raidlab_sim::{simulate, Results};
+
+/// A drive shaped like the Intel DC S3500 80 GB: 6 dies, 20 % factory spare.
+fn s3500_80g() -> DriveSpec {
+    DriveSpec::Ssd(SsdSpec {
+        model: "test-s3500-80g".into(),
+        capacity_bytes: 80_000_000_000,
+        link_rate_bytes_per_s: 340e6,
+        command_overhead_ns: 10_000,
+        channels: 6,
+        dies_per_channel: 1,
+        page_bytes: 16384,
+        read_page_ns: 70_000,
+        program_page_ns: 983_000,
+        channel_rate_bytes_per_s: 200e6,
+        write_buffer_bytes: 16 << 20,
+        write_commit_ns: 0,
+        queued_command_latency_ns: 0,
+        ftl: Some(FtlSpec {
+            spare_percent: 20.0,
+            op_percent: 0.0,
+            pages_per_block: 256,
+            erase_ns: 3_000_000,
+            map_unit_bytes: 4096,
+            gc: FtlGc::Greedy,
+            units: 1 << 17,
+            precondition: Precondition::Steady,
+        }),
+        read_buffer: true,
+        ncq_depth: 32,
+    })
+}
+
+/// RAID 0 of 2 full drives; the host deleted the second half of the array, then works
+/// on the half it kept.
+fn after_deleting_half(rw: Rw, passthrough: bool) -> Results {
+    let mut s: Scenario = scenario(s3500_80g(), 2, rw, 4096, 32);
+    s.array.controller.trim_passthrough = passthrough;
+    s.array.deleted_percent = 50.0;
+    let capacity = s.array.geometry().unwrap().capacity_bytes();
+    w(&mut s).size_bytes = capacity / 2 / 4096 * 4096;
+    w(&mut s).ios = 60_000;
+    w(&mut s).warmup_ios = 40_000;
+    simulate(&s)
+}
+
+#[test]
+fn random_writes_after_deleting_half_are_faster_when_the_controller_passes_trim() {
+    let kept = after_deleting_half(Rw::Randwrite, false);
+    let trimmed = after_deleting_half(Rw::Randwrite, true);
+    let (iops_kept, iops_trimmed) = (kept.ops["write"].iops, trimmed.ops["write"].iops);
+    let wa_kept = kept.explain.ssd_write_amplification.unwrap();
+    let wa_trimmed = trimmed.explain.ssd_write_amplification.unwrap();
+    println!(
+        "no passthrough: {iops_kept:.0} IOPS, WA {wa_kept:.2}; \
+         passthrough: {iops_trimmed:.0} IOPS, WA {wa_trimmed:.2}"
+    );
+    assert!(wa_trimmed < wa_kept - 0.3, "{wa_kept} {wa_trimmed}");
+    assert!(iops_trimmed > 1.3 * iops_kept, "{iops_kept} {iops_trimmed}");
+}
+
+#[test]
+fn reads_do_not_care_whether_the_deleted_data_was_trimmed() {
+    let kept = after_deleting_half(Rw::Randread, false);
+    let trimmed = after_deleting_half(Rw::Randread, true);
+    assert_eq!(kept.ops["read"].iops, trimmed.ops["read"].iops);
+}
+
+#[test]
+fn a_trim_workload_reports_trims_and_unmaps_what_later_writes_would_copy() {
+    let mut s: Scenario = scenario(s3500_80g(), 2, Rw::Randtrim, 4096, 8);
+    s.array.controller.trim_passthrough = true;
+    w(&mut s).ios = 5_000;
+    let r = simulate(&s);
+    assert!(r.ops.contains_key("trim") && !r.ops.contains_key("write"));
+    assert_eq!(r.ops["trim"].ios, 5_000);
+    assert!(r.jobs[0].samples.trim_ios.iter().sum::<u64>() > 0);
+}
+
+#[test]
+fn without_passthrough_a_trim_never_reaches_the_drives() {
+    let run = |passthrough: bool| {
+        let mut s: Scenario = scenario(s3500_80g(), 2, Rw::Randtrim, 4096, 8);
+        s.array.controller.trim_passthrough = passthrough;
+        s.array.controller.request_overhead_ns = 2_000;
+        w(&mut s).ios = 2_000;
+        simulate(&s)
+    };
+    let (off, on) = (run(false), run(true));
+    let firmware = |r: &Results| {
+        r.explain
+            .resources
+            .iter()
+            .find(|x| x.name == "drive0.firmware")
+            .unwrap()
+            .busy_ns
+    };
+    assert_eq!(firmware(&off), 0);
+    assert!(firmware(&on) > 0);
+}
+
+#[test]
+fn trimwrite_discards_each_block_then_writes_it() {
+    let mut s: Scenario = scenario(s3500_80g(), 2, Rw::Trimwrite, 4096, 4);
+    s.array.controller.trim_passthrough = true;
+    w(&mut s).ios = 4_000;
+    let r = simulate(&s);
+    let (t, wr) = (r.ops["trim"].ios, r.ops["write"].ios);
+    assert!(t.abs_diff(wr) <= 4, "{t} {wr}");
+}
+
+#[test]
+fn raid5_passes_only_whole_stripes_so_a_4k_trim_reaches_no_drive() {
+    let mut s: Scenario = scenario(s3500_80g(), 4, Rw::Randtrim, 4096, 8);
+    s.array.level = Level::Number(5);
+    s.array.controller.trim_passthrough = true;
+    w(&mut s).ios = 2_000;
+    let r = simulate(&s);
+    assert!(r
+        .explain
+        .resources
+        .iter()
+        .filter(|x| x.name.ends_with(".firmware"))
+        .all(|x| x.busy_ns == 0));
+}
