@@ -425,6 +425,64 @@ def test_replace_without_waiting_needs_a_server(raid5: list[Path], tmp_path: Pat
     assert raised.value.field == "--no-wait"
 
 
+# ------------------------------------------------------------- journal and served faults
+
+
+def test_an_array_with_a_journal_needs_it_wherever_it_is_assembled(tmp_path: Path) -> None:
+    members = members_in(tmp_path, 4)
+    journal = tmp_path / "journal.img"
+    created = engine.create(members, level=5, size=MEMBER_BYTES, journal=journal)
+    assert created.journal == str(journal) and created.journal_replayed == 0
+    with pytest.raises(RaidlabError) as raised:
+        engine.status(members)
+    assert raised.value.field == "--journal"
+    assert engine.status(members, journal=journal).journal == str(journal)
+    with engine.serve(members, journal=journal):
+        assert engine.check(members, journal=journal).clean
+    assert not engine.status(members, journal=journal).dirty
+
+
+def test_faults_on_a_served_member_are_reported_and_cleared(raid5: list[Path]) -> None:
+    with engine.serve(raid5):
+        slowed = engine.inject_fault(raid5[3], latency="5ms")
+        assert slowed.faults == (engine.Fault(member=3, kind="latency", delay_ms=5.0),)
+        erroring = engine.inject_fault(raid5[0], write_error=(0, "64K"))
+        assert erroring.faults[-1] == engine.Fault(
+            member=0, kind="write-error", offset_bytes=0, len_bytes=65536
+        )
+        engine.inject_fault(raid5[3], clear=True)
+        cleared = engine.inject_fault(raid5[0], clear=True)
+        assert cleared.faults == () and cleared.state == "clean"
+
+
+@needs_nbd_client
+def test_a_read_error_fails_the_member_and_the_data_stays_whole(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    (image,) = random_images(tmp_path, 3 * MEMBER_DATA_BYTES, 1)
+    with engine.serve(raid5) as server:
+        write_image(server.uri, image)
+        faulty = engine.inject_fault(raid5[2], read_error="0+1M")
+        assert faulty.faults == (
+            engine.Fault(member=2, kind="read-error", offset_bytes=0, len_bytes=1 << 20),
+        )
+        assert read_export(server.uri, tmp_path / "out.bin") == image.read_bytes()
+        after = engine.status(raid5)
+        assert after.state == "degraded" and after.failed == (2,)
+
+
+def test_faults_need_a_server_and_exactly_one_kind(raid5: list[Path]) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.inject_fault(raid5[0], latency="5ms")
+    assert "served array" in str(raised.value)
+    with pytest.raises(RaidlabError) as raised:
+        engine.inject_fault(raid5[0], latency="5ms", clear=True)
+    assert raised.value.field == "inject"
+    with engine.serve(raid5), pytest.raises(RaidlabError) as raised:
+        engine.inject_fault(raid5[0], latency="soon")
+    assert raised.value.field == "--latency"
+
+
 # ---------------------------------------------------------------------------------- CLI
 
 
@@ -448,6 +506,7 @@ def cli_error_line(args: list[str]) -> str:
         (["status"], 0, "MEMBER"),
         (["replace", "--rate", "fast", "1", "spare.img"], 3, "--rate"),
         (["inject"], 0, "inject"),
+        (["inject", "m.img", "0", "--clear"], 0, "inject"),
     ],
 )
 def test_cli_bad_input_is_one_line_naming_the_field_with_status_2(
@@ -536,3 +595,28 @@ def test_cli_replace_no_wait_shows_the_rebuild_under_way(raid5: list[Path], tmp_
         assert f"/{MEMBER_DATA_BYTES} B)" in started.stdout
         assert "━" not in started.stderr  # no bar without progress reports
         engine.wait_rebuilt(members, timeout_s=60)
+
+
+def test_cli_inject_a_served_fault_and_status_shows_it(raid5: list[Path], tmp_path: Path) -> None:
+    members = [str(p) for p in raid5]
+    with engine.serve(raid5):
+        injected = runner.invoke(app, ["inject", members[1], "--read-error", "1M+64K"])
+        assert injected.exit_code == 0, injected.output
+        assert "injected fault on role 1: read-error, data bytes [1048576, +65536)" in (
+            injected.stdout
+        )
+        shown = runner.invoke(app, ["status", "--json", *members])
+        assert json.loads(shown.stdout)["faults"][0]["kind"] == "read-error"
+        assert runner.invoke(app, ["inject", members[1], "--clear"]).exit_code == 0
+
+
+def test_cli_a_journal_array_without_its_journal_is_one_line(tmp_path: Path) -> None:
+    members = [str(p) for p in members_in(tmp_path, 4)]
+    journal = str(tmp_path / "journal.img")
+    created = runner.invoke(
+        app, ["create", "--level", "5", "--size", "8M", "--journal", journal, *members]
+    )
+    assert created.exit_code == 0, created.output
+    assert f"write journal {journal}" in created.stdout
+    assert cli_error_line(["status", *members]).startswith("error: --journal: ")
+    assert runner.invoke(app, ["check", "--journal", journal, *members]).exit_code == 0

@@ -138,6 +138,17 @@ class RebuildStatus:
 
 
 @dataclass(frozen=True)
+class Fault:
+    """A fault injected into a served member (``inject_fault``), live in the server."""
+
+    member: int
+    kind: str  # read-error | write-error | latency
+    offset_bytes: int | None = None  # read-error, write-error: member data bytes
+    len_bytes: int | None = None
+    delay_ms: float | None = None  # latency
+
+
+@dataclass(frozen=True)
 class ArrayStatus:
     """An array's state as ``raidlab-engine status --json`` reports it."""
 
@@ -155,6 +166,9 @@ class ArrayStatus:
     dirty_regions: int
     rebuild: RebuildStatus | None
     members: tuple[MemberStatus, ...]
+    journal: str | None  # the write journal's path, if the array has one
+    journal_replayed: int  # records replayed at assembly (an unclean stop)
+    faults: tuple[Fault, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -186,6 +200,19 @@ class ArrayStatus:
                 members=tuple(
                     MemberStatus(int(m["role"]), m["path"], str(m["state"]))
                     for m in document["members"]
+                ),
+                # Absent from reports of engines older than the journal and faults.
+                journal=document.get("journal"),
+                journal_replayed=int(document.get("journal_replayed", 0)),
+                faults=tuple(
+                    Fault(
+                        member=int(f["member"]),
+                        kind=str(f["kind"]),
+                        offset_bytes=f.get("offset_bytes"),
+                        len_bytes=f.get("len_bytes"),
+                        delay_ms=f.get("delay_ms"),
+                    )
+                    for f in document.get("faults", [])
                 ),
                 raw=dict(document),
             )
@@ -316,6 +343,12 @@ def _json(result: subprocess.CompletedProcess[str]) -> Any:
         ) from None
 
 
+def _journal(journal: Member | None) -> list[str]:
+    """``--journal PATH``: an array created with a journal needs it wherever it is
+    assembled."""
+    return [] if journal is None else ["--journal", _arg(journal)]
+
+
 def _size_arg(value: int | str, flag: str) -> str:
     """Sizes are parsed here (raidlab's own syntax: 4K, 1.5M, 32GiB) and passed as bytes."""
     size_bytes = parse_size(value, flag)
@@ -338,10 +371,14 @@ def create(
     uuid: str | None = None,
     force: bool = False,
     assume_clean: bool = False,
+    journal: Member | None = None,
+    journal_size: int | str | None = None,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
-    ``assume_clean``; members of another array are refused unless ``force``."""
+    ``assume_clean``; members of another array are refused unless ``force``.
+    ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
+    hole; every later operation on the array then needs the same ``journal``."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -361,22 +398,28 @@ def create(
         args.append("--force")
     if assume_clean:
         args.append("--assume-clean")
+    args += _journal(journal)
+    if journal_size is not None:
+        args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
     result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
     return ArrayStatus.from_json(_json(result))
 
 
-def status(members: Sequence[Member]) -> ArrayStatus:
+def status(members: Sequence[Member], journal: Member | None = None) -> ArrayStatus:
     """Assemble ``members`` (or ask their server) and report the array's state."""
-    return ArrayStatus.from_json(_json(_run(["status", "--json", *_members(members)])))
+    args = ["status", "--json", *_journal(journal), *_members(members)]
+    return ArrayStatus.from_json(_json(_run(args)))
 
 
 assemble = status
 
 
-def fail(target: Member | int, members: Sequence[Member]) -> ArrayStatus:
+def fail(
+    target: Member | int, members: Sequence[Member], journal: Member | None = None
+) -> ArrayStatus:
     """Mark ``target`` (a member path or a role index) failed; the array runs degraded."""
     target_arg = str(target) if isinstance(target, int) else _arg(target)
-    result = _run(["fail", "--json", target_arg, *_members(members)])
+    result = _run(["fail", "--json", *_journal(journal), target_arg, *_members(members)])
     return ArrayStatus.from_json(_json(result))
 
 
@@ -387,6 +430,7 @@ def replace(
     rate: int | str | None = None,
     wait: bool = True,
     progress: Progress | None = None,
+    journal: Member | None = None,
 ) -> ArrayStatus:
     """Rebuild the role of ``old`` (a path or role index) onto ``new``.
 
@@ -400,6 +444,7 @@ def replace(
         args += ["--rate", _size_arg(rate, "--rate")]
     if not wait:
         args.append("--no-wait")
+    args += _journal(journal)
     old_arg = str(old) if isinstance(old, int) else _arg(old)
     args = [args[0], old_arg, _arg(new), *args[1:], *_members(members)]
     command = [str(engine_path()), *args]
@@ -425,14 +470,16 @@ def replace(
     return ArrayStatus.from_json(_json(result))
 
 
-def check(members: Sequence[Member]) -> ScrubReport:
+def check(members: Sequence[Member], journal: Member | None = None) -> ScrubReport:
     """md's ``check``: read every stripe and count those whose parity or copies disagree."""
-    return ScrubReport.from_json(_json(_run(["check", "--json", *_members(members)], ok=(0, 1))))
+    args = ["check", "--json", *_journal(journal), *_members(members)]
+    return ScrubReport.from_json(_json(_run(args, ok=(0, 1))))
 
 
-def repair(members: Sequence[Member]) -> ScrubReport:
+def repair(members: Sequence[Member], journal: Member | None = None) -> ScrubReport:
     """md's ``repair``: rewrite parity from data and copies from the first copy."""
-    return ScrubReport.from_json(_json(_run(["repair", "--json", *_members(members)])))
+    args = ["repair", "--json", *_journal(journal), *_members(members)]
+    return ScrubReport.from_json(_json(_run(args)))
 
 
 def inject(member: Member, offset: int | str, mask: int | str = 0xFF) -> None:
@@ -444,6 +491,48 @@ def inject(member: Member, offset: int | str, mask: int | str = 0xFF) -> None:
     mask_arg = f"{mask:#04x}" if isinstance(mask, int) else mask
     offset_arg = str(parse_size(offset, "OFFSET"))
     _run(["inject", _arg(member), offset_arg, "--mask", mask_arg])
+
+
+def _extent_arg(extent: str | tuple[int | str, int | str], flag: str) -> str:
+    if isinstance(extent, str):
+        return extent  # OFF[+LEN] as the binary takes it (LEN defaults to 4K)
+    offset, length = extent
+    return f"{parse_size(offset, flag)}+{_size_arg(length, flag)}"
+
+
+def inject_fault(
+    member: Member,
+    *,
+    read_error: str | tuple[int | str, int | str] | None = None,
+    write_error: str | tuple[int | str, int | str] | None = None,
+    latency: str | None = None,
+    clear: bool = False,
+) -> ArrayStatus:
+    """Give a member of a *served* array a fault, as a dying disk would have: reads
+    (``read_error``) or writes (``write_error``) of its data bytes ``(offset, length)``
+    or ``"1M+64K"`` fail, and the member fails when one is hit; ``latency`` (``"20ms"``,
+    ``"500us"``) delays its every I/O; ``clear`` removes its faults. Exactly one."""
+    given = [
+        (flag, value)
+        for flag, value in (
+            ("--read-error", read_error),
+            ("--write-error", write_error),
+            ("--latency", latency),
+        )
+        if value is not None
+    ]
+    if len(given) + int(clear) != 1:
+        raise RaidlabError(
+            "inject", "exactly one of read_error, write_error, latency or clear is needed"
+        )
+    args = ["inject", "--json", _arg(member)]
+    if clear:
+        args.append("--clear")
+    else:
+        flag, value = given[0]
+        text = value if flag == "--latency" else _extent_arg(value, flag)  # type: ignore[arg-type]
+        args += [flag, str(text)]
+    return ArrayStatus.from_json(_json(_run(args)))
 
 
 # ---------------------------------------------------------------------------- serving
@@ -464,8 +553,9 @@ class Server:
         connections_max: int | str | None = None,
         timeout_s: float = SERVE_READY_TIMEOUT_S,
         log: Callable[[str], None] | None = None,
+        journal: Member | None = None,
     ) -> None:
-        args = ["serve", "--listen", listen]
+        args = ["serve", "--listen", listen, *_journal(journal)]
         if connections_max is not None:
             args += ["--connections-max", str(connections_max)]
         self.members = _members(members)
@@ -610,6 +700,7 @@ def serve(
     connections_max: int | str | None = None,
     timeout_s: float = SERVE_READY_TIMEOUT_S,
     log: Callable[[str], None] | None = None,
+    journal: Member | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
@@ -617,16 +708,19 @@ def serve(
     it back from ``Server.uri``. ``log`` receives each line the server prints on
     stderr after it is ready.
     """
-    return Server(members, listen, connections_max, timeout_s, log)
+    return Server(members, listen, connections_max, timeout_s, log, journal)
 
 
 def wait_rebuilt(
-    members: Sequence[Member], timeout_s: float = 600.0, poll_s: float = 0.1
+    members: Sequence[Member],
+    timeout_s: float = 600.0,
+    poll_s: float = 0.1,
+    journal: Member | None = None,
 ) -> ArrayStatus:
     """Poll ``status`` until no rebuild is under way (after ``replace(wait=False)``)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        current = status(members)
+        current = status(members, journal)
         if current.rebuild is None:
             return current
         if time.monotonic() > deadline:
@@ -638,6 +732,7 @@ def wait_rebuilt(
 
 __all__ = [
     "ArrayStatus",
+    "Fault",
     "MemberStatus",
     "RebuildStatus",
     "ScrubReport",
@@ -648,6 +743,7 @@ __all__ = [
     "engine_path",
     "fail",
     "inject",
+    "inject_fault",
     "repair",
     "replace",
     "serve",

@@ -60,6 +60,10 @@ MembersArgument = Annotated[
     typer.Argument(help="Member files or block devices, in any order.", show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON report on stdout.")]
+JournalOption = Annotated[
+    Path | None,
+    typer.Option("--journal", help="The array's write journal (needed if created with one)."),
+]
 
 
 def _print_json(document: Any) -> None:
@@ -84,6 +88,18 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         f"state {status.state}{dirty}, failed roles {failed}, events {status.events}, "
         f"dirty bitmap regions {status.dirty_regions}"
     )
+    if status.journal is not None:
+        summary += (
+            f"\nwrite journal {status.journal} "
+            f"({status.journal_replayed} records replayed at assembly)"
+        )
+    for fault in status.faults:
+        where = (
+            f"{fault.delay_ms:g} ms per I/O"
+            if fault.kind == "latency"
+            else f"data bytes [{fault.offset_bytes}, +{fault.len_bytes})"
+        )
+        summary += f"\ninjected fault on role {fault.member}: {fault.kind}, {where}"
     table = Table(title=f"array {status.uuid}")
     table.add_column("role", justify="right")
     table.add_column("member", no_wrap=True)
@@ -140,9 +156,14 @@ def create(
     assume_clean: Annotated[
         bool, typer.Option("--assume-clean", help="Skip the initial resync of old data.")
     ] = False,
+    journal: JournalOption = None,
+    journal_size: Annotated[
+        str | None, typer.Option("--journal-size", help="Journal size (default 256M).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Create an array on member files or devices."""
+    """Create an array on member files or devices; --journal adds a write journal that
+    closes the RAID 5 write hole."""
     with _user_errors():
         if level is None:
             raise RaidlabError("--level", "required: 0, 1, 4, 5, 6, 10, 50, 60 or concat")
@@ -157,14 +178,18 @@ def create(
             uuid=uuid,
             force=force,
             assume_clean=assume_clean,
+            journal=journal,
+            journal_size=journal_size,
         )
         _print_status(status, as_json)
 
 
-def status(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+def status(
+    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+) -> None:
     """Assemble the members (or ask their server) and show the array's state."""
     with _user_errors():
-        _print_status(engine.status(_members(members)), as_json)
+        _print_status(engine.status(_members(members), journal), as_json)
 
 
 def serve(
@@ -175,6 +200,7 @@ def serve(
     connections_max: Annotated[
         str | None, typer.Option("--connections-max", help="Concurrent NBD connections (16).")
     ] = None,
+    journal: JournalOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
 
@@ -185,6 +211,7 @@ def serve(
             listen=listen,
             connections_max=connections_max,
             log=lambda line: typer.echo(line, err=True),
+            journal=journal,
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}
@@ -212,6 +239,7 @@ def fail(
         str | None, typer.Argument(help="The member to fail: its path or role index.")
     ] = None,
     members: MembersArgument = None,
+    journal: JournalOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Mark a member failed (online when the array is served); the array runs degraded."""
@@ -219,7 +247,7 @@ def fail(
         if target is None:
             raise RaidlabError("TARGET", "the member to fail is needed (a path or a role index)")
         chosen: str | int = int(target) if target.isdigit() else target
-        _print_status(engine.fail(chosen, _members(members)), as_json)
+        _print_status(engine.fail(chosen, _members(members), journal), as_json)
 
 
 def replace(
@@ -235,6 +263,7 @@ def replace(
         bool,
         typer.Option("--no-wait", help="Served arrays: return once the rebuild has started."),
     ] = False,
+    journal: JournalOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Rebuild a member's role onto NEW, with a progress bar: online (clients keep
@@ -266,7 +295,13 @@ def replace(
 
         try:
             result = engine.replace(
-                chosen, new, _members(members), rate=rate, wait=not no_wait, progress=advance
+                chosen,
+                new,
+                _members(members),
+                rate=rate,
+                wait=not no_wait,
+                progress=advance,
+                journal=journal,
             )
         finally:
             if bar is not None:
@@ -274,33 +309,68 @@ def replace(
         _print_status(result, as_json)
 
 
-def check(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+def check(
+    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+) -> None:
     """md's check: count stripes whose parity or copies disagree (exit 1 if any)."""
     with _user_errors():
-        report = engine.check(_members(members))
+        report = engine.check(_members(members), journal)
         _print_scrub(report, as_json, "check")
     if not report.clean:
         raise typer.Exit(1)
 
 
-def repair(members: MembersArgument = None, as_json: JsonOption = False) -> None:
+def repair(
+    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+) -> None:
     """md's repair: rewrite parity from data and copies from the first copy."""
     with _user_errors():
-        _print_scrub(engine.repair(_members(members)), as_json, "repair")
+        _print_scrub(engine.repair(_members(members), journal), as_json, "repair")
 
 
 def inject(
-    member: Annotated[str | None, typer.Argument(help="The member file to corrupt.")] = None,
+    member: Annotated[str | None, typer.Argument(help="The member to corrupt or fault.")] = None,
     offset: Annotated[
-        str | None, typer.Argument(help="Data byte of the member (after its 1 MiB header).")
+        str | None, typer.Argument(help="Data byte of the member to corrupt (after its header).")
     ] = None,
-    mask: Annotated[str, typer.Option("--mask", help="Bits to flip, a hex byte.")] = "0xff",
+    mask: Annotated[str | None, typer.Option("--mask", help="Bits to flip (hex, 0xff).")] = None,
+    read_error: Annotated[
+        str | None,
+        typer.Option("--read-error", help="Served array: reads of OFF[+LEN] fail (LEN 4K)."),
+    ] = None,
+    write_error: Annotated[
+        str | None,
+        typer.Option("--write-error", help="Served array: writes of OFF[+LEN] fail."),
+    ] = None,
+    latency: Annotated[
+        str | None, typer.Option("--latency", help="Served array: delay each I/O, e.g. 20ms.")
+    ] = None,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Served array: remove the member's faults.")
+    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Flip bits of one data byte of a member (fault injection for tests)."""
+    """Fault injection for tests: flip bits of one data byte of a member (silent
+    corruption, served or not), or give a served member read errors, write errors or
+    latency."""
     with _user_errors():
-        if member is None or offset is None:
-            raise RaidlabError("inject", "MEMBER OFFSET needed")
-        engine.inject(member, offset, mask)
+        if member is None:
+            raise RaidlabError("inject", "MEMBER needed: MEMBER OFFSET [--mask], or a fault flag")
+        runtime = read_error is not None or write_error is not None or latency is not None
+        if runtime or clear:
+            if offset is not None or mask is not None:
+                raise RaidlabError(
+                    "inject",
+                    "one of OFFSET [--mask], --read-error, --write-error, --latency, --clear",
+                )
+            status = engine.inject_fault(
+                member, read_error=read_error, write_error=write_error, latency=latency, clear=clear
+            )
+            _print_status(status, as_json)
+            return
+        if offset is None:
+            raise RaidlabError("inject", "MEMBER OFFSET needed (or a fault flag)")
+        engine.inject(member, offset, "0xff" if mask is None else mask)
 
 
 COMMANDS = {
@@ -312,7 +382,10 @@ COMMANDS = {
     "replace": (replace, "raidlab replace b.img e.img --rate 200M a.img c.img d.img"),
     "check": (check, "raidlab check a.img e.img c.img d.img"),
     "repair": (repair, "raidlab repair a.img e.img c.img d.img"),
-    "inject": (inject, "raidlab inject c.img 100000 --mask 0x01"),
+    "inject": (
+        inject,
+        "raidlab inject c.img 100000 --mask 0x01\n  raidlab inject c.img --read-error 1M+64K",
+    ),
 }
 
 
