@@ -27,6 +27,7 @@ not an error: the mismatches are in the :class:`ScrubReport`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -333,8 +334,6 @@ def _run(
 
 
 def _json(result: subprocess.CompletedProcess[str]) -> Any:
-    import json
-
     try:
         return json.loads(result.stdout)
     except ValueError:
@@ -436,7 +435,8 @@ def replace(
 
     Offline when the array is not served; online (clients keep working) when it is.
     ``rate`` caps the rebuild in bytes/s (``"200M"``). ``progress(done_bytes,
-    total_bytes)`` is called as the binary reports progress (every 5 %, and at the end).
+    total_bytes)`` is called as the binary reports progress (on entering each 5 % band,
+    and at the end).
     ``wait=False`` (served arrays only) returns as soon as the rebuild has started.
     """
     args = ["replace", "--json"]
