@@ -169,12 +169,20 @@ PreconditionOption = Annotated[
     str | None,
     typer.Option("--precondition", help="SSD state: fob (fresh) or steady (SNIA PTS)."),
 ]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Host I/O scheduler in front of the array: none (default), mq-deadline or bfq.",
+    ),
+]
 TUNING_FLAGS = {
     "write_cache": "--write-cache",
     "bbu": "--bbu",
     "read_ahead": "--read-ahead",
     "op": "--op",
     "precondition": "--precondition",
+    "scheduler": "--scheduler",
 }
 DrivesOption = Annotated[
     str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
@@ -219,6 +227,7 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("read_ahead", ReadAheadOption),
     ("op", OpOption),
     ("precondition", PreconditionOption),
+    ("scheduler", SchedulerOption),
 )
 
 
@@ -242,6 +251,7 @@ class ArrayFlags:
     read_ahead: str | None = None
     op: str | None = None
     precondition: str | None = None
+    scheduler: str | None = None
 
     def build(self) -> dict[str, Any]:
         """The scenario's ``array``; errors name the flags."""
@@ -264,7 +274,13 @@ class ArrayFlags:
             labels=ARRAY_FLAGS,
         )
         tuning = Tuning(
-            self.write_cache, self.bbu, self.read_ahead, self.op, self.precondition, TUNING_FLAGS
+            write_cache=self.write_cache,
+            bbu=self.bbu,
+            read_ahead=self.read_ahead,
+            op=self.op,
+            precondition=self.precondition,
+            scheduler=self.scheduler,
+            labels=TUNING_FLAGS,
         )
         return tune_array(array, tuning)
 
