@@ -43,6 +43,11 @@ def test_a_bad_scheduler_names_the_flag_and_the_allowed_values() -> None:
     assert line == "error: --scheduler: must be one of none, mq-deadline, bfq, got 'cfq'"
 
 
+def test_advise_refuses_a_bad_scheduler_before_simulating() -> None:
+    line = _error(["advise", "--drive", "intel-dc-s3500-80g", "--drives", "2", "--scheduler", "x"])
+    assert line == "error: --scheduler: must be one of none, mq-deadline, bfq, got 'x'"
+
+
 def test_without_the_flag_the_host_has_no_scheduler_keys() -> None:
     array = build_array(ArrayRequest(drive="intel-dc-s3500-80g", drives=2))
     assert array["host"] == {"request_overhead_ns": 8000}

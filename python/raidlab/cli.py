@@ -538,6 +538,7 @@ def advise(
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Simulate the RAID levels, stripe units and write-cache settings a set of drives
     allows for a workload, and rank them, with the bottleneck of each and why the
@@ -566,7 +567,8 @@ def advise(
             metric=metric,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
             jobs=_jobs(jobs),
-            labels={"capacity": "--capacity", "metric": "--metric"},
+            labels={"capacity": "--capacity", "metric": "--metric", "scheduler": "--scheduler"},
+            scheduler=scheduler,
         )
         _print_frame(frame, output_format, "candidate arrays, best first")
         if output_format == "table":

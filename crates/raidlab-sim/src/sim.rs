@@ -3,15 +3,17 @@
 //!
 //! ```text
 //!  job ──(host stack)──► ControllerArrive ──(controller cpu)──► Dispatch
-//!        │  ▲                 ▲ │ read-ahead hit                     │ member ops
-//!        ▼  │ (with an I/O    │ │
-//!  SchedulerInsert ─(policy)─┘ │     scheduler: merged, sorted, held back)
-//!        ▲                  │                                      │
+//!        ▲                  │ read-ahead hit                       │ member ops
 //!        │                  ▼                                      ▼
 //!  HostComplete ◄──(bus)── ReadHit             port queue ──► drive ──► MemberDone
 //!        ▲                                                             │
 //!        └──────────────── (bus, data-path caps) ◄────────────────────┘
 //! ```
+//!
+//! With an I/O scheduler stage the host stack leads to `SchedulerInsert` instead; the
+//! scheduler sends requests on as `ControllerArrive` (merged, sorted or held back,
+//! `SchedulerTimer` ending bfq's idling), and a request's `HostComplete` completes
+//! every host request merged into it.
 
 use crate::cache::WriteCache;
 use crate::hdd::Hdd;
