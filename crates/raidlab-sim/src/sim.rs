@@ -11,7 +11,7 @@
 //! ```
 //!
 //! With an I/O scheduler stage the host stack leads to `SchedulerInsert` instead; the
-//! scheduler sends requests on as `ControllerArrive` (merged, sorted or held back,
+//! scheduler hands requests to the controller (merged, sorted or held back,
 //! `SchedulerTimer` ending bfq's idling), and a request's `HostComplete` completes
 //! every host request merged into it.
 
@@ -809,16 +809,22 @@ impl Simulation {
         self.scheduler_pump();
     }
 
-    /// Send the device what the scheduler releases now, and arm its idle timer.
+    /// Send the device what the scheduler releases now, and arm its idle timer. A
+    /// released request reaches the controller at once (the controller only schedules
+    /// events, so it never calls back into the scheduler).
     fn scheduler_pump(&mut self) {
         let now = self.now_ns;
-        let sched = self.scheduler.as_mut().expect("a scheduler stage");
-        while let Some((lead, offset_bytes, len_bytes)) = sched.dispatch(now) {
+        loop {
+            let sched = self.scheduler.as_mut().expect("a scheduler stage");
+            let Some((lead, offset_bytes, len_bytes)) = sched.dispatch(now) else {
+                break;
+            };
             let r = &mut self.requests[lead as usize];
             r.offset_bytes = offset_bytes;
             r.len_bytes = len_bytes;
-            self.queue.push(now, EventKind::ControllerArrive, lead);
+            self.controller_arrive(lead);
         }
+        let sched = self.scheduler.as_mut().expect("a scheduler stage");
         if let Some((at, generation)) = sched.take_timer() {
             self.queue.push(at, EventKind::SchedulerTimer, generation);
         }
