@@ -15,7 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.config import ArrayRequest, Tuning, build_array, build_scenario, tune_array
+from raidlab.config import (
+    SCHEDULERS,
+    ArrayRequest,
+    Tuning,
+    build_array,
+    build_scenario,
+    tune_array,
+)
 from raidlab.errors import RaidlabError
 from raidlab.executor import run_scenarios
 from raidlab.native import array_info
@@ -53,7 +60,12 @@ class Candidate:
 
 
 def _candidates(
-    drive: Any, controller: Any, drives: int, capacity_bytes: int, tolerate: int
+    drive: Any,
+    controller: Any,
+    drives: int,
+    capacity_bytes: int,
+    tolerate: int,
+    scheduler: str | None = None,
 ) -> list[tuple[Candidate, dict[str, Any]]]:
     out = []
     for level, minimum in LEVEL_MINIMUM_DRIVES.items():
@@ -79,7 +91,8 @@ def _candidates(
                 modes.append(True)
             for write_back in modes:
                 try:
-                    tuned = tune_array(array, Tuning(write_cache="wb" if write_back else "wt"))
+                    tuning = Tuning(write_cache="wb" if write_back else "wt", scheduler=scheduler)
+                    tuned = tune_array(array, tuning)
                 except RaidlabError:
                     continue  # write-back refused (no backup unit)
                 candidate = Candidate(
@@ -105,10 +118,17 @@ def advise(
     jobs: int | None = None,
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
+    scheduler: str | None = None,
 ) -> pd.DataFrame:
     """Rank the candidate arrays for ``workload``; columns ADVISE_COLUMNS, best first.
-    ``.attrs["why"]`` explains the winner against the runner-up."""
+    ``.attrs["why"]`` explains the winner against the runner-up. ``scheduler`` is the
+    host I/O scheduler every candidate runs behind (default: none)."""
     labels = dict(labels or {})
+    if scheduler is not None and scheduler not in SCHEDULERS:
+        raise RaidlabError(
+            labels.get("scheduler", "scheduler"),
+            f"must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}",
+        )
     if metric not in METRICS:
         raise RaidlabError(
             labels.get("metric", "metric"), f"must be one of {', '.join(METRICS)}, got {metric!r}"
@@ -117,7 +137,7 @@ def advise(
     capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
     tolerated = int(tolerate)
     candidates = _candidates(
-        drive, controller or DEFAULT_CONTROLLER, drive_count, capacity_bytes, tolerated
+        drive, controller or DEFAULT_CONTROLLER, drive_count, capacity_bytes, tolerated, scheduler
     )
     if not candidates:
         raise RaidlabError(

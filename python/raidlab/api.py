@@ -314,7 +314,35 @@ def explain_lines(
             f"SSD write amplification: {float(explain['ssd_write_amplification']):.2f} "
             "(flash programs per host write, garbage collection included)"
         )
+    lines.extend(scheduler_lines(explain))
     return lines + rebuild_lines(rebuild)
+
+
+def scheduler_lines(explain: Mapping[str, Any]) -> list[str]:
+    """What the host's I/O scheduler did (nothing when the run had none)."""
+    sched = explain.get("scheduler")
+    if not sched:
+        return []
+    merged = int(sched.get("host_ios_merged", 0))
+    lines = [
+        f"I/O scheduler {sched.get('name')}: device queue depth {sched.get('queue_depth')}, "
+        f"nr_requests {sched.get('nr_requests')}; {merged:,} host I/Os merged "
+        f"({float(sched.get('host_ios_per_request', 0.0)):.2f} per request sent, "
+        f"at most {format_size(int(sched.get('max_request_bytes', 0)))})"
+    ]
+    if int(sched.get("expired", 0)):
+        lines.append(f"  {int(sched['expired']):,} requests sent out of LBA order on deadline")
+    if int(sched.get("idle_expiries", 0)):
+        lines.append(
+            f"  {int(sched['idle_expiries']):,} turns ended after idling slice_idle "
+            "for a job's next request"
+        )
+    if explain.get("bottleneck") == "host.scheduler":
+        lines.append(
+            "  host.scheduler is the bottleneck: requests waited in it while drives had "
+            "nothing to do, as the scheduler served one job at a time and idled for it"
+        )
+    return lines
 
 
 def rebuild_lines(rebuild: Mapping[str, Any] | None) -> list[str]:

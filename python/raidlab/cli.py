@@ -191,6 +191,13 @@ TrimPassthroughOption = Annotated[
         help="Controller passes TRIM to the SSDs: yes or no (default: the preset's).",
     ),
 ]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Host I/O scheduler in front of the array: none (default), mq-deadline or bfq.",
+    ),
+]
 TUNING_FLAGS = {
     "write_cache": "--write-cache",
     "bbu": "--bbu",
@@ -200,6 +207,7 @@ TUNING_FLAGS = {
     "fastpath": "--fastpath",
     "deleted": "--deleted",
     "trim_passthrough": "--trim-passthrough",
+    "scheduler": "--scheduler",
 }
 DrivesOption = Annotated[
     str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
@@ -247,6 +255,7 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("fastpath", FastpathOption),
     ("deleted", DeletedOption),
     ("trim_passthrough", TrimPassthroughOption),
+    ("scheduler", SchedulerOption),
 )
 
 
@@ -273,6 +282,7 @@ class ArrayFlags:
     fastpath: bool | None = None
     deleted: str | None = None
     trim_passthrough: str | None = None
+    scheduler: str | None = None
 
     def build(self) -> dict[str, Any]:
         """The scenario's ``array``; errors name the flags."""
@@ -304,6 +314,7 @@ class ArrayFlags:
             fastpath=self.fastpath,
             deleted=self.deleted,
             trim_passthrough=self.trim_passthrough,
+            scheduler=self.scheduler,
         )
         return tune_array(array, tuning)
 
@@ -562,6 +573,7 @@ def advise(
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Simulate the RAID levels, stripe units and write-cache settings a set of drives
     allows for a workload, and rank them, with the bottleneck of each and why the
@@ -590,7 +602,8 @@ def advise(
             metric=metric,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
             jobs=_jobs(jobs),
-            labels={"capacity": "--capacity", "metric": "--metric"},
+            labels={"capacity": "--capacity", "metric": "--metric", "scheduler": "--scheduler"},
+            scheduler=scheduler,
         )
         _print_frame(frame, output_format, "candidate arrays, best first")
         if output_format == "table":

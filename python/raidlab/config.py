@@ -24,6 +24,15 @@ Array TOML file (see docs/config.md and examples/ssd-raid0.toml)::
 
     [host]
     request_overhead_ns = 8000      # default from presets/hosts.toml
+    scheduler = "mq-deadline"       # I/O scheduler: none (default), mq-deadline, bfq
+    queue_depth = 32                # requests the array device takes at once
+    nr_requests = 64                # requests the scheduler holds
+    max_sectors_kb = 512            # largest merged request, KiB
+
+    [host.deadline]                 # mq-deadline tunables (Linux's defaults)
+    read_expire_ns = 500_000_000
+    [host.bfq]                      # bfq tunables (Linux's defaults)
+    slice_idle_ns = 8_000_000
 
 Sizes (``*_bytes``, ``stripe_unit``) accept ``"16K"``-style strings; rates and caps that
 may be unlimited accept ``"unlimited"`` (TOML has no null). Unknown keys are errors.
@@ -186,6 +195,36 @@ CONTROLLER_LEVEL_KEYS: dict[str, tuple[int | str, ...]] = {
     "read_balance": MIRROR_LEVELS,
 }
 HOST_FIELDS: dict[str, _Bound] = {"request_overhead_ns": ("ns", 0, _NS_MAX)}
+# The block layer's I/O schedulers (Linux's names); "none" is blk-mq's default.
+SCHEDULERS = ("none", "mq-deadline", "bfq")
+_DEPTH_MAX = 65536  # the simulator's bound on queue depths
+# mq-deadline's tunables (docs/scenario.md, array.host.deadline); omitted keys take
+# Linux's defaults on the native side.
+DEADLINE_FIELDS: dict[str, _Bound] = {
+    "read_expire_ns": ("ns", 0, _NS_MAX),
+    "write_expire_ns": ("ns", 0, _NS_MAX),
+    "fifo_batch": ("count", 1, _DEPTH_MAX),
+    "writes_starved": ("count", 0, _DEPTH_MAX),
+    "front_merges": ("bool", None, None),
+}
+BFQ_FIELDS: dict[str, _Bound] = {
+    "slice_idle_ns": ("ns", 0, _NS_MAX),
+    "timeout_sync_ns": ("ns", 1_000_000, _NS_MAX),
+    "max_budget_bytes": ("bytes", 4096, 1 << 30),
+    "fifo_expire_sync_ns": ("ns", 0, _NS_MAX),
+}
+# Host keys a preset or [host] table may give; left out, the native side's default
+# applies (no scheduler stage at all unless scheduler or queue_depth is given).
+HOST_OPTIONAL_FIELDS: dict[str, _Bound] = {
+    "scheduler": ("choice", SCHEDULERS, None),
+    "queue_depth": ("count", 1, _DEPTH_MAX),
+    "nr_requests": ("count", 1, _DEPTH_MAX),
+    "max_sectors_kb": ("count", 4, 1 << 20),
+    "deadline": ("table", DEADLINE_FIELDS, None),
+    "bfq": ("table", BFQ_FIELDS, None),
+}
+# Which scheduler each tunables table belongs to.
+SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}
 
 # Keys a preset (or an inline table) may carry that are not part of the scenario spec.
 DRIVE_EXTRA_KEYS = ("description", "preset")
@@ -272,6 +311,11 @@ def _parse_field(value: Any, bound: _Bound, label: str) -> Any:
         if value is None or value == "none":
             return None
         kind = "ns"
+    if kind == "table":
+        if not isinstance(value, Mapping):
+            raise RaidlabError(label, f"expected a table of settings, got {value!r}")
+        _check_keys(value, list(low), label)
+        return {key: _parse_field(item, low[key], f"{label}.{key}") for key, item in value.items()}
     if kind == "ftl":
         if value is None:
             return None
@@ -474,13 +518,32 @@ def _check_fastpath(spec: Mapping[str, Any], label: str) -> None:
 
 
 def resolve_host(value: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """The scenario's host spec: the host preset with the user's overrides."""
+    """The scenario's host spec: the host preset with the user's overrides. Scheduler
+    keys appear only when given, so a host without them is exactly what it was."""
     table = dict(value)
-    _check_keys(table, [*HOST_FIELDS, *HOST_EXTRA_KEYS], label)
+    _check_keys(table, [*HOST_FIELDS, *HOST_OPTIONAL_FIELDS, *HOST_EXTRA_KEYS], label)
     name = table.pop("preset", DEFAULT_HOST)
     base = preset("host", str(name), f"{label}.preset")
     merged = {**base, **table}
-    return _parse_spec(merged, HOST_FIELDS, HOST_EXTRA_KEYS, label)
+    optional = {key: merged.pop(key) for key in HOST_OPTIONAL_FIELDS if key in merged}
+    spec = _parse_spec(merged, HOST_FIELDS, HOST_EXTRA_KEYS, label)
+    for key, item in optional.items():
+        spec[key] = _parse_field(item, HOST_OPTIONAL_FIELDS[key], f"{label}.{key}")
+    check_scheduler_tables(spec, label)
+    return spec
+
+
+def check_scheduler_tables(host: Mapping[str, Any], label: str, flag: str | None = None) -> None:
+    """A scheduler's tunables table belongs to that scheduler; ``flag`` names the
+    option that chose the scheduler, when it was not the table's own key."""
+    scheduler = host.get("scheduler", "none")
+    for table, owner in SCHEDULER_TABLES.items():
+        if table in host and scheduler != owner:
+            raise RaidlabError(
+                flag or f"{label}.{table}",
+                f"{label}.{table} sets {owner} tunables but the scheduler is {scheduler}; "
+                f"use scheduler {owner} or drop the table",
+            )
 
 
 # --- the array ---------------------------------------------------------------------
@@ -794,7 +857,8 @@ def parse_seed(value: Any, label: str = "seed") -> int:
     return parse_int(value, label, 0, 2**64 - 1)
 
 
-# --- tuning knobs (the CLI's --write-cache, --bbu, --read-ahead, --op, --precondition) ---
+# --- tuning knobs (the CLI's --write-cache, --bbu, --read-ahead, --op, --precondition,
+# --scheduler) ---
 
 WRITE_CACHE_MODES = ("wt", "wb")
 READ_AHEAD_MODES = ("none", "adaptive", "always")
@@ -814,6 +878,7 @@ class Tuning:
     read_ahead: str | None = None
     op: str | None = None
     precondition: str | None = None
+    scheduler: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     # FastPath on (True); None or False leaves the controller's normal path.
     fastpath: bool | None = None
@@ -945,4 +1010,9 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
         array["drive"]["ftl"] = ftl
     if tuning.fastpath:
         _tune_fastpath(controller, tuning)
+    if tuning.scheduler is not None:
+        label = tuning.label("scheduler")
+        host = {**array["host"], "scheduler": _choice(tuning.scheduler, SCHEDULERS, label)}
+        check_scheduler_tables(host, "host", label)
+        array["host"] = host
     return array

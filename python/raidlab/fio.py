@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raidlab.config import array_capacity_bytes
+from raidlab.config import array_capacity_bytes, check_scheduler_tables
 from raidlab.errors import RaidlabError
 from raidlab.units import format_size
 from raidlab.workloads import BLOCK_BYTES_MAX, BLOCK_BYTES_MIN, SECTOR_BYTES
@@ -74,7 +74,7 @@ IGNORED_OPTIONS = frozenset(
     buffer_compress_percentage buffer_compress_chunk buffer_pattern zero_buffers
     scramble_buffers dedupe_percentage exitall exitall_on_error continue_on_error
     unit_base eta eta_newline clocksource hugepage_size sqthread_poll fixedbufs
-    registerfiles hipri ioscheduler nrfiles file_service_type lockfile
+    registerfiles hipri nrfiles file_service_type lockfile
     allow_file_create pre_read use_os_rand random_generator softrandommap
     fadvise_hint sync fsync fdatasync nice prio prioclass
     uid gid stats
@@ -125,6 +125,17 @@ OPTIONS: dict[str, str] = {
     "ss_dur": "time",
     "ss_ramp": "time",
     "kb_base": "int",
+    "ioscheduler": "str",
+}
+# fio's ioscheduler= switches the scheduler of the job's device; the names of Linux's
+# single-queue block layer map to their blk-mq successors.
+IOSCHEDULERS = {
+    "none": "none",
+    "mq-deadline": "mq-deadline",
+    "bfq": "bfq",
+    "noop": "none",
+    "deadline": "mq-deadline",
+    "cfq": "bfq",
 }
 # fio's JSON spells some options by their long names in "job options".
 JSON_NAMES = {"ss": "steadystate", "ss_dur": "steadystate_duration", "ss_ramp": "ss_ramp"}
@@ -503,6 +514,8 @@ class PlannedJob:
     iodepth: int
     seed: int | None
     notes: list[str] = field(default_factory=list)
+    scheduler: str | None = None  # ioscheduler=, mapped to the simulator's name
+    scheduler_where: str = ""
 
 
 @dataclass
@@ -514,17 +527,24 @@ class FioPlan:
     notes: list[str]
 
     def scenarios(self, array: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
-        """One scenario per group; a job's randseed overrides ``seed``."""
+        """One scenario per group; a job's randseed overrides ``seed`` and its
+        ioscheduler the array's I/O scheduler."""
         out = []
         for members in self.groups:
             group_seed = next(
                 (self.jobs[i].seed for i in members if self.jobs[i].seed is not None), seed
             )
+            group_array = dict(array)
+            job = next((self.jobs[i] for i in members if self.jobs[i].scheduler), None)
+            if job is not None:
+                host = {**array["host"], "scheduler": job.scheduler}
+                check_scheduler_tables(host, "host", job.scheduler_where)
+                group_array["host"] = host
             out.append(
                 {
                     "schema": 1,
                     "seed": group_seed,
-                    "array": dict(array),
+                    "array": group_array,
                     "workloads": [self.jobs[i].workload for i in members],
                 }
             )
@@ -567,6 +587,16 @@ def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
             raise RaidlabError(wait_for.where, f"wait_for: no earlier job named {wait_for.value!r}")
         if not groups or stonewall or wait_for is not None:
             groups.append([])
+        if job.scheduler is not None:
+            # One device, one scheduler: jobs that run together must agree.
+            for other in groups[-1]:
+                chosen = jobs[other].scheduler
+                if chosen is not None and chosen != job.scheduler:
+                    raise RaidlabError(
+                        job.scheduler_where,
+                        f"ioscheduler: {job.scheduler} while job {jobs[other].name!r} of the "
+                        f"same group runs with {chosen} on the same device",
+                    )
         job.group = len(groups) - 1
         groups[-1].append(len(jobs))
         names[job.name] = len(jobs)
@@ -747,6 +777,22 @@ def _plan_job(
         opt = get("ss_dur") or get("ss_ramp")
         raise RaidlabError(opt.where, f"{opt.key}: only meaningful with ss=")
 
+    scheduler = None
+    scheduler_where = ""
+    if (opt := get("ioscheduler")) is not None and opt.value:
+        name = opt.value.strip().lower()
+        if name not in IOSCHEDULERS:
+            raise RaidlabError(
+                opt.where,
+                f"ioscheduler: must be one of {', '.join(IOSCHEDULERS)}, got {opt.value!r}",
+            )
+        scheduler, scheduler_where = IOSCHEDULERS[name], opt.where
+        if scheduler != name:
+            notes.append(
+                f"job {section.name}: ioscheduler={name} simulated as {scheduler} "
+                "(its blk-mq successor)"
+            )
+
     group_reporting = (opt := get("group_reporting")) is not None and _flag(opt)
     workload = {
         "name": section.name,
@@ -778,4 +824,6 @@ def _plan_job(
         iodepth=iodepth,
         seed=seed,
         notes=notes,
+        scheduler=scheduler,
+        scheduler_where=scheduler_where,
     )

@@ -4,8 +4,9 @@
 //! ```text
 //! workload ──► host ──► controller ──────────► links ──► drives
 //! (jobs,      (stack    (raidlab-layout plan,   (ports,   (HDD: seek, rotation,
-//!  iodepth)    latency)  cpu cost, read-ahead)   bus)      zones, cache; SSD:
-//!                                                          channels, dies, buffer)
+//!  iodepth)    latency,  cpu cost, read-ahead)   bus)      zones, cache; SSD:
+//!              I/O                                         channels, dies, buffer)
+//!              scheduler)
 //!          ◄──────────────── completions ─────────────────
 //! ```
 //!
@@ -38,6 +39,7 @@ pub mod resource;
 pub mod results;
 pub mod rng;
 pub mod scenario;
+pub mod scheduler;
 pub mod sim;
 pub mod ssd;
 pub mod trace;

@@ -21,6 +21,11 @@ pub enum EventKind {
     RebuildNext,
     /// The next request of an open-loop trace arrives.
     TraceArrival,
+    /// A host request reaches the block layer's I/O scheduler (after the host stack
+    /// latency); only when the scenario has a scheduler stage.
+    SchedulerInsert,
+    /// The I/O scheduler's idle timer of generation `target` fires.
+    SchedulerTimer,
 }
 
 /// One scheduled event, 24 bytes.

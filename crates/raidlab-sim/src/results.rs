@@ -85,6 +85,33 @@ pub struct Explain {
     /// Flash units programmed per unit the host wrote, mean over SSDs with an FTL.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ssd_write_amplification: Option<f64>,
+    /// The host's I/O scheduler, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub scheduler: Option<SchedulerReport>,
+}
+
+/// What the host's I/O scheduler did over the measured interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchedulerReport {
+    /// `none`, `mq-deadline` or `bfq`.
+    pub name: String,
+    /// Requests the device took at once.
+    pub queue_depth: u32,
+    /// Requests the scheduler held at most, queued and in flight.
+    pub nr_requests: u32,
+    /// Largest request a merge built.
+    pub max_request_bytes: u64,
+    /// Host I/Os merged into another's request instead of going out on their own.
+    pub host_ios_merged: u64,
+    /// Requests sent to the array.
+    pub requests_dispatched: u64,
+    /// Host I/Os per request sent (1 without merging).
+    pub host_ios_per_request: f64,
+    /// Requests served out of LBA order because their deadline had passed.
+    pub expired: u64,
+    /// bfq turns that ended because the process in service sent nothing within
+    /// `slice_idle`.
+    pub idle_expiries: u64,
 }
 
 /// One resource's busy time over the measured interval.

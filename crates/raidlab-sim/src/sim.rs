@@ -9,6 +9,11 @@
 //!        ▲                                                             │
 //!        └──────────────── (bus, data-path caps) ◄────────────────────┘
 //! ```
+//!
+//! With an I/O scheduler stage the host stack leads to `SchedulerInsert` instead; the
+//! scheduler hands requests to the controller (merged, sorted or held back,
+//! `SchedulerTimer` ending bfq's idling), and a request's `HostComplete` completes
+//! every host request merged into it.
 
 use crate::cache::WriteCache;
 use crate::hdd::Hdd;
@@ -16,10 +21,13 @@ use crate::histogram::Histogram;
 use crate::host::{Job, Workload};
 use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
-use crate::results::{Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples};
+use crate::results::{
+    Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples, SchedulerReport,
+};
 use crate::rng::Rng;
 use crate::scenario::ReadBalance;
-use crate::scenario::{DriveSpec, Scenario, WorkloadSpec, SCHEMA};
+use crate::scenario::{DriveSpec, Scenario, WorkloadSpec, IODEPTH_MAX, SCHEMA};
+use crate::scheduler::{Counters, Scheduler};
 use crate::ssd::Ssd;
 use crate::trace::{Reader, Record, TraceError};
 use raidlab_layout::{
@@ -280,6 +288,10 @@ pub struct Simulation {
     events: u64,
     seed: u64,
     trace: Option<TraceSource>,
+    /// The block layer's I/O scheduler between the host and the array, if any; without
+    /// one, requests go to the controller as they are issued.
+    scheduler: Option<Box<Scheduler>>,
+    scheduler_at_start: Counters,
 }
 
 impl Simulation {
@@ -437,7 +449,24 @@ impl Simulation {
             events: 0,
             seed: scenario.seed,
             trace: None,
+            scheduler: None,
+            scheduler_at_start: Counters::default(),
         };
+        if a.host.has_scheduler_stage() {
+            let ncq_depth = match &a.drive {
+                DriveSpec::Hdd(h) => h.ncq_depth,
+                DriveSpec::Ssd(s) => s.ncq_depth,
+            };
+            // The array takes as many commands as its members hold together.
+            let depth = ncq_depth.saturating_mul(a.drive_count).min(IODEPTH_MAX);
+            sim.scheduler = Some(Box::new(Scheduler::new(
+                &a.host,
+                a.drive_count,
+                depth,
+                host_slots as usize,
+                sim.jobs.len(),
+            )));
+        }
         if let Some(ra) = sim.controller.read_ahead.as_mut() {
             ra.free_slots
                 .extend((host_slots..host_slots + prefetch_slots).rev());
@@ -537,6 +566,8 @@ impl Simulation {
                 EventKind::WritePhase => self.issue_phase(event.target, true),
                 EventKind::RebuildNext => self.rebuild_next(),
                 EventKind::TraceArrival => self.trace_arrival(),
+                EventKind::SchedulerInsert => self.scheduler_insert(event.target),
+                EventKind::SchedulerTimer => self.scheduler_timer(event.target),
             }
         }
         self.stopped.then(|| self.results())
@@ -598,7 +629,7 @@ impl Simulation {
         };
         self.queue.push(
             self.now_ns + self.host_overhead_ns,
-            EventKind::ControllerArrive,
+            self.host_arrival(),
             slot,
         );
     }
@@ -682,9 +713,20 @@ impl Simulation {
         };
         self.queue.push(
             self.now_ns + self.host_overhead_ns,
-            EventKind::ControllerArrive,
+            self.host_arrival(),
             slot,
         );
+    }
+
+    /// Where an issued host request goes after the host stack: the I/O scheduler, or
+    /// straight to the controller.
+    #[inline]
+    fn host_arrival(&self) -> EventKind {
+        if self.scheduler.is_some() {
+            EventKind::SchedulerInsert
+        } else {
+            EventKind::ControllerArrive
+        }
     }
 
     /// Whether some workload has not finished its warm-up.
@@ -719,6 +761,16 @@ impl Simulation {
             self.segment_ready(slot);
             return;
         }
+        if self.scheduler.is_some() {
+            self.scheduled_complete(slot);
+            return;
+        }
+        self.host_done(slot);
+    }
+
+    /// Host request `slot` has completed: count it and issue the job's next request.
+    fn host_done(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
         if self.trace.is_some() {
             let latency_ns = self.now_ns - r.issued_ns;
             self.workloads[0].record(
@@ -754,6 +806,80 @@ impl Simulation {
             self.begin_measuring();
         }
         self.issue(slot);
+    }
+
+    // ----- host I/O scheduler ------------------------------------------------------
+
+    /// A host request reaches the I/O scheduler.
+    fn scheduler_insert(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        // One process per fio job; a trace is one process.
+        let process = if self.trace.is_some() {
+            0
+        } else {
+            self.slot_job[slot as usize]
+        };
+        let now = self.now_ns;
+        self.scheduler.as_mut().expect("a scheduler stage").insert(
+            slot,
+            r.offset_bytes,
+            r.len_bytes,
+            r.write,
+            r.trim,
+            process,
+            now,
+        );
+        self.scheduler_pump();
+    }
+
+    fn scheduler_timer(&mut self, generation: u32) {
+        self.scheduler
+            .as_mut()
+            .expect("a scheduler stage")
+            .timer_fired(generation);
+        self.scheduler_pump();
+    }
+
+    /// Send the device what the scheduler releases now, and arm its idle timer. A
+    /// released request reaches the controller at once (the controller only schedules
+    /// events, so it never calls back into the scheduler).
+    fn scheduler_pump(&mut self) {
+        let now = self.now_ns;
+        loop {
+            let sched = self.scheduler.as_mut().expect("a scheduler stage");
+            let Some((lead, offset_bytes, len_bytes)) = sched.dispatch(now) else {
+                break;
+            };
+            let r = &mut self.requests[lead as usize];
+            r.offset_bytes = offset_bytes;
+            r.len_bytes = len_bytes;
+            self.controller_arrive(lead);
+        }
+        let sched = self.scheduler.as_mut().expect("a scheduler stage");
+        if let Some((at, generation)) = sched.take_timer() {
+            self.queue.push(at, EventKind::SchedulerTimer, generation);
+        }
+        sched.settle(now);
+    }
+
+    /// A request the scheduler sent completed: every host request merged into it
+    /// completes, each with its own extent and latency.
+    fn scheduled_complete(&mut self, lead: u32) {
+        let sched = self.scheduler.as_mut().expect("a scheduler stage");
+        let mut slot = Some(sched.complete(lead));
+        while let Some(s) = slot {
+            let sched = self.scheduler.as_ref().expect("a scheduler stage");
+            slot = sched.next_in_request(s);
+            let (offset_bytes, len_bytes) = sched.own_extent(s);
+            let r = &mut self.requests[s as usize];
+            r.offset_bytes = offset_bytes;
+            r.len_bytes = len_bytes;
+            self.host_done(s);
+            if self.stopped {
+                return;
+            }
+        }
+        self.scheduler_pump();
     }
 
     // ----- controller -------------------------------------------------------------
@@ -1506,6 +1632,16 @@ impl Simulation {
                 }
             }
         }
+        if let Some(sched) = &self.scheduler {
+            // Busy while requests wait in the scheduler although the device has room:
+            // bfq serving one process alone or idling for it.
+            v.push((
+                "host.scheduler".to_string(),
+                "host",
+                1,
+                sched.withheld_ns(self.now_ns),
+            ));
+        }
         v
     }
 
@@ -1520,6 +1656,9 @@ impl Simulation {
         self.tally = Tally::default();
         if let Some(rb) = self.rebuild.as_mut() {
             rb.bytes_at_start = rb.bytes_done;
+        }
+        if let Some(sched) = &self.scheduler {
+            self.scheduler_at_start = sched.counters();
         }
         for d in &mut self.drives {
             if let DriveModel::Ssd(ssd) = &mut d.model {
@@ -1684,6 +1823,26 @@ impl Simulation {
                         .collect();
                     (!was.is_empty()).then(|| was.iter().sum::<f64>() / was.len() as f64)
                 },
+                scheduler: self.scheduler.as_ref().map(|sched| {
+                    let (now, start) = (sched.counters(), self.scheduler_at_start);
+                    let merged = now.merges - start.merges;
+                    let dispatched = now.dispatched - start.dispatched;
+                    SchedulerReport {
+                        name: sched.kind().name().to_string(),
+                        queue_depth: sched.queue_depth(),
+                        nr_requests: sched.nr_requests(),
+                        max_request_bytes: sched.max_request_bytes(),
+                        host_ios_merged: merged,
+                        requests_dispatched: dispatched,
+                        host_ios_per_request: if dispatched > 0 {
+                            (dispatched + merged) as f64 / dispatched as f64
+                        } else {
+                            0.0
+                        },
+                        expired: now.expired - start.expired,
+                        idle_expiries: now.idle_expiries - start.idle_expiries,
+                    }
+                }),
             },
             rebuild: self.rebuild.as_ref().map(|rb| {
                 let bytes = rb.bytes_done - rb.bytes_at_start;

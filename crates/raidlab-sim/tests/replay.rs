@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{scenario, ssd};
-use raidlab_sim::scenario::Rw;
+use common::{hdd, scenario, ssd};
+use raidlab_sim::scenario::{Rw, SchedulerKind};
 use raidlab_sim::simulate_trace_json;
 use std::io::Write;
 
@@ -103,4 +103,42 @@ fn a_malformed_trace_line_is_an_error_naming_the_line() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("line 2"), "{err}");
+}
+
+#[test]
+fn a_replay_goes_through_the_io_scheduler_which_merges_a_sequential_trace() {
+    let mut t = tempfile_path::Path::new("seq");
+    for i in 0..4_000u64 {
+        writeln!(
+            t.file,
+            "{},host,0,Read,{},4096,100",
+            1_000_000 + i,
+            i * 4096
+        )
+        .unwrap();
+    }
+    t.file.flush().unwrap();
+    let run = |kind: SchedulerKind| -> serde_json::Value {
+        let mut s = scenario(hdd(), 1, Rw::Read, 4096, 1);
+        s.workload = None;
+        s.array.host.scheduler = kind;
+        let json = serde_json::to_string(&s).unwrap();
+        let out =
+            simulate_trace_json(&json, t.path.to_str().unwrap(), "msr", "closed", 64, 1.0).unwrap();
+        serde_json::from_str(&out).unwrap()
+    };
+    let none = run(SchedulerKind::None);
+    let deadline = run(SchedulerKind::MqDeadline);
+    assert_eq!(deadline["ops"]["read"]["ios"], 4_000);
+    let merged = deadline["explain"]["scheduler"]["host_ios_merged"]
+        .as_u64()
+        .unwrap();
+    assert!(merged > 1_000, "{merged}");
+    let mbps = |r: &serde_json::Value| r["ops"]["read"]["mbps"].as_f64().unwrap();
+    assert!(
+        mbps(&deadline) > 1.3 * mbps(&none),
+        "{} vs {}",
+        mbps(&deadline),
+        mbps(&none)
+    );
 }

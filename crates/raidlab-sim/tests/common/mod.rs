@@ -91,6 +91,7 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
             controller: hba(),
             host: HostSpec {
                 request_overhead_ns: 5_000,
+                ..HostSpec::default()
             },
             deleted_percent: 0.0,
         },
