@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{engine, refused, run, serve, without_fio_nbd};
+use common::{engine, engine_command, refused, run, serve, without_fio_nbd};
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::{ArraySpec, Geometry, Level, StripeId};
 use serde_json::Value;
@@ -249,11 +249,7 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
     let scrub = |cmd: &str| -> Value {
         let mut args = vec![cmd.to_string()];
         args.extend(a.iter().cloned());
-        let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-            .current_dir(d)
-            .args(&args)
-            .output()
-            .unwrap();
+        let o = engine_command(d).args(&args).output().unwrap();
         serde_json::from_slice(&o.stdout).unwrap()
     };
     let r = scrub("check");

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{engine, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
+use common::{engine, engine_command, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
 use std::path::Path;
 use std::process::Command;
 
@@ -53,8 +53,7 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(d)
+    let mut server = engine_command(d)
         .env("RAIDLAB_ENGINE_CRASH_AFTER_WRITES", "1")
         .args(["serve", "--listen", &listen])
         .args(&args)
@@ -81,9 +80,7 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
         // The journaled write was replayed whole.
         let (ok, t3) = qemu_io(&s.uri(), &["read -P 0xcd 0 4k", "read -P 0xab 4k 60k"]);
         assert!(ok, "{t3}");
-        let st = run(Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-            .current_dir(d)
-            .args(["status", "--json", "m0", "m2", "m3"]));
+        let st = run(engine_command(d).args(["status", "--json", "m0", "m2", "m3"]));
         assert!(st.contains("\"journal_replayed\":1"), "{st}");
     }
     s.stop();

@@ -6,6 +6,14 @@ use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+/// The binary run in `dir`, with `dir` as its TMPDIR: a test's servers and clients
+/// meet on control sockets inside its own temporary directory.
+pub fn engine_command(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
+    c.current_dir(dir).env("TMPDIR", dir);
+    c
+}
+
 pub fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
@@ -14,11 +22,7 @@ pub fn have(tool: &str) -> bool {
 }
 
 pub fn engine(dir: &Path, args: &[&str]) -> Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
+    let o = engine_command(dir).args(args).output().unwrap();
     assert!(
         o.status.success(),
         "{args:?}: {}",
@@ -42,11 +46,8 @@ pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Serve
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
-    command
-        .current_dir(dir)
-        .args(["serve", "--listen", &listen])
-        .args(members);
+    let mut command = engine_command(dir);
+    command.args(["serve", "--listen", &listen]).args(members);
     if capture_stderr {
         command.stderr(std::process::Stdio::piped());
     }
@@ -121,11 +122,7 @@ pub fn without_fio_nbd() -> bool {
 
 /// Runs the binary expecting bad input: exit code 2 and one `error:` line, returned.
 pub fn refused(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
+    let o = engine_command(dir).args(args).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
