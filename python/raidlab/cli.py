@@ -14,8 +14,7 @@ import json
 import math
 import sys
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,7 +34,7 @@ from raidlab.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
 from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 from raidlab.config import Tuning, parse_int, tune_array
 from raidlab.engine_cli import register as register_engine_commands
-from raidlab.errors import RaidlabError
+from raidlab.errors import RaidlabError, user_errors
 from raidlab.executor import JOBS_MAX, run_scenarios
 from raidlab.studies import StudySummary, get_study, summary_dict
 from raidlab.units import format_size
@@ -86,16 +85,6 @@ RUN_FLAGS = {
 
 _stdout = Console(soft_wrap=True)
 _stderr = Console(stderr=True, soft_wrap=True)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn bad input into `error: ...` on stderr and exit status 2."""
-    try:
-        yield
-    except RaidlabError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
 
 
 def _format(value: str) -> str:
@@ -379,7 +368,7 @@ def atto(
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         if plot is not None:
             from raidlab.plots import check_figure_path
@@ -474,7 +463,7 @@ def run(
     flags: ArrayFlags,
 ) -> None:
     """A fio-style run: IOPS, MB/s and latency per direction."""
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         array = flags.build()
         frame = api.run_workload(
@@ -531,7 +520,7 @@ def run(
 )
 def presets(output_format: FormatOption = "table") -> None:
     """List drive and controller presets with their key figures."""
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         frame = api.presets()
         if output_format == "csv":
@@ -580,7 +569,7 @@ def advise(
     winner wins."""
     from raidlab.advise import advise as run_advise
 
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         if drive is None:
             raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`)")
@@ -649,7 +638,7 @@ def reproduce(
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         if study not in CLAIM_STUDIES:
             get_study(study, "STUDY")
@@ -993,7 +982,7 @@ def fio(
     from raidlab.fio import parse_command_line, parse_job_files, plan_jobs
     from raidlab.fio_report import fio_json, fio_text
 
-    with _user_errors():
+    with user_errors():
         if output_format not in FIO_FORMATS:
             raise RaidlabError(
                 "--output-format",
@@ -1045,7 +1034,7 @@ def cdm(
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
     from raidlab.suites import cdm as run_cdm
 
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         array = flags.build()
         frame = run_cdm(
@@ -1110,7 +1099,7 @@ def iometer(
     """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
     from raidlab.suites import iometer as run_iometer
 
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         array = flags.build()
         frame = run_iometer(
@@ -1158,7 +1147,7 @@ def pts(
     from raidlab.suites import pts as run_pts
     from raidlab.suites import pts_table
 
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         if plot is not None:
             from raidlab.plots import check_figure_path
@@ -1255,7 +1244,7 @@ def replay(
     from raidlab.native import simulate_trace
     from raidlab.workloads import run_frame
 
-    with _user_errors():
+    with user_errors():
         output_format = _format(output_format)
         if trace_format not in ("msr", "blkparse"):
             raise RaidlabError("--format", f"must be msr or blkparse, got {trace_format!r}")

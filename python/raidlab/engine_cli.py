@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,21 +30,11 @@ from rich.progress import (
 from rich.table import Table
 
 from raidlab import engine
-from raidlab.errors import RaidlabError
+from raidlab.errors import RaidlabError, user_errors
 from raidlab.units import format_size
 
 _stdout = Console(soft_wrap=True, highlight=False)
 _stderr = Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn bad input into `error: ...` on stderr and exit status 2 (as cli.py does)."""
-    try:
-        yield
-    except RaidlabError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
 
 
 def _members(members: list[Path] | None) -> list[Path]:
@@ -164,7 +152,7 @@ def create(
 ) -> None:
     """Create an array on member files or devices; --journal adds a write journal that
     closes the RAID 5 write hole."""
-    with _user_errors():
+    with user_errors():
         if level is None:
             raise RaidlabError("--level", "required: 0, 1, 4, 5, 6, 10, 50, 60 or concat")
         status = engine.create(
@@ -188,7 +176,7 @@ def status(
     members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
 ) -> None:
     """Assemble the members (or ask their server) and show the array's state."""
-    with _user_errors():
+    with user_errors():
         _print_status(engine.status(_members(members), journal), as_json)
 
 
@@ -205,7 +193,7 @@ def serve(
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
 
     Prints the export's URI on stdout once it is ready."""
-    with _user_errors():
+    with user_errors():
         server = engine.serve(
             _members(members),
             listen=listen,
@@ -243,7 +231,7 @@ def fail(
     as_json: JsonOption = False,
 ) -> None:
     """Mark a member failed (online when the array is served); the array runs degraded."""
-    with _user_errors():
+    with user_errors():
         if target is None:
             raise RaidlabError("TARGET", "the member to fail is needed (a path or a role index)")
         chosen: str | int = int(target) if target.isdigit() else target
@@ -268,7 +256,7 @@ def replace(
 ) -> None:
     """Rebuild a member's role onto NEW, with a progress bar: online (clients keep
     working) when the array is served, offline otherwise."""
-    with _user_errors():
+    with user_errors():
         if old is None or new is None:
             raise RaidlabError("replace", "OLD NEW MEMBER... needed")
         chosen: str | int = int(old) if old.isdigit() else old
@@ -313,7 +301,7 @@ def check(
     members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
 ) -> None:
     """md's check: count stripes whose parity or copies disagree (exit 1 if any)."""
-    with _user_errors():
+    with user_errors():
         report = engine.check(_members(members), journal)
         _print_scrub(report, as_json, "check")
     if not report.clean:
@@ -324,7 +312,7 @@ def repair(
     members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
 ) -> None:
     """md's repair: rewrite parity from data and copies from the first copy."""
-    with _user_errors():
+    with user_errors():
         _print_scrub(engine.repair(_members(members), journal), as_json, "repair")
 
 
@@ -353,7 +341,7 @@ def inject(
     """Fault injection for tests: flip bits of one data byte of a member (silent
     corruption, served or not), or give a served member read errors, write errors or
     latency."""
-    with _user_errors():
+    with user_errors():
         if member is None:
             raise RaidlabError("inject", "MEMBER needed: MEMBER OFFSET [--mask], or a fault flag")
         runtime = read_error is not None or write_error is not None or latency is not None

@@ -8,6 +8,9 @@ canonical scenario key) so the user knows what to change. The CLI prints
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class RaidlabError(Exception):
     """Bad input: ``field`` names what is wrong, ``message`` says what is allowed."""
@@ -27,3 +30,16 @@ class RaidlabError(Exception):
     def relabel(self, field: str) -> RaidlabError:
         """The same error attributed to another name for the field (e.g. a CLI flag)."""
         return RaidlabError(field, self.message)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """For CLI commands: bad input becomes ``error: ...`` on stderr and exit status 2
+    (the status click uses for its own usage errors), never a traceback."""
+    import typer  # the library itself does not need the CLI's dependencies
+
+    try:
+        yield
+    except RaidlabError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
