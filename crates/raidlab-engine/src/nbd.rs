@@ -406,6 +406,9 @@ fn transmission(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> i
 
 /// Accepts connections until `stop` is set, a thread per connection, at most
 /// `connections_max` at once (more are closed at once). Polls `stop` every 100 ms.
+/// Before it returns, every open connection is shut down and its thread joined: a
+/// request in progress finishes, so the caller can flush and mark the array clean
+/// knowing no write is still moving.
 pub fn serve(
     export: Arc<dyn Export>,
     listener: TcpListener,
@@ -414,7 +417,8 @@ pub fn serve(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
-    let mut handles = Vec::new();
+    let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
+    let mut outcome = Ok(());
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
@@ -424,29 +428,43 @@ pub fn serve(
                     );
                     continue;
                 }
+                let Ok(handle_side) = stream.try_clone() else {
+                    continue;
+                };
                 active.fetch_add(1, Ordering::Relaxed);
                 let export = export.clone();
                 let active = active.clone();
-                handles.push(std::thread::spawn(move || {
+                let thread = std::thread::spawn(move || {
                     match serve_stream(&*export, stream) {
-                        // A client that hangs up mid-handshake (a port probe) is no news.
+                        // A client that hangs up mid-handshake (a port probe), or a
+                        // connection shut down at stop, is no news.
                         Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
                             eprintln!("raidlab-engine: {peer}: {e}");
                         }
                         _ => {}
                     }
                     active.fetch_sub(1, Ordering::Relaxed);
-                }));
-                handles.retain(|h| !h.is_finished());
+                });
+                open.retain(|(_, t)| !t.is_finished());
+                open.push((handle_side, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
         }
     }
-    Ok(())
+    for (stream, _) in &open {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+    for (_, thread) in open {
+        let _ = thread.join();
+    }
+    outcome
 }
 
 fn serve_stream(export: &dyn Export, stream: TcpStream) -> io::Result<()> {
