@@ -123,23 +123,25 @@ pub fn bind(uuid: u128) -> Result<UnixListener> {
 }
 
 /// Answers control requests until `stop`; then cancels a running rebuild, waits for it
-/// and removes the socket file.
+/// and for the requests being answered, and removes the socket file.
 pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBool) {
     let path = listener
         .local_addr()
         .ok()
         .and_then(|a| a.as_pathname().map(Path::to_path_buf));
     let rebuild: Arc<Mutex<Option<JoinHandle<()>>>> = Arc::default();
+    let mut answering: Vec<JoinHandle<()>> = Vec::new();
     if listener.set_nonblocking(true).is_ok() {
         while !stop.load(Ordering::Relaxed) {
             match listener.accept() {
                 Ok((stream, _)) => {
                     let (array, rebuild) = (array.clone(), rebuild.clone());
-                    std::thread::spawn(move || {
+                    answering.retain(|t| !t.is_finished());
+                    answering.push(std::thread::spawn(move || {
                         if let Err(e) = answer(&array, &rebuild, stream) {
                             eprintln!("raidlab-engine: control: {e}");
                         }
-                    });
+                    }));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(50));
@@ -155,6 +157,10 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
     array.cancel_rebuild();
     if let Some(h) = rebuild.lock().expect("rebuild handle").take() {
         let _ = h.join();
+    }
+    // A scrub or a fail in progress finishes before the array is closed.
+    for t in answering {
+        let _ = t.join();
     }
     if let Some(p) = path {
         let _ = std::fs::remove_file(p);
@@ -173,6 +179,8 @@ fn answer(
     stream: UnixStream,
 ) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
+    // A client that connects and says nothing must not hold a stopping server.
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new(stream.try_clone()?)
         .take(64 << 10)
