@@ -434,6 +434,10 @@ pub fn serve(
                 active.fetch_add(1, Ordering::Relaxed);
                 let export = export.clone();
                 let active = active.clone();
+                // The clone kept here (to shut the connection down at stop) holds the
+                // socket open: the thread shuts it down itself when it is done, so the
+                // client sees the end of the connection at once.
+                let closer = handle_side.try_clone().ok();
                 let thread = std::thread::spawn(move || {
                     match serve_stream(&*export, stream) {
                         // A client that hangs up mid-handshake (a port probe), or a
@@ -443,12 +447,16 @@ pub fn serve(
                         }
                         _ => {}
                     }
+                    if let Some(c) = closer {
+                        let _ = c.shutdown(std::net::Shutdown::Both);
+                    }
                     active.fetch_sub(1, Ordering::Relaxed);
                 });
                 open.retain(|(_, t)| !t.is_finished());
                 open.push((handle_side, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                open.retain(|(_, t)| !t.is_finished());
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
