@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{engine, refused, run, serve, without_qemu_io};
+use common::{engine, qemu_io_in_background, refused, run, serve, without_qemu_io};
 use std::process::Command;
 use std::time::Instant;
 
@@ -124,13 +124,7 @@ fn a_stop_during_writes_waits_for_them_and_leaves_parity_consistent() {
         let cmds: Vec<String> = (0..40)
             .map(|i| format!("write -P 0x{:02x} {} 4k", round + 1, i * 20480))
             .collect();
-        let mut writer = Command::new("qemu-io")
-            .args(["-f", "raw", &s.uri()])
-            .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut writer = qemu_io_in_background(&s.uri(), &cmds);
         std::thread::sleep(std::time::Duration::from_millis(stop_after_ms));
         assert!(
             writer.try_wait().unwrap().is_none(),

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{engine, have, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
+use common::{
+    engine, have, qemu_io_in_background, run, serve, spawn_server, without_fio_nbd, without_qemu_io,
+};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -200,13 +202,7 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     let cmds: Vec<String> = (0..200)
         .map(|i| format!("write -P 0xcd {} 64K", 8 * 1024 * 1024 + i * 65536))
         .collect();
-    let mut writer = Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut writer = qemu_io_in_background(&s.uri(), &cmds);
     std::thread::sleep(Duration::from_millis(150));
     let mut s = s;
     let child = &mut s.0;

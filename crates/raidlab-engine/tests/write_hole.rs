@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{engine, engine_command, run, serve, spawn_server, without_fio_nbd, without_qemu_io};
+use common::{
+    engine, engine_command, qemu_io_in_background, run, serve, spawn_server, without_fio_nbd,
+    without_qemu_io,
+};
 use std::path::Path;
 use std::process::Command;
 
@@ -207,13 +210,7 @@ fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_by
                 .map(move |st| format!("aio_write -P 0xcd {} 4K", st * 192 * 1024 + round * 4096))
         })
         .collect();
-    let mut writer = Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut writer = qemu_io_in_background(&s.uri(), &cmds);
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert!(
         writer.try_wait().unwrap().is_none(),

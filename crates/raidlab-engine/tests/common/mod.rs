@@ -129,3 +129,15 @@ pub fn refused(dir: &Path, args: &[&str]) -> String {
     assert!(err.starts_with("error: "), "{args:?}: {err}");
     err
 }
+
+/// qemu-io running `cmds` against `uri` in the background, its output discarded: a
+/// stream of writes in flight while a test stops or kills the server.
+pub fn qemu_io_in_background(uri: &str, cmds: &[String]) -> Child {
+    Command::new("qemu-io")
+        .args(["-f", "raw", uri])
+        .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
