@@ -367,6 +367,27 @@ fn open_rw(path: &Path, create: bool) -> Result<File> {
         .map_err(io_err(path, "open"))
 }
 
+/// Opens member `path` (created if `create`), refusing a file already opened under
+/// another of `paths` (same device and inode, recorded in `seen`).
+fn open_member_once(
+    path: &Path,
+    create: bool,
+    paths: &[PathBuf],
+    seen: &mut Vec<(u64, u64)>,
+) -> Result<File> {
+    let file = open_rw(path, create)?;
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    let id = (meta.dev(), meta.ino());
+    if let Some(i) = seen.iter().position(|&x| x == id) {
+        return Err(member_err(
+            path,
+            format!("given twice (same file as {})", paths[i].display()),
+        ));
+    }
+    seen.push(id);
+    Ok(file)
+}
+
 /// Reads and decodes the superblock of `path`.
 pub fn read_superblock(path: &Path) -> Result<Superblock> {
     let file = File::open(path).map_err(io_err(path, "open"))?;
@@ -510,16 +531,8 @@ impl Array {
                     "does not exist; give --size to create member files",
                 ));
             }
-            let file = open_rw(path, true)?;
+            let file = open_member_once(path, true, paths, &mut ids)?;
             let meta = file.metadata().map_err(io_err(path, "stat"))?;
-            let id = (meta.dev(), meta.ino());
-            if let Some(i) = ids.iter().position(|&x| x == id) {
-                return Err(member_err(
-                    path,
-                    format!("given twice (same file as {})", paths[i].display()),
-                ));
-            }
-            ids.push(id);
             if !opts.force {
                 if let Ok(sb) = read_superblock_of(&file, path) {
                     return Err(member_err(
@@ -651,16 +664,7 @@ impl Array {
         let mut found: Vec<(PathBuf, File, Superblock)> = Vec::new();
         let mut ids = Vec::new();
         for path in paths {
-            let file = open_rw(path, false)?;
-            let meta = file.metadata().map_err(io_err(path, "stat"))?;
-            let id = (meta.dev(), meta.ino());
-            if let Some(i) = ids.iter().position(|&x| x == id) {
-                return Err(member_err(
-                    path,
-                    format!("given twice (same file as {})", paths[i].display()),
-                ));
-            }
-            ids.push(id);
+            let file = open_member_once(path, false, paths, &mut ids)?;
             let sb = read_superblock_of(&file, path)?;
             found.push((path.clone(), file, sb));
         }
