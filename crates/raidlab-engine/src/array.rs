@@ -943,12 +943,16 @@ impl Array {
         if !self.any_fault.load(Ordering::Relaxed) {
             return None;
         }
-        let faults = self.faults.read().expect("faults lock").clone();
         let overlaps = |o: u64, l: u64| offset < o + l && o < offset + len;
+        let mut delay = Duration::ZERO;
         let mut err = None;
-        for f in faults.iter().filter(|f| f.member() == member) {
+        // Read under the lock, sleep after it: `clear_faults` never waits on a delay.
+        for f in self.faults.read().expect("faults lock").iter() {
+            if f.member() != member {
+                continue;
+            }
             match *f {
-                Fault::Latency { delay, .. } => std::thread::sleep(delay),
+                Fault::Latency { delay: d, .. } => delay += d,
                 Fault::ReadError {
                     offset_bytes,
                     len_bytes,
@@ -965,6 +969,9 @@ impl Array {
                 }
                 _ => {}
             }
+        }
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
         }
         err
     }
