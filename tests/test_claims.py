@@ -200,7 +200,7 @@ def test_native_study_gives_a_finite_value_for_every_check() -> None:
 def test_native_study_reports_each_check_as_its_tolerance_decides() -> None:
     """A claim the simulator misses is reported FAIL, never hidden: every row's result
     is what its tolerance says of its claimed and simulated values, and the signs of
-    the tuning effects are right even where their size is not (T23, T24, T29)."""
+    the tuning effects are right (T23, T24, T29)."""
     frame = reproduce_claims("ssd-raid-tuning", ios=4000, jobs=1, progress=False)
     checks = {check.claim_id: check for check in STUDY.checks()}
     covered = frame[frame["result"] != "not covered"]

@@ -61,15 +61,21 @@ def test_over_provisioning_needs_an_ftl_model() -> None:
 
 
 def test_over_provisioning_raises_steady_random_write_iops() -> None:
+    # The article's test (claims T28, T29): one S3500 800 GB in steady state, where the
+    # drive's own garbage collection is the limit.
     def iops(extra: list[str]) -> float:
         result = runner.invoke(
             app,
             [
-                *RUN[:9],
+                "run",
+                "--drive",
+                "intel-dc-s3500-800g",
                 "--rw",
                 "randwrite",
                 "--iodepth",
-                "32",
+                "16",
+                "--numjobs",
+                "2",
                 "--ios",
                 "20000",
                 "--format",
@@ -80,7 +86,7 @@ def test_over_provisioning_raises_steady_random_write_iops() -> None:
         assert result.exit_code == 0, result.output
         return float(result.output.strip().splitlines()[-1].split(",")[1])
 
-    assert iops(["--op", "20%"]) > 1.5 * iops([])
+    assert iops(["--op", "20%"]) > 2 * iops([])
 
 
 # --- FastPath and TRIM passthrough ---------------------------------------------------

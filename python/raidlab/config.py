@@ -100,6 +100,7 @@ SSD_FIELDS: dict[str, _Bound] = {
     "write_commit_ns": ("ns", 0, _NS_MAX),
     "queued_command_latency_ns": ("ns", 0, _NS_MAX),
     "read_buffer": ("bool", None, None),
+    "program_suspend": ("bool", None, None),
     "ftl": ("ftl", None, None),
     "ncq_depth": ("count", 1, 65536),
 }
@@ -109,6 +110,7 @@ FTL_FIELDS: dict[str, _Bound] = {
     "op_percent": ("percent", 0.0, 90.0),
     "pages_per_block": ("count", 2, 65536),
     "erase_ns": ("ns", 1, _NS_MAX),
+    "gc_unit_firmware_ns": ("ns", 0, _NS_MAX),
     "map_unit_bytes": ("bytes", 512, 1 << 20),
     "gc": ("choice", ("greedy", "cost-benefit"), None),
     "units": ("count", 1024, 1 << 24),
@@ -116,6 +118,7 @@ FTL_FIELDS: dict[str, _Bound] = {
 }
 FTL_DEFAULTS: dict[str, Any] = {
     "op_percent": 0.0,
+    "gc_unit_firmware_ns": 0,
     "map_unit_bytes": 4096,
     "gc": "greedy",
     "units": 1 << 18,
@@ -144,6 +147,7 @@ DRIVE_DEFAULTS: dict[str, dict[str, Any]] = {
         "write_commit_ns": 0,
         "queued_command_latency_ns": 0,
         "read_buffer": False,
+        "program_suspend": False,
         "ftl": None,
     },
     "hdd": {},

@@ -94,6 +94,11 @@ impl Ftl {
         ftl
     }
 
+    /// Units per erase block.
+    pub fn units_per_block(&self) -> u32 {
+        self.units_per_block
+    }
+
     /// Write amplification so far (1 before any write).
     pub fn write_amplification(&self) -> f64 {
         if self.host_units == 0 {

@@ -387,6 +387,10 @@ pub struct SsdSpec {
     /// (SandForce SF-2281 has none) the die is held until the data has left.
     #[serde(default)]
     pub read_buffer: bool,
+    /// The flash suspends a program or erase for a read (NVMe-era enterprise parts);
+    /// without it a read waits for the operation in progress on its die.
+    #[serde(default)]
+    pub program_suspend: bool,
     /// Commands the drive accepts at once.
     #[serde(default = "default_ncq")]
     pub ncq_depth: u32,
@@ -406,6 +410,12 @@ pub struct FtlSpec {
     pub pages_per_block: u32,
     /// Block erase time tBERS.
     pub erase_ns: u64,
+    /// Firmware time per unit garbage collection relocates (its valid-map check,
+    /// mapping update and the read and program it issues). The firmware does it before
+    /// it takes the next command, so in steady state every command waits behind the
+    /// collection its writes cause (foreground garbage collection).
+    #[serde(default)]
+    pub gc_unit_firmware_ns: u64,
     /// Mapping unit.
     #[serde(default = "default_map_unit")]
     pub map_unit_bytes: u64,

@@ -27,12 +27,14 @@ fn enterprise_ssd(spare_percent: f64, op_percent: f64, precondition: Preconditio
             op_percent,
             pages_per_block: 256,
             erase_ns: 3_000_000,
+            gc_unit_firmware_ns: 0,
             map_unit_bytes: 4096,
             gc: FtlGc::Greedy,
             units: 1 << 17,
             precondition,
         }),
         read_buffer: true,
+        program_suspend: false,
         ncq_depth: 32,
     })
 }

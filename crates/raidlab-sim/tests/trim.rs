@@ -30,12 +30,14 @@ fn s3500_80g() -> DriveSpec {
             op_percent: 0.0,
             pages_per_block: 256,
             erase_ns: 3_000_000,
+            gc_unit_firmware_ns: 0,
             map_unit_bytes: 4096,
             gc: FtlGc::Greedy,
             units: 1 << 17,
             precondition: Precondition::Steady,
         }),
         read_buffer: true,
+        program_suspend: false,
         ncq_depth: 32,
     })
 }

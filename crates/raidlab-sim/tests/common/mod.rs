@@ -22,6 +22,7 @@ pub fn ssd() -> DriveSpec {
         write_commit_ns: 0,
         queued_command_latency_ns: 0,
         read_buffer: true,
+        program_suspend: false,
         ftl: None,
         ncq_depth: 32,
     })
