@@ -41,3 +41,23 @@ def test_a_capacity_no_level_offers_is_one_clear_error() -> None:
         ],
     )
     assert result.exit_code == 2 and "--capacity" in result.output
+
+
+def test_fastpath_is_a_candidate_only_where_the_controller_has_it() -> None:
+    workload = WorkloadRequest(rw="randread", bs="4K", iodepth=32, numjobs=2, ios=4000)
+    megaraid = advise(
+        "intel-dc-s3500-80g",
+        4,
+        workload,
+        controller="megaraid-9365",
+        tolerate=1,
+        jobs=1,
+        progress=False,
+    )
+    assert set(megaraid["write_cache"]) == {"wt", "wb", "fastpath"}
+    # 64 outstanding small reads on SSDs: the firmware's normal path is the limit, so
+    # the cut-through path wins, and the explanation names it.
+    assert megaraid["write_cache"].iloc[0] == "fastpath"
+    assert "FastPath" in megaraid.attrs["why"]
+    md = advise("intel-dc-s3500-80g", 4, workload, controller="linux-md", jobs=1, progress=False)
+    assert set(md["write_cache"]) == {"wt"}

@@ -3,7 +3,8 @@ and rank them.
 
 The candidates are every RAID level the drive count allows that meets the constraints
 (usable capacity, failures survived in every case), at a few stripe units, with the
-controller's write cache off and, where it has one and a backup unit, on. Each candidate
+controller's write cache off (``wt``), where it has one and a backup unit on (``wb``),
+and where it has FastPath, write-through on the FastPath (``fastpath``). Each candidate
 is a scenario like any other, so they run in parallel and the ranking is reproducible.
 """
 
@@ -54,7 +55,8 @@ class Candidate:
 
     level: int
     stripe_unit: str
-    write_back: bool
+    # "wt", "wb" or "fastpath" (write-through on the controller's FastPath).
+    cache: str
     capacity_bytes: int
     tolerated_failures: int
 
@@ -86,19 +88,20 @@ def _candidates(
             info = array_info(array)
             if info["capacity_bytes"] < capacity_bytes or info["tolerated_failures"] < tolerate:
                 continue
-            modes = [False]
+            modes = {"wt": Tuning(write_cache="wt", scheduler=scheduler)}
             if array["controller"].get("cache_bytes"):
-                modes.append(True)
-            for write_back in modes:
+                modes["wb"] = Tuning(write_cache="wb", scheduler=scheduler)
+            if array["controller"].get("fastpath_overhead_ns") is not None:
+                modes["fastpath"] = Tuning(write_cache="wt", fastpath=True, scheduler=scheduler)
+            for cache, tuning in modes.items():
                 try:
-                    tuning = Tuning(write_cache="wb" if write_back else "wt", scheduler=scheduler)
                     tuned = tune_array(array, tuning)
                 except RaidlabError:
                     continue  # write-back refused (no backup unit)
                 candidate = Candidate(
                     level,
                     stripe_unit,
-                    write_back,
+                    cache,
                     info["capacity_bytes"],
                     info["tolerated_failures"],
                 )
@@ -148,10 +151,12 @@ def advise(
     scenarios = []
     for candidate, array in candidates:
         built = build_workload(workload, array)
-        if candidate.write_back:
+        if candidate.cache == "wb":
             # Measure a full cache, not the burst it absorbs: warm up with writes
             # worth twice the cache.
-            built = {**built, "warmup_ios": _fill_ios(built, array["controller"]["cache_bytes"])}
+            fill = _fill_ios(built, array["controller"]["cache_bytes"])
+            if fill > int(built.get("warmup_ios") or 0):
+                built = {**built, "warmup_ios": fill}
         scenarios.append(build_scenario(array, built, seed))
     results = run_scenarios(scenarios, jobs=jobs, progress=progress, description="candidates")
     rows = []
@@ -163,7 +168,7 @@ def advise(
             {
                 "level": candidate.level,
                 "stripe_unit": candidate.stripe_unit,
-                "write_cache": "wb" if candidate.write_back else "wt",
+                "write_cache": candidate.cache,
                 "usable": f"{candidate.capacity_bytes / 1e9:,.0f} GB",
                 "tolerates": candidate.tolerated_failures,
                 "iops": sum(op["iops"] for op in ops),
@@ -194,13 +199,15 @@ def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:
     read_percent = {"read": 100, "randread": 100, "write": 0, "randwrite": 0}.get(
         workload["rw"], workload["rwmixread"]
     )
+    if read_percent >= 100:
+        return 0  # nothing is ever dirty: the cache is as full as it will get
     write_share = max(1 - read_percent / 100, 0.01)
     return int(min(WARMUP_IOS_MAX, 2 * cache_bytes / mean_bytes / write_share))
 
 
 def _why(frame: pd.DataFrame, metric: str) -> str:
     best = frame.iloc[0]
-    name = f"RAID {best['level']} ({best['stripe_unit']}, write cache {best['write_cache']})"
+    name = f"RAID {best['level']} ({best['stripe_unit']}, {_cache_name(best['write_cache'])})"
     text = (
         f"{name} wins on {metric}: {best[metric]:,.1f}; it is limited by "
         f"{best['bottleneck']} and costs {_member_cost(best['_member_ios'])}."
@@ -209,10 +216,14 @@ def _why(frame: pd.DataFrame, metric: str) -> str:
         second = frame.iloc[1]
         text += (
             f" The runner-up, RAID {second['level']} ({second['stripe_unit']}, "
-            f"{second['write_cache']}), reaches {second[metric]:,.1f}, limited by "
+            f"{_cache_name(second['write_cache'])}), reaches {second[metric]:,.1f}, limited by "
             f"{second['bottleneck']}, at {_member_cost(second['_member_ios'])}."
         )
     return text
+
+
+def _cache_name(cache: str) -> str:
+    return "FastPath" if cache == "fastpath" else f"write cache {cache}"
 
 
 def _member_cost(member_ios: Mapping[str, float]) -> str:

@@ -564,9 +564,9 @@ def advise(
     output_format: FormatOption = "table",
     scheduler: SchedulerOption = None,
 ) -> None:
-    """Simulate the RAID levels, stripe units and write-cache settings a set of drives
-    allows for a workload, and rank them, with the bottleneck of each and why the
-    winner wins."""
+    """Simulate the RAID levels, stripe units and cache settings (write-through,
+    write-back, FastPath where the controller has it) a set of drives allows for a
+    workload, and rank them, with the bottleneck of each and why the winner wins."""
     from raidlab.advise import advise as run_advise
 
     with user_errors():
