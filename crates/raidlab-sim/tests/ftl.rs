@@ -84,3 +84,31 @@ fn over_provisioning_raises_random_write_iops_and_leaves_reads_alone() {
     );
     assert!((read20 / read0 - 1.0).abs() < 0.05, "{read0} {read20}");
 }
+
+/// Mean read latency (us) of a steady-state 70/30 random mix at QD 8.
+fn mixed(program_suspend: bool) -> f64 {
+    let mut drive = enterprise_ssd(7.0, 0.0, Precondition::Steady);
+    if let DriveSpec::Ssd(spec) = &mut drive {
+        spec.program_suspend = program_suspend;
+    }
+    let mut s: Scenario = scenario(drive.clone(), 1, Rw::Randrw, 4096, 8);
+    w(&mut s).rwmixread = 70;
+    w(&mut s).size_bytes = drive.capacity_bytes() / 4096 * 4096;
+    w(&mut s).ios = 40_000;
+    w(&mut s).warmup_ios = 20_000;
+    let r = simulate(&s);
+    r.ops["read"].lat_mean_ns / 1e3
+}
+
+#[test]
+fn without_program_suspend_reads_wait_behind_garbage_collection_and_programs() {
+    // Wu and He (FAST '12): a read that finds its die programming or erasing waits for
+    // it. With suspend it does not, so the same mix reads faster.
+    let waiting = mixed(false);
+    let suspending = mixed(true);
+    println!("read latency without suspend {waiting:.0} us, with {suspending:.0} us");
+    assert!(waiting > 1.5 * suspending, "{waiting} vs {suspending}");
+    // A read waits for at most one operation: a program (1.2 ms), a copy or an erase
+    // (3 ms), plus its own queueing, never the whole write backlog.
+    assert!(waiting < 3_000.0, "{waiting}");
+}
