@@ -102,6 +102,31 @@ impl WriteCache {
         self.destaging_bytes -= len;
     }
 
+    /// Drop the dirty data in `[start, end)` (a TRIM: the host no longer wants it, so it
+    /// is never destaged). Returns the bytes freed.
+    pub fn discard(&mut self, start: u64, end: u64) -> u64 {
+        let mut freed = 0;
+        while let Some((&a, &b)) = self.dirty.range(..end).next_back() {
+            if b <= start {
+                break;
+            }
+            self.dirty.remove(&a);
+            let (lo, hi) = (a.max(start), b.min(end));
+            freed += hi - lo;
+            if a < start {
+                self.dirty.insert(a, start);
+            }
+            if b > end {
+                self.dirty.insert(end, b);
+            }
+            if a < start {
+                break; // the extent that began before the range was the last one
+            }
+        }
+        self.dirty_bytes -= freed;
+        freed
+    }
+
     /// Dirty bytes not yet being destaged.
     pub fn dirty_bytes(&self) -> u64 {
         self.dirty_bytes
@@ -121,6 +146,23 @@ mod tests {
         assert_eq!(c.dirty_bytes(), 8192);
         assert!(c.holds(0, 8192));
         assert!(!c.holds(4096, 12288));
+    }
+
+    #[test]
+    fn a_trim_drops_the_dirty_data_it_covers_and_splits_extents() {
+        let mut c = WriteCache::new(1 << 20, 0);
+        c.insert(0, 16384);
+        c.insert(32768, 8192);
+        c.insert(65536, 4096);
+        assert_eq!(c.discard(4096, 36864), 12288 + 4096);
+        assert!(c.holds(0, 4096) && !c.holds(4096, 8192));
+        assert!(c.holds(36864, 40960) && !c.holds(32768, 36864));
+        assert!(c.holds(65536, 69632));
+        assert_eq!(c.dirty_bytes(), 4096 + 4096 + 4096);
+        assert_eq!(c.discard(100_000, 200_000), 0);
+        assert_eq!(c.discard(0, 1 << 20), 12288);
+        assert_eq!(c.dirty_bytes(), 0);
+        assert!(c.take_destage(1 << 20, 4096).is_none());
     }
 
     #[test]

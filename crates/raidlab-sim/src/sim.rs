@@ -973,6 +973,11 @@ impl Simulation {
     /// or (no passthrough) completes it itself, and the drives never learn of it.
     fn trim_arrive(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
+        // A controller that passes TRIM on knows the data is dead: dirty data it still
+        // holds for the range is dropped rather than destaged.
+        if self.controller.members_take_trim && self.controller.write_cache.is_some() {
+            self.discard_cached(r.offset_bytes, r.offset_bytes + r.len_bytes);
+        }
         let mut cost = self.controller.request_overhead_ns;
         let mut ops = 0;
         if self.controller.members_take_trim {
@@ -1332,6 +1337,23 @@ impl Simulation {
         engine.in_flight -= 1;
         engine.cache.destaged(len);
         engine.free_slots.push(slot);
+        self.admit_waiters();
+        self.pump_destage();
+    }
+
+    /// A TRIM of cached data: the dirty bytes it covers are dropped, not destaged, and
+    /// the room they held goes to waiting writes.
+    fn discard_cached(&mut self, start: u64, end: u64) {
+        let engine = self.controller.write_cache.as_mut().expect("a write cache");
+        if engine.cache.discard(start, end) > 0 {
+            self.admit_waiters();
+        }
+    }
+
+    /// Writes waiting for cache room go in, in arrival order, while they fit.
+    fn admit_waiters(&mut self) {
+        let now = self.now_ns;
+        let engine = self.controller.write_cache.as_mut().expect("a write cache");
         while let Some(&waiter) = engine.waiters.front() {
             let r = self.requests[waiter as usize];
             if !engine.cache.has_room(r.len_bytes) {
@@ -1342,7 +1364,6 @@ impl Simulation {
             self.queue
                 .push(now.max(r.done_ns), EventKind::HostComplete, waiter);
         }
-        self.pump_destage();
     }
 
     // ----- controller read-ahead --------------------------------------------------

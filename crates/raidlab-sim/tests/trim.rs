@@ -134,3 +134,36 @@ fn raid5_passes_only_whole_stripes_so_a_4k_trim_reaches_no_drive() {
         .filter(|x| x.name.ends_with(".firmware"))
         .all(|x| x.busy_ns == 0));
 }
+
+/// A write-back controller in front of 2 SSDs that destages once more than 16 MiB are
+/// dirty; one job writes and one trims the same 64 MiB at random. Member bytes written
+/// per host byte written.
+fn destaged_per_written(passthrough: bool) -> f64 {
+    let mut s: Scenario = scenario(s3500_80g(), 2, Rw::Randwrite, 4096, 4);
+    let c = &mut s.array.controller;
+    c.trim_passthrough = passthrough;
+    c.cache_bytes = 32 << 20;
+    c.dirty_low_percent = 50.0;
+    c.write_back = true;
+    c.destage_concurrency = 1;
+    let writer = s.workload.take().expect("one workload");
+    let mut trimmer = writer.clone();
+    trimmer.rw = Rw::Randtrim;
+    for job in [writer, trimmer] {
+        s.workloads.push(raidlab_sim::scenario::WorkloadSpec {
+            size_bytes: 64 << 20,
+            ios: 40_000,
+            warmup_ios: 0,
+            ..job
+        });
+    }
+    simulate(&s).explain.member_bytes_per_host_byte["write"]
+}
+
+#[test]
+fn a_trim_drops_dirty_cached_data_so_it_is_never_destaged() {
+    let kept = destaged_per_written(false);
+    let dropped = destaged_per_written(true);
+    println!("member bytes per host byte written: {kept:.3} kept, {dropped:.3} trimmed");
+    assert!(dropped < 0.7 * kept, "{kept} {dropped}");
+}
