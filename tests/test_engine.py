@@ -471,6 +471,28 @@ def test_a_read_error_fails_the_member_and_the_data_stays_whole(
         assert after.state == "degraded" and after.failed == (2,)
 
 
+@needs_nbd_client
+def test_a_bad_sector_is_rewritten_and_the_member_stays(raid5: list[Path], tmp_path: Path) -> None:
+    (image,) = random_images(tmp_path, 3 * MEMBER_DATA_BYTES, 1)
+    with engine.serve(raid5) as server:
+        write_image(server.uri, image)
+        # Two unreadable 4 KiB on role 2 (left-symmetric, 64K chunks): in chunk row 0,
+        # data of stripe 0, which reads meet; in row 1, stripe 1's parity, which only
+        # the scrub reads.
+        engine.inject_fault(raid5[2], bad_sector="4K")
+        faulty = engine.inject_fault(raid5[2], bad_sector="68K")
+        assert [f.kind for f in faulty.faults] == ["bad-sector", "bad-sector"]
+        assert read_export(server.uri, tmp_path / "out.bin") == image.read_bytes()
+        after = engine.status(raid5)
+        assert after.state == "clean" and after.failed == ()
+        assert after.members[2].read_errors_corrected == 1
+        assert after.members_frame()["read_errors_corrected"].tolist() == [0, 0, 1, 0]
+        assert len(after.faults) == 1  # the parity row's is still latent
+        scrub = engine.check(raid5)
+        assert scrub.clean and scrub.read_errors_corrected == 1
+        assert engine.status(raid5).faults == ()
+
+
 def test_faults_need_a_server_and_exactly_one_kind(raid5: list[Path]) -> None:
     with pytest.raises(RaidlabError) as raised:
         engine.inject_fault(raid5[0], latency="5ms")

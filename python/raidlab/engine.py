@@ -121,6 +121,9 @@ class MemberStatus:
     path: str | None
     # active, failed, missing, rebuilding, or e.g. "stale (events 3), not used".
     state: str
+    # Read errors corrected by rewriting from the other members since assembly (md fails
+    # the member instead after 20).
+    read_errors_corrected: int = 0
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,8 @@ class Fault:
     """A fault injected into a served member (``inject_fault``), live in the server."""
 
     member: int
-    kind: str  # read-error | write-error | latency
-    offset_bytes: int | None = None  # read-error, write-error: member data bytes
+    kind: str  # read-error | bad-sector | write-error | latency
+    offset_bytes: int | None = None  # read-error, bad-sector, write-error: member data bytes
     len_bytes: int | None = None
     delay_ms: float | None = None  # latency
 
@@ -199,7 +202,12 @@ class ArrayStatus:
                     total_bytes=int(rebuild["total_bytes"]),
                 ),
                 members=tuple(
-                    MemberStatus(int(m["role"]), m["path"], str(m["state"]))
+                    MemberStatus(
+                        int(m["role"]),
+                        m["path"],
+                        str(m["state"]),
+                        int(m.get("read_errors_corrected", 0)),
+                    )
                     for m in document["members"]
                 ),
                 # Absent from reports of engines older than the journal and faults.
@@ -236,6 +244,7 @@ class ArrayStatus:
                     "path": member.path,
                     "state": member.state,
                     "failed": member.role in self.failed,
+                    "read_errors_corrected": member.read_errors_corrected,
                     "rebuild_done_bytes": self.rebuild.done_bytes if rebuilding else None,
                     "rebuild_total_bytes": self.rebuild.total_bytes if rebuilding else None,
                 }
@@ -252,7 +261,9 @@ class ScrubReport:
     stripes_checked: int
     mismatched_stripes: int
     repaired_stripes: int
-    raw: Mapping[str, Any] = field(repr=False, compare=False)
+    # Member reads that failed and were rewritten from the other members.
+    read_errors_corrected: int = 0
+    raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -266,6 +277,7 @@ class ScrubReport:
                 stripes_checked=int(document["stripes_checked"]),
                 mismatched_stripes=int(document["mismatched_stripes"]),
                 repaired_stripes=int(document["repaired_stripes"]),
+                read_errors_corrected=int(document.get("read_errors_corrected", 0)),
                 raw=dict(document),
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -507,15 +519,19 @@ def inject_fault(
     write_error: str | tuple[int | str, int | str] | None = None,
     latency: str | None = None,
     clear: bool = False,
+    bad_sector: str | tuple[int | str, int | str] | None = None,
 ) -> ArrayStatus:
     """Give a member of a *served* array a fault, as a dying disk would have: reads
     (``read_error``) or writes (``write_error``) of its data bytes ``(offset, length)``
-    or ``"1M+64K"`` fail, and the member fails when one is hit; ``latency`` (``"20ms"``,
-    ``"500us"``) delays its every I/O; ``clear`` removes its faults. Exactly one."""
+    or ``"1M+64K"`` fail, and the member fails when one is hit; ``bad_sector``: reads
+    fail until the bytes are written, and the array rewrites them from the other
+    members, as md does, so the member stays; ``latency`` (``"20ms"``, ``"500us"``)
+    delays its every I/O; ``clear`` removes the array's faults. Exactly one."""
     given = [
         (flag, value)
         for flag, value in (
             ("--read-error", read_error),
+            ("--bad-sector", bad_sector),
             ("--write-error", write_error),
             ("--latency", latency),
         )
@@ -523,7 +539,8 @@ def inject_fault(
     ]
     if len(given) + int(clear) != 1:
         raise RaidlabError(
-            "inject", "exactly one of read_error, write_error, latency or clear is needed"
+            "inject",
+            "exactly one of read_error, bad_sector, write_error, latency or clear is needed",
         )
     args = ["inject", "--json", _arg(member)]
     if clear:

@@ -94,6 +94,8 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
     table.add_column("state", no_wrap=True)
     for member in status.members:
         state = member.state
+        if member.read_errors_corrected:
+            state += f" ({member.read_errors_corrected} read errors corrected)"
         rebuild = status.rebuild
         if rebuild is not None and rebuild.role == member.role:
             state = (
@@ -112,10 +114,13 @@ def _print_scrub(report: engine.ScrubReport, as_json: bool, title: str) -> None:
         _print_json(report.raw)
         return
     table = Table(title=title)
-    for column in ("stripes checked", "mismatched", "repaired"):
+    for column in ("stripes checked", "mismatched", "repaired", "read errors corrected"):
         table.add_column(column, justify="right")
     table.add_row(
-        str(report.stripes_checked), str(report.mismatched_stripes), str(report.repaired_stripes)
+        str(report.stripes_checked),
+        str(report.mismatched_stripes),
+        str(report.repaired_stripes),
+        str(report.read_errors_corrected),
     )
     _stdout.print(table)
 
@@ -326,6 +331,13 @@ def inject(
         str | None,
         typer.Option("--read-error", help="Served array: reads of OFF[+LEN] fail (LEN 4K)."),
     ] = None,
+    bad_sector: Annotated[
+        str | None,
+        typer.Option(
+            "--bad-sector",
+            help="Served array: reads of OFF[+LEN] fail until written; the array rewrites it.",
+        ),
+    ] = None,
     write_error: Annotated[
         str | None,
         typer.Option("--write-error", help="Served array: writes of OFF[+LEN] fail."),
@@ -339,20 +351,26 @@ def inject(
     as_json: JsonOption = False,
 ) -> None:
     """Fault injection for tests: flip bits of one data byte of a member (silent
-    corruption, served or not), or give a served member read errors, write errors or
-    latency."""
+    corruption, served or not), or give a served member read errors, bad sectors, write
+    errors or latency."""
     with user_errors():
         if member is None:
             raise RaidlabError("inject", "MEMBER needed: MEMBER OFFSET [--mask], or a fault flag")
-        runtime = read_error is not None or write_error is not None or latency is not None
+        runtime = any(f is not None for f in (read_error, bad_sector, write_error, latency))
         if runtime or clear:
             if offset is not None or mask is not None:
                 raise RaidlabError(
                     "inject",
-                    "one of OFFSET [--mask], --read-error, --write-error, --latency, --clear",
+                    "one of OFFSET [--mask], --read-error, --bad-sector, --write-error, "
+                    "--latency, --clear",
                 )
             status = engine.inject_fault(
-                member, read_error=read_error, write_error=write_error, latency=latency, clear=clear
+                member,
+                read_error=read_error,
+                bad_sector=bad_sector,
+                write_error=write_error,
+                latency=latency,
+                clear=clear,
             )
             _print_status(status, as_json)
             return

@@ -46,6 +46,9 @@ use std::time::{Duration, Instant};
 pub const STRIPE_LOCKS: usize = 1024;
 /// Largest host request the engine takes in one piece (the NBD maximum block size).
 pub const REQUEST_BYTES_MAX: u64 = 32 << 20;
+/// Read errors corrected on one member before it is failed instead (md's default
+/// `max_read_errors`).
+pub const MAX_READ_ERRORS: u64 = 20;
 
 /// How to create an array: the geometry without member capacity, plus creation options.
 #[derive(Debug, Clone)]
@@ -152,6 +155,9 @@ pub struct Status {
     pub rebuild: Option<RebuildProgress>,
     /// Faults injected now.
     pub faults: Vec<Fault>,
+    /// Per role: read errors corrected by rewriting the data from the other members
+    /// since the array was assembled.
+    pub read_errors_corrected: Vec<u64>,
     /// The write journal, if the array has one.
     pub journal: Option<PathBuf>,
     /// Journal records replayed onto the members when the array was assembled (writes
@@ -186,6 +192,17 @@ pub enum Fault {
         /// Bytes.
         len_bytes: u64,
     },
+    /// Reads of member bytes `[offset, +len)` fail with EIO until they are written: a
+    /// pending sector that the disk remaps on its next write. The array rewrites it from
+    /// the other members, as md does, and the member stays in.
+    BadSector {
+        /// Member role.
+        member: u32,
+        /// Member data offset.
+        offset_bytes: u64,
+        /// Bytes.
+        len_bytes: u64,
+    },
     /// Writes to member bytes `[offset, +len)` fail with EIO: the member is marked failed,
     /// the write completes on the others.
     WriteError {
@@ -210,6 +227,7 @@ impl Fault {
     pub fn member(&self) -> u32 {
         match *self {
             Self::ReadError { member, .. }
+            | Self::BadSector { member, .. }
             | Self::WriteError { member, .. }
             | Self::Latency { member, .. } => member,
         }
@@ -235,6 +253,9 @@ pub struct ScrubReport {
     pub mismatched_stripes: u64,
     /// Stripes rewritten (by `repair`).
     pub repaired_stripes: u64,
+    /// Member reads that failed and were corrected by rewriting the chunk from the
+    /// other members (latent sector errors found by the scrub).
+    pub read_errors_corrected: u64,
 }
 
 struct State {
@@ -276,6 +297,8 @@ pub struct Array {
     /// Injected faults; `any_fault` spares the lock when there are none.
     faults: RwLock<Vec<Fault>>,
     any_fault: AtomicBool,
+    /// Per role: read errors corrected (see [`MAX_READ_ERRORS`]).
+    read_errors: Box<[AtomicU64]>,
     /// Records replayed at assembly.
     journal_replayed: u64,
 }
@@ -829,8 +852,10 @@ impl Array {
         bitmap: Vec<u8>,
         journal: Option<Journal>,
     ) -> Result<Self> {
+        let geo = Geometry::new(&spec)?;
         Ok(Self {
-            geo: Geometry::new(&spec)?,
+            read_errors: (0..geo.members()).map(|_| AtomicU64::new(0)).collect(),
+            geo,
             uuid,
             spec,
             files: RwLock::new(files),
@@ -946,6 +971,7 @@ impl Array {
         let overlaps = |o: u64, l: u64| offset < o + l && o < offset + len;
         let mut delay = Duration::ZERO;
         let mut err = None;
+        let mut heals = false;
         // Read under the lock, sleep after it: `clear_faults` never waits on a delay.
         for f in self.faults.read().expect("faults lock").iter() {
             if f.member() != member {
@@ -960,6 +986,17 @@ impl Array {
                 } if !write && overlaps(offset_bytes, len_bytes) => {
                     err = Some(std::io::Error::other("injected read error"));
                 }
+                Fault::BadSector {
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if overlaps(offset_bytes, len_bytes) => {
+                    if write {
+                        heals = true;
+                    } else {
+                        err = Some(std::io::Error::other("injected bad sector"));
+                    }
+                }
                 Fault::WriteError {
                     offset_bytes,
                     len_bytes,
@@ -970,10 +1007,48 @@ impl Array {
                 _ => {}
             }
         }
+        if heals {
+            self.heal_bad_sectors(member, offset, offset + len);
+        }
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
         err
+    }
+
+    /// A write of member bytes `[start, end)`: the bad sectors it covers are remapped
+    /// (what is left of each outside the range stays bad).
+    fn heal_bad_sectors(&self, member: u32, start: u64, end: u64) {
+        let mut faults = self.faults.write().expect("faults lock");
+        let mut kept = Vec::with_capacity(faults.len());
+        for f in faults.drain(..) {
+            match f {
+                Fault::BadSector {
+                    member: m,
+                    offset_bytes,
+                    len_bytes,
+                } if m == member && start < offset_bytes + len_bytes && offset_bytes < end => {
+                    let fault_end = offset_bytes + len_bytes;
+                    if offset_bytes < start {
+                        kept.push(Fault::BadSector {
+                            member,
+                            offset_bytes,
+                            len_bytes: start - offset_bytes,
+                        });
+                    }
+                    if fault_end > end {
+                        kept.push(Fault::BadSector {
+                            member,
+                            offset_bytes: end,
+                            len_bytes: fault_end - end,
+                        });
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        *faults = kept;
+        self.any_fault.store(!faults.is_empty(), Ordering::Relaxed);
     }
 
     /// The failed members now.
@@ -992,6 +1067,11 @@ impl Array {
             faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
             journal_replayed: self.journal_replayed,
+            read_errors_corrected: self
+                .read_errors
+                .iter()
+                .map(|n| n.load(Ordering::Relaxed))
+                .collect(),
             uuid: self.uuid,
             geometry: self.geo,
             events: st.events,
@@ -1302,11 +1382,14 @@ impl Array {
         Ok(())
     }
 
-    /// Plans `req` against the current failures and runs its read phase; a member
-    /// whose read fails is marked failed and the request planned again without it.
+    /// Plans `req` against the current failures and runs its read phase. A member
+    /// whose read fails has the rows it failed on rewritten from the other members (md's
+    /// read-error correction) and the read is tried again; if that cannot be done, or
+    /// the member fails again, it is marked failed and the request planned without it.
     fn plan_and_read(&self, req: Request) -> Result<PlannedRead> {
         let files = self.files.read().expect("files lock").clone();
         let mut plan = Plan::new();
+        let mut corrected = FailedSet::new();
         loop {
             let failed = self.failed();
             self.geo
@@ -1320,9 +1403,92 @@ impl Array {
                         reads,
                     })
                 }
-                Err((m, err)) => self.member_io_failed(m, &err),
+                Err((m, err)) => {
+                    if corrected.contains(m) || !self.correct_read_error(m, &err, &plan, &files) {
+                        self.member_io_failed(m, &err);
+                    } else {
+                        corrected.insert(m);
+                    }
+                }
             }
         }
+    }
+
+    /// md's read-error correction for a request: the chunk rows of `role` that `plan`
+    /// failed to read are rewritten from the other members ([`Array::correct_rows`]).
+    fn correct_read_error(
+        &self,
+        role: u32,
+        err: &std::io::Error,
+        plan: &Plan,
+        files: &[Option<Arc<File>>],
+    ) -> bool {
+        let su = self.geo.stripe_unit_bytes();
+        let mut rows: Vec<u64> = plan
+            .reads
+            .iter()
+            .filter(|e| e.member == role)
+            .flat_map(|e| e.offset_bytes / su..=(e.offset_bytes + e.len_bytes - 1) / su)
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        self.correct_rows(role, &rows, err, files)
+    }
+
+    /// md's read-error correction: chunk rows of `role` it could not read are computed
+    /// from the other members and written back, which makes a disk remap an unreadable
+    /// sector. Returns whether it was done; not when the array could not lose `role`,
+    /// after [`MAX_READ_ERRORS`] corrections of the member, or when the rewrite fails.
+    /// The caller holds the stripe locks of the rows.
+    fn correct_rows(
+        &self,
+        role: u32,
+        rows: &[u64],
+        err: &std::io::Error,
+        files: &[Option<Arc<File>>],
+    ) -> bool {
+        // A short read means the member shrank or went away, not that a sector is bad.
+        if err.kind() == std::io::ErrorKind::UnexpectedEof {
+            return false;
+        }
+        let mut lost = self.failed();
+        lost.insert(role);
+        let Some(file) = files[role as usize].clone() else {
+            return false;
+        };
+        if !self.geo.tolerates(&lost) {
+            return false;
+        }
+        let path = self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        let done = self.read_errors[role as usize].load(Ordering::Relaxed);
+        if done >= MAX_READ_ERRORS {
+            eprintln!(
+                "raidlab-engine: member {role} ({}): another read error after {done} corrected, \
+                 the most allowed",
+                path.display()
+            );
+            return false;
+        }
+        for &row in rows {
+            if let Err(e) = self.rebuild_row(role, row, &file, &path) {
+                eprintln!(
+                    "raidlab-engine: member {role} ({}): rewriting after a read error: {e}",
+                    path.display()
+                );
+                return false;
+            }
+        }
+        let count = self.read_errors[role as usize].fetch_add(1, Ordering::Relaxed) + 1;
+        eprintln!(
+            "raidlab-engine: member {role} ({}): read error ({err}) corrected: {} chunk row(s) \
+             rewritten from the other members ({count} of {MAX_READ_ERRORS} allowed)",
+            path.display(),
+            rows.len()
+        );
+        true
     }
 
     /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
@@ -1696,7 +1862,8 @@ impl Array {
         let mut plan = Plan::new();
         let reads = loop {
             let files = self.files.read().expect("files lock").clone();
-            let failed = self.failed();
+            let mut failed = self.failed();
+            failed.insert(role); // a rebuild's member is failed; a corrected one is not
             geo.rebuild_plan(role, row * su, su, &failed, &mut self.chooser(), &mut plan)?;
             match self.read_phase(&files, &plan) {
                 Ok(r) => break r,
@@ -1743,6 +1910,9 @@ impl Array {
         }
         for (e, buf) in w.iter() {
             debug_assert_eq!(e.member, role);
+            if let Some(err) = self.injected(role, e.offset_bytes, e.len_bytes, true) {
+                return Err(io_err(path, "write")(err));
+            }
             file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
                 .map_err(io_err(path, "write"))?;
         }
@@ -1810,7 +1980,7 @@ impl Array {
         }
         let su = geo.stripe_unit_bytes();
         let mut report = ScrubReport::default();
-        let files = self.files.read().expect("files lock");
+        let files = self.files.read().expect("files lock").clone();
         let file = |m: u32| {
             files[m as usize]
                 .as_ref()
@@ -1822,10 +1992,29 @@ impl Array {
                 .clone()
                 .unwrap_or_default()
         };
-        let read = |m: u32, off: u64, buf: &mut [u8]| {
-            file(m)
-                .read_exact_at(buf, DATA_OFFSET_BYTES + off)
-                .map_err(io_err(&path(m), "read"))
+        let read_once =
+            |m: u32, off: u64, buf: &mut [u8]| match self.injected(m, off, buf.len() as u64, false)
+            {
+                Some(err) => Err(err),
+                None => file(m).read_exact_at(buf, DATA_OFFSET_BYTES + off),
+            };
+        // A read error is corrected from the other members (the caller holds the
+        // stripe's lock) and read again, as md's check does; if it cannot be, the
+        // member fails and the scrub stops.
+        let corrected = std::cell::Cell::new(0u64);
+        let read = |m: u32, off: u64, buf: &mut [u8]| -> Result<()> {
+            let Err(err) = read_once(m, off, buf) else {
+                return Ok(());
+            };
+            let row = off / su;
+            if self.correct_rows(m, &[row], &err, &files) {
+                if let Ok(()) = read_once(m, off, buf) {
+                    corrected.set(corrected.get() + 1);
+                    return Ok(());
+                }
+            }
+            self.member_io_failed(m, &err);
+            Err(io_err(&path(m), "read")(err))
         };
         let write = |m: u32, off: u64, buf: &[u8]| {
             file(m)
@@ -1897,6 +2086,7 @@ impl Array {
                 file(m).sync_data().map_err(io_err(&path(m), "sync"))?;
             }
         }
+        report.read_errors_corrected = corrected.get();
         Ok(report)
     }
 }

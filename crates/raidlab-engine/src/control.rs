@@ -60,6 +60,7 @@ pub fn status_json(s: &Status) -> Value {
             "role": role,
             "path": path.as_ref().map(|p| p.display().to_string()),
             "state": st.to_string(),
+            "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
         })).collect::<Vec<_>>(),
     })
 }
@@ -72,6 +73,13 @@ fn fault_json(f: &Fault) -> Value {
             len_bytes,
         } => {
             json!({"member": member, "kind": "read-error", "offset_bytes": offset_bytes, "len_bytes": len_bytes})
+        }
+        Fault::BadSector {
+            member,
+            offset_bytes,
+            len_bytes,
+        } => {
+            json!({"member": member, "kind": "bad-sector", "offset_bytes": offset_bytes, "len_bytes": len_bytes})
         }
         Fault::WriteError {
             member,
@@ -101,6 +109,7 @@ pub fn scrub_json(r: &ScrubReport) -> Value {
         "stripes_checked": r.stripes_checked,
         "mismatched_stripes": r.mismatched_stripes,
         "repaired_stripes": r.repaired_stripes,
+        "read_errors_corrected": r.read_errors_corrected,
     })
 }
 
@@ -229,6 +238,11 @@ fn execute(
                     offset_bytes: num("offset_bytes")?,
                     len_bytes: num("len_bytes")?,
                 })?,
+                "bad-sector" => array.inject_fault(Fault::BadSector {
+                    member,
+                    offset_bytes: num("offset_bytes")?,
+                    len_bytes: num("len_bytes")?,
+                })?,
                 "write-error" => array.inject_fault(Fault::WriteError {
                     member,
                     offset_bytes: num("offset_bytes")?,
@@ -240,7 +254,7 @@ fn execute(
                 })?,
                 other => {
                     return Err(Error::Input(format!(
-                        "control request: kind {other:?}; allowed: read-error, write-error, latency, clear"
+                        "control request: kind {other:?}; allowed: read-error, bad-sector, write-error, latency, clear"
                     )))
                 }
             }

@@ -25,8 +25,10 @@ While serve runs, status/fail/replace/check/repair on its members go to the serv
 (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
 An array created with --journal needs --journal PATH wherever it is assembled.
   raidlab-engine inject MEMBER OFFSET [--mask 0xff]   (flip bits of a data byte)
-  raidlab-engine inject MEMBER --read-error OFF[+LEN] | --write-error OFF[+LEN]
-                        | --latency 20ms | --clear    (served arrays: faults in the server)";
+  raidlab-engine inject MEMBER --read-error OFF[+LEN] | --bad-sector OFF[+LEN]
+                        | --write-error OFF[+LEN] | --latency 20ms | --clear
+                        (served arrays: faults in the server; a bad sector reads
+                        EIO until written, and the array rewrites it, as md does)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -214,19 +216,28 @@ fn print_status(s: &Value) {
         );
     }
     for m in s["members"].as_array().into_iter().flatten() {
+        let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
         println!(
-            "  member {}: {} {}",
+            "  member {}: {} {}{}",
             m["role"],
             m["path"].as_str().unwrap_or("-"),
-            m["state"].as_str().unwrap_or("")
+            m["state"].as_str().unwrap_or(""),
+            if corrected > 0 {
+                format!(" ({corrected} read errors corrected)")
+            } else {
+                String::new()
+            }
         );
     }
 }
 
 fn print_scrub(r: &Value) {
     println!(
-        "stripes checked {}, mismatched {}, repaired {}",
-        r["stripes_checked"], r["mismatched_stripes"], r["repaired_stripes"]
+        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}",
+        r["stripes_checked"],
+        r["mismatched_stripes"],
+        r["repaired_stripes"],
+        r["read_errors_corrected"].as_u64().unwrap_or(0)
     );
 }
 
@@ -493,17 +504,17 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
         "inject" => {
             let a = Args::parse(
                 rest,
-                &["mask", "read-error", "write-error", "latency"],
+                &["mask", "read-error", "bad-sector", "write-error", "latency"],
                 &["clear", "json"],
             )?;
-            let runtime: Vec<&str> = ["read-error", "write-error", "latency"]
+            let runtime: Vec<&str> = ["read-error", "bad-sector", "write-error", "latency"]
                 .into_iter()
                 .filter(|f| a.value(f).is_some())
                 .chain(a.switch("clear").then_some("clear"))
                 .collect();
             if runtime.len() > 1 || (!runtime.is_empty() && a.value("mask").is_some()) {
                 return Err(Error::Input(
-                    "inject: one of OFFSET [--mask], --read-error, --write-error, --latency, --clear"
+                    "inject: one of OFFSET [--mask], --read-error, --bad-sector, --write-error, --latency, --clear"
                         .into(),
                 ));
             }
@@ -529,7 +540,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             let member = absolute(vec![PathBuf::from(&a.positional[0])])?;
             let mut req = json!({"cmd": "inject", "target": member[0].display().to_string(), "kind": kind});
             match kind {
-                "read-error" | "write-error" => {
+                "read-error" | "bad-sector" | "write-error" => {
                     let v = a.value(kind).expect("given");
                     let (off, len) = v.split_once('+').unwrap_or((v, "4K"));
                     req["offset_bytes"] = json!(parse_bytes(&format!("--{kind}"), off)?);

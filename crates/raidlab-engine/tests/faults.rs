@@ -1,6 +1,7 @@
 //! Faults injected into a served array: a read error and a write error each take their
-//! member out and the data stays whole (RAID 6 survives both); latency slows the
-//! member's I/O; faults need a server, and bad fault flags are one error line.
+//! member out and the data stays whole (RAID 6 survives both); a bad sector is rewritten
+//! from the other members and its member stays, up to md's 20 corrections; latency
+//! slows the member's I/O; faults need a server, and bad fault flags are one error line.
 
 mod common;
 
@@ -142,4 +143,100 @@ fn a_stop_during_writes_waits_for_them_and_leaves_parity_consistent() {
             "stop after {stop_after_ms} ms: {t}"
         );
     }
+}
+
+/// qemu-io commands against a served array; returns its output.
+fn qemu(uri: &str, cmds: &[&str]) -> String {
+    let mut c = Command::new("qemu-io");
+    c.args(["-f", "raw", uri]);
+    for x in cmds {
+        c.args(["-c", x]);
+    }
+    run(&mut c)
+}
+
+#[test]
+fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = ["a", "b", "c", "d"];
+    let mut create = vec!["create", "--level", "5", "--chunk", "16K", "--size", "5M"];
+    create.extend(m);
+    engine(d, &create);
+    let s = serve(d, &m);
+    let t = qemu(&s.uri(), &["write -P 0x5a 0 12M", "flush"]);
+    assert!(!t.contains("failed"), "{t}");
+    // An unreadable 4 KiB in b's first chunk row (data of stripe 0) and in its third
+    // (stripe 2's parity, which reads never touch).
+    engine(d, &["inject", "b", "--bad-sector", "4K"]);
+    engine(d, &["inject", "b", "--bad-sector", "36K+4K"]);
+    let t = qemu(&s.uri(), &["read -P 0x5a 0 12M"]);
+    assert!(!t.contains("failed"), "{t}");
+    let st = status(d, &m);
+    assert_eq!(st["failed"], serde_json::json!([]), "b stays in: {st}");
+    assert_eq!(st["members"][1]["read_errors_corrected"], 1, "{st}");
+    assert_eq!(
+        st["faults"].as_array().unwrap().len(),
+        1,
+        "the data row was rewritten: {st}"
+    );
+    // The scrub finds the latent one on the parity block, rewrites it, and every stripe
+    // agrees with its parity.
+    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+    assert!(
+        t.contains("mismatched 0") && t.contains("read errors corrected 1"),
+        "{t}"
+    );
+    let st = status(d, &m);
+    assert_eq!(st["faults"], serde_json::json!([]), "{st}");
+    assert_eq!(st["failed"], serde_json::json!([]), "{st}");
+    assert_eq!(st["members"][1]["read_errors_corrected"], 2, "{st}");
+    s.stop();
+    // Read again from the members alone: the data is whole without the server.
+    let s = serve(d, &m);
+    let t = qemu(&s.uri(), &["read -P 0x5a 0 12M"]);
+    assert!(!t.contains("failed"), "{t}");
+    s.stop();
+}
+
+#[test]
+fn a_member_with_more_than_twenty_read_errors_is_failed_as_md_does() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = ["a", "b"];
+    engine(
+        d,
+        &[
+            "create", "--level", "1", "--chunk", "16K", "--size", "3M", "a", "b",
+        ],
+    );
+    let s = serve(d, &m);
+    let t = qemu(&s.uri(), &["write -P 0x21 0 2M", "flush"]);
+    assert!(!t.contains("failed"), "{t}");
+    // 25 bad sectors on a; reading each chunk twice reaches a for every one of them
+    // whichever copy the first read chose.
+    for row in 0..25u64 {
+        engine(
+            d,
+            &["inject", "a", "--bad-sector", &format!("{}", row * 16384)],
+        );
+    }
+    let mut cmds = Vec::new();
+    for row in 0..25u64 {
+        cmds.push(format!("read -P 0x21 {} 16K", row * 16384));
+        cmds.push(format!("read -P 0x21 {} 16K", row * 16384));
+    }
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    let t = qemu(&s.uri(), &cmds);
+    assert!(!t.contains("failed"), "the data is served throughout: {t}");
+    let st = status(d, &m);
+    assert_eq!(st["failed"], serde_json::json!([0]), "{st}");
+    assert_eq!(st["members"][0]["read_errors_corrected"], 20, "{st}");
+    s.stop();
 }
