@@ -120,6 +120,12 @@ pub enum MemberState {
         /// Its event counter.
         events: u64,
     },
+    /// A replacement whose rebuild stopped cleanly with its data below `offset_bytes`
+    /// rebuilt: `serve` resumes the rebuild there. Failed until it completes.
+    Recovering {
+        /// Member data bytes rebuilt.
+        offset_bytes: u64,
+    },
 }
 
 impl std::fmt::Display for MemberState {
@@ -129,6 +135,10 @@ impl std::fmt::Display for MemberState {
             Self::Failed => f.write_str("failed"),
             Self::Missing => f.write_str("missing"),
             Self::Stale { events } => write!(f, "stale (events {events}), not used"),
+            Self::Recovering { offset_bytes } => write!(
+                f,
+                "recovering ({offset_bytes} B rebuilt; serve resumes the rebuild)"
+            ),
         }
     }
 }
@@ -243,6 +253,19 @@ struct Rebuilding {
     rows_done: u64,
 }
 
+/// Where a rebuild stands on disk: the replacement's superblock says that its data
+/// below `offset_bytes` is rebuilt, so a clean stop loses none of the work.
+#[derive(Clone)]
+struct Checkpoint {
+    role: u32,
+    path: PathBuf,
+    file: Arc<File>,
+    offset_bytes: u64,
+}
+
+/// Seconds between rebuild checkpoints (each syncs the replacement, then its superblock).
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// What a scrub found (and fixed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScrubReport {
@@ -292,6 +315,9 @@ pub struct Array {
     rebuilding: Mutex<Option<Rebuilding>>,
     /// Set by [`Array::cancel_rebuild`]; the rebuild stops at its next row.
     cancel_rebuild: AtomicBool,
+    /// The replacement of a running or stopped rebuild and how far it is on disk. Lock
+    /// order: state, files, then this.
+    checkpoint: Mutex<Option<Checkpoint>>,
     /// The write journal, if any.
     journal: Option<Journal>,
     /// Injected faults; `any_fault` spares the lock when there are none.
@@ -747,6 +773,7 @@ impl Array {
         let mut failed = newest.failed;
         let mut members = vec![(None, MemberState::Missing); n as usize];
         let mut files: Vec<Option<Arc<File>>> = vec![None; n as usize];
+        let mut resume = None;
         for (role, slot) in by_role.iter().enumerate() {
             let role = role as u32;
             let Some(i) = *slot else {
@@ -757,6 +784,23 @@ impl Array {
             let state = if sb.events < newest.events {
                 failed.insert(role);
                 MemberState::Stale { events: sb.events }
+            } else if let (Some(offset_bytes), true, false) = (
+                sb.recovery_offset_bytes,
+                failed.contains(role),
+                newest.dirty,
+            ) {
+                // A rebuild stopped cleanly: its work below the checkpoint is current
+                // (after an unclean stop it starts over, as the writes then in flight
+                // may not have reached it).
+                let file = Arc::new(file.try_clone().map_err(io_err(path, "dup"))?);
+                resume = Some(Checkpoint {
+                    role,
+                    path: path.clone(),
+                    file: file.clone(),
+                    offset_bytes,
+                });
+                files[role as usize] = Some(file);
+                MemberState::Recovering { offset_bytes }
             } else if failed.contains(role) {
                 MemberState::Failed
             } else {
@@ -840,6 +884,7 @@ impl Array {
             journal,
         )?;
         array.journal_replayed = array.replay_journal()?;
+        *array.checkpoint.lock().expect("checkpoint lock") = resume;
         Ok(array)
     }
 
@@ -865,6 +910,7 @@ impl Array {
             bitmap: Mutex::new(bitmap),
             rebuilding: Mutex::new(None),
             cancel_rebuild: AtomicBool::new(false),
+            checkpoint: Mutex::new(None),
             journal,
             journal_replayed: 0,
             faults: RwLock::new(Vec::new()),
@@ -1166,6 +1212,7 @@ impl Array {
                 dirty: st.dirty,
                 failed: st.failed,
                 journaled: self.journal.is_some(),
+                recovery_offset_bytes: None,
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let r = file
@@ -1176,7 +1223,51 @@ impl Array {
                 first_err.get_or_insert(e);
             }
         }
+        // The replacement being rebuilt follows every state change, so its events stay
+        // current and a clean stop leaves it resumable.
+        if let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").as_ref() {
+            if st.failed.contains(cp.role) {
+                if let Err(e) = self.write_checkpoint(&st, cp) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// Writes the superblock of a rebuild's replacement: the array as `st` has it, with
+    /// its data below the checkpoint rebuilt.
+    fn write_checkpoint(&self, st: &State, cp: &Checkpoint) -> Result<()> {
+        let sb = Superblock {
+            array_uuid: self.uuid,
+            spec: self.spec,
+            role: cp.role,
+            events: st.events,
+            dirty: st.dirty,
+            failed: st.failed,
+            journaled: self.journal.is_some(),
+            recovery_offset_bytes: Some(cp.offset_bytes),
+        };
+        cp.file
+            .write_all_at(&sb.encode(), 0)
+            .and_then(|()| cp.file.sync_data())
+            .map_err(io_err(&cp.path, "write superblock"))
+    }
+
+    /// Records that the rebuild's replacement holds current data below `offset_bytes`:
+    /// syncs its data, then its superblock.
+    fn save_checkpoint(&self, offset_bytes: u64) -> Result<()> {
+        let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").clone() else {
+            return Ok(());
+        };
+        cp.file.sync_data().map_err(io_err(&cp.path, "sync"))?;
+        let st = self.state.lock().expect("state lock");
+        let mut slot = self.checkpoint.lock().expect("checkpoint lock");
+        let Some(cp) = slot.as_mut() else {
+            return Ok(());
+        };
+        cp.offset_bytes = offset_bytes;
+        self.write_checkpoint(&st, cp)
     }
 
     /// Marks the array dirty (writes may be in flight until [`Array::close`]).
@@ -1714,7 +1805,7 @@ impl Array {
         role: u32,
         new_path: &Path,
         rate_bytes_per_s: Option<u64>,
-        mut progress: impl FnMut(u64, u64),
+        progress: impl FnMut(u64, u64),
     ) -> Result<()> {
         if !self.failed().contains(role) {
             return Err(Error::Input(format!(
@@ -1761,10 +1852,63 @@ impl Array {
             }
             file.set_len(need).map_err(io_err(new_path, "extend"))?;
         }
-        // No stale superblock on the new member until it is complete.
+        // No stale superblock on the new member: it says it is recovering from 0.
         file.write_all_at(&[0u8; SUPERBLOCK_BYTES], 0)
             .map_err(io_err(new_path, "write"))?;
-        let file = Arc::new(file);
+        self.run_rebuild(
+            role,
+            Arc::new(file),
+            new_path,
+            0,
+            rate_bytes_per_s,
+            progress,
+        )
+    }
+
+    /// The member a clean stop left in the middle of its rebuild, and how far it got:
+    /// what [`Array::resume_rebuild`] continues.
+    pub fn resumable_rebuild(&self) -> Option<(u32, PathBuf, u64)> {
+        if self.rebuild_progress().is_some() {
+            return None;
+        }
+        let cp = self.checkpoint.lock().expect("checkpoint lock").clone()?;
+        self.failed()
+            .contains(cp.role)
+            .then(|| (cp.role, cp.path.clone(), cp.offset_bytes))
+    }
+
+    /// Continues the rebuild a clean stop interrupted (see
+    /// [`Array::resumable_rebuild`]) from its checkpoint, as md resumes a recovery.
+    pub fn resume_rebuild(
+        &self,
+        rate_bytes_per_s: Option<u64>,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
+        let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").clone() else {
+            return Err(Error::Input("no stopped rebuild to resume".into()));
+        };
+        let start_row = cp.offset_bytes / self.geo.stripe_unit_bytes();
+        self.run_rebuild(
+            cp.role,
+            cp.file,
+            &cp.path,
+            start_row,
+            rate_bytes_per_s,
+            progress,
+        )
+    }
+
+    /// Rebuilds `role` onto `file` from chunk row `start_row` on, online; on success the
+    /// member becomes active. A cancelled rebuild leaves a checkpoint to resume from.
+    fn run_rebuild(
+        &self,
+        role: u32,
+        file: Arc<File>,
+        new_path: &Path,
+        start_row: u64,
+        rate_bytes_per_s: Option<u64>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
         let su = self.geo.stripe_unit_bytes();
         let total = self.geo.member_used_bytes();
         let rows = total.div_ceil(su);
@@ -1778,7 +1922,7 @@ impl Array {
                 role,
                 path: new_path.to_path_buf(),
                 file: file.clone(),
-                rows_done: 0,
+                rows_done: start_row,
             });
         }
         self.files.write().expect("files lock")[role as usize] = Some(file.clone());
@@ -1786,19 +1930,50 @@ impl Array {
             let mut st = self.state.lock().expect("state lock");
             st.members[role as usize] = (Some(new_path.to_path_buf()), MemberState::Failed);
         }
-        let outcome =
-            self.rebuild_rows(role, &file, new_path, rows, rate_bytes_per_s, &mut progress);
+        *self.checkpoint.lock().expect("checkpoint lock") = Some(Checkpoint {
+            role,
+            path: new_path.to_path_buf(),
+            file: file.clone(),
+            offset_bytes: start_row * su,
+        });
+        let outcome = self.save_checkpoint(start_row * su).and_then(|()| {
+            self.rebuild_rows(
+                role,
+                &file,
+                new_path,
+                start_row..rows,
+                rate_bytes_per_s,
+                &mut progress,
+            )
+        });
         let outcome = outcome.and_then(|()| {
             file.sync_all().map_err(io_err(new_path, "sync"))?;
             let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();
             let _every_stripe = self.lock_indices(&mut all);
             *self.rebuilding.lock().expect("rebuild lock") = None;
+            *self.checkpoint.lock().expect("checkpoint lock") = None;
             self.commit_state(|st| {
                 st.failed.remove(role);
                 st.members[role as usize].1 = MemberState::Active;
             })
         });
-        *self.rebuilding.lock().expect("rebuild lock") = None;
+        let rows_done = self
+            .rebuilding
+            .lock()
+            .expect("rebuild lock")
+            .take()
+            .map(|r| r.rows_done);
+        if outcome.is_err() {
+            match rows_done {
+                // Stopped on purpose: keep what is rebuilt for the next `serve`.
+                Some(done) if self.cancel_rebuild.load(Ordering::Relaxed) => {
+                    if let Err(e) = self.save_checkpoint((done * su).min(total)) {
+                        eprintln!("raidlab-engine: saving the rebuild checkpoint: {e}");
+                    }
+                }
+                _ => *self.checkpoint.lock().expect("checkpoint lock") = None,
+            }
+        }
         outcome
     }
 
@@ -1807,15 +1982,17 @@ impl Array {
         role: u32,
         file: &File,
         path: &Path,
-        rows: u64,
+        rows: std::ops::Range<u64>,
         rate_bytes_per_s: Option<u64>,
         progress: &mut impl FnMut(u64, u64),
     ) -> Result<()> {
         let su = self.geo.stripe_unit_bytes();
         let total = self.geo.member_used_bytes();
         let started = Instant::now();
+        let start_bytes = rows.start * su;
+        let mut checkpointed = Instant::now();
         let mut plan = Plan::new();
-        for row in 0..rows {
+        for row in rows {
             if self.cancel_rebuild.load(Ordering::Relaxed) {
                 return Err(Error::Input(format!(
                     "rebuild of member {role} cancelled at {} of {total} B",
@@ -1843,8 +2020,12 @@ impl Array {
             drop(locks);
             let done = ((row + 1) * su).min(total);
             progress(done, total);
+            if checkpointed.elapsed() >= CHECKPOINT_INTERVAL {
+                self.save_checkpoint(done)?;
+                checkpointed = Instant::now();
+            }
             if let Some(rate) = rate_bytes_per_s.filter(|&r| r > 0) {
-                let due = Duration::from_secs_f64(done as f64 / rate as f64);
+                let due = Duration::from_secs_f64((done - start_bytes) as f64 / rate as f64);
                 if let Some(wait) = due.checked_sub(started.elapsed()) {
                     std::thread::sleep(wait);
                 }

@@ -139,6 +139,21 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
         .ok()
         .and_then(|a| a.as_pathname().map(Path::to_path_buf));
     let rebuild: Arc<Mutex<Option<JoinHandle<()>>>> = Arc::default();
+    if let Some((role, new, offset)) = array.resumable_rebuild() {
+        // md resumes an interrupted recovery when the array starts: so does `serve`.
+        eprintln!(
+            "raidlab-engine: resuming the rebuild of member {role} onto {} at {offset} of {} B",
+            new.display(),
+            array.geometry().member_used_bytes()
+        );
+        let array = array.clone();
+        *rebuild.lock().expect("rebuild handle") = Some(std::thread::spawn(move || {
+            match array.resume_rebuild(None, |_, _| {}) {
+                Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt, array clean"),
+                Err(e) => eprintln!("raidlab-engine: rebuild of member {role}: {e}"),
+            }
+        }));
+    }
     let mut answering: Vec<JoinHandle<()>> = Vec::new();
     if listener.set_nonblocking(true).is_ok() {
         while !stop.load(Ordering::Relaxed) {

@@ -21,10 +21,12 @@
 //!     64    8 data_offset_bytes     DATA_OFFSET_BYTES
 //!     72    4 role                  this member's index, below member_count
 //!     76    4 flags                 bit 0: dirty (writes may be in flight);
-//!                                   bit 1: journaled (needs its write journal to assemble)
+//!                                   bit 1: journaled (needs its write journal to assemble);
+//!                                   bit 2: recovering (a rebuild of this member stopped)
 //!     80    8 events                event counter, +1 on every state change
 //!     88   32 failed                bitmap of failed member indices (256 bits)
-//!    120 3972 zero
+//!    120    8 recovery_offset_bytes recovering: member data below it is rebuilt
+//!    128 3964 zero
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
@@ -57,6 +59,9 @@ pub const FLAG_DIRTY: u32 = 1;
 /// Flag bit: every write goes through a write journal (see `crate::journal`), which
 /// must be given to assemble the array.
 pub const FLAG_JOURNAL: u32 = 2;
+/// Flag bit: this member is being rebuilt; its data below `recovery_offset_bytes` is
+/// current, so a rebuild stopped cleanly resumes there (md's `recovery_offset`).
+pub const FLAG_RECOVERING: u32 = 4;
 
 /// A decoded superblock: plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +80,8 @@ pub struct Superblock {
     pub failed: FailedSet,
     /// The array writes through a write journal.
     pub journaled: bool,
+    /// A rebuild of this member stopped with member data below this offset rebuilt.
+    pub recovery_offset_bytes: Option<u64>,
 }
 
 /// Why 4 KiB are not a valid superblock.
@@ -168,13 +175,19 @@ impl Superblock {
         b[56..64].copy_from_slice(&self.spec.member_capacity_bytes.to_le_bytes());
         b[64..72].copy_from_slice(&DATA_OFFSET_BYTES.to_le_bytes());
         b[72..76].copy_from_slice(&self.role.to_le_bytes());
-        let flags =
-            if self.dirty { FLAG_DIRTY } else { 0 } | if self.journaled { FLAG_JOURNAL } else { 0 };
+        let flags = if self.dirty { FLAG_DIRTY } else { 0 }
+            | if self.journaled { FLAG_JOURNAL } else { 0 }
+            | if self.recovery_offset_bytes.is_some() {
+                FLAG_RECOVERING
+            } else {
+                0
+            };
         b[76..80].copy_from_slice(&flags.to_le_bytes());
         b[80..88].copy_from_slice(&self.events.to_le_bytes());
         for m in self.failed.iter() {
             b[88 + m as usize / 8] |= 1 << (m % 8);
         }
+        b[120..128].copy_from_slice(&self.recovery_offset_bytes.unwrap_or(0).to_le_bytes());
         let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
         b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -244,6 +257,16 @@ impl Superblock {
             dirty: u32_at(b, 76) & FLAG_DIRTY != 0,
             failed,
             journaled: u32_at(b, 76) & FLAG_JOURNAL != 0,
+            recovery_offset_bytes: match u32_at(b, 76) & FLAG_RECOVERING {
+                0 => None,
+                _ => {
+                    let at = u64_at(b, 120);
+                    if at > u64_at(b, 56) {
+                        return Err(SuperblockError::Field("recovery_offset_bytes", at));
+                    }
+                    Some(at)
+                }
+            },
         })
     }
 }
@@ -262,6 +285,7 @@ mod tests {
             dirty: true,
             journaled: true,
             failed: FailedSet::from_members(&[1, 4]),
+            recovery_offset_bytes: None,
         }
     }
 
@@ -278,6 +302,19 @@ mod tests {
             ..sb
         };
         assert_eq!(Superblock::decode(&r10.encode()), Ok(r10));
+        let recovering = Superblock {
+            recovery_offset_bytes: Some(3 << 20),
+            ..sb
+        };
+        assert_eq!(Superblock::decode(&recovering.encode()), Ok(recovering));
+        let beyond = Superblock {
+            recovery_offset_bytes: Some(2 << 30),
+            ..sb
+        };
+        assert!(matches!(
+            Superblock::decode(&beyond.encode()),
+            Err(SuperblockError::Field("recovery_offset_bytes", _))
+        ));
     }
 
     #[test]
