@@ -18,19 +18,25 @@ pub struct WriteCache {
     /// Bytes being destaged: still occupying cache space until written.
     destaging_bytes: u64,
     capacity_bytes: u64,
-    /// Destaging starts above this many dirty bytes.
+    /// Destaging stops at or below this many dirty bytes.
     low_mark_bytes: u64,
+    /// An idle cache starts destaging above this many dirty bytes.
+    high_mark_bytes: u64,
+    /// Destaging is under way (between the marks it goes on; idle, it waits).
+    destaging: bool,
     /// Where the elevator continues from.
     cursor: u64,
 }
 
 impl WriteCache {
-    /// A cache of `capacity_bytes` that destages while more than `low_mark_bytes` are
-    /// dirty.
-    pub fn new(capacity_bytes: u64, low_mark_bytes: u64) -> Self {
+    /// A cache of `capacity_bytes` that starts destaging once more than
+    /// `high_mark_bytes` are dirty (more than `low_mark_bytes`, if that is higher) and
+    /// goes on until `low_mark_bytes` or fewer are.
+    pub fn new(capacity_bytes: u64, low_mark_bytes: u64, high_mark_bytes: u64) -> Self {
         Self {
             capacity_bytes,
             low_mark_bytes,
+            high_mark_bytes: high_mark_bytes.max(low_mark_bytes),
             ..Self::default()
         }
     }
@@ -71,11 +77,16 @@ impl WriteCache {
 
     /// The next extent to destage (at most `max_bytes`, cut at multiples of
     /// `align_bytes` so full stripes go out whole), or None while the dirty data is at
-    /// or below the low mark.
+    /// or below the low mark, or an idle cache has not passed the high mark.
     pub fn take_destage(&mut self, max_bytes: u64, align_bytes: u64) -> Option<(u64, u64)> {
         if self.dirty_bytes == 0 || self.dirty_bytes <= self.low_mark_bytes {
+            self.destaging = false;
             return None;
         }
+        if !self.destaging && self.dirty_bytes <= self.high_mark_bytes {
+            return None;
+        }
+        self.destaging = true;
         let (&s, &e) = self
             .dirty
             .range(self.cursor..)
@@ -139,7 +150,7 @@ mod tests {
 
     #[test]
     fn adjacent_writes_coalesce_and_rewrites_take_no_space() {
-        let mut c = WriteCache::new(1 << 20, 0);
+        let mut c = WriteCache::new(1 << 20, 0, 0);
         c.insert(0, 4096);
         c.insert(4096, 4096);
         c.insert(0, 4096);
@@ -150,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_trim_drops_the_dirty_data_it_covers_and_splits_extents() {
-        let mut c = WriteCache::new(1 << 20, 0);
+        let mut c = WriteCache::new(1 << 20, 0, 0);
         c.insert(0, 16384);
         c.insert(32768, 8192);
         c.insert(65536, 4096);
@@ -166,8 +177,36 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_cache_waits_for_the_high_mark_then_destages_down_to_the_low_mark() {
+        let mut c = WriteCache::new(100 << 10, 20 << 10, 60 << 10);
+        for i in 0..15 {
+            c.insert(i * 8192, 4096); // 60 KiB dirty, in 15 extents
+        }
+        assert!(
+            c.take_destage(4096, 4096).is_none(),
+            "at the high mark: waits"
+        );
+        c.insert(15 * 8192, 4096);
+        let mut taken = 0;
+        while let Some((_, len)) = c.take_destage(4096, 4096) {
+            c.destaged(len);
+            taken += 1;
+        }
+        assert_eq!(
+            (taken, c.dirty_bytes()),
+            (11, 20 << 10),
+            "down to the low mark"
+        );
+        c.insert(100 << 10, 4096);
+        assert!(
+            c.take_destage(4096, 4096).is_none(),
+            "idle again below the high mark"
+        );
+    }
+
+    #[test]
     fn destage_walks_in_address_order_and_cuts_at_stripes() {
-        let mut c = WriteCache::new(1 << 20, 0);
+        let mut c = WriteCache::new(1 << 20, 0, 0);
         c.insert(100 << 10, 300 << 10);
         c.insert(0, 4096);
         let (s, len) = c.take_destage(192 << 10, 192 << 10).unwrap();

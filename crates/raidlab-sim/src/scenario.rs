@@ -543,6 +543,11 @@ pub struct ControllerSpec {
     /// Dirty share below which the cache stops destaging, percent.
     #[serde(default)]
     pub dirty_low_percent: f64,
+    /// Dirty share above which an idle cache starts destaging, percent (at or below
+    /// `dirty_low_percent`: whenever it is above the low mark). Between the two marks a
+    /// destage under way goes on and an idle cache waits, gathering more writes.
+    #[serde(default)]
+    pub dirty_high_percent: f64,
     /// Host discards (TRIM, UNMAP) go on to the members (planned through the layout);
     /// otherwise the controller completes them itself and the drives never learn.
     #[serde(default)]
@@ -939,6 +944,12 @@ impl Scenario {
             refuse(
                 "array.controller.dirty_low_percent",
                 format!("must be 0..=95, got {}", c.dirty_low_percent),
+            )?;
+        }
+        if !(0.0..=100.0).contains(&c.dirty_high_percent) {
+            refuse(
+                "array.controller.dirty_high_percent",
+                format!("must be 0..=100, got {}", c.dirty_high_percent),
             )?;
         }
         if c.fastpath {

@@ -413,6 +413,7 @@ impl Simulation {
                         cache: WriteCache::new(
                             c.cache_bytes,
                             (c.cache_bytes as f64 * c.dirty_low_percent / 100.0) as u64,
+                            (c.cache_bytes as f64 * c.dirty_high_percent / 100.0) as u64,
                         ),
                         free_slots: (first_slot..first_slot + destage_slots).rev().collect(),
                         first_slot,

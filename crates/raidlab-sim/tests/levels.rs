@@ -187,3 +187,33 @@ fn a_full_write_back_cache_runs_at_the_destage_rate() {
         "write-back {back} vs write-through {through}"
     );
 }
+
+#[test]
+fn below_the_high_watermark_an_idle_cache_holds_a_burst_without_destaging() {
+    // 2,000 random 4 KiB writes (8 MiB) into a 64 MiB cache of a RAID 5 of 4 HDDs.
+    let burst = |high: f64| {
+        let mut s = scenario(common::hdd(), 4, Rw::Randwrite, 4096, 4);
+        s.array.level = Level::Number(5);
+        w(&mut s).ios = 2_000;
+        w(&mut s).warmup_ios = 0;
+        let c = &mut s.array.controller;
+        c.cache_bytes = 64 << 20;
+        c.write_back = true;
+        c.dirty_high_percent = high;
+        simulate(&s)
+    };
+    let drive_busy_ns = |r: &raidlab_sim::Results| -> u64 {
+        r.explain
+            .resources
+            .iter()
+            .filter(|x| x.name.starts_with("drive"))
+            .map(|x| x.busy_ns)
+            .sum()
+    };
+    // Destaging at once, the disks work on read-modify-writes during the burst; waiting
+    // for 32 MiB of dirty data, they stay idle and the burst is all in the cache.
+    let (eager, gathering) = (burst(0.0), burst(50.0));
+    assert!(drive_busy_ns(&eager) > 0);
+    assert_eq!(drive_busy_ns(&gathering), 0);
+    assert_eq!(gathering.ops["write"].ios, 2_000);
+}

@@ -69,6 +69,7 @@ pub fn hba() -> ControllerSpec {
         cache_overhead_ns: 0,
         destage_concurrency: 4,
         dirty_low_percent: 0.0,
+        dirty_high_percent: 0.0,
         trim_passthrough: false,
         fastpath_overhead_ns: None,
         fastpath: false,
