@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from raidlab.advise import advise
 from raidlab.cli import app
 from raidlab.workloads import WorkloadRequest
@@ -61,3 +63,59 @@ def test_fastpath_is_a_candidate_only_where_the_controller_has_it() -> None:
     assert "FastPath" in megaraid.attrs["why"]
     md = advise("intel-dc-s3500-80g", 4, workload, controller="linux-md", jobs=1, progress=False)
     assert set(md["write_cache"]) == {"wt"}
+
+
+def _advise_cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["advise", "--drive", "intel-dc-s3500-80g", *args])
+    return result.exit_code, result.output
+
+
+def test_a_fio_job_file_is_the_workload_of_every_candidate() -> None:
+    code, out = _advise_cli(
+        "--drives",
+        "4",
+        "--job",
+        "tests/data/fio/numjobs.fio",
+        "--tolerate",
+        "1",
+        "--format",
+        "json",
+        "--jobs",
+        "1",
+    )
+    assert code == 0, out
+    rows = json.loads(out)["records"]
+    assert {row["level"] for row in rows} == {1, 5, 6, 10}
+    # Four jobs of 8 KiB random writes: RAID 10 writes each block twice, RAID 5 reads
+    # and writes four times, so the mirror ranks first.
+    assert rows[0]["level"] in (1, 10), rows[0]
+
+
+def test_an_iometer_preset_is_the_workload_and_ios_caps_it() -> None:
+    code, out = _advise_cli(
+        "--drives",
+        "2",
+        "--workload",
+        "database",
+        "--ios",
+        "2000",
+        "--format",
+        "json",
+        "--jobs",
+        "1",
+    )
+    assert code == 0, out
+    assert {row["level"] for row in json.loads(out)["records"]} == {0, 1}
+
+
+def test_workload_sources_exclude_each_other_and_the_flags() -> None:
+    for args, flag in (
+        (["--job", "tests/data/fio/rwmix.fio", "--workload", "database"], "--job"),
+        (["--job", "tests/data/fio/rwmix.fio", "--bs", "8K"], "--job"),
+        (["--workload", "database", "--iodepth", "4"], "--workload"),
+        (["--job", "tests/data/fio/two-groups.fio"], "--job"),
+        (["--job", "no/such.fio"], "--job"),
+        (["--workload", "bs=4K/50"], "--workload bs"),
+    ):
+        code, out = _advise_cli("--drives", "2", *args)
+        assert code == 2 and out.startswith(f"error: {flag}"), (args, out)

@@ -11,8 +11,8 @@ is a scenario like any other, so they run in parallel and the ranking is reprodu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -26,8 +26,10 @@ from raidlab.config import (
 )
 from raidlab.errors import RaidlabError
 from raidlab.executor import run_scenarios
+from raidlab.fio import JobFile, plan_jobs
 from raidlab.native import array_info
 from raidlab.presets import DEFAULT_CONTROLLER
+from raidlab.suites import iometer_workloads, parse_access_spec
 from raidlab.units import format_size, parse_size
 from raidlab.workloads import WorkloadRequest, build_workload
 
@@ -47,6 +49,52 @@ ADVISE_COLUMNS = [
     "lat_p99_us",
     "bottleneck",
 ]
+
+
+class WorkloadSource(Protocol):
+    """What advise runs on every candidate: a scenario for an array."""
+
+    def scenario(self, array: Mapping[str, Any], seed: int) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class FioJobs:
+    """The jobs of a fio job file, run together on every candidate; each job's I/O
+    count is capped at ``ios`` (a job sized to the whole array would otherwise take
+    minutes per candidate)."""
+
+    job_file: JobFile
+    source: str
+    ios: int = 20_000
+    label: str = "job"
+
+    def scenario(self, array: Mapping[str, Any], seed: int) -> dict[str, Any]:
+        plan = plan_jobs(self.job_file, array)
+        if len(plan.groups) != 1:
+            raise RaidlabError(
+                self.label,
+                f"{self.source} has {len(plan.groups)} groups of jobs (stonewall or wait_for); "
+                "advise ranks arrays for one set of jobs that run together",
+            )
+        (scenario,) = plan.scenarios(array, seed)
+        scenario["workloads"] = [
+            {**w, "ios": min(int(w["ios"]), self.ios)} for w in scenario["workloads"]
+        ]
+        return scenario
+
+
+@dataclass(frozen=True)
+class AccessSpecWorkload:
+    """An IOMeter access specification or preset (desktop, database, fileserver)."""
+
+    spec: str
+    ios: int = 20_000
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def scenario(self, array: Mapping[str, Any], seed: int) -> dict[str, Any]:
+        access = parse_access_spec(self.spec, self.labels.get("spec", "workload"))
+        workloads = iometer_workloads(array, access, self.ios, None, self.labels)
+        return {"schema": 1, "seed": seed, "array": dict(array), "workloads": workloads}
 
 
 @dataclass(frozen=True)
@@ -112,7 +160,7 @@ def _candidates(
 def advise(
     drive: Any,
     drives: Any,
-    workload: WorkloadRequest,
+    workload: WorkloadRequest | WorkloadSource,
     controller: Any = None,
     capacity: Any = 0,
     tolerate: Any = 0,
@@ -123,9 +171,11 @@ def advise(
     labels: Mapping[str, str] | None = None,
     scheduler: str | None = None,
 ) -> pd.DataFrame:
-    """Rank the candidate arrays for ``workload``; columns ADVISE_COLUMNS, best first.
-    ``.attrs["why"]`` explains the winner against the runner-up. ``scheduler`` is the
-    host I/O scheduler every candidate runs behind (default: none)."""
+    """Rank the candidate arrays for ``workload`` (fio-style flags as a WorkloadRequest,
+    a fio job file as FioJobs, an IOMeter access specification as AccessSpecWorkload);
+    columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains the winner against
+    the runner-up. ``scheduler`` is the host I/O scheduler every candidate runs behind
+    (default: none; a job file's ioscheduler= wins)."""
     labels = dict(labels or {})
     if scheduler is not None and scheduler not in SCHEDULERS:
         raise RaidlabError(
@@ -150,14 +200,22 @@ def advise(
         )
     scenarios = []
     for candidate, array in candidates:
-        built = build_workload(workload, array)
+        if isinstance(workload, WorkloadRequest):
+            scenario = build_scenario(array, build_workload(workload, array), seed)
+        else:
+            scenario = workload.scenario(array, seed)
         if candidate.cache == "wb":
             # Measure a full cache, not the burst it absorbs: warm up with writes
-            # worth twice the cache.
-            fill = _fill_ios(built, array["controller"]["cache_bytes"])
-            if fill > int(built.get("warmup_ios") or 0):
-                built = {**built, "warmup_ios": fill}
-        scenarios.append(build_scenario(array, built, seed))
+            # worth twice the cache, shared by the workloads that run together.
+            cache_bytes = array["controller"]["cache_bytes"]
+            if "workload" in scenario:
+                scenario["workload"] = _warmed(scenario["workload"], cache_bytes, 1)
+            else:
+                count = len(scenario["workloads"])
+                scenario["workloads"] = [
+                    _warmed(w, cache_bytes, count) for w in scenario["workloads"]
+                ]
+        scenarios.append(scenario)
     results = run_scenarios(scenarios, jobs=jobs, progress=progress, description="candidates")
     rows = []
     for (candidate, _), result in zip(candidates, results, strict=True):
@@ -190,6 +248,14 @@ def advise(
 
 
 WARMUP_IOS_MAX = 5_000_000
+
+
+def _warmed(workload: Mapping[str, Any], cache_bytes: int, sharing: int) -> dict[str, Any]:
+    """``workload`` warming up with its share of twice the cache in writes."""
+    fill = _fill_ios(workload, cache_bytes) // sharing
+    if fill > int(workload.get("warmup_ios") or 0):
+        return {**workload, "warmup_ios": fill}
+    return dict(workload)
 
 
 def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:

@@ -544,18 +544,39 @@ def presets(output_format: FormatOption = "table") -> None:
       --rw randrw --bs 4K --iodepth 32 --tolerate 1
   raidlab advise --drive hitachi-deskstar-250g --drives 6 --rw write --bs 1M \\
       --iodepth 4 --capacity 800G --metric mbps
+  raidlab advise --drive intel-dc-s3500-80g --drives 4 --controller megaraid-9361 \\
+      --job tests/data/fio/rwmix.fio --tolerate 1
+  raidlab advise --drive wd-caviar-blue-500g --drives 4 --controller megaraid-9361 \\
+      --workload database --tolerate 1 --metric lat_p99_us
 """
 )
 def advise(
     drive: DriveOption = None,
     drives: DrivesOption = None,
     controller: ControllerOption = None,
-    rw: Annotated[str, _opt("--rw", "fio's rw of the workload.")] = "randrw",
-    bs: Annotated[str, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
-    iodepth: Annotated[str, _opt("--iodepth", "Outstanding I/Os per job.")] = "32",
-    numjobs: Annotated[str, _opt("--numjobs", "Independent jobs.")] = "1",
-    rwmixread: Annotated[str, _opt("--rwmixread", "Read percentage for rw/randrw.")] = "70",
-    ios: Annotated[str, _opt("--ios", "Measured host I/Os per candidate.")] = "20000",
+    rw: Annotated[str | None, _opt("--rw", "fio's rw of the workload (randrw).")] = None,
+    bs: Annotated[
+        str | None, _opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (4K).")
+    ] = None,
+    iodepth: Annotated[str | None, _opt("--iodepth", "Outstanding I/Os per job (32).")] = None,
+    numjobs: Annotated[str | None, _opt("--numjobs", "Independent jobs (1).")] = None,
+    rwmixread: Annotated[
+        str | None, _opt("--rwmixread", "Read percentage for rw/randrw (70).")
+    ] = None,
+    job: Annotated[
+        Path | None,
+        _opt("--job", "A fio job file: its jobs, run together, are the workload."),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        _opt(
+            "--workload",
+            "An IOMeter preset (desktop, database, fileserver) or access specification.",
+        ),
+    ] = None,
+    ios: Annotated[
+        str, _opt("--ios", "Measured host I/Os per candidate (per job of --job, at most).")
+    ] = "20000",
     capacity: Annotated[str, _opt("--capacity", "Usable capacity needed, e.g. 500G.")] = "0",
     tolerate: Annotated[str, _opt("--tolerate", "Drive failures to survive in every case.")] = "0",
     metric: Annotated[str, _opt("--metric", "Rank by iops, mbps or lat_p99_us.")] = "iops",
@@ -567,24 +588,49 @@ def advise(
     """Simulate the RAID levels, stripe units and cache settings (write-through,
     write-back, FastPath where the controller has it) a set of drives allows for a
     workload, and rank them, with the bottleneck of each and why the winner wins."""
+    from raidlab.advise import AccessSpecWorkload, FioJobs
     from raidlab.advise import advise as run_advise
+    from raidlab.fio import parse_job_files
 
     with user_errors():
         output_format = _format(output_format)
         if drive is None:
             raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`)")
+        flags = {"--rw": rw, "--bs": bs, "--iodepth": iodepth, "--numjobs": numjobs}
+        flags["--rwmixread"] = rwmixread
+        given = [flag for flag, value in flags.items() if value is not None]
+        if job is not None and workload is not None:
+            raise RaidlabError("--job", "give --job or --workload, not both")
+        source: WorkloadRequest | Any
+        if job is not None or workload is not None:
+            own = "--job" if job is not None else "--workload"
+            if given:
+                raise RaidlabError(
+                    own, f"the workload comes from {own}; leave out {', '.join(given)}"
+                )
+            ios_cap = parse_int(ios, "--ios", 1, 100_000_000)
+            if job is not None:
+                if not job.is_file():
+                    raise RaidlabError("--job", f"no such file: {job}")
+                source = FioJobs(parse_job_files([job]), str(job), ios_cap, "--job")
+            else:
+                source = AccessSpecWorkload(
+                    str(workload), ios_cap, {"spec": "--workload", "ios": "--ios"}
+                )
+        else:
+            source = WorkloadRequest(
+                rw=rw or "randrw",
+                bs=bs or "4K",
+                rwmixread=rwmixread or "70",
+                iodepth=iodepth or "32",
+                numjobs=numjobs or "1",
+                ios=ios,
+                labels=RUN_FLAGS,
+            )
         frame = run_advise(
             drive,
             parse_int(drives or "1", "--drives", 1, 256),
-            WorkloadRequest(
-                rw=rw,
-                bs=bs,
-                rwmixread=rwmixread,
-                iodepth=iodepth,
-                numjobs=numjobs,
-                ios=ios,
-                labels=RUN_FLAGS,
-            ),
+            source,
             controller=controller,
             capacity=capacity,
             tolerate=parse_int(tolerate, "--tolerate", 0, 255),

@@ -216,6 +216,32 @@ def iometer(
     """One IOMeter access specification: rows per direction and ``total``."""
     labels = dict(labels or {})
     access = parse_access_spec(spec, labels.get("spec", "SPEC"))
+    workloads = iometer_workloads(array, access, ios, size, labels)
+    scenario = {"schema": 1, "seed": seed, "array": dict(array), "workloads": workloads}
+    (result,) = run_scenarios([scenario], jobs=1, progress=False)
+    ops = result.get("ops", {})
+    rows = []
+    for op in ("read", "write"):
+        if op in ops:
+            rows.append({"op": op, **_combined({op: ops[op]}, ops[op]["ios"] or 1)})
+    rows.append({"op": "total", **_combined(ops, sum(s["ios"] for s in ops.values()) or 1)})
+    frame = pd.DataFrame(rows, columns=["op", "mbps", "iops", "lat_mean_us", "lat_p99_us"])
+    frame.attrs.update(
+        {"spec": access.__dict__, "explain": result.get("explain"), "scenario": scenario}
+    )
+    return frame
+
+
+def iometer_workloads(
+    array: Mapping[str, Any],
+    access: AccessSpec,
+    ios: Any = 20_000,
+    size: Any = None,
+    labels: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """An access specification as concurrent workloads: its random and its sequential
+    share, ``ios`` host I/Os between them."""
+    labels = dict(labels or {})
     total_ios = parse_int(ios, labels.get("ios", "ios"), 1, 100_000_000)
     workloads = []
     for random, pct in ((True, access.random_pct), (False, 100 - access.random_pct)):
@@ -237,19 +263,7 @@ def iometer(
         )
         workload["name"] = "random" if random else "sequential"
         workloads.append(workload)
-    scenario = {"schema": 1, "seed": seed, "array": dict(array), "workloads": workloads}
-    (result,) = run_scenarios([scenario], jobs=1, progress=False)
-    ops = result.get("ops", {})
-    rows = []
-    for op in ("read", "write"):
-        if op in ops:
-            rows.append({"op": op, **_combined({op: ops[op]}, ops[op]["ios"] or 1)})
-    rows.append({"op": "total", **_combined(ops, sum(s["ios"] for s in ops.values()) or 1)})
-    frame = pd.DataFrame(rows, columns=["op", "mbps", "iops", "lat_mean_us", "lat_p99_us"])
-    frame.attrs.update(
-        {"spec": access.__dict__, "explain": result.get("explain"), "scenario": scenario}
-    )
-    return frame
+    return workloads
 
 
 # --- SNIA PTS ---------------------------------------------------------------------------
