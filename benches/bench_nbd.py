@@ -8,7 +8,9 @@ Targets, every export 1 GiB of backing files in /dev/shm (RAM, so the numbers me
 the server's CPU path, not a disk):
 
     raidlab RAID 0 of 2 files   raidlab RAID 5 of 4 files (chunk 64 KiB), without and
-    with its write journal
+    with its write journal; RAID 0 again serving one request of a connection at a time
+    (--requests-in-flight 1), and with 2 ms injected into every member I/O (a disk's
+    service time) with 8 and with 1 request in flight
     qemu-nbd on one file        nbdkit file plugin on the same file (if installed)
 
 Each export is first filled with 1 MiB sequential writes, so reads do not hit holes.
@@ -122,12 +124,20 @@ def fio(uri: str, job: Job, runtime_s: int, time_based: bool = True) -> Result:
 
 
 def start_raidlab(
-    engine: str, workdir: Path, level: int, members: int, journal: bool = False
+    engine: str,
+    workdir: Path,
+    level: int,
+    members: int,
+    journal: bool = False,
+    in_flight: int | None = None,
+    latency: str | None = None,
 ) -> subprocess.Popen[bytes]:
+    """A served array; ``in_flight``: requests of a connection served at once;
+    ``latency``: injected into every member I/O (a disk's service time)."""
     data_members = members - 1 if level == 5 else members
     # Round each member's share up to whole chunks so the export holds EXPORT_BYTES.
     data_per_member = -(-EXPORT_BYTES // (data_members * CHUNK_BYTES)) * CHUNK_BYTES
-    tag = f"r{level}{'j' if journal else ''}"
+    tag = f"r{level}{'j' if journal else ''}-{in_flight}-{latency}"
     files = [str(workdir / f"{tag}-{i}.img") for i in range(members)]
     # The journal file is sparse: only the records written take memory.
     journal_args = ["--journal", str(workdir / f"{tag}-journal.img")] if journal else []
@@ -137,13 +147,20 @@ def start_raidlab(
         check=True, capture_output=True,
     )  # fmt: skip
     port = free_port()
+    in_flight_args = [] if in_flight is None else ["--requests-in-flight", str(in_flight)]
     proc = subprocess.Popen(
-        [engine, "serve", "--listen", f"127.0.0.1:{port}", *journal_args, *files],
+        [engine, "serve", "--listen", f"127.0.0.1:{port}", *in_flight_args, *journal_args,
+         *files],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     proc.port = port  # type: ignore[attr-defined]
     wait_listening(port, proc, f"raidlab-engine RAID {level}")
+    # Injected once the export is filled (main runs these after the fill).
+    proc.after_fill = [  # type: ignore[attr-defined]
+        [engine, "inject", member, "--latency", latency]
+        for member in (files if latency is not None else [])
+    ]
     return proc
 
 
@@ -195,6 +212,15 @@ def main() -> int:
         ("raidlab RAID5x4", lambda: start_raidlab(args.engine, workdir, 5, RAID5_MEMBERS)),
         ("raidlab RAID5x4+journal",
          lambda: start_raidlab(args.engine, workdir, 5, RAID5_MEMBERS, journal=True)),
+        # One request of a connection at a time: the least CPU per request on tmpfs.
+        ("raidlab RAID0x2 1 in flight",
+         lambda: start_raidlab(args.engine, workdir, 0, RAID0_MEMBERS, in_flight=1)),
+        # Members that take 2 ms per I/O, like disks: requests in flight overlap.
+        ("raidlab RAID0x2 2ms members",
+         lambda: start_raidlab(args.engine, workdir, 0, RAID0_MEMBERS, latency="2ms")),
+        ("raidlab RAID0x2 2ms members 1 in flight",
+         lambda: start_raidlab(args.engine, workdir, 0, RAID0_MEMBERS, in_flight=1,
+                               latency="2ms")),
     ]  # fmt: skip
     if shutil.which("nbdkit"):
         targets.append(("nbdkit file 1 file", lambda: start_nbdkit(single)))
@@ -208,6 +234,8 @@ def main() -> int:
             try:
                 uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
                 fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
+                for command in getattr(proc, "after_fill", []):
+                    subprocess.run(command, check=True, capture_output=True)
                 results[name] = {}
                 for job in JOBS:
                     r = fio(uri, job, args.runtime)

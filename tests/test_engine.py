@@ -527,6 +527,7 @@ def cli_error_line(args: list[str]) -> str:
         (["create", "--level", "5", "--size", "8M"], 0, "MEMBER"),
         (["status"], 0, "MEMBER"),
         (["replace", "--rate", "fast", "1", "spare.img"], 3, "--rate"),
+        (["serve", "--requests-in-flight", "0"], 3, "--requests-in-flight"),
         (["inject"], 0, "inject"),
         (["inject", "m.img", "0", "--clear"], 0, "inject"),
     ],

@@ -571,10 +571,13 @@ class Server:
         timeout_s: float = SERVE_READY_TIMEOUT_S,
         log: Callable[[str], None] | None = None,
         journal: Member | None = None,
+        requests_in_flight: int | str | None = None,
     ) -> None:
         args = ["serve", "--listen", listen, *_journal(journal)]
         if connections_max is not None:
             args += ["--connections-max", str(connections_max)]
+        if requests_in_flight is not None:
+            args += ["--requests-in-flight", str(requests_in_flight)]
         self.members = _members(members)
         self.command = [str(engine_path()), *args, *self.members]
         self._log = log
@@ -718,14 +721,16 @@ def serve(
     timeout_s: float = SERVE_READY_TIMEOUT_S,
     log: Callable[[str], None] | None = None,
     journal: Member | None = None,
+    requests_in_flight: int | str | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
     ``listen`` is ``HOST:PORT``; port 0 (the default) lets the OS pick a free one, read
     it back from ``Server.uri``. ``log`` receives each line the server prints on
-    stderr after it is ready.
+    stderr after it is ready. ``requests_in_flight`` (default 8) is how many requests
+    of one connection are served at once.
     """
-    return Server(members, listen, connections_max, timeout_s, log, journal)
+    return Server(members, listen, connections_max, timeout_s, log, journal, requests_in_flight)
 
 
 def wait_rebuilt(

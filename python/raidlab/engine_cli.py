@@ -193,6 +193,10 @@ def serve(
     connections_max: Annotated[
         str | None, typer.Option("--connections-max", help="Concurrent NBD connections (16).")
     ] = None,
+    requests_in_flight: Annotated[
+        str | None,
+        typer.Option("--requests-in-flight", help="Requests of one connection served at once (8)."),
+    ] = None,
     journal: JournalOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
@@ -205,6 +209,7 @@ def serve(
             connections_max=connections_max,
             log=lambda line: typer.echo(line, err=True),
             journal=journal,
+            requests_in_flight=requests_in_flight,
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}

@@ -16,7 +16,8 @@ const USAGE: &str = "usage:
                         [--spans N] [--uuid HEX] [--force] [--assume-clean]
                         [--journal PATH [--journal-size 256M]] [--json] MEMBER...
   raidlab-engine status [--json] MEMBER...   (alias: assemble)
-  raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16] MEMBER...
+  raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16]
+                       [--requests-in-flight 8] MEMBER...
   raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
   raidlab-engine replace OLD NEW [--rate 200M] [--no-wait] [--json] MEMBER...
   raidlab-engine check [--json] MEMBER...    (exit 1 when stripes mismatch)
@@ -363,7 +364,11 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "serve" => {
-            let a = Args::parse(rest, &["listen", "connections-max", "journal"], &[])?;
+            let a = Args::parse(
+                rest,
+                &["listen", "connections-max", "requests-in-flight", "journal"],
+                &[],
+            )?;
             let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
             let max = a
                 .value("connections-max")
@@ -372,6 +377,16 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 .unwrap_or(16);
             if !(1..=1024).contains(&max) {
                 return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
+            }
+            let in_flight = a
+                .value("requests-in-flight")
+                .map(|s| parse_num::<usize>("--requests-in-flight", s))
+                .transpose()?
+                .unwrap_or(raidlab_engine::nbd::REQUESTS_IN_FLIGHT_MAX);
+            if !(1..=64).contains(&in_flight) {
+                return Err(Error::Input(format!(
+                    "--requests-in-flight: 1..=64, got {in_flight}"
+                )));
             }
             let array = Arc::new(Array::assemble_with(
                 &absolute(a.members(0)?)?,
@@ -406,7 +421,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
                 control_path.display()
             );
-            let served = raidlab_engine::nbd::serve(array.clone(), listener, max, &STOP);
+            let served = raidlab_engine::nbd::serve(array.clone(), listener, max, in_flight, &STOP);
             STOP.store(true, Ordering::Relaxed);
             let _ = control_thread.join();
             array.close()?;

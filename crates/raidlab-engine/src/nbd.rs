@@ -18,7 +18,7 @@ use crate::Array;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// `NBDMAGIC`.
@@ -112,6 +112,9 @@ pub const BLOCK_BYTES_MIN: u32 = 512;
 pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
 /// Largest request.
 pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
+/// Requests of one connection served at once (by as many worker threads): a client
+/// that keeps several requests in flight reaches several members at once.
+pub const REQUESTS_IN_FLIGHT_MAX: usize = 8;
 /// Largest option payload accepted.
 pub const OPTION_BYTES_MAX: u32 = 64 << 10;
 /// Options per handshake.
@@ -189,12 +192,23 @@ enum Handshake {
 /// caller closes the connection). Never panics on any input.
 pub fn handle_connection(
     export: &dyn Export,
-    reader: &mut impl Read,
-    writer: &mut impl Write,
+    reader: &mut (impl Read + Send),
+    writer: &mut (impl Write + Send),
+) -> io::Result<()> {
+    handle_connection_with(export, reader, writer, REQUESTS_IN_FLIGHT_MAX)
+}
+
+/// [`handle_connection`] serving at most `in_flight` requests at once (1: one after
+/// the other, the least CPU per request when the members answer in microseconds).
+pub fn handle_connection_with(
+    export: &dyn Export,
+    reader: &mut (impl Read + Send),
+    writer: &mut (impl Write + Send),
+    in_flight: usize,
 ) -> io::Result<()> {
     match handshake(export, reader, writer)? {
         Handshake::Done => Ok(()),
-        Handshake::Transmit => transmission(export, reader, writer),
+        Handshake::Transmit => transmission(export, reader, writer, in_flight.max(1)),
     }
 }
 
@@ -321,91 +335,228 @@ fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Opt
     }
 }
 
-fn transmission(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::Result<()> {
-    let mut buf: Vec<u8> = Vec::new();
-    loop {
-        let mut head = [0u8; 28];
-        // EOF before a request is an orderly (if impolite) end.
-        match r.read(&mut head[..1]) {
-            Ok(0) => return Ok(()),
-            Ok(_) => r.read_exact(&mut head[1..])?,
-            Err(e) => return Err(e),
+/// What the threads of one connection share: the socket's reading half (taken in
+/// turns), its writing half, and the requests being served.
+struct Connection<'a, R, W> {
+    export: &'a dyn Export,
+    reader: Mutex<&'a mut R>,
+    writer: Mutex<&'a mut W>,
+    /// Requests taken off the wire and not yet answered.
+    in_flight: Mutex<usize>,
+    answered: Condvar,
+    /// Set at DISC, EOF or an error: the threads stop taking requests.
+    closing: AtomicBool,
+}
+
+/// One request, read under the reader lock.
+struct Request {
+    cmd: u16,
+    fua: bool,
+    cookie: u64,
+    offset: u64,
+    len: u32,
+    /// A write's payload.
+    data: Vec<u8>,
+}
+
+impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
+    fn send(&self, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        reply(&mut **w, error, cookie, data)
+    }
+
+    /// Waits until no request but the caller's is being served.
+    fn drain(&self) {
+        let mut n = self.in_flight.lock().expect("in-flight lock");
+        while *n > 1 {
+            n = self.answered.wait(n).expect("in-flight lock");
         }
-        let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
-        if magic != REQUEST_MAGIC {
-            return Err(protocol(format!("bad request magic {magic:#x}")));
+    }
+
+    /// One thread's loop: take the reader, read a request, let the reader go (so
+    /// another thread reads the next one), serve the request, reply. Returns at DISC,
+    /// EOF or an error, which it also tells the other threads.
+    fn run(&self) -> io::Result<()> {
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            let request = {
+                let mut r = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+                if self.closing.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                match self.read_request(&mut **r) {
+                    Ok(Some(request)) => {
+                        *self.in_flight.lock().expect("in-flight lock") += 1;
+                        // FLUSH and TRIM with FUA wait for the requests before them;
+                        // holding the reader meanwhile keeps later ones out.
+                        if request.cmd == CMD_FLUSH || (request.cmd == CMD_TRIM && request.fua) {
+                            self.drain();
+                        }
+                        request
+                    }
+                    Ok(None) => {
+                        self.closing.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.closing.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            };
+            let outcome = self.serve(request, &mut buf);
+            *self.in_flight.lock().expect("in-flight lock") -= 1;
+            self.answered.notify_all();
+            if let Err(e) = outcome {
+                self.closing.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
         }
-        let flags = u16::from_be_bytes([head[4], head[5]]);
-        let cmd = u16::from_be_bytes([head[6], head[7]]);
-        let cookie = u64::from_be_bytes(head[8..16].try_into().expect("8"));
-        let offset = u64::from_be_bytes(head[16..24].try_into().expect("8"));
-        let len = u32::from_be_bytes(head[24..28].try_into().expect("4"));
-        let fua = flags & CMD_FLAG_FUA != 0;
-        match cmd {
-            CMD_READ => {
-                if let Some(e) = (len > BLOCK_BYTES_MAX)
-                    .then_some(EINVAL)
-                    .or_else(|| range_error(export, offset, len, EINVAL))
-                {
-                    reply(w, e, cookie, &[])?;
+    }
+
+    /// Reads the next request; `None` at DISC or EOF. Requests answered at once
+    /// (invalid ones) are answered here and the next one read.
+    fn read_request(&self, r: &mut R) -> io::Result<Option<Request>> {
+        loop {
+            let mut head = [0u8; 28];
+            // EOF before a request is an orderly (if impolite) end.
+            match r.read(&mut head[..1]) {
+                Ok(0) => return Ok(None),
+                Ok(_) => r.read_exact(&mut head[1..])?,
+                Err(e) => return Err(e),
+            }
+            let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
+            if magic != REQUEST_MAGIC {
+                return Err(protocol(format!("bad request magic {magic:#x}")));
+            }
+            let flags = u16::from_be_bytes([head[4], head[5]]);
+            let request = Request {
+                cmd: u16::from_be_bytes([head[6], head[7]]),
+                fua: flags & CMD_FLAG_FUA != 0,
+                cookie: u64::from_be_bytes(head[8..16].try_into().expect("8")),
+                offset: u64::from_be_bytes(head[16..24].try_into().expect("8")),
+                len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
+                data: Vec::new(),
+            };
+            let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+            match request.cmd {
+                CMD_DISC => return Ok(None),
+                CMD_READ => {
+                    if let Some(e) = (len > BLOCK_BYTES_MAX)
+                        .then_some(EINVAL)
+                        .or_else(|| range_error(self.export, offset, len, EINVAL))
+                    {
+                        self.send(e, cookie, &[])?;
+                        continue;
+                    }
+                }
+                CMD_WRITE => {
+                    if len > BLOCK_BYTES_MAX {
+                        // The payload cannot be skipped safely: refuse and hang up.
+                        self.send(EINVAL, cookie, &[])?;
+                        return Err(protocol(format!("write of {len} B")));
+                    }
+                    let mut data = vec![0u8; len as usize];
+                    r.read_exact(&mut data)?;
+                    if let Some(e) = range_error(self.export, offset, len, ENOSPC) {
+                        self.send(e, cookie, &[])?;
+                        continue;
+                    }
+                    return Ok(Some(Request { data, ..request }));
+                }
+                CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES => {}
+                _ => {
+                    self.send(EINVAL, cookie, &[])?;
                     continue;
                 }
-                buf.resize(len as usize, 0);
-                let err = export.read_at(offset, &mut buf).map_or(EIO, |()| 0);
-                reply(w, err, cookie, &buf)?;
             }
-            CMD_WRITE => {
-                if len > BLOCK_BYTES_MAX {
-                    // The payload cannot be skipped safely: refuse and hang up.
-                    reply(w, EINVAL, cookie, &[])?;
-                    return Err(protocol(format!("write of {len} B")));
-                }
-                buf.resize(len as usize, 0);
-                r.read_exact(&mut buf)?;
-                let err = match range_error(export, offset, len, ENOSPC) {
-                    Some(e) => e,
-                    None => export.write_at(offset, &buf, fua).map_or(EIO, |()| 0),
-                };
-                reply(w, err, cookie, &[])?;
+            return Ok(Some(request));
+        }
+    }
+
+    /// Serves a request read by [`Connection::read_request`] and replies.
+    fn serve(&self, q: Request, buf: &mut Vec<u8>) -> io::Result<()> {
+        let export = self.export;
+        let err = match q.cmd {
+            CMD_READ => {
+                buf.resize(q.len as usize, 0);
+                let err = export.read_at(q.offset, buf).map_or(EIO, |()| 0);
+                return self.send(err, q.cookie, buf);
             }
-            CMD_DISC => return Ok(()),
-            CMD_FLUSH => {
-                let err = export.flush().map_or(EIO, |()| 0);
-                reply(w, err, cookie, &[])?;
-            }
-            CMD_TRIM => {
-                let err = range_error(export, offset, len, EINVAL).unwrap_or(0);
-                let err = if err == 0 && fua {
-                    export.flush().map_or(EIO, |()| 0)
-                } else {
-                    err
-                };
-                reply(w, err, cookie, &[])?;
-            }
-            CMD_WRITE_ZEROES => {
-                let mut err = range_error(export, offset, len, ENOSPC).unwrap_or(0);
-                if err == 0 {
-                    let piece = (len as usize).min(4 << 20);
+            CMD_WRITE => export
+                .write_at(q.offset, &q.data, q.fua)
+                .map_or(EIO, |()| 0),
+            CMD_FLUSH => export.flush().map_or(EIO, |()| 0),
+            CMD_TRIM => match range_error(export, q.offset, q.len, EINVAL) {
+                Some(e) => e,
+                None if q.fua => export.flush().map_or(EIO, |()| 0),
+                None => 0,
+            },
+            CMD_WRITE_ZEROES => match range_error(export, q.offset, q.len, ENOSPC) {
+                Some(e) => e,
+                None => {
+                    let piece = (q.len as usize).min(4 << 20);
                     buf.clear();
                     buf.resize(piece, 0);
+                    let mut err = 0;
                     let mut at = 0u64;
-                    while at < u64::from(len) && err == 0 {
-                        let n = (u64::from(len) - at).min(piece as u64) as usize;
+                    while at < u64::from(q.len) && err == 0 {
+                        let n = (u64::from(q.len) - at).min(piece as u64) as usize;
                         err = export
-                            .write_at(offset + at, &buf[..n], fua)
+                            .write_at(q.offset + at, &buf[..n], q.fua)
                             .map_or(EIO, |()| 0);
                         at += n as u64;
                     }
+                    err
                 }
-                reply(w, err, cookie, &[])?;
-            }
-            _ => reply(w, EINVAL, cookie, &[])?,
-        }
+            },
+            _ => EINVAL,
+        };
+        self.send(err, q.cookie, &[])
     }
 }
 
-/// Accepts connections until `stop` is set, a thread per connection, at most
-/// `connections_max` at once (more are closed at once). Polls `stop` every 100 ms.
+/// The transmission phase, served by `threads` threads in turns: one
+/// reads a request and lets the socket go to the next while it serves it, so a client
+/// that keeps several requests in flight has them served at once, and replies come as
+/// requests finish (an NBD reply carries its request's cookie). A client that waits for
+/// each reply is served by one thread with no hand-off. FLUSH and TRIM with FUA first
+/// wait for every request before them, so a flush covers every write the client sent
+/// before it, more than the protocol asks. Returning waits for the requests in flight.
+fn transmission<R: Read + Send, W: Write + Send>(
+    export: &dyn Export,
+    r: &mut R,
+    w: &mut W,
+    threads: usize,
+) -> io::Result<()> {
+    let connection = Connection {
+        export,
+        reader: Mutex::new(r),
+        writer: Mutex::new(w),
+        in_flight: Mutex::new(0),
+        answered: Condvar::new(),
+        closing: AtomicBool::new(false),
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads)
+            .map(|_| scope.spawn(|| connection.run()))
+            .collect();
+        let mut outcome = connection.run();
+        for t in others {
+            let theirs = t
+                .join()
+                .unwrap_or_else(|_| Err(protocol("request thread panicked")));
+            if outcome.is_ok() {
+                outcome = theirs;
+            }
+        }
+        outcome
+    })
+}
+
+/// Accepts connections until `stop` is set, a thread per connection (serving up to
+/// `in_flight` of its requests at once), at most `connections_max` connections at once
+/// (more are closed at once). Polls `stop` every 100 ms.
 /// Before it returns, every open connection is shut down and its thread joined: a
 /// request in progress finishes, so the caller can flush and mark the array clean
 /// knowing no write is still moving.
@@ -413,6 +564,7 @@ pub fn serve(
     export: Arc<dyn Export>,
     listener: TcpListener,
     connections_max: usize,
+    in_flight: usize,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
@@ -439,7 +591,7 @@ pub fn serve(
                 // client sees the end of the connection at once.
                 let closer = handle_side.try_clone().ok();
                 let thread = std::thread::spawn(move || {
-                    match serve_stream(&*export, stream) {
+                    match serve_stream(&*export, stream, in_flight) {
                         // A client that hangs up mid-handshake (a port probe), or a
                         // connection shut down at stop, is no news.
                         Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
@@ -475,10 +627,10 @@ pub fn serve(
     outcome
 }
 
-fn serve_stream(export: &dyn Export, stream: TcpStream) -> io::Result<()> {
+fn serve_stream(export: &dyn Export, stream: TcpStream, in_flight: usize) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
     let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
-    handle_connection(export, &mut reader, &mut writer)
+    handle_connection_with(export, &mut reader, &mut writer, in_flight)
 }

@@ -34,6 +34,8 @@ fn bad_input_is_one_error_line_and_exit_code_2() {
         &["create", "--level", "5", "--bogus", "a"],
         &["status", "does-not-exist"],
         &["serve", "--listen", "not-an-address", "x"],
+        &["serve", "--requests-in-flight", "0", "x"],
+        &["serve", "--requests-in-flight", "65", "x"],
         &["inject", "x"],
         &[],
     ] {

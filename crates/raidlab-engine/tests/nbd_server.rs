@@ -9,7 +9,7 @@ use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 fn raid5(dir: &std::path::Path) -> Arc<Array> {
@@ -153,7 +153,9 @@ fn start(array: Arc<Array>) -> (std::net::SocketAddr, Arc<AtomicBool>) {
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    std::thread::spawn(move || nbd::serve(array, listener, 8, &s2).unwrap());
+    std::thread::spawn(move || {
+        nbd::serve(array, listener, 8, nbd::REQUESTS_IN_FLIGHT_MAX, &s2).unwrap()
+    });
     (addr, stop)
 }
 
@@ -342,4 +344,89 @@ proptest! {
         let mut out = Vec::new();
         let _ = handle_connection(&export, &mut input.as_slice(), &mut out);
     }
+}
+
+/// An export whose read at offset 0 waits for a read at 4 KiB to have finished (at
+/// most 10 s, then EIO): it only answers both when requests run concurrently.
+struct Gate {
+    second_done: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+impl Export for Gate {
+    fn size_bytes(&self) -> u64 {
+        1 << 20
+    }
+    fn read_at(&self, o: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        buf.fill(o as u8 ^ 0x5a);
+        if o == 0 {
+            let done = self.second_done.lock().unwrap();
+            let (done, _) = self
+                .changed
+                .wait_timeout_while(done, std::time::Duration::from_secs(10), |d| !*d)
+                .unwrap();
+            if !*done {
+                return Err(std::io::Error::other("the second read never ran"));
+            }
+        } else {
+            *self.second_done.lock().unwrap() = true;
+            self.changed.notify_all();
+        }
+        Ok(())
+    }
+    fn write_at(&self, _: u64, _: &[u8], _: bool) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn requests_in_flight_on_one_connection_run_at_once() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let gate: Arc<dyn Export> = Arc::new(Gate {
+        second_done: std::sync::Mutex::new(false),
+        changed: std::sync::Condvar::new(),
+    });
+    let server = std::thread::spawn(move || {
+        nbd::serve(gate, listener, 8, nbd::REQUESTS_IN_FLIGHT_MAX, &s2).unwrap()
+    });
+    let mut c = Client::connect(addr, true);
+    // Two reads sent back to back, the first of which cannot finish before the second.
+    for (cookie, offset) in [(1u64, 0u64), (2, 4096)] {
+        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        b.extend_from_slice(&0u16.to_be_bytes());
+        b.extend_from_slice(&nbd::CMD_READ.to_be_bytes());
+        b.extend_from_slice(&cookie.to_be_bytes());
+        b.extend_from_slice(&offset.to_be_bytes());
+        b.extend_from_slice(&4096u32.to_be_bytes());
+        c.s.write_all(&b).unwrap();
+    }
+    let mut order = Vec::new();
+    for _ in 0..2 {
+        let mut h = [0u8; 16];
+        c.s.read_exact(&mut h).unwrap();
+        assert_eq!(u32_of(&h), nbd::SIMPLE_REPLY_MAGIC);
+        assert_eq!(u32_of(&h[4..]), 0, "both reads succeed");
+        let cookie = u64::from_be_bytes(h[8..].try_into().unwrap());
+        let mut data = vec![0u8; 4096];
+        c.s.read_exact(&mut data).unwrap();
+        let offset = if cookie == 1 { 0u64 } else { 4096 };
+        assert!(
+            data.iter().all(|&b| b == offset as u8 ^ 0x5a),
+            "cookie {cookie}"
+        );
+        order.push(cookie);
+    }
+    // Read 0 could only finish because read 4 KiB ran meanwhile (served one at a time,
+    // it fails after 10 s); each reply carries its own request's cookie and data.
+    order.sort_unstable();
+    assert_eq!(order, [1, 2]);
+    c.disconnect();
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
 }
