@@ -2,7 +2,7 @@
 //! fault-inject arrays on member files or block devices. See the crate README.
 //! Bad input: one line `error: ...` on stderr and exit code 2.
 
-use raidlab_engine::{control, Array, CreateOptions, Error};
+use raidlab_engine::{control, nbd, Array, CreateOptions, Error};
 use raidlab_layout::{Layout, Level};
 use serde_json::{json, Value};
 use std::net::TcpListener;
@@ -382,10 +382,11 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 .value("requests-in-flight")
                 .map(|s| parse_num::<usize>("--requests-in-flight", s))
                 .transpose()?
-                .unwrap_or(raidlab_engine::nbd::REQUESTS_IN_FLIGHT_MAX);
-            if !(1..=64).contains(&in_flight) {
+                .unwrap_or(nbd::REQUESTS_IN_FLIGHT_DEFAULT);
+            if !(1..=nbd::REQUESTS_IN_FLIGHT_LIMIT).contains(&in_flight) {
                 return Err(Error::Input(format!(
-                    "--requests-in-flight: 1..=64, got {in_flight}"
+                    "--requests-in-flight: 1..={}, got {in_flight}",
+                    nbd::REQUESTS_IN_FLIGHT_LIMIT
                 )));
             }
             let array = Arc::new(Array::assemble_with(
@@ -421,7 +422,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
                 control_path.display()
             );
-            let served = raidlab_engine::nbd::serve(array.clone(), listener, max, in_flight, &STOP);
+            let served = nbd::serve(array.clone(), listener, max, in_flight, &STOP);
             STOP.store(true, Ordering::Relaxed);
             let _ = control_thread.join();
             array.close()?;

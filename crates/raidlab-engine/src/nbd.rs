@@ -112,9 +112,12 @@ pub const BLOCK_BYTES_MIN: u32 = 512;
 pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
 /// Largest request.
 pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
-/// Requests of one connection served at once (by as many worker threads): a client
-/// that keeps several requests in flight reaches several members at once.
-pub const REQUESTS_IN_FLIGHT_MAX: usize = 8;
+/// Requests of one connection served at once (by as many worker threads) unless told
+/// otherwise: a client that keeps several requests in flight reaches several members
+/// at once.
+pub const REQUESTS_IN_FLIGHT_DEFAULT: usize = 8;
+/// Most requests of one connection served at once that `serve` may be asked for.
+pub const REQUESTS_IN_FLIGHT_LIMIT: usize = 64;
 /// Largest option payload accepted.
 pub const OPTION_BYTES_MAX: u32 = 64 << 10;
 /// Options per handshake.
@@ -195,7 +198,7 @@ pub fn handle_connection(
     reader: &mut (impl Read + Send),
     writer: &mut (impl Write + Send),
 ) -> io::Result<()> {
-    handle_connection_with(export, reader, writer, REQUESTS_IN_FLIGHT_MAX)
+    handle_connection_with(export, reader, writer, REQUESTS_IN_FLIGHT_DEFAULT)
 }
 
 /// [`handle_connection`] serving at most `in_flight` requests at once (1: one after
