@@ -47,8 +47,41 @@ pub const STRIPE_LOCKS: usize = 1024;
 /// Largest host request the engine takes in one piece (the NBD maximum block size).
 pub const REQUEST_BYTES_MAX: u64 = 32 << 20;
 /// Read errors corrected on one member before it is failed instead (md's default
-/// `max_read_errors`).
+/// `max_read_errors`), counted as md's RAID 10 counts them: halved for every hour
+/// without one, so a disk is failed for a burst of errors, not for a few a day.
 pub const MAX_READ_ERRORS: u64 = 20;
+
+/// One member's corrected read errors.
+#[derive(Debug, Default)]
+struct ReadErrors {
+    /// All of them since assembly (what `status` reports).
+    total: u64,
+    /// The count [`MAX_READ_ERRORS`] limits, as it stood at `last`.
+    recent: u64,
+    /// When the last one was corrected.
+    last: Option<Instant>,
+}
+
+impl ReadErrors {
+    /// The limited count at `now`: halved for every whole hour since the last error
+    /// (md's `check_decay_read_errors`).
+    fn recent_at(&self, now: Instant) -> u64 {
+        let hours = self
+            .last
+            .map_or(0, |t| now.saturating_duration_since(t).as_secs() / 3600);
+        self.recent
+            .checked_shr(u32::try_from(hours).unwrap_or(u32::MAX))
+            .unwrap_or(0)
+    }
+
+    /// Counts an error corrected at `now`; returns the limited count with it.
+    fn record(&mut self, now: Instant) -> u64 {
+        self.recent = self.recent_at(now) + 1;
+        self.last = Some(now);
+        self.total += 1;
+        self.recent
+    }
+}
 
 /// How to create an array: the geometry without member capacity, plus creation options.
 #[derive(Debug, Clone)]
@@ -324,7 +357,7 @@ pub struct Array {
     faults: RwLock<Vec<Fault>>,
     any_fault: AtomicBool,
     /// Per role: read errors corrected (see [`MAX_READ_ERRORS`]).
-    read_errors: Box<[AtomicU64]>,
+    read_errors: Box<[Mutex<ReadErrors>]>,
     /// Records replayed at assembly.
     journal_replayed: u64,
 }
@@ -899,7 +932,9 @@ impl Array {
     ) -> Result<Self> {
         let geo = Geometry::new(&spec)?;
         Ok(Self {
-            read_errors: (0..geo.members()).map(|_| AtomicU64::new(0)).collect(),
+            read_errors: (0..geo.members())
+                .map(|_| Mutex::new(ReadErrors::default()))
+                .collect(),
             geo,
             uuid,
             spec,
@@ -1116,7 +1151,7 @@ impl Array {
             read_errors_corrected: self
                 .read_errors
                 .iter()
-                .map(|n| n.load(Ordering::Relaxed))
+                .map(|n| n.lock().expect("read errors lock").total)
                 .collect(),
             uuid: self.uuid,
             geometry: self.geo,
@@ -1554,11 +1589,14 @@ impl Array {
             .0
             .clone()
             .unwrap_or_default();
-        let done = self.read_errors[role as usize].load(Ordering::Relaxed);
-        if done >= MAX_READ_ERRORS {
+        let recent = self.read_errors[role as usize]
+            .lock()
+            .expect("read errors lock")
+            .recent_at(Instant::now());
+        if recent >= MAX_READ_ERRORS {
             eprintln!(
-                "raidlab-engine: member {role} ({}): another read error after {done} corrected, \
-                 the most allowed",
+                "raidlab-engine: member {role} ({}): another read error after {recent} \
+                 corrected lately, the most allowed",
                 path.display()
             );
             return false;
@@ -1572,7 +1610,10 @@ impl Array {
                 return false;
             }
         }
-        let count = self.read_errors[role as usize].fetch_add(1, Ordering::Relaxed) + 1;
+        let count = self.read_errors[role as usize]
+            .lock()
+            .expect("read errors lock")
+            .record(Instant::now());
         eprintln!(
             "raidlab-engine: member {role} ({}): read error ({err}) corrected: {} chunk row(s) \
              rewritten from the other members ({count} of {MAX_READ_ERRORS} allowed)",
@@ -2281,4 +2322,46 @@ struct PlannedRead {
     failed: FailedSet,
     plan: Plan,
     reads: Staged,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_error_count_halves_for_every_hour_without_one() {
+        let t0 = Instant::now();
+        let hour = Duration::from_secs(3600);
+        let mut e = ReadErrors::default();
+        for _ in 0..12 {
+            e.record(t0);
+        }
+        assert_eq!(e.recent_at(t0 + hour - Duration::from_secs(1)), 12);
+        assert_eq!(e.recent_at(t0 + hour), 6);
+        assert_eq!(e.recent_at(t0 + 3 * hour), 1);
+        assert_eq!(e.recent_at(t0 + 100_000 * hour), 0);
+        // An error two hours on counts on top of what is left (12 / 4), and restarts
+        // the clock; the total never decays.
+        assert_eq!(e.record(t0 + 2 * hour), 4);
+        assert_eq!(e.recent_at(t0 + 3 * hour - Duration::from_secs(1)), 4);
+        assert_eq!(e.recent_at(t0 + 3 * hour), 2);
+        assert_eq!(e.total, 13);
+    }
+
+    #[test]
+    fn twenty_errors_in_a_burst_reach_the_limit_twenty_a_day_do_not() {
+        let t0 = Instant::now();
+        let mut burst = ReadErrors::default();
+        for _ in 0..MAX_READ_ERRORS {
+            burst.record(t0);
+        }
+        assert!(burst.recent_at(t0) >= MAX_READ_ERRORS);
+        let mut spread = ReadErrors::default();
+        let mut at = t0;
+        for _ in 0..MAX_READ_ERRORS {
+            spread.record(at);
+            at += Duration::from_secs(72 * 60); // 20 a day
+        }
+        assert!(spread.recent_at(at) < 3, "{}", spread.recent_at(at));
+    }
 }
