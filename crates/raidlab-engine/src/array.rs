@@ -294,6 +294,8 @@ struct Checkpoint {
     path: PathBuf,
     file: Arc<File>,
     offset_bytes: u64,
+    /// The rebuild's rate limit, kept for its resumption.
+    rate_bytes_per_s: Option<u64>,
 }
 
 /// Seconds between rebuild checkpoints (each syncs the replacement, then its superblock).
@@ -831,6 +833,7 @@ impl Array {
                     path: path.clone(),
                     file: file.clone(),
                     offset_bytes,
+                    rate_bytes_per_s: sb.recovery_rate_bytes_per_s,
                 });
                 files[role as usize] = Some(file);
                 MemberState::Recovering { offset_bytes }
@@ -1248,6 +1251,7 @@ impl Array {
                 failed: st.failed,
                 journaled: self.journal.is_some(),
                 recovery_offset_bytes: None,
+                recovery_rate_bytes_per_s: None,
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let r = file
@@ -1282,6 +1286,7 @@ impl Array {
             failed: st.failed,
             journaled: self.journal.is_some(),
             recovery_offset_bytes: Some(cp.offset_bytes),
+            recovery_rate_bytes_per_s: cp.rate_bytes_per_s,
         };
         cp.file
             .write_all_at(&sb.encode(), 0)
@@ -1906,25 +1911,27 @@ impl Array {
         )
     }
 
-    /// The member a clean stop left in the middle of its rebuild, and how far it got:
-    /// what [`Array::resume_rebuild`] continues.
-    pub fn resumable_rebuild(&self) -> Option<(u32, PathBuf, u64)> {
+    /// The member a clean stop left in the middle of its rebuild: its role and path,
+    /// how far it got and its rate limit, what [`Array::resume_rebuild`] continues.
+    pub fn resumable_rebuild(&self) -> Option<(u32, PathBuf, u64, Option<u64>)> {
         if self.rebuild_progress().is_some() {
             return None;
         }
         let cp = self.checkpoint.lock().expect("checkpoint lock").clone()?;
-        self.failed()
-            .contains(cp.role)
-            .then(|| (cp.role, cp.path.clone(), cp.offset_bytes))
+        self.failed().contains(cp.role).then(|| {
+            (
+                cp.role,
+                cp.path.clone(),
+                cp.offset_bytes,
+                cp.rate_bytes_per_s,
+            )
+        })
     }
 
     /// Continues the rebuild a clean stop interrupted (see
-    /// [`Array::resumable_rebuild`]) from its checkpoint, as md resumes a recovery.
-    pub fn resume_rebuild(
-        &self,
-        rate_bytes_per_s: Option<u64>,
-        progress: impl FnMut(u64, u64),
-    ) -> Result<()> {
+    /// [`Array::resumable_rebuild`]) from its checkpoint, as md resumes a recovery, at
+    /// the rate limit it had.
+    pub fn resume_rebuild(&self, progress: impl FnMut(u64, u64)) -> Result<()> {
         let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").clone() else {
             return Err(Error::Input("no stopped rebuild to resume".into()));
         };
@@ -1934,7 +1941,7 @@ impl Array {
             cp.file,
             &cp.path,
             start_row,
-            rate_bytes_per_s,
+            cp.rate_bytes_per_s,
             progress,
         )
     }
@@ -1976,6 +1983,7 @@ impl Array {
             path: new_path.to_path_buf(),
             file: file.clone(),
             offset_bytes: start_row * su,
+            rate_bytes_per_s,
         });
         let outcome = self.save_checkpoint(start_row * su).and_then(|()| {
             self.rebuild_rows(

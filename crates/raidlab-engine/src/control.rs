@@ -139,16 +139,17 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
         .ok()
         .and_then(|a| a.as_pathname().map(Path::to_path_buf));
     let rebuild: Arc<Mutex<Option<JoinHandle<()>>>> = Arc::default();
-    if let Some((role, new, offset)) = array.resumable_rebuild() {
+    if let Some((role, new, offset, rate)) = array.resumable_rebuild() {
         // md resumes an interrupted recovery when the array starts: so does `serve`.
         eprintln!(
-            "raidlab-engine: resuming the rebuild of member {role} onto {} at {offset} of {} B",
+            "raidlab-engine: resuming the rebuild of member {role} onto {} at {offset} of {} B, {}",
             new.display(),
-            array.geometry().member_used_bytes()
+            array.geometry().member_used_bytes(),
+            rate.map_or("unlimited".into(), |r| format!("at most {r} B/s"))
         );
         let array = array.clone();
         *rebuild.lock().expect("rebuild handle") = Some(std::thread::spawn(move || {
-            match array.resume_rebuild(None, |_, _| {}) {
+            match array.resume_rebuild(|_, _| {}) {
                 Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt, array clean"),
                 Err(e) => eprintln!("raidlab-engine: rebuild of member {role}: {e}"),
             }

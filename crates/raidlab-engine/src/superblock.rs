@@ -26,7 +26,8 @@
 //!     80    8 events                event counter, +1 on every state change
 //!     88   32 failed                bitmap of failed member indices (256 bits)
 //!    120    8 recovery_offset_bytes recovering: member data below it is rebuilt
-//!    128 3964 zero
+//!    128    8 recovery_rate         recovering: the rebuild's rate limit in B/s, 0 = none
+//!    136 3956 zero
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
@@ -82,6 +83,8 @@ pub struct Superblock {
     pub journaled: bool,
     /// A rebuild of this member stopped with member data below this offset rebuilt.
     pub recovery_offset_bytes: Option<u64>,
+    /// The rate limit of that rebuild (`replace --rate`), which its resumption keeps.
+    pub recovery_rate_bytes_per_s: Option<u64>,
 }
 
 /// Why 4 KiB are not a valid superblock.
@@ -188,6 +191,7 @@ impl Superblock {
             b[88 + m as usize / 8] |= 1 << (m % 8);
         }
         b[120..128].copy_from_slice(&self.recovery_offset_bytes.unwrap_or(0).to_le_bytes());
+        b[128..136].copy_from_slice(&self.recovery_rate_bytes_per_s.unwrap_or(0).to_le_bytes());
         let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
         b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -267,6 +271,10 @@ impl Superblock {
                     Some(at)
                 }
             },
+            recovery_rate_bytes_per_s: match (u32_at(b, 76) & FLAG_RECOVERING, u64_at(b, 128)) {
+                (0, _) | (_, 0) => None,
+                (_, rate) => Some(rate),
+            },
         })
     }
 }
@@ -286,6 +294,7 @@ mod tests {
             journaled: true,
             failed: FailedSet::from_members(&[1, 4]),
             recovery_offset_bytes: None,
+            recovery_rate_bytes_per_s: None,
         }
     }
 
@@ -304,6 +313,7 @@ mod tests {
         assert_eq!(Superblock::decode(&r10.encode()), Ok(r10));
         let recovering = Superblock {
             recovery_offset_bytes: Some(3 << 20),
+            recovery_rate_bytes_per_s: Some(50 << 20),
             ..sb
         };
         assert_eq!(Superblock::decode(&recovering.encode()), Ok(recovering));

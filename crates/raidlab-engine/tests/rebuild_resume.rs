@@ -96,6 +96,13 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The resumed rebuild keeps its --rate: the rest takes seconds, not a blink.
+    let rest_s = (MEMBER_DATA - offset) as f64 / f64::from(8u32 << 20);
+    assert!(
+        t0.elapsed().as_secs_f64() > 0.6 * rest_s,
+        "{:?} for {rest_s} s of rebuild at the rate",
+        t0.elapsed()
+    );
     let t = qemu(&s.uri(), "read -P 0x7e 0 1M");
     assert!(!t.contains("Pattern verification failed"), "{t}");
     let t = qemu(&s.uri(), "read -P 0x6d 1M 89M");
@@ -114,7 +121,9 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
         err.contains(&format!(
             "resuming the rebuild of member 1 onto {}",
             d.join("e").display()
-        )) && err.contains(&format!(" at {offset} of {MEMBER_DATA} B")),
+        )) && err.contains(&format!(
+            " at {offset} of {MEMBER_DATA} B, at most 8388608 B/s"
+        )),
         "{err}"
     );
     assert!(err.contains("member 1 rebuilt"), "{err}");
