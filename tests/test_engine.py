@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -318,6 +319,21 @@ def test_serve_picks_a_free_port_and_stops_clean(raid5: list[Path]) -> None:
     assert "stopped, array clean" in server.stderr
 
 
+@needs_nbd_client
+def test_a_served_array_clears_the_bitmap_of_regions_no_longer_written(
+    raid5: list[Path], tmp_path: Path
+) -> None:
+    (image,) = random_images(tmp_path, 1 << 20, 1)
+    with engine.serve(raid5, bitmap_delay_s=1) as server:
+        write_image(server.uri, image)
+        assert engine.status(raid5).dirty_regions == 1
+        deadline = time.monotonic() + 10
+        while engine.status(raid5).dirty_regions != 0:
+            assert time.monotonic() < deadline, "the bitmap was never cleared"
+            time.sleep(0.1)
+        assert engine.status(raid5).dirty
+
+
 def test_serve_that_cannot_start_raises_with_the_servers_message(
     raid5: list[Path], tmp_path: Path
 ) -> None:
@@ -528,6 +544,7 @@ def cli_error_line(args: list[str]) -> str:
         (["status"], 0, "MEMBER"),
         (["replace", "--rate", "fast", "1", "spare.img"], 3, "--rate"),
         (["serve", "--requests-in-flight", "0"], 3, "--requests-in-flight"),
+        (["serve", "--bitmap-delay", "0"], 3, "--bitmap-delay"),
         (["inject"], 0, "inject"),
         (["inject", "m.img", "0", "--clear"], 0, "inject"),
     ],

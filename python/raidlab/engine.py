@@ -572,12 +572,15 @@ class Server:
         log: Callable[[str], None] | None = None,
         journal: Member | None = None,
         requests_in_flight: int | str | None = None,
+        bitmap_delay_s: int | str | None = None,
     ) -> None:
         args = ["serve", "--listen", listen, *_journal(journal)]
         if connections_max is not None:
             args += ["--connections-max", str(connections_max)]
         if requests_in_flight is not None:
             args += ["--requests-in-flight", str(requests_in_flight)]
+        if bitmap_delay_s is not None:
+            args += ["--bitmap-delay", str(bitmap_delay_s)]
         self.members = _members(members)
         self.command = [str(engine_path()), *args, *self.members]
         self._log = log
@@ -722,15 +725,26 @@ def serve(
     log: Callable[[str], None] | None = None,
     journal: Member | None = None,
     requests_in_flight: int | str | None = None,
+    bitmap_delay_s: int | str | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
     ``listen`` is ``HOST:PORT``; port 0 (the default) lets the OS pick a free one, read
     it back from ``Server.uri``. ``log`` receives each line the server prints on
     stderr after it is ready. ``requests_in_flight`` (default 8) is how many requests
-    of one connection are served at once.
+    of one connection are served at once; ``bitmap_delay_s`` (default 5) how often the
+    write-intent bits of regions no longer written are cleared.
     """
-    return Server(members, listen, connections_max, timeout_s, log, journal, requests_in_flight)
+    return Server(
+        members,
+        listen,
+        connections_max,
+        timeout_s,
+        log,
+        journal,
+        requests_in_flight,
+        bitmap_delay_s,
+    )
 
 
 def wait_rebuilt(

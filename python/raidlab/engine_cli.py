@@ -197,6 +197,13 @@ def serve(
         str | None,
         typer.Option("--requests-in-flight", help="Requests of one connection served at once (8)."),
     ] = None,
+    bitmap_delay: Annotated[
+        str | None,
+        typer.Option(
+            "--bitmap-delay",
+            help="Seconds between passes clearing the bitmap bits of quiet regions (5).",
+        ),
+    ] = None,
     journal: JournalOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
@@ -210,6 +217,7 @@ def serve(
             log=lambda line: typer.echo(line, err=True),
             journal=journal,
             requests_in_flight=requests_in_flight,
+            bitmap_delay_s=bitmap_delay,
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}

@@ -345,7 +345,11 @@ pub struct Array {
     locks: Box<[Mutex<()>]>,
     reads_started: AtomicU64,
     /// The write-intent bitmap as on disk (the OR of the active members' copies).
+    /// Lock order: stripe locks, this, then `bitmap_activity`.
     bitmap: Mutex<Vec<u8>>,
+    /// Which regions are being written and were written lately, for
+    /// [`Array::clean_bitmap`].
+    bitmap_activity: Mutex<BitmapActivity>,
     /// The rebuild running now. Lock order: stripe locks, then this.
     rebuilding: Mutex<Option<Rebuilding>>,
     /// Set by [`Array::cancel_rebuild`]; the rebuild stops at its next row.
@@ -394,9 +398,45 @@ fn bitmap_bytes(geo: &Geometry) -> usize {
     bytes as usize
 }
 
+/// What [`Array::clean_bitmap`] needs to know to clear a region's bit safely.
+#[derive(Debug, Default)]
+struct BitmapActivity {
+    /// Regions written since the last cleaning pass, one bit each as in the bitmap.
+    touched: Vec<u8>,
+    /// Writes in progress per region.
+    writing: std::collections::HashMap<u64, u32>,
+}
+
+/// The regions of a write in progress: dropping it ends the write for the bitmap.
+struct RegionWrites<'a> {
+    array: &'a Array,
+    regions: Vec<u64>,
+}
+
+impl Drop for RegionWrites<'_> {
+    fn drop(&mut self) {
+        let mut act = self
+            .array
+            .bitmap_activity
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for r in &self.regions {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = act.writing.entry(*r) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
+    }
+}
+
+fn bit_is_set(bits: &[u8], region: u64) -> bool {
+    bits[(region / 8) as usize] & (1 << (region % 8)) != 0
+}
+
 fn region_is_set(bitmap: &[u8], member_offset_bytes: u64) -> bool {
-    let r = member_offset_bytes / BITMAP_REGION_BYTES;
-    bitmap[(r / 8) as usize] & (1 << (r % 8)) != 0
+    bit_is_set(bitmap, member_offset_bytes / BITMAP_REGION_BYTES)
 }
 
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
@@ -945,6 +985,10 @@ impl Array {
             state: Mutex::new(state),
             locks: (0..STRIPE_LOCKS).map(|_| Mutex::new(())).collect(),
             reads_started: AtomicU64::new(0),
+            bitmap_activity: Mutex::new(BitmapActivity {
+                touched: vec![0; bitmap.len()],
+                writing: Default::default(),
+            }),
             bitmap: Mutex::new(bitmap),
             rebuilding: Mutex::new(None),
             cancel_rebuild: AtomicBool::new(false),
@@ -1189,25 +1233,84 @@ impl Array {
     }
 
     /// Sets (on disk, synced, before any data moves) the bitmap bits of every region
-    /// `writes` touches. Later writes to a set region cost nothing.
-    fn mark_regions(&self, writes: &Staged) -> Result<()> {
+    /// `writes` touches. Later writes to a set region cost nothing. The regions count
+    /// as being written until the returned guard is dropped.
+    fn mark_regions(&self, writes: &Staged) -> Result<RegionWrites<'_>> {
         let mut bm = self.bitmap.lock().expect("bitmap lock");
+        let mut regions: Vec<u64> = writes
+            .iter()
+            .flat_map(|(e, buf)| {
+                e.offset_bytes / BITMAP_REGION_BYTES
+                    ..=(e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES
+            })
+            .collect();
+        regions.sort_unstable();
+        regions.dedup();
         let mut changed = false;
-        for (e, buf) in writes.iter() {
-            let first = e.offset_bytes / BITMAP_REGION_BYTES;
-            let last = (e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES;
-            for r in first..=last {
+        {
+            let mut act = self.bitmap_activity.lock().expect("bitmap activity lock");
+            for &r in &regions {
                 let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
-                if bm[byte] & bit == 0 {
-                    bm[byte] |= bit;
-                    changed = true;
-                }
+                changed |= bm[byte] & bit == 0;
+                bm[byte] |= bit;
+                act.touched[byte] |= bit;
+                *act.writing.entry(r).or_default() += 1;
             }
         }
+        let guard = RegionWrites {
+            array: self,
+            regions,
+        };
         if changed {
             self.write_bitmap(&bm)?;
         }
-        Ok(())
+        Ok(guard)
+    }
+
+    /// Clears the bitmap bits of regions with no write in progress and none since the
+    /// last pass, after syncing the members, as md's bitmap daemon does every few
+    /// seconds; a running server calls it, so an unclean stop resyncs only the regions
+    /// written lately. Nothing is cleared while the array is degraded (md keeps them
+    /// too). Returns the regions cleared.
+    pub fn clean_bitmap(&self) -> Result<u64> {
+        if !self.failed().is_empty() {
+            return Ok(0);
+        }
+        let candidates: Vec<u64> = {
+            let bm = self.bitmap.lock().expect("bitmap lock");
+            let mut act = self.bitmap_activity.lock().expect("bitmap activity lock");
+            let recent = std::mem::replace(&mut act.touched, vec![0; bm.len()]);
+            (0..bm.len() as u64 * 8)
+                .filter(|&r| {
+                    bit_is_set(&bm, r) && !bit_is_set(&recent, r) && !act.writing.contains_key(&r)
+                })
+                .collect()
+        };
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        // Every write to a candidate ended before the pass began: the sync makes it
+        // durable, parity and copies included.
+        self.flush()?;
+        let mut bm = self.bitmap.lock().expect("bitmap lock");
+        if !self.failed().is_empty() {
+            return Ok(0);
+        }
+        let mut cleared = 0;
+        {
+            let act = self.bitmap_activity.lock().expect("bitmap activity lock");
+            for r in candidates {
+                // A write that began since the pass began keeps its region set.
+                if !bit_is_set(&act.touched, r) && !act.writing.contains_key(&r) {
+                    bm[(r / 8) as usize] &= !(1 << (r % 8));
+                    cleared += 1;
+                }
+            }
+        }
+        if cleared > 0 {
+            self.write_bitmap(&bm)?;
+        }
+        Ok(cleared)
     }
 
     /// After an unclean stop: recomputes parity (copies) of the stripes in dirty bitmap
@@ -1685,7 +1788,7 @@ impl Array {
             }
             None => None,
         };
-        self.mark_regions(&writes)?;
+        let _writing = self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)
     }

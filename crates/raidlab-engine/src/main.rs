@@ -17,7 +17,7 @@ const USAGE: &str = "usage:
                         [--journal PATH [--journal-size 256M]] [--json] MEMBER...
   raidlab-engine status [--json] MEMBER...   (alias: assemble)
   raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16]
-                       [--requests-in-flight 8] MEMBER...
+                       [--requests-in-flight 8] [--bitmap-delay 5] MEMBER...
   raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
   raidlab-engine replace OLD NEW [--rate 200M] [--no-wait] [--json] MEMBER...
   raidlab-engine check [--json] MEMBER...    (exit 1 when stripes mismatch)
@@ -32,6 +32,23 @@ An array created with --journal needs --journal PATH wherever it is assembled.
                         EIO until written, and the array rewrites it, as md does)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Every `delay_s` seconds until [`STOP`], clears the bitmap bits of regions no longer
+/// written (md's bitmap daemon, mdadm's `--delay`).
+fn clean_bitmap_until_stop(array: &Array, delay_s: u64) {
+    let tick = std::time::Duration::from_millis(100);
+    let mut waited = std::time::Duration::ZERO;
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(tick);
+        waited += tick;
+        if waited.as_secs() >= delay_s {
+            waited = std::time::Duration::ZERO;
+            if let Err(e) = array.clean_bitmap() {
+                eprintln!("raidlab-engine: clearing the write-intent bitmap: {e}");
+            }
+        }
+    }
+}
 
 extern "C" fn on_signal(_: i32) {
     STOP.store(true, Ordering::Relaxed);
@@ -366,7 +383,13 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
         "serve" => {
             let a = Args::parse(
                 rest,
-                &["listen", "connections-max", "requests-in-flight", "journal"],
+                &[
+                    "listen",
+                    "connections-max",
+                    "requests-in-flight",
+                    "bitmap-delay",
+                    "journal",
+                ],
                 &[],
             )?;
             let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
@@ -387,6 +410,16 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 return Err(Error::Input(format!(
                     "--requests-in-flight: 1..={}, got {in_flight}",
                     nbd::REQUESTS_IN_FLIGHT_LIMIT
+                )));
+            }
+            let bitmap_delay = a
+                .value("bitmap-delay")
+                .map(|s| parse_num::<u64>("--bitmap-delay", s))
+                .transpose()?
+                .unwrap_or(5);
+            if !(1..=3600).contains(&bitmap_delay) {
+                return Err(Error::Input(format!(
+                    "--bitmap-delay: seconds, 1..=3600, got {bitmap_delay}"
                 )));
             }
             let array = Arc::new(Array::assemble_with(
@@ -422,9 +455,14 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
                 control_path.display()
             );
+            let cleaner = {
+                let array = array.clone();
+                std::thread::spawn(move || clean_bitmap_until_stop(&array, bitmap_delay))
+            };
             let served = nbd::serve(array.clone(), listener, max, in_flight, &STOP);
             STOP.store(true, Ordering::Relaxed);
             let _ = control_thread.join();
+            let _ = cleaner.join();
             array.close()?;
             served.map_err(|e| Error::Input(format!("serve: {e}")))?;
             eprintln!(

@@ -36,6 +36,8 @@ fn bad_input_is_one_error_line_and_exit_code_2() {
         &["serve", "--listen", "not-an-address", "x"],
         &["serve", "--requests-in-flight", "0", "x"],
         &["serve", "--requests-in-flight", "65", "x"],
+        &["serve", "--bitmap-delay", "0", "x"],
+        &["serve", "--bitmap-delay", "soon", "x"],
         &["inject", "x"],
         &[],
     ] {

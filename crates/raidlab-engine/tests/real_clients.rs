@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    engine, have, qemu_io_in_background, run, serve, spawn_server, without_fio_nbd, without_qemu_io,
+    engine, have, qemu_io_in_background, run, serve, spawn_server, spawn_server_with,
+    without_fio_nbd, without_qemu_io,
 };
 use std::path::Path;
 use std::process::Command;
@@ -244,4 +245,84 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     assert!(t.contains("mismatched 0"), "{t}");
     let t = String::from_utf8_lossy(&engine(d, &["status", "a", "b", "c", "d"]).stdout).to_string();
     assert!(t.contains("dirty bitmap regions 0"), "{t}");
+}
+
+/// The status line that counts dirty bitmap regions, asked of the server or the files.
+fn dirty_regions(d: &Path, members: &[&str]) -> String {
+    let mut args = vec!["status"];
+    args.extend(members);
+    let t = String::from_utf8_lossy(&engine(d, &args).stdout).to_string();
+    t.lines()
+        .find(|l| l.trim_start().starts_with("dirty bitmap regions"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let members = ["a", "b", "c", "d"];
+    // 159 MiB of data per member: bitmap regions 0..64M, 64M..128M, 128M..159M of
+    // each member, so array bytes 0.. are region 0 and 200M.. (member 66M..) region 1.
+    engine(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "64K", "--size", "160M", "a", "b", "c", "d",
+        ],
+    );
+    let s = spawn_server_with(d, &["--bitmap-delay", "1"], &members, false);
+    run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
+        "-c",
+        "write -P 0xab 0 4M",
+        "-c",
+        "write -P 0xac 400M 4M",
+    ]));
+    assert!(
+        dirty_regions(d, &members).ends_with(" 2"),
+        "{}",
+        dirty_regions(d, &members)
+    );
+    let t0 = std::time::Instant::now();
+    while !dirty_regions(d, &members).ends_with(" 0") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{}",
+            dirty_regions(d, &members)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A write, then kill -9 well within a pass: its region alone is left set.
+    run(Command::new("qemu-io")
+        .args(["-f", "raw", &s.uri()])
+        .args(["-c", "write -P 0xad 200M 4M"]));
+    let mut s = s;
+    s.0.kill().unwrap();
+    s.0.wait().unwrap();
+    assert_eq!(dirty_regions(d, &members), "dirty bitmap regions 1");
+
+    let s = spawn_server_with(d, &[], &members, true);
+    for (pattern, at) in [("0xab", "0"), ("0xad", "200M"), ("0xac", "400M")] {
+        let t = run(Command::new("qemu-io")
+            .args(["-f", "raw", &s.uri()])
+            .args(["-c", &format!("read -P {pattern} {at} 4M")]));
+        assert!(!t.contains("Pattern verification failed"), "{t}");
+    }
+    let mut s = s;
+    assert!(Command::new("kill")
+        .args(["-INT", &s.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let mut err = String::new();
+    use std::io::Read;
+    s.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(s.0.wait().unwrap().success(), "{err}");
+    assert!(err.contains("resynced 1 dirty bitmap regions"), "{err}");
+    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+    assert!(t.contains("mismatched 0"), "{t}");
 }

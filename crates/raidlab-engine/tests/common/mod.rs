@@ -40,6 +40,16 @@ pub fn serve(dir: &Path, members: &[&str]) -> Server {
 /// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
 /// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
 pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
+    spawn_server_with(dir, &[], members, capture_stderr)
+}
+
+/// [`spawn_server`] with more `serve` options.
+pub fn spawn_server_with(
+    dir: &Path,
+    options: &[&str],
+    members: &[&str],
+    capture_stderr: bool,
+) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -47,7 +57,10 @@ pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Serve
         .port();
     let listen = format!("127.0.0.1:{port}");
     let mut command = engine_command(dir);
-    command.args(["serve", "--listen", &listen]).args(members);
+    command
+        .args(["serve", "--listen", &listen])
+        .args(options)
+        .args(members);
     if capture_stderr {
         command.stderr(std::process::Stdio::piped());
     }
