@@ -539,6 +539,7 @@ def cli_error_line(args: list[str]) -> str:
         (["create", "--size", "8M"], 4, "--level"),
         (["create", "--level", "5", "--size", "8Q"], 4, "--size"),
         (["create", "--level", "5", "--size", "8M", "--chunk", "3000"], 4, "--chunk"),
+        (["create", "--level", "0", "--size", "5000000T"], 4, "--size"),
         (["create", "--level", "5", "--size", "8M"], 2, "MEMBER"),
         (["create", "--level", "5", "--size", "8M"], 0, "MEMBER"),
         (["status"], 0, "MEMBER"),

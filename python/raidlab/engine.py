@@ -74,6 +74,7 @@ _CREATE_FIELDS = {
     "drive_count": "MEMBER",
     "stripe_unit_bytes": "--chunk",
     "capacity_bytes": "--size",
+    "member_capacity_bytes": "--size",
 }
 
 

@@ -631,9 +631,11 @@ impl Array {
             )));
         }
         // Parse, then build: refuse a bad geometry before any file is created.
+        // Without a size, any size the devices may have: 1 PiB per member, whose array
+        // (256 members at most) still counts in 64 bits.
         let probe_bytes = opts
             .member_size_bytes
-            .map_or(u64::MAX / 2, |s| s.saturating_sub(DATA_OFFSET_BYTES));
+            .map_or(1 << 50, |s| s.saturating_sub(DATA_OFFSET_BYTES));
         Geometry::new(&ArraySpec {
             level: opts.level,
             drive_count: paths.len() as u32,
@@ -859,14 +861,13 @@ impl Array {
             let state = if sb.events < newest.events {
                 failed.insert(role);
                 MemberState::Stale { events: sb.events }
-            } else if let (Some(offset_bytes), true, false) = (
-                sb.recovery_offset_bytes,
-                failed.contains(role),
-                newest.dirty,
-            ) {
-                // A rebuild stopped cleanly: its work below the checkpoint is current
-                // (after an unclean stop it starts over, as the writes then in flight
-                // may not have reached it).
+            } else if let (Some(offset_bytes), true) =
+                (sb.recovery_offset_bytes, failed.contains(role))
+            {
+                // A rebuild stopped: its work below the checkpoint is current, except
+                // after an unclean stop in the regions the bitmap marks (a write then in
+                // flight may not have reached the replacement), which the resumed
+                // rebuild does again first.
                 let file = Arc::new(file.try_clone().map_err(io_err(path, "dup"))?);
                 resume = Some(Checkpoint {
                     role,
@@ -2088,16 +2089,23 @@ impl Array {
             offset_bytes: start_row * su,
             rate_bytes_per_s,
         });
-        let outcome = self.save_checkpoint(start_row * su).and_then(|()| {
-            self.rebuild_rows(
-                role,
-                &file,
-                new_path,
-                start_row..rows,
-                rate_bytes_per_s,
-                &mut progress,
-            )
-        });
+        // Rows below the checkpoint that writes may have changed without reaching the
+        // replacement (an unclean stop) are done again first; rows_done stays at the
+        // checkpoint meanwhile, so writes below it keep refreshing the replacement.
+        let redo = self.dirty_rows_below(start_row);
+        let outcome = self
+            .save_checkpoint(start_row * su)
+            .and_then(|()| self.rebuild_rows(role, &file, new_path, redo, rate_bytes_per_s, None))
+            .and_then(|()| {
+                self.rebuild_rows(
+                    role,
+                    &file,
+                    new_path,
+                    start_row..rows,
+                    rate_bytes_per_s,
+                    Some(&mut progress),
+                )
+            });
         let outcome = outcome.and_then(|()| {
             file.sync_all().map_err(io_err(new_path, "sync"))?;
             let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();
@@ -2134,14 +2142,17 @@ impl Array {
         role: u32,
         file: &File,
         path: &Path,
-        rows: std::ops::Range<u64>,
+        rows: impl IntoIterator<Item = u64>,
         rate_bytes_per_s: Option<u64>,
-        progress: &mut impl FnMut(u64, u64),
+        mut progress: Option<&mut dyn FnMut(u64, u64)>,
     ) -> Result<()> {
+        // Without progress to report, rows are done again behind the rebuild's position,
+        // which stays where it is.
+        let advance = progress.is_some();
         let su = self.geo.stripe_unit_bytes();
         let total = self.geo.member_used_bytes();
         let started = Instant::now();
-        let start_bytes = rows.start * su;
+        let mut rebuilt_bytes = 0;
         let mut checkpointed = Instant::now();
         let mut plan = Plan::new();
         for row in rows {
@@ -2166,24 +2177,42 @@ impl Array {
                 .collect();
             let locks = self.lock_indices(&mut idx);
             self.rebuild_row(role, row, file, path)?;
-            if let Some(rb) = self.rebuilding.lock().expect("rebuild lock").as_mut() {
-                rb.rows_done = row + 1;
+            if advance {
+                if let Some(rb) = self.rebuilding.lock().expect("rebuild lock").as_mut() {
+                    rb.rows_done = row + 1;
+                }
             }
             drop(locks);
             let done = ((row + 1) * su).min(total);
-            progress(done, total);
-            if checkpointed.elapsed() >= CHECKPOINT_INTERVAL {
-                self.save_checkpoint(done)?;
-                checkpointed = Instant::now();
+            rebuilt_bytes += done - row * su;
+            if let Some(progress) = progress.as_mut() {
+                progress(done, total);
+                if checkpointed.elapsed() >= CHECKPOINT_INTERVAL {
+                    self.save_checkpoint(done)?;
+                    checkpointed = Instant::now();
+                }
             }
             if let Some(rate) = rate_bytes_per_s.filter(|&r| r > 0) {
-                let due = Duration::from_secs_f64((done - start_bytes) as f64 / rate as f64);
+                let due = Duration::from_secs_f64(rebuilt_bytes as f64 / rate as f64);
                 if let Some(wait) = due.checked_sub(started.elapsed()) {
                     std::thread::sleep(wait);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Chunk rows below `end_row` in regions the write-intent bitmap marks dirty.
+    fn dirty_rows_below(&self, end_row: u64) -> Vec<u64> {
+        let su = self.geo.stripe_unit_bytes();
+        let bm = self.bitmap.lock().expect("bitmap lock");
+        let mut rows = Vec::new();
+        for r in (0..bm.len() as u64 * 8).filter(|&r| bit_is_set(&bm, r)) {
+            let first = r * BITMAP_REGION_BYTES / su;
+            let last = ((r + 1) * BITMAP_REGION_BYTES).div_ceil(su).min(end_row);
+            rows.extend(first.max(rows.last().map_or(0, |&l| l + 1))..last);
+        }
+        rows
     }
 
     /// Recomputes chunk row `row` of `role` from the survivors and writes it to `file`.

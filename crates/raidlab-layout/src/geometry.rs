@@ -486,6 +486,15 @@ impl Geometry {
                 (Family::Mirror10(g), g.dev_rows, g.array_chunks)
             }
         };
+        let capacity_bytes = capacity_chunks.checked_mul(su).ok_or_else(|| {
+            err(
+                "member_capacity_bytes",
+                format!(
+                    "{} B per member on {n} drives is more than 2^64 B of array",
+                    spec.member_capacity_bytes
+                ),
+            )
+        })?;
         let geometry = Self {
             level,
             layout,
@@ -496,7 +505,7 @@ impl Geometry {
             parity_per_stripe,
             rows,
             family,
-            capacity_bytes: capacity_chunks * su,
+            capacity_bytes,
         };
         debug_assert!(geometry.rows <= chunks_per_member);
         Ok(geometry)

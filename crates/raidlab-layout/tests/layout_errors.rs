@@ -119,3 +119,10 @@ fn capacity_counts_whole_chunks_of_the_smallest_member() {
     let g = Geometry::new(&ArraySpec::new(Level::Concat, 3, 65536, 10 * 65536 + 4096)).unwrap();
     assert_eq!(g.capacity_bytes(), 30 * 65536);
 }
+
+#[test]
+fn an_array_too_large_for_64_bits_is_refused_not_wrapped() {
+    let huge = ArraySpec::new(Level::Raid0, 4, 65536, u64::MAX / 2);
+    assert_eq!(field(huge), "member_capacity_bytes");
+    assert!(Geometry::new(&ArraySpec::new(Level::Raid0, 256, 65536, 1 << 50)).is_ok());
+}
