@@ -717,9 +717,13 @@ impl Array {
         let journal = match &opts.journal {
             None => None,
             Some(path) => {
-                if geo.tolerated_failures() == 0 {
+                // As mdadm's --write-journal: only parity has a write hole to close (a
+                // mirror torn by a crash holds the old or the new data on each copy,
+                // and the bitmap resync makes them agree).
+                if geo.parity_per_stripe() == 0 {
                     return Err(Error::Input(format!(
-                        "--journal: {} has no redundancy for a journal to protect",
+                        "--journal: only for parity levels (4, 5, 6, 50, 60); {} has no \
+                         parity write hole to close",
                         geo.level()
                     )));
                 }

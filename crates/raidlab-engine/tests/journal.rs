@@ -71,14 +71,17 @@ fn assembly_needs_the_array_s_own_journal() {
 }
 
 #[test]
-fn a_journal_needs_redundancy_and_room_for_one_request() {
+fn a_journal_needs_parity_and_room_for_one_request() {
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
     let mut o = CreateOptions::new(Level::Raid0, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.journal = Some(dir.path().join("j"));
-    let e = Array::create(&paths, &o).err().unwrap().to_string();
-    assert!(e.starts_with("--journal:"), "{e}");
-    o.level = Level::Raid1;
+    for level in [Level::Raid0, Level::Raid1, Level::Raid10] {
+        o.level = level;
+        let e = Array::create(&paths, &o).err().unwrap().to_string();
+        assert!(e.starts_with("--journal: only for parity levels"), "{e}");
+    }
+    o.level = Level::Raid6;
     o.journal_bytes = Some(1 << 20);
     let e = Array::create(&paths, &o).err().unwrap().to_string();
     assert!(e.starts_with("--journal-size: at least"), "{e}");
