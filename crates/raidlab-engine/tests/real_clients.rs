@@ -224,22 +224,7 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
         .args(["-f", "raw", &s.uri()])
         .args(["-c", "read -P 0xab 0 4M"]));
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    let mut s = s;
-    let child = &mut s.0;
-    assert!(Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let mut err = String::new();
-    use std::io::Read;
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "{err}");
+    let err = s.stop_with_stderr();
     assert!(err.contains("resynced 1 dirty bitmap regions"), "{err}");
     let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
     assert!(t.contains("mismatched 0"), "{t}");
@@ -312,16 +297,7 @@ fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
             .args(["-c", &format!("read -P {pattern} {at} 4M")]));
         assert!(!t.contains("Pattern verification failed"), "{t}");
     }
-    let mut s = s;
-    assert!(Command::new("kill")
-        .args(["-INT", &s.0.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let mut err = String::new();
-    use std::io::Read;
-    s.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(s.0.wait().unwrap().success(), "{err}");
+    let err = s.stop_with_stderr();
     assert!(err.contains("resynced 1 dirty bitmap regions"), "{err}");
     let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
     assert!(t.contains("mismatched 0"), "{t}");

@@ -6,7 +6,6 @@
 mod common;
 
 use common::{engine, run, serve, spawn_server, without_qemu_io};
-use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -66,6 +65,18 @@ fn recovering_offset(st: &serde_json::Value) -> u64 {
         .unwrap()
 }
 
+/// Waits (30 s at most) until the served array has no failed member.
+fn wait_rebuilt(d: &Path, members: &[&str]) {
+    let t0 = Instant::now();
+    while status(d, members)["failed"] != serde_json::json!([]) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the rebuild did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
     if without_qemu_io() {
@@ -88,15 +99,9 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
     let offset = recovering_offset(&st);
     assert!(offset > 0 && offset < MEMBER_DATA, "{offset}: {st}");
 
-    let mut s = spawn_server(d, &members, true);
+    let s = spawn_server(d, &members, true);
     let t0 = Instant::now();
-    while status(d, &members)["failed"] != serde_json::json!([]) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the rebuild did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_rebuilt(d, &members);
     // The resumed rebuild keeps its --rate: the rest takes seconds, not a blink.
     let rest_s = (MEMBER_DATA - offset) as f64 / f64::from(8u32 << 20);
     assert!(
@@ -110,14 +115,7 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
     assert!(!t.contains("Pattern verification failed"), "{t}");
     let t = qemu(&s.uri(), "read -P 0x7e 90M 1M");
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    assert!(Command::new("kill")
-        .args(["-INT", &s.0.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let mut err = String::new();
-    s.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(s.0.wait().unwrap().success(), "{err}");
+    let err = s.stop_with_stderr();
     assert!(
         err.contains(&format!(
             "resuming the rebuild of member 1 onto {}",
@@ -156,14 +154,7 @@ fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
     assert!(offset > 0 && offset < MEMBER_DATA, "{offset}: {st}");
 
     let s = spawn_server(d, &members, false);
-    let t0 = Instant::now();
-    while status(d, &members)["failed"] != serde_json::json!([]) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the rebuild did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_rebuilt(d, &members);
     // The replacement carries the data alone once another member is gone.
     engine(d, &["fail", "c", "a", "e", "c", "d"]);
     let t = qemu(&s.uri(), "read -P 0x7e 0 1M");

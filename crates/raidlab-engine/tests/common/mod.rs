@@ -89,6 +89,22 @@ impl Server {
     pub fn uri(&self) -> String {
         format!("nbd://127.0.0.1:{}", self.1)
     }
+    /// SIGINT, for a server started with its stderr kept: asserts a clean exit and
+    /// returns what it printed.
+    pub fn stop_with_stderr(mut self) -> String {
+        use std::io::Read;
+        assert!(Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let mut err = String::new();
+        let mut stderr = self.0.stderr.take().expect("started with its stderr kept");
+        stderr.read_to_string(&mut err).unwrap();
+        assert!(self.0.wait().unwrap().success(), "{err}");
+        err
+    }
+
     /// SIGINT: the server flushes and marks the array clean.
     pub fn stop(mut self) {
         let pid = self.0.id().to_string();
