@@ -1305,8 +1305,9 @@ impl Array {
         {
             let act = self.bitmap_activity.lock().expect("bitmap activity lock");
             for r in candidates {
-                // A write that began since the pass began keeps its region set.
-                if !bit_is_set(&act.touched, r) && !act.writing.contains_key(&r) {
+                // A write that began since the pass began (in progress or not) marked
+                // the region touched: it keeps its bit.
+                if !bit_is_set(&act.touched, r) {
                     bm[(r / 8) as usize] &= !(1 << (r % 8));
                     cleared += 1;
                 }

@@ -17,7 +17,7 @@ const USAGE: &str = "usage:
                         [--journal PATH [--journal-size 256M]] [--json] MEMBER...
   raidlab-engine status [--json] MEMBER...   (alias: assemble)
   raidlab-engine serve [--listen 127.0.0.1:10809] [--connections-max 16]
-                       [--requests-in-flight 8] [--bitmap-delay 5] MEMBER...
+                       [--requests-in-flight 8] [--bitmap-delay 5 (s)] MEMBER...
   raidlab-engine fail [--json] TARGET MEMBER...   (TARGET: a member path or a role index)
   raidlab-engine replace OLD NEW [--rate 200M] [--no-wait] [--json] MEMBER...
   raidlab-engine check [--json] MEMBER...    (exit 1 when stripes mismatch)
@@ -98,6 +98,32 @@ fn parse_bytes(flag: &str, s: &str) -> Result<u64, Error> {
 fn parse_num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T, Error> {
     s.parse()
         .map_err(|_| Error::Input(format!("{flag}: expected a number, got {s:?}")))
+}
+
+/// The number given as `--name` (else `default`), which must lie in `allowed`.
+fn bounded_num<T>(
+    a: &Args,
+    name: &str,
+    allowed: std::ops::RangeInclusive<T>,
+    default: T,
+) -> Result<T, Error>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let flag = format!("--{name}");
+    let v = a
+        .value(name)
+        .map(|s| parse_num::<T>(&flag, s))
+        .transpose()?
+        .unwrap_or(default);
+    if !allowed.contains(&v) {
+        return Err(Error::Input(format!(
+            "{flag}: {}..={}, got {v}",
+            allowed.start(),
+            allowed.end()
+        )));
+    }
+    Ok(v)
 }
 
 /// Flags with values, boolean flags and positional arguments.
@@ -393,35 +419,15 @@ fn run(argv: &[String]) -> Result<ExitCode, Error> {
                 &[],
             )?;
             let listen = a.value("listen").unwrap_or("127.0.0.1:10809");
-            let max = a
-                .value("connections-max")
-                .map(|s| parse_num::<usize>("--connections-max", s))
-                .transpose()?
-                .unwrap_or(16);
-            if !(1..=1024).contains(&max) {
-                return Err(Error::Input(format!("--connections-max: 1..=1024, got {max}")));
-            }
-            let in_flight = a
-                .value("requests-in-flight")
-                .map(|s| parse_num::<usize>("--requests-in-flight", s))
-                .transpose()?
-                .unwrap_or(nbd::REQUESTS_IN_FLIGHT_DEFAULT);
-            if !(1..=nbd::REQUESTS_IN_FLIGHT_LIMIT).contains(&in_flight) {
-                return Err(Error::Input(format!(
-                    "--requests-in-flight: 1..={}, got {in_flight}",
-                    nbd::REQUESTS_IN_FLIGHT_LIMIT
-                )));
-            }
-            let bitmap_delay = a
-                .value("bitmap-delay")
-                .map(|s| parse_num::<u64>("--bitmap-delay", s))
-                .transpose()?
-                .unwrap_or(5);
-            if !(1..=3600).contains(&bitmap_delay) {
-                return Err(Error::Input(format!(
-                    "--bitmap-delay: seconds, 1..=3600, got {bitmap_delay}"
-                )));
-            }
+            let max = bounded_num(&a, "connections-max", 1..=1024, 16)?;
+            let in_flight = bounded_num(
+                &a,
+                "requests-in-flight",
+                1..=nbd::REQUESTS_IN_FLIGHT_LIMIT,
+                nbd::REQUESTS_IN_FLIGHT_DEFAULT,
+            )?;
+            // Seconds.
+            let bitmap_delay = bounded_num(&a, "bitmap-delay", 1..=3600u64, 5)?;
             let array = Arc::new(Array::assemble_with(
                 &absolute(a.members(0)?)?,
                 a.value("journal").map(Path::new),

@@ -177,6 +177,18 @@ fn nbdcopy_round_trips_random_bytes_through_a_raid5_healthy_and_degraded() {
     s.stop();
 }
 
+/// A RAID 5 of a, b, c, d with 159 MiB of data per member: bitmap regions 0..64M,
+/// 64M..128M and 128M..159M of each member. Returns its members.
+fn create_three_region_raid5(d: &Path) -> [&'static str; 4] {
+    engine(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "64K", "--size", "160M", "a", "b", "c", "d",
+        ],
+    );
+    ["a", "b", "c", "d"]
+}
+
 #[test]
 fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     if without_qemu_io() {
@@ -184,14 +196,7 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let members = ["a", "b", "c", "d"];
-    // 159 MiB of data per member: bitmap regions 0..64M, 64M..128M, 128M..159M.
-    engine(
-        d,
-        &[
-            "create", "--level", "5", "--chunk", "64K", "--size", "160M", "a", "b", "c", "d",
-        ],
-    );
+    let members = create_three_region_raid5(d);
     let s = serve(d, &members);
     run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
         "-c",
@@ -251,15 +256,8 @@ fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let members = ["a", "b", "c", "d"];
-    // 159 MiB of data per member: bitmap regions 0..64M, 64M..128M, 128M..159M of
-    // each member, so array bytes 0.. are region 0 and 200M.. (member 66M..) region 1.
-    engine(
-        d,
-        &[
-            "create", "--level", "5", "--chunk", "64K", "--size", "160M", "a", "b", "c", "d",
-        ],
-    );
+    // Array bytes 0.. are member region 0, 200M.. (member 66M..) region 1.
+    let members = create_three_region_raid5(d);
     let s = spawn_server_with(d, &["--bitmap-delay", "1"], &members, false);
     run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
         "-c",
