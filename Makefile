@@ -53,14 +53,14 @@ demo: setup
 test: setup tools lint test-rust test-python
 
 test-rust:
-	cargo test --workspace --exclude raidlab-py --release
+	cargo test --workspace --exclude raidlab-py --profile ci
 
 test-python: setup
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
 	cargo fmt --all -- --check
-	cargo clippy --workspace --release --all-targets -- -D warnings
+	cargo clippy --workspace --profile ci --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests benches
 
 bench: setup tools
