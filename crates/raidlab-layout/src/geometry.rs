@@ -2,7 +2,7 @@
 
 use crate::raid10::Raid10Geom;
 use crate::raid5::{self, Placement};
-use crate::{LayoutError, MemberSet, MEMBERS_MAX, SECTOR_BYTES};
+use crate::{LayoutError, MemberSet, COPIES_DEFAULT, MEMBERS_MAX, SECTOR_BYTES};
 
 /// RAID level (and the non-RAID concatenation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,8 +56,55 @@ impl Level {
         }
     }
 
+    /// Fewest members of one span (of the whole array for levels without spans), as
+    /// mdadm requires: RAID 1 and 10 two, RAID 4/5/50 three, RAID 6/60 four.
+    pub fn span_members_min(self) -> u32 {
+        match self {
+            Self::Raid0 | Self::Concat => 1,
+            Self::Raid1 | Self::Raid10 => 2,
+            Self::Raid4 | Self::Raid5 | Self::Raid50 => 3,
+            Self::Raid6 | Self::Raid60 => 4,
+        }
+    }
+
+    /// The layouts the level takes (empty: it has a single arrangement); the first is
+    /// md's default.
+    pub fn layouts(self) -> &'static [Layout] {
+        if self.rotates_parity() {
+            &Layout::PARITY_MD_ORDER
+        } else if self == Self::Raid10 {
+            &Layout::RAID10
+        } else {
+            &[]
+        }
+    }
+
+    /// md's default layout: left-symmetric for RAID 5/6/50/60, near for RAID 10.
+    pub fn default_layout(self) -> Option<Layout> {
+        self.layouts().first().copied()
+    }
+
+    /// Whether `copies` applies (RAID 10; RAID 1 mirrors every member).
+    pub fn takes_copies(self) -> bool {
+        self == Self::Raid10
+    }
+
+    /// Whether `spans` applies (RAID 50/60: RAID 0 over RAID 5/6 sub-arrays).
+    pub fn takes_spans(self) -> bool {
+        matches!(self, Self::Raid50 | Self::Raid60)
+    }
+
+    /// The level of each span of RAID 50/60 (RAID 5, RAID 6); `None` elsewhere.
+    pub fn span_level(self) -> Option<Level> {
+        match self {
+            Self::Raid50 => Some(Self::Raid5),
+            Self::Raid60 => Some(Self::Raid6),
+            _ => None,
+        }
+    }
+
     /// Parity blocks per stripe (of a span, for RAID 50/60).
-    fn parity_per_stripe(self) -> u32 {
+    pub fn parity_per_stripe(self) -> u32 {
         match self {
             Self::Raid4 | Self::Raid5 | Self::Raid50 => 1,
             Self::Raid6 | Self::Raid60 => 2,
@@ -147,7 +194,15 @@ impl Layout {
         Layout::RightSymmetric,
     ];
 
-    /// md's RAID 10 copy layouts.
+    /// md's four parity layouts, md's default (left-symmetric) first.
+    pub const PARITY_MD_ORDER: [Layout; 4] = [
+        Layout::LeftSymmetric,
+        Layout::LeftAsymmetric,
+        Layout::RightSymmetric,
+        Layout::RightAsymmetric,
+    ];
+
+    /// md's RAID 10 copy layouts, md's default (near) first.
     pub const RAID10: [Layout; 3] = [Layout::Near, Layout::Far, Layout::Offset];
 
     /// md's name (`left-symmetric`, `near`, ...).
@@ -161,10 +216,6 @@ impl Layout {
             Self::Far => "far",
             Self::Offset => "offset",
         }
-    }
-
-    fn is_parity_layout(self) -> bool {
-        !matches!(self, Self::Near | Self::Far | Self::Offset)
     }
 }
 
@@ -213,7 +264,8 @@ pub struct ArraySpec {
     pub member_capacity_bytes: u64,
     /// Layout; `None` takes md's default (left-symmetric, or near for RAID 10).
     pub layout: Option<Layout>,
-    /// RAID 10 copies of each chunk, 2..=`drive_count`; `None` takes md's default, 2.
+    /// RAID 10 copies of each chunk, 2..=`drive_count`; `None` takes md's default,
+    /// [`COPIES_DEFAULT`].
     pub copies: Option<u32>,
     /// RAID 50/60 sub-arrays; required there, refused elsewhere.
     pub spans: Option<u32>,
@@ -363,11 +415,8 @@ impl Geometry {
         }
         // Layout: parity rotations for 5/6/50/60, copy placement for 10, none elsewhere.
         let layout = match (level, spec.layout) {
-            (l, None) if l.rotates_parity() => Some(Layout::LeftSymmetric),
-            (Level::Raid10, None) => Some(Layout::Near),
-            (l, Some(x)) if l.rotates_parity() && x.is_parity_layout() => Some(x),
-            (Level::Raid10, Some(x)) if !x.is_parity_layout() => Some(x),
-            (_, None) => None,
+            (l, None) => l.default_layout(),
+            (l, Some(x)) if l.layouts().contains(&x) => Some(x),
             (l, Some(x)) => {
                 let allowed = if l.rotates_parity() {
                     "left-asymmetric, right-asymmetric, left-symmetric, right-symmetric"
@@ -406,19 +455,17 @@ impl Geometry {
                 ))
             }
         };
-        if spans == 0 || !n.is_multiple_of(spans) {
+        if spans == 0 {
+            return Err(err("spans", "must be at least 1".into()));
+        }
+        if !n.is_multiple_of(spans) {
             return Err(err(
-                "spans",
-                format!("{n} drives do not divide into {spans} equal spans"),
+                "drive_count",
+                format!("{level} with {spans} spans needs a multiple of {spans} drives, got {n}"),
             ));
         }
         let span_width = n / spans;
-        let min_width = match level {
-            Level::Raid0 | Level::Concat => 1,
-            Level::Raid1 | Level::Raid10 => 2,
-            Level::Raid4 | Level::Raid5 | Level::Raid50 => 3,
-            Level::Raid6 | Level::Raid60 => 4,
-        };
+        let min_width = level.span_members_min();
         if span_width < min_width {
             let message = if spans > 1 {
                 format!(
@@ -466,7 +513,7 @@ impl Geometry {
             ),
             Level::Raid1 => (Family::Mirror1, chunks_per_member, chunks_per_member),
             Level::Raid10 => {
-                let copies = spec.copies.unwrap_or(2);
+                let copies = spec.copies.unwrap_or(COPIES_DEFAULT);
                 if copies < 2 || copies > n {
                     return Err(err(
                         "copies",
