@@ -23,8 +23,8 @@ from typing import Any
 
 from raidlab import _native
 from raidlab.api import resolve_array
-from raidlab.config import build_scenario
-from raidlab.workloads import WorkloadRequest, build_workload
+from raidlab.scenario.array import build_scenario
+from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
 CASES: dict[str, dict[str, Any]] = {
     "ssd-raid0x4-randread-4k-qd32": {

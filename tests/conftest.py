@@ -71,18 +71,18 @@ def fake_simulate(scenario: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def fake_native(monkeypatch: pytest.MonkeyPatch) -> None:
     """Replace the native simulator with fake_simulate (runs inline, jobs=1)."""
-    import raidlab.native
+    import raidlab.scenario.native
 
-    monkeypatch.setattr(raidlab.native, "simulate", fake_simulate)
+    monkeypatch.setattr(raidlab.scenario.native, "simulate", fake_simulate)
 
 
 def _native_has_levels() -> bool:
     """Whether the native simulator accepts RAID levels beyond 0 (docs/scenario.md):
     simulate a tiny RAID 1 of two SSDs once."""
     try:
-        from raidlab.config import ArrayRequest, build_array, build_scenario
-        from raidlab.native import simulate
-        from raidlab.workloads import WorkloadRequest, build_workload
+        from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
+        from raidlab.scenario.native import simulate
+        from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
         array = build_array(
             ArrayRequest(level=1, drives=2, drive="intel-dc-s3500-80g", controller="linux-md")
@@ -104,9 +104,9 @@ def _native_has_jobs() -> bool:
     """Whether the native simulator takes `workloads` with bs_write, distribution
     objects, warmup_ns and sample_interval_ns (docs/scenario.md, Several jobs at once)."""
     try:
-        from raidlab.config import ArrayRequest, build_array, build_scenario
-        from raidlab.native import simulate
-        from raidlab.workloads import WorkloadRequest, build_workload
+        from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
+        from raidlab.scenario.native import simulate
+        from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
         array = build_array(ArrayRequest(drive="intel-dc-s3500-80g"))
         workload = build_workload(WorkloadRequest(rw="randrw", ios=16, warmup_ios=0), array)
@@ -125,7 +125,7 @@ def _native_has_jobs() -> bool:
 
 
 def _native_has_trace() -> bool:
-    from raidlab.native import native_has_trace
+    from raidlab.scenario.native import native_has_trace
 
     return native_has_trace()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from raidlab.advise import advise
 from raidlab.cli import app
-from raidlab.workloads import WorkloadRequest
+from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.studies.advise import advise
 from typer.testing import CliRunner
 
 runner = CliRunner()

@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import pytest
 from conftest import fake_simulate
-from raidlab.atto import ATTO_COLUMNS, atto_frame, atto_ios, atto_points, parse_queue_depths
-from raidlab.config import ArrayRequest, build_array
 from raidlab.errors import RaidlabError
+from raidlab.frontends.atto import (
+    ATTO_COLUMNS,
+    atto_frame,
+    atto_ios,
+    atto_points,
+    parse_queue_depths,
+)
+from raidlab.scenario.array import ArrayRequest, build_array
 from raidlab.units import parse_sizes
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_native_levels
-from raidlab import claims
-from raidlab.claims import (
+from raidlab.cli import app
+from raidlab.studies import claims
+from raidlab.studies.claims import (
     CLAIM_COLUMNS,
     CLAIM_STUDIES,
     PTS_IODEPTH,
@@ -21,7 +22,6 @@ from raidlab.claims import (
     load_claims,
     reproduce_claims,
 )
-from raidlab.cli import app
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -33,7 +33,7 @@ COVERED = {"T01", "T02", "T03", "T06", "T21", "T22", "T23", "T24", "T28", "T29",
 
 def test_packaged_claims_file_is_the_reference_copy() -> None:
     packaged = (
-        REPO / "python" / "raidlab" / "reference" / "ssd_raid_tuning_claims.csv"
+        REPO / "python" / "raidlab" / "studies" / "reference" / "ssd_raid_tuning_claims.csv"
     ).read_text()
     assert packaged == (REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv").read_text()
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from raidlab.config import ArrayRequest, array_capacity_bytes, build_array, load_array_file
 from raidlab.errors import RaidlabError
-from raidlab.presets import preset_names
+from raidlab.scenario.array import ArrayRequest, array_capacity_bytes, build_array, load_array_file
+from raidlab.scenario.presets import preset_names
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -128,7 +128,7 @@ def test_toml_values_are_labelled_with_the_file(tmp_path: Path) -> None:
 
 
 def test_an_ssd_table_may_carry_an_ftl() -> None:
-    from raidlab.config import ArrayRequest, build_array
+    from raidlab.scenario.array import ArrayRequest, build_array
 
     array = build_array(
         ArrayRequest(
@@ -150,8 +150,8 @@ def test_an_ssd_table_may_carry_an_ftl() -> None:
 
 def test_an_ftl_table_refuses_unknown_keys() -> None:
     import pytest
-    from raidlab.config import ArrayRequest, build_array
     from raidlab.errors import RaidlabError
+    from raidlab.scenario.array import ArrayRequest, build_array
 
     with pytest.raises(RaidlabError, match="ftl"):
         build_array(
@@ -163,8 +163,8 @@ def test_an_ftl_table_refuses_unknown_keys() -> None:
 
 def test_write_back_without_a_backup_unit_is_refused_unless_forced() -> None:
     import pytest
-    from raidlab.config import ArrayRequest, build_array
     from raidlab.errors import RaidlabError
+    from raidlab.scenario.array import ArrayRequest, build_array
 
     with pytest.raises(RaidlabError, match="write_back"):
         build_array(

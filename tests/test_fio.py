@@ -10,7 +10,7 @@ import pytest
 from conftest import needs_native_jobs, needs_native_trace
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
-from raidlab.fio import (
+from raidlab.frontends.fio import (
     fio_size,
     fio_time_ns,
     parse_bsrange,
@@ -19,8 +19,8 @@ from raidlab.fio import (
     parse_distribution,
     parse_job_text,
 )
-from raidlab.fio_report import percentile
-from raidlab.suites import parse_access_spec, pts_steady
+from raidlab.frontends.fio_report import percentile
+from raidlab.frontends.suites import parse_access_spec, pts_steady
 from typer.testing import CliRunner
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -11,14 +11,14 @@ import json
 import pytest
 from conftest import needs_native_levels
 from raidlab.cli import app
-from raidlab.config import (
+from raidlab.errors import RaidlabError
+from raidlab.scenario.array import (
     ArrayRequest,
     array_capacity_bytes,
     build_array,
     load_array_file,
     raw_capacity_bytes,
 )
-from raidlab.errors import RaidlabError
 from typer.testing import CliRunner
 
 runner = CliRunner()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import raidlab
 import raidlab._native  # noqa: F401  (a hard requirement: fail, never skip, without it)
-from raidlab.executor import run_scenarios
+from raidlab.scenario.executor import run_scenarios
 
 
 def test_atto_returns_a_row_per_op_qd_and_size() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import needs_native_jobs
 from raidlab.cli import app
-from raidlab.config import ArrayRequest, build_array, load_array_file
 from raidlab.errors import RaidlabError
-from raidlab.fio import parse_job_text, plan_jobs
+from raidlab.frontends.fio import parse_job_text, plan_jobs
+from raidlab.scenario.array import ArrayRequest, build_array, load_array_file
 from typer.testing import CliRunner
 
 runner = CliRunner()

@@ -5,7 +5,7 @@ import math
 
 import pandas as pd
 import pytest
-from raidlab.studies import (
+from raidlab.studies.atto_studies import (
     CONTROLLER_CALIBRATION_ROWS,
     STUDY_COLUMNS,
     error_pct,

@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 from raidlab.api import resolve_array, run_workload
 from raidlab.cli import app
-from raidlab.config import Tuning, array_capacity_bytes, tune_array
-from raidlab.workloads import WorkloadRequest
+from raidlab.scenario.array import array_capacity_bytes
+from raidlab.scenario.tuning import Tuning, tune_array
+from raidlab.scenario.workloads import WorkloadRequest
 from typer.testing import CliRunner
 
 runner = CliRunner()

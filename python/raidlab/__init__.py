@@ -2,7 +2,7 @@
 
 The Python front end resolves presets and array TOML files, validates input, builds
 scenarios (docs/scenario.md) and runs them through the native simulator
-``raidlab._native``.
+``raidlab._native``. ``raidlab.api`` is the front door every command goes through.
 
 >>> import raidlab
 >>> raidlab.presets()                                   # doctest: +SKIP
@@ -22,9 +22,24 @@ online rebuild, check, repair and inject, with reports as dataclasses and DataFr
 ...     print(server.uri)                               # nbd://127.0.0.1:PORT
 """
 
-from raidlab import engine
-from raidlab.api import atto, presets, reproduce, run
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from raidlab.errors import RaidlabError
 
+# The API is imported on first use, not with the package: `raidlab-engine` (a console
+# script over raidlab._native) and `import raidlab._native` must not pay for pandas
+# and matplotlib.
+_API_NAMES = ("atto", "presets", "reproduce", "run")
 __all__ = ["RaidlabError", "atto", "engine", "presets", "reproduce", "run"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API_NAMES:
+        return getattr(importlib.import_module("raidlab.api"), name)
+    if name in ("engine", "api"):
+        return importlib.import_module(f"raidlab.{name}")
+    raise AttributeError(f"module 'raidlab' has no attribute {name!r}")

@@ -1,4 +1,6 @@
-"""The Python API: ATTO sweeps, fio-style runs, study reproduction and presets.
+"""The Python API, the front door every command goes through: ATTO sweeps, fio-style
+runs, fio job files, CrystalDiskMark, IOMeter, SNIA PTS, trace replay, advise, study
+reproduction and presets.
 
 Every function validates its input into a scenario first (errors are RaidlabError
 naming the argument) and only then simulates. Array arguments left as None take the
@@ -8,14 +10,18 @@ drive, stripe unit 64K, controller ``hba``, host preset ``default``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from raidlab.atto import (
+from raidlab.errors import RaidlabError
+from raidlab.frontends import suites
+from raidlab.frontends.atto import (
     DEFAULT_LENGTH,
     DEFAULT_QUEUE_DEPTHS,
     DEFAULT_SIZES,
@@ -24,18 +30,24 @@ from raidlab.atto import (
     atto_points,
     parse_queue_depths,
 )
-from raidlab.config import (
+from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
+from raidlab.frontends.fio_report import fio_json, fio_text
+from raidlab.report.explain import explain_lines, rebuild_lines
+from raidlab.scenario.array import (
     ArrayRequest,
     build_array,
     build_scenario,
     load_array_file,
+    parse_int,
     parse_seed,
 )
-from raidlab.executor import run_scenarios
-from raidlab.presets import preset, preset_names
-from raidlab.studies import reproduce_study
+from raidlab.scenario.executor import run_scenarios
+from raidlab.scenario.native import simulate_trace
+from raidlab.scenario.presets import preset, preset_names
+from raidlab.scenario.workloads import WorkloadRequest, build_workload, run_frame
+from raidlab.studies import advise as advising
+from raidlab.studies.atto_studies import reproduce_study
 from raidlab.units import format_size, parse_sizes
-from raidlab.workloads import WorkloadRequest, build_workload, run_frame
 
 
 def resolve_array(
@@ -278,109 +290,259 @@ def run(
     return frame
 
 
-def explain_lines(
-    explain: Mapping[str, Any] | None, rebuild: Mapping[str, Any] | None = None
-) -> list[str]:
-    """Human-readable lines of a results ``explain`` dict and its ``rebuild`` object.
+# --- benchmark front ends: fio, CrystalDiskMark, IOMeter, SNIA PTS, trace replay ------
 
-    Member I/O per host I/O is printed per direction exactly as the simulator counted
-    it (a RAID 5 small write: 4.000, two reads and two writes); parity bytes per host
-    byte and the rebuild only when the results carry them."""
-    if not explain:
-        lines = ["(the simulator returned no explain data)"]
-        return lines + rebuild_lines(rebuild)
-    lines = [f"bottleneck: {explain.get('bottleneck')}"]
-    resources = sorted(
-        explain.get("resources", []), key=lambda resource: -float(resource.get("utilisation", 0.0))
+FIO_OUTPUT_FORMATS = ("normal", "json", "json+")
+
+
+@dataclass(frozen=True)
+class FioRun:
+    """A simulated fio run: fio's JSON ``document`` (fio's schema, ``json+`` adds the
+    latency bins), the ``plan`` it came from, and the plan's notes (options with no
+    effect in a simulation, approximations)."""
+
+    document: dict[str, Any]
+    plan: FioPlan
+    notes: list[str]
+
+    def text(self) -> str:
+        """fio's normal text output of this run."""
+        return fio_text(self.document, self.plan)
+
+
+def fio(
+    array: Mapping[str, Any],
+    job_files: Sequence[str | Path] = (),
+    options: Sequence[str] = (),
+    seed: Any = 1,
+    jobs: int | None = None,
+    plus: bool = False,
+    executor: Executor | None = None,
+    progress: bool = True,
+    labels: Mapping[str, str] | None = None,
+) -> FioRun:
+    """fio job files and/or fio's command-line job form (``["--name=a", "--rw=read"]``)
+    simulated on ``array`` (from ``resolve_array``); stonewall groups run one after
+    another. A job's ``randseed=`` overrides ``seed``."""
+    labels = dict(labels or {})
+    job_file = parse_job_files(job_files)
+    parse_command_line(options, job_file)
+    plan = plan_jobs(job_file, array)
+    notes = list(plan.notes)
+    if plan.ignored:
+        notes.insert(0, f"ignored (no effect in a simulation): {', '.join(plan.ignored)}")
+    seed_value = parse_seed(seed, labels.get("seed", "seed"))
+    results = run_scenarios(
+        plan.scenarios(array, seed_value),
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+        description="fio groups",
     )
-    for resource in resources:
-        lines.append(
-            f"  {resource.get('name', '?'):<28} {resource.get('kind', ''):<12} "
-            f"{100.0 * float(resource.get('utilisation', 0.0)):6.1f} % busy"
-        )
-    for op, ratio in explain.get("member_ios_per_host_io", {}).items():
-        byte_ratio = explain.get("member_bytes_per_host_byte", {}).get(op)
-        lines.append(
-            f"{op}: {float(ratio):.3f} member ops per host op, "
-            f"{float(byte_ratio) if byte_ratio is not None else float('nan'):.3f} "
-            f"member bytes per host byte"
-        )
-    for op, ratio in (explain.get("parity_bytes_per_host_byte") or {}).items():
-        lines.append(f"{op}: {float(ratio):.3f} parity bytes per host byte")
-    if "read_ahead_hits" in explain:
-        lines.append(f"read-ahead hits: {explain['read_ahead_hits']}")
-    if explain.get("ssd_write_amplification") is not None:
-        lines.append(
-            f"SSD write amplification: {float(explain['ssd_write_amplification']):.2f} "
-            "(flash programs per host write, garbage collection included)"
-        )
-    lines.extend(scheduler_lines(explain))
-    return lines + rebuild_lines(rebuild)
+    return FioRun(fio_json(plan, results, array, seed_value, plus=plus), plan, notes)
 
 
-def scheduler_lines(explain: Mapping[str, Any]) -> list[str]:
-    """What the host's I/O scheduler did (nothing when the run had none)."""
-    sched = explain.get("scheduler")
-    if not sched:
-        return []
-    merged = int(sched.get("host_ios_merged", 0))
-    lines = [
-        f"I/O scheduler {sched.get('name')}: device queue depth {sched.get('queue_depth')}, "
-        f"nr_requests {sched.get('nr_requests')}; {merged:,} host I/Os merged "
-        f"({float(sched.get('host_ios_per_request', 0.0)):.2f} per request sent, "
-        f"at most {format_size(int(sched.get('max_request_bytes', 0)))})"
-    ]
-    if int(sched.get("expired", 0)):
-        lines.append(f"  {int(sched['expired']):,} requests sent out of LBA order on deadline")
-    if int(sched.get("idle_expiries", 0)):
-        lines.append(
-            f"  {int(sched['idle_expiries']):,} turns ended after idling slice_idle "
-            "for a job's next request"
+def cdm(
+    array: Mapping[str, Any],
+    profile: str = "default",
+    size: Any = "1G",
+    ios: Any = 20_000,
+    seed: Any = 1,
+    jobs: int | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """CrystalDiskMark's tests of ``profile`` (``default`` or ``nvme``) on ``array``:
+    one row per test and direction (``test, op, mbps, iops, lat_mean_us, lat_p99_us``)."""
+    labels = dict(labels or {})
+    seed_value = parse_seed(seed, labels.get("seed", "seed"))
+    return suites.cdm(array, profile, size, ios, seed_value, jobs, labels)
+
+
+def iometer(
+    array: Mapping[str, Any],
+    spec: str,
+    ios: Any = 20_000,
+    size: Any = None,
+    seed: Any = 1,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """An IOMeter access specification (``desktop``, ``database``, ``fileserver`` or
+    ``"bs=4K/100;read=70;random=100;workers=2;qd=8"``) on ``array``: rows per direction
+    and ``total``."""
+    labels = dict(labels or {})
+    seed_value = parse_seed(seed, labels.get("seed", "seed"))
+    return suites.iometer(array, spec, ios, size, seed_value, labels)
+
+
+PTS_METRICS = {"iops": "iops", "tp": "mbps", "lat": "lat_mean_us"}
+
+
+def pts(
+    array: Mapping[str, Any],
+    test: str = "iops",
+    mixes: Sequence[str] | str | None = None,
+    sizes: Sequence[str] | str | None = None,
+    ios: Any = 5000,
+    iodepth: Any = 32,
+    numjobs: Any = 1,
+    rounds_max: Any = 25,
+    seed: Any = 1,
+    jobs: int | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """A SNIA PTS-style test (``iops``, ``tp`` or ``lat``): rounds of the mix x size
+    matrix until steady state. Every (round, mix, size) row; ``.attrs["summary"]`` is
+    the steady-state summary, ``.attrs["table"]`` the report table (block size x mix,
+    mean over the measurement window) of ``.attrs["metric"]``."""
+    labels = dict(labels or {})
+
+    def label(key: str) -> str:
+        return labels.get(key, key)
+
+    def listed(value: Sequence[str] | str | None) -> list[str] | None:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",")]
+        return list(value) if value else None
+
+    frame, summary = suites.pts(
+        array,
+        test,
+        listed(mixes),
+        listed(sizes),
+        parse_int(ios, label("ios"), 64, 10_000_000),
+        parse_int(iodepth, label("iodepth"), 1, 65536),
+        parse_int(numjobs, label("numjobs"), 1, 1024),
+        parse_int(rounds_max, label("rounds_max"), 5, 1000),
+        parse_seed(seed, label("seed")),
+        jobs,
+        labels,
+    )
+    metric = PTS_METRICS[test]
+    frame.attrs.update(
+        {"summary": summary, "metric": metric, "table": suites.pts_table(frame, summary, metric)}
+    )
+    return frame
+
+
+TRACE_FORMATS = ("msr", "blkparse")
+TRACE_MODES = ("open", "closed")
+
+
+def replay(
+    array: Mapping[str, Any],
+    trace: str | Path,
+    trace_format: str = "msr",
+    mode: str = "open",
+    iodepth: Any = 1,
+    time_scale: Any = 1,
+    seed: Any = 1,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Replay a block trace (streamed: any length) on ``array``: ``mode`` ``open`` at the
+    trace's timestamps divided by ``time_scale``, or ``closed`` with ``iodepth``
+    outstanding. One row per direction, as ``run``; ``.attrs`` carry the results,
+    the scenario and the explain dict."""
+    labels = dict(labels or {})
+
+    def label(key: str) -> str:
+        return labels.get(key, key)
+
+    if trace_format not in TRACE_FORMATS:
+        raise RaidlabError(label("format"), f"must be msr or blkparse, got {trace_format!r}")
+    if mode not in TRACE_MODES:
+        raise RaidlabError(label("mode"), f"must be open or closed, got {mode!r}")
+    if not Path(trace).is_file():
+        raise RaidlabError(str(trace), "no such trace file")
+    try:
+        scale = float(time_scale)
+    except ValueError:
+        scale = float("nan")
+    if not (math.isfinite(scale) and scale > 0):
+        raise RaidlabError(label("time_scale"), f"must be a number > 0, got {time_scale!r}")
+    scenario = {"schema": 1, "seed": parse_seed(seed, label("seed")), "array": dict(array)}
+    results = simulate_trace(
+        scenario,
+        str(trace),
+        trace_format,
+        mode,
+        parse_int(iodepth, label("iodepth"), 1, 65536),
+        scale,
+    )
+    frame = run_frame(results)
+    frame.attrs.update(
+        {"results": results, "scenario": scenario, "explain": results.get("explain")}
+    )
+    return frame
+
+
+def advise(
+    drive: Any,
+    drives: Any = 1,
+    workload: WorkloadRequest | None = None,
+    job: str | Path | None = None,
+    access_spec: str | None = None,
+    ios: Any = 20_000,
+    controller: Any = None,
+    capacity: Any = 0,
+    tolerate: Any = 0,
+    metric: str = "iops",
+    seed: Any = 1,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Rank the RAID levels, stripe units and cache settings ``drives`` x ``drive``
+    allow for a workload: fio-style (``workload``, default randrw 4K 70 % reads QD 32),
+    a fio job file (``job``: its jobs run together, each capped at ``ios``) or an
+    IOMeter preset/access specification (``access_spec``). Only candidates with
+    ``capacity`` usable bytes that survive ``tolerate`` failures in every case are
+    tried. Best first by ``metric`` (iops, mbps or lat_p99_us); ``.attrs["why"]``
+    explains the winner against the runner-up."""
+    labels = dict(labels or {})
+
+    def label(key: str) -> str:
+        return labels.get(key, key)
+
+    if job is not None and access_spec is not None:
+        raise RaidlabError(label("job"), f"give {label('job')} or {label('access_spec')}, not both")
+    if drive is None:
+        raise RaidlabError(label("drive"), "give a drive preset (see `raidlab presets`)")
+    source: WorkloadRequest | advising.WorkloadSource
+    if job is not None or access_spec is not None:
+        ios_cap = parse_int(ios, label("ios"), 1, 100_000_000)
+        if job is not None:
+            if not Path(job).is_file():
+                raise RaidlabError(label("job"), f"no such file: {job}")
+            source = advising.FioJobs(parse_job_files([job]), str(job), ios_cap, label("job"))
+        else:
+            source = advising.AccessSpecWorkload(
+                str(access_spec), ios_cap, {"spec": label("access_spec"), "ios": label("ios")}
+            )
+    else:
+        source = workload or WorkloadRequest(
+            rw="randrw", bs="4K", rwmixread="70", iodepth="32", ios=ios
         )
-    if explain.get("bottleneck") == "host.scheduler":
-        lines.append(
-            "  host.scheduler is the bottleneck: requests waited in it while drives had "
-            "nothing to do, as the scheduler served one job at a time and idled for it"
-        )
-    return lines
-
-
-def rebuild_lines(rebuild: Mapping[str, Any] | None) -> list[str]:
-    """The results' ``rebuild`` object as text (nothing when there was no rebuild)."""
-    if not rebuild:
-        return []
-    done = int(rebuild.get("bytes_done", 0))
-    total = int(rebuild.get("member_bytes", 0))
-    share = f" ({100.0 * done / total:.2f} % of {total / 1e9:,.1f} GB)" if total else ""
-    time_ns = rebuild.get("time_ns_projected")
-    finished = bool(rebuild.get("finished"))
-    when = "-" if time_ns is None else _duration(float(time_ns))
-    lines = [
-        f"rebuild of member {rebuild.get('member')}: {float(rebuild.get('mbps', 0.0)):.1f} MB/s "
-        f"while the workload ran, {done / 1e6:,.1f} MB done{share}",
-        f"rebuild time: {when} ({'measured, finished' if finished else 'projected at that rate'})",
-    ]
-    if "foreground_slowdown_pct" in rebuild:
-        lines.append(
-            f"foreground slowdown: {float(rebuild['foreground_slowdown_pct']):.1f} % of the "
-            "workload's IOPS without the rebuild (same array degraded, same seed)"
-        )
-    return lines
-
-
-def _duration(time_ns: float) -> str:
-    seconds = time_ns / 1e9
-    if seconds >= 3600:
-        return f"{seconds / 3600:.2f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.3f} s"
+    return advising.advise(
+        drive,
+        parse_int(drives, label("drives"), 1, 256),
+        source,
+        controller=controller,
+        capacity=capacity,
+        tolerate=parse_int(tolerate, label("tolerate"), 0, 255),
+        metric=metric,
+        seed=parse_seed(seed, label("seed")),
+        jobs=jobs,
+        progress=progress,
+        labels=labels,
+        scheduler=scheduler,
+    )
 
 
 def study_names() -> list[str]:
     """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
-    from raidlab.claims import CLAIM_STUDIES
-    from raidlab.studies import STUDIES
+    from raidlab.studies.atto_studies import STUDIES
+    from raidlab.studies.claims import CLAIM_STUDIES
 
     return [*STUDIES, *CLAIM_STUDIES]
 
@@ -403,12 +565,12 @@ def reproduce(
     ``ios_max`` caps the measured I/Os per point (default 3000).
 
     Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
-    per claim not covered (``raidlab.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
+    per claim not covered (``raidlab.studies.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
     counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
     how. ``ios_max`` is the measured I/Os of every run (default 20000); ``out`` is
     unused (no figures)."""
-    from raidlab.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
-    from raidlab.studies import get_study, summarize
+    from raidlab.studies.atto_studies import get_study, summarize
+    from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
 
     if study in CLAIM_STUDIES:
         return reproduce_claims(
@@ -430,7 +592,7 @@ def reproduce(
     )
     frame.attrs["summary"] = summarize(frame)
     if out is not None:
-        from raidlab.plots import plot_study
+        from raidlab.report.plots import plot_study
 
         frame.attrs["figures"] = [str(path) for path in plot_study(frame, out)]
     return frame
@@ -504,8 +666,15 @@ def presets() -> pd.DataFrame:
 
 
 __all__: list[str] = [
+    "FioRun",
+    "advise",
     "atto",
     "atto_sweep",
+    "cdm",
+    "fio",
+    "iometer",
+    "pts",
+    "replay",
     "explain_lines",
     "rebuild_lines",
     "presets",

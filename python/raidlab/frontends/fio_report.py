@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from raidlab.fio import FIO_VERSION, FioPlan, PlannedJob, SteadyState
+from raidlab.frontends.fio import FIO_VERSION, FioPlan, PlannedJob, SteadyState
 
 DEFAULT_PERCENTILES = [1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99]
 DIRECTIONS = ("read", "write", "trim")

@@ -19,10 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.config import build_scenario, parse_int
 from raidlab.errors import RaidlabError
-from raidlab.units import SWEEP_POINTS_MAX, parse_size
-from raidlab.workloads import (
+from raidlab.scenario.array import build_scenario, parse_int
+from raidlab.scenario.workloads import (
     IODEPTH_MAX,
     WorkloadRequest,
     build_workload,
@@ -30,6 +29,7 @@ from raidlab.workloads import (
     op_metrics,
     parse_block_size,
 )
+from raidlab.units import SWEEP_POINTS_MAX, parse_size
 
 ATTO_COLUMNS = ["op", "qd", "block_bytes", "mbps", "iops", "lat_mean_us", "lat_p99_us"]
 ATTO_PASSES = ("write", "read")  # ATTO writes the file before it reads it back

@@ -29,7 +29,7 @@ DEFAULT_HOST = "default"
 
 @cache
 def _load_group(group: str) -> PresetTable:
-    text = resources.files("raidlab").joinpath("presets", _GROUPS[group]).read_text("utf-8")
+    text = resources.files("raidlab.scenario.presets").joinpath(_GROUPS[group]).read_text("utf-8")
     return tomllib.loads(text)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.config import array_capacity_bytes, parse_int
 from raidlab.errors import RaidlabError
+from raidlab.scenario.array import array_capacity_bytes, parse_int
 from raidlab.units import format_size, parse_duration_ns, parse_size
 
 RW_MODES = (

@@ -16,22 +16,16 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from raidlab.config import (
-    SCHEDULERS,
-    ArrayRequest,
-    Tuning,
-    build_array,
-    build_scenario,
-    tune_array,
-)
 from raidlab.errors import RaidlabError
-from raidlab.executor import run_scenarios
-from raidlab.fio import JobFile, plan_jobs
-from raidlab.native import array_info
-from raidlab.presets import DEFAULT_CONTROLLER
-from raidlab.suites import iometer_workloads, parse_access_spec
+from raidlab.frontends.fio import JobFile, plan_jobs
+from raidlab.frontends.suites import iometer_workloads, parse_access_spec
+from raidlab.scenario.array import SCHEDULERS, ArrayRequest, build_array, build_scenario
+from raidlab.scenario.executor import run_scenarios
+from raidlab.scenario.native import array_info
+from raidlab.scenario.presets import DEFAULT_CONTROLLER
+from raidlab.scenario.tuning import Tuning, tune_array
+from raidlab.scenario.workloads import WorkloadRequest, build_workload
 from raidlab.units import format_size, parse_size
-from raidlab.workloads import WorkloadRequest, build_workload
 
 # Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
 LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}

@@ -48,8 +48,8 @@ from raidlab.units import parse_size
 
 ENGINE_ENV = "RAIDLAB_ENGINE"
 ENGINE_NAME = "raidlab-engine"
-# python/raidlab/engine.py -> the repository (where cargo puts target/release).
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# python/raidlab/engine/__init__.py -> the repository (where cargo puts target/release).
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 # Every member starts with a superblock and a write-intent bitmap; array data starts
 # here (crates/raidlab-engine/README.md, On-disk format).

@@ -146,7 +146,7 @@ def check_figure_path(path: str | Path, label: str = "plot") -> Path:
 
 
 def plot_atto(frame: pd.DataFrame, path: str | Path, title: str = "ATTO sweep") -> Path:
-    """The simulated sweep of ``raidlab.atto`` as one figure (format from the suffix)."""
+    """The simulated sweep of ``raidlab.frontends.atto`` as one figure (format from the suffix)."""
     path = check_figure_path(path)
     figure = atto_figure(frame, [SWEEP], f"{title} (simulated, MB/s = 10^6 B/s)")
     return _save(figure, path)

@@ -30,11 +30,11 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.config import array_capacity_bytes, build_scenario, parse_int
 from raidlab.errors import RaidlabError
-from raidlab.executor import run_scenarios
+from raidlab.scenario.array import array_capacity_bytes, build_scenario, parse_int
+from raidlab.scenario.executor import run_scenarios
+from raidlab.scenario.workloads import WorkloadRequest, build_workload, parse_block_size
 from raidlab.units import format_size, parse_size
-from raidlab.workloads import WorkloadRequest, build_workload, parse_block_size
 
 # --- CrystalDiskMark ------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ the naive "N x one drive" model. Rows are labelled by role:
   They stay in the table, the CSV and the figures, but their MAPE is reported apart
   so neither the calibration nor the prediction MAPE includes them.
 
-The measurement CSVs ship inside the package (``raidlab/reference/``, copies of
+The measurement CSVs ship inside the package (``raidlab/studies/reference/``, copies of
 ``data/reference/``) so an installed package can reproduce its studies.
 
 MAPE skips rows whose measured value is 0 (a percentage error of 0 is undefined; the
@@ -29,12 +29,12 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.atto import IOS_MAX_DEFAULT, atto_scenario
-from raidlab.config import ArrayRequest, build_array
 from raidlab.errors import RaidlabError
-from raidlab.executor import Simulator, run_scenarios
-from raidlab.presets import unknown_name_message
-from raidlab.workloads import op_metrics
+from raidlab.frontends.atto import IOS_MAX_DEFAULT, atto_scenario
+from raidlab.scenario.array import ArrayRequest, build_array
+from raidlab.scenario.executor import Simulator, run_scenarios
+from raidlab.scenario.presets import unknown_name_message
+from raidlab.scenario.workloads import op_metrics
 
 STUDY_COLUMNS = [
     "study",
@@ -124,7 +124,7 @@ class Study:
 
 
 def _reference_csv(name: str) -> pd.DataFrame:
-    text = resources.files("raidlab").joinpath("reference", name).read_text("utf-8")
+    text = resources.files("raidlab.studies").joinpath("reference", name).read_text("utf-8")
     return pd.read_csv(io.StringIO(text))
 
 
@@ -231,7 +231,7 @@ STUDIES: dict[str, Study] = {
 def get_study(name: str, label: str = "study") -> Study:
     """The ATTO study ``name``; an unknown name suggests any study, claims included."""
     if name not in STUDIES:
-        from raidlab.claims import CLAIM_STUDIES
+        from raidlab.studies.claims import CLAIM_STUDIES
 
         raise RaidlabError(label, unknown_name_message("study", name, [*STUDIES, *CLAIM_STUDIES]))
     return STUDIES[name]

@@ -29,16 +29,16 @@ from typing import Any
 
 import pandas as pd
 
-from raidlab.config import (
+from raidlab.scenario.array import (
     ArrayRequest,
     array_capacity_bytes,
     build_array,
     build_scenario,
     raw_capacity_bytes,
 )
-from raidlab.executor import Simulator, run_scenarios
-from raidlab.presets import preset
-from raidlab.workloads import WorkloadRequest, build_workload
+from raidlab.scenario.executor import Simulator, run_scenarios
+from raidlab.scenario.presets import preset
+from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
 CLAIM_COLUMNS = [
     "claim_id",
@@ -476,8 +476,9 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
 
 
 def load_claims(study: ClaimStudy) -> pd.DataFrame:
-    """The study's claims file (shipped in ``raidlab/reference/``)."""
-    text = resources.files("raidlab").joinpath("reference", study.claims_file).read_text("utf-8")
+    """The study's claims file (shipped in ``raidlab/studies/reference/``)."""
+    reference = resources.files("raidlab.studies").joinpath("reference")
+    text = reference.joinpath(study.claims_file).read_text("utf-8")
     return pd.read_csv(io.StringIO(text), dtype={"claim_id": str})
 
 

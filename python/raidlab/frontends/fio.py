@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raidlab.config import array_capacity_bytes, check_scheduler_tables
 from raidlab.errors import RaidlabError
+from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
+from raidlab.scenario.workloads import BLOCK_BYTES_MAX, BLOCK_BYTES_MIN, SECTOR_BYTES
 from raidlab.units import format_size
-from raidlab.workloads import BLOCK_BYTES_MAX, BLOCK_BYTES_MIN, SECTOR_BYTES
 
 FIO_VERSION = "fio-3.33"
 # A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os

@@ -17,8 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from raidlab import native
-from raidlab.config import parse_int
+from raidlab.scenario import native
+from raidlab.scenario.array import parse_int
 
 Simulator = Callable[[dict[str, Any]], dict[str, Any]]
 JOBS_MAX = 1024

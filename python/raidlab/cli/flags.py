@@ -1,0 +1,358 @@
+"""Flags shared by the commands: the array and tuning flags, output format, seed,
+jobs; and how a flag names a key of the API in errors.
+
+Options are taken as text and validated by the front end so every error has the same
+shape and names the flag.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from raidlab import api
+from raidlab.errors import RaidlabError
+from raidlab.scenario.array import parse_int
+from raidlab.scenario.executor import JOBS_MAX
+from raidlab.scenario.tuning import Tuning, tune_array
+
+FORMATS = ("table", "csv", "json")
+
+
+# How errors name the canonical keys of the front end when they come from a flag.
+ARRAY_FLAGS = {
+    "level": "--level",
+    "drives": "--drives",
+    "stripe_unit": "--stripe-unit",
+    "drive": "--drive",
+    "controller": "--controller",
+    "layout": "--layout",
+    "copies": "--copies",
+    "spans": "--spans",
+    "failed": "--failed",
+    "rebuild_rate": "--rebuild-rate",
+}
+
+
+ATTO_FLAGS = {
+    "qd": "--qd",
+    "sizes": "--sizes",
+    "length": "--length",
+    "ios_max": "--ios-max",
+    "seed": "--seed",
+}
+
+
+RUN_FLAGS = {
+    "rw": "--rw",
+    "bs": "--bs",
+    "iodepth": "--iodepth",
+    "numjobs": "--numjobs",
+    "rwmixread": "--rwmixread",
+    "ios": "--ios",
+    "size": "--size",
+    "offset": "--offset",
+    "warmup_ios": "--warmup-ios",
+    "runtime_ns": "--runtime",
+}
+
+
+def check_format(value: str) -> str:
+    if value not in FORMATS:
+        raise RaidlabError("--format", f"must be one of {', '.join(FORMATS)}, got {value!r}")
+    return value
+
+
+def parse_jobs(value: str | None) -> int | None:
+    return None if value is None else parse_int(value, "--jobs", 1, JOBS_MAX)
+
+
+# Option declarations shared by atto and run. Values are text: the front end parses
+# them so that every bad value gets the same one-line error naming the flag.
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", help="Array TOML file (see docs/config.md); flags override its values."
+    ),
+]
+
+
+DriveOption = Annotated[
+    str | None, typer.Option("--drive", help="Drive preset, e.g. adata-sp900-128g.")
+]
+
+
+ControllerOption = Annotated[
+    str | None, typer.Option("--controller", help="Controller preset (default: hba).")
+]
+
+
+LevelOption = Annotated[
+    str | None,
+    typer.Option("--level", help="RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat (default 0)."),
+]
+
+
+LayoutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--layout",
+        help="RAID 5/6/50/60: left-symmetric (default), left-asymmetric, right-symmetric, "
+        "right-asymmetric; RAID 10: near (default), far, offset.",
+    ),
+]
+
+
+CopiesOption = Annotated[
+    str | None,
+    typer.Option("--copies", help="RAID 10: copies of each chunk, 2..drives (default 2)."),
+]
+
+
+SpansOption = Annotated[
+    str | None,
+    typer.Option("--spans", help="RAID 50/60: RAID 5/6 sub-arrays striped together (default 2)."),
+]
+
+
+FailedOption = Annotated[
+    str | None, typer.Option("--failed", help="Failed member indices, e.g. 1,3 (degraded run).")
+]
+
+
+RebuildRateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rebuild-rate",
+        help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M.",
+    ),
+]
+
+
+WriteCacheOption = Annotated[
+    str | None,
+    typer.Option("--write-cache", help="Controller cache: wb (write-back) or wt (through)."),
+]
+
+
+BbuOption = Annotated[
+    str | None, typer.Option("--bbu", help="Battery/flash backup unit fitted: yes or no.")
+]
+
+
+ReadAheadOption = Annotated[
+    str | None, typer.Option("--read-ahead", help="Controller read-ahead: none, adaptive, always.")
+]
+
+
+OpOption = Annotated[
+    str | None,
+    typer.Option("--op", help="SSD over-provisioning: share left unpartitioned, e.g. 20%."),
+]
+
+
+PreconditionOption = Annotated[
+    str | None,
+    typer.Option("--precondition", help="SSD state: fob (fresh) or steady (SNIA PTS)."),
+]
+
+
+FastpathOption = Annotated[
+    bool,
+    typer.Option(
+        "--fastpath",
+        help="Controller FastPath (MegaRAID): write-through, no read-ahead, lower per-I/O cost.",
+    ),
+]
+
+
+DeletedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--deleted",
+        help="Share of the array the host deleted after preconditioning, e.g. 50%.",
+    ),
+]
+
+
+TrimPassthroughOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trim-passthrough",
+        help="Controller passes TRIM to the SSDs: yes or no (default: the preset's).",
+    ),
+]
+
+
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Host I/O scheduler in front of the array: none (default), mq-deadline or bfq.",
+    ),
+]
+
+
+TUNING_FLAGS = {
+    "write_cache": "--write-cache",
+    "bbu": "--bbu",
+    "read_ahead": "--read-ahead",
+    "op": "--op",
+    "precondition": "--precondition",
+    "fastpath": "--fastpath",
+    "deleted": "--deleted",
+    "trim_passthrough": "--trim-passthrough",
+    "scheduler": "--scheduler",
+}
+
+
+DrivesOption = Annotated[
+    str | None, typer.Option("--drives", help="Member drives, 1..256 (default 1).")
+]
+
+
+StripeUnitOption = Annotated[
+    str | None,
+    typer.Option("--stripe-unit", help="Stripe unit, power of two 512..1G (default 64K)."),
+]
+
+
+SeedOption = Annotated[str, typer.Option("--seed", help="Random seed; same seed, same results.")]
+
+
+JobsOption = Annotated[
+    str | None, typer.Option("--jobs", help="Worker processes (default: CPU count).")
+]
+
+
+FormatOption = Annotated[str, typer.Option("--format", help="table, csv or json.")]
+
+
+ExplainOption = Annotated[
+    bool,
+    typer.Option(
+        "--explain", help="Show resource utilisation, the bottleneck and member I/O per host I/O."
+    ),
+]
+
+
+def opt(flag: str, help_text: str) -> Any:
+    return typer.Option(flag, help=help_text)
+
+
+# The array and tuning flags every simulating command takes, declared once: the
+# decorator adds them to a command's signature and hands the command one ArrayFlags.
+ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("config", ConfigOption),
+    ("drive", DriveOption),
+    ("controller", ControllerOption),
+    ("level", LevelOption),
+    ("drives", DrivesOption),
+    ("stripe_unit", StripeUnitOption),
+    ("layout", LayoutOption),
+    ("copies", CopiesOption),
+    ("spans", SpansOption),
+    ("failed", FailedOption),
+    ("rebuild_rate", RebuildRateOption),
+    ("write_cache", WriteCacheOption),
+    ("bbu", BbuOption),
+    ("read_ahead", ReadAheadOption),
+    ("op", OpOption),
+    ("precondition", PreconditionOption),
+    ("fastpath", FastpathOption),
+    ("deleted", DeletedOption),
+    ("trim_passthrough", TrimPassthroughOption),
+    ("scheduler", SchedulerOption),
+)
+
+
+@dataclass(frozen=True)
+class ArrayFlags:
+    """The array and tuning flags of a command, as text until ``build``."""
+
+    config: Path | None = None
+    drive: str | None = None
+    controller: str | None = None
+    level: str | None = None
+    drives: str | None = None
+    stripe_unit: str | None = None
+    layout: str | None = None
+    copies: str | None = None
+    spans: str | None = None
+    failed: str | None = None
+    rebuild_rate: str | None = None
+    write_cache: str | None = None
+    bbu: str | None = None
+    read_ahead: str | None = None
+    op: str | None = None
+    precondition: str | None = None
+    fastpath: bool | None = None
+    deleted: str | None = None
+    trim_passthrough: str | None = None
+    scheduler: str | None = None
+
+    def build(self) -> dict[str, Any]:
+        """The scenario's ``array``; errors name the flags."""
+        if self.config is None and self.drive is None:
+            raise RaidlabError(
+                "--drive", "give a drive preset (see `raidlab presets`) or --config FILE.toml"
+            )
+        array = api.resolve_array(
+            self.config,
+            level=self.level,
+            drives=self.drives,
+            stripe_unit=self.stripe_unit,
+            drive=self.drive,
+            controller=self.controller,
+            layout=self.layout,
+            copies=self.copies,
+            spans=self.spans,
+            failed=self.failed,
+            rebuild_rate=self.rebuild_rate,
+            labels=ARRAY_FLAGS,
+        )
+        tuning = Tuning(
+            write_cache=self.write_cache,
+            bbu=self.bbu,
+            read_ahead=self.read_ahead,
+            op=self.op,
+            precondition=self.precondition,
+            labels=TUNING_FLAGS,
+            fastpath=self.fastpath,
+            deleted=self.deleted,
+            trim_passthrough=self.trim_passthrough,
+            scheduler=self.scheduler,
+        )
+        return tune_array(array, tuning)
+
+
+def with_array_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` (which takes a keyword ``flags: ArrayFlags``) the array flags."""
+    signature = inspect.signature(command)
+    # The module's annotations are strings (postponed evaluation); typer needs the
+    # Annotated objects, resolved here where every option alias is defined.
+    hints = typing.get_type_hints(command, include_extras=True)
+    own = [
+        p.replace(annotation=hints.get(name, p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "flags"
+    ]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in ARRAY_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        flags = ArrayFlags(**{name: kwargs.pop(name, None) for name, _ in ARRAY_OPTIONS})
+        command(*args, flags=flags, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+    return wrapper

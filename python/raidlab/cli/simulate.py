@@ -1,0 +1,286 @@
+"""Commands that simulate one array: atto, run, replay."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from raidlab import api
+from raidlab.cli.app import app
+from raidlab.cli.flags import (
+    ATTO_FLAGS,
+    RUN_FLAGS,
+    ArrayFlags,
+    ExplainOption,
+    FormatOption,
+    JobsOption,
+    SeedOption,
+    check_format,
+    opt,
+    parse_jobs,
+    with_array_flags,
+)
+from raidlab.errors import user_errors
+from raidlab.frontends.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
+from raidlab.report.explain import print_explain
+from raidlab.report.output import print_json, records, stderr, stdout
+from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
+from raidlab.scenario.array import parse_int
+from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.units import format_size
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab atto --drive adata-sp900-128g --controller intel-h97-rst \\
+      --drives 2 --stripe-unit 16K --qd 1,4,16 --sizes 512..32M --length 32G
+  raidlab atto --config examples/ssd-raid0.toml --format csv > atto.csv
+  raidlab atto --drive adata-sp900-128g --qd 1,4,16 --plot atto.png
+  raidlab atto --drive hitachi-deskstar-250g --controller dell-perc6i \\
+      --drives 4 --length 512M --explain
+"""
+)
+@with_array_flags
+def atto(
+    qd: Annotated[str, opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
+    sizes: Annotated[
+        str, opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
+    ] = DEFAULT_SIZES,
+    length: Annotated[str, opt("--length", "Test file size.")] = DEFAULT_LENGTH,
+    ios_max: Annotated[str, opt("--ios-max", "At most this many measured I/Os per point.")] = str(
+        IOS_MAX_DEFAULT
+    ),
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    explain: ExplainOption = False,
+    plot: Annotated[
+        Path | None,
+        opt("--plot", "Also draw the sweep to this file (FILE.png; format from the suffix)."),
+    ] = None,
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
+    write pass then a read pass over a test file at the start of the array."""
+    with user_errors():
+        output_format = check_format(output_format)
+        if plot is not None:
+            from raidlab.report.plots import check_figure_path
+
+            check_figure_path(plot, "--plot")
+        array = flags.build()
+        frame = api.atto_sweep(
+            array,
+            qd=qd,
+            sizes=sizes,
+            length=length,
+            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            seed=seed,
+            jobs=parse_jobs(jobs),
+            labels=ATTO_FLAGS,
+        )
+        explain_points = frame.attrs["explain"]
+        figure = None
+        if plot is not None:
+            from raidlab.report.plots import plot_atto
+
+            figure = plot_atto(
+                frame, plot, atto_title(frame.attrs["array"], flags.drive, flags.config)
+            )
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            document: dict[str, Any] = {
+                "records": records(frame),
+                "seed": frame.attrs["seed"],
+                "array": frame.attrs["array"],
+            }
+            document["explain"] = explain_points
+            if figure is not None:
+                document["figure"] = str(figure)
+            print_json(document)
+        else:
+            print_table(atto_table_rows(frame), title="ATTO sweep (MB/s = 10^6 B/s)")
+        if figure is not None and output_format != "json":
+            (stderr if output_format == "csv" else stdout).print(
+                f"figure: {figure}", highlight=False, markup=False
+            )
+        if explain and output_format != "json":
+            # The largest transfer at the deepest queue shows where the array saturates.
+            qd_max = max(point["qd"] for point in explain_points)
+            block_max = max(point["block_bytes"] for point in explain_points)
+            for point in explain_points:
+                if point["qd"] == qd_max and point["block_bytes"] == block_max:
+                    print_explain(
+                        point["explain"],
+                        f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
+                        to_stderr=output_format == "csv",
+                    )
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab run --drive intel-dc-s3500-80g --rw randread --bs 4K --iodepth 32
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --drives 2 \\
+      --rw randrw --rwmixread 70 --bs 4K:55,64K:25,128K:20 --iodepth 16 \\
+      --numjobs 4 --explain
+  raidlab run --config examples/ssd-raid0.toml --rw write --bs 1M --format json
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --rw randwrite --bs 4K --iodepth 16 --explain
+  raidlab run --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --failed 1 --rebuild-rate 200M --explain
+"""
+)
+@with_array_flags
+def run(
+    rw: Annotated[
+        str,
+        opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
+    ] = "randread",
+    bs: Annotated[str, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
+    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per job.")] = "1",
+    numjobs: Annotated[str, opt("--numjobs", "Independent jobs.")] = "1",
+    rwmixread: Annotated[str, opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
+    ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
+    runtime: Annotated[
+        str | None,
+        opt("--runtime", "Measured simulated time, e.g. 10s, 500ms (stops at --ios too)."),
+    ] = None,
+    size: Annotated[str | None, opt("--size", "Region size (default: whole array).")] = None,
+    offset: Annotated[str, opt("--offset", "Region start.")] = "0",
+    seed: SeedOption = "1",
+    output_format: FormatOption = "table",
+    explain: ExplainOption = False,
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """A fio-style run: IOPS, MB/s and latency per direction."""
+    with user_errors():
+        output_format = check_format(output_format)
+        array = flags.build()
+        frame = api.run_workload(
+            array,
+            WorkloadRequest(
+                rw=rw,
+                bs=bs,
+                rwmixread=rwmixread,
+                iodepth=iodepth,
+                numjobs=numjobs,
+                offset=offset,
+                size=size,
+                ios=ios,
+                runtime_ns=runtime,
+                labels=RUN_FLAGS,
+            ),
+            seed,
+            "--seed",
+        )
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            print_json(
+                {
+                    "records": records(frame),
+                    "seed": frame.attrs["seed"],
+                    "explain": frame.attrs["explain"],
+                    **(
+                        {"rebuild": frame.attrs["rebuild"]}
+                        if frame.attrs.get("rebuild") is not None
+                        else {}
+                    ),
+                    "scenario": frame.attrs["scenario"],
+                }
+            )
+        else:
+            print_table(run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
+        if explain and output_format != "json":
+            print_explain(
+                frame.attrs["explain"],
+                "explain",
+                to_stderr=output_format == "csv",
+                rebuild=frame.attrs.get("rebuild"),
+            )
+
+
+def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
+    drive_name = drive or (
+        f"the drive of {config.name}" if config is not None else array["drive"]["kind"]
+    )
+    stripe = (
+        f"stripe {format_size(array['stripe_unit_bytes'])}"
+        if array["drive_count"] > 1
+        else "no striping"
+    )
+    return (
+        f"ATTO sweep: {array['drive_count']} x {drive_name} on "
+        f"{array['controller']['name']}, {stripe}"
+    )
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab replay tests/data/traces/small.msr.csv --format msr --drive intel-dc-s3500-80g
+  raidlab replay tests/data/traces/small.blkparse.txt --format blkparse --mode closed \\
+      --iodepth 8 --drive hitachi-deskstar-250g --drives 4
+"""
+)
+@with_array_flags
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Block trace file.")],
+    trace_format: Annotated[str, opt("--format", "msr (MSR Cambridge CSV) or blkparse.")] = "msr",
+    mode: Annotated[
+        str, opt("--mode", "open (at trace timestamps) or closed (at --iodepth).")
+    ] = "open",
+    iodepth: Annotated[str, opt("--iodepth", "Outstanding requests in closed mode.")] = "1",
+    time_scale: Annotated[
+        str, opt("--time-scale", "Open mode: replay this many times faster.")
+    ] = "1",
+    seed: SeedOption = "1",
+    output_format: Annotated[str, opt("--output-format", "table, csv or json.")] = "table",
+    explain: ExplainOption = False,
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """Replay a block trace (streamed: any length) on a simulated array."""
+    with user_errors():
+        output_format = check_format(output_format)
+        frame = api.replay(
+            flags.build(),
+            trace,
+            trace_format,
+            mode,
+            iodepth,
+            time_scale,
+            seed,
+            {
+                "format": "--format",
+                "mode": "--mode",
+                "iodepth": "--iodepth",
+                "time_scale": "--time-scale",
+                "seed": "--seed",
+            },
+        )
+        results, scenario = frame.attrs["results"], frame.attrs["scenario"]
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            print_json({"records": records(frame), "results": results, "scenario": scenario})
+        else:
+            print_table(
+                run_table_rows(frame),
+                title=f"replay {trace.name} ({trace_format}, {mode} loop, "
+                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated)",
+            )
+        if explain and output_format != "json":
+            print_explain(results.get("explain"), "explain", to_stderr=output_format == "csv")

@@ -1,0 +1,257 @@
+"""Commands over presets and published studies: presets, advise, reproduce."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from raidlab import api
+from raidlab.cli.app import app
+from raidlab.cli.flags import (
+    RUN_FLAGS,
+    ControllerOption,
+    DriveOption,
+    DrivesOption,
+    FormatOption,
+    JobsOption,
+    SchedulerOption,
+    SeedOption,
+    check_format,
+    opt,
+    parse_jobs,
+)
+from raidlab.errors import RaidlabError, user_errors
+from raidlab.frontends.atto import IOS_MAX_DEFAULT
+from raidlab.report.output import print_json, records, stderr, stdout
+from raidlab.report.studies import print_claims, print_study_summary
+from raidlab.report.tables import print_frame, print_table, study_table_rows
+from raidlab.scenario.array import parse_int
+from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.studies.atto_studies import StudySummary, get_study, summary_dict
+from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab presets
+  raidlab presets --format csv
+"""
+)
+def presets(output_format: FormatOption = "table") -> None:
+    """List drive and controller presets with their key figures."""
+    with user_errors():
+        output_format = check_format(output_format)
+        frame = api.presets()
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            print_json({"records": records(frame)})
+        else:
+            table = Table(title="presets (sources: comments in raidlab/scenario/presets/*.toml)")
+            for column in ("group", "name", "kind", "key_figures"):
+                table.add_column(column, overflow="fold")
+            for row in frame.itertuples():
+                table.add_row(row.group, row.name, row.kind, row.key_figures)
+            stdout.print(table)
+
+
+ADVISE_FLAGS = {
+    "drive": "--drive",
+    "drives": "--drives",
+    "job": "--job",
+    "access_spec": "--workload",
+    "ios": "--ios",
+    "capacity": "--capacity",
+    "tolerate": "--tolerate",
+    "metric": "--metric",
+    "seed": "--seed",
+    "scheduler": "--scheduler",
+}
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab advise --drive intel-dc-s3500-80g --drives 4 --controller megaraid-9361 \\
+      --rw randrw --bs 4K --iodepth 32 --tolerate 1
+  raidlab advise --drive hitachi-deskstar-250g --drives 6 --rw write --bs 1M \\
+      --iodepth 4 --capacity 800G --metric mbps
+  raidlab advise --drive intel-dc-s3500-80g --drives 4 --controller megaraid-9361 \\
+      --job tests/data/fio/rwmix.fio --tolerate 1
+  raidlab advise --drive wd-caviar-blue-500g --drives 4 --controller megaraid-9361 \\
+      --workload database --tolerate 1 --metric lat_p99_us
+"""
+)
+def advise(
+    drive: DriveOption = None,
+    drives: DrivesOption = None,
+    controller: ControllerOption = None,
+    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (randrw).")] = None,
+    bs: Annotated[
+        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (4K).")
+    ] = None,
+    iodepth: Annotated[str | None, opt("--iodepth", "Outstanding I/Os per job (32).")] = None,
+    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (1).")] = None,
+    rwmixread: Annotated[
+        str | None, opt("--rwmixread", "Read percentage for rw/randrw (70).")
+    ] = None,
+    job: Annotated[
+        Path | None,
+        opt("--job", "A fio job file: its jobs, run together, are the workload."),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        opt(
+            "--workload",
+            "An IOMeter preset (desktop, database, fileserver) or access specification.",
+        ),
+    ] = None,
+    ios: Annotated[
+        str, opt("--ios", "Measured host I/Os per candidate (per job of --job, at most).")
+    ] = "20000",
+    capacity: Annotated[str, opt("--capacity", "Usable capacity needed, e.g. 500G.")] = "0",
+    tolerate: Annotated[str, opt("--tolerate", "Drive failures to survive in every case.")] = "0",
+    metric: Annotated[str, opt("--metric", "Rank by iops, mbps or lat_p99_us.")] = "iops",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    scheduler: SchedulerOption = None,
+) -> None:
+    """Simulate the RAID levels, stripe units and cache settings (write-through,
+    write-back, FastPath where the controller has it) a set of drives allows for a
+    workload, and rank them, with the bottleneck of each and why the winner wins."""
+    with user_errors():
+        output_format = check_format(output_format)
+        if drive is None:
+            raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`)")
+        flags = {"--rw": rw, "--bs": bs, "--iodepth": iodepth, "--numjobs": numjobs}
+        flags["--rwmixread"] = rwmixread
+        given = [flag for flag, value in flags.items() if value is not None]
+        if job is not None and workload is not None:
+            raise RaidlabError("--job", "give --job or --workload, not both")
+        request = None
+        if job is not None or workload is not None:
+            own = "--job" if job is not None else "--workload"
+            if given:
+                raise RaidlabError(
+                    own, f"the workload comes from {own}; leave out {', '.join(given)}"
+                )
+        else:
+            request = WorkloadRequest(
+                rw=rw or "randrw",
+                bs=bs or "4K",
+                rwmixread=rwmixread or "70",
+                iodepth=iodepth or "32",
+                numjobs=numjobs or "1",
+                ios=ios,
+                labels=RUN_FLAGS,
+            )
+        frame = api.advise(
+            drive,
+            drives or "1",
+            workload=request,
+            job=job,
+            access_spec=workload,
+            ios=ios,
+            controller=controller,
+            capacity=capacity,
+            tolerate=tolerate,
+            metric=metric,
+            seed=seed,
+            jobs=parse_jobs(jobs),
+            scheduler=scheduler,
+            labels=ADVISE_FLAGS,
+        )
+        print_frame(frame, output_format, "candidate arrays, best first")
+        if output_format == "table":
+            stdout.print(frame.attrs["why"])
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab reproduce ssd-raid0-atto
+  raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
+  raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
+  raidlab reproduce hdd-raid0-atto --format json > hdd.json
+  raidlab reproduce ssd-raid-tuning            # claims: PASS/FAIL per claim
+  raidlab reproduce ssd-raid-tuning --strict   # exit 1 if any claim fails
+"""
+)
+def reproduce(
+    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(api.study_names())}.")],
+    output_format: Annotated[
+        str,
+        opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
+    ] = "table",
+    out: Annotated[
+        Path | None, opt("--out", "Figure directory (default out/<study>/; ATTO studies).")
+    ] = None,
+    jobs: JobsOption = None,
+    ios_max: Annotated[
+        str | None,
+        opt(
+            "--ios-max",
+            f"Measured I/Os: at most this many per ATTO point (default {IOS_MAX_DEFAULT}); "
+            f"exactly this many per claim run (default {CLAIMS_IOS_DEFAULT}).",
+        ),
+    ] = None,
+    seed: SeedOption = "1",
+    strict: Annotated[
+        bool, opt("--strict", "Claim studies: exit with status 1 if any claim fails.")
+    ] = False,
+) -> None:
+    """Simulate every row of a published measurement and report the error: per row,
+    MAPE per configuration, overall for prediction and calibration rows, the worst
+    row, and the naive 'N x one drive' model for comparison. Claim studies check each
+    claim of the article with a tolerance and say which claims are not covered, and why."""
+    with user_errors():
+        output_format = check_format(output_format)
+        if study not in CLAIM_STUDIES:
+            get_study(study, "STUDY")
+            if strict:
+                raise RaidlabError(
+                    "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
+                )
+        ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+        out_dir = out if out is not None else Path("out") / study
+        frame = api.reproduce(
+            study,
+            jobs=parse_jobs(jobs),
+            out=out_dir if study not in CLAIM_STUDIES else None,
+            ios_max=ios,
+            seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+        )
+        if study in CLAIM_STUDIES:
+            print_claims(frame, output_format)
+            if strict and frame.attrs["summary"]["claims_failed"]:
+                raise typer.Exit(1)
+            return
+        summary: StudySummary = frame.attrs["summary"]
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+            print_study_summary(frame, summary, stderr)
+        elif output_format == "json":
+            print_json(
+                {
+                    "study": study,
+                    "title": frame.attrs.get("title"),
+                    "drive": frame.attrs.get("drive"),
+                    "controller": frame.attrs.get("controller"),
+                    "seed": frame.attrs.get("seed"),
+                    "records": records(frame),
+                    "summary": summary_dict(summary),
+                    "figures": list(frame.attrs.get("figures", [])),
+                }
+            )
+        else:
+            print_table(study_table_rows(frame), title=f"{study}: measured vs simulated")
+            print_study_summary(frame, summary, stdout)

@@ -1,0 +1,283 @@
+"""Commands that speak a benchmark's language: fio, cdm, iometer, pts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from raidlab import api
+from raidlab.cli.app import app
+from raidlab.cli.flags import (
+    ArrayFlags,
+    FormatOption,
+    JobsOption,
+    SeedOption,
+    check_format,
+    opt,
+    parse_jobs,
+    with_array_flags,
+)
+from raidlab.errors import RaidlabError, user_errors
+from raidlab.frontends.fio import parse_command_line, parse_job_files
+from raidlab.report.output import print_json, records, stdout
+from raidlab.report.tables import number, print_frame, print_table
+from raidlab.units import format_size
+
+
+def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split the fio command's arguments into job files and fio options."""
+    from raidlab.frontends.fio import ALIASES, OPTIONS
+
+    files: list[str] = []
+    options: list[str] = []
+    index = 0
+    while index < len(args):
+        token = args[index]
+        index += 1
+        if token.startswith("--"):
+            options.append(token)
+            key = token[2:].partition("=")[0].lower().replace("-", "_")
+            key = ALIASES.get(key, key)
+            if (
+                "=" not in token
+                and OPTIONS.get(key, "flag") != "flag"
+                and index < len(args)
+                and not args[index].startswith("--")
+            ):
+                options.append(args[index])
+                index += 1
+        elif token.startswith("-") and token != "-":
+            raise RaidlabError(token, "unknown option (fio options are --key=value)")
+        else:
+            files.append(token)
+    return files, options
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog="""Examples:
+
+\b
+  raidlab fio tests/data/fio/two-groups.fio --drive intel-dc-s3500-80g
+  raidlab fio --name=readIOPS --rw=randread --size=1G --bs=4k --direct=1 \\
+      --ioengine=libaio --iodepth=16 --drive intel-dc-s3500-80g \\
+      --controller linux-md --level 1 --drives 2
+  raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json > out.json
+""",
+)
+@with_array_flags
+def fio(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Job files and/or fio options (--name=job --rw=randread ...)."),
+    ] = None,
+    seed: Annotated[str, opt("--seed", "Random seed (a job's randseed= overrides it).")] = "1",
+    jobs: JobsOption = None,
+    output_format: Annotated[
+        str, opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
+    ] = "normal",
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """fio job files (or fio's command-line job form) simulated on an array, reported
+    in fio's own formats. Stonewall groups run one after another."""
+    with user_errors():
+        if output_format not in api.FIO_OUTPUT_FORMATS:
+            raise RaidlabError(
+                "--output-format",
+                f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
+            )
+        files, options = fio_tokens(args or [])
+        # Job files first: a malformed job is reported before array flags are checked.
+        parse_command_line(options, parse_job_files(files))
+        run = api.fio(
+            flags.build(),
+            files,
+            options,
+            seed=seed,
+            jobs=parse_jobs(jobs),
+            plus=output_format == "json+",
+            labels={"seed": "--seed"},
+        )
+        for note in run.notes:
+            typer.echo(f"note: {note}", err=True)
+        if output_format == "normal":
+            sys.stdout.write(run.text())
+        else:
+            print_json(run.document)
+
+CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "--seed"}
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab cdm --drive intel-dc-s3500-80g --controller linux-md --level 1 --drives 2
+  raidlab cdm --drive intel-dc-s3500-80g --profile nvme --format csv
+"""
+)
+@with_array_flags
+def cdm(
+    profile: Annotated[str, opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
+    size: Annotated[str, opt("--size", "Test file size (CDM's 1GiB default).")] = "1G",
+    ios: Annotated[str, opt("--ios", "Measured I/Os of each random test.")] = "20000",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
+    with user_errors():
+        output_format = check_format(output_format)
+        frame = api.cdm(flags.build(), profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
+        print_frame(frame, output_format, f"CrystalDiskMark ({profile} profile)")
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab iometer desktop --drive hitachi-deskstar-250g --drives 4
+  raidlab iometer "bs=4K/100;read=70;random=100;workers=2;qd=8" --drive intel-dc-s3500-80g
+"""
+)
+@with_array_flags
+def iometer(
+    spec: Annotated[
+        str,
+        typer.Argument(
+            help="Preset (desktop, database, fileserver) or "
+            "bs=SIZE/PCT,...;read=PCT;random=PCT;workers=N;qd=N."
+        ),
+    ],
+    ios: Annotated[str, opt("--ios", "Measured I/Os, all workers together.")] = "20000",
+    size: Annotated[str | None, opt("--size", "Test region (default: whole array).")] = None,
+    seed: SeedOption = "1",
+    output_format: FormatOption = "table",
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
+    with user_errors():
+        output_format = check_format(output_format)
+        frame = api.iometer(
+            flags.build(),
+            spec,
+            ios,
+            size,
+            seed,
+            {"spec": "SPEC", "ios": "--ios", "size": "--size", "seed": "--seed"},
+        )
+        print_frame(frame, output_format, f"IOMeter: {spec}")
+
+PTS_FLAGS = {
+    "test": "--test",
+    "mixes": "--mixes",
+    "sizes": "--sizes",
+    "ios": "--ios",
+    "iodepth": "--iodepth",
+    "numjobs": "--numjobs",
+    "rounds_max": "--rounds-max",
+    "seed": "--seed",
+}
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab pts --drive intel-dc-s3500-80g --mixes 100/0,65/35,0/100 --sizes 4K,64K
+  raidlab pts --test tp --drive intel-dc-s3500-80g --drives 2 --plot pts.png
+"""
+)
+@with_array_flags
+def pts(
+    test: Annotated[str, opt("--test", "iops, tp (throughput) or lat (latency).")] = "iops",
+    mixes: Annotated[
+        str | None, opt("--mixes", "R/W mixes, e.g. 100/0,65/35,0/100 (default: PTS's).")
+    ] = None,
+    sizes: Annotated[
+        str | None, opt("--sizes", "Block sizes, e.g. 4K,64K (default: PTS's).")
+    ] = None,
+    ios: Annotated[str, opt("--ios", "Measured I/Os per cell and round.")] = "5000",
+    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per thread.")] = "32",
+    numjobs: Annotated[str, opt("--numjobs", "Threads.")] = "1",
+    rounds_max: Annotated[str, opt("--rounds-max", "At most this many rounds.")] = "25",
+    seed: SeedOption = "1",
+    jobs: JobsOption = None,
+    output_format: FormatOption = "table",
+    plot: Annotated[
+        Path | None, opt("--plot", "Draw the tracking variable and the table to FILE.png.")
+    ] = None,
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """SNIA PTS-style test: rounds of the mix x size matrix until steady state."""
+    with user_errors():
+        output_format = check_format(output_format)
+        if plot is not None:
+            from raidlab.report.plots import check_figure_path
+
+            check_figure_path(plot, "--plot")
+        frame = api.pts(
+            flags.build(),
+            test,
+            mixes,
+            sizes,
+            ios,
+            iodepth,
+            numjobs,
+            rounds_max,
+            seed,
+            parse_jobs(jobs),
+            PTS_FLAGS,
+        )
+        summary, table, metric = (frame.attrs[key] for key in ("summary", "table", "metric"))
+        figure = None
+        if plot is not None:
+            from raidlab.report.plots import plot_pts
+
+            figure = plot_pts(table, summary, metric, plot)
+        if output_format == "csv":
+            sys.stdout.write(frame.to_csv(index=False))
+        elif output_format == "json":
+            print_json(
+                {
+                    "summary": summary,
+                    "table": {
+                        format_size(int(b)): {m: float(v) for m, v in row.items()}
+                        for b, row in table.iterrows()
+                    },
+                    "records": records(frame),
+                    **({"figure": str(figure)} if figure else {}),
+                }
+            )
+        else:
+            header = ["block", *[str(c) for c in table.columns]]
+            body = [
+                [
+                    format_size(int(b)),
+                    *[number(float(v), 0 if metric == "iops" else 1) for v in row],
+                ]
+                for b, row in table.iterrows()
+            ]
+            print_table(
+                (header, body),
+                title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
+                f"{summary['window'][1]})",
+            )
+            state = "reached" if summary["steady"] else "NOT reached"
+            stdout.print(
+                f"steady state {state} after {summary['rounds']} rounds on "
+                f"{summary['tracking']}: "
+                + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
+                highlight=False,
+                markup=False,
+            )
+            if figure is not None:
+                stdout.print(f"figure: {figure}", highlight=False, markup=False)

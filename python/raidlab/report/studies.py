@@ -1,0 +1,143 @@
+"""Study reports: measured vs simulated rows with MAPE, and claims checked."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from raidlab.report.output import print_json, records, stderr, stdout
+from raidlab.report.tables import number
+from raidlab.studies.atto_studies import StudySummary
+from raidlab.units import format_size
+
+
+def print_claims(frame: pd.DataFrame, output_format: str) -> None:
+    """A claim study as a table (checks, then claims not covered), CSV (every row;
+    method and summary on stderr) or JSON."""
+    if output_format == "json":
+        print_json(
+            {
+                "study": frame.attrs["study"],
+                "title": frame.attrs["title"],
+                "method": frame.attrs["method"],
+                "seed": frame.attrs["seed"],
+                "ios": frame.attrs["ios"],
+                "records": records(frame),
+                "coverage": frame.attrs["coverage"],
+                "summary": frame.attrs["summary"],
+            }
+        )
+        return
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        print_claims_summary(frame, stderr)
+        return
+    checks = frame[frame["result"] != "not covered"]
+    table = Table(title=f"{frame.attrs['study']}: claimed vs simulated")
+    for column in ("claim", "variant", "claim (config; metric; condition)", "claimed"):
+        table.add_column(column, justify="right" if column == "claimed" else "left")
+    for column in ("simulated", "tolerance", "result"):
+        table.add_column(column, justify="right" if column == "simulated" else "left")
+    for row in checks.itertuples():
+        table.add_row(
+            row.claim_id,
+            row.variant,
+            f"{row.config}; {row.metric}; {row.condition}",
+            f"{claim_number(row.claimed)} {row.unit}",
+            f"{claim_number(row.simulated)} {row.unit}",
+            row.tolerance,
+            row.result,
+        )
+    stdout.print(table)
+    uncovered = frame[frame["result"] == "not covered"]
+    table = Table(title="claims not covered")
+    for column in ("claim", "claim (config; metric)", "why"):
+        table.add_column(column)
+    for row in uncovered.itertuples():
+        table.add_row(row.claim_id, f"{row.config}; {row.metric}", row.how)
+    stdout.print(table)
+    print_claims_summary(frame, stdout)
+
+
+def claim_number(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if abs(value) < 1 else f"{value:,.2f}"
+
+
+def print_claims_summary(frame: pd.DataFrame, console: Console) -> None:
+    summary = frame.attrs["summary"]
+    lines = [
+        f"study: {frame.attrs['title']}",
+        *(f"method: {line}" for line in frame.attrs["method"]),
+        f"measured I/Os per run: {frame.attrs['ios']}, seed {frame.attrs['seed']}",
+        f"claims: {summary['claims']}; covered {summary['covered']} "
+        f"({summary['checks_passed']} of {summary['checks']} checks pass); "
+        f"not covered {summary['not_covered']}",
+        f"claims passing: {', '.join(summary['claims_passed']) or '-'}; "
+        f"failing: {', '.join(summary['claims_failed']) or '-'}",
+    ]
+    for row in frame[frame["result"] != "not covered"].drop_duplicates("how").itertuples():
+        name = f"{row.claim_id} {row.variant}".strip()
+        lines.append(f"how {name}: {row.how} ({row.role})")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def print_study_summary(frame: pd.DataFrame, summary: StudySummary, console: Console) -> None:
+    table = Table(title="MAPE per configuration (rows with measured 0 MB/s are skipped)")
+    for column in ("config", "op", "qd", "role", "rows", "MAPE %"):
+        table.add_column(column, justify="left" if column in ("config", "op", "role") else "right")
+    for row in summary.per_config.itertuples():
+        table.add_row(
+            row.config, row.op, str(row.qd), row.role, str(row.rows), number(row.mape_pct)
+        )
+    console.print(table)
+    note = calibration_note(frame.attrs.get("study"))
+    lines = [
+        f"study: {frame.attrs.get('title')} ({frame.attrs.get('drive')} on "
+        f"{frame.attrs.get('controller')})",
+        f"calibration rows (single drive{note}): {summary.rows_calibration}, "
+        f"MAPE {number(summary.mape_calibration_pct)} %",
+        f"prediction rows (arrays): {summary.rows_prediction}, "
+        f"MAPE {number(summary.mape_prediction_pct)} %",
+        *(
+            [
+                f"suspect rows ({'; '.join(summary.suspect_reasons) or 'see the study'}): "
+                f"{summary.rows_suspect}, MAPE {number(summary.mape_suspect_pct)} %"
+            ]
+            if summary.rows_suspect
+            else []
+        ),
+        f"naive 'N x one drive' on {summary.naive_rows} prediction rows: "
+        f"MAPE {number(summary.naive_mape_prediction_pct)} % "
+        f"(simulator on the same rows: {number(summary.model_mape_on_naive_rows_pct)} %)",
+    ]
+    if summary.rows_skipped:
+        lines.append(f"skipped in MAPE (measured 0): {summary.rows_skipped} rows")
+    if summary.worst_row is not None:
+        worst = summary.worst_row
+        lines.append(
+            f"worst {worst['role']} row: {worst['config']} {worst['op']} QD "
+            f"{worst['qd']} {format_size(int(worst['block_bytes']))}: measured "
+            f"{number(worst['measured_mbps'])}, simulated "
+            f"{number(worst['simulated_mbps'])} MB/s "
+            f"({number(worst['error_pct'])} %)"
+        )
+    for path in frame.attrs.get("figures", []):
+        lines.append(f"figure: {path}")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def calibration_note(study: str | None) -> str:
+    from raidlab.studies.atto_studies import CONTROLLER_CALIBRATION_ROWS
+
+    entries = [entry for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study]
+    return f" + {len(entries)} listed controller-calibration entries" if entries else ""

@@ -1,0 +1,102 @@
+"""Tables of results as a person reads them (rich tables on the terminal)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+from rich.table import Table
+
+from raidlab.report.output import print_json, records, stdout
+from raidlab.units import format_size
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def print_table(rows: tuple[list[str], list[list[str]]], title: str) -> None:
+    header, body = rows
+    table = Table(title=title)
+    for index, column in enumerate(header):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in body:
+        table.add_row(*row)
+    stdout.print(table)
+
+
+def atto_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["op", "qd", "size", "MB/s", "IOPS", "lat mean us", "lat p99 us"]
+    body = [
+        [
+            row.op,
+            str(row.qd),
+            format_size(row.block_bytes),
+            number(row.mbps),
+            number(row.iops, 0),
+            number(row.lat_mean_us),
+            number(row.lat_p99_us),
+        ]
+        for row in frame.itertuples()
+    ]
+    return header, body
+
+
+def run_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"]
+    body = [
+        [
+            row.op,
+            number(row.iops, 0),
+            number(row.mbps),
+            number(row.lat_mean_us),
+            number(row.lat_p50_us),
+            number(row.lat_p99_us),
+        ]
+        for row in frame.itertuples()
+    ]
+    return header, body
+
+
+def study_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["config", "op", "qd", "size", "measured MB/s", "simulated MB/s", "error %", "role"]
+    body = [
+        [
+            row.config,
+            row.op,
+            str(row.qd),
+            format_size(row.block_bytes),
+            number(row.measured_mbps),
+            number(row.simulated_mbps),
+            number(row.error_pct),
+            row.role,
+        ]
+        for row in frame.itertuples()
+    ]
+    return header, body
+
+
+def print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        return
+    if output_format == "json":
+        print_json(
+            {
+                "records": records(frame),
+                **{k: v for k, v in frame.attrs.items() if k in ("spec", "summary")},
+            }
+        )
+        return
+    header = list(frame.columns)
+    body = [
+        [
+            number(v, 0 if c == "iops" else 1) if isinstance(v, float) else str(v)
+            for c, v in zip(header, row, strict=True)
+        ]
+        for row in frame.itertuples(index=False)
+    ]
+    print_table((header, body), title=title)

@@ -1,0 +1,175 @@
+"""Tuning knobs applied on top of an array's presets: the CLI's --write-cache, --bbu,
+--read-ahead, --op, --precondition, --fastpath, --deleted, --trim-passthrough and
+--scheduler, checked as the presets are."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from raidlab.errors import RaidlabError
+from raidlab.scenario.array import (
+    FTL_FIELDS,
+    SCHEDULERS,
+    check_scheduler_tables,
+    parse_field,
+)
+from raidlab.scenario.presets import preset, preset_names
+
+WRITE_CACHE_MODES = ("wt", "wb")
+READ_AHEAD_MODES = ("none", "adaptive", "always")
+PRECONDITIONS = ("fob", "steady")
+# Read-ahead a controller without its own gets when asked for it: assumed, typical of
+# RAID firmware (a 64 KiB segment per stream, a few in flight).
+READ_AHEAD_DEFAULT_BYTES = 65_536
+READ_AHEAD_DEFAULT_SEGMENTS = 4
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Knobs applied on top of an array's presets; None leaves the preset's value."""
+
+    write_cache: str | None = None
+    bbu: str | None = None
+    read_ahead: str | None = None
+    op: str | None = None
+    precondition: str | None = None
+    scheduler: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    # FastPath on (True); None or False leaves the controller's normal path.
+    fastpath: bool | None = None
+    # Share of the array the host deleted after preconditioning, e.g. "50%".
+    deleted: str | None = None
+    # Whether the controller passes TRIM on: "yes" or "no" (default: the preset's).
+    trim_passthrough: str | None = None
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+
+def _choice(value: str, allowed: tuple[str, ...], label: str) -> str:
+    if value not in allowed:
+        raise RaidlabError(label, f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def fastpath_controllers() -> list[str]:
+    """Controller presets that have a FastPath (a ``fastpath_overhead_ns``)."""
+    return [
+        name
+        for name in preset_names("controller")
+        if "fastpath_overhead_ns" in preset("controller", name, "controller")
+    ]
+
+
+def _tune_fastpath(controller: dict[str, Any], tuning: Tuning) -> None:
+    """FastPath on: write-through, no read-ahead, the cut-through per-I/O cost."""
+    label = tuning.label("fastpath")
+    if controller.get("fastpath_overhead_ns") is None:
+        raise RaidlabError(
+            label,
+            f"controller {controller.get('name')!r} has no FastPath; controllers with one: "
+            f"{', '.join(fastpath_controllers())}",
+        )
+    if tuning.write_cache == "wb":
+        raise RaidlabError(
+            label,
+            f"FastPath needs write-through; refused with {tuning.label('write_cache')} wb",
+        )
+    if tuning.read_ahead not in (None, "none"):
+        raise RaidlabError(
+            label,
+            f"FastPath needs no read-ahead; refused with {tuning.label('read_ahead')} "
+            f"{tuning.read_ahead}",
+        )
+    controller["write_back"] = False
+    controller["read_ahead_bytes"] = 0
+    controller["read_ahead_always"] = False
+    controller["fastpath"] = True
+
+
+def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
+    """``array`` with the tuning knobs applied, checked as the presets are."""
+    array = {**array, "controller": dict(array["controller"]), "drive": dict(array["drive"])}
+    controller = array["controller"]
+    if tuning.trim_passthrough is not None:
+        controller["trim_passthrough"] = (
+            _choice(tuning.trim_passthrough, ("yes", "no"), tuning.label("trim_passthrough"))
+            == "yes"
+        )
+    if tuning.deleted is not None:
+        label = tuning.label("deleted")
+        if array["drive"].get("kind") != "ssd" or not array["drive"].get("ftl"):
+            raise RaidlabError(
+                label,
+                "deleting data matters only to SSDs with an FTL model; give one in "
+                "[array.drive.ftl] (see docs/scenario.md)",
+            )
+        deleted = parse_field(tuning.deleted, ("percent", 0.0, 99.0), label)
+        array.pop("deleted_percent", None)
+        if deleted:
+            array["deleted_percent"] = deleted
+    if tuning.read_ahead is not None:
+        mode = _choice(tuning.read_ahead, READ_AHEAD_MODES, tuning.label("read_ahead"))
+        if mode == "none":
+            controller["read_ahead_bytes"] = 0
+            controller["read_ahead_always"] = False
+        else:
+            if not controller.get("read_ahead_bytes"):
+                controller["read_ahead_bytes"] = READ_AHEAD_DEFAULT_BYTES
+                controller["read_ahead_segments"] = READ_AHEAD_DEFAULT_SEGMENTS
+            controller["read_ahead_always"] = mode == "always"
+    if tuning.write_cache is not None or tuning.bbu is not None:
+        wb = controller.get("write_back", False)
+        if tuning.write_cache is not None:
+            wb = _choice(tuning.write_cache, WRITE_CACHE_MODES, tuning.label("write_cache")) == "wb"
+        if wb and not controller.get("cache_bytes"):
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                f"controller {controller.get('name')!r} has no cache; write-back needs one",
+            )
+        name = str(controller.get("name", ""))
+        try:
+            bbu = bool(preset("controller", name, "controller").get("bbu", False))
+        except RaidlabError:
+            bbu = False
+        if tuning.bbu is not None:
+            bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
+        if wb and not bbu:
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                "write-back is refused without a battery/flash backup unit (--bbu no), as "
+                "the controller's firmware does; give --bbu yes",
+            )
+        if wb and controller.get("fastpath"):
+            raise RaidlabError(
+                tuning.label("write_cache"),
+                "the controller runs FastPath, which needs write-through; refused with wb",
+            )
+        controller["write_back"] = wb
+    if tuning.op is not None or tuning.precondition is not None:
+        ftl = array["drive"].get("ftl")
+        if not ftl:
+            raise RaidlabError(
+                tuning.label("op" if tuning.op is not None else "precondition"),
+                "the drive has no FTL model; give one in [array.drive.ftl] (see docs/scenario.md)",
+            )
+        ftl = dict(ftl)
+        if tuning.op is not None:
+            ftl["op_percent"] = parse_field(
+                tuning.op, FTL_FIELDS["op_percent"], tuning.label("op")
+            )
+        if tuning.precondition is not None:
+            ftl["precondition"] = _choice(
+                tuning.precondition, PRECONDITIONS, tuning.label("precondition")
+            )
+        array["drive"]["ftl"] = ftl
+    if tuning.fastpath:
+        _tune_fastpath(controller, tuning)
+    if tuning.scheduler is not None:
+        label = tuning.label("scheduler")
+        host = {**array["host"], "scheduler": _choice(tuning.scheduler, SCHEDULERS, label)}
+        check_scheduler_tables(host, "host", label)
+        array["host"] = host
+    return array
