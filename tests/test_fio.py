@@ -324,7 +324,7 @@ def test_replay_in_tree_traces(name: str, fmt: str, mode: str) -> None:
 
 def test_replay_bad_input() -> None:
     result = invoke("replay", str(DATA / "traces" / "small.msr.csv"), "--format", "csv", *ARRAY)
-    assert result.exit_code == 2 and "--format: must be msr or blkparse" in result.output
+    assert result.exit_code == 2 and "--format: must be one of msr, blkparse" in result.output
 
 
 @needs_native_jobs

@@ -387,6 +387,35 @@ pub struct Geometry {
     capacity_bytes: u64,
 }
 
+/// Why `level` does not take `layout`: the level's own layouts, or, for a level with a
+/// single arrangement, the levels that have layouts and theirs.
+fn layout_refused(level: Level, layout: Layout) -> String {
+    let names = |layouts: &[Layout]| {
+        layouts
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !level.layouts().is_empty() {
+        return format!(
+            "{level} does not take layout {layout}; {level} layouts: {}",
+            names(level.layouts())
+        );
+    }
+    let parity: Vec<&str> = Level::ALL
+        .iter()
+        .filter(|l| l.rotates_parity())
+        .map(|l| &l.name()["RAID ".len()..])
+        .collect();
+    format!(
+        "{level} has no layout; only RAID {} ({}) and RAID 10 ({}) take one",
+        parity.join(", "),
+        names(Level::Raid5.layouts()),
+        names(Level::Raid10.layouts())
+    )
+}
+
 fn err(field: &'static str, message: String) -> LayoutError {
     LayoutError { field, message }
 }
@@ -417,19 +446,7 @@ impl Geometry {
         let layout = match (level, spec.layout) {
             (l, None) => l.default_layout(),
             (l, Some(x)) if l.layouts().contains(&x) => Some(x),
-            (l, Some(x)) => {
-                let allowed = if l.rotates_parity() {
-                    "left-asymmetric, right-asymmetric, left-symmetric, right-symmetric"
-                } else if l == Level::Raid10 {
-                    "near, far, offset"
-                } else {
-                    "none (the level has a single layout)"
-                };
-                return Err(err(
-                    "layout",
-                    format!("{l} does not take layout {x}; allowed: {allowed}"),
-                ));
-            }
+            (l, Some(x)) => return Err(err("layout", layout_refused(l, x))),
         };
         if spec.copies.is_some() && level != Level::Raid10 {
             return Err(err(

@@ -50,6 +50,50 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
         .map_err(|e| scenario_error(py, e))
 }
 
+/// Validate a scenario's `array` object (JSON text) on its own: every field against
+/// `limits()`, then the level rules, the drive's and controller's rules and the
+/// failed members. Returns None or raises ScenarioError with the field's path
+/// (`array.drive_count`).
+#[pyfunction]
+fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
+    let array: serde_json::Value = serde_json::from_str(array_json).map_err(|e| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: "array".into(),
+                message: e.to_string(),
+            },
+        )
+    })?;
+    raidlab_sim::scenario::ArraySpec::from_value(array)
+        .map(|_| ())
+        .map_err(|e| scenario_error(py, e))
+}
+
+/// Check one value (JSON text) of the field at `path` (`workload.iodepth`) on its
+/// own, as a scenario's would be; `scope` is the drive or workload kind the field
+/// belongs to (`always`, `hdd`, `ssd`, `jobs`, `trace`). Returns None or raises
+/// ScenarioError naming `path`.
+#[pyfunction]
+#[pyo3(signature = (path, value_json, scope = "always"))]
+fn check_field(py: Python<'_>, path: &str, value_json: &str, scope: &str) -> PyResult<()> {
+    let refused = |field: &str, message: String| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: field.into(),
+                message,
+            },
+        )
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(value_json).map_err(|e| refused(path, e.to_string()))?;
+    let scope: raidlab_sim::scenario::limits::Scope = scope
+        .parse()
+        .map_err(|e: raidlab_sim::ScenarioError| refused("scope", e.message))?;
+    raidlab_sim::scenario::check_field(path, scope, &value).map_err(|e| scenario_error(py, e))
+}
+
 /// Every field a scenario may carry and its bounds, as JSON: a list of limits with
 /// `path` (`array.drive.zones`; fields of each of `workloads` under `workload.`),
 /// `scope` (`always`, `hdd`, `ssd`, `jobs`, `trace`), `kind` (`count`, `bytes`, `ns`,
@@ -145,6 +189,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(limits, m)?)?;
     m.add_function(wrap_pyfunction!(levels, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_array, m)?)?;
+    m.add_function(wrap_pyfunction!(check_field, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

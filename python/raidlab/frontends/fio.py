@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario import native
 from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
-from raidlab.scenario.workloads import BLOCK_BYTES_MAX, BLOCK_BYTES_MIN, SECTOR_BYTES
+from raidlab.scenario.workloads import SECTOR_BYTES
 from raidlab.units import format_size
 
 FIO_VERSION = "fio-3.33"
@@ -42,8 +43,6 @@ TIME_BASED_IOS = 1_000_000_000
 # fio's bandwidth/IOPS averaging window (avg_msec = 500) and steady-state sample period.
 SAMPLE_INTERVAL_NS = 500_000_000
 SS_SAMPLE_INTERVAL_NS = 1_000_000_000
-IODEPTH_MAX = 65536
-NUMJOBS_MAX = 1024
 
 RW_MAP = {
     "read": "read",
@@ -359,6 +358,15 @@ def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:
     return value
 
 
+def _field(text: str | None, where: str, key: str, path: str) -> int:
+    """A whole number for the scenario field at ``path``, its bounds the native side's."""
+    value = _int(text, where, key, 0, 2**64 - 1)
+    refused = native.check_field(path, value, "jobs")
+    if refused is not None:
+        raise RaidlabError(where, f"{key}: {refused[1]}")
+    return value
+
+
 def _flag(option: Option) -> bool:
     if option.value is None or option.value == "":
         return True
@@ -372,10 +380,9 @@ def _flag(option: Option) -> bool:
 
 def _block(text: str, where: str, key: str, kb_base: int) -> int:
     value = fio_size(text, where, key, kb_base)
-    if not BLOCK_BYTES_MIN <= value <= BLOCK_BYTES_MAX or value % SECTOR_BYTES:
-        raise RaidlabError(
-            where, f"{key}: block size must be a multiple of 512 B in 512..=1g, got {text!r}"
-        )
+    refused = native.check_field("workload.bs", [[value, 1]], "jobs")
+    if refused is not None:
+        raise RaidlabError(where, f"{key}: {refused[1]}")
     return value
 
 
@@ -538,8 +545,8 @@ class FioPlan:
             job = next((self.jobs[i] for i in members if self.jobs[i].scheduler), None)
             if job is not None:
                 host = {**array["host"], "scheduler": job.scheduler}
-                check_scheduler_tables(host, "host", job.scheduler_where)
                 group_array["host"] = host
+                check_scheduler_tables(group_array, "host", job.scheduler_where)
             out.append(
                 {
                     "schema": 1,
@@ -665,15 +672,15 @@ def _plan_job(
     rwmixread = 50
     mix_options = [opt for opt in options.values() if opt.key in ("rwmixread", "rwmixwrite")]
     for opt in mix_options:  # the later one wins, as in fio (insertion order)
-        value = _int((opt.value or "").rstrip("%"), opt.where, opt.key, 0, 100)
+        value = _field((opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread")
         rwmixread = value if opt.key == "rwmixread" else 100 - value
 
     iodepth = 1
     if (opt := get("iodepth")) is not None:
-        iodepth = _int(opt.value, opt.where, "iodepth", 1, IODEPTH_MAX)
+        iodepth = _field(opt.value, opt.where, "iodepth", "workload.iodepth")
     numjobs = 1
     if (opt := get("numjobs")) is not None:
-        numjobs = _int(opt.value, opt.where, "numjobs", 1, NUMJOBS_MAX)
+        numjobs = _field(opt.value, opt.where, "numjobs", "workload.numjobs")
 
     offset = 0
     if (opt := get("offset")) is not None and opt.value:
@@ -749,7 +756,7 @@ def _plan_job(
 
     seed = None
     if (opt := get("randseed")) is not None:
-        seed = _int(opt.value, opt.where, "randseed", 0, 2**64 - 1)
+        seed = _field(opt.value, opt.where, "randseed", "seed")
 
     percentiles = None
     if (opt := get("percentile_list")) is not None and opt.value:

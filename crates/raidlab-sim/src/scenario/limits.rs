@@ -114,6 +114,27 @@ pub enum Scope {
     Trace,
 }
 
+impl std::str::FromStr for Scope {
+    type Err = ScenarioError;
+
+    /// `always`, `hdd`, `ssd`, `jobs` or `trace`.
+    fn from_str(s: &str) -> Result<Self, ScenarioError> {
+        [
+            Scope::Always,
+            Scope::Hdd,
+            Scope::Ssd,
+            Scope::Jobs,
+            Scope::Trace,
+        ]
+        .into_iter()
+        .find(|scope| scope.name() == s)
+        .ok_or_else(|| ScenarioError {
+            field: "scope".into(),
+            message: format!("must be one of always, hdd, ssd, jobs, trace, got {s:?}"),
+        })
+    }
+}
+
 impl Scope {
     /// The name the exported table uses.
     pub fn name(self) -> &'static str {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub mod limits;
 mod validate;
 
-pub use validate::{levels_json, scenario_level};
+pub use validate::{check_field, levels_json, scenario_level};
 
 /// Schema version this crate reads and writes.
 pub const SCHEMA: u32 = 1;

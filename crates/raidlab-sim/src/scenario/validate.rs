@@ -109,6 +109,18 @@ impl ArraySpec {
         self.check_rules()
     }
 
+    /// Validate an `array` object given as JSON (every field against the table, then
+    /// the rules) and build it with its geometry; the error names the field's path.
+    pub fn from_value(value: Value) -> Result<(Self, raidlab_layout::Geometry), ScenarioError> {
+        let Value::Object(map) = &value else {
+            return Err(error("array", format!("expected a table, got {value}")));
+        };
+        walk_table(map, "array", "array", Scope::Always)?;
+        let array: ArraySpec = serde_json::from_value(value).map_err(|e| error("array", e))?;
+        let layout = array.check_rules()?;
+        Ok((array, layout))
+    }
+
     /// The layout geometry this array describes; the error names the field.
     pub fn geometry(&self) -> Result<raidlab_layout::Geometry, ScenarioError> {
         use raidlab_layout::{ArraySpec as Spec, Geometry, Layout};
@@ -259,6 +271,17 @@ pub fn levels_json() -> String {
         })
         .collect();
     Value::Array(levels).to_string()
+}
+
+/// Check one value of the field at `path` on its own, as the scenario would be checked
+/// (`scope`: the drive or workload kind it belongs to); the error names `path`. A
+/// front end calls this for values it parses before it has a whole scenario (a fio
+/// job file's `iodepth`, a suite's queue depth), so even those bounds are the table's.
+pub fn check_field(path: &str, scope: Scope, value: &Value) -> Result<(), ScenarioError> {
+    let Some(limit) = limits::find(path, scope) else {
+        return refuse(path, format!("no such field (scope {})", scope.name()));
+    };
+    check_value(limit, value, path, scope)
 }
 
 // --- the table walk ------------------------------------------------------------------
@@ -549,18 +572,22 @@ fn check_controller(a: &ArraySpec) -> Result<(), ScenarioError> {
 }
 
 fn check_host(h: &HostSpec) -> Result<(), ScenarioError> {
-    let scheduler = h.scheduler.name();
-    if h.deadline.is_some() && h.scheduler != SchedulerKind::MqDeadline {
+    let refused = |table: &str, owner: SchedulerKind| {
         refuse(
-            "array.host.deadline",
-            format!("only used with scheduler mq-deadline, got scheduler {scheduler}"),
-        )?;
+            &format!("array.host.{table}"),
+            format!(
+                "sets {} tunables but the scheduler is {}; use scheduler {} or drop the table",
+                owner.name(),
+                h.scheduler.name(),
+                owner.name()
+            ),
+        )
+    };
+    if h.deadline.is_some() && h.scheduler != SchedulerKind::MqDeadline {
+        refused("deadline", SchedulerKind::MqDeadline)?;
     }
     if h.bfq.is_some() && h.scheduler != SchedulerKind::Bfq {
-        refuse(
-            "array.host.bfq",
-            format!("only used with scheduler bfq, got scheduler {scheduler}"),
-        )?;
+        refused("bfq", SchedulerKind::Bfq)?;
     }
     Ok(())
 }
@@ -576,6 +603,16 @@ fn check_workload(
             .map(|b| b.0)
             .max()
             .unwrap_or(0);
+    if w.offset_bytes >= layout.capacity_bytes() {
+        refuse(
+            &field("offset_bytes"),
+            format!(
+                "must be below the array's capacity ({} B), got {}",
+                layout.capacity_bytes(),
+                w.offset_bytes
+            ),
+        )?;
+    }
     let region_end = w.offset_bytes.checked_add(w.size_bytes);
     if region_end.is_none_or(|end| end > layout.capacity_bytes()) {
         refuse(
