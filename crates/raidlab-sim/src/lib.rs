@@ -68,13 +68,13 @@ pub fn run(scenario: &Scenario) -> Result<Results, ScenarioError> {
         message,
     };
     let file = std::fs::File::open(&trace.path)
-        .map_err(|e| refused(format!("{}: cannot read: {e}", trace.path)))?;
+        .map_err(|e| refused(format!("cannot read the trace: {e}")))?;
     let input: Box<dyn std::io::BufRead> = Box::new(std::io::BufReader::new(file));
     let reader = trace::Reader::new(input, trace.format.reader_format());
     let open_loop = trace.mode == scenario::TraceMode::Open;
     Simulation::with_trace(scenario, reader, open_loop, trace.iodepth, trace.time_scale)
         .run_trace()
-        .map_err(|e| refused(format!("{}: {e}", trace.path)))
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// Replay a block trace (streamed from `trace_path`) against the array of a scenario

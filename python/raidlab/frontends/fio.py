@@ -32,7 +32,6 @@ from raidlab.errors import RaidlabError
 from raidlab.scenario import native
 from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
 from raidlab.scenario.workloads import SECTOR_BYTES
-from raidlab.units import format_size
 
 FIO_VERSION = "fio-3.33"
 # A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os
@@ -587,6 +586,7 @@ def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
             if option.key not in ("name",)
         }
         job = _plan_job(section, options, capacity, own)
+        _check_natively(job.workload, options, array, section)
         stonewall = "stonewall" in options and _flag(options["stonewall"])
         # A global stonewall applies to every job; the first job has nothing to wait for.
         wait_for = options.get("wait_for")
@@ -614,6 +614,37 @@ def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
         for option in job_file.global_options
     }
     return FioPlan(jobs, groups, global_options, ignored, notes)
+
+
+# The fio option behind each scenario key of a job's workload, for the native side's
+# refusals (the region inside the array, a job's share holding its largest block).
+FIO_KEYS = {
+    "offset_bytes": "offset",
+    "size_bytes": "size",
+    "bs_write": "bs",
+    "runtime_ns": "runtime",
+    "warmup_ns": "ramp_time",
+    "distribution": "random_distribution",
+    "ios": "number_ios",
+}
+
+
+def _check_natively(
+    workload: dict[str, Any], options: dict[str, Option], array: Mapping[str, Any], section: Any
+) -> None:
+    """The native side's rules for one job's workload on ``array``; a refusal names the
+    job file's line and option."""
+    scenario = {"schema": 1, "seed": 0, "array": dict(array), "workload": workload}
+    found = native.validate(scenario)
+    if found is None:
+        return
+    path, message = found
+    key = FIO_KEYS.get(path.removeprefix("workload."), path.removeprefix("workload."))
+    if key == "size" and "filesize" in options:
+        key = "filesize"
+    opt = options.get(key)
+    where = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
+    raise RaidlabError(opt.where if opt else where, f"{key}: {message}")
 
 
 def _plan_job(
@@ -685,12 +716,6 @@ def _plan_job(
     offset = 0
     if (opt := get("offset")) is not None and opt.value:
         offset = fio_size_or_pct(opt.value, opt.where, "offset", capacity, kb_base)
-        if offset % SECTOR_BYTES or offset >= capacity:
-            raise RaidlabError(
-                opt.where,
-                f"offset: must be a multiple of 512 B below the array's "
-                f"{format_size(capacity)} B, got {opt.value!r}",
-            )
     size_opt = get("size")
     file_opt = get("filesize")
     region_opt = file_opt or size_opt
@@ -699,17 +724,7 @@ def _plan_job(
             region_opt.value, region_opt.where, region_opt.key, capacity, kb_base
         )
     else:
-        region = capacity - offset
-    block_max = max(block for block, _ in read_mix + write_mix)
-    if region < block_max or offset + region > capacity:
-        where = region_opt.where if region_opt is not None else where_job
-        raise RaidlabError(
-            where,
-            f"{region_opt.key if region_opt else 'size'}: must hold the largest block "
-            f"({format_size(block_max)}) and end inside the array "
-            f"({format_size(capacity)} B), got {format_size(region)} at offset "
-            f"{format_size(offset)}",
-        )
+        region = max(0, capacity - offset)
     # Bytes each clone does: io_size, else size (fio's default io_size = size).
     if (opt := get("io_size")) is not None and opt.value:
         io_bytes = fio_size_or_pct(opt.value, opt.where, "io_size", capacity, kb_base)

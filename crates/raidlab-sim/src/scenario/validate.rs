@@ -618,10 +618,10 @@ fn check_workload(
         refuse(
             &field("size_bytes"),
             format!(
-                "region [{}, +{}) exceeds the array's {} B",
-                w.offset_bytes,
+                "the region must end inside the array ({} B), got {} B at offset {} B",
+                layout.capacity_bytes(),
                 w.size_bytes,
-                layout.capacity_bytes()
+                w.offset_bytes
             ),
         )?;
     }
@@ -663,31 +663,27 @@ impl TraceSpec {
     /// The trace file exists, is a file, and its first request reads in `format`
     /// (a file that exists but is not such a trace is told apart from a missing one).
     fn check_file(&self) -> Result<(), ScenarioError> {
+        // The field names the file (the front end names it by the path the user gave),
+        // so the messages say only what is wrong with it.
         let field = "workload.path";
         let path = std::path::Path::new(&self.path);
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return refuse(field, format!("no such trace file: {}", self.path));
+                return refuse(field, "no such trace file".into());
             }
-            Err(e) => return refuse(field, format!("{}: cannot read: {e}", self.path)),
+            Err(e) => return refuse(field, format!("cannot read the trace: {e}")),
         };
         if path.is_dir() {
-            return refuse(
-                field,
-                format!("{} is a directory, not a trace file", self.path),
-            );
+            return refuse(field, "is a directory, not a trace file".into());
         }
         let format = self.format.name();
         let input = std::io::BufReader::new(file);
         let mut reader = crate::trace::Reader::new(input, self.format.reader_format());
         match reader.next_record() {
             Ok(Some(_)) => Ok(()),
-            Ok(None) => refuse(
-                field,
-                format!("{} holds no {format} trace records", self.path),
-            ),
-            Err(e) => refuse(field, format!("{} is not a {format} trace: {e}", self.path)),
+            Ok(None) => refuse(field, format!("holds no {format} trace records")),
+            Err(e) => refuse(field, format!("is not a {format} trace: {e}")),
         }
     }
 }
