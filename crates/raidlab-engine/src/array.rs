@@ -546,27 +546,10 @@ pub fn inject(path: &Path, offset_bytes: u64, mask: u8) -> Result<()> {
     file.sync_data().map_err(io_err(path, "sync"))
 }
 
-/// Logical byte of data block `k` of stripe `id` at `column` (inverse of
-/// `Geometry::stripe_address`).
-fn logical_of(geo: &Geometry, id: StripeId, k: u32, column: u64) -> u64 {
-    let d = u64::from(geo.span_width() - geo.parity_per_stripe());
-    let chunk = (id.stripe * d + u64::from(k)) * u64::from(geo.spans()) + u64::from(id.span);
-    chunk * geo.stripe_unit_bytes() + column
-}
-
 /// Members of a parity stripe in reconstruct order: data in syndrome slot order, then
 /// P, then Q; plus the data index of each slot.
 fn stripe_members(geo: &Geometry, id: StripeId) -> (Vec<u32>, Vec<u32>) {
-    let d = geo.span_width() - geo.parity_per_stripe();
-    let mut order = vec![0u32; d as usize];
-    for k in 0..d {
-        let slot = if geo.parity_per_stripe() == 2 {
-            geo.syndrome_slot(id, k)
-        } else {
-            k
-        };
-        order[slot as usize] = k;
-    }
+    let order = geo.slot_order(id);
     let mut members: Vec<u32> = order.iter().map(|&k| geo.data_member(id, k)).collect();
     members.extend(geo.p_member(id));
     members.extend(geo.q_member(id));
@@ -1858,7 +1841,7 @@ impl Array {
                         Vec::new()
                     };
                     for (slot, &k) in order.iter().enumerate() {
-                        if let Some(new) = new_of(logical_of(geo, id, k, col), len) {
+                        if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
                             let old = reads.must(members[slot], off, len);
                             parity::update_p(&mut p, old, new);
                             if ppx == 2 {
@@ -1874,15 +1857,13 @@ impl Array {
                     let blocks: Vec<&[u8]> = order
                         .iter()
                         .enumerate()
-                        .map(
-                            |(slot, &k)| match new_of(logical_of(geo, id, k, col), len) {
-                                Some(new) => new,
-                                None => match &old {
-                                    Some(o) => o[slot].as_slice(),
-                                    None => reads.must(members[slot], off, len),
-                                },
+                        .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
+                            Some(new) => new,
+                            None => match &old {
+                                Some(o) => o[slot].as_slice(),
+                                None => reads.must(members[slot], off, len),
                             },
-                        )
+                        })
                         .collect();
                     parity_of(&blocks, ppx)
                 }

@@ -710,6 +710,59 @@ impl Geometry {
         raid5::syndrome_slot(self.span_width, p, local)
     }
 
+    /// The logical byte held by data block `data_index` of stripe `id` at
+    /// `column_bytes` into its chunk: the inverse of [`Geometry::stripe_address`]
+    /// (RAID 0 over the spans first, then md's data order within a span's stripe).
+    /// Striped levels only; the stripe, data index and column must lie inside the
+    /// geometry, and the result is below [`Geometry::capacity_bytes`].
+    pub fn logical_of(&self, id: StripeId, data_index: u32, column_bytes: u64) -> u64 {
+        assert!(
+            self.family == Family::Striped,
+            "{} has no stripes",
+            self.level
+        );
+        let d = self.data_per_span_stripe();
+        assert!(
+            id.span < self.spans && id.stripe < self.rows && data_index < d,
+            "{id:?} data block {data_index} outside the geometry"
+        );
+        assert!(column_bytes < self.stripe_unit_bytes);
+        let span_chunk = id.stripe * u64::from(d) + u64::from(data_index);
+        let chunk = span_chunk * u64::from(self.spans) + u64::from(id.span);
+        let logical_bytes = chunk * self.stripe_unit_bytes + column_bytes;
+        debug_assert!(logical_bytes < self.capacity_bytes);
+        logical_bytes
+    }
+
+    /// The data indices of stripe `id` in syndrome slot order: entry `slot` is the data
+    /// index whose block [`crate::parity`] takes at position `slot`. A permutation of
+    /// `0..data blocks per stripe`; the identity except for RAID 6/60's asymmetric
+    /// layouts, where md's Q order differs from the data order (see
+    /// [`Geometry::syndrome_slot`]). Striped levels only.
+    pub fn slot_order(&self, id: StripeId) -> Vec<u32> {
+        assert!(
+            self.family == Family::Striped,
+            "{} has no stripes",
+            self.level
+        );
+        let d = self.data_per_span_stripe();
+        let mut order = vec![u32::MAX; d as usize];
+        for data_index in 0..d {
+            let slot = if self.parity_per_stripe == 2 {
+                self.syndrome_slot(id, data_index)
+            } else {
+                data_index
+            };
+            assert_eq!(
+                order[slot as usize],
+                u32::MAX,
+                "syndrome slots are a permutation"
+            );
+            order[slot as usize] = data_index;
+        }
+        order
+    }
+
     /// Byte offset on its members where stripe `id`'s chunks start.
     pub fn stripe_offset_bytes(&self, id: StripeId) -> u64 {
         id.stripe * self.stripe_unit_bytes

@@ -65,7 +65,7 @@ proptest! {
         let geo = Geometry::new(&spec).unwrap();
         let l = (a % (geo.capacity_bytes() / 512)) * 512;
         if let Some(addr) = geo.stripe_address(l) {
-            prop_assert_eq!(logical_of(&geo, addr.id, addr.data_index, addr.column_bytes), l);
+            prop_assert_eq!(geo.logical_of(addr.id, addr.data_index, addr.column_bytes), l);
             prop_assert_eq!(
                 geo.locate(l),
                 Location {

@@ -96,33 +96,6 @@ pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Logical byte of data block `k` of stripe `id` at `column` (inverse of stripe_address).
-pub fn logical_of(geo: &Geometry, id: StripeId, k: u32, column: u64) -> u64 {
-    let d = u64::from(geo.span_width() - geo.parity_per_stripe());
-    let chunk = (id.stripe * d + u64::from(k)) * u64::from(geo.spans()) + u64::from(id.span);
-    chunk * geo.stripe_unit_bytes() + column
-}
-
-/// Data indices of stripe `id` in syndrome slot order (slot -> data index).
-pub fn slot_order(geo: &Geometry, id: StripeId) -> Vec<u32> {
-    let d = geo.span_width() - geo.parity_per_stripe();
-    let mut order = vec![u32::MAX; d as usize];
-    for k in 0..d {
-        let s = if geo.parity_per_stripe() == 2 {
-            geo.syndrome_slot(id, k)
-        } else {
-            k
-        };
-        assert_eq!(
-            order[s as usize],
-            u32::MAX,
-            "syndrome slots are a permutation"
-        );
-        order[s as usize] = k;
-    }
-    order
-}
-
 /// Members' bytes, plus which sectors the current plan made visible.
 pub struct Mem {
     pub geo: Geometry,
@@ -157,7 +130,8 @@ impl Mem {
                 for stripe in 0..geo.stripes_per_span() {
                     for c in (0..geo.stripe_unit_bytes()).step_by(S as usize) {
                         let id = StripeId { span, stripe };
-                        let data: Vec<Vec<u8>> = slot_order(&geo, id)
+                        let data: Vec<Vec<u8>> = geo
+                            .slot_order(id)
                             .iter()
                             .map(|&k| mem.raw(geo.data_member(id, k), id, c).to_vec())
                             .collect();
@@ -215,7 +189,7 @@ impl Mem {
     /// `lost` data indices and parity rebuilt from what the plan read.
     fn stripe_old(&self, id: StripeId, c: u64, failed: &FailedSet) -> (Vec<u32>, Vec<Vec<u8>>) {
         let geo = &self.geo;
-        let order = slot_order(geo, id);
+        let order = geo.slot_order(id);
         let mut members: Vec<u32> = order.iter().map(|&k| geo.data_member(id, k)).collect();
         members.push(geo.p_member(id).unwrap());
         if let Some(q) = geo.q_member(id) {
@@ -321,7 +295,7 @@ impl Mem {
                 span: sp.span,
                 stripe: sp.stripe,
             };
-            let order = slot_order(&geo, id);
+            let order = geo.slot_order(id);
             let parity_members: Vec<u32> = [geo.p_member(id), geo.q_member(id)]
                 .into_iter()
                 .flatten()
@@ -336,7 +310,7 @@ impl Mem {
                         let mut p = self.seen(parity_members[0], off).to_vec();
                         let mut q = parity_members.get(1).map(|&m| self.seen(m, off).to_vec());
                         for (slot, &k) in order.iter().enumerate() {
-                            let l = logical_of(&geo, id, k, c);
+                            let l = geo.logical_of(id, k, c);
                             if let Some(nd) = new_of(l) {
                                 let od = self.seen(geo.data_member(id, k), off);
                                 parity::update_p(&mut p, od, nd);
@@ -356,7 +330,7 @@ impl Mem {
                         let data: Vec<Vec<u8>> = order
                             .iter()
                             .enumerate()
-                            .map(|(slot, &k)| match new_of(logical_of(&geo, id, k, c)) {
+                            .map(|(slot, &k)| match new_of(geo.logical_of(id, k, c)) {
                                 Some(nd) => nd.to_vec(),
                                 None => match &old {
                                     Some(o) => o[slot].clone(),
@@ -460,7 +434,8 @@ impl Mem {
                 for stripe in 0..geo.stripes_per_span() {
                     let id = StripeId { span, stripe };
                     for c in (0..geo.stripe_unit_bytes()).step_by(S as usize) {
-                        let data: Vec<Vec<u8>> = slot_order(geo, id)
+                        let data: Vec<Vec<u8>> = geo
+                            .slot_order(id)
                             .iter()
                             .map(|&k| self.raw(geo.data_member(id, k), id, c).to_vec())
                             .collect();
