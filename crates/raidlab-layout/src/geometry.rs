@@ -209,7 +209,8 @@ pub struct ArraySpec {
     pub drive_count: u32,
     /// Chunk size on one member: a power of two of at least [`SECTOR_BYTES`].
     pub stripe_unit_bytes: u64,
-    /// Capacity of one member (the smallest, for mixed sizes).
+    /// Capacity of one member in bytes (the smallest, for mixed sizes); only whole
+    /// chunks of it are used.
     pub member_capacity_bytes: u64,
     /// Layout; `None` takes md's default (left-symmetric, or near for RAID 10).
     pub layout: Option<Layout>,
@@ -527,7 +528,7 @@ impl Geometry {
         self.drive_count
     }
 
-    /// Chunk size on one member.
+    /// Chunk size on one member, in bytes.
     pub fn stripe_unit_bytes(&self) -> u64 {
         self.stripe_unit_bytes
     }

@@ -44,6 +44,8 @@
 //! assert_eq!(plan.iter().map(|e| e.len_bytes).sum::<u64>(), 64 * 1024);
 //! ```
 
+#![deny(missing_docs)]
+
 mod geometry;
 mod member_set;
 pub mod parity;

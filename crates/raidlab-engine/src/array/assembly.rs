@@ -21,15 +21,17 @@ use std::sync::Arc;
 /// How to create an array: the geometry without member capacity, plus creation options.
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
-    /// Level.
+    /// RAID level (mdadm's `--level`).
     pub level: Level,
-    /// Chunk size on one member.
+    /// Chunk size on one member in bytes (mdadm's `--chunk`): a power of two of at
+    /// least 512 B.
     pub stripe_unit_bytes: u64,
     /// Layout; `None` takes md's default.
     pub layout: Option<Layout>,
-    /// RAID 10 copies.
+    /// RAID 10 copies of every chunk, 2..=members; `None` takes md's default, 2.
     pub copies: Option<u32>,
-    /// RAID 50/60 spans.
+    /// RAID 50/60 sub-arrays the members are split into; required there, refused
+    /// elsewhere.
     pub spans: Option<u32>,
     /// Size of every member file, superblock area included; files are created or
     /// extended to it. `None` uses the members as they are (block devices, existing files).

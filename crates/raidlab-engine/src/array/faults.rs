@@ -20,9 +20,9 @@ pub enum Fault {
     ReadError {
         /// Member role.
         member: u32,
-        /// Member data offset.
+        /// Offset in bytes into the member's data (after its metadata area).
         offset_bytes: u64,
-        /// Bytes.
+        /// Length in bytes.
         len_bytes: u64,
     },
     /// Reads of member bytes `[offset, +len)` fail with EIO until they are written: a
@@ -31,9 +31,9 @@ pub enum Fault {
     BadSector {
         /// Member role.
         member: u32,
-        /// Member data offset.
+        /// Offset in bytes into the member's data (after its metadata area).
         offset_bytes: u64,
-        /// Bytes.
+        /// Length in bytes.
         len_bytes: u64,
     },
     /// Writes to member bytes `[offset, +len)` fail with EIO: the member is marked failed,
@@ -41,16 +41,16 @@ pub enum Fault {
     WriteError {
         /// Member role.
         member: u32,
-        /// Member data offset.
+        /// Offset in bytes into the member's data (after its metadata area).
         offset_bytes: u64,
-        /// Bytes.
+        /// Length in bytes.
         len_bytes: u64,
     },
     /// Every I/O of the member waits this long first (a slow or retrying disk).
     Latency {
         /// Member role.
         member: u32,
-        /// The delay.
+        /// The delay added before each of its I/Os.
         delay: Duration,
     },
 }

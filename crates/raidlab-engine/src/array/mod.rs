@@ -66,17 +66,18 @@ pub const REQUEST_BYTES_MAX: u64 = 32 << 20;
 /// A snapshot of an array's state, for `status`.
 #[derive(Debug, Clone)]
 pub struct Status {
-    /// Array UUID.
+    /// Array UUID, the same in every member's superblock.
     pub uuid: u128,
-    /// The geometry.
+    /// The geometry the superblocks record.
     pub geometry: Geometry,
-    /// Event counter.
+    /// Event counter: bumped by every state change written to the superblocks (md's
+    /// `events`); a member whose counter is behind it missed writes and is stale.
     pub events: u64,
     /// Whether the array was left dirty (may need `repair`).
     pub dirty: bool,
     /// Failed members (includes missing and stale ones).
     pub failed: FailedSet,
-    /// Write-intent bitmap regions marked dirty (each [`BITMAP_REGION_BYTES`] of every
+    /// Write-intent bitmap regions marked dirty (each [`BITMAP_REGION_BYTES`](crate::superblock::BITMAP_REGION_BYTES) of every
     /// member): what `serve` resyncs after an unclean stop.
     pub dirty_regions: u64,
     /// Per role: the path given for it, if any, and its state.
@@ -173,7 +174,7 @@ impl Array {
         })
     }
 
-    /// The geometry.
+    /// The geometry: where every logical byte lives and what each request costs.
     pub fn geometry(&self) -> &Geometry {
         &self.geo
     }
