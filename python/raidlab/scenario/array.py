@@ -52,7 +52,7 @@ from typing import Any
 
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
-from raidlab.scenario.limits import parse_checked, relabel
+from raidlab.scenario.limits import parse_checked
 from raidlab.scenario.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
 from raidlab.units import parse_size
 
@@ -475,11 +475,6 @@ def raw_capacity_bytes(array: Mapping[str, Any]) -> int:
     level_keys = ("layout", "copies", "spans", "failed", "rebuild")
     raid0 = {key: value for key, value in array.items() if key not in level_keys}
     return int(native.array_info({**raid0, "level": 0})["capacity_bytes"])
-
-
-def relabel_array(path: str, request: ArrayRequest) -> str:
-    """The request's label for a refused scenario path."""
-    return relabel(path, request.path_labels())
 
 
 # --- array TOML files ----------------------------------------------------------------

@@ -92,11 +92,6 @@ def levels() -> dict[int | str, dict[str, Any]]:
     return {entry["level"]: entry for entry in native.levels_table()}
 
 
-def level_name(level: int | str) -> str:
-    """``RAID 5``, ``concat``: how messages name a level."""
-    return "concat" if level == "concat" else f"RAID {level}"
-
-
 # --- parsing by kind -----------------------------------------------------------------
 
 

@@ -2,7 +2,10 @@
 
 The JSON documents are defined in docs/scenario.md. Keeping the boundary as plain
 JSON means a scenario can be stored next to its results and shipped unchanged to a
-worker process or a Dask cluster.
+worker process or a Dask cluster. The native side is also the one authority on what
+is valid: ``limits_table``, ``levels_table``, ``check_field``, ``validate_array`` and
+``validate`` ask it, and a refusal comes back as the field's path and a message
+(``refusal``), which ``raidlab.scenario.limits`` maps to the user's flag or key.
 """
 
 from __future__ import annotations
@@ -63,37 +66,13 @@ def array_info(array: dict[str, Any] | Any) -> dict[str, Any]:
 
 
 def native_has_trace() -> bool:
-    """Whether the native module has ``simulate_trace`` (docs/scenario.md, Trace replay)."""
+    """Whether the native module replays traces (docs/scenario.md, Trace replay): a
+    scenario's workload of ``kind = "trace"``, run by ``simulate``."""
     try:
         from raidlab import _native
     except ImportError:
         return False
     return hasattr(_native, "simulate_trace")
-
-
-def simulate_trace(
-    scenario: dict[str, Any],
-    trace_path: str,
-    trace_format: str,
-    mode: str,
-    iodepth: int,
-    time_scale: float,
-) -> dict[str, Any]:
-    """Replay a block trace against ``scenario["array"]`` (``_native.simulate_trace``)."""
-    try:
-        from raidlab import _native
-    except ImportError as error:
-        raise RaidlabError("simulator", NATIVE_MISSING) from error
-    if not hasattr(_native, "simulate_trace"):
-        raise RaidlabError("simulator", "this build of the native module cannot replay traces")
-    try:
-        results_json = _native.simulate_trace(
-            json.dumps(scenario), str(trace_path), trace_format, mode, iodepth, time_scale
-        )
-    except ValueError as error:
-        raise RaidlabError(str(trace_path), str(error)) from None
-    results: dict[str, Any] = json.loads(results_json)
-    return results
 
 
 def _native_module() -> Any:
