@@ -14,6 +14,11 @@
 //! scheduler hands requests to the controller (merged, sorted or held back,
 //! `SchedulerTimer` ending bfq's idling), and a request's `HostComplete` completes
 //! every host request merged into it.
+//!
+//! This module holds the state and the event loop; each part of the model is a module
+//! of `impl Simulation` blocks: `host_side` (jobs, the I/O scheduler stage),
+//! `controller` (planning, dispatch, parity, ports and drives), `write_back`,
+//! `read_ahead`, `rebuild`, `trace_source` and `report` (measurement and results).
 
 use crate::cache::WriteCache;
 use crate::hdd::Hdd;
@@ -105,7 +110,15 @@ struct MemberOp {
     link_start_ns: u64,
 }
 
-/// One run of one scenario.
+/// One run of one scenario: the clock (integer ns), the event queue, the host's jobs,
+/// the controller, the drives and the measurement, built by [`Simulation::new`] (or
+/// [`Simulation::with_trace`]) and consumed by [`Simulation::run`] (or
+/// [`Simulation::run_trace`]). The same scenario and seed give bit-identical results.
+///
+/// Every request lives in a slot fixed at construction: the host's (one per
+/// outstanding I/O of every job), then read-ahead segments, the rebuild's, and
+/// destages. Member operations reuse freed entries, so memory is bounded by the queue
+/// depths, not by the number of I/Os.
 pub struct Simulation {
     now_ns: u64,
     queue: EventQueue,
@@ -150,7 +163,10 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Build the components of a validated scenario.
+    /// Build the components of a scenario that passed [`Scenario::validate`] (it
+    /// panics on an array the layout refuses). The host's deleted share of the array
+    /// is discarded on the members here, untimed; measurement starts at once when no
+    /// workload warms up.
     pub fn new(scenario: &Scenario) -> Self {
         let a = &scenario.array;
         let mut jobs = Vec::new();
@@ -361,7 +377,8 @@ impl Simulation {
         self.stopped.then(|| self.results())
     }
 
-    /// Run to the end and report.
+    /// Run until every workload has completed its measurement (its I/O count or its
+    /// runtime), and report the measured interval.
     pub fn run(mut self) -> Results {
         for slot in 0..self.host_slots {
             self.issue(slot);

@@ -12,7 +12,8 @@ use crate::results::{
 use crate::scenario::SCHEMA;
 use std::collections::BTreeMap;
 
-/// fio's default percentile list.
+/// fio's default percentile list: (the key fio's JSON prints, the percentile). The
+/// results' `percentiles_ns` use these keys, so reports read like fio's.
 pub const PERCENTILES: [(&str, f64); 17] = [
     ("1.000000", 1.0),
     ("5.000000", 5.0),

@@ -80,7 +80,8 @@ impl Simulation {
         sim
     }
 
-    /// Run a trace replay to the end of its trace.
+    /// Run a trace replay until every record has completed; a trace line that cannot
+    /// be read ends the run with its error.
     pub fn run_trace(mut self) -> Result<Results, TraceError> {
         let open_loop = self.trace.as_ref().expect("a trace").open_loop;
         if open_loop {
