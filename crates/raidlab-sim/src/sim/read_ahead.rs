@@ -10,10 +10,10 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Copy)]
 pub(super) struct Segment {
-    pub(super) start: u64,
-    pub(super) end: u64,
-    pub(super) ready: bool,
-    pub(super) slot: u32,
+    start: u64,
+    end: u64,
+    ready: bool,
+    slot: u32,
 }
 
 /// Controller read-ahead: a window of consecutive segments ahead of a sequential

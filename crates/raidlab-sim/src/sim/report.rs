@@ -37,8 +37,8 @@ pub const PERCENTILES: [(&str, f64); 17] = [
 /// Counters over the measured interval.
 #[derive(Default, Clone)]
 pub(super) struct Tally {
-    pub(super) host_ios: [u64; 2],
-    pub(super) host_bytes: [u64; 2],
+    host_ios: [u64; 2],
+    host_bytes: [u64; 2],
     pub(super) member_ios: [u64; 2],
     pub(super) member_bytes: [u64; 2],
     pub(super) parity_bytes: [u64; 2],

@@ -12,18 +12,18 @@ use std::collections::VecDeque;
 
 /// A block trace feeding the host instead of workload generators.
 pub(super) struct TraceSource {
-    pub(super) reader: Reader<Box<dyn std::io::BufRead>>,
+    reader: Reader<Box<dyn std::io::BufRead>>,
     /// Open loop: requests arrive at their timestamps; closed: at a queue depth.
-    pub(super) open_loop: bool,
-    pub(super) time_scale: f64,
+    open_loop: bool,
+    time_scale: f64,
     /// Arrivals waiting for a free slot (open loop), bounded by `BACKLOG_MAX`.
-    pub(super) backlog: VecDeque<(Record, u64)>,
+    backlog: VecDeque<(Record, u64)>,
     /// The next record, read ahead, and when it arrives.
-    pub(super) next: Option<(Record, u64)>,
-    pub(super) free_slots: Vec<u32>,
-    pub(super) outstanding: u32,
-    pub(super) exhausted: bool,
-    pub(super) error: Option<TraceError>,
+    next: Option<(Record, u64)>,
+    free_slots: Vec<u32>,
+    outstanding: u32,
+    exhausted: bool,
+    error: Option<TraceError>,
 }
 
 /// Open-loop arrivals held back while the array falls behind; beyond it the trace is
