@@ -29,6 +29,8 @@
 //! assert!(results["ops"]["read"]["iops"].as_f64().unwrap() > 10_000.0);
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod cache;
 pub mod ftl;
 pub mod hdd;
@@ -50,8 +52,9 @@ pub use scenario::limits::{limits_json, Limit, LIMITS};
 pub use scenario::{levels_json, Scenario, ScenarioError};
 pub use sim::Simulation;
 
-/// Run a validated scenario of fio-style workloads (a trace replay goes through
-/// [`run`]).
+/// Run a scenario of fio-style workloads that passed [`Scenario::validate`] (an
+/// unvalidated one may panic); a trace replay goes through [`run`], and
+/// [`simulate_json`] parses and validates first.
 pub fn simulate(scenario: &Scenario) -> Results {
     Simulation::new(scenario).run()
 }

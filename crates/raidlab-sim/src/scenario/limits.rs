@@ -1,7 +1,7 @@
 //! Every field a scenario may carry, declared once: its path, what it holds, its
 //! bounds, its allowed choices and its default.
 //!
-//! The validator walks a scenario's JSON with this table ([`crate::scenario::validate`]),
+//! The validator walks a scenario's JSON with this table (`scenario/validate.rs`),
 //! so a bound written here is the bound enforced; nothing else in the crate states a
 //! per-field bound. The front end reads the same table (`raidlab._native.limits()`) to
 //! know how to parse a value (a size such as `16K` for [`Kind::Bytes`], `unlimited`
