@@ -1,6 +1,8 @@
 //! `raidlab._native`: scenario JSON in, results JSON out. Everything else (presets,
 //! validation with friendly messages, sweeps, plots) lives in the Python package.
 
+mod engine;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -84,6 +86,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(array_info, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::engine_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

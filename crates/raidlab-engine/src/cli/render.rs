@@ -67,6 +67,7 @@ pub fn status(s: &Value) -> String {
     out
 }
 
+/// `  rebuilding member R onto PATH: P% (DONE/TOTAL B)`.
 fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
     let (done, total) = (
         r["done_bytes"].as_u64().unwrap_or(0),
@@ -80,6 +81,7 @@ fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
     )
 }
 
+/// `  member R: PATH STATE`, with its corrected read errors if any.
 fn member_line(m: &Value) -> String {
     let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
     format!(

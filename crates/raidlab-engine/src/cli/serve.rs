@@ -32,6 +32,7 @@ pub fn serve(a: &ServeArgs) -> Result<i32> {
     result
 }
 
+/// Everything of `serve` but the one-per-process guard.
 fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let members = absolute(&a.array.members)?;
     let array = Arc::new(Array::assemble_with(&members, a.array.journal.as_deref())?);
@@ -77,6 +78,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `clean` or `degraded`, as the ready and stopped lines say it.
 fn health(array: &Array) -> &'static str {
     if array.failed().is_empty() {
         "clean"
@@ -118,6 +120,7 @@ fn clean_bitmap_until_stop(array: &Array, delay_s: u64) {
     }
 }
 
+/// The SIGINT/SIGTERM handler: only an atomic store, which is async-signal-safe.
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
