@@ -15,6 +15,8 @@ RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 # without. `make bench` rebuilds them with `release`, the profile of the wheel.
 PROFILE ?= ci
 # maturin develop runs pip for the dependencies; PIP_QUIET keeps its chatter out.
+# --no-compile below: byte-compiling every module of pandas, numpy and matplotlib (their
+# test suites included) at install time is wasted; Python compiles what it imports.
 QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 .PHONY: setup tools demo test test-rust test-python lint bench clean
@@ -35,10 +37,14 @@ tools:
 
 setup: $(NATIVE_STAMP)
 
+# The engine compiles (CPU) while pip downloads and unpacks (network, disk): on a fresh
+# clone the two overlap instead of queueing.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(QUIET_PIP) $(PY) -m pip install --upgrade pip
-	$(QUIET_PIP) $(PY) -m pip install "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"
+	cargo build --quiet --profile $(PROFILE) -p raidlab-engine & cargo=$$!; \
+	$(QUIET_PIP) $(PY) -m pip install --upgrade pip && \
+	$(QUIET_PIP) $(PY) -m pip install --no-compile "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"; \
+	pip=$$?; wait $$cargo && exit $$pip
 	touch $@
 
 # maturin develop installs the package with its console scripts, `raidlab-engine`

@@ -4,12 +4,14 @@ engine compiled into the wheel (the ``raidlab-engine`` console script)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,34 +39,63 @@ def _environment(venv: Path) -> dict[str, str]:
     return env
 
 
+class _Install:
+    """``python -m venv`` then ``pip install`` of the repository, in the background.
+
+    Started when this module is collected, so the install (network, disk, a short
+    cargo link) overlaps the rest of the suite instead of adding to it; the fixture
+    below waits for it. Removed at exit.
+    """
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="raidlab-install-"))
+        atexit.register(self.close)
+        self.venv = self.root / "venv"
+        self.env = _environment(self.venv)
+        self.log = self.root / "pip.log"
+        self.made = subprocess.run(
+            [sys.executable, "-m", "venv", str(self.venv)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.pip: subprocess.Popen[bytes] | None = None
+        if self.made.returncode == 0:
+            # The ci cargo profile (no LTO) keeps the build short; the in-tree build
+            # reuses target/ from `make setup`. What is installed is the same package.
+            # --no-compile: byte-compiling pandas, numpy and matplotlib up front took
+            # most of the install; Python compiles what it imports on first use.
+            build_env = {**self.env, "MATURIN_PEP517_ARGS": "--profile ci", "PIP_QUIET": "1"}
+            python = str(self.venv / "bin" / "python")
+            with self.log.open("wb") as log:
+                self.pip = subprocess.Popen(
+                    [python, "-m", "pip", "install", "--no-compile", str(REPO)],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=build_env,
+                )
+
+    def close(self) -> None:
+        if self.pip is not None and self.pip.poll() is None:
+            self.pip.kill()
+            self.pip.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_INSTALL = _Install()
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def installed() -> tuple[Path, dict[str, str]]:
     """A venv with the repository pip-installed into it, and the environment to use it."""
-    venv = tmp_path_factory.mktemp("install") / "venv"
-    made = subprocess.run(
-        [sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, check=False
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot build a venv with {sys.executable}: {made.stderr.strip()}")
-    env = _environment(venv)
-    # The ci cargo profile (no LTO) keeps the build short; the in-tree build reuses
-    # target/ from `make setup`. What is installed is the same package.
-    build_env = {**env, "MATURIN_PEP517_ARGS": "--profile ci", "PIP_QUIET": "1"}
-    # --no-compile: byte-compiling pandas, numpy and matplotlib up front took most of
-    # the install; Python compiles what it imports on first use.
-    pip = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-compile", str(REPO)],
-        capture_output=True,
-        text=True,
-        env=build_env,
-        check=False,
-    )
-    if pip.returncode != 0:
-        output = pip.stdout + pip.stderr
+    if _INSTALL.pip is None:
+        pytest.skip(f"cannot build a venv with {sys.executable}: {_INSTALL.made.stderr.strip()}")
+    if _INSTALL.pip.wait(timeout=1200) != 0:
+        output = _INSTALL.log.read_text(errors="replace")
         if any(marker in output for marker in _UNREACHABLE):
             pytest.skip(f"the package registry is unreachable: {output.strip()[-300:]}")
         pytest.fail(f"pip install {REPO} failed:\n{output[-3000:]}")
-    yield venv, env
+    return _INSTALL.venv, _INSTALL.env
 
 
 def _run(
