@@ -7,9 +7,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NATIVE_STAMP := $(VENV)/.native
 # The real-data engine, installed next to the venv's python where raidlab.engine and
-# `raidlab create/serve/...` look for it first; the file is its own stamp.
+# `raidlab create/serve/...` look for it first.
 ENGINE := $(VENV)/bin/raidlab-engine
-RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
+# The dev venv's module and engine build with the `ci` profile, as the tests and lints
+# do, so `make test` compiles the workspace once, not once with thin LTO and once
+# without. `make bench` rebuilds them with `release`, the profile of the wheel.
+PROFILE ?= ci
+# maturin develop runs pip for the dependencies; PIP_QUIET keeps its chatter out.
+# --no-compile below: byte-compiling every module of pandas, numpy and matplotlib (their
+# test suites included) at install time is wasted; Python compiles what it imports.
+QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 .PHONY: setup tools demo test test-rust test-python lint bench clean
 
@@ -27,21 +35,29 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-setup: $(NATIVE_STAMP) $(ENGINE)
+setup: $(NATIVE_STAMP)
 
+# The engine compiles (CPU) while pip downloads and unpacks (network, disk): on a fresh
+# clone the two overlap instead of queueing.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"
+	cargo build --quiet --profile $(PROFILE) -p raidlab-engine & cargo=$$!; \
+	$(QUIET_PIP) $(PY) -m pip install --upgrade pip && \
+	$(QUIET_PIP) $(PY) -m pip install --no-compile "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"; \
+	pip=$$?; wait $$cargo && exit $$pip
 	touch $@
 
+# maturin develop installs the package with its console scripts, `raidlab-engine`
+# among them (a Python wrapper around the engine inside raidlab._native, what a wheel
+# user gets); the standalone binary then goes over that script, in the same recipe so
+# the two never race: the tests call the engine hundreds of times, and a binary starts
+# in a millisecond where an interpreter takes a hundred.
 $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	@echo "building raidlab._native and raidlab-engine (cargo profile $(PROFILE))"
+	$(QUIET_PIP) VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --profile $(PROFILE) --quiet
+	cargo build --quiet --profile $(PROFILE) -p raidlab-engine
+	install -m 755 target/$(PROFILE)/raidlab-engine $(ENGINE)
 	touch $@
-
-$(ENGINE): $(STAMP) $(RUST_SOURCES) Cargo.lock
-	cargo build --release -p raidlab-engine
-	install -m 755 target/release/raidlab-engine $@
 
 demo: setup
 	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
@@ -53,19 +69,22 @@ demo: setup
 test: setup tools lint test-rust test-python
 
 test-rust:
-	cargo test --workspace --exclude raidlab-py --profile ci
+	cargo test --quiet --workspace --exclude raidlab-py --profile ci
 
 test-python: setup
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
 	cargo fmt --all -- --check
-	cargo clippy --workspace --profile ci --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests benches
+	cargo clippy --quiet --workspace --profile ci --all-targets -- -D warnings
+	$(VENV)/bin/ruff check --quiet python tests benches
 
-bench: setup tools
+# Benchmarks measure the shipped profile: the module and engine are rebuilt with
+# `release` (thin LTO, one codegen unit) first.
+bench: tools
+	rm -f $(NATIVE_STAMP)
+	$(MAKE) --no-print-directory setup PROFILE=release
 	$(PY) benches/bench_sim.py
-	cargo build --release -p raidlab-engine
 	$(PY) benches/bench_nbd.py
 
 clean:

@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 pub mod array;
+pub mod cli;
 pub mod control;
 pub mod crc32c;
 pub mod error;

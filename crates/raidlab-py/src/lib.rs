@@ -4,6 +4,8 @@
 //! Python package maps back to the user's flag or TOML key. Presets, TOML, units,
 //! sweeps and plots live in the Python package.
 
+mod engine;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -192,6 +194,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_array, m)?)?;
     m.add_function(wrap_pyfunction!(check_field, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(engine::engine_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,7 +16,8 @@ pub fn serve(dir: &Path, members: &[&str]) -> Server {
 }
 
 /// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
-/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
+/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced),
+/// else it is discarded.
 pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
     spawn_server_with(dir, &[], members, capture_stderr)
 }
@@ -34,9 +35,13 @@ pub fn spawn_server_with(
         .args(["serve", "--listen", &listen])
         .args(options)
         .args(members);
-    if capture_stderr {
-        command.stderr(std::process::Stdio::piped());
-    }
+    // Not kept: discarded, so its "serving ..." and "stopped" lines do not run through
+    // the test output.
+    command.stderr(if capture_stderr {
+        std::process::Stdio::piped()
+    } else {
+        std::process::Stdio::null()
+    });
     let child = command.spawn().unwrap();
     wait_listening(&listen);
     Server(child, port)

@@ -1,0 +1,196 @@
+//! One function per subcommand (but `serve`, in [`super::serve`]). Arguments arrive
+//! parsed and checked; each body asks the array's server first when one runs (its
+//! control socket), else assembles the members itself. Each returns the exit code.
+
+use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs};
+use super::parse::{self, Injection, ServedFault};
+use super::render;
+use crate::{control, Array, Error, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// `create`: refused while the members are served.
+pub fn create(a: &CreateArgs) -> Result<i32> {
+    let opts = parse::create_options(a)?;
+    let members = absolute(&a.array.members)?;
+    if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
+        return Err(Error::Input(
+            "MEMBER: these members are being served; stop the server first".into(),
+        ));
+    }
+    let array = Array::create(&members, &opts)?;
+    let s = control::status_json(&array.status());
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `status` (alias `assemble`).
+pub fn status(a: &ArrayArgs) -> Result<i32> {
+    let members = absolute(&a.array.members)?;
+    let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
+        Some(s) => s,
+        None => control::status_json(&assemble(&members, &a.array)?.status()),
+    };
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `fail TARGET`.
+pub fn fail(a: &FailArgs) -> Result<i32> {
+    let target = target_arg(&a.target);
+    let members = absolute(&a.array.members)?;
+    let req = json!({"cmd": "fail", "target": target});
+    let s = match ask_server(&members, req, |_| {})? {
+        Some(s) => s,
+        None => {
+            let array = assemble(&members, &a.array)?;
+            array.fail_member(array.role_of(&target)?)?;
+            control::status_json(&array.status())
+        }
+    };
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `replace OLD NEW`: online in the server when one runs, else offline here.
+pub fn replace(a: &ReplaceArgs) -> Result<i32> {
+    let old = target_arg(&a.old);
+    let new = absolute(std::slice::from_ref(&a.new))?.remove(0);
+    let members: Vec<PathBuf> = absolute(&a.array.members)?
+        .into_iter()
+        .filter(|p| p.as_os_str() != old.as_str())
+        .collect();
+    let mut print = render::progress_printer();
+    let req = json!({
+        "cmd": "replace", "old": old, "new": new.display().to_string(),
+        "rate": a.rate, "wait": !a.no_wait,
+    });
+    let remote = ask_server(&members, req, |p| {
+        print(
+            p["role"].as_u64().unwrap_or(0) as u32,
+            p["done_bytes"].as_u64().unwrap_or(0),
+            p["total_bytes"].as_u64().unwrap_or(0),
+        )
+    })?;
+    let s = match remote {
+        Some(s) => s,
+        None if a.no_wait => {
+            return Err(Error::Input(
+                "--no-wait: only for an array being served (the rebuild runs in the server)".into(),
+            ))
+        }
+        None => {
+            let array = assemble(&members, &a.array)?;
+            let role = array.role_of(&old)?;
+            if !array.failed().contains(role) {
+                array.fail_member(role)?;
+            }
+            array.rebuild(role, &new, a.rate, |done, total| print(role, done, total))?;
+            control::status_json(&array.status())
+        }
+    };
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `check` (`repair` false: exit code 1 when stripes mismatch) and `repair`.
+pub fn scrub(a: &ArrayArgs, repair: bool) -> Result<i32> {
+    let cmd = if repair { "repair" } else { "check" };
+    let members = absolute(&a.array.members)?;
+    let r = match ask_server(&members, json!({ "cmd": cmd }), |_| {})? {
+        Some(r) => r,
+        None => {
+            let array = assemble(&members, &a.array)?;
+            let r = array.scrub(repair)?;
+            if repair {
+                array.close()?;
+            }
+            control::scrub_json(&r)
+        }
+    };
+    render::report(a.json, &r, render::scrub);
+    let mismatched = r["mismatched_stripes"].as_u64() != Some(0);
+    Ok(if !repair && mismatched { 1 } else { 0 })
+}
+
+/// `inject`: bits flipped on the member itself, or a fault sent to its server.
+pub fn inject(a: &InjectArgs) -> Result<i32> {
+    match parse::injection(a)? {
+        Injection::Flip {
+            member,
+            offset_bytes,
+            mask,
+        } => {
+            crate::array::inject(&member, offset_bytes, mask)?;
+            Ok(0)
+        }
+        Injection::Served { member, fault } => {
+            let member = absolute(&[member])?;
+            let req = fault_request(&member[0], fault);
+            let s = ask_server(&member, req, |_| {})?.ok_or_else(|| {
+                Error::Input(format!(
+                    "inject --{}: {} is not a member of a served array (these faults live in the server)",
+                    fault.kind(),
+                    member[0].display()
+                ))
+            })?;
+            render::report(a.json, &s, render::status);
+            Ok(0)
+        }
+    }
+}
+
+/// The control socket's request for `fault` on `member`.
+fn fault_request(member: &Path, fault: ServedFault) -> Value {
+    let mut req = json!({
+        "cmd": "inject", "target": member.display().to_string(), "kind": fault.kind(),
+    });
+    match fault {
+        ServedFault::ReadError(r) | ServedFault::BadSector(r) | ServedFault::WriteError(r) => {
+            req["offset_bytes"] = json!(r.offset_bytes);
+            req["len_bytes"] = json!(r.len_bytes);
+        }
+        ServedFault::Latency { delay_us } => req["delay_us"] = json!(delay_us),
+        ServedFault::Clear => {}
+    }
+    req
+}
+
+/// The array of `members` (already absolute), with its journal if given.
+fn assemble(members: &[PathBuf], given: &Members) -> Result<Array> {
+    Array::assemble_with(members, given.journal.as_deref())
+}
+
+/// Absolute member paths: a server keeps them, and clients name members to it.
+pub(super) fn absolute(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|p| std::path::absolute(p).map_err(|e| Error::Input(format!("{}: {e}", p.display()))))
+        .collect()
+}
+
+/// A path argument made absolute when it names an existing file (else as given: a role).
+fn target_arg(t: &str) -> String {
+    let p = Path::new(t);
+    if p.exists() {
+        std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
+    } else {
+        t.to_string()
+    }
+}
+
+/// Asks the server of the array these members belong to, if one is running.
+fn ask_server(
+    members: &[PathBuf],
+    req: Value,
+    progress: impl FnMut(&Value),
+) -> Result<Option<Value>> {
+    let Some(uuid) = members
+        .iter()
+        .find_map(|m| crate::array::read_superblock(m).ok())
+        .map(|sb| sb.array_uuid)
+    else {
+        return Ok(None);
+    };
+    control::request(uuid, &req, progress)
+}

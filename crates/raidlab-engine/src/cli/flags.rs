@@ -1,0 +1,231 @@
+//! Definitions of every subcommand and flag: names, defaults, help and the parser of
+//! each value (in [`super::values`]). Nothing here runs a command.
+//!
+//! A flag given twice keeps its last value (`args_override_self`), as the hand parser
+//! this replaced did and as most Unix tools do.
+
+use super::values::{self, ByteRange};
+use crate::nbd;
+use clap::{Args, Parser, Subcommand};
+use raidlab_layout::{Layout, Level};
+use std::path::PathBuf;
+
+/// What `--help` prints after the list of commands.
+const AFTER_HELP: &str = "\
+While serve runs, status/fail/replace/check/repair/inject on its members go to the
+server (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
+An array created with --journal needs --journal PATH wherever it is assembled.
+Bad input: one line `error: FIELD: what is allowed` on stderr, exit code 2.";
+
+/// The whole command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "raidlab-engine",
+    version,
+    about = "Create, assemble, serve over NBD, fail, replace, scrub and fault-inject RAID \
+             arrays on member files or block devices.",
+    after_help = AFTER_HELP,
+    subcommand_required = true
+)]
+pub struct Cli {
+    /// The subcommand and its arguments.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One subcommand each.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create an array on member files or devices.
+    ///
+    /// Writes a superblock on every member (files are created or extended to --size)
+    /// and resyncs parity unless every member is new.
+    #[command(args_override_self = true)]
+    Create(CreateArgs),
+    /// Assemble the members (any order) and show the array's state.
+    #[command(alias = "assemble", args_override_self = true)]
+    Status(ArrayArgs),
+    /// Export the array over NBD until SIGINT or SIGTERM, then flush and mark it clean.
+    #[command(args_override_self = true)]
+    Serve(ServeArgs),
+    /// Mark a member failed; the array goes on degraded.
+    #[command(args_override_self = true)]
+    Fail(FailArgs),
+    /// Rebuild a failed (or working) member onto a new file or device.
+    #[command(args_override_self = true)]
+    Replace(ReplaceArgs),
+    /// Read every stripe and compare parity and copies; exit code 1 when any mismatch.
+    #[command(args_override_self = true)]
+    Check(ArrayArgs),
+    /// Read every stripe and rewrite the parity and copies that mismatch.
+    #[command(args_override_self = true)]
+    Repair(ArrayArgs),
+    /// Corrupt a member's data byte, or inject a fault into a served array.
+    ///
+    /// MEMBER OFFSET [--mask] flips bits on the member itself, served or not. MEMBER and
+    /// one of --read-error, --bad-sector, --write-error, --latency or --clear go to the
+    /// server of a served array. A bad sector reads EIO until written, and the array
+    /// rewrites it from the others, as md does.
+    #[command(args_override_self = true)]
+    Inject(InjectArgs),
+}
+
+/// The members of an array and how to assemble them.
+#[derive(Debug, Args)]
+pub struct Members {
+    /// Member files or devices, at least one, in any order.
+    #[arg(value_name = "MEMBER", required = true)]
+    pub members: Vec<PathBuf>,
+    /// The write journal of an array created with one.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+}
+
+/// Arguments of `status`, `check` and `repair`.
+#[derive(Debug, Args)]
+pub struct ArrayArgs {
+    /// The array.
+    #[command(flatten)]
+    pub array: Members,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat.
+    #[arg(long, value_parser = values::level)]
+    pub level: Level,
+    /// Chunk (stripe unit) on one member.
+    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = values::bytes)]
+    pub chunk: u64,
+    /// Size of every member, superblock area included (files are created or extended);
+    /// without it the members are used as they are.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub size: Option<u64>,
+    /// Parity rotation (RAID 5/6/50/60) or copy placement (RAID 10); md's default
+    /// without it.
+    #[arg(long, value_parser = values::layout)]
+    pub layout: Option<Layout>,
+    /// Copies of every chunk (RAID 10).
+    #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
+    pub copies: Option<u32>,
+    /// Spans (RAID 50/60).
+    #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
+    pub spans: Option<u32>,
+    /// The array UUID (hex); drawn from /dev/urandom without it.
+    #[arg(long, value_name = "HEX", value_parser = values::uuid)]
+    pub uuid: Option<u128>,
+    /// Overwrite members that carry a raidlab superblock.
+    #[arg(long)]
+    pub force: bool,
+    /// Skip the initial resync even when members held data.
+    #[arg(long)]
+    pub assume_clean: bool,
+    /// Size of the journal file (needs --journal); 256M or more by default.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub journal_size: Option<u64>,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// The members, and a write journal every write goes through first.
+    #[command(flatten)]
+    pub array: Members,
+}
+
+/// Arguments of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address of the NBD export (port 0: any free port, printed when ready).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10809")]
+    pub listen: String,
+    /// Connections served at once; more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = values::bounded(1..=1024usize))]
+    pub connections_max: usize,
+    /// Requests of one connection served at once.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = nbd::REQUESTS_IN_FLIGHT_DEFAULT,
+        value_parser = values::bounded(1..=nbd::REQUESTS_IN_FLIGHT_LIMIT)
+    )]
+    pub requests_in_flight: usize,
+    /// Seconds a bitmap region stays dirty after its last write (mdadm's --delay).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = values::bounded(1..=3600u64))]
+    pub bitmap_delay: u64,
+    /// The array.
+    #[command(flatten)]
+    pub array: Members,
+}
+
+/// Arguments of `fail`.
+#[derive(Debug, Args)]
+pub struct FailArgs {
+    /// The member to fail: its path or its role index.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// The array.
+    #[command(flatten)]
+    pub array: Members,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `replace`.
+#[derive(Debug, Args)]
+pub struct ReplaceArgs {
+    /// The member to replace: its path or its role index.
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The file or device it is rebuilt onto.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// The array (OLD among them or not).
+    #[command(flatten)]
+    pub array: Members,
+    /// Rebuild rate limit in bytes per second (unlimited without it).
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub rate: Option<u64>,
+    /// Return once a served array's rebuild has started, instead of at its end.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `inject`: which combination is valid is decided in
+/// [`super::parse::injection`].
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// The member file or device.
+    #[arg(value_name = "MEMBER")]
+    pub member: Option<PathBuf>,
+    /// Offset of the byte to corrupt in the member's data area.
+    #[arg(value_name = "OFFSET")]
+    pub offset: Option<String>,
+    /// The bits to flip (hex).
+    #[arg(long, value_name = "HEX", value_parser = values::mask)]
+    pub mask: Option<u8>,
+    /// Reads of these data bytes fail (EIO).
+    #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
+    pub read_error: Option<ByteRange>,
+    /// These data bytes read EIO until written.
+    #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
+    pub bad_sector: Option<ByteRange>,
+    /// Writes of these data bytes fail (EIO).
+    #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
+    pub write_error: Option<ByteRange>,
+    /// Every I/O of the member is delayed (20ms, 500us).
+    #[arg(long, value_name = "DELAY", value_parser = values::latency_us)]
+    pub latency: Option<u64>,
+    /// Remove the member's injected faults.
+    #[arg(long)]
+    pub clear: bool,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}

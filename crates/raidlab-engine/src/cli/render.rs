@@ -1,0 +1,167 @@
+//! Every output form of the command line in one place: the status and scrub reports as
+//! text or JSON on stdout, and rebuild progress lines on stderr (front ends parse
+//! those: `rebuild member R: P% (DONE/TOTAL B)`).
+
+use serde_json::Value;
+use std::fmt::Write;
+
+/// A report on stdout: the JSON document on one line, or `text` of it.
+pub fn report(json: bool, v: &Value, text: fn(&Value) -> String) {
+    if json {
+        println!("{v}");
+    } else {
+        print!("{}", text(v));
+    }
+}
+
+/// A status report (the JSON of [`crate::control::status_json`]) as text.
+pub fn status(s: &Value) -> String {
+    let u = |k: &str| s[k].as_u64().unwrap_or(0);
+    let mut out = String::new();
+    let _ = writeln!(out, "array {}", s["uuid"].as_str().unwrap_or(""));
+    let _ = writeln!(
+        out,
+        "  level {}{}, chunk {} B, {} members, capacity {} B",
+        s["level"].as_str().unwrap_or(""),
+        s["layout"]
+            .as_str()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default(),
+        u("chunk_bytes"),
+        u("member_count"),
+        u("capacity_bytes")
+    );
+    let failed: Vec<String> = s["failed"]
+        .as_array()
+        .map(|a| a.iter().map(|m| m.to_string()).collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  state {}{}, events {}, failed members {{{}}}",
+        s["state"].as_str().unwrap_or(""),
+        if s["dirty"].as_bool() == Some(true) {
+            " (dirty: unclean stop; serve resyncs the dirty bitmap regions)"
+        } else {
+            ""
+        },
+        u("events"),
+        failed.join(",")
+    );
+    let _ = writeln!(out, "  dirty bitmap regions {}", u("dirty_regions"));
+    for f in s["faults"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  injected fault: {f}");
+    }
+    if let Some(j) = s["journal"].as_str() {
+        let _ = writeln!(
+            out,
+            "  write journal {j} ({} records replayed at assembly)",
+            u("journal_replayed")
+        );
+    }
+    if let Some(r) = s["rebuild"].as_object() {
+        out.push_str(&rebuild_line(r));
+    }
+    for m in s["members"].as_array().into_iter().flatten() {
+        out.push_str(&member_line(m));
+    }
+    out
+}
+
+/// `  rebuilding member R onto PATH: P% (DONE/TOTAL B)`.
+fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
+    let (done, total) = (
+        r["done_bytes"].as_u64().unwrap_or(0),
+        r["total_bytes"].as_u64().unwrap_or(1).max(1),
+    );
+    format!(
+        "  rebuilding member {} onto {}: {}% ({done}/{total} B)\n",
+        r["role"],
+        r["path"].as_str().unwrap_or(""),
+        done * 100 / total
+    )
+}
+
+/// `  member R: PATH STATE`, with its corrected read errors if any.
+fn member_line(m: &Value) -> String {
+    let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
+    format!(
+        "  member {}: {} {}{}\n",
+        m["role"],
+        m["path"].as_str().unwrap_or("-"),
+        m["state"].as_str().unwrap_or(""),
+        if corrected > 0 {
+            format!(" ({corrected} read errors corrected)")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// A scrub report (the JSON of [`crate::control::scrub_json`]) as text.
+pub fn scrub(r: &Value) -> String {
+    format!(
+        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}\n",
+        r["stripes_checked"],
+        r["mismatched_stripes"],
+        r["repaired_stripes"],
+        r["read_errors_corrected"].as_u64().unwrap_or(0)
+    )
+}
+
+/// Prints rebuild progress on stderr each time it enters a new 5 % band, and at the end.
+/// A band, not a multiple of 5: a served array reports progress every 200 ms, whose
+/// percentages rarely land on a multiple of 5, and front ends draw their bars from these
+/// lines.
+pub fn progress_printer() -> impl FnMut(u32, u64, u64) {
+    let mut last_pct = u64::MAX;
+    move |role, done, total| {
+        let pct = done * 100 / total.max(1);
+        let new_band = last_pct == u64::MAX || pct / 5 != last_pct / 5;
+        if pct != last_pct && (new_band || done == total) {
+            eprintln!("rebuild member {role}: {pct}% ({done}/{total} B)");
+            last_pct = pct;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn status_text_names_the_state_and_every_member() {
+        let s = json!({
+            "uuid": "ab", "level": "RAID 5", "layout": "left-symmetric", "chunk_bytes": 65536,
+            "member_count": 2, "capacity_bytes": 1024, "state": "degraded", "failed": [1],
+            "events": 3, "dirty_regions": 0,
+            "members": [
+                {"role": 0, "path": "/a", "state": "active", "read_errors_corrected": 2},
+                {"role": 1, "path": null, "state": "failed"}
+            ]
+        });
+        let t = status(&s);
+        assert!(
+            t.contains("level RAID 5 (left-symmetric), chunk 65536 B"),
+            "{t}"
+        );
+        assert!(
+            t.contains("state degraded, events 3, failed members {1}"),
+            "{t}"
+        );
+        assert!(
+            t.contains("member 0: /a active (2 read errors corrected)"),
+            "{t}"
+        );
+        assert!(t.contains("member 1: - failed\n"), "{t}");
+    }
+
+    #[test]
+    fn scrub_text_is_one_line() {
+        let r = json!({"stripes_checked": 4, "mismatched_stripes": 1, "repaired_stripes": 0});
+        assert_eq!(
+            scrub(&r),
+            "stripes checked 4, mismatched 1, repaired 0, read errors corrected 0\n"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! `serve`: assemble, resync what an unclean stop left dirty, then export over NBD and
+//! answer the control socket until SIGINT or SIGTERM; flush and mark the array clean.
+//!
+//! The stop signal is process-wide, so one `serve` runs per process at a time. The
+//! handlers are installed for the serve only and the previous ones put back after, so
+//! a host process (Python, through `raidlab._native.engine_main`) keeps its own Ctrl-C
+//! handling once the engine returns.
+
+use super::commands::absolute;
+use super::flags::ServeArgs;
+use crate::{control, nbd, Array, Error, Result};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Set by SIGINT/SIGTERM (and at the end of a serve): every serving thread polls it.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// A serve is running in this process.
+static SERVING: AtomicBool = AtomicBool::new(false);
+
+/// `serve`.
+pub fn serve(a: &ServeArgs) -> Result<i32> {
+    if SERVING.swap(true, Ordering::SeqCst) {
+        return Err(Error::Input(
+            "serve: this process already serves an array".into(),
+        ));
+    }
+    STOP.store(false, Ordering::SeqCst);
+    let result = assemble_and_serve(a);
+    SERVING.store(false, Ordering::SeqCst);
+    result
+}
+
+/// Everything of `serve` but the one-per-process guard.
+fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
+    let members = absolute(&a.array.members)?;
+    let array = Arc::new(Array::assemble_with(&members, a.array.journal.as_deref())?);
+    let control_socket = control::bind(array.status().uuid)?;
+    let listener = TcpListener::bind(&a.listen)
+        .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
+    recover_unclean_stop(&array)?;
+    array.open_for_writes()?;
+    let _signals = SignalHandlers::install();
+    let control_thread = {
+        let array = array.clone();
+        std::thread::spawn(move || control::serve(array, control_socket, &STOP))
+    };
+    eprintln!(
+        "raidlab-engine: serving {} B ({} {}) on nbd://{} (control socket {})",
+        array.capacity_bytes(),
+        array.geometry().level(),
+        health(&array),
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
+        control::socket_path(array.status().uuid).display()
+    );
+    let cleaner = {
+        let array = array.clone();
+        let delay_s = a.bitmap_delay;
+        std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
+    };
+    let served = nbd::serve(
+        array.clone(),
+        listener,
+        a.connections_max,
+        a.requests_in_flight,
+        &STOP,
+    );
+    STOP.store(true, Ordering::SeqCst);
+    let _ = control_thread.join();
+    let _ = cleaner.join();
+    array.close()?;
+    served.map_err(|e| Error::Input(format!("serve: {e}")))?;
+    eprintln!("raidlab-engine: stopped, array {}", health(&array));
+    Ok(0)
+}
+
+/// `clean` or `degraded`, as the ready and stopped lines say it.
+fn health(array: &Array) -> &'static str {
+    if array.failed().is_empty() {
+        "clean"
+    } else {
+        "degraded"
+    }
+}
+
+/// Replays the write journal and resyncs the dirty bitmap regions an unclean stop left.
+fn recover_unclean_stop(array: &Array) -> Result<()> {
+    let replayed = array.status().journal_replayed;
+    if replayed > 0 {
+        eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
+    }
+    if let Some((regions, r)) = array.resync_dirty_regions()? {
+        eprintln!(
+            "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
+             ({} stripes checked, {} rewritten)",
+            r.stripes_checked, r.repaired_stripes
+        );
+    }
+    Ok(())
+}
+
+/// Every `delay_s` seconds until [`STOP`], clears the bitmap bits of regions no longer
+/// written (md's bitmap daemon, mdadm's `--delay`).
+fn clean_bitmap_until_stop(array: &Array, delay_s: u64) {
+    let tick = Duration::from_millis(100);
+    let mut waited = Duration::ZERO;
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(tick);
+        waited += tick;
+        if waited.as_secs() >= delay_s {
+            waited = Duration::ZERO;
+            if let Err(e) = array.clean_bitmap() {
+                eprintln!("raidlab-engine: clearing the write-intent bitmap: {e}");
+            }
+        }
+    }
+}
+
+/// The SIGINT/SIGTERM handler: only an atomic store, which is async-signal-safe.
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT and SIGTERM stop the serve cleanly while this lives; dropped, the previous
+/// handlers (the default, or a host interpreter's) are back.
+struct SignalHandlers {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalHandlers {
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+    fn install() -> Self {
+        let mut previous = Vec::with_capacity(Self::SIGNALS.len());
+        for signal in Self::SIGNALS {
+            // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe;
+            // both structs are plain data, zeroed then filled as sigaction(2) expects.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut old) == 0 {
+                    previous.push((signal, old));
+                }
+            }
+        }
+        Self { previous }
+    }
+}
+
+impl Drop for SignalHandlers {
+    fn drop(&mut self) {
+        for (signal, old) in &self.previous {
+            // SAFETY: `old` is what sigaction(2) returned for this signal.
+            unsafe {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
+        }
+    }
+}

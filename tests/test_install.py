@@ -1,0 +1,191 @@
+"""What a user gets from ``pip install``: a clean venv (no system site-packages, no
+project venv on PATH) where ``raidlab create`` and ``raidlab serve`` work with the
+engine compiled into the wheel (the ``raidlab-engine`` console script)."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# Anything the registry or its mirror says when it cannot be reached; other pip
+# failures (our build breaking) fail the test.
+_UNREACHABLE = (
+    "No matching distribution found",
+    "Could not find a version",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+)
+
+
+def _environment(venv: Path) -> dict[str, str]:
+    """The user's environment: the new venv's bin first, nothing of the project's."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"RAIDLAB_ENGINE", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}
+    }
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    return env
+
+
+class _Install:
+    """``python -m venv`` then ``pip install`` of the repository, in the background.
+
+    Started when this module is collected, so the install (network, disk, a short
+    cargo link) overlaps the rest of the suite instead of adding to it; the fixture
+    below waits for it. Removed at exit.
+    """
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="raidlab-install-"))
+        atexit.register(self.close)
+        self.venv = self.root / "venv"
+        self.env = _environment(self.venv)
+        self.log = self.root / "pip.log"
+        self.made = subprocess.run(
+            [sys.executable, "-m", "venv", str(self.venv)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.pip: subprocess.Popen[bytes] | None = None
+        if self.made.returncode == 0:
+            # The ci cargo profile (no LTO) keeps the build short; the in-tree build
+            # reuses target/ from `make setup`. What is installed is the same package.
+            # --no-compile: byte-compiling pandas, numpy and matplotlib up front took
+            # most of the install; Python compiles what it imports on first use.
+            build_env = {**self.env, "MATURIN_PEP517_ARGS": "--profile ci", "PIP_QUIET": "1"}
+            python = str(self.venv / "bin" / "python")
+            with self.log.open("wb") as log:
+                self.pip = subprocess.Popen(
+                    [python, "-m", "pip", "install", "--no-compile", str(REPO)],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=build_env,
+                )
+
+    def close(self) -> None:
+        if self.pip is not None and self.pip.poll() is None:
+            self.pip.kill()
+            self.pip.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_INSTALL = _Install()
+
+
+@pytest.fixture(scope="module")
+def installed() -> tuple[Path, dict[str, str]]:
+    """A venv with the repository pip-installed into it, and the environment to use it."""
+    if _INSTALL.pip is None:
+        pytest.skip(f"cannot build a venv with {sys.executable}: {_INSTALL.made.stderr.strip()}")
+    if _INSTALL.pip.wait(timeout=1200) != 0:
+        output = _INSTALL.log.read_text(errors="replace")
+        if any(marker in output for marker in _UNREACHABLE):
+            pytest.skip(f"the package registry is unreachable: {output.strip()[-300:]}")
+        pytest.fail(f"pip install {REPO} failed:\n{output[-3000:]}")
+    return _INSTALL.venv, _INSTALL.env
+
+
+def _run(
+    venv: Path, env: dict[str, str], cwd: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_wheel_ships_the_engine_as_a_console_script(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    venv, env = installed
+    script = venv / "bin" / "raidlab-engine"
+    assert script.read_text().startswith("#!"), "a Python console script, not a copy"
+    refused = _run(venv, env, tmp_path, "raidlab-engine", "create", "--level", "9", "m0")
+    assert refused.returncode == 2, refused
+    assert refused.stderr.startswith("error: --level: ") and refused.stderr.count("\n") == 1
+
+
+def test_create_then_serve_a_raid5_on_files(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    venv, env = installed
+    env = {**env, "TMPDIR": str(tmp_path)}  # the control socket, in this test's dir
+    members = [str(tmp_path / f"m{i}.img") for i in range(3)]
+    created = _run(
+        venv, env, tmp_path, "raidlab", "create", "--level", "5", "--size", "4M", *members
+    )
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert "RAID 5" in created.stdout and "state clean" in created.stdout
+    with subprocess.Popen(
+        [str(venv / "bin" / "raidlab"), "serve", "--listen", "127.0.0.1:0", *members],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    ) as server:
+        try:
+            assert server.stdout is not None
+            uri = server.stdout.readline().strip()
+            assert uri.startswith("nbd://127.0.0.1:"), uri
+            served = _run(venv, env, tmp_path, "raidlab", "status", "--json", *members)
+            assert json.loads(served.stdout)["state"] == "clean", served.stderr
+            server.send_signal(signal.SIGINT)
+            _, stderr = server.communicate(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+    assert server.returncode == 0, stderr
+    assert "stopped, array clean" in stderr
+    stopped = _run(venv, env, tmp_path, "raidlab", "status", "--json", *members)
+    assert json.loads(stopped.stdout)["dirty"] is False, stopped.stderr
+
+
+def test_the_engine_inside_python_stops_clean_on_sigterm(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The engine's own signal handlers work inside the interpreter of the script."""
+    venv, env = installed
+    env = {**env, "TMPDIR": str(tmp_path)}
+    members = [str(tmp_path / f"m{i}.img") for i in range(3)]
+    created = _run(
+        venv, env, tmp_path, "raidlab-engine", "create", "--level", "5", "--size", "4M", *members
+    )
+    assert created.returncode == 0, created.stderr
+    with subprocess.Popen(
+        [str(venv / "bin" / "raidlab-engine"), "serve", "--listen", "127.0.0.1:0", *members],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    ) as server:
+        try:
+            assert server.stderr is not None
+            ready = server.stderr.readline()
+            assert "raidlab-engine: serving" in ready, ready
+            server.send_signal(signal.SIGTERM)
+            _, stderr = server.communicate(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+    assert server.returncode == 0, stderr
+    assert "stopped, array clean" in stderr
