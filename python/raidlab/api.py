@@ -33,6 +33,7 @@ from raidlab.frontends.atto import (
 from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
 from raidlab.frontends.fio_report import fio_json, fio_text
 from raidlab.report.explain import explain_lines, rebuild_lines
+from raidlab.report.output import output_directory
 from raidlab.scenario.array import (
     ArrayRequest,
     build_array,
@@ -555,24 +556,32 @@ def reproduce(
     seed: Any = 1,
     executor: Executor | None = None,
     progress: bool = True,
+    labels: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Reproduce a study.
 
     ATTO studies (``ssd-raid0-atto``, ``hdd-raid0-atto``): measured vs simulated for
     every row, columns ``study, config, op, qd, block_bytes, measured_mbps,
     simulated_mbps, error_pct, role``; ``.attrs["summary"]`` is a StudySummary; with
-    ``out`` the figures are written there and listed in ``.attrs["figures"]``.
-    ``ios_max`` caps the measured I/Os per point (default 3000).
+    ``out`` the figures are written there and listed in ``.attrs["figures"]``: the
+    directory is created (with its parents) and checked before anything runs;
+    without ``out`` nothing is written. ``ios_max`` caps the measured I/Os per point
+    (default 3000).
 
     Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
     per claim not covered (``raidlab.studies.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
     counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
-    how. ``ios_max`` is the measured I/Os of every run (default 20000); ``out`` is
-    unused (no figures)."""
+    how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
+    no figures, so ``out`` is refused."""
+    labels = dict(labels or {})
     from raidlab.studies.atto_studies import get_study, summarize
     from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
 
     if study in CLAIM_STUDIES:
+        if out is not None:
+            raise RaidlabError(
+                labels.get("out", "out"), f"{study} is a claim study: it draws no figures"
+            )
         return reproduce_claims(
             study,
             ios=CLAIMS_IOS_DEFAULT if ios_max is None else ios_max,
@@ -582,6 +591,8 @@ def reproduce(
             progress=progress,
         )
     get_study(study)
+    if out is not None:
+        out = output_directory(out, labels.get("out", "out"))
     frame = reproduce_study(
         study,
         jobs=jobs,

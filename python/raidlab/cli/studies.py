@@ -28,7 +28,12 @@ from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.studies import print_claims, print_study_summary
-from raidlab.report.tables import print_frame, print_table, study_table_rows
+from raidlab.report.tables import (
+    advise_table_rows,
+    print_frame,
+    print_table,
+    study_table_rows,
+)
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.studies.atto_studies import StudySummary, get_study, summary_dict
@@ -169,9 +174,11 @@ def advise(
             scheduler=scheduler,
             labels=ADVISE_FLAGS,
         )
-        print_frame(frame, output_format, "candidate arrays, best first")
         if output_format == "table":
-            stdout.print(frame.attrs["why"])
+            print_table(advise_table_rows(frame), "candidate arrays, best first")
+            stdout.print(frame.attrs["why"], highlight=False, markup=False)
+        else:
+            print_frame(frame, output_format, "candidate arrays, best first")
 
 
 @app.command(
@@ -193,7 +200,13 @@ def reproduce(
         opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
     ] = "table",
     out: Annotated[
-        Path | None, opt("--out", "Figure directory (default out/<study>/; ATTO studies).")
+        Path | None,
+        opt(
+            "--out",
+            "ATTO studies: draw the figures into this directory, created with its parents "
+            "if missing (checked before the simulation). Default: no figures, nothing "
+            "written, whatever the --format.",
+        ),
     ] = None,
     jobs: JobsOption = None,
     ios_max: Annotated[
@@ -222,13 +235,13 @@ def reproduce(
                     "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
                 )
         ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
-        out_dir = out if out is not None else Path("out") / study
         frame = api.reproduce(
             study,
             jobs=parse_jobs(jobs),
-            out=out_dir if study not in CLAIM_STUDIES else None,
+            out=out,
             ios_max=ios,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+            labels={"out": "--out"},
         )
         if study in CLAIM_STUDIES:
             print_claims(frame, output_format)
