@@ -98,24 +98,31 @@ def advise(
     drive: DriveOption = None,
     drives: DrivesOption = None,
     controller: ControllerOption = None,
-    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (randrw).")] = None,
+    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (default: randrw).")] = None,
     bs: Annotated[
-        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (4K).")
+        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (default: 4K).")
     ] = None,
-    iodepth: Annotated[str | None, opt("--iodepth", "Outstanding I/Os per job (32).")] = None,
-    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (1).")] = None,
+    iodepth: Annotated[
+        str | None, opt("--iodepth", "Outstanding I/Os per job (default: 32).")
+    ] = None,
+    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (default: 1).")] = None,
     rwmixread: Annotated[
-        str | None, opt("--rwmixread", "Read percentage for rw/randrw (70).")
+        str | None, opt("--rwmixread", "Read percentage for rw/randrw (default: 70).")
     ] = None,
     job: Annotated[
         Path | None,
-        opt("--job", "A fio job file: its jobs, run together, are the workload."),
+        opt(
+            "--job",
+            "A fio job file: its jobs, run together, are the workload (default: the "
+            "fio-style flags).",
+        ),
     ] = None,
     workload: Annotated[
         str | None,
         opt(
             "--workload",
-            "An IOMeter preset (desktop, database, fileserver) or access specification.",
+            "An IOMeter preset (desktop, database, fileserver) or access specification "
+            "(default: the fio-style flags).",
         ),
     ] = None,
     ios: Annotated[
@@ -204,8 +211,8 @@ def reproduce(
         opt(
             "--out",
             "ATTO studies: draw the figures into this directory, created with its parents "
-            "if missing (checked before the simulation). Default: no figures, nothing "
-            "written, whatever the --format.",
+            "if missing (checked before the simulation; default: no figures, nothing "
+            "written, whatever the --format).",
         ),
     ] = None,
     jobs: JobsOption = None,

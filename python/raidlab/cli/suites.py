@@ -212,7 +212,11 @@ def pts(
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
     plot: Annotated[
-        Path | None, opt("--plot", "Draw the tracking variable and the table to FILE.png.")
+        Path | None, opt(
+            "--plot",
+            "Draw the tracking variable and the table to FILE.png; its directory must "
+            "exist (default: no figure).",
+        )
     ] = None,
     *,
     flags: ArrayFlags,
