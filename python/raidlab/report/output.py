@@ -51,8 +51,12 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
+def json_text(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
 def print_json(document: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    sys.stdout.write(json_text(document))
 
 
 # Output paths are checked before any simulation runs, so a typo costs nothing: the
