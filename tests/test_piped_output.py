@@ -53,12 +53,15 @@ TEXT_COLUMNS = {
     "kind",
     "key_figures",
     "description",
+    "read_balance",
 }
+YES_NO_COLUMNS = {"drive_write_cache"}
 # One name per quantity, with its unit last: what a column holding a quantity may be called.
 QUANTITY = re.compile(
-    r"^((measured_|simulated_)?mbps|iops|lat_(mean|p50|p99)_us|[a-z_]+_bytes|[a-z_]+_pct"
+    r"^((measured_|simulated_)?mbps|iops|lat_(mean|p50|p99)_us|[a-z_]+_pct"
+    r"|[a-z_]+_bytes(_per_s(_outer|_inner)?)?|[a-z_]+_ns(_avg)?"
     r"|qd|rank|level|round|tolerated_failures|bottleneck_utilisation|claimed|simulated"
-    r"|tolerance)$"
+    r"|tolerance|rpm|channels|dies_per_channel|read_ahead_segments|drive_write_cache)$"
 )
 
 
@@ -81,6 +84,9 @@ def test_csv_quantities_are_plain_numbers(csv_frames: dict[str, pd.DataFrame], c
     frame = csv_frames[command]
     for column in frame.columns:
         if column in TEXT_COLUMNS:
+            continue
+        if column in YES_NO_COLUMNS:
+            assert set(frame[column].dropna().astype(str)) <= {"True", "False"}
             continue
         assert pd.api.types.is_numeric_dtype(frame[column]), (command, column, frame[column][:3])
 

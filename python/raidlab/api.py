@@ -648,8 +648,54 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
     )
 
 
+# The key figures of presets as columns (their preset keys, units in the names), for
+# programs; ``key_figures`` says the same as text for people. "unlimited" rates are
+# empty (NaN).
+DRIVE_FIGURES = (
+    "capacity_bytes",
+    "link_rate_bytes_per_s",
+    "channels",
+    "dies_per_channel",
+    "page_bytes",
+    "read_page_ns",
+    "program_page_ns",
+    "rpm",
+    "seek_ns_avg",
+    "media_rate_bytes_per_s_outer",
+    "media_rate_bytes_per_s_inner",
+    "cache_bytes",
+)
+CONTROLLER_FIGURES = (
+    "request_overhead_ns",
+    "member_op_overhead_ns",
+    "added_latency_ns",
+    "port_rate_bytes_per_s",
+    "bus_rate_bytes_per_s",
+    "read_ahead_bytes",
+    "read_ahead_segments",
+    "parity_rate_bytes_per_s",
+    "cache_bytes",
+    "read_balance",
+)
+PRESET_COLUMNS = [
+    "group",
+    "name",
+    "kind",
+    "key_figures",
+    "description",
+    *dict.fromkeys([*DRIVE_FIGURES, "drive_write_cache", *CONTROLLER_FIGURES]),
+]
+
+
+def _figures(spec: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {
+        key: float("nan") if spec.get(key) in (None, "unlimited") else spec[key] for key in keys
+    }
+
+
 def presets() -> pd.DataFrame:
-    """Drive and controller presets with their key figures."""
+    """Drive and controller presets: ``key_figures`` as text and the same figures as
+    columns named by their preset keys (a figure a preset lacks is NaN)."""
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")
@@ -660,6 +706,8 @@ def presets() -> pd.DataFrame:
                 "kind": spec["kind"],
                 "key_figures": _drive_figures(spec),
                 "description": spec["description"],
+                **_figures(spec, DRIVE_FIGURES),
+                "drive_write_cache": spec.get("write_cache"),
             }
         )
     for name in preset_names("controller"):
@@ -671,9 +719,11 @@ def presets() -> pd.DataFrame:
                 "kind": spec["kind"],
                 "key_figures": _controller_figures(spec),
                 "description": spec["description"],
+                **_figures(spec, CONTROLLER_FIGURES),
             }
         )
-    return pd.DataFrame(rows, columns=["group", "name", "kind", "key_figures", "description"])
+    # Nullable integer and boolean columns: whole numbers stay whole next to NaN.
+    return pd.DataFrame(rows, columns=PRESET_COLUMNS).convert_dtypes()
 
 
 __all__: list[str] = [

@@ -49,14 +49,17 @@ from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 """
 )
 def presets(output_format: FormatOption = "table") -> None:
-    """List drive and controller presets with their key figures."""
+    """List drive and controller presets with their key figures (CSV and JSON: one
+    column per figure, named by its preset key)."""
     with user_errors():
         output_format = check_format(output_format)
         frame = api.presets()
+        # Programs get the figures as columns; the text form is for people.
+        figures = frame.drop(columns=["key_figures"])
         if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
+            sys.stdout.write(figures.to_csv(index=False))
         elif output_format == "json":
-            print_json({"records": records(frame)})
+            print_json({"records": records(figures)})
         else:
             table = Table(title="presets (sources: comments in raidlab/scenario/presets/*.toml)")
             for column in ("group", "name", "kind", "key_figures"):
