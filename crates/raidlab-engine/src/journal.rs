@@ -41,11 +41,11 @@ const EXTENT_BYTES: usize = 24;
 /// One member extent of a record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extent {
-    /// Member role.
+    /// Member role the bytes belong to.
     pub member: u32,
-    /// Member data offset.
+    /// Offset in bytes into the member's data area (after its metadata area).
     pub offset_bytes: u64,
-    /// The bytes.
+    /// The bytes to write there, as the write phase would.
     pub data: Vec<u8>,
 }
 

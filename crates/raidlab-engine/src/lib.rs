@@ -29,7 +29,7 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod array;
 pub mod control;

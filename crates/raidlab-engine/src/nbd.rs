@@ -21,62 +21,65 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// `NBDMAGIC`.
+/// `NBDMAGIC`: the first 8 bytes the server sends, opening the newstyle handshake.
 pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
 /// `IHAVEOPT`: opens the option haggling and prefixes every option.
 pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
-/// Magic of an option reply.
+/// Magic that opens every option reply (server to client, during the handshake).
 pub const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-/// Magic of a transmission request.
+/// Magic that opens every transmission request (`NBD_REQUEST_MAGIC`).
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// Magic of a simple reply.
+/// Magic that opens every simple reply to a request (`NBD_SIMPLE_REPLY_MAGIC`).
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 
-/// Handshake flag: fixed newstyle.
+/// Handshake flag `NBD_FLAG_FIXED_NEWSTYLE`: unknown options get an error reply
+/// instead of ending the connection.
 pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
 /// Handshake flag: no 124 zero bytes after NBD_OPT_EXPORT_NAME.
 pub const FLAG_NO_ZEROES: u16 = 2;
 
-/// Options.
+/// Option `NBD_OPT_EXPORT_NAME`: names the export and enters transmission at once
+/// (no reply on success, as the protocol's oldest way to end the handshake).
 pub const OPT_EXPORT_NAME: u32 = 1;
-/// Ends the handshake without transmission.
+/// Option `NBD_OPT_ABORT`: ends the handshake without transmission.
 pub const OPT_ABORT: u32 = 2;
-/// Lists exports.
+/// Option `NBD_OPT_LIST`: lists the exports (this server has one, [`EXPORT_NAME`]).
 pub const OPT_LIST: u32 = 3;
-/// Export information without transmission.
+/// Option `NBD_OPT_INFO`: export size, flags and block sizes, without transmission.
 pub const OPT_INFO: u32 = 6;
-/// Export information, then transmission.
+/// Option `NBD_OPT_GO`: what `NBD_OPT_INFO` answers, then transmission.
 pub const OPT_GO: u32 = 7;
 
-/// Option replies.
+/// Option reply `NBD_REP_ACK`: the option succeeded; its last reply.
 pub const REP_ACK: u32 = 1;
-/// An export name (NBD_OPT_LIST).
+/// Option reply `NBD_REP_SERVER`: one export name (to `NBD_OPT_LIST`).
 pub const REP_SERVER: u32 = 2;
-/// An information item (NBD_OPT_INFO/GO).
+/// Option reply `NBD_REP_INFO`: one information item (to `NBD_OPT_INFO` and `GO`).
 pub const REP_INFO: u32 = 3;
-/// Option not supported.
+/// Option reply `NBD_REP_ERR_UNSUP`: the option is not supported.
 pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
-/// Malformed option.
+/// Option reply `NBD_REP_ERR_INVALID`: the option's payload is malformed.
 pub const REP_ERR_INVALID: u32 = 0x8000_0003;
 
-/// Information items.
+/// Information item `NBD_INFO_EXPORT`: export size in bytes and transmission flags.
 pub const INFO_EXPORT: u16 = 0;
-/// Block size constraints.
+/// Information item `NBD_INFO_BLOCK_SIZE`: minimum, preferred and maximum block bytes.
 pub const INFO_BLOCK_SIZE: u16 = 3;
 
-/// Transmission flags.
+/// Transmission flag `NBD_FLAG_HAS_FLAGS`: always set; the other flags are meaningful.
 pub const TF_HAS_FLAGS: u16 = 1;
-/// FLUSH is supported.
+/// Transmission flag: `NBD_CMD_FLUSH` is supported.
 pub const TF_SEND_FLUSH: u16 = 1 << 2;
-/// FUA is supported.
+/// Transmission flag: the FUA flag on writes is supported.
 pub const TF_SEND_FUA: u16 = 1 << 3;
-/// TRIM is supported.
+/// Transmission flag: `NBD_CMD_TRIM` is supported.
 pub const TF_SEND_TRIM: u16 = 1 << 5;
-/// WRITE_ZEROES is supported.
+/// Transmission flag: `NBD_CMD_WRITE_ZEROES` is supported.
 pub const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
-/// Several connections see each other's writes and one FLUSH covers them all.
+/// Transmission flag `NBD_FLAG_CAN_MULTI_CONN`: several connections see each other's
+/// writes and one FLUSH covers them all (they share the member files).
 pub const TF_CAN_MULTI_CONN: u16 = 1 << 8;
-/// What this server advertises.
+/// The transmission flags this server advertises: every flag above.
 pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
     | TF_SEND_FLUSH
     | TF_SEND_FUA
@@ -84,33 +87,36 @@ pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
     | TF_SEND_WRITE_ZEROES
     | TF_CAN_MULTI_CONN;
 
-/// Commands.
+/// Command `NBD_CMD_READ`: the reply carries the bytes read.
 pub const CMD_READ: u16 = 0;
-/// Write (payload follows the header).
+/// Command `NBD_CMD_WRITE`: the payload follows the request header.
 pub const CMD_WRITE: u16 = 1;
-/// Disconnect.
+/// Command `NBD_CMD_DISC`: the client disconnects; no reply.
 pub const CMD_DISC: u16 = 2;
-/// Flush.
+/// Command `NBD_CMD_FLUSH`: every completed write made durable ([`Export::flush`]).
 pub const CMD_FLUSH: u16 = 3;
-/// Trim.
+/// Command `NBD_CMD_TRIM`: a hint that the range may be discarded; this server keeps
+/// the bytes (trim is advisory) and only checks the range.
 pub const CMD_TRIM: u16 = 4;
-/// Write zeroes.
+/// Command `NBD_CMD_WRITE_ZEROES`: the range reads back as zeros.
 pub const CMD_WRITE_ZEROES: u16 = 6;
-/// Command flag: force unit access.
+/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply.
 pub const CMD_FLAG_FUA: u16 = 1;
 
-/// Errors.
+/// Error reply `EIO`: the export's read, write or flush failed (for the array, more
+/// member failures than its level tolerates).
 pub const EIO: u32 = 5;
-/// Invalid argument.
+/// Error reply `EINVAL`: an empty, misaligned (not whole 512 B sectors) or oversized
+/// request.
 pub const EINVAL: u32 = 22;
-/// No space left (write past the end).
+/// Error reply `ENOSPC`: a write past the end of the export.
 pub const ENOSPC: u32 = 28;
 
-/// Smallest block (a sector).
+/// Smallest block in bytes (a sector): offsets and lengths are multiples of it.
 pub const BLOCK_BYTES_MIN: u32 = 512;
-/// Preferred block.
+/// Preferred block in bytes announced to clients (a page).
 pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
-/// Largest request.
+/// Largest request in bytes: [`crate::array::REQUEST_BYTES_MAX`].
 pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
 /// Requests of one connection served at once (by as many worker threads) unless told
 /// otherwise: a client that keeps several requests in flight reaches several members
@@ -118,9 +124,9 @@ pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
 pub const REQUESTS_IN_FLIGHT_DEFAULT: usize = 8;
 /// Most requests of one connection served at once that `serve` may be asked for.
 pub const REQUESTS_IN_FLIGHT_LIMIT: usize = 64;
-/// Largest option payload accepted.
+/// Largest option payload accepted, in bytes; a larger one ends the handshake.
 pub const OPTION_BYTES_MAX: u32 = 64 << 10;
-/// Options per handshake.
+/// Most options one handshake may send before the connection is closed.
 pub const OPTIONS_MAX: usize = 64;
 /// Export name announced by NBD_OPT_LIST (any name is accepted).
 pub const EXPORT_NAME: &str = "raidlab";

@@ -1,14 +1,13 @@
 //! Creating and assembling from superblocks: what is refused (naming the member) and
 //! what assembles degraded.
 
+mod common;
+
+use common::member_paths;
 use raidlab_engine::superblock::{Superblock, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions, MemberState};
 use raidlab_layout::Level;
 use std::path::{Path, PathBuf};
-
-fn members(dir: &Path, prefix: &str, n: usize) -> Vec<PathBuf> {
-    (0..n).map(|i| dir.join(format!("{prefix}{i}"))).collect()
-}
 
 fn create(paths: &[PathBuf], level: Level, uuid: u128) -> Array {
     let mut o = CreateOptions::new(level, 4096, Some(DATA_OFFSET_BYTES + (64 << 10)));
@@ -26,8 +25,8 @@ fn err(paths: &[PathBuf]) -> String {
 #[test]
 fn a_member_of_another_array_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
-    let b = members(dir.path(), "b", 3);
+    let a = member_paths(dir.path(), "a", 3);
+    let b = member_paths(dir.path(), "b", 3);
     create(&a, Level::Raid5, 1);
     create(&b, Level::Raid5, 2);
     let msg = err(&[a[0].clone(), a[1].clone(), b[2].clone()]);
@@ -41,7 +40,7 @@ fn a_member_of_another_array_is_refused_by_name() {
 #[test]
 fn the_same_file_twice_and_two_files_of_one_role_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     create(&a, Level::Raid5, 1);
     let msg = err(&[a[0].clone(), a[1].clone(), a[1].clone()]);
     assert!(msg.contains("a1") && msg.contains("given twice"), "{msg}");
@@ -57,9 +56,9 @@ fn the_same_file_twice_and_two_files_of_one_role_are_refused() {
 #[test]
 fn more_members_than_the_array_has_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     create(&a, Level::Raid5, 1);
-    let four = members(dir.path(), "c", 4);
+    let four = member_paths(dir.path(), "c", 4);
     create(&four, Level::Raid5, 1);
     // Same UUID on purpose: role 3 does not exist in a 3-member array.
     let msg = err(&[a[0].clone(), a[1].clone(), a[2].clone(), four[3].clone()]);
@@ -72,7 +71,7 @@ fn more_members_than_the_array_has_is_refused() {
 #[test]
 fn a_corrupt_superblock_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     create(&a, Level::Raid5, 1);
     let mut bytes = std::fs::read(&a[2]).unwrap();
     bytes[81] ^= 1;
@@ -91,7 +90,7 @@ fn a_corrupt_superblock_is_refused_by_name() {
 #[test]
 fn a_stale_member_is_left_out_and_the_array_runs_degraded() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 4);
+    let a = member_paths(dir.path(), "a", 4);
     let array = create(&a, Level::Raid5, 1);
     array.write(0, &[7u8; 8192], false).unwrap();
     array.fail_member(2).unwrap();
@@ -118,7 +117,7 @@ fn a_stale_member_is_left_out_and_the_array_runs_degraded() {
 #[test]
 fn missing_members_assemble_degraded_within_tolerance_and_are_refused_beyond() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 4);
+    let a = member_paths(dir.path(), "a", 4);
     create(&a, Level::Raid6, 1)
         .write(4096, &[3u8; 4096], true)
         .unwrap();
@@ -138,12 +137,12 @@ fn missing_members_assemble_degraded_within_tolerance_and_are_refused_beyond() {
 #[test]
 fn create_refuses_existing_members_without_force_and_bad_geometry_before_touching_files() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     create(&a, Level::Raid5, 1);
     let o = CreateOptions::new(Level::Raid5, 4096, Some(DATA_OFFSET_BYTES + (64 << 10)));
     let msg = Array::create(&a, &o).err().unwrap().to_string();
     assert!(msg.contains("a0") && msg.contains("--force"), "{msg}");
-    let fresh = members(dir.path(), "n", 2);
+    let fresh = member_paths(dir.path(), "n", 2);
     let msg = Array::create(&fresh, &o).err().unwrap().to_string();
     assert!(msg.contains("drive_count"), "{msg}");
     assert!(!fresh[0].exists(), "no file created for a refused geometry");
@@ -152,7 +151,7 @@ fn create_refuses_existing_members_without_force_and_bad_geometry_before_touchin
 #[test]
 fn create_over_old_data_resyncs_so_a_degraded_read_is_right() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     for (i, p) in a.iter().enumerate() {
         std::fs::write(
             p,
@@ -176,7 +175,7 @@ fn create_over_old_data_resyncs_so_a_degraded_read_is_right() {
 fn check_counts_an_injected_corruption_and_repair_fixes_it() {
     let dir = tempfile::tempdir().unwrap();
     for level in [Level::Raid1, Level::Raid5, Level::Raid6, Level::Raid10] {
-        let a = members(dir.path(), &format!("{level:?}"), 4);
+        let a = member_paths(dir.path(), &format!("{level:?}"), 4);
         let array = create(&a, level, 3);
         array.write(0, &vec![0x5a; 65536], false).unwrap();
         drop(array);
@@ -192,7 +191,7 @@ fn check_counts_an_injected_corruption_and_repair_fixes_it() {
 #[test]
 fn a_member_that_disappears_mid_run_is_failed_and_io_continues() {
     let dir = tempfile::tempdir().unwrap();
-    let a = members(dir.path(), "a", 3);
+    let a = member_paths(dir.path(), "a", 3);
     let array = create(&a, Level::Raid5, 1);
     array.write(0, &[1u8; 65536], false).unwrap();
     // Truncate a member under the running array: its reads now fail (short read).

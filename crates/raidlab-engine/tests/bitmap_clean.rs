@@ -2,17 +2,19 @@
 //! clears it: a region's bit goes once no write is in progress there and none came for a
 //! whole pass, so an unclean stop resyncs only the regions written lately.
 
+mod common;
+
+use common::member_paths;
 use raidlab_engine::array::Fault;
 use raidlab_engine::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// An array of `n` members with three bitmap regions of member data each.
 fn array(dir: &tempfile::TempDir, level: Level, n: usize) -> Array {
-    let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths = member_paths(dir.path(), "m", n);
     let o = CreateOptions::new(
         level,
         64 << 10,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{engine, run, serve, without_qemu_io};
+use common::{engine, engine_stdout, qemu_io, serve, without_qemu_io};
 use std::path::Path;
 use std::process::Command;
 
@@ -50,34 +50,27 @@ fn raid5_on_loop_devices_serves_fails_and_rebuilds_online() {
     let names: Vec<&str> = devices.iter().map(|l| l.0.as_str()).collect();
     let mut create = vec!["create", "--level", "5", "--chunk", "64K", "--force"];
     create.extend(&names[..4]);
-    let t = String::from_utf8_lossy(&engine(d, &create).stdout).to_string();
+    let t = engine_stdout(d, &create);
     // 16 MiB of data per 17 MiB device (1 MiB of metadata): 3 × 16 MiB exported.
     assert!(t.contains(&format!("capacity {} B", 48u64 << 20)), "{t}");
     let s = serve(d, &names[..4]);
-    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "write -P 0x5c 0 40M",
-        "-c",
-        "flush",
-    ]));
+    let t = qemu_io(&s.uri(), &["write -P 0x5c 0 40M", "flush"]);
     assert!(!t.contains("failed"), "{t}");
     let mut fail = vec!["fail", names[2]];
     fail.extend(&names[..4]);
     engine(d, &fail);
-    let t = run(Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(["-c", "read -P 0x5c 0 40M"]));
+    let t = qemu_io(&s.uri(), &["read -P 0x5c 0 40M"]);
     assert!(!t.contains("Pattern verification failed"), "degraded: {t}");
     let mut replace = vec!["replace", names[2], names[4]];
     replace.extend(&names[..4]);
     let o = engine(d, &replace);
     assert!(String::from_utf8_lossy(&o.stderr).contains("100%"));
     let mut check = vec!["check", names[0], names[1], names[4], names[3]];
-    let t = String::from_utf8_lossy(&engine(d, &check).stdout).to_string();
+    let t = engine_stdout(d, &check);
     assert!(t.contains("mismatched 0"), "{t}");
     s.stop();
     // Reassembled from the devices alone, the rebuilt one included.
     check[0] = "status";
-    let t = String::from_utf8_lossy(&engine(d, &check).stdout).to_string();
+    let t = engine_stdout(d, &check);
     assert!(t.contains("state clean"), "{t}");
 }

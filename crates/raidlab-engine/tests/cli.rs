@@ -1,24 +1,9 @@
 //! The binary: the story on files (create, fail, keep working, replace, check),
 //! and bad input as one `error:` line with exit code 2.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn engine(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidlab-engine"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{engine_output, output_text, refused};
 
 #[test]
 fn bad_input_is_one_error_line_and_exit_code_2() {
@@ -41,11 +26,7 @@ fn bad_input_is_one_error_line_and_exit_code_2() {
         &["inject", "x"],
         &[],
     ] {
-        let o = engine(dir.path(), args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        refused(dir.path(), args);
     }
 }
 
@@ -53,44 +34,48 @@ fn bad_input_is_one_error_line_and_exit_code_2() {
 fn create_fail_replace_check_on_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let o = engine(
+    let o = engine_output(
         d,
         &[
             "create", "--level", "5", "--chunk", "16K", "--size", "3M", "a", "b", "c", "d",
         ],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("state clean"));
-    let o = engine(d, &["fail", "b", "a", "b", "c", "d"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = engine(d, &["status", "a", "b", "c", "d"]);
-    let t = text(&o);
+    assert!(o.status.success(), "{}", output_text(&o));
+    assert!(output_text(&o).contains("state clean"));
+    let o = engine_output(d, &["fail", "b", "a", "b", "c", "d"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    let o = engine_output(d, &["status", "a", "b", "c", "d"]);
+    let t = output_text(&o);
     assert!(t.contains("state degraded") && t.contains("b stale"), "{t}");
-    let o = engine(d, &["fail", "c", "a", "c", "d"]);
+    let o = engine_output(d, &["fail", "c", "a", "c", "d"]);
     assert_eq!(
         o.status.code(),
         Some(2),
         "a second failure of RAID 5 is refused: {}",
-        text(&o)
+        output_text(&o)
     );
-    let o = engine(
+    let o = engine_output(
         d,
         &["replace", "b", "e", "--rate", "100M", "a", "b", "c", "d"],
     );
-    let t = text(&o);
+    let t = output_text(&o);
     assert!(
         o.status.success() && t.contains("100%") && t.contains("state clean"),
         "{t}"
     );
-    let o = engine(d, &["check", "a", "e", "c", "d"]);
+    let o = engine_output(d, &["check", "a", "e", "c", "d"]);
     assert!(
-        o.status.success() && text(&o).contains("mismatched 0"),
+        o.status.success() && output_text(&o).contains("mismatched 0"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
-    assert!(engine(d, &["inject", "c", "0"]).status.success());
-    let o = engine(d, &["check", "a", "e", "c", "d"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(engine(d, &["repair", "a", "e", "c", "d"]).status.success());
-    assert!(engine(d, &["check", "a", "e", "c", "d"]).status.success());
+    assert!(engine_output(d, &["inject", "c", "0"]).status.success());
+    let o = engine_output(d, &["check", "a", "e", "c", "d"]);
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    assert!(engine_output(d, &["repair", "a", "e", "c", "d"])
+        .status
+        .success());
+    assert!(engine_output(d, &["check", "a", "e", "c", "d"])
+        .status
+        .success());
 }

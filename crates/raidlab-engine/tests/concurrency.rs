@@ -1,15 +1,17 @@
 //! Threads writing interleaved sectors of the same stripes at once: the stripe locks keep
 //! parity and copies consistent, and every thread reads back its own last write.
 
+mod common;
+
+use common::member_paths;
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 fn run(level: Level, n: usize, layout: Option<Layout>) {
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths = member_paths(dir.path(), "m", n);
     let mut o = CreateOptions::new(level, 4096, Some(DATA_OFFSET_BYTES + (256 << 10)));
     o.layout = layout;
     o.uuid = Some(1);

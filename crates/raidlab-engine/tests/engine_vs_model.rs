@@ -2,11 +2,13 @@
 //! (within what the level tolerates) in the middle: the array returns the model's bytes,
 //! survives reassembly, rebuilds, and scrubs clean afterwards.
 
+mod common;
+
+use common::member_paths;
 use proptest::prelude::*;
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
-use std::path::PathBuf;
 
 const S: u64 = 512;
 
@@ -70,7 +72,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let (opts, n) = options(Level::ALL[level], r);
-        let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("m{i}"))).collect();
+        let paths = member_paths(dir.path(), "m", n);
         let array = Array::create(&paths, &opts).unwrap();
         let cap = array.capacity_bytes();
         let mut model = vec![0u8; cap as usize];

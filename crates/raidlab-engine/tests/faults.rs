@@ -5,15 +5,10 @@
 
 mod common;
 
-use common::{engine, qemu_io_in_background, refused, run, serve, without_qemu_io};
-use std::process::Command;
+use common::{
+    engine, engine_stdout, qemu_io, qemu_io_in_background, refused, serve, status, without_qemu_io,
+};
 use std::time::Instant;
-
-fn status(d: &std::path::Path, members: &[&str]) -> serde_json::Value {
-    let mut a = vec!["status", "--json"];
-    a.extend(members);
-    serde_json::from_slice(&engine(d, &a).stdout).unwrap()
-}
 
 #[test]
 fn read_and_write_errors_fail_their_members_and_keep_the_data() {
@@ -27,20 +22,12 @@ fn read_and_write_errors_fail_their_members_and_keep_the_data() {
     create.extend(m);
     engine(d, &create);
     let s = serve(d, &m);
-    let qemu = |cmds: &[&str]| {
-        let mut c = Command::new("qemu-io");
-        c.args(["-f", "raw", &s.uri()]);
-        for x in cmds {
-            c.args(["-c", x]);
-        }
-        run(&mut c)
-    };
-    let t = qemu(&["write -P 0x3c 0 12M", "flush"]);
+    let t = qemu_io(&s.uri(), &["write -P 0x3c 0 12M", "flush"]);
     assert!(!t.contains("failed"), "{t}");
     engine(d, &["inject", "b", "--read-error", "0+1M"]);
     let st = status(d, &m);
     assert_eq!(st["faults"][0]["kind"], "read-error", "{st}");
-    let t = qemu(&["read -P 0x3c 0 12M"]);
+    let t = qemu_io(&s.uri(), &["read -P 0x3c 0 12M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
     let st = status(d, &m);
     assert_eq!(
@@ -49,11 +36,14 @@ fn read_and_write_errors_fail_their_members_and_keep_the_data() {
         "the read error failed b: {st}"
     );
     engine(d, &["inject", "d", "--write-error", "0+4M"]);
-    let t = qemu(&[
-        "write -P 0x7e 0 1M",
-        "read -P 0x7e 0 1M",
-        "read -P 0x3c 1M 11M",
-    ]);
+    let t = qemu_io(
+        &s.uri(),
+        &[
+            "write -P 0x7e 0 1M",
+            "read -P 0x7e 0 1M",
+            "read -P 0x3c 1M 11M",
+        ],
+    );
     assert!(!t.contains("failed"), "{t}");
     let st = status(d, &m);
     assert_eq!(st["failed"], serde_json::json!([1, 3]), "{st}");
@@ -61,8 +51,7 @@ fn read_and_write_errors_fail_their_members_and_keep_the_data() {
     engine(d, &["inject", "a", "--clear"]);
     engine(d, &["replace", "b", "f", "a", "b", "c", "d", "e"]);
     engine(d, &["replace", "d", "g", "a", "f", "c", "d", "e"]);
-    let t =
-        String::from_utf8_lossy(&engine(d, &["check", "a", "f", "c", "g", "e"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "f", "c", "g", "e"]);
     assert!(t.contains("mismatched 0"), "{t}");
     s.stop();
 }
@@ -84,16 +73,10 @@ fn latency_slows_the_member_and_faults_need_a_server() {
     engine(d, &["inject", "b", "--latency", "40ms"]);
     // Each read waits for its member's delay: 4 reads, at least 4 delays.
     let t0 = Instant::now();
-    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "read 0 4k",
-        "-c",
-        "read 64k 4k",
-        "-c",
-        "read 128k 4k",
-        "-c",
-        "read 192k 4k",
-    ]));
+    let t = qemu_io(
+        &s.uri(),
+        &["read 0 4k", "read 64k 4k", "read 128k 4k", "read 192k 4k"],
+    );
     assert!(t0.elapsed().as_millis() >= 160, "{:?} {t}", t0.elapsed());
     let st = status(d, &["a", "b"]);
     assert_eq!(st["faults"].as_array().unwrap().len(), 2, "{st}");
@@ -136,23 +119,12 @@ fn a_stop_during_writes_waits_for_them_and_leaves_parity_consistent() {
         let st = status(d, &m);
         assert_eq!(st["state"], "clean", "{st}");
         assert_eq!(st["dirty"], false, "{st}");
-        let t =
-            String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+        let t = engine_stdout(d, &["check", "a", "b", "c", "d"]);
         assert!(
             t.contains("mismatched 0"),
             "stop after {stop_after_ms} ms: {t}"
         );
     }
-}
-
-/// qemu-io commands against a served array; returns its output.
-fn qemu(uri: &str, cmds: &[&str]) -> String {
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw", uri]);
-    for x in cmds {
-        c.args(["-c", x]);
-    }
-    run(&mut c)
 }
 
 #[test]
@@ -167,13 +139,13 @@ fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
     create.extend(m);
     engine(d, &create);
     let s = serve(d, &m);
-    let t = qemu(&s.uri(), &["write -P 0x5a 0 12M", "flush"]);
+    let t = qemu_io(&s.uri(), &["write -P 0x5a 0 12M", "flush"]);
     assert!(!t.contains("failed"), "{t}");
     // An unreadable 4 KiB in b's first chunk row (data of stripe 0) and in its third
     // (stripe 2's parity, which reads never touch).
     engine(d, &["inject", "b", "--bad-sector", "4K"]);
     engine(d, &["inject", "b", "--bad-sector", "36K+4K"]);
-    let t = qemu(&s.uri(), &["read -P 0x5a 0 12M"]);
+    let t = qemu_io(&s.uri(), &["read -P 0x5a 0 12M"]);
     assert!(!t.contains("failed"), "{t}");
     let st = status(d, &m);
     assert_eq!(st["failed"], serde_json::json!([]), "b stays in: {st}");
@@ -185,7 +157,7 @@ fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
     );
     // The scrub finds the latent one on the parity block, rewrites it, and every stripe
     // agrees with its parity.
-    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "b", "c", "d"]);
     assert!(
         t.contains("mismatched 0") && t.contains("read errors corrected 1"),
         "{t}"
@@ -197,7 +169,7 @@ fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
     s.stop();
     // Read again from the members alone: the data is whole without the server.
     let s = serve(d, &m);
-    let t = qemu(&s.uri(), &["read -P 0x5a 0 12M"]);
+    let t = qemu_io(&s.uri(), &["read -P 0x5a 0 12M"]);
     assert!(!t.contains("failed"), "{t}");
     s.stop();
 }
@@ -217,7 +189,7 @@ fn a_member_with_more_than_twenty_read_errors_is_failed_as_md_does() {
         ],
     );
     let s = serve(d, &m);
-    let t = qemu(&s.uri(), &["write -P 0x21 0 2M", "flush"]);
+    let t = qemu_io(&s.uri(), &["write -P 0x21 0 2M", "flush"]);
     assert!(!t.contains("failed"), "{t}");
     // 25 bad sectors on a; reading each chunk twice reaches a for every one of them
     // whichever copy the first read chose.
@@ -233,7 +205,7 @@ fn a_member_with_more_than_twenty_read_errors_is_failed_as_md_does() {
         cmds.push(format!("read -P 0x21 {} 16K", row * 16384));
     }
     let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
-    let t = qemu(&s.uri(), &cmds);
+    let t = qemu_io(&s.uri(), &cmds);
     assert!(!t.contains("failed"), "the data is served throughout: {t}");
     let st = status(d, &m);
     assert_eq!(st["failed"], serde_json::json!([0]), "{st}");

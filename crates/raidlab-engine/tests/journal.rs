@@ -1,6 +1,9 @@
 //! The write journal on its own: records in order, a torn tail ends the log, the wrong
 //! journal or none is refused at assembly, and a clean close retires every record.
 
+mod common;
+
+use common::member_paths;
 use raidlab_engine::journal::Journal;
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
@@ -9,9 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 fn journaled(dir: &std::path::Path, uuid: u128, journal: &str) -> (Vec<PathBuf>, PathBuf) {
-    let paths: Vec<PathBuf> = (0..3)
-        .map(|i| dir.join(format!("{journal}-m{i}")))
-        .collect();
+    let paths = member_paths(dir, &format!("{journal}-m"), 3);
     let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.uuid = Some(uuid);
     o.journal = Some(dir.join(journal));
@@ -73,7 +74,7 @@ fn assembly_needs_the_array_s_own_journal() {
 #[test]
 fn a_journal_needs_parity_and_room_for_one_request() {
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths = member_paths(dir.path(), "m", 4);
     let mut o = CreateOptions::new(Level::Raid0, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.journal = Some(dir.path().join("j"));
     for level in [Level::Raid0, Level::Raid1, Level::Raid10] {
@@ -90,7 +91,7 @@ fn a_journal_needs_parity_and_room_for_one_request() {
 #[test]
 fn a_full_journal_checkpoints_and_keeps_going() {
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths = member_paths(dir.path(), "m", 3);
     let j = dir.path().join("j");
     let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.uuid = Some(14);

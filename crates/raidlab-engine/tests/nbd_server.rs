@@ -2,18 +2,20 @@
 //! read back, flush, trim, write zeroes, bounds, several connections at once, and
 //! garbage on the wire (an error reply or a clean disconnect, never a panic).
 
+mod common;
+
+use common::member_paths;
 use proptest::prelude::*;
 use raidlab_engine::nbd::{self, handle_connection, Export};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 fn raid5(dir: &std::path::Path) -> Arc<Array> {
-    let paths: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
+    let paths = member_paths(dir, "m", 4);
     let mut opts = CreateOptions::new(Level::Raid5, 16 << 10, Some(3 << 20));
     opts.uuid = Some(5);
     Arc::new(Array::create(&paths, &opts).unwrap())

@@ -2,11 +2,13 @@
 //! rebuild, reads back; the rebuilt member agrees with parity and copies (scrub finds no
 //! mismatch) and carries the data alone when another member fails afterwards.
 
+mod common;
+
+use common::member_paths;
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -26,7 +28,7 @@ fn pattern(off: u64, generation: u64) -> Vec<u8> {
 
 fn run(level: Level, n: usize, layout: Option<Layout>, spans: Option<u32>, rebuild: u32) {
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let paths = member_paths(dir.path(), "m", n);
     let mut o = CreateOptions::new(level, 16 << 10, Some(DATA_OFFSET_BYTES + (8 << 20)));
     o.layout = layout;
     o.spans = spans;

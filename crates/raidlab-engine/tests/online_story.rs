@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{engine, engine_command, refused, run, serve, without_fio_nbd};
+use common::{engine, engine_command, engine_json, refused, run, serve, without_fio_nbd};
 use raidlab_engine::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::{ArraySpec, Geometry, Level, StripeId};
 use serde_json::Value;
@@ -40,12 +40,6 @@ fn fio(dir: &Path, uri: &str, export: u64, half: u64, extra: &[&str]) -> Command
     ]);
     c.args(extra);
     c
-}
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    let mut a = args.to_vec();
-    a.insert(1, "--json");
-    serde_json::from_slice(&engine(dir, &a).stdout).unwrap()
 }
 
 /// `extra` followed by the member names.
@@ -90,7 +84,7 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
         args.extend(["--spans", s.as_str()]);
     }
     args.extend(names.iter().map(String::as_str));
-    let created = json(d, &args);
+    let created = engine_json(d, &args);
     let export = created["capacity_bytes"].as_u64().unwrap();
     let spec = ArraySpec {
         level: level.parse::<Level>().unwrap(),
@@ -129,7 +123,7 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
             let a = with(&names, &["fail", &names[m as usize]]);
             engine(d, &a.iter().map(String::as_str).collect::<Vec<_>>());
         }
-        let st = json(
+        let st = engine_json(
             d,
             &with(&names, &["status"])
                 .iter()
@@ -190,7 +184,7 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
             o.status.success() && t.contains("err= 0"),
             "{level} {set:?}: {t}"
         );
-        let st = json(
+        let st = engine_json(
             d,
             &with(&names, &["status"])
                 .iter()
@@ -198,7 +192,7 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
                 .collect::<Vec<_>>(),
         );
         assert_eq!(st["state"], "clean", "{level} {set:?}: {st}");
-        let r = json(
+        let r = engine_json(
             d,
             &with(&names, &["check"])
                 .iter()
@@ -353,9 +347,9 @@ fn a_served_array_is_not_served_twice_nor_recreated() {
         ],
     );
     // The running server answers status, and a rebuild started without waiting shows.
-    let st = json(d, &["status", "a", "b"]);
+    let st = engine_json(d, &["status", "a", "b"]);
     assert_eq!(st["state"], "clean", "{st}");
-    let st = json(
+    let st = engine_json(
         d,
         &["replace", "b", "c", "--no-wait", "--rate", "1M", "a", "b"],
     );
@@ -363,6 +357,6 @@ fn a_served_array_is_not_served_twice_nor_recreated() {
     assert_eq!(st["rebuild"]["role"], 1, "{st}");
     s.stop();
     // Stopping cancels the rebuild: the member stays failed, the array degraded.
-    let st = json(d, &["status", "a", "b"]);
+    let st = engine_json(d, &["status", "a", "b"]);
     assert_eq!(st["state"], "degraded", "{st}");
 }

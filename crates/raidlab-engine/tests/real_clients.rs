@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    engine, have, qemu_io_in_background, run, serve, spawn_server, spawn_server_with,
-    without_fio_nbd, without_qemu_io,
+    engine, engine_stdout, fio_randwrite_verify, have, qemu_io, qemu_io_in_background, run, serve,
+    spawn_server, spawn_server_with, without_fio_nbd, without_qemu_io,
 };
 use std::path::Path;
 use std::process::Command;
@@ -28,47 +28,44 @@ fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
         ],
     );
     let s = serve(d, &["a", "b", "c", "d", "e"]);
-    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "write -P 0xab 0 1M",
-        "-c",
-        "write -P 0xcd 3584 8704",
-        "-c",
-        "read -P 0xab 0 3584",
-        "-c",
-        "read -P 0xcd 3584 8704",
-    ]));
+    let t = qemu_io(
+        &s.uri(),
+        &[
+            "write -P 0xab 0 1M",
+            "write -P 0xcd 3584 8704",
+            "read -P 0xab 0 3584",
+            "read -P 0xcd 3584 8704",
+        ],
+    );
     assert!(!t.contains("Pattern verification failed"), "{t}");
     s.stop();
     engine(d, &["fail", "b", "a", "b", "c", "d", "e"]);
     engine(d, &["fail", "d", "a", "c", "d", "e"]);
     let s = serve(d, &["a", "c", "e"]);
-    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "read -P 0xab 0 3584",
-        "-c",
-        "read -P 0xcd 3584 8704",
-        "-c",
-        "read -P 0xab 12288 1036288",
-        "-c",
-        "write -P 0xef 2M 256K",
-    ]));
+    let t = qemu_io(
+        &s.uri(),
+        &[
+            "read -P 0xab 0 3584",
+            "read -P 0xcd 3584 8704",
+            "read -P 0xab 12288 1036288",
+            "write -P 0xef 2M 256K",
+        ],
+    );
     assert!(!t.contains("Pattern verification failed"), "{t}");
     s.stop();
     engine(d, &["replace", "b", "f", "a", "c", "e"]);
     engine(d, &["replace", "d", "g", "a", "c", "e", "f"]);
-    let t =
-        String::from_utf8_lossy(&engine(d, &["check", "a", "f", "c", "g", "e"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "f", "c", "g", "e"]);
     assert!(t.contains("mismatched 0"), "{t}");
     let s = serve(d, &["a", "f", "c", "g", "e"]);
-    let t = run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "read -P 0xab 0 3584",
-        "-c",
-        "read -P 0xcd 3584 8704",
-        "-c",
-        "read -P 0xef 2M 256K",
-    ]));
+    let t = qemu_io(
+        &s.uri(),
+        &[
+            "read -P 0xab 0 3584",
+            "read -P 0xcd 3584 8704",
+            "read -P 0xef 2M 256K",
+        ],
+    );
     assert!(!t.contains("Pattern verification failed"), "{t}");
     s.stop();
 }
@@ -89,22 +86,11 @@ fn fio_randwrite_verifies_crc32c_on_a_degraded_raid5() {
     engine(d, &["fail", "c", "a", "b", "c", "d"]);
     let s = serve(d, &["a", "b", "d"]);
     // fio leaves its verify state file in its working directory: keep it in the tempdir.
-    let t = run(Command::new("fio").current_dir(d).args([
-        "--name=verify",
-        "--ioengine=nbd",
-        &format!("--uri={}", s.uri()),
-        "--rw=randwrite",
-        "--bssplit=4k/50:16k/30:64k/20",
-        "--size=32M",
-        "--iodepth=16",
-        "--verify=crc32c",
-        "--do_verify=1",
-        "--verify_fatal=1",
-    ]));
+    let t = fio_randwrite_verify(d, &s.uri(), "verify", "32M", 16);
     assert!(t.contains("err= 0"), "{t}");
     s.stop();
     engine(d, &["replace", "c", "e", "a", "b", "d"]);
-    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "e", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "b", "e", "d"]);
     assert!(t.contains("mismatched 0"), "{t}");
 }
 
@@ -198,26 +184,18 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     let d = dir.path();
     let members = create_three_region_raid5(d);
     let s = serve(d, &members);
-    run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "write -P 0xab 0 4M",
-        "-c",
-        "flush",
-    ]));
+    qemu_io(&s.uri(), &["write -P 0xab 0 4M", "flush"]);
     // Writes in flight when the server dies: array 8M.. is member 8M/3.. (region 0).
     let cmds: Vec<String> = (0..200)
         .map(|i| format!("write -P 0xcd {} 64K", 8 * 1024 * 1024 + i * 65536))
         .collect();
     let mut writer = qemu_io_in_background(&s.uri(), &cmds);
     std::thread::sleep(Duration::from_millis(150));
-    let mut s = s;
-    let child = &mut s.0;
-    child.kill().unwrap(); // SIGKILL: no flush, no clean superblock, no bitmap clear
-    child.wait().unwrap();
+    s.kill(); // SIGKILL: no flush, no clean superblock, no bitmap clear
     let _ = writer.kill();
     writer.wait().unwrap();
 
-    let t = String::from_utf8_lossy(&engine(d, &["status", "a", "b", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["status", "a", "b", "c", "d"]);
     assert!(t.contains("dirty"), "{t}");
     assert!(t.contains("dirty bitmap regions 1"), "{t}");
     // A torn stripe in the dirty region (a bit of b's block at member offset 50 MiB,
@@ -225,15 +203,13 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
     engine(d, &["inject", "b", &(50 * 1024 * 1024).to_string()]);
 
     let s = spawn_server(d, &members, true);
-    let t = run(Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(["-c", "read -P 0xab 0 4M"]));
+    let t = qemu_io(&s.uri(), &["read -P 0xab 0 4M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
     let err = s.stop_with_stderr();
     assert!(err.contains("resynced 1 dirty bitmap regions"), "{err}");
-    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "b", "c", "d"]);
     assert!(t.contains("mismatched 0"), "{t}");
-    let t = String::from_utf8_lossy(&engine(d, &["status", "a", "b", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["status", "a", "b", "c", "d"]);
     assert!(t.contains("dirty bitmap regions 0"), "{t}");
 }
 
@@ -241,7 +217,7 @@ fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
 fn dirty_regions(d: &Path, members: &[&str]) -> String {
     let mut args = vec!["status"];
     args.extend(members);
-    let t = String::from_utf8_lossy(&engine(d, &args).stdout).to_string();
+    let t = engine_stdout(d, &args);
     t.lines()
         .find(|l| l.trim_start().starts_with("dirty bitmap regions"))
         .unwrap_or_default()
@@ -259,12 +235,7 @@ fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
     // Array bytes 0.. are member region 0, 200M.. (member 66M..) region 1.
     let members = create_three_region_raid5(d);
     let s = spawn_server_with(d, &["--bitmap-delay", "1"], &members, false);
-    run(Command::new("qemu-io").args(["-f", "raw", &s.uri()]).args([
-        "-c",
-        "write -P 0xab 0 4M",
-        "-c",
-        "write -P 0xac 400M 4M",
-    ]));
+    qemu_io(&s.uri(), &["write -P 0xab 0 4M", "write -P 0xac 400M 4M"]);
     assert!(
         dirty_regions(d, &members).ends_with(" 2"),
         "{}",
@@ -280,23 +251,17 @@ fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // A write, then kill -9 well within a pass: its region alone is left set.
-    run(Command::new("qemu-io")
-        .args(["-f", "raw", &s.uri()])
-        .args(["-c", "write -P 0xad 200M 4M"]));
-    let mut s = s;
-    s.0.kill().unwrap();
-    s.0.wait().unwrap();
+    qemu_io(&s.uri(), &["write -P 0xad 200M 4M"]);
+    s.kill();
     assert_eq!(dirty_regions(d, &members), "dirty bitmap regions 1");
 
     let s = spawn_server_with(d, &[], &members, true);
     for (pattern, at) in [("0xab", "0"), ("0xad", "200M"), ("0xac", "400M")] {
-        let t = run(Command::new("qemu-io")
-            .args(["-f", "raw", &s.uri()])
-            .args(["-c", &format!("read -P {pattern} {at} 4M")]));
+        let t = qemu_io(&s.uri(), &[&format!("read -P {pattern} {at} 4M")]);
         assert!(!t.contains("Pattern verification failed"), "{t}");
     }
     let err = s.stop_with_stderr();
     assert!(err.contains("resynced 1 dirty bitmap regions"), "{err}");
-    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "b", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "b", "c", "d"]);
     assert!(t.contains("mismatched 0"), "{t}");
 }

@@ -5,22 +5,11 @@
 
 mod common;
 
-use common::{engine, run, serve, spawn_server, without_qemu_io};
+use common::{engine, engine_stdout, qemu_io, serve, spawn_server, status, without_qemu_io};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MEMBER_DATA: u64 = 32 << 20;
-
-fn status(d: &Path, members: &[&str]) -> serde_json::Value {
-    let mut a = vec!["status", "--json"];
-    a.extend(members);
-    serde_json::from_slice(&engine(d, &a).stdout).unwrap()
-}
-
-fn qemu(uri: &str, cmd: &str) -> String {
-    run(Command::new("qemu-io").args(["-f", "raw", uri, "-c", cmd]))
-}
 
 /// RAID 5 of four, written with a pattern, b failed and being rebuilt onto e at 8 MB/s
 /// (about 4 s) by a running server. Returns the server.
@@ -32,7 +21,7 @@ fn rebuilding(d: &Path) -> common::Server {
         ],
     );
     let s = serve(d, &["a", "b", "c", "d"]);
-    let t = qemu(&s.uri(), "write -P 0x6d 0 96M");
+    let t = qemu_io(&s.uri(), &["write -P 0x6d 0 96M"]);
     assert!(!t.contains("failed"), "{t}");
     engine(d, &["fail", "b", "a", "b", "c", "d"]);
     engine(
@@ -87,9 +76,9 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
     let s = rebuilding(d);
     std::thread::sleep(Duration::from_millis(1800));
     // Written while the rebuild runs: below and above where it stands.
-    let t = qemu(&s.uri(), "write -P 0x7e 0 1M");
+    let t = qemu_io(&s.uri(), &["write -P 0x7e 0 1M"]);
     assert!(!t.contains("failed"), "{t}");
-    let t = qemu(&s.uri(), "write -P 0x7e 90M 1M");
+    let t = qemu_io(&s.uri(), &["write -P 0x7e 90M 1M"]);
     assert!(!t.contains("failed"), "{t}");
     s.stop();
 
@@ -109,11 +98,11 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
         "{:?} for {rest_s} s of rebuild at the rate",
         t0.elapsed()
     );
-    let t = qemu(&s.uri(), "read -P 0x7e 0 1M");
+    let t = qemu_io(&s.uri(), &["read -P 0x7e 0 1M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    let t = qemu(&s.uri(), "read -P 0x6d 1M 89M");
+    let t = qemu_io(&s.uri(), &["read -P 0x6d 1M 89M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    let t = qemu(&s.uri(), "read -P 0x7e 90M 1M");
+    let t = qemu_io(&s.uri(), &["read -P 0x7e 90M 1M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
     let err = s.stop_with_stderr();
     assert!(
@@ -127,7 +116,7 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
     );
     assert!(err.contains("member 1 rebuilt"), "{err}");
     // Every stripe agrees with its parity: the rows rebuilt before the stop and after.
-    let t = String::from_utf8_lossy(&engine(d, &["check", "a", "e", "c", "d"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "a", "e", "c", "d"]);
     assert!(t.contains("mismatched 0"), "{t}");
 }
 
@@ -138,14 +127,12 @@ fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut s = rebuilding(d);
+    let s = rebuilding(d);
     std::thread::sleep(Duration::from_millis(1800));
     // Written below where the rebuild stands (array 0.. is member 0..), then kill -9.
-    let t = qemu(&s.uri(), "write -P 0x7e 0 1M");
+    let t = qemu_io(&s.uri(), &["write -P 0x7e 0 1M"]);
     assert!(!t.contains("failed"), "{t}");
-    s.0.kill().unwrap();
-    s.0.wait().unwrap();
-    drop(s);
+    s.kill();
     let members = ["a", "e", "c", "d"];
     let st = status(d, &members);
     assert_eq!(st["failed"], serde_json::json!([1]), "{st}");
@@ -157,9 +144,9 @@ fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
     wait_rebuilt(d, &members);
     // The replacement carries the data alone once another member is gone.
     engine(d, &["fail", "c", "a", "e", "c", "d"]);
-    let t = qemu(&s.uri(), "read -P 0x7e 0 1M");
+    let t = qemu_io(&s.uri(), &["read -P 0x7e 0 1M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
-    let t = qemu(&s.uri(), "read -P 0x6d 1M 95M");
+    let t = qemu_io(&s.uri(), &["read -P 0x6d 1M 95M"]);
     assert!(!t.contains("Pattern verification failed"), "{t}");
     s.stop();
 }

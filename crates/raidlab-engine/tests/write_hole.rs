@@ -8,28 +8,13 @@
 mod common;
 
 use common::{
-    engine, engine_command, qemu_io_in_background, run, serve, spawn_server, without_fio_nbd,
-    without_qemu_io,
+    engine, engine_command, engine_stdout, fio_randwrite_verify, free_listen_address,
+    qemu_io_in_background, qemu_io_outcome, run, serve, spawn_server, wait_listening,
+    without_fio_nbd, without_qemu_io,
 };
 use std::path::Path;
-use std::process::Command;
 
 const MEMBERS: [&str; 4] = ["m0", "m1", "m2", "m3"];
-
-fn qemu_io(uri: &str, cmds: &[&str]) -> (bool, String) {
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw", uri]);
-    for x in cmds {
-        c.args(["-c", x]);
-    }
-    let o = c.output().unwrap();
-    let t = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.success() && !t.contains("failed"), t)
-}
 
 /// Returns whether the flushed chunk of the missing member reads back intact.
 fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
@@ -45,17 +30,12 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
     args.extend(MEMBERS);
     // The data set, flushed: 0xab everywhere.
     let s = serve(d, &args);
-    let (ok, t) = qemu_io(&s.uri(), &["write -P 0xab 0 12M", "flush"]);
+    let (ok, t) = qemu_io_outcome(&s.uri(), &["write -P 0xab 0 12M", "flush"]);
     assert!(ok, "{t}");
     s.stop();
     // Stripe 0: data chunks on m0, m1, m2, parity on m3 (left-symmetric). A 4 KiB write
     // to m0's chunk is a read-modify-write: m0 then m3. Abort after the first.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let (listen, _) = free_listen_address();
     let mut server = engine_command(d)
         .env("RAIDLAB_ENGINE_CRASH_AFTER_WRITES", "1")
         .args(["serve", "--listen", &listen])
@@ -63,25 +43,21 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while std::net::TcpStream::connect(&listen).is_err() {
-        assert!(t0.elapsed().as_secs() < 20, "server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let (ok, _) = qemu_io(&format!("nbd://{listen}"), &["write -P 0xcd 0 4k"]);
+    wait_listening(&listen);
+    let (ok, _) = qemu_io_outcome(&format!("nbd://{listen}"), &["write -P 0xcd 0 4k"]);
     assert!(!ok, "the crash point must stop the write");
     assert!(!server.wait().unwrap().success(), "the server aborted");
     // m1 is lost with the crash: the array comes back without it.
     let mut degraded = with_journal.clone();
     degraded.extend(["m0", "m2", "m3"]);
     let s = spawn_server(d, &degraded, false);
-    let (intact, t) = qemu_io(&s.uri(), &["read -P 0xab 64k 64k"]);
+    let (intact, t) = qemu_io_outcome(&s.uri(), &["read -P 0xab 64k 64k"]);
     // The rest of the data set is intact either way.
-    let (rest, t2) = qemu_io(&s.uri(), &["read -P 0xab 192k 3M"]);
+    let (rest, t2) = qemu_io_outcome(&s.uri(), &["read -P 0xab 192k 3M"]);
     assert!(rest, "{t2}");
     if journal {
         // The journaled write was replayed whole.
-        let (ok, t3) = qemu_io(&s.uri(), &["read -P 0xcd 0 4k", "read -P 0xab 4k 60k"]);
+        let (ok, t3) = qemu_io_outcome(&s.uri(), &["read -P 0xcd 0 4k", "read -P 0xab 4k 60k"]);
         assert!(ok, "{t3}");
         let st = run(engine_command(d).args(["status", "--json", "m0", "m2", "m3"]));
         assert!(st.contains("\"journal_replayed\":1"), "{st}");
@@ -116,8 +92,7 @@ fn with_a_journal_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
     // Put a member back online and scrub: parity agrees everywhere.
     let s = spawn_server(d, &["--journal", "j", "m0", "m2", "m3"], false);
     engine(d, &["replace", "m1", "m4", "m0", "m2", "m3"]);
-    let t =
-        String::from_utf8_lossy(&engine(d, &["check", "m0", "m4", "m2", "m3"]).stdout).to_string();
+    let t = engine_stdout(d, &["check", "m0", "m4", "m2", "m3"]);
     assert!(t.contains("mismatched 0"), "{t}");
     s.stop();
 }
@@ -151,24 +126,10 @@ fn a_journaled_raid6_verifies_under_fio() {
         ],
     );
     let s = serve(d, &["--journal", "j", "a", "b", "c", "d", "e"]);
-    let t = run(Command::new("fio").current_dir(d).args([
-        "--name=journaled",
-        "--ioengine=nbd",
-        &format!("--uri={}", s.uri()),
-        "--rw=randwrite",
-        "--bssplit=4k/50:16k/30:64k/20",
-        "--size=24M",
-        "--iodepth=8",
-        "--verify=crc32c",
-        "--do_verify=1",
-        "--verify_fatal=1",
-    ]));
+    let t = fio_randwrite_verify(d, &s.uri(), "journaled", "24M", 8);
     assert!(t.contains("err= 0"), "{t}");
     s.stop();
-    let t = String::from_utf8_lossy(
-        &engine(d, &["check", "--journal", "j", "a", "b", "c", "d", "e"]).stdout,
-    )
-    .to_string();
+    let t = engine_stdout(d, &["check", "--journal", "j", "a", "b", "c", "d", "e"]);
     assert!(t.contains("mismatched 0"), "{t}");
 }
 
@@ -199,7 +160,7 @@ fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_by
     );
     let args = ["--journal", "j", "m0", "m1", "m2", "m3"];
     let s = serve(d, &args);
-    let (ok, t) = qemu_io(&s.uri(), &["write -P 0xab 0 24M", "flush"]);
+    let (ok, t) = qemu_io_outcome(&s.uri(), &["write -P 0xab 0 24M", "flush"]);
     assert!(ok, "{t}");
     // Heavy writes to the first data chunk of every stripe (192 KiB of data each), so
     // every stripe's parity is in motion when the server dies.
@@ -216,9 +177,7 @@ fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_by
         writer.try_wait().unwrap().is_none(),
         "writes over before the kill"
     );
-    let mut s = s;
-    s.0.kill().unwrap(); // SIGKILL mid-writes
-    s.0.wait().unwrap();
+    s.kill(); // SIGKILL mid-writes
     let _ = writer.kill();
     writer.wait().unwrap();
     // m1 fails straight after the crash: it is not given back.
@@ -227,7 +186,7 @@ fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_by
         .map(|st| format!("read -P 0xab {} 128K", st * 192 * 1024 + 64 * 1024))
         .collect();
     let refs: Vec<&str> = reads.iter().map(String::as_str).collect();
-    let (ok, t) = qemu_io(&s.uri(), &refs);
+    let (ok, t) = qemu_io_outcome(&s.uri(), &refs);
     assert!(ok, "a flushed chunk came back wrong: {t}");
     s.stop();
 }

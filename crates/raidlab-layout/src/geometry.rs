@@ -2,203 +2,7 @@
 
 use crate::raid10::Raid10Geom;
 use crate::raid5::{self, Placement};
-use crate::{LayoutError, MemberSet, MEMBERS_MAX, SECTOR_BYTES};
-
-/// RAID level (and the non-RAID concatenation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Level {
-    /// Striping without redundancy.
-    Raid0,
-    /// Members back to back (md "linear").
-    Concat,
-    /// n-way mirror: every member holds everything.
-    Raid1,
-    /// Striping with dedicated parity on the last member.
-    Raid4,
-    /// Striping with rotating parity (md's four layouts).
-    Raid5,
-    /// Striping with rotating P and Q (md's four layouts).
-    Raid6,
-    /// md RAID 10: near, far or offset copies.
-    Raid10,
-    /// RAID 0 over `spans` RAID 5 sub-arrays.
-    Raid50,
-    /// RAID 0 over `spans` RAID 6 sub-arrays.
-    Raid60,
-}
-
-impl Level {
-    /// Every level, in declaration order.
-    pub const ALL: [Level; 9] = [
-        Level::Raid0,
-        Level::Concat,
-        Level::Raid1,
-        Level::Raid4,
-        Level::Raid5,
-        Level::Raid6,
-        Level::Raid10,
-        Level::Raid50,
-        Level::Raid60,
-    ];
-
-    /// Human name, as used in messages ("RAID 5", "concat").
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Raid0 => "RAID 0",
-            Self::Concat => "concat",
-            Self::Raid1 => "RAID 1",
-            Self::Raid4 => "RAID 4",
-            Self::Raid5 => "RAID 5",
-            Self::Raid6 => "RAID 6",
-            Self::Raid10 => "RAID 10",
-            Self::Raid50 => "RAID 50",
-            Self::Raid60 => "RAID 60",
-        }
-    }
-
-    /// Parity blocks per stripe (of a span, for RAID 50/60).
-    fn parity_per_stripe(self) -> u32 {
-        match self {
-            Self::Raid4 | Self::Raid5 | Self::Raid50 => 1,
-            Self::Raid6 | Self::Raid60 => 2,
-            _ => 0,
-        }
-    }
-
-    /// Whether the level uses a RAID 5/6 parity layout.
-    fn rotates_parity(self) -> bool {
-        matches!(
-            self,
-            Self::Raid5 | Self::Raid6 | Self::Raid50 | Self::Raid60
-        )
-    }
-}
-
-impl std::fmt::Display for Level {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Level {
-    type Err = LayoutError;
-
-    /// `raid0`/`0`, `concat`/`linear`, `raid1`, `raid4`, `raid5`, `raid6`, `raid10`,
-    /// `raid50`, `raid60` (case-insensitive, `raid` prefix optional).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let lower = s.trim().to_ascii_lowercase();
-        let digits = lower
-            .strip_prefix("raid")
-            .unwrap_or(&lower)
-            .trim_start_matches([' ', '-', '_']);
-        Ok(match digits {
-            "0" => Self::Raid0,
-            "concat" | "linear" | "jbod" => Self::Concat,
-            "1" => Self::Raid1,
-            "4" => Self::Raid4,
-            "5" => Self::Raid5,
-            "6" => Self::Raid6,
-            "10" => Self::Raid10,
-            "50" => Self::Raid50,
-            "60" => Self::Raid60,
-            _ => {
-                return Err(LayoutError {
-                    field: "level",
-                    message: format!(
-                        "unknown level {s:?}; allowed: raid0, concat, raid1, raid4, raid5, raid6, raid10, raid50, raid60"
-                    ),
-                })
-            }
-        })
-    }
-}
-
-/// Layout of a level: md's four parity rotations (RAID 5/6/50/60) or md's RAID 10 copy
-/// placements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Layout {
-    /// md ALGORITHM_LEFT_ASYMMETRIC: parity walks from the last member down; data in
-    /// member order, skipping parity.
-    LeftAsymmetric,
-    /// md ALGORITHM_RIGHT_ASYMMETRIC: parity walks from member 0 up; data in member
-    /// order, skipping parity.
-    RightAsymmetric,
-    /// md ALGORITHM_LEFT_SYMMETRIC (md's default): parity walks down, data starts just
-    /// after parity and wraps.
-    LeftSymmetric,
-    /// md ALGORITHM_RIGHT_SYMMETRIC: parity walks up, data starts after parity and wraps.
-    RightSymmetric,
-    /// RAID 10 near copies (md `n2`): copies of a chunk on adjacent members (default).
-    Near,
-    /// RAID 10 far copies (md `f2`): copies in later regions of the members, shifted by
-    /// one member.
-    Far,
-    /// RAID 10 offset copies (md `o2`): copies in the following rows, shifted by one
-    /// member.
-    Offset,
-}
-
-impl Layout {
-    /// md's four parity layouts (RAID 5/6/50/60).
-    pub const PARITY: [Layout; 4] = [
-        Layout::LeftAsymmetric,
-        Layout::RightAsymmetric,
-        Layout::LeftSymmetric,
-        Layout::RightSymmetric,
-    ];
-
-    /// md's RAID 10 copy layouts.
-    pub const RAID10: [Layout; 3] = [Layout::Near, Layout::Far, Layout::Offset];
-
-    /// md's name (`left-symmetric`, `near`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::LeftAsymmetric => "left-asymmetric",
-            Self::RightAsymmetric => "right-asymmetric",
-            Self::LeftSymmetric => "left-symmetric",
-            Self::RightSymmetric => "right-symmetric",
-            Self::Near => "near",
-            Self::Far => "far",
-            Self::Offset => "offset",
-        }
-    }
-
-    fn is_parity_layout(self) -> bool {
-        !matches!(self, Self::Near | Self::Far | Self::Offset)
-    }
-}
-
-impl std::fmt::Display for Layout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Layout {
-    type Err = LayoutError;
-
-    /// mdadm's names: `left-asymmetric`/`la`, `right-asymmetric`/`ra`,
-    /// `left-symmetric`/`ls`, `right-symmetric`/`rs`, `near`/`n`, `far`/`f`, `offset`/`o`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-            "left-asymmetric" | "la" => Self::LeftAsymmetric,
-            "right-asymmetric" | "ra" => Self::RightAsymmetric,
-            "left-symmetric" | "ls" => Self::LeftSymmetric,
-            "right-symmetric" | "rs" => Self::RightSymmetric,
-            "near" | "n" => Self::Near,
-            "far" | "f" => Self::Far,
-            "offset" | "o" => Self::Offset,
-            _ => {
-                return Err(LayoutError {
-                    field: "layout",
-                    message: format!(
-                        "unknown layout {s:?}; allowed: left-asymmetric, right-asymmetric, left-symmetric, right-symmetric (RAID 5/6/50/60), near, far, offset (RAID 10)"
-                    ),
-                })
-            }
-        })
-    }
-}
+use crate::{Layout, LayoutError, Level, MemberSet, MEMBERS_MAX, SECTOR_BYTES};
 
 /// What an array is made of: plain data, validated by [`Geometry::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +13,8 @@ pub struct ArraySpec {
     pub drive_count: u32,
     /// Chunk size on one member: a power of two of at least [`SECTOR_BYTES`].
     pub stripe_unit_bytes: u64,
-    /// Capacity of one member (the smallest, for mixed sizes).
+    /// Capacity of one member in bytes (the smallest, for mixed sizes); only whole
+    /// chunks of it are used.
     pub member_capacity_bytes: u64,
     /// Layout; `None` takes md's default (left-symmetric, or near for RAID 10).
     pub layout: Option<Layout>,
@@ -527,7 +332,7 @@ impl Geometry {
         self.drive_count
     }
 
-    /// Chunk size on one member.
+    /// Chunk size on one member, in bytes.
     pub fn stripe_unit_bytes(&self) -> u64 {
         self.stripe_unit_bytes
     }
@@ -708,6 +513,59 @@ impl Geometry {
         let p = self.placement(id.stripe);
         let local = raid5::data_member(self.layout, self.span_width, p, data_index);
         raid5::syndrome_slot(self.span_width, p, local)
+    }
+
+    /// The logical byte held by data block `data_index` of stripe `id` at
+    /// `column_bytes` into its chunk: the inverse of [`Geometry::stripe_address`]
+    /// (RAID 0 over the spans first, then md's data order within a span's stripe).
+    /// Striped levels only; the stripe, data index and column must lie inside the
+    /// geometry, and the result is below [`Geometry::capacity_bytes`].
+    pub fn logical_of(&self, id: StripeId, data_index: u32, column_bytes: u64) -> u64 {
+        assert!(
+            self.family == Family::Striped,
+            "{} has no stripes",
+            self.level
+        );
+        let d = self.data_per_span_stripe();
+        assert!(
+            id.span < self.spans && id.stripe < self.rows && data_index < d,
+            "{id:?} data block {data_index} outside the geometry"
+        );
+        assert!(column_bytes < self.stripe_unit_bytes);
+        let span_chunk = id.stripe * u64::from(d) + u64::from(data_index);
+        let chunk = span_chunk * u64::from(self.spans) + u64::from(id.span);
+        let logical_bytes = chunk * self.stripe_unit_bytes + column_bytes;
+        debug_assert!(logical_bytes < self.capacity_bytes);
+        logical_bytes
+    }
+
+    /// The data indices of stripe `id` in syndrome slot order: entry `slot` is the data
+    /// index whose block [`crate::parity`] takes at position `slot`. A permutation of
+    /// `0..data blocks per stripe`; the identity except for RAID 6/60's asymmetric
+    /// layouts, where md's Q order differs from the data order (see
+    /// [`Geometry::syndrome_slot`]). Striped levels only.
+    pub fn slot_order(&self, id: StripeId) -> Vec<u32> {
+        assert!(
+            self.family == Family::Striped,
+            "{} has no stripes",
+            self.level
+        );
+        let d = self.data_per_span_stripe();
+        let mut order = vec![u32::MAX; d as usize];
+        for data_index in 0..d {
+            let slot = if self.parity_per_stripe == 2 {
+                self.syndrome_slot(id, data_index)
+            } else {
+                data_index
+            };
+            assert_eq!(
+                order[slot as usize],
+                u32::MAX,
+                "syndrome slots are a permutation"
+            );
+            order[slot as usize] = data_index;
+        }
+        order
     }
 
     /// Byte offset on its members where stripe `id`'s chunks start.

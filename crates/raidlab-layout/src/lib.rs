@@ -44,7 +44,10 @@
 //! assert_eq!(plan.iter().map(|e| e.len_bytes).sum::<u64>(), 64 * 1024);
 //! ```
 
+#![deny(missing_docs)]
+
 mod geometry;
+mod level;
 mod member_set;
 pub mod parity;
 mod planner;
@@ -52,9 +55,8 @@ mod raid0;
 mod raid10;
 mod raid5;
 
-pub use geometry::{
-    ArraySpec, Geometry, Layout, Level, Location, StripeAddress, StripeId, StripeParity,
-};
+pub use geometry::{ArraySpec, Geometry, Location, StripeAddress, StripeId, StripeParity};
+pub use level::{Layout, Level};
 pub use member_set::{FailedSet, MemberSet};
 pub use planner::{
     CopyChooser, LeastOutstanding, Plan, PlanError, Request, RoundRobin, StripeKind, StripePlan,

@@ -86,7 +86,7 @@ pub struct StripePlan {
     pub kind: StripeKind,
     /// Byte offset of the segment within each chunk.
     pub column_offset_bytes: u64,
-    /// Length of the segment.
+    /// Length of the segment in bytes, the same in each chunk it touches.
     pub column_len_bytes: u64,
     /// Members read in the segment (old data, old parity, survivors).
     pub read: MemberSet,

@@ -63,7 +63,7 @@ impl Raid0 {
         self.members
     }
 
-    /// Chunk size on one member.
+    /// Chunk size on one member, in bytes.
     pub fn stripe_unit_bytes(&self) -> u64 {
         self.stripe_unit_bytes
     }

@@ -1,13 +1,12 @@
 //! Bad geometries are refused with the field named, following md's minimums.
 
+mod common;
+
+use common::spec;
 use raidlab_layout::{ArraySpec, Geometry, Layout, Level};
 
 fn field(spec: ArraySpec) -> &'static str {
     Geometry::new(&spec).unwrap_err().field
-}
-
-fn spec(level: Level, n: u32) -> ArraySpec {
-    ArraySpec::new(level, n, 65536, 1 << 30)
 }
 
 #[test]

@@ -65,7 +65,7 @@ proptest! {
         let geo = Geometry::new(&spec).unwrap();
         let l = (a % (geo.capacity_bytes() / 512)) * 512;
         if let Some(addr) = geo.stripe_address(l) {
-            prop_assert_eq!(logical_of(&geo, addr.id, addr.data_index, addr.column_bytes), l);
+            prop_assert_eq!(geo.logical_of(addr.id, addr.data_index, addr.column_bytes), l);
             prop_assert_eq!(
                 geo.locate(l),
                 Location {
@@ -99,14 +99,9 @@ fn raid10_near_two_copies_on_four_drives_pairs_adjacent_members() {
         1 << 20,
     ))
     .unwrap();
-    let copies = |c: u64| {
-        geo.copies_of(c * 4096)
-            .map(|l| (l.member, l.offset_bytes / 4096))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(copies(0), vec![(0, 0), (1, 0)]);
-    assert_eq!(copies(1), vec![(2, 0), (3, 0)]);
-    assert_eq!(copies(2), vec![(0, 1), (1, 1)]);
+    assert_eq!(copy_chunks(&geo, 0), vec![(0, 0), (1, 0)]);
+    assert_eq!(copy_chunks(&geo, 1), vec![(2, 0), (3, 0)]);
+    assert_eq!(copy_chunks(&geo, 2), vec![(0, 1), (1, 1)]);
     assert_eq!(geo.capacity_bytes(), 2 << 20);
 }
 
@@ -117,23 +112,18 @@ fn raid10_far_and_offset_copies_shift_by_one_member() {
     let far =
         Geometry::new(&ArraySpec::new(Level::Raid10, 3, 4096, 8 * 4096).with_layout(Layout::Far))
             .unwrap();
-    let copies = |g: &Geometry, c: u64| {
-        g.copies_of(c * 4096)
-            .map(|l| (l.member, l.offset_bytes / 4096))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(copies(&far, 0), vec![(0, 0), (1, 4)]);
-    assert_eq!(copies(&far, 2), vec![(2, 0), (0, 4)]);
-    assert_eq!(copies(&far, 4), vec![(1, 1), (2, 5)]);
+    assert_eq!(copy_chunks(&far, 0), vec![(0, 0), (1, 4)]);
+    assert_eq!(copy_chunks(&far, 2), vec![(2, 0), (0, 4)]);
+    assert_eq!(copy_chunks(&far, 4), vec![(1, 1), (2, 5)]);
     assert_eq!(far.capacity_bytes(), 12 * 4096);
     // Offset: second copy in the next row.
     let off = Geometry::new(
         &ArraySpec::new(Level::Raid10, 3, 4096, 8 * 4096).with_layout(Layout::Offset),
     )
     .unwrap();
-    assert_eq!(copies(&off, 0), vec![(0, 0), (1, 1)]);
-    assert_eq!(copies(&off, 2), vec![(2, 0), (0, 1)]);
-    assert_eq!(copies(&off, 3), vec![(0, 2), (1, 3)]);
+    assert_eq!(copy_chunks(&off, 0), vec![(0, 0), (1, 1)]);
+    assert_eq!(copy_chunks(&off, 2), vec![(2, 0), (0, 1)]);
+    assert_eq!(copy_chunks(&off, 3), vec![(0, 2), (1, 3)]);
 }
 
 #[test]
@@ -145,14 +135,9 @@ fn raid10_near_two_copies_on_three_drives_wraps_into_the_next_row() {
         4 * 4096,
     ))
     .unwrap();
-    let copies = |c: u64| {
-        geo.copies_of(c * 4096)
-            .map(|l| (l.member, l.offset_bytes / 4096))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(copies(0), vec![(0, 0), (1, 0)]);
-    assert_eq!(copies(1), vec![(2, 0), (0, 1)]);
-    assert_eq!(copies(2), vec![(1, 1), (2, 1)]);
+    assert_eq!(copy_chunks(&geo, 0), vec![(0, 0), (1, 0)]);
+    assert_eq!(copy_chunks(&geo, 1), vec![(2, 0), (0, 1)]);
+    assert_eq!(copy_chunks(&geo, 2), vec![(1, 1), (2, 1)]);
     assert_eq!(geo.capacity_bytes(), 6 * 4096);
 }
 

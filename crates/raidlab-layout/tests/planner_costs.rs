@@ -1,17 +1,13 @@
 //! What specific requests cost: md's small-write, full-stripe, degraded and mirror
 //! behaviour, member operation by member operation.
 
+mod common;
+
+use common::{geo, spec, KIB, SU};
 use raidlab_layout::{
-    ArraySpec, FailedSet, Geometry, LeastOutstanding, Level, MemberExtent, Plan, PlanError,
-    Request, RoundRobin, StripeKind,
+    FailedSet, Geometry, LeastOutstanding, Level, MemberExtent, Plan, PlanError, Request,
+    RoundRobin, StripeKind,
 };
-
-const KIB: u64 = 1024;
-const SU: u64 = 64 * KIB;
-
-fn geo(level: Level, n: u32) -> Geometry {
-    Geometry::new(&ArraySpec::new(level, n, SU, 1 << 30)).unwrap()
-}
 
 fn plan(g: &Geometry, offset_bytes: u64, len_bytes: u64, write: bool, failed: &[u32]) -> Plan {
     let mut p = Plan::new();
@@ -172,7 +168,7 @@ fn exceeding_tolerated_failures_is_an_error_naming_the_members() {
     assert!(!r10.tolerates(&FailedSet::from_members(&[0, 1])));
     assert_eq!(r10.tolerated_failures(), 1);
     // RAID 60 of 2 spans: two failures per span are fine, three in one are not.
-    let r60 = Geometry::new(&ArraySpec::new(Level::Raid60, 8, SU, 1 << 30).with_spans(2)).unwrap();
+    let r60 = Geometry::new(&spec(Level::Raid60, 8).with_spans(2)).unwrap();
     assert!(r60.tolerates(&FailedSet::from_members(&[0, 1, 4, 5])));
     assert!(!r60.tolerates(&FailedSet::from_members(&[0, 1, 2])));
     let err = r60

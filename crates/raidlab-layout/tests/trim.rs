@@ -1,13 +1,9 @@
 //! Discards (TRIM) through the layouts: which member ranges a host discard becomes.
 
-use raidlab_layout::{ArraySpec, FailedSet, Geometry, Level, MemberExtent, Plan, Request};
+mod common;
 
-const KIB: u64 = 1024;
-const SU: u64 = 64 * KIB;
-
-fn geo(level: Level, n: u32) -> Geometry {
-    Geometry::new(&ArraySpec::new(level, n, SU, 1 << 30)).unwrap()
-}
+use common::{geo, spec, KIB, SU};
+use raidlab_layout::{FailedSet, Geometry, Level, MemberExtent, Plan, Request};
 
 fn trim(g: &Geometry, offset_bytes: u64, len_bytes: u64, failed: &[u32]) -> Plan {
     let mut p = Plan::new();
@@ -66,7 +62,7 @@ fn a_discard_never_touches_a_failed_member() {
 
 #[test]
 fn raid60_discards_whole_stripes_of_every_span() {
-    let g = Geometry::new(&ArraySpec::new(Level::Raid60, 8, SU, 1 << 30).with_spans(2)).unwrap();
+    let g = Geometry::new(&spec(Level::Raid60, 8).with_spans(2)).unwrap();
     let full = g.full_stripe_bytes();
     let p = trim(&g, 0, 2 * full, &[]);
     assert_eq!(bytes(&p.writes), 2 * 8 * SU);

@@ -1,0 +1,459 @@
+//! Creating an array on member files or devices and assembling one from their
+//! superblocks, as mdadm --create and --assemble do: parse and validate first, then
+//! open, size and write.
+
+use super::bitmap::bitmap_bytes;
+use super::members::{
+    device_bytes, io_err, member_err, open_member_once, random_uuid, read_superblock_of,
+    MemberState,
+};
+use super::rebuild::Checkpoint;
+use super::{Array, State, REQUEST_BYTES_MAX};
+use crate::error::{Error, Result};
+use crate::journal::Journal;
+use crate::superblock::{Superblock, BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
+use std::fs::File;
+use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to create an array: the geometry without member capacity, plus creation options.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// RAID level (mdadm's `--level`).
+    pub level: Level,
+    /// Chunk size on one member in bytes (mdadm's `--chunk`): a power of two of at
+    /// least 512 B.
+    pub stripe_unit_bytes: u64,
+    /// Layout; `None` takes md's default.
+    pub layout: Option<Layout>,
+    /// RAID 10 copies of every chunk, 2..=members; `None` takes md's default, 2.
+    pub copies: Option<u32>,
+    /// RAID 50/60 sub-arrays the members are split into; required there, refused
+    /// elsewhere.
+    pub spans: Option<u32>,
+    /// Size of every member file, superblock area included; files are created or
+    /// extended to it. `None` uses the members as they are (block devices, existing files).
+    pub member_size_bytes: Option<u64>,
+    /// The array UUID; `None` draws one from /dev/urandom.
+    pub uuid: Option<u128>,
+    /// Overwrite members that carry a raidlab superblock.
+    pub force: bool,
+    /// Skip the initial resync even when a member held data before (its parity and
+    /// copies would be inconsistent with that data until a `repair`).
+    pub assume_clean: bool,
+    /// A write journal (file or device) every write goes through first; closes the
+    /// write hole (see [`crate::journal`]). Redundant levels only.
+    pub journal: Option<PathBuf>,
+    /// Size of a journal file; `None` takes [`journal_bytes_default`].
+    pub journal_bytes: Option<u64>,
+}
+
+/// The default journal size for `members` members: room for four of the largest
+/// records, at least 256 MiB.
+pub fn journal_bytes_default(members: u32) -> u64 {
+    (4 * Journal::record_bytes_max(REQUEST_BYTES_MAX, members)).max(256 << 20)
+}
+
+impl CreateOptions {
+    /// Options for `level` with chunk `stripe_unit_bytes`, members of `member_size_bytes`,
+    /// everything else default.
+    pub fn new(level: Level, stripe_unit_bytes: u64, member_size_bytes: Option<u64>) -> Self {
+        Self {
+            level,
+            stripe_unit_bytes,
+            layout: None,
+            copies: None,
+            spans: None,
+            member_size_bytes,
+            uuid: None,
+            force: false,
+            assume_clean: false,
+            journal: None,
+            journal_bytes: None,
+        }
+    }
+}
+
+impl Array {
+    /// Creates an array on `paths` (member i gets role i) and returns it assembled.
+    /// Refuses members that already carry a raidlab superblock unless `force`.
+    pub fn create(paths: &[PathBuf], opts: &CreateOptions) -> Result<Self> {
+        if paths.is_empty() || paths.len() > MEMBERS_MAX as usize {
+            return Err(Error::Input(format!(
+                "members: 1..={MEMBERS_MAX} member files or devices needed, got {}",
+                paths.len()
+            )));
+        }
+        // Parse, then build: refuse a bad geometry before any file is created.
+        // Without a size, any size the devices may have: 1 PiB per member, whose array
+        // (256 members at most) still counts in 64 bits.
+        let probe_bytes = opts
+            .member_size_bytes
+            .map_or(1 << 50, |s| s.saturating_sub(DATA_OFFSET_BYTES));
+        Geometry::new(&ArraySpec {
+            level: opts.level,
+            drive_count: paths.len() as u32,
+            stripe_unit_bytes: opts.stripe_unit_bytes,
+            member_capacity_bytes: probe_bytes,
+            layout: opts.layout,
+            copies: opts.copies,
+            spans: opts.spans,
+        })?;
+        let mut files = Vec::new();
+        let mut ids = Vec::new();
+        let mut fresh = true;
+        let mut data_bytes_min = u64::MAX;
+        for path in paths {
+            let existed = path.exists();
+            if !existed && opts.member_size_bytes.is_none() {
+                return Err(member_err(
+                    path,
+                    "does not exist; give --size to create member files",
+                ));
+            }
+            let file = open_member_once(path, true, paths, &mut ids)?;
+            let meta = file.metadata().map_err(io_err(path, "stat"))?;
+            if !opts.force {
+                if let Ok(sb) = read_superblock_of(&file, path) {
+                    return Err(member_err(
+                        path,
+                        format!(
+                            "already a member (role {}) of array {:032x}; use --force to overwrite",
+                            sb.role, sb.array_uuid
+                        ),
+                    ));
+                }
+            }
+            let mut bytes = device_bytes(&file, path)?;
+            if let Some(want) = opts.member_size_bytes {
+                if meta.file_type().is_block_device() {
+                    if bytes < want {
+                        return Err(member_err(
+                            path,
+                            format!("device holds {bytes} B, --size asks {want}"),
+                        ));
+                    }
+                } else if bytes < want {
+                    fresh &= bytes == 0;
+                    file.set_len(want).map_err(io_err(path, "extend"))?;
+                    bytes = want;
+                } else {
+                    fresh = false;
+                }
+            } else {
+                fresh = false;
+            }
+            if bytes <= DATA_OFFSET_BYTES {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "holds {bytes} B, not more than the {DATA_OFFSET_BYTES} B metadata area"
+                    ),
+                ));
+            }
+            data_bytes_min = data_bytes_min.min(bytes - DATA_OFFSET_BYTES);
+            files.push(file);
+        }
+        let spec = ArraySpec {
+            level: opts.level,
+            drive_count: paths.len() as u32,
+            stripe_unit_bytes: opts.stripe_unit_bytes,
+            member_capacity_bytes: data_bytes_min,
+            layout: opts.layout,
+            copies: opts.copies,
+            spans: opts.spans,
+        };
+        let geo = Geometry::new(&spec)?;
+        let uuid = match opts.uuid {
+            Some(u) => u,
+            None => random_uuid()?,
+        };
+        let journal = match &opts.journal {
+            None => None,
+            Some(path) => {
+                // As mdadm's --write-journal: only parity has a write hole to close (a
+                // mirror torn by a crash holds the old or the new data on each copy,
+                // and the bitmap resync makes them agree).
+                if geo.parity_per_stripe() == 0 {
+                    return Err(Error::Input(format!(
+                        "--journal: only for parity levels (4, 5, 6, 50, 60); {} has no \
+                         parity write hole to close",
+                        geo.level()
+                    )));
+                }
+                let need = crate::journal::HEADER_BYTES
+                    + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
+                let bytes = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| journal_bytes_default(geo.members()));
+                if bytes < need {
+                    return Err(Error::Input(format!(
+                        "--journal-size: at least {need} B for {} members (one {REQUEST_BYTES_MAX} B write), got {bytes}",
+                        geo.members()
+                    )));
+                }
+                if paths.iter().any(|p| p == path) {
+                    return Err(member_err(
+                        path,
+                        "is a member; the journal needs its own file",
+                    ));
+                }
+                Some(Journal::create(path, uuid, bytes)?)
+            }
+        };
+        let array = Self::with_state(
+            spec,
+            uuid,
+            files.into_iter().map(|f| Some(Arc::new(f))).collect(),
+            State {
+                events: 0,
+                dirty: false,
+                failed: FailedSet::new(),
+                members: paths
+                    .iter()
+                    .map(|p| (Some(p.clone()), MemberState::Active))
+                    .collect(),
+            },
+            vec![0; bitmap_bytes(&geo)],
+            journal,
+        )?;
+        // A reused member may hold an old bitmap: start with every region clean.
+        array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
+        // Zero-filled members are already consistent (zero data, zero P and Q); any
+        // other content needs md's initial resync.
+        if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
+            array.scrub(true)?;
+        }
+        array.commit_state(|_| {})?;
+        Ok(array)
+    }
+
+    /// Assembles the array from its member files: refuses foreign, duplicate, corrupt or
+    /// too-small members and more members than the array has; leaves out stale members
+    /// (event counter behind the newest) and assembles degraded when the level tolerates
+    /// the missing, stale and failed members.
+    pub fn assemble(paths: &[PathBuf]) -> Result<Self> {
+        Self::assemble_with(paths, None)
+    }
+
+    /// [`Array::assemble`] with the array's write journal: refused without it when the
+    /// array has one (and with one when it has none). The journal's records are
+    /// replayed onto the members present, then retired.
+    pub fn assemble_with(paths: &[PathBuf], journal: Option<&Path>) -> Result<Self> {
+        if paths.is_empty() {
+            return Err(Error::Input(
+                "members: at least one member file or device needed".into(),
+            ));
+        }
+        let mut found: Vec<(PathBuf, File, Superblock)> = Vec::new();
+        let mut ids = Vec::new();
+        for path in paths {
+            let file = open_member_once(path, false, paths, &mut ids)?;
+            let sb = read_superblock_of(&file, path)?;
+            found.push((path.clone(), file, sb));
+        }
+        // The newest superblock speaks for the array.
+        let newest = found
+            .iter()
+            .max_by_key(|(_, _, sb)| sb.events)
+            .map(|(_, _, sb)| *sb)
+            .expect("nonempty");
+        let n = newest.spec.drive_count;
+        let mut by_role: Vec<Option<usize>> = vec![None; n as usize];
+        for (i, (path, _, sb)) in found.iter().enumerate() {
+            if sb.array_uuid != newest.array_uuid {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "belongs to array {:032x}, not {:032x} (the array of the other members)",
+                        sb.array_uuid, newest.array_uuid
+                    ),
+                ));
+            }
+            if sb.spec != newest.spec {
+                let describe = |s: &ArraySpec| {
+                    format!(
+                        "{} members, {}, chunk {} B, {} B per member",
+                        s.drive_count, s.level, s.stripe_unit_bytes, s.member_capacity_bytes
+                    )
+                };
+                return Err(member_err(
+                    path,
+                    format!(
+                        "its superblock says {}, the newest member's says {}",
+                        describe(&sb.spec),
+                        describe(&newest.spec)
+                    ),
+                ));
+            }
+            if let Some(j) = by_role[sb.role as usize] {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "claims role {} like {}: duplicate member",
+                        sb.role,
+                        found[j].0.display()
+                    ),
+                ));
+            }
+            by_role[sb.role as usize] = Some(i);
+        }
+        if found.len() > n as usize {
+            return Err(Error::Input(format!(
+                "members: {} given, the array has {n}",
+                found.len()
+            )));
+        }
+        let geo = Geometry::new(&newest.spec)?;
+        let mut failed = newest.failed;
+        let mut members = vec![(None, MemberState::Missing); n as usize];
+        let mut files: Vec<Option<Arc<File>>> = vec![None; n as usize];
+        let mut resume = None;
+        for (role, slot) in by_role.iter().enumerate() {
+            let role = role as u32;
+            let Some(i) = *slot else {
+                failed.insert(role);
+                continue;
+            };
+            let (path, file, sb) = &found[i];
+            let state = if sb.events < newest.events {
+                failed.insert(role);
+                MemberState::Stale { events: sb.events }
+            } else if let (Some(offset_bytes), true) =
+                (sb.recovery_offset_bytes, failed.contains(role))
+            {
+                // A rebuild stopped: its work below the checkpoint is current, except
+                // after an unclean stop in the regions the bitmap marks (a write then in
+                // flight may not have reached the replacement), which the resumed
+                // rebuild does again first.
+                let file = Arc::new(file.try_clone().map_err(io_err(path, "dup"))?);
+                resume = Some(Checkpoint {
+                    role,
+                    path: path.clone(),
+                    file: file.clone(),
+                    offset_bytes,
+                    rate_bytes_per_s: sb.recovery_rate_bytes_per_s,
+                });
+                files[role as usize] = Some(file);
+                MemberState::Recovering { offset_bytes }
+            } else if failed.contains(role) {
+                MemberState::Failed
+            } else {
+                let bytes = device_bytes(file, path)?;
+                if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
+                    return Err(member_err(
+                        path,
+                        format!(
+                            "holds {bytes} B, the array needs {} B per member",
+                            DATA_OFFSET_BYTES + geo.member_used_bytes()
+                        ),
+                    ));
+                }
+                files[role as usize] =
+                    Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                MemberState::Active
+            };
+            members[role as usize] = (Some(path.clone()), state);
+        }
+        if !geo.tolerates(&failed) {
+            let detail: Vec<String> = members
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| failed.contains(*r as u32))
+                .map(|(r, (p, s))| match p {
+                    Some(p) => format!("{r} ({}: {s})", p.display()),
+                    None => format!("{r} (missing)"),
+                })
+                .collect();
+            return Err(Error::Input(format!(
+                "cannot assemble: members {} are failed, missing or stale; {} survives {} failure(s)",
+                detail.join(", "),
+                geo.level(),
+                geo.tolerated_failures()
+            )));
+        }
+        let mut bitmap = vec![0u8; bitmap_bytes(&geo)];
+        for (role, f) in files.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let mut mine = vec![0u8; bitmap.len()];
+            f.read_exact_at(&mut mine, BITMAP_OFFSET_BYTES)
+                .map_err(|e| Error::Io {
+                    path: members[role].0.clone().unwrap_or_default(),
+                    op: "read bitmap",
+                    source: e,
+                })?;
+            bitmap.iter_mut().zip(&mine).for_each(|(b, m)| *b |= m);
+        }
+        if !newest.dirty {
+            // A clean stop leaves nothing in flight, whatever a member's bitmap says.
+            bitmap.fill(0);
+        }
+        let journal = match (journal, newest.journaled) {
+            (None, false) => None,
+            (Some(j), true) => Some(Journal::open(j, newest.array_uuid)?),
+            (None, true) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} writes through a journal; give its path",
+                    newest.array_uuid
+                )))
+            }
+            (Some(_), false) => {
+                return Err(Error::Input(format!(
+                    "--journal: array {:032x} has no write journal",
+                    newest.array_uuid
+                )))
+            }
+        };
+        let state = State {
+            events: newest.events,
+            dirty: newest.dirty,
+            failed,
+            members,
+        };
+        let mut array = Self::with_state(
+            newest.spec,
+            newest.array_uuid,
+            files,
+            state,
+            bitmap,
+            journal,
+        )?;
+        array.journal_replayed = array.replay_journal()?;
+        *array.checkpoint.lock().expect("checkpoint lock") = resume;
+        Ok(array)
+    }
+
+    /// Writes every journal record onto the members present (in log order, so the last
+    /// write of a block wins), syncs them and retires the records.
+    fn replay_journal(&self) -> Result<u64> {
+        let Some(j) = &self.journal else {
+            return Ok(0);
+        };
+        let records = j.records()?;
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let files = self.files.read().expect("files lock").clone();
+        let failed = self.failed();
+        for record in &records {
+            for e in record {
+                if e.member >= self.geo.members() || failed.contains(e.member) {
+                    continue;
+                }
+                if let Some(f) = &files[e.member as usize] {
+                    let path = self.state.lock().expect("state lock").members[e.member as usize]
+                        .0
+                        .clone()
+                        .unwrap_or_default();
+                    f.write_all_at(&e.data, DATA_OFFSET_BYTES + e.offset_bytes)
+                        .map_err(io_err(&path, "replay journal"))?;
+                }
+            }
+        }
+        self.flush()?;
+        j.retire()?;
+        Ok(records.len() as u64)
+    }
+}

@@ -1,0 +1,370 @@
+//! The I/O path on real bytes: a request takes its stripe locks, is planned against the
+//! failures of the moment, runs its read phase, computes parity per stripe segment and
+//! runs its write phase; member errors fail the member and the request is planned again.
+
+use super::faults::crash_point;
+use super::stripe::{parity_of, stripe_blocks, stripe_members};
+use super::{Array, REQUEST_BYTES_MAX};
+use crate::error::{Error, Result};
+use crate::staged::Staged;
+use crate::superblock::DATA_OFFSET_BYTES;
+use raidlab_layout::parity;
+use raidlab_layout::{
+    CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
+};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Cycles through mirror copies from a shared counter, so concurrent readers spread.
+pub(super) struct Rotating(u64);
+
+impl CopyChooser for Rotating {
+    fn choose(&mut self, candidates: &[u32]) -> usize {
+        let i = (self.0 % candidates.len() as u64) as usize;
+        self.0 = self.0.wrapping_add(1);
+        i
+    }
+}
+
+/// A request planned against the failures of the moment, with its read phase done.
+struct PlannedRead {
+    /// The member files, a snapshot: marking a member failed (which takes the files
+    /// lock again) never waits on the request itself.
+    files: Vec<Option<Arc<File>>>,
+    /// The failures the plan was made with.
+    failed: FailedSet,
+    plan: Plan,
+    reads: Staged,
+}
+
+impl Array {
+    fn check_request(&self, offset_bytes: u64, len_bytes: u64) -> Result<()> {
+        if len_bytes > REQUEST_BYTES_MAX {
+            return Err(Error::Input(format!(
+                "request of {len_bytes} B exceeds {REQUEST_BYTES_MAX} B"
+            )));
+        }
+        // Bounds and alignment, as the planner checks them, before taking locks.
+        if len_bytes == 0 {
+            return Err(PlanError::EmptyRequest.into());
+        }
+        if !offset_bytes.is_multiple_of(SECTOR_BYTES) || !len_bytes.is_multiple_of(SECTOR_BYTES) {
+            return Err(PlanError::Unaligned {
+                offset_bytes,
+                len_bytes,
+            }
+            .into());
+        }
+        let end = offset_bytes.saturating_add(len_bytes);
+        if end > self.capacity_bytes() {
+            return Err(PlanError::BeyondCapacity {
+                end_bytes: end,
+                capacity_bytes: self.capacity_bytes(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    pub(super) fn chooser(&self) -> Rotating {
+        Rotating(self.reads_started.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs the read phase; on a member error returns the member.
+    pub(super) fn read_phase(
+        &self,
+        files: &[Option<Arc<File>>],
+        plan: &Plan,
+    ) -> std::result::Result<Staged, (u32, std::io::Error)> {
+        let mut staged = Staged::zeroed(&plan.reads);
+        for (e, buf) in staged.iter_mut() {
+            let file = files[e.member as usize]
+                .as_ref()
+                .expect("plans read only members with a file");
+            if let Some(err) = self.injected(e.member, e.offset_bytes, e.len_bytes, false) {
+                return Err((e.member, err));
+            }
+            file.read_exact_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+                .map_err(|err| (e.member, err))?;
+        }
+        Ok(staged)
+    }
+
+    /// Runs the write phase: every extent is attempted; failing members are marked
+    /// failed. Errors only when the array no longer tolerates its failed set.
+    fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
+        let mut failed_now = Vec::new();
+        for (e, buf) in writes.iter() {
+            if failed_now.iter().any(|(m, _)| *m == e.member) {
+                continue;
+            }
+            let file = files[e.member as usize]
+                .as_ref()
+                .expect("plans write only members with a file");
+            crash_point();
+            let r = match self.injected(e.member, e.offset_bytes, e.len_bytes, true) {
+                Some(err) => Err(err),
+                None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
+            };
+            if let Err(err) = r {
+                failed_now.push((e.member, err));
+            }
+        }
+        if fua {
+            let mut synced = FailedSet::new();
+            for (e, _) in writes.iter() {
+                if synced.insert(e.member) && !failed_now.iter().any(|(m, _)| *m == e.member) {
+                    if let Err(err) = files[e.member as usize].as_ref().expect("file").sync_data() {
+                        failed_now.push((e.member, err));
+                    }
+                }
+            }
+        }
+        for (m, err) in &failed_now {
+            self.member_io_failed(*m, err);
+        }
+        let failed = self.failed();
+        if !self.geo.tolerates(&failed) {
+            return Err(PlanError::TooManyFailures {
+                level: self.geo.level(),
+                failed,
+                tolerated_failures: self.geo.tolerated_failures(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes at `offset_bytes` (both multiples of 512 B, at most
+    /// [`REQUEST_BYTES_MAX`]), reconstructing lost members' data.
+    pub fn read(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<()> {
+        let len = buf.len() as u64;
+        self.check_request(offset_bytes, len)?;
+        let req = Request {
+            offset_bytes,
+            len_bytes: len,
+            write: false,
+        };
+        let _locks = self.lock_range(offset_bytes, len);
+        let read = self.plan_and_read(req)?;
+        self.assemble_read(req, &read.failed, &read.reads, buf);
+        Ok(())
+    }
+
+    /// Plans `req` against the current failures and runs its read phase. A member
+    /// whose read fails has the rows it failed on rewritten from the other members (md's
+    /// read-error correction) and the read is tried again; if that cannot be done, or
+    /// the member fails again, it is marked failed and the request planned without it.
+    fn plan_and_read(&self, req: Request) -> Result<PlannedRead> {
+        let files = self.files.read().expect("files lock").clone();
+        let mut plan = Plan::new();
+        let mut corrected = FailedSet::new();
+        loop {
+            let failed = self.failed();
+            self.geo
+                .plan(req, &failed, &mut self.chooser(), &mut plan)?;
+            match self.read_phase(&files, &plan) {
+                Ok(reads) => {
+                    return Ok(PlannedRead {
+                        files,
+                        failed,
+                        plan,
+                        reads,
+                    })
+                }
+                Err((m, err)) => {
+                    if corrected.contains(m) || !self.correct_read_error(m, &err, &plan, &files) {
+                        self.member_io_failed(m, &err);
+                    } else {
+                        corrected.insert(m);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
+    fn assemble_read(&self, req: Request, failed: &FailedSet, reads: &Staged, buf: &mut [u8]) {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let end = req.offset_bytes + req.len_bytes;
+        let mut at = req.offset_bytes;
+        while at < end {
+            let piece_end = end.min((at / su + 1) * su);
+            let len = piece_end - at;
+            let dst =
+                &mut buf[(at - req.offset_bytes) as usize..(piece_end - req.offset_bytes) as usize];
+            let copy = geo
+                .copies_of(at)
+                .filter(|c| !failed.contains(c.member))
+                .find_map(|c| reads.get(c.member, c.offset_bytes, len));
+            if let Some(src) = copy {
+                dst.copy_from_slice(src);
+            } else {
+                let a = geo
+                    .stripe_address(at)
+                    .expect("only parity levels lose a chunk the plan still reads");
+                let lost = failed.intersection(&FailedSet::from_members(
+                    &geo.span_members(a.id.span).collect::<Vec<_>>(),
+                ));
+                let (_, order, blocks) =
+                    stripe_blocks(geo, a.id, a.column_bytes, len, reads, &lost);
+                let slot = order.iter().position(|&k| k == a.data_index).expect("slot");
+                dst.copy_from_slice(&blocks[slot]);
+            }
+            at = piece_end;
+        }
+    }
+
+    /// Writes `data` at `offset_bytes` (multiples of 512 B, at most
+    /// [`REQUEST_BYTES_MAX`]), keeping parity and copies consistent. `fua`: the written
+    /// members are synced before returning.
+    pub fn write(&self, offset_bytes: u64, data: &[u8], fua: bool) -> Result<()> {
+        let len = data.len() as u64;
+        self.check_request(offset_bytes, len)?;
+        let req = Request {
+            offset_bytes,
+            len_bytes: len,
+            write: true,
+        };
+        let _locks = self.lock_range(offset_bytes, len);
+        let read = self.plan_and_read(req)?;
+        let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
+        let _journaled = match &self.journal {
+            Some(j) => {
+                let extents: Vec<(u32, u64, &[u8])> = writes
+                    .iter()
+                    .map(|(e, b)| (e.member, e.offset_bytes, b.as_slice()))
+                    .collect();
+                Some(j.append(&extents, || self.flush())?)
+            }
+            None => None,
+        };
+        let _writing = self.mark_regions(&writes)?;
+        self.write_phase(&read.files, &writes, fua)?;
+        self.refresh_rebuilt_rows(req, &read.failed)
+    }
+
+    /// The write phase's bytes: new data on every surviving copy, new parity per stripe
+    /// segment (RMW, RCW, full stripe, degraded).
+    fn stage_writes(
+        &self,
+        req: Request,
+        data: &[u8],
+        failed: &FailedSet,
+        plan: &Plan,
+        reads: &Staged,
+    ) -> Staged {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
+        let mut w = Staged::zeroed(&plan.writes);
+        let end = req.offset_bytes + req.len_bytes;
+        let new_of = |l: u64, len: u64| -> Option<&[u8]> {
+            (l >= req.offset_bytes && l + len <= end).then(|| {
+                let o = (l - req.offset_bytes) as usize;
+                &data[o..o + len as usize]
+            })
+        };
+        let mut at = req.offset_bytes;
+        while at < end {
+            let piece_end = end.min((at / su + 1) * su);
+            let src = new_of(at, piece_end - at).expect("inside the request");
+            for c in geo.copies_of(at) {
+                if !failed.contains(c.member) {
+                    w.put(c.member, c.offset_bytes, src);
+                }
+            }
+            at = piece_end;
+        }
+        for sp in &plan.stripes {
+            if !matches!(
+                sp.kind,
+                StripeKind::Rmw
+                    | StripeKind::Rcw
+                    | StripeKind::FullStripe
+                    | StripeKind::DegradedWrite
+            ) {
+                continue;
+            }
+            let id = StripeId {
+                span: sp.span,
+                stripe: sp.stripe,
+            };
+            let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+            let off = geo.stripe_offset_bytes(id) + col;
+            let (members, order) = stripe_members(geo, id);
+            let d = order.len();
+            let ppx = geo.parity_per_stripe();
+            let (p, q) = match sp.kind {
+                StripeKind::Rmw => {
+                    let mut p = reads.must(members[d], off, len).to_vec();
+                    let mut q = if ppx == 2 {
+                        reads.must(members[d + 1], off, len).to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    for (slot, &k) in order.iter().enumerate() {
+                        if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
+                            let old = reads.must(members[slot], off, len);
+                            parity::update_p(&mut p, old, new);
+                            if ppx == 2 {
+                                parity::update_q(&mut q, slot as u32, old, new);
+                            }
+                        }
+                    }
+                    (p, q)
+                }
+                _ => {
+                    let old = (sp.kind == StripeKind::DegradedWrite)
+                        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+                    let blocks: Vec<&[u8]> = order
+                        .iter()
+                        .enumerate()
+                        .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
+                            Some(new) => new,
+                            None => match &old {
+                                Some(o) => o[slot].as_slice(),
+                                None => reads.must(members[slot], off, len),
+                            },
+                        })
+                        .collect();
+                    parity_of(&blocks, ppx)
+                }
+            };
+            if !failed.contains(members[d]) {
+                w.put(members[d], off, &p);
+            }
+            if ppx == 2 && !failed.contains(members[d + 1]) {
+                w.put(members[d + 1], off, &q);
+            }
+        }
+        w
+    }
+
+    /// Syncs every active member (NBD FLUSH: with CAN_MULTI_CONN it covers writes of all
+    /// connections, which share these files).
+    pub fn flush(&self) -> Result<()> {
+        let files = self.files.read().expect("files lock");
+        let failed = self.failed();
+        for (role, f) in files.iter().enumerate() {
+            if let Some(f) = f.as_ref().filter(|_| !failed.contains(role as u32)) {
+                if let Err(e) = f.sync_data() {
+                    self.member_io_failed(role as u32, &e);
+                }
+            }
+        }
+        let failed = self.failed();
+        if self.geo.tolerates(&failed) {
+            Ok(())
+        } else {
+            Err(PlanError::TooManyFailures {
+                level: self.geo.level(),
+                failed,
+                tolerated_failures: self.geo.tolerated_failures(),
+            }
+            .into())
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Member files and their superblocks: opening them (once each), sizing block devices,
+//! reading superblocks, recording state changes on every active member (the event
+//! counter md bumps on each), and marking members failed.
+
+use super::{Array, State};
+use crate::error::{Error, Result};
+use crate::superblock::{Superblock, SUPERBLOCK_BYTES};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The state of one member slot (role) of an assembled array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberState {
+    /// In use.
+    Active,
+    /// Marked failed (by `fail`, an I/O error, or the array's failed set).
+    Failed,
+    /// No file given for this role.
+    Missing,
+    /// Given, but its event counter is behind the array's: it missed writes. Not used.
+    Stale {
+        /// Its event counter.
+        events: u64,
+    },
+    /// A replacement whose rebuild stopped cleanly with its data below `offset_bytes`
+    /// rebuilt: `serve` resumes the rebuild there. Failed until it completes.
+    Recovering {
+        /// Member data bytes rebuilt.
+        offset_bytes: u64,
+    },
+}
+
+impl std::fmt::Display for MemberState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Active => f.write_str("active"),
+            Self::Failed => f.write_str("failed"),
+            Self::Missing => f.write_str("missing"),
+            Self::Stale { events } => write!(f, "stale (events {events}), not used"),
+            Self::Recovering { offset_bytes } => write!(
+                f,
+                "recovering ({offset_bytes} B rebuilt; serve resumes the rebuild)"
+            ),
+        }
+    }
+}
+
+pub(super) fn io_err<'a>(
+    path: &'a Path,
+    op: &'static str,
+) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+pub(super) fn member_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Member {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// A random u128 from /dev/urandom.
+pub fn random_uuid() -> Result<u128> {
+    let mut b = [0u8; 16];
+    let path = Path::new("/dev/urandom");
+    File::open(path)
+        .and_then(|f| {
+            f.read_exact_at(&mut b, 0).or_else(|_| {
+                use std::io::Read;
+                (&f).read_exact(&mut b)
+            })
+        })
+        .map_err(io_err(path, "read"))?;
+    Ok(u128::from_le_bytes(b))
+}
+
+/// Bytes of a file or block device (block devices report 0 in metadata; seek instead).
+pub(super) fn device_bytes(file: &File, path: &Path) -> Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    if meta.file_type().is_block_device() {
+        let mut f = file;
+        f.seek(SeekFrom::End(0)).map_err(io_err(path, "seek"))
+    } else {
+        Ok(meta.len())
+    }
+}
+
+pub(super) fn open_rw(path: &Path, create: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err(path, "open"))
+}
+
+/// Opens member `path` (created if `create`), refusing a file already opened under
+/// another of `paths` (same device and inode, recorded in `seen`).
+pub(super) fn open_member_once(
+    path: &Path,
+    create: bool,
+    paths: &[PathBuf],
+    seen: &mut Vec<(u64, u64)>,
+) -> Result<File> {
+    let file = open_rw(path, create)?;
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    let id = (meta.dev(), meta.ino());
+    if let Some(i) = seen.iter().position(|&x| x == id) {
+        return Err(member_err(
+            path,
+            format!("given twice (same file as {})", paths[i].display()),
+        ));
+    }
+    seen.push(id);
+    Ok(file)
+}
+
+/// Reads and decodes the superblock of `path`.
+pub fn read_superblock(path: &Path) -> Result<Superblock> {
+    let file = File::open(path).map_err(io_err(path, "open"))?;
+    read_superblock_of(&file, path)
+}
+
+pub(super) fn read_superblock_of(file: &File, path: &Path) -> Result<Superblock> {
+    let mut b = [0u8; SUPERBLOCK_BYTES];
+    file.read_exact_at(&mut b, 0)
+        .map_err(|e| member_err(path, format!("cannot read superblock: {e}")))?;
+    Superblock::decode(&b).map_err(|e| member_err(path, e.to_string()))
+}
+
+impl Array {
+    /// The role of `target`: a member path (as assembled), a role index, or a file whose
+    /// superblock names a role of this array.
+    pub fn role_of(&self, target: &str) -> Result<u32> {
+        let st = self.status();
+        let given = Path::new(target);
+        let absolute = std::path::absolute(given).ok();
+        if let Some(r) = st.members.iter().position(|(p, _)| {
+            p.as_deref() == Some(given)
+                || (absolute.is_some() && p.as_deref() == absolute.as_deref())
+        }) {
+            return Ok(r as u32);
+        }
+        if let Ok(r) = target.parse::<u32>() {
+            if r < self.geo.members() {
+                return Ok(r);
+            }
+        }
+        if let Ok(sb) = read_superblock(given) {
+            if sb.array_uuid == st.uuid {
+                return Ok(sb.role);
+            }
+        }
+        Err(Error::Input(format!(
+            "{target}: not a member of this array (give one of the member paths or a role 0..{})",
+            self.geo.members()
+        )))
+    }
+
+    /// Applies `change` to the state, bumps the event counter and writes the superblock
+    /// of every active member.
+    pub(super) fn commit_state(&self, change: impl FnOnce(&mut State)) -> Result<()> {
+        let mut st = self.state.lock().expect("state lock");
+        change(&mut st);
+        st.events += 1;
+        let files = self.files.read().expect("files lock");
+        let mut first_err = None;
+        for role in 0..self.geo.members() {
+            if st.failed.contains(role) {
+                continue;
+            }
+            let Some(file) = &files[role as usize] else {
+                continue;
+            };
+            let sb = Superblock {
+                array_uuid: self.uuid,
+                spec: self.spec,
+                role,
+                events: st.events,
+                dirty: st.dirty,
+                failed: st.failed,
+                journaled: self.journal.is_some(),
+                recovery_offset_bytes: None,
+                recovery_rate_bytes_per_s: None,
+            };
+            let path = st.members[role as usize].0.clone().unwrap_or_default();
+            let r = file
+                .write_all_at(&sb.encode(), 0)
+                .and_then(|()| file.sync_data())
+                .map_err(io_err(&path, "write superblock"));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        // The replacement being rebuilt follows every state change, so its events stay
+        // current and a clean stop leaves it resumable.
+        if let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").as_ref() {
+            if st.failed.contains(cp.role) {
+                if let Err(e) = self.write_checkpoint(&st, cp) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Marks `role` failed (refused when the level would lose data) and records it in
+    /// the superblocks of the survivors, so the member is stale when it comes back.
+    pub fn fail_member(&self, role: u32) -> Result<()> {
+        if role >= self.geo.members() {
+            return Err(Error::Input(format!(
+                "member {role} does not exist ({} members)",
+                self.geo.members()
+            )));
+        }
+        let mut failed = self.failed();
+        failed.insert(role);
+        if !self.geo.tolerates(&failed) {
+            return Err(Error::Input(format!(
+                "refusing to fail member {role}: {} with members {failed} failed loses data",
+                self.geo.level()
+            )));
+        }
+        self.commit_state(|st| {
+            st.failed.insert(role);
+            if st.members[role as usize].1 == MemberState::Active {
+                st.members[role as usize].1 = MemberState::Failed;
+            }
+        })
+    }
+
+    /// A member I/O error: mark it failed (even past tolerance, so no further I/O goes
+    /// to it) and tell the survivors.
+    pub(super) fn member_io_failed(&self, role: u32, err: &std::io::Error) {
+        let path = self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        eprintln!(
+            "raidlab-engine: member {role} ({}) failed: {err}; array degraded",
+            path.display()
+        );
+        if let Err(e) = self.commit_state(|st| {
+            st.failed.insert(role);
+            st.members[role as usize].1 = MemberState::Failed;
+        }) {
+            eprintln!("raidlab-engine: recording the failure: {e}");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Real NBD clients against a served array, and the skip (saying why) when one is
+//! not installed.
+
+use super::binary::{output_text, run};
+use std::path::Path;
+use std::process::{Child, Command};
+
+/// Whether `tool --version` runs.
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// True, after saying the test is skipped, when qemu-io is missing.
+pub fn without_qemu_io() -> bool {
+    let missing = !have("qemu-io");
+    if missing {
+        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
+    }
+    missing
+}
+
+/// True, after saying the test is skipped, when fio lacks its nbd engine.
+pub fn without_fio_nbd() -> bool {
+    let missing = !Command::new("fio")
+        .arg("--enghelp")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("nbd"));
+    if missing {
+        eprintln!("skipped: fio with the nbd engine not installed (apt-get install fio)");
+    }
+    missing
+}
+
+/// qemu-io on the raw export `uri` running `cmds` (each one `-c`).
+fn qemu_io_command(uri: &str, cmds: &[&str]) -> Command {
+    let mut c = Command::new("qemu-io");
+    c.args(["-f", "raw", uri]);
+    for x in cmds {
+        c.args(["-c", x]);
+    }
+    c
+}
+
+/// qemu-io commands against a served array, asserting qemu-io exits 0; returns its
+/// output (which says `Pattern verification failed` or `failed` when a command did).
+pub fn qemu_io(uri: &str, cmds: &[&str]) -> String {
+    run(&mut qemu_io_command(uri, cmds))
+}
+
+/// qemu-io commands that may fail: whether qemu-io exited 0 and no command reported
+/// `failed`, and its output.
+pub fn qemu_io_outcome(uri: &str, cmds: &[&str]) -> (bool, String) {
+    let o = qemu_io_command(uri, cmds).output().unwrap();
+    let t = output_text(&o);
+    (o.status.success() && !t.contains("failed"), t)
+}
+
+/// qemu-io running `cmds` against `uri` in the background, its output discarded: a
+/// stream of writes in flight while a test stops or kills the server.
+pub fn qemu_io_in_background(uri: &str, cmds: &[String]) -> Child {
+    Command::new("qemu-io")
+        .args(["-f", "raw", uri])
+        .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// fio's nbd engine in `dir` (where fio keeps its verify state) writing `size` bytes
+/// (fio's syntax: `24M`) of the export at `uri` at random, in 4k/16k/64k blocks with
+/// `iodepth` in flight, then verifying every block's crc32c; asserts fio exits 0 and
+/// returns its output (`err= 0` when no job failed).
+pub fn fio_randwrite_verify(dir: &Path, uri: &str, name: &str, size: &str, iodepth: u32) -> String {
+    run(Command::new("fio").current_dir(dir).args([
+        &format!("--name={name}"),
+        "--ioengine=nbd",
+        &format!("--uri={uri}"),
+        "--rw=randwrite",
+        "--bssplit=4k/50:16k/30:64k/20",
+        &format!("--size={size}"),
+        &format!("--iodepth={iodepth}"),
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+    ]))
+}

@@ -1,0 +1,114 @@
+//! `raidlab-engine serve` on a free loopback port: started, waited for, stopped.
+
+use super::binary::engine_command;
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A running server and its port. Dropping it kills the server, so a test that fails
+/// leaves none behind.
+pub struct Server(pub Child, pub u16);
+
+/// Starts `serve` on the array of `members` (options may lead: `--journal j`, ...).
+pub fn serve(dir: &Path, members: &[&str]) -> Server {
+    spawn_server(dir, members, false)
+}
+
+/// Starts `raidlab-engine serve` on a free loopback port and waits until it accepts
+/// connections; `capture_stderr` keeps its stderr readable (what it says it resynced).
+pub fn spawn_server(dir: &Path, members: &[&str], capture_stderr: bool) -> Server {
+    spawn_server_with(dir, &[], members, capture_stderr)
+}
+
+/// [`spawn_server`] with more `serve` options.
+pub fn spawn_server_with(
+    dir: &Path,
+    options: &[&str],
+    members: &[&str],
+    capture_stderr: bool,
+) -> Server {
+    let (listen, port) = free_listen_address();
+    let mut command = engine_command(dir);
+    command
+        .args(["serve", "--listen", &listen])
+        .args(options)
+        .args(members);
+    if capture_stderr {
+        command.stderr(std::process::Stdio::piped());
+    }
+    let child = command.spawn().unwrap();
+    wait_listening(&listen);
+    Server(child, port)
+}
+
+/// A loopback address no one listens on (`127.0.0.1:port`) and its port.
+pub fn free_listen_address() -> (String, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    (format!("127.0.0.1:{port}"), port)
+}
+
+/// Waits (20 s at most) until a server accepts connections on `listen`.
+pub fn wait_listening(listen: &str) {
+    let t0 = Instant::now();
+    while TcpStream::connect(listen).is_err() {
+        // A dirty array resyncs before it listens.
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A test that fails leaves no server behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    /// The export's NBD URI.
+    pub fn uri(&self) -> String {
+        format!("nbd://127.0.0.1:{}", self.1)
+    }
+
+    /// SIGINT, for a server started with its stderr kept: asserts a clean exit and
+    /// returns what it printed.
+    pub fn stop_with_stderr(mut self) -> String {
+        use std::io::Read;
+        assert!(Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let mut err = String::new();
+        let mut stderr = self.0.stderr.take().expect("started with its stderr kept");
+        stderr.read_to_string(&mut err).unwrap();
+        assert!(self.0.wait().unwrap().success(), "{err}");
+        err
+    }
+
+    /// SIGINT: the server flushes and marks the array clean.
+    pub fn stop(mut self) {
+        let pid = self.0.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        assert!(self.0.wait().unwrap().success());
+    }
+
+    /// SIGKILL: no flush, no clean superblock, no bitmap clear (an unclean stop).
+    pub fn kill(mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
