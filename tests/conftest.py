@@ -46,7 +46,11 @@ def fake_simulate(scenario: dict[str, Any]) -> dict[str, Any]:
                 {"name": "drive0.media", "kind": "drive", "busy_ns": 1, "utilisation": 0.5}
             ],
             "bottleneck": "drive0.media",
-            "bottleneck_utilisation": 0.5,
+            "bottleneck_utilisation": 0.95,
+            "bound": "resource",
+            "latency_ns_by_stage": {"host": 1000.0, "controller": 0.0, "link": 9000.0}
+            | {"drive": 40_000.0},
+            "stage_longest": "drive",
             "member_ios_per_host_io": {op: 1.0 for op in directions},
             "member_bytes_per_host_byte": {op: 1.0 for op in directions},
             "read_ahead_hits": 0,

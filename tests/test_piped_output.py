@@ -40,6 +40,8 @@ TEXT_COLUMNS = {
     "role",
     "write_cache",
     "bottleneck",
+    "bound",
+    "stage_longest",
     "claim_id",
     "variant",
     "metric",
@@ -117,7 +119,7 @@ def test_piped_advise_table_keeps_every_number_whole(fake_native: None) -> None:
     assert "…" not in result.stdout
     rows = [line for line in result.stdout.splitlines() if re.match(r"^│ \d+ ", line)]
     assert rows and all(re.search(r"\d,\d{3}\.?\d* │", line) for line in rows), rows
-    assert all(" GB │" in line and "(50 %)" in line for line in rows)
+    assert all(" GB │" in line and "(95 %)" in line for line in rows)
 
 
 def test_piped_claims_table_prints_a_claim_a_line(fake_native: None) -> None:

@@ -23,6 +23,7 @@ use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
 use crate::results::{
     Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples, SchedulerReport,
+    SATURATION_UTILISATION, STAGES,
 };
 use crate::rng::Rng;
 use crate::scenario::ReadBalance;
@@ -103,6 +104,15 @@ struct Request {
     internal: bool,
     /// A host discard (TRIM): no data, planned by the layout's discard rules.
     trim: bool,
+    /// When the controller took it (the end of its host stage).
+    controller_ns: u64,
+    /// Its time in the links and in the drives so far: the sum over its phases of
+    /// the member operation that finished last.
+    link_ns: u64,
+    drive_ns: u64,
+    /// The same for the phase in flight: the operation that finishes last so far.
+    phase_link_ns: u64,
+    phase_drive_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -114,6 +124,8 @@ struct MemberOp {
     write: bool,
     trim: bool,
     link_start_ns: u64,
+    /// When it was handed to its drive (queued at the port or sent).
+    submit_ns: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -248,6 +260,9 @@ struct Tally {
     member_ios: [u64; 2],
     member_bytes: [u64; 2],
     parity_bytes: [u64; 2],
+    /// Host I/Os measured and their time per stage of the path (`STAGES` order).
+    staged_ios: u64,
+    stage_ns: [u64; 4],
 }
 
 /// One run of one scenario.
@@ -773,6 +788,7 @@ impl Simulation {
     fn host_done(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
         if self.trace.is_some() {
+            self.tally_stages(&r);
             let latency_ns = self.now_ns - r.issued_ns;
             self.workloads[0].record(
                 usize::from(r.write),
@@ -788,10 +804,11 @@ impl Simulation {
         if self.measuring {
             let latency_ns = self.now_ns - r.issued_ns;
             let since_start_ns = self.now_ns - self.start_ns;
-            let workload = &mut self.workloads[w];
-            if workload.stopped {
+            if self.workloads[w].stopped {
                 return;
             }
+            self.tally_stages(&r);
+            let workload = &mut self.workloads[w];
             let dir = if r.trim { TRIM } else { usize::from(r.write) };
             if workload.record(dir, r.len_bytes, latency_ns, since_start_ns) {
                 workload.stopped = true;
@@ -868,6 +885,8 @@ impl Simulation {
     fn scheduled_complete(&mut self, lead: u32) {
         let sched = self.scheduler.as_mut().expect("a scheduler stage");
         let mut slot = Some(sched.complete(lead));
+        // Merged host I/Os went down the path inside the lead's request.
+        let path = self.requests[lead as usize];
         while let Some(s) = slot {
             let sched = self.scheduler.as_ref().expect("a scheduler stage");
             slot = sched.next_in_request(s);
@@ -875,6 +894,9 @@ impl Simulation {
             let r = &mut self.requests[s as usize];
             r.offset_bytes = offset_bytes;
             r.len_bytes = len_bytes;
+            r.controller_ns = path.controller_ns;
+            r.link_ns = path.link_ns;
+            r.drive_ns = path.drive_ns;
             self.host_done(s);
             if self.stopped {
                 return;
@@ -929,6 +951,7 @@ impl Simulation {
     }
 
     fn controller_arrive(&mut self, slot: u32) {
+        self.requests[slot as usize].controller_ns = self.now_ns;
         let r = self.requests[slot as usize];
         if r.trim {
             self.trim_arrive(slot);
@@ -1056,6 +1079,10 @@ impl Simulation {
             req.member_ios = 0;
             req.member_bytes = 0;
             req.writing = false;
+            req.link_ns = 0;
+            req.drive_ns = 0;
+            req.phase_link_ns = 0;
+            req.phase_drive_ns = 0;
         }
         if r.write && !r.internal {
             let gate = self.host_data_down(r.len_bytes);
@@ -1123,6 +1150,7 @@ impl Simulation {
                     write: write && !trim,
                     trim,
                     link_start_ns: 0,
+                    submit_ns: self.now_ns,
                 };
                 let id = match self.free_ops.pop() {
                     Some(id) => {
@@ -1240,12 +1268,21 @@ impl Simulation {
             req.link_start_ns = req.link_start_ns.min(op.link_start_ns);
             now
         };
+        let (link_ns, drive_ns) = self.op_stages(&op, now, done);
         let req = &mut self.requests[op.request as usize];
+        if done >= req.done_ns {
+            req.phase_link_ns = link_ns;
+            req.phase_drive_ns = drive_ns;
+        }
         req.done_ns = req.done_ns.max(done);
         req.pending -= 1;
         if req.pending > 0 {
             return;
         }
+        req.link_ns += req.phase_link_ns;
+        req.drive_ns += req.phase_drive_ns;
+        req.phase_link_ns = 0;
+        req.phase_drive_ns = 0;
         let slot = op.request;
         let r = *req;
         if !r.writing && !self.plans[slot as usize].writes.is_empty() {
@@ -1262,6 +1299,46 @@ impl Simulation {
             r.done_ns
         };
         self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    /// Where member operation `op`'s time went, done at the drive at `now_ns` and
+    /// for its request at `done_ns`: (link, drive). The link is its transfer on the
+    /// drive's link plus the wait for the controller's paths and bus after it; the
+    /// drive is the rest of its time since it was handed over.
+    fn op_stages(&self, op: &MemberOp, now_ns: u64, done_ns: u64) -> (u64, u64) {
+        let transfer_ns = if op.trim {
+            0
+        } else {
+            match &self.drives[op.drive as usize].model {
+                DriveModel::Hdd(hdd) => hdd.link_transfer_ns(op.len_bytes),
+                DriveModel::Ssd(ssd) => ssd.link_transfer_ns(op.len_bytes),
+            }
+        };
+        let at_drive_ns = now_ns - op.submit_ns;
+        let transfer_ns = transfer_ns.min(at_drive_ns);
+        debug_assert!(
+            done_ns >= now_ns,
+            "a request completes after its member operation"
+        );
+        (transfer_ns + (done_ns - now_ns), at_drive_ns - transfer_ns)
+    }
+
+    /// Count a measured host I/O's time per stage of its path (`STAGES`).
+    fn tally_stages(&mut self, r: &Request) {
+        let total_ns = self.now_ns - r.issued_ns;
+        let host_ns = r.controller_ns.saturating_sub(r.issued_ns).min(total_ns);
+        let link_ns = r.link_ns.min(total_ns - host_ns);
+        let drive_ns = r.drive_ns.min(total_ns - host_ns - link_ns);
+        let controller_ns = total_ns - host_ns - link_ns - drive_ns;
+        self.tally.staged_ios += 1;
+        for (sum, ns) in
+            self.tally
+                .stage_ns
+                .iter_mut()
+                .zip([host_ns, controller_ns, link_ns, drive_ns])
+        {
+            *sum += ns;
+        }
     }
 
     // ----- controller write-back cache ---------------------------------------------
@@ -1765,6 +1842,27 @@ impl Simulation {
                 _ => Some(r),
             })
             .expect("the controller is always a resource");
+        let staged_ios = t.staged_ios.max(1) as f64;
+        let latency_ns_by_stage: BTreeMap<String, f64> = STAGES
+            .iter()
+            .zip(t.stage_ns)
+            .map(|(stage, ns)| (stage.to_string(), ns as f64 / staged_ios))
+            .collect();
+        // Ties go to the stage nearer the host, so the choice is stable.
+        let stage_longest = STAGES
+            .iter()
+            .zip(t.stage_ns)
+            .fold(None::<(&str, u64)>, |best, (stage, ns)| match best {
+                Some(b) if b.1 >= ns => Some(b),
+                _ => Some((stage, ns)),
+            })
+            .map(|(stage, _)| stage.to_string())
+            .expect("four stages");
+        let bound = if bottleneck.utilisation >= SATURATION_UTILISATION {
+            "resource"
+        } else {
+            "latency"
+        };
         let drive_read_ahead_hits = self
             .drives
             .iter()
@@ -1828,6 +1926,9 @@ impl Simulation {
             explain: Explain {
                 bottleneck: bottleneck.name.clone(),
                 bottleneck_utilisation: bottleneck.utilisation,
+                bound: bound.to_string(),
+                latency_ns_by_stage,
+                stage_longest,
                 resources: resources.clone(),
                 member_ios_per_host_io: member_ios,
                 member_bytes_per_host_byte: member_bytes,

@@ -93,7 +93,7 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         "IOPS",
         "MB/s",
         "lat p99 us",
-        "bottleneck",
+        "bottleneck (or longest stage)",
     ]
     body = [
         [
@@ -106,7 +106,9 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             number(row.iops, 0),
             number(row.mbps),
             number(row.lat_p99_us),
-            f"{row.bottleneck} ({100 * row.bottleneck_utilisation:.0f} %)",
+            f"{row.bottleneck} ({100 * row.bottleneck_utilisation:.0f} %)"
+            if row.bound == "resource"
+            else f"latency: {row.stage_longest}",
         ]
         for row in frame.itertuples()
     ]

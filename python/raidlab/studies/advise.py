@@ -41,8 +41,10 @@ ADVISE_COLUMNS = [
     "iops",
     "mbps",
     "lat_p99_us",
+    "bound",
     "bottleneck",
     "bottleneck_utilisation",
+    "stage_longest",
 ]
 
 
@@ -271,8 +273,10 @@ def advise(
                 "iops": sum(op["iops"] for op in ops),
                 "mbps": sum(op["mbps"] for op in ops),
                 "lat_p99_us": p99,
+                "bound": result["explain"].get("bound", "resource"),
                 "bottleneck": result["explain"]["bottleneck"],
                 "bottleneck_utilisation": result["explain"]["bottleneck_utilisation"],
+                "stage_longest": result["explain"].get("stage_longest", ""),
                 "_ios": ios,
                 "_member_ios": result["explain"]["member_ios_per_host_io"],
             }
@@ -313,14 +317,14 @@ def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:
 def _why(frame: pd.DataFrame, metric: str) -> str:
     best = frame.iloc[0]
     text = (
-        f"{_candidate_name(best)} wins on {metric}: {best[metric]:,.1f}; it is limited by "
+        f"{_candidate_name(best)} wins on {metric}: {best[metric]:,.1f}; it is "
         f"{_limit(best)} and costs {_member_cost(best['_member_ios'])}."
     )
     if len(frame) > 1:
         second = frame.iloc[1]
         text += (
             f" The runner-up, {_candidate_name(second)}, reaches {second[metric]:,.1f}, "
-            f"limited by {_limit(second)}, at {_member_cost(second['_member_ios'])}."
+            f"{_limit(second)}, at {_member_cost(second['_member_ios'])}."
         )
     return text
 
@@ -331,7 +335,10 @@ def _candidate_name(row: pd.Series) -> str:
 
 
 def _limit(row: pd.Series) -> str:
-    return f"{row['bottleneck']} ({100 * row['bottleneck_utilisation']:.0f} %)"
+    busiest = f"{row['bottleneck']} ({100 * row['bottleneck_utilisation']:.0f} %)"
+    if row["bound"] == "resource":
+        return f"limited by {busiest}"
+    return f"latency-bound (longest stage: {row['stage_longest']}; busiest: {busiest})"
 
 
 def _cache_name(cache: str) -> str:
