@@ -573,9 +573,10 @@ def reproduce(
     counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
     no figures, so ``out`` is refused."""
-    labels = dict(labels or {})
     from raidlab.studies.atto_studies import get_study, summarize
     from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
+
+    labels = dict(labels or {})
 
     if study in CLAIM_STUDIES:
         if out is not None:
