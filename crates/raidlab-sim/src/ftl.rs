@@ -36,7 +36,10 @@ pub struct GcWork {
 
 const NONE: u32 = u32::MAX;
 
-/// The FTL state.
+/// One drive's page-mapped FTL: the logical-to-physical map of `logical_units` units,
+/// the valid-unit count of every block, the free blocks and the open block writes
+/// append to. Its memory is a few words per unit and per block, whatever the number
+/// of writes.
 #[derive(Debug, Clone)]
 pub struct Ftl {
     units_per_block: u32,
@@ -54,9 +57,10 @@ pub struct Ftl {
     gc_free_min: u32,
     policy: GcPolicy,
     clock: u64,
-    /// Units written by the host and units programmed in all (host + copies).
+    /// Units the host wrote (since the last [`Ftl::reset_counters`]).
     pub host_units: u64,
-    /// Units programmed, host and garbage collection together.
+    /// Units programmed, host and garbage collection together (since the last reset);
+    /// `programmed_units / host_units` is the write amplification.
     pub programmed_units: u64,
 }
 

@@ -30,7 +30,9 @@ struct Zone {
     track_bytes: u64,
 }
 
-/// One hard disk's state.
+/// One hard disk: its zones and seek curve (from its spec), where the head and the
+/// platter are, the commands it has queued (NCQ picks the shortest positioning time),
+/// its read-ahead buffer and write cache, and its busy time. Times are simulated ns.
 #[derive(Debug)]
 pub struct Hdd {
     zones: Vec<Zone>,

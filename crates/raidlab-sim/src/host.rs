@@ -15,14 +15,27 @@ pub enum Sampler {
     Uniform,
     /// Zipf over block ranks (rejection-inversion, Hörmann and Derflinger 1996), ranks
     /// scattered over the region by a fixed bijection so hot blocks are not adjacent.
-    Zipf { theta: f64 },
+    Zipf {
+        /// The exponent: larger is more skewed (> 0; fio's `zipf:1.2` is 1.2).
+        theta: f64,
+    },
     /// Pareto: rank = blocks * u^(h / (1 - h)); h = 0.9 puts ~80 % of accesses on
     /// ~20 % of the blocks, as fio's `pareto:0.9`.
-    Pareto { h: f64 },
+    Pareto {
+        /// The shape, in (0, 1); fio's `pareto:h`.
+        h: f64,
+    },
     /// Normal around the middle of the region with sigma a percentage of it.
-    Normal { sigma_percent: f64 },
+    Normal {
+        /// The standard deviation as a percentage of the region (> 0).
+        sigma_percent: f64,
+    },
     /// Zones of the region with their share of accesses: (access %, size %).
-    Zoned { zones: Vec<(f64, f64)> },
+    Zoned {
+        /// (access %, size %) per zone from the start of the region; a pick past the
+        /// listed access shares falls anywhere in the region.
+        zones: Vec<(f64, f64)>,
+    },
 }
 
 impl Sampler {
@@ -144,17 +157,18 @@ pub struct Workload {
     bs_read: Vec<(u64, u64)>,
     bs_write: Vec<(u64, u64)>,
     sampler: Sampler,
-    /// Jobs of this workload and outstanding requests each.
+    /// Jobs running this workload's pattern (fio's `numjobs`), each with `iodepth`
+    /// requests outstanding.
     pub numjobs: u32,
     /// Outstanding requests per job.
     pub iodepth: u32,
     /// Measured I/Os to complete.
     pub ios: u64,
-    /// Measured time to run, if capped.
+    /// Measured time to run, ns, if capped (fio's `runtime`).
     pub runtime_ns: Option<u64>,
     /// Completions to discard before measuring.
     pub warmup_ios: u64,
-    /// Time to discard before measuring.
+    /// Time to discard before measuring, ns (fio's `ramp_time`).
     pub warmup_ns: u64,
     /// Completions so far (warm-up included).
     pub completed: u64,
@@ -166,11 +180,11 @@ pub struct Workload {
     pub end_ns: u64,
     /// Latency per direction (read, write, trim).
     pub hist: [Histogram; 3],
-    /// Host I/Os and bytes per direction.
+    /// Host I/Os measured per direction (read, write, trim).
     pub ios_done: [u64; 3],
     /// Host bytes per direction.
     pub bytes_done: [u64; 3],
-    /// Sample interval.
+    /// Length of one sample interval, ns.
     pub sample_interval_ns: u64,
     /// Per-interval (ios, bytes) per direction, from the start of measurement.
     pub samples: [Vec<(u64, u64)>; 3],
@@ -310,7 +324,8 @@ impl Workload {
         self.rw.trims()
     }
 
-    /// Whether it is still warming up at `now_ns` (measurement started at `start_ns`).
+    /// Whether it is still warming up at `now_ns`: fewer than `warmup_ios` completions
+    /// so far, or `now_ns` before `run_start_ns + warmup_ns` (fio's `ramp_time`).
     pub fn warming_up(&self, run_start_ns: u64, now_ns: u64) -> bool {
         self.completed < self.warmup_ios || now_ns < run_start_ns + self.warmup_ns
     }

@@ -17,7 +17,9 @@ pub fn transfer_ns(bytes: u64, ps_per_byte: u64) -> u64 {
     (bytes * ps_per_byte).div_ceil(1000)
 }
 
-/// One FIFO server.
+/// One FIFO server (a CPU, a drive's firmware, a die, a link): work is served one piece
+/// at a time in the order it is reserved, so its completion time is known at once and
+/// needs no event. Times are simulated ns; busy time is the work reserved.
 #[derive(Debug, Clone, Default)]
 pub struct Server {
     free_at_ns: u64,

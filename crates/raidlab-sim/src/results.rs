@@ -10,7 +10,8 @@ pub struct Results {
     pub schema: u32,
     /// The seed the run used.
     pub seed: u64,
-    /// Measured simulated interval.
+    /// Measured simulated interval, ns: from the end of the warm-up to the completion
+    /// that ended the run (at least 1).
     pub sim_time_ns: u64,
     /// Events processed over the whole run, warm-up included.
     pub events: u64,
@@ -53,13 +54,16 @@ pub struct OpStats {
     pub iops: f64,
     /// 10^6 bytes per second.
     pub mbps: f64,
-    /// Mean latency.
+    /// Mean latency, ns: from when the job issued the request (a replayed trace's: when
+    /// it arrived) to its completion, the host stack's overhead included.
     pub lat_mean_ns: f64,
-    /// Fastest.
+    /// Smallest latency, ns.
     pub lat_min_ns: u64,
-    /// Slowest.
+    /// Largest latency, ns.
     pub lat_max_ns: u64,
-    /// fio's default percentile list, keyed like fio ("99.9").
+    /// Latency in ns at fio's default percentiles, keyed as fio's JSON keys them
+    /// (`"99.900000"`; see [`crate::sim::PERCENTILES`]). Within 1/64 of the true value
+    /// (the histogram's bucket width).
     pub percentiles_ns: BTreeMap<String, u64>,
 }
 
@@ -175,7 +179,7 @@ pub struct JobResults {
 /// Completed I/Os and bytes per sample interval, per direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Samples {
-    /// Interval length.
+    /// Interval length, ns.
     pub interval_ns: u64,
     /// Reads completed per interval.
     pub read_ios: Vec<u64>,

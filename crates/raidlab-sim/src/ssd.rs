@@ -12,8 +12,9 @@
 //! sequentially lands that way). Writes append to a log dealt round-robin over the dies,
 //! whatever their address, as a page-mapped FTL does. Each resource is a FIFO server,
 //! so a drive is modelled without one event per page: a command's completion time is
-//! computed when it arrives. The FTL proper (mapping, garbage collection,
-//! over-provisioning) will sit between `write` and the die reservations.
+//! computed when it arrives. With an FTL in the spec, [`crate::ftl`] (mapping,
+//! garbage collection, over-provisioning) sits between `write` and the die
+//! reservations: the copies and erases a write causes are paced onto the dies.
 
 use crate::ftl::{Ftl, GcPolicy, GcWork};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
@@ -138,7 +139,9 @@ struct PageRegister {
     held_until_ns: u64,
 }
 
-/// One flash drive's state.
+/// One flash drive: its firmware, link, channels and dies as FIFO servers, its write
+/// buffer, and (with an FTL in its spec) the garbage collection its writes cause. A
+/// command's completion time is computed when it arrives; times are simulated ns.
 #[derive(Debug)]
 pub struct Ssd {
     firmware: Server,

@@ -10,7 +10,8 @@ pub struct Record {
     pub time_ns: u64,
     /// Byte offset on the traced device.
     pub offset_bytes: u64,
-    /// Bytes.
+    /// Length in bytes as traced (a replay rounds it up to whole 512-byte sectors and
+    /// fits it into the array).
     pub len_bytes: u64,
     /// Direction.
     pub write: bool,

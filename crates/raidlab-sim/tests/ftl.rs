@@ -2,42 +2,9 @@
 
 mod common;
 
-use common::{scenario, w};
-use raidlab_sim::scenario::{DriveSpec, FtlGc, FtlSpec, Precondition, Rw, Scenario, SsdSpec};
+use common::{s3500_800g, scenario, w};
+use raidlab_sim::scenario::{DriveSpec, Precondition, Rw, Scenario};
 use raidlab_sim::simulate;
-
-/// A drive shaped like the Intel DC S3500 800 GB: 32 dies, 16 KiB pages.
-fn enterprise_ssd(spare_percent: f64, op_percent: f64, precondition: Precondition) -> DriveSpec {
-    DriveSpec::Ssd(SsdSpec {
-        model: "test-enterprise".into(),
-        capacity_bytes: 800_000_000_000,
-        link_rate_bytes_per_s: 550e6,
-        command_overhead_ns: 13_000,
-        channels: 8,
-        dies_per_channel: 4,
-        page_bytes: 16384,
-        read_page_ns: 70_000,
-        program_page_ns: 1_165_000,
-        channel_rate_bytes_per_s: 200e6,
-        write_buffer_bytes: 16 << 20,
-        write_commit_ns: 0,
-        queued_command_latency_ns: 0,
-        ftl: Some(FtlSpec {
-            spare_percent,
-            op_percent,
-            pages_per_block: 256,
-            erase_ns: 3_000_000,
-            gc_unit_firmware_ns: 0,
-            map_unit_bytes: 4096,
-            gc: FtlGc::Greedy,
-            units: 1 << 17,
-            precondition,
-        }),
-        read_buffer: true,
-        program_suspend: false,
-        ncq_depth: 32,
-    })
-}
 
 fn run(drive: DriveSpec, rw: Rw) -> (f64, Option<f64>) {
     let mut s: Scenario = scenario(drive.clone(), 1, rw, 4096, 32);
@@ -51,11 +18,8 @@ fn run(drive: DriveSpec, rw: Rw) -> (f64, Option<f64>) {
 
 #[test]
 fn a_steady_state_drive_writes_randomly_far_slower_than_a_fresh_one() {
-    let (fresh, wa_fresh) = run(enterprise_ssd(7.0, 0.0, Precondition::Fob), Rw::Randwrite);
-    let (steady, wa_steady) = run(
-        enterprise_ssd(7.0, 0.0, Precondition::Steady),
-        Rw::Randwrite,
-    );
+    let (fresh, wa_fresh) = run(s3500_800g(7.0, 0.0, Precondition::Fob), Rw::Randwrite);
+    let (steady, wa_steady) = run(s3500_800g(7.0, 0.0, Precondition::Steady), Rw::Randwrite);
     println!("fresh {fresh:.0} (WA {wa_fresh:?}) steady {steady:.0} (WA {wa_steady:?})");
     assert!(steady < fresh / 3.0, "fresh {fresh} steady {steady}");
     assert!(wa_steady.unwrap() > 5.0);
@@ -63,31 +27,19 @@ fn a_steady_state_drive_writes_randomly_far_slower_than_a_fresh_one() {
 
 #[test]
 fn over_provisioning_raises_random_write_iops_and_leaves_reads_alone() {
-    let (base, wa0) = run(
-        enterprise_ssd(7.0, 0.0, Precondition::Steady),
-        Rw::Randwrite,
-    );
-    let (op20, wa20) = run(
-        enterprise_ssd(7.0, 20.0, Precondition::Steady),
-        Rw::Randwrite,
-    );
-    let (op40, wa40) = run(
-        enterprise_ssd(7.0, 40.0, Precondition::Steady),
-        Rw::Randwrite,
-    );
+    let (base, wa0) = run(s3500_800g(7.0, 0.0, Precondition::Steady), Rw::Randwrite);
+    let (op20, wa20) = run(s3500_800g(7.0, 20.0, Precondition::Steady), Rw::Randwrite);
+    let (op40, wa40) = run(s3500_800g(7.0, 40.0, Precondition::Steady), Rw::Randwrite);
     println!("0%: {base:.0} WA {wa0:?}; 20%: {op20:.0} WA {wa20:?}; 40%: {op40:.0} WA {wa40:?}");
     assert!(op20 > 2.0 * base && op40 > op20);
-    let (read0, _) = run(enterprise_ssd(7.0, 0.0, Precondition::Steady), Rw::Randread);
-    let (read20, _) = run(
-        enterprise_ssd(7.0, 20.0, Precondition::Steady),
-        Rw::Randread,
-    );
+    let (read0, _) = run(s3500_800g(7.0, 0.0, Precondition::Steady), Rw::Randread);
+    let (read20, _) = run(s3500_800g(7.0, 20.0, Precondition::Steady), Rw::Randread);
     assert!((read20 / read0 - 1.0).abs() < 0.05, "{read0} {read20}");
 }
 
 /// Mean read latency (us) of a steady-state 70/30 random mix at QD 8.
 fn mixed(program_suspend: bool) -> f64 {
-    let mut drive = enterprise_ssd(7.0, 0.0, Precondition::Steady);
+    let mut drive = s3500_800g(7.0, 0.0, Precondition::Steady);
     if let DriveSpec::Ssd(spec) = &mut drive {
         spec.program_suspend = program_suspend;
     }

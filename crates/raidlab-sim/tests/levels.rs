@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scenario, ssd, w};
+use common::{busy_ns, scenario, ssd, w};
 use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 
@@ -202,14 +202,7 @@ fn below_the_high_watermark_an_idle_cache_holds_a_burst_without_destaging() {
         c.dirty_high_percent = high;
         simulate(&s)
     };
-    let drive_busy_ns = |r: &raidlab_sim::Results| -> u64 {
-        r.explain
-            .resources
-            .iter()
-            .filter(|x| x.name.starts_with("drive"))
-            .map(|x| x.busy_ns)
-            .sum()
-    };
+    let drive_busy_ns = |r: &raidlab_sim::Results| busy_ns(r, |name| name.starts_with("drive"));
     // Destaging at once, the disks work on read-modify-writes during the burst; waiting
     // for 32 MiB of dirty data, they stay idle and the burst is all in the cache.
     let (eager, gathering) = (burst(0.0), burst(50.0));

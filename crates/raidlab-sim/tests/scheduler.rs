@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{hdd, scenario, ssd, w};
+use common::{hdd, iops, mbps, scenario, ssd, w};
 use raidlab_sim::scenario::{
     BfqSpec, DeadlineSpec, DriveSpec, Rw, Scenario, SchedulerKind, WorkloadSpec,
 };
@@ -13,14 +13,6 @@ use raidlab_sim::{simulate, simulate_json, Results};
 fn with(mut s: Scenario, kind: SchedulerKind) -> Scenario {
     s.array.host.scheduler = kind;
     s
-}
-
-fn mbps(r: &Results, op: &str) -> f64 {
-    r.ops[op].mbps
-}
-
-fn iops(r: &Results, op: &str) -> f64 {
-    r.ops[op].iops
 }
 
 /// One job of small sequential I/O at host QD 64 on two HDDs whose volume takes 32

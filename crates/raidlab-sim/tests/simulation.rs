@@ -2,13 +2,9 @@
 
 mod common;
 
-use common::{hdd, scenario, ssd, w};
-use raidlab_sim::scenario::{Rw, Scenario};
+use common::{hdd, iops, scenario, ssd, w};
+use raidlab_sim::scenario::Rw;
 use raidlab_sim::{simulate, simulate_json};
-
-fn iops(s: &Scenario, op: &str) -> f64 {
-    simulate(s).ops[op].iops
-}
 
 #[test]
 fn same_scenario_and_seed_give_identical_results() {
@@ -37,16 +33,28 @@ fn measured_io_count_is_what_was_asked_after_warm_up() {
 
 #[test]
 fn random_read_iops_scale_with_ssd_count_at_deep_queues() {
-    let one = iops(&scenario(ssd(), 1, Rw::Randread, 4096, 64), "read");
-    let four = iops(&scenario(ssd(), 4, Rw::Randread, 4096, 64), "read");
+    let one = iops(
+        &simulate(&scenario(ssd(), 1, Rw::Randread, 4096, 64)),
+        "read",
+    );
+    let four = iops(
+        &simulate(&scenario(ssd(), 4, Rw::Randread, 4096, 64)),
+        "read",
+    );
     let ratio = four / one;
     assert!(ratio > 3.3 && ratio < 4.4, "one {one:.0} four {four:.0}");
 }
 
 #[test]
 fn queue_depth_one_gains_nothing_from_more_drives() {
-    let one = iops(&scenario(ssd(), 1, Rw::Randread, 4096, 1), "read");
-    let four = iops(&scenario(ssd(), 4, Rw::Randread, 4096, 1), "read");
+    let one = iops(
+        &simulate(&scenario(ssd(), 1, Rw::Randread, 4096, 1)),
+        "read",
+    );
+    let four = iops(
+        &simulate(&scenario(ssd(), 4, Rw::Randread, 4096, 1)),
+        "read",
+    );
     assert!(
         (four / one - 1.0).abs() < 0.05,
         "one {one:.0} four {four:.0}"
@@ -66,7 +74,7 @@ fn a_controller_read_path_cap_bounds_large_reads() {
 #[test]
 fn controller_read_ahead_serves_small_sequential_reads() {
     let mut s = scenario(ssd(), 2, Rw::Read, 4096, 1);
-    let without = iops(&s, "read");
+    let without = iops(&simulate(&s), "read");
     s.array.controller.read_ahead_bytes = 65536;
     s.array.controller.read_ahead_segments = 4;
     s.array.controller.read_hit_overhead_ns = 2_000;
@@ -109,9 +117,9 @@ fn hdd_ncq_reorders_random_reads_for_more_iops() {
     let mut s = scenario(hdd(), 1, Rw::Randread, 4096, 1);
     w(&mut s).size_bytes = 200_000_000_000;
     w(&mut s).ios = 1_000;
-    let qd1 = iops(&s, "read");
+    let qd1 = iops(&simulate(&s), "read");
     w(&mut s).iodepth = 32;
-    let qd32 = iops(&s, "read");
+    let qd32 = iops(&simulate(&s), "read");
     assert!(qd32 > 1.8 * qd1, "qd1 {qd1:.0} qd32 {qd32:.0}");
 }
 

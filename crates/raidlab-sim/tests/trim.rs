@@ -3,44 +3,9 @@
 
 mod common;
 
-use common::{scenario, w};
-use raidlab_sim::scenario::{
-    DriveSpec, FtlGc, FtlSpec, Level, Precondition, Rw, Scenario, SsdSpec,
-};
+use common::{busy_ns, s3500_80g, scenario, w};
+use raidlab_sim::scenario::{Level, Rw, Scenario};
 use raidlab_sim::{simulate, Results};
-
-/// A drive shaped like the Intel DC S3500 80 GB: 6 dies, 20 % factory spare.
-fn s3500_80g() -> DriveSpec {
-    DriveSpec::Ssd(SsdSpec {
-        model: "test-s3500-80g".into(),
-        capacity_bytes: 80_000_000_000,
-        link_rate_bytes_per_s: 340e6,
-        command_overhead_ns: 10_000,
-        channels: 6,
-        dies_per_channel: 1,
-        page_bytes: 16384,
-        read_page_ns: 70_000,
-        program_page_ns: 983_000,
-        channel_rate_bytes_per_s: 200e6,
-        write_buffer_bytes: 16 << 20,
-        write_commit_ns: 0,
-        queued_command_latency_ns: 0,
-        ftl: Some(FtlSpec {
-            spare_percent: 20.0,
-            op_percent: 0.0,
-            pages_per_block: 256,
-            erase_ns: 3_000_000,
-            gc_unit_firmware_ns: 0,
-            map_unit_bytes: 4096,
-            gc: FtlGc::Greedy,
-            units: 1 << 17,
-            precondition: Precondition::Steady,
-        }),
-        read_buffer: true,
-        program_suspend: false,
-        ncq_depth: 32,
-    })
-}
 
 /// RAID 0 of 2 full drives; the host deleted the second half of the array, then works
 /// on the half it kept.
@@ -127,12 +92,7 @@ fn raid5_passes_only_whole_stripes_so_a_4k_trim_reaches_no_drive() {
     s.array.controller.trim_passthrough = true;
     w(&mut s).ios = 2_000;
     let r = simulate(&s);
-    assert!(r
-        .explain
-        .resources
-        .iter()
-        .filter(|x| x.name.ends_with(".firmware"))
-        .all(|x| x.busy_ns == 0));
+    assert_eq!(busy_ns(&r, |name| name.ends_with(".firmware")), 0);
 }
 
 /// A write-back controller in front of 2 SSDs that destages once more than 16 MiB are

@@ -2,9 +2,10 @@
 #![allow(dead_code)]
 
 use raidlab_sim::scenario::{
-    ArraySpec, ControllerSpec, Distribution, DriveSpec, HddSpec, HostSpec, Rw, Scenario, SsdSpec,
-    WorkloadSpec, SCHEMA,
+    ArraySpec, ControllerSpec, Distribution, DriveSpec, FtlGc, FtlSpec, HddSpec, HostSpec,
+    Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
 };
+use raidlab_sim::Results;
 
 pub fn ssd() -> DriveSpec {
     DriveSpec::Ssd(SsdSpec {
@@ -24,6 +25,68 @@ pub fn ssd() -> DriveSpec {
         read_buffer: true,
         program_suspend: false,
         ftl: None,
+        ncq_depth: 32,
+    })
+}
+
+/// The FTL of the Intel DC S3500 fixtures: 256 pages a block, 3 ms erases, greedy
+/// garbage collection, tracked in 2^17 units of 4 KiB mappings.
+pub fn s3500_ftl(spare_percent: f64, op_percent: f64, precondition: Precondition) -> FtlSpec {
+    FtlSpec {
+        spare_percent,
+        op_percent,
+        pages_per_block: 256,
+        erase_ns: 3_000_000,
+        gc_unit_firmware_ns: 0,
+        map_unit_bytes: 4096,
+        gc: FtlGc::Greedy,
+        units: 1 << 17,
+        precondition,
+    }
+}
+
+/// A drive shaped like the Intel DC S3500 800 GB: 32 dies, 16 KiB pages.
+pub fn s3500_800g(spare_percent: f64, op_percent: f64, precondition: Precondition) -> DriveSpec {
+    DriveSpec::Ssd(SsdSpec {
+        model: "test-enterprise".into(),
+        capacity_bytes: 800_000_000_000,
+        link_rate_bytes_per_s: 550e6,
+        command_overhead_ns: 13_000,
+        channels: 8,
+        dies_per_channel: 4,
+        page_bytes: 16384,
+        read_page_ns: 70_000,
+        program_page_ns: 1_165_000,
+        channel_rate_bytes_per_s: 200e6,
+        write_buffer_bytes: 16 << 20,
+        write_commit_ns: 0,
+        queued_command_latency_ns: 0,
+        ftl: Some(s3500_ftl(spare_percent, op_percent, precondition)),
+        read_buffer: true,
+        program_suspend: false,
+        ncq_depth: 32,
+    })
+}
+
+/// A drive shaped like the Intel DC S3500 80 GB: 6 dies, 20 % factory spare.
+pub fn s3500_80g() -> DriveSpec {
+    DriveSpec::Ssd(SsdSpec {
+        model: "test-s3500-80g".into(),
+        capacity_bytes: 80_000_000_000,
+        link_rate_bytes_per_s: 340e6,
+        command_overhead_ns: 10_000,
+        channels: 6,
+        dies_per_channel: 1,
+        page_bytes: 16384,
+        read_page_ns: 70_000,
+        program_page_ns: 983_000,
+        channel_rate_bytes_per_s: 200e6,
+        write_buffer_bytes: 16 << 20,
+        write_commit_ns: 0,
+        queued_command_latency_ns: 0,
+        ftl: Some(s3500_ftl(20.0, 0.0, Precondition::Steady)),
+        read_buffer: true,
+        program_suspend: false,
         ncq_depth: 32,
     })
 }
@@ -123,4 +186,25 @@ pub fn w(s: &mut Scenario) -> &mut WorkloadSpec {
     s.workload
         .as_mut()
         .expect("test scenarios have one workload")
+}
+
+/// Host IOPS of one direction (`read`, `write` or `trim`).
+pub fn iops(r: &Results, op: &str) -> f64 {
+    r.ops[op].iops
+}
+
+/// Host MB/s of one direction (`read`, `write` or `trim`).
+pub fn mbps(r: &Results, op: &str) -> f64 {
+    r.ops[op].mbps
+}
+
+/// Busy time over the measured interval, summed over the resources whose name
+/// `selects` (e.g. every drive's, or one drive's firmware).
+pub fn busy_ns(r: &Results, selects: impl Fn(&str) -> bool) -> u64 {
+    r.explain
+        .resources
+        .iter()
+        .filter(|x| selects(&x.name))
+        .map(|x| x.busy_ns)
+        .sum()
 }

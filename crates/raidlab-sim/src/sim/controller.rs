@@ -1,0 +1,470 @@
+//! The RAID controller: it plans a host request into member operations with the
+//! layout's planner, charges its CPU for the request and each member operation (or
+//! FastPath's cut-through cost), runs parity on its engine, splits member operations at
+//! its largest transfer, queues them at each drive's port while the drive's command
+//! queue is full, and carries data across the bus and its read and write paths.
+//!
+//! ```text
+//! ControllerArrive ─(cpu)─► Dispatch ─► reads ─► MemberDone ─► parity ─► writes
+//!                                                     │                       │
+//!                                         HostComplete ◄── (bus, paths) ◄─────┘
+//! ```
+
+use super::read_ahead::ReadAhead;
+use super::write_back::DestageEngine;
+use super::{DriveModel, MemberOp, Request, Simulation};
+use crate::queue::EventKind;
+use crate::resource::{Path, Server};
+use crate::scenario::ReadBalance;
+use raidlab_layout::{LeastOutstanding, MemberSet, Plan, Request as PlanRequest};
+
+/// The controller's CPU, data paths and settings, and the caches it runs.
+pub(super) struct Controller {
+    pub(super) cpu: Server,
+    pub(super) request_overhead_ns: u64,
+    pub(super) member_op_overhead_ns: u64,
+    pub(super) max_member_transfer_bytes: u64,
+    pub(super) read_hit_overhead_ns: u64,
+    pub(super) parity: Option<Path>,
+    pub(super) bus_up: Option<Path>,
+    pub(super) bus_down: Option<Path>,
+    pub(super) read_path: Option<Path>,
+    pub(super) write_path: Option<Path>,
+    pub(super) read_ahead: Option<ReadAhead>,
+    pub(super) cache_overhead_ns: u64,
+    pub(super) write_cache: Option<DestageEngine>,
+    /// Host discards reach the members (passthrough on, and they are SSDs).
+    pub(super) members_take_trim: bool,
+    /// FastPath's per-I/O cost, when FastPath is on.
+    pub(super) fastpath_overhead_ns: Option<u64>,
+    /// Which I/O FastPath takes on this level: reads, writes (RAID 0 only).
+    pub(super) fastpath_reads: bool,
+    pub(super) fastpath_writes: bool,
+}
+
+/// Member operations of a plan once split at the controller's largest transfer.
+pub(super) fn op_count(plan: &Plan, max_transfer_bytes: u64) -> u64 {
+    plan.reads
+        .iter()
+        .chain(&plan.writes)
+        .map(|e| e.len_bytes.div_ceil(max_transfer_bytes))
+        .sum()
+}
+
+impl Simulation {
+    /// Plan request `slot` into its member reads and writes; returns the member
+    /// operation count the controller pays for.
+    pub(super) fn plan_request(&mut self, slot: u32) -> u64 {
+        let r = self.requests[slot as usize];
+        let failed = self.failed_for(r.offset_bytes);
+        let request = PlanRequest {
+            offset_bytes: r.offset_bytes,
+            len_bytes: r.len_bytes,
+            write: r.write,
+        };
+        let plan = &mut self.plans[slot as usize];
+        let planned = match self.read_balance {
+            ReadBalance::RoundRobin => {
+                self.layout
+                    .plan(request, &failed, &mut self.round_robin, plan)
+            }
+            ReadBalance::LeastOutstanding => self.layout.plan(
+                request,
+                &failed,
+                &mut LeastOutstanding::new(&self.member_load),
+                plan,
+            ),
+        };
+        planned.expect("a validated array tolerates its failures");
+        let carry_per_op = !r.write && plan.read_bytes() == r.len_bytes;
+        self.requests[slot as usize].carry_per_op = carry_per_op;
+        op_count(plan, self.controller.max_member_transfer_bytes)
+    }
+
+    /// The failed set a request at `offset_bytes` sees: a member being rebuilt is
+    /// whole again below the rebuild's frontier.
+    fn failed_for(&self, offset_bytes: u64) -> MemberSet {
+        let mut failed = self.failed;
+        if let Some(rb) = &self.rebuild {
+            if rb.finished_ns.is_some()
+                || self.layout.locate(offset_bytes).offset_bytes < rb.next_offset_bytes
+            {
+                failed.remove(rb.member);
+            }
+        }
+        failed
+    }
+
+    pub(super) fn controller_arrive(&mut self, slot: u32) {
+        self.requests[slot as usize].controller_ns = self.now_ns;
+        let r = self.requests[slot as usize];
+        if r.trim {
+            self.trim_arrive(slot);
+            return;
+        }
+        if self.controller.write_cache.is_some() && self.cache_serves(slot) {
+            return;
+        }
+        if !r.write && self.controller.read_ahead.is_some() && self.read_ahead_serves(slot) {
+            return;
+        }
+        let ops = self.plan_request(slot);
+        let cost = match self.fastpath_cost(&r, ops) {
+            Some(cost) => cost,
+            None => {
+                self.controller.request_overhead_ns
+                    + self.controller.cache_overhead_ns
+                    + ops * self.controller.member_op_overhead_ns
+            }
+        };
+        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+        self.queue.push(ready, EventKind::Dispatch, slot);
+    }
+
+    /// The controller's cost for `r` (planned into `ops` member operations) when
+    /// FastPath takes it: small reads (and RAID 0 writes) of an optimal array go down
+    /// the cut-through path at its own per-operation cost. None: the normal path.
+    fn fastpath_cost(&self, r: &Request, ops: u64) -> Option<u64> {
+        let per_op = self.controller.fastpath_overhead_ns?;
+        let eligible = if r.write {
+            self.controller.fastpath_writes
+        } else {
+            self.controller.fastpath_reads
+        };
+        (eligible
+            && r.len_bytes <= self.layout.stripe_unit_bytes()
+            && self.failed.is_empty()
+            && self.rebuild.is_none())
+        .then_some(per_op * ops)
+    }
+
+    /// A host discard: the controller passes it on to the members through the layout,
+    /// or (no passthrough) completes it itself, and the drives never learn of it.
+    fn trim_arrive(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        // A controller that passes TRIM on knows the data is dead: dirty data it still
+        // holds for the range is dropped rather than destaged.
+        if self.controller.members_take_trim && self.controller.write_cache.is_some() {
+            self.discard_cached(r.offset_bytes, r.offset_bytes + r.len_bytes);
+        }
+        let mut cost = self.controller.request_overhead_ns;
+        let mut ops = 0;
+        if self.controller.members_take_trim {
+            let failed = self.failed_for(r.offset_bytes);
+            let plan = &mut self.plans[slot as usize];
+            self.layout
+                .trim_plan(
+                    PlanRequest {
+                        offset_bytes: r.offset_bytes,
+                        len_bytes: r.len_bytes,
+                        write: false,
+                    },
+                    &failed,
+                    plan,
+                )
+                .expect("a validated array tolerates its failures");
+            ops = plan.writes.len() as u64;
+            cost += ops * self.controller.member_op_overhead_ns;
+        }
+        self.requests[slot as usize].carry_per_op = false;
+        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+        let next = if ops == 0 {
+            EventKind::HostComplete
+        } else {
+            EventKind::Dispatch
+        };
+        self.queue.push(ready, next, slot);
+    }
+
+    /// The host deleted the last `percent` of the array before the run: its discard
+    /// goes through the same layout rules as a runtime TRIM, untimed, when the
+    /// controller passes discards on.
+    pub(super) fn discard_deleted(&mut self, percent: f64) {
+        if !self.controller.members_take_trim {
+            return;
+        }
+        let capacity = self.layout.capacity_bytes();
+        let start = ((capacity as f64 * (1.0 - percent / 100.0)) as u64).div_ceil(512) * 512;
+        // Planned in pieces so a parity level's per-stripe plan stays small.
+        let piece = self
+            .layout
+            .full_stripe_bytes()
+            .max(self.layout.stripe_unit_bytes())
+            * 4096;
+        let failed = self.failed;
+        let mut plan = Plan::new();
+        let mut at = start;
+        while at < capacity {
+            let len = piece.min(capacity - at);
+            let req = PlanRequest {
+                offset_bytes: at,
+                len_bytes: len,
+                write: false,
+            };
+            self.layout
+                .trim_plan(req, &failed, &mut plan)
+                .expect("a validated array tolerates its failures");
+            for e in &plan.writes {
+                if let DriveModel::Ssd(ssd) = &mut self.drives[e.member as usize].model {
+                    ssd.discard(e.offset_bytes, e.len_bytes);
+                }
+            }
+            at += len;
+        }
+    }
+
+    /// Send a planned request's first phase to the drives: its member reads, or, with
+    /// none, its parity work and writes.
+    pub(super) fn dispatch(&mut self, slot: u32) {
+        let r = self.requests[slot as usize];
+        {
+            let req = &mut self.requests[slot as usize];
+            req.done_ns = self.now_ns;
+            req.link_start_ns = u64::MAX;
+            req.member_ios = 0;
+            req.member_bytes = 0;
+            req.writing = false;
+            req.link_ns = 0;
+            req.drive_ns = 0;
+            req.phase_link_ns = 0;
+            req.phase_drive_ns = 0;
+        }
+        if r.write && !r.internal {
+            let gate = self.host_data_down(r.len_bytes);
+            self.requests[slot as usize].data_ready_ns = gate;
+        }
+        if self.plans[slot as usize].reads.is_empty() {
+            self.start_writes(slot);
+        } else {
+            self.issue_phase(slot, false);
+        }
+    }
+
+    /// Compute parity (if any) and then send the writes.
+    fn start_writes(&mut self, slot: u32) {
+        self.requests[slot as usize].writing = true;
+        let now = self.now_ns;
+        let ready = self.compute_parity(slot, now);
+        if ready > now {
+            self.queue.push(ready, EventKind::WritePhase, slot);
+        } else {
+            self.issue_phase(slot, true);
+        }
+    }
+
+    /// Run a plan's parity or reconstruction work on the controller's parity engine
+    /// (hardware XOR, or the host CPU for md), charged per byte it consumes.
+    fn compute_parity(&mut self, slot: u32, from_ns: u64) -> u64 {
+        let source_bytes = self.plans[slot as usize].parity_source_bytes;
+        match self.controller.parity.as_mut() {
+            Some(engine) if source_bytes > 0 => engine.carry(source_bytes, from_ns, from_ns),
+            _ => from_ns,
+        }
+    }
+
+    /// Send one phase's member operations, split at the controller's largest transfer.
+    pub(super) fn issue_phase(&mut self, slot: u32, write: bool) {
+        let trim = self.requests[slot as usize].trim;
+        // A discard carries no data: one command per member range, never split.
+        let max = if trim {
+            u64::MAX
+        } else {
+            self.controller.max_member_transfer_bytes
+        };
+        let mut pending = 0;
+        let mut bytes = 0;
+        let count = {
+            let plan = &self.plans[slot as usize];
+            if write {
+                plan.writes.len()
+            } else {
+                plan.reads.len()
+            }
+        };
+        for i in 0..count {
+            let plan = &self.plans[slot as usize];
+            let e = if write { plan.writes[i] } else { plan.reads[i] };
+            let mut at = 0;
+            while at < e.len_bytes {
+                let len = (e.len_bytes - at).min(max);
+                let op = MemberOp {
+                    request: slot,
+                    drive: e.member,
+                    offset_bytes: e.offset_bytes + at,
+                    len_bytes: len,
+                    write: write && !trim,
+                    trim,
+                    link_start_ns: 0,
+                    submit_ns: self.now_ns,
+                };
+                let id = match self.free_ops.pop() {
+                    Some(id) => {
+                        self.ops[id as usize] = op;
+                        id
+                    }
+                    None => {
+                        self.ops.push(op);
+                        (self.ops.len() - 1) as u32
+                    }
+                };
+                pending += 1;
+                bytes += len;
+                self.submit_to_drive(id);
+                at += len;
+            }
+        }
+        debug_assert!(pending > 0, "a phase has at least one member operation");
+        let req = &mut self.requests[slot as usize];
+        req.pending = pending;
+        req.member_ios += pending;
+        req.member_bytes += bytes;
+    }
+
+    /// Host write data crossing the bus and the controller's write path.
+    pub(super) fn host_data_down(&mut self, len: u64) -> u64 {
+        let now = self.now_ns;
+        let mut t = now;
+        if let Some(bus) = self.controller.bus_down.as_mut() {
+            t = t.max(bus.carry(len, now, now));
+        }
+        if let Some(path) = self.controller.write_path.as_mut() {
+            t = t.max(path.carry(len, now, now));
+        }
+        t
+    }
+
+    /// Read data crossing the controller's read path and the bus to the host, overlapping
+    /// the transfer that fed it.
+    fn host_data_up(&mut self, len: u64, feed_start_ns: u64, feed_end_ns: u64) -> u64 {
+        let mut t = feed_end_ns;
+        if let Some(path) = self.controller.read_path.as_mut() {
+            t = t.max(path.carry(len, feed_start_ns, feed_end_ns));
+        }
+        if let Some(bus) = self.controller.bus_up.as_mut() {
+            t = t.max(bus.carry(len, feed_start_ns, feed_end_ns));
+        }
+        t
+    }
+
+    /// A new member operation for its drive: counted in the member's load until done.
+    fn submit_to_drive(&mut self, id: u32) {
+        let drive = self.ops[id as usize].drive;
+        self.member_load[drive as usize] += 1;
+        self.send_to_drive(id);
+    }
+
+    /// Hand an operation to its drive, or queue it at the port while the drive's
+    /// command queue is full.
+    fn send_to_drive(&mut self, id: u32) {
+        let op = self.ops[id as usize];
+        let drive = &mut self.drives[op.drive as usize];
+        if drive.outstanding >= drive.ncq_depth {
+            drive.waiting.push_back(id);
+            return;
+        }
+        let queued = drive.outstanding > 0;
+        drive.outstanding += 1;
+        let now = self.now_ns;
+        match &mut drive.model {
+            DriveModel::Ssd(ssd) => {
+                let (link_start, done) = if op.trim {
+                    let done = ssd.trim(now, op.offset_bytes, op.len_bytes, queued);
+                    (done, done)
+                } else if op.write {
+                    ssd.write(now, op.offset_bytes, op.len_bytes, queued)
+                } else {
+                    ssd.read(now, op.offset_bytes, op.len_bytes, queued)
+                };
+                self.ops[id as usize].link_start_ns = link_start;
+                self.queue.push(done, EventKind::MemberDone, id);
+            }
+            DriveModel::Hdd(hdd) => {
+                if let Some(s) = hdd.submit(now, id, op.offset_bytes, op.len_bytes, op.write) {
+                    self.ops[s.op as usize].link_start_ns = s.link_start_ns;
+                    self.queue.push(s.done_ns, EventKind::MemberDone, s.op);
+                }
+            }
+        }
+    }
+
+    pub(super) fn member_done(&mut self, id: u32) {
+        let op = self.ops[id as usize];
+        let now = self.now_ns;
+        self.member_load[op.drive as usize] -= 1;
+        let drive = &mut self.drives[op.drive as usize];
+        drive.outstanding -= 1;
+        if let DriveModel::Hdd(hdd) = &mut drive.model {
+            if let Some(s) = hdd.complete(now) {
+                self.ops[s.op as usize].link_start_ns = s.link_start_ns;
+                self.queue.push(s.done_ns, EventKind::MemberDone, s.op);
+            }
+        }
+        if let Some(next) = self.drives[op.drive as usize].waiting.pop_front() {
+            self.send_to_drive(next);
+        }
+        self.free_ops.push(id);
+        let req = &mut self.requests[op.request as usize];
+        let done = if op.write {
+            now.max(req.data_ready_ns)
+        } else if req.carry_per_op {
+            let link_start = op.link_start_ns.min(now);
+            self.host_data_up(op.len_bytes, link_start, now)
+        } else {
+            req.link_start_ns = req.link_start_ns.min(op.link_start_ns);
+            now
+        };
+        let (link_ns, drive_ns) = self.op_stages(&op, now, done);
+        let req = &mut self.requests[op.request as usize];
+        if done >= req.done_ns {
+            req.phase_link_ns = link_ns;
+            req.phase_drive_ns = drive_ns;
+        }
+        req.done_ns = req.done_ns.max(done);
+        req.pending -= 1;
+        if req.pending > 0 {
+            return;
+        }
+        req.link_ns += req.phase_link_ns;
+        req.drive_ns += req.phase_drive_ns;
+        req.phase_link_ns = 0;
+        req.phase_drive_ns = 0;
+        let slot = op.request;
+        let r = *req;
+        if !r.writing && !self.plans[slot as usize].writes.is_empty() {
+            // All reads of a write are in: parity, then the writes.
+            self.start_writes(slot);
+            return;
+        }
+        let t = if !r.write && !r.trim && !r.carry_per_op && slot != self.rebuild_slot {
+            // Degraded reads: the lost chunk is reconstructed from the survivors, then
+            // the host gets its bytes.
+            let rebuilt = self.compute_parity(slot, r.done_ns);
+            self.host_data_up(r.len_bytes, r.link_start_ns.min(rebuilt), rebuilt)
+        } else {
+            r.done_ns
+        };
+        self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    /// Where member operation `op`'s time went, done at the drive at `now_ns` and
+    /// for its request at `done_ns`: (link, drive). The link is its transfer on the
+    /// drive's link plus the wait for the controller's paths and bus after it; the
+    /// drive is the rest of its time since it was handed over.
+    fn op_stages(&self, op: &MemberOp, now_ns: u64, done_ns: u64) -> (u64, u64) {
+        let transfer_ns = if op.trim {
+            0
+        } else {
+            match &self.drives[op.drive as usize].model {
+                DriveModel::Hdd(hdd) => hdd.link_transfer_ns(op.len_bytes),
+                DriveModel::Ssd(ssd) => ssd.link_transfer_ns(op.len_bytes),
+            }
+        };
+        let at_drive_ns = now_ns - op.submit_ns;
+        let transfer_ns = transfer_ns.min(at_drive_ns);
+        debug_assert!(
+            done_ns >= now_ns,
+            "a request completes after its member operation"
+        );
+        (transfer_ns + (done_ns - now_ns), at_drive_ns - transfer_ns)
+    }
+}
