@@ -371,7 +371,44 @@ def test_replay_in_tree_traces(name: str, fmt: str, mode: str) -> None:
 
 def test_replay_bad_input() -> None:
     result = invoke("replay", str(DATA / "traces" / "small.msr.csv"), "--format", "csv", *ARRAY)
-    assert result.exit_code == 2 and "--format: must be msr or blkparse" in result.output
+    assert result.exit_code == 2 and "--format: must be one of msr, blkparse" in result.output
+
+
+@needs_native_trace
+def test_a_stored_replay_scenario_reproduces_the_replay() -> None:
+    from raidlab.scenario.native import simulate
+
+    trace = str(DATA / "traces" / "small.msr.csv")
+    result = invoke(
+        "replay", trace, "--mode", "closed", "--iodepth", "4", *ARRAY, "--output-format", "json"
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    workload = document["scenario"]["workload"]
+    assert workload == {
+        "kind": "trace",
+        "path": trace,
+        "format": "msr",
+        "mode": "closed",
+        "iodepth": 4,
+        "time_scale": 1.0,
+    }
+    assert simulate(document["scenario"]) == document["results"]
+
+
+@needs_native_trace
+def test_a_missing_trace_and_a_file_that_is_no_trace_are_told_apart(tmp_path: Path) -> None:
+    missing = invoke("replay", str(tmp_path / "nope.csv"), *ARRAY)
+    assert missing.exit_code == 2
+    assert missing.stderr == f"error: {tmp_path / 'nope.csv'}: no such trace file\n"
+    readme = tmp_path / "README.md"
+    readme.write_text("# raidlab\n\nA lab for RAID arrays.\n")
+    for trace_format in ("msr", "blkparse"):
+        result = invoke("replay", str(readme), "--format", trace_format, *ARRAY)
+        assert result.exit_code == 2
+        line = result.stderr.strip()
+        assert line.startswith(f"error: {readme}: ") and "no such" not in line, line
+        assert trace_format in line and len(result.stderr.splitlines()) == 1
 
 
 @needs_native_jobs

@@ -10,7 +10,6 @@ drive, stripe unit 64K, controller ``hba``, host preset ``default``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, 
 from raidlab.frontends.fio_report import fio_json, fio_text
 from raidlab.report.explain import explain_lines, rebuild_lines
 from raidlab.report.output import output_directory
+from raidlab.scenario import limits
 from raidlab.scenario.array import (
     ArrayRequest,
     build_array,
@@ -43,7 +43,7 @@ from raidlab.scenario.array import (
     parse_seed,
 )
 from raidlab.scenario.executor import run_scenarios
-from raidlab.scenario.native import simulate_trace
+from raidlab.scenario.native import simulate
 from raidlab.scenario.presets import preset, preset_names
 from raidlab.scenario.workloads import WorkloadRequest, build_workload, run_frame
 from raidlab.studies import advise as advising
@@ -411,8 +411,8 @@ def pts(
         listed(mixes),
         listed(sizes),
         parse_int(ios, label("ios"), 64, 10_000_000),
-        parse_int(iodepth, label("iodepth"), 1, 65536),
-        parse_int(numjobs, label("numjobs"), 1, 1024),
+        limits.parse_path(iodepth, "workload.iodepth", label("iodepth"), "jobs"),
+        limits.parse_path(numjobs, "workload.numjobs", label("numjobs"), "jobs"),
         parse_int(rounds_max, label("rounds_max"), 5, 1000),
         parse_seed(seed, label("seed")),
         jobs,
@@ -423,10 +423,6 @@ def pts(
         {"summary": summary, "metric": metric, "table": suites.pts_table(frame, summary, metric)}
     )
     return frame
-
-
-TRACE_FORMATS = ("msr", "blkparse")
-TRACE_MODES = ("open", "closed")
 
 
 def replay(
@@ -441,34 +437,35 @@ def replay(
 ) -> pd.DataFrame:
     """Replay a block trace (streamed: any length) on ``array``: ``mode`` ``open`` at the
     trace's timestamps divided by ``time_scale``, or ``closed`` with ``iodepth``
-    outstanding. One row per direction, as ``run``; ``.attrs`` carry the results,
-    the scenario and the explain dict."""
+    outstanding. The scenario's workload is the trace (``kind = "trace"``), so the
+    stored scenario reproduces the replay; the native side checks every field and the
+    file, and a refusal names ``labels``' name for it (the trace itself for its path).
+    One row per direction, as ``run``; ``.attrs`` carry the results, the scenario and
+    the explain dict."""
     labels = dict(labels or {})
 
     def label(key: str) -> str:
         return labels.get(key, key)
 
-    if trace_format not in TRACE_FORMATS:
-        raise RaidlabError(label("format"), f"must be msr or blkparse, got {trace_format!r}")
-    if mode not in TRACE_MODES:
-        raise RaidlabError(label("mode"), f"must be open or closed, got {mode!r}")
-    if not Path(trace).is_file():
-        raise RaidlabError(str(trace), "no such trace file")
-    try:
-        scale = float(time_scale)
-    except ValueError:
-        scale = float("nan")
-    if not (math.isfinite(scale) and scale > 0):
-        raise RaidlabError(label("time_scale"), f"must be a number > 0, got {time_scale!r}")
-    scenario = {"schema": 1, "seed": parse_seed(seed, label("seed")), "array": dict(array)}
-    results = simulate_trace(
-        scenario,
-        str(trace),
-        trace_format,
-        mode,
-        parse_int(iodepth, label("iodepth"), 1, 65536),
-        scale,
-    )
+    def parsed(key: str, value: Any) -> Any:
+        return limits.parse(value, limits.field(f"workload.{key}", "trace"), label(key))
+
+    workload = {
+        "kind": "trace",
+        "path": str(trace),
+        "format": trace_format,
+        "mode": mode,
+        "iodepth": parsed("iodepth", iodepth),
+        "time_scale": parsed("time_scale", time_scale),
+    }
+    scenario = {
+        "schema": 1,
+        "seed": parse_seed(seed, label("seed")),
+        "array": dict(array),
+        "workload": workload,
+    }
+    paths = {f"workload.{key}": label(key) for key in ("format", "mode", "iodepth", "time_scale")}
+    results = simulate(scenario, {**paths, "workload.path": str(trace), "seed": label("seed")})
     frame = run_frame(results)
     frame.attrs.update(
         {"results": results, "scenario": scenario, "explain": results.get("explain")}
@@ -526,7 +523,7 @@ def advise(
         )
     return advising.advise(
         drive,
-        parse_int(drives, label("drives"), 1, 256),
+        limits.parse_path(drives, "array.drive_count", label("drives")),
         source,
         controller=controller,
         capacity=capacity,

@@ -2,7 +2,7 @@
 
 use crate::raid10::Raid10Geom;
 use crate::raid5::{self, Placement};
-use crate::{Layout, LayoutError, Level, MemberSet, MEMBERS_MAX, SECTOR_BYTES};
+use crate::{Layout, LayoutError, Level, MemberSet, COPIES_DEFAULT, MEMBERS_MAX, SECTOR_BYTES};
 
 /// What an array is made of: plain data, validated by [`Geometry::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +18,8 @@ pub struct ArraySpec {
     pub member_capacity_bytes: u64,
     /// Layout; `None` takes md's default (left-symmetric, or near for RAID 10).
     pub layout: Option<Layout>,
-    /// RAID 10 copies of each chunk, 2..=`drive_count`; `None` takes md's default, 2.
+    /// RAID 10 copies of each chunk, 2..=`drive_count`; `None` takes md's default,
+    /// [`COPIES_DEFAULT`].
     pub copies: Option<u32>,
     /// RAID 50/60 sub-arrays; required there, refused elsewhere.
     pub spans: Option<u32>,
@@ -140,6 +141,35 @@ pub struct Geometry {
     capacity_bytes: u64,
 }
 
+/// Why `level` does not take `layout`: the level's own layouts, or, for a level with a
+/// single arrangement, the levels that have layouts and theirs.
+fn layout_refused(level: Level, layout: Layout) -> String {
+    let names = |layouts: &[Layout]| {
+        layouts
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !level.layouts().is_empty() {
+        return format!(
+            "{level} does not take layout {layout}; {level} layouts: {}",
+            names(level.layouts())
+        );
+    }
+    let parity: Vec<&str> = Level::ALL
+        .iter()
+        .filter(|l| l.rotates_parity())
+        .map(|l| &l.name()["RAID ".len()..])
+        .collect();
+    format!(
+        "{level} has no layout; only RAID {} ({}) and RAID 10 ({}) take one",
+        parity.join(", "),
+        names(Level::Raid5.layouts()),
+        names(Level::Raid10.layouts())
+    )
+}
+
 fn err(field: &'static str, message: String) -> LayoutError {
     LayoutError { field, message }
 }
@@ -168,24 +198,9 @@ impl Geometry {
         }
         // Layout: parity rotations for 5/6/50/60, copy placement for 10, none elsewhere.
         let layout = match (level, spec.layout) {
-            (l, None) if l.rotates_parity() => Some(Layout::LeftSymmetric),
-            (Level::Raid10, None) => Some(Layout::Near),
-            (l, Some(x)) if l.rotates_parity() && x.is_parity_layout() => Some(x),
-            (Level::Raid10, Some(x)) if !x.is_parity_layout() => Some(x),
-            (_, None) => None,
-            (l, Some(x)) => {
-                let allowed = if l.rotates_parity() {
-                    "left-asymmetric, right-asymmetric, left-symmetric, right-symmetric"
-                } else if l == Level::Raid10 {
-                    "near, far, offset"
-                } else {
-                    "none (the level has a single layout)"
-                };
-                return Err(err(
-                    "layout",
-                    format!("{l} does not take layout {x}; allowed: {allowed}"),
-                ));
-            }
+            (l, None) => l.default_layout(),
+            (l, Some(x)) if l.layouts().contains(&x) => Some(x),
+            (l, Some(x)) => return Err(err("layout", layout_refused(l, x))),
         };
         if spec.copies.is_some() && level != Level::Raid10 {
             return Err(err(
@@ -211,19 +226,17 @@ impl Geometry {
                 ))
             }
         };
-        if spans == 0 || !n.is_multiple_of(spans) {
+        if spans == 0 {
+            return Err(err("spans", "must be at least 1".into()));
+        }
+        if !n.is_multiple_of(spans) {
             return Err(err(
-                "spans",
-                format!("{n} drives do not divide into {spans} equal spans"),
+                "drive_count",
+                format!("{level} with {spans} spans needs a multiple of {spans} drives, got {n}"),
             ));
         }
         let span_width = n / spans;
-        let min_width = match level {
-            Level::Raid0 | Level::Concat => 1,
-            Level::Raid1 | Level::Raid10 => 2,
-            Level::Raid4 | Level::Raid5 | Level::Raid50 => 3,
-            Level::Raid6 | Level::Raid60 => 4,
-        };
+        let min_width = level.span_members_min();
         if span_width < min_width {
             let message = if spans > 1 {
                 format!(
@@ -271,7 +284,7 @@ impl Geometry {
             ),
             Level::Raid1 => (Family::Mirror1, chunks_per_member, chunks_per_member),
             Level::Raid10 => {
-                let copies = spec.copies.unwrap_or(2);
+                let copies = spec.copies.unwrap_or(COPIES_DEFAULT);
                 if copies < 2 || copies > n {
                     return Err(err(
                         "copies",

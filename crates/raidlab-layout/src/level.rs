@@ -54,8 +54,55 @@ impl Level {
         }
     }
 
+    /// Fewest members of one span (of the whole array for levels without spans), as
+    /// mdadm requires: RAID 1 and 10 two, RAID 4/5/50 three, RAID 6/60 four.
+    pub fn span_members_min(self) -> u32 {
+        match self {
+            Self::Raid0 | Self::Concat => 1,
+            Self::Raid1 | Self::Raid10 => 2,
+            Self::Raid4 | Self::Raid5 | Self::Raid50 => 3,
+            Self::Raid6 | Self::Raid60 => 4,
+        }
+    }
+
+    /// The layouts the level takes (empty: it has a single arrangement); the first is
+    /// md's default.
+    pub fn layouts(self) -> &'static [Layout] {
+        if self.rotates_parity() {
+            &Layout::PARITY_MD_ORDER
+        } else if self == Self::Raid10 {
+            &Layout::RAID10
+        } else {
+            &[]
+        }
+    }
+
+    /// md's default layout: left-symmetric for RAID 5/6/50/60, near for RAID 10.
+    pub fn default_layout(self) -> Option<Layout> {
+        self.layouts().first().copied()
+    }
+
+    /// Whether `copies` applies (RAID 10; RAID 1 mirrors every member).
+    pub fn takes_copies(self) -> bool {
+        self == Self::Raid10
+    }
+
+    /// Whether `spans` applies (RAID 50/60: RAID 0 over RAID 5/6 sub-arrays).
+    pub fn takes_spans(self) -> bool {
+        matches!(self, Self::Raid50 | Self::Raid60)
+    }
+
+    /// The level of each span of RAID 50/60 (RAID 5, RAID 6); `None` elsewhere.
+    pub fn span_level(self) -> Option<Level> {
+        match self {
+            Self::Raid50 => Some(Self::Raid5),
+            Self::Raid60 => Some(Self::Raid6),
+            _ => None,
+        }
+    }
+
     /// Parity blocks per stripe (of a span, for RAID 50/60).
-    pub(crate) fn parity_per_stripe(self) -> u32 {
+    pub fn parity_per_stripe(self) -> u32 {
         match self {
             Self::Raid4 | Self::Raid5 | Self::Raid50 => 1,
             Self::Raid6 | Self::Raid60 => 2,
@@ -145,7 +192,15 @@ impl Layout {
         Layout::RightSymmetric,
     ];
 
-    /// md's RAID 10 copy layouts.
+    /// md's four parity layouts, md's default (left-symmetric) first.
+    pub const PARITY_MD_ORDER: [Layout; 4] = [
+        Layout::LeftSymmetric,
+        Layout::LeftAsymmetric,
+        Layout::RightSymmetric,
+        Layout::RightAsymmetric,
+    ];
+
+    /// md's RAID 10 copy layouts, md's default (near) first.
     pub const RAID10: [Layout; 3] = [Layout::Near, Layout::Far, Layout::Offset];
 
     /// md's name (`left-symmetric`, `near`, ...).
@@ -159,10 +214,6 @@ impl Layout {
             Self::Far => "far",
             Self::Offset => "offset",
         }
-    }
-
-    pub(crate) fn is_parity_layout(self) -> bool {
-        !matches!(self, Self::Near | Self::Far | Self::Offset)
     }
 }
 

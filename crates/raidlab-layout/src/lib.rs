@@ -69,6 +69,9 @@ pub const SECTOR_BYTES: u64 = 512;
 /// Most members an array may have (a bound, not a limitation of the math).
 pub const MEMBERS_MAX: u32 = 256;
 
+/// Copies of each chunk a RAID 10 keeps unless told otherwise (md's `n2`).
+pub const COPIES_DEFAULT: u32 = 2;
+
 /// A contiguous byte range on one member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemberExtent {

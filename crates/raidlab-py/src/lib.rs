@@ -1,17 +1,118 @@
-//! `raidlab._native`: scenario JSON in, results JSON out. Everything else (presets,
-//! validation with friendly messages, sweeps, plots) lives in the Python package.
+//! `raidlab._native`: scenario JSON in, results JSON out. The native side is the one
+//! authority on what is valid: `limits()` and `levels()` declare every bound and level
+//! rule, and a refused scenario raises `ScenarioError` with the field's path, which the
+//! Python package maps back to the user's flag or TOML key. Presets, TOML, units,
+//! sweeps and plots live in the Python package.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+pyo3::create_exception!(
+    _native,
+    ScenarioError,
+    PyValueError,
+    "A refused scenario: `.field` is the path of the field (`array.drive.zones`, \
+     `workloads[2].iodepth`), `.message` what is allowed and what was given; \
+     `str()` is `field: message`. A subclass of ValueError."
+);
+
+/// The Python exception of a refused scenario, with `field` and `message` attributes.
+fn scenario_error(py: Python<'_>, e: raidlab_sim::ScenarioError) -> PyErr {
+    let err = ScenarioError::new_err(e.to_string());
+    let value = err.value(py);
+    let set = value
+        .setattr("field", &e.field)
+        .and_then(|()| value.setattr("message", &e.message));
+    match set {
+        Ok(()) => err,
+        Err(setattr_failed) => setattr_failed,
+    }
+}
+
 /// Simulate one scenario (JSON text, see docs/scenario.md) and return results JSON.
+/// The workload may be fio-style jobs or a trace replay (`"kind": "trace"`).
 /// Releases the GIL while simulating, so threads can run points side by side.
-/// Raises ValueError naming the field when the scenario is refused.
+/// Raises ScenarioError (a ValueError) with the field's path when it is refused.
 #[pyfunction]
 fn simulate(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     let text = scenario_json.to_owned();
     py.allow_threads(move || raidlab_sim::simulate_json(&text))
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .map_err(|e| scenario_error(py, e))
+}
+
+/// Validate a scenario (JSON text) without running it: returns None, or raises
+/// ScenarioError with `.field` (the path, e.g. `array.drive.zones`) and `.message`.
+/// A trace workload's file is opened and its first record read.
+#[pyfunction]
+fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
+    raidlab_sim::Scenario::from_json(scenario_json)
+        .map(|_| ())
+        .map_err(|e| scenario_error(py, e))
+}
+
+/// Validate a scenario's `array` object (JSON text) on its own: every field against
+/// `limits()`, then the level rules, the drive's and controller's rules and the
+/// failed members. Returns None or raises ScenarioError with the field's path
+/// (`array.drive_count`).
+#[pyfunction]
+fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
+    let array: serde_json::Value = serde_json::from_str(array_json).map_err(|e| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: "array".into(),
+                message: e.to_string(),
+            },
+        )
+    })?;
+    raidlab_sim::scenario::ArraySpec::from_value(array)
+        .map(|_| ())
+        .map_err(|e| scenario_error(py, e))
+}
+
+/// Check one value (JSON text) of the field at `path` (`workload.iodepth`) on its
+/// own, as a scenario's would be; `scope` is the drive or workload kind the field
+/// belongs to (`always`, `hdd`, `ssd`, `jobs`, `trace`). Returns None or raises
+/// ScenarioError naming `path`.
+#[pyfunction]
+#[pyo3(signature = (path, value_json, scope = "always"))]
+fn check_field(py: Python<'_>, path: &str, value_json: &str, scope: &str) -> PyResult<()> {
+    let refused = |field: &str, message: String| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: field.into(),
+                message,
+            },
+        )
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(value_json).map_err(|e| refused(path, e.to_string()))?;
+    let scope: raidlab_sim::scenario::limits::Scope = scope
+        .parse()
+        .map_err(|e: raidlab_sim::ScenarioError| refused("scope", e.message))?;
+    raidlab_sim::scenario::check_field(path, scope, &value).map_err(|e| scenario_error(py, e))
+}
+
+/// Every field a scenario may carry and its bounds, as JSON: a list of limits with
+/// `path` (`array.drive.zones`; fields of each of `workloads` under `workload.`),
+/// `scope` (`always`, `hdd`, `ssd`, `jobs`, `trace`), `kind` (`count`, `bytes`, `ns`,
+/// `kib`, `rate`, `percent`, `number`, `bool`, `choice`, `text`, `level`, `mix`,
+/// `members`, `distribution`, `table`, `tables`), `required`, `nullable`, `doc`, and
+/// where they apply `min`, `min_exclusive`, `max`, `multiple_of`, `power_of_two`,
+/// `choices`, `items_max`, `default`. The simulator checks exactly these.
+#[pyfunction]
+fn limits() -> String {
+    raidlab_sim::limits_json()
+}
+
+/// The RAID level rules, as JSON: per level `level` (as the scenario names it), `name`,
+/// `members_min`, `members_max`, `span_members_min`, `layouts` (md's default first),
+/// `default_layout`, `copies`, `copies_default`, `spans`, `spans_min`, `span_level`,
+/// `parity` (parity blocks per stripe) and `mirror`.
+#[pyfunction]
+fn levels() -> String {
+    raidlab_sim::levels_json()
 }
 
 /// Geometry of an array (the scenario's `array` object as JSON): usable capacity, the
@@ -46,8 +147,10 @@ fn failed_set(failed: &[u32], members: u32) -> PyResult<raidlab_sim::layout::Mem
     Ok(raidlab_sim::layout::MemberSet::from_members(failed))
 }
 
-/// Replay a block trace against a scenario's array (docs/scenario.md, "Trace replay").
-/// The trace is streamed from `trace_path`; the GIL is released while it runs.
+/// Replay a block trace against a scenario's array: `simulate` with the scenario's
+/// workload replaced by a trace workload of these fields (docs/scenario.md, "Trace
+/// replay"). The trace is streamed; the GIL is released while it runs. Raises
+/// ScenarioError naming the field (`workload.path`, `workload.iodepth`, ...).
 #[pyfunction]
 #[pyo3(signature = (scenario_json, trace_path, trace_format, mode, iodepth, time_scale))]
 fn simulate_trace(
@@ -67,9 +170,8 @@ fn simulate_trace(
     );
     py.allow_threads(move || {
         raidlab_sim::simulate_trace_json(&scenario, &path, &format, &mode, iodepth, time_scale)
-            .map_err(|e| e.to_string())
     })
-    .map_err(PyValueError::new_err)
+    .map_err(|e| scenario_error(py, e))
 }
 
 /// Schema version of scenarios and results this build reads and writes.
@@ -84,6 +186,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(array_info, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(limits, m)?)?;
+    m.add_function(wrap_pyfunction!(levels, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_array, m)?)?;
+    m.add_function(wrap_pyfunction!(check_field, m)?)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -40,9 +40,6 @@ pub mod queue;
 pub mod resource;
 pub mod results;
 pub mod rng;
-// Documented by the scenario's own owner as it is split into types and validation;
-// the allow goes with that change.
-#[allow(missing_docs)]
 pub mod scenario;
 pub mod scheduler;
 pub mod sim;
@@ -51,18 +48,43 @@ pub mod trace;
 
 pub use raidlab_layout as layout;
 pub use results::Results;
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::limits::{limits_json, Limit, LIMITS};
+pub use scenario::{levels_json, Scenario, ScenarioError};
 pub use sim::Simulation;
 
-/// Run a scenario that passed [`Scenario::validate`] (an unvalidated one may panic);
+/// Run a scenario of fio-style workloads that passed [`Scenario::validate`] (an
+/// unvalidated one may panic); a trace replay goes through [`run`], and
 /// [`simulate_json`] parses and validates first.
 pub fn simulate(scenario: &Scenario) -> Results {
     Simulation::new(scenario).run()
 }
 
+/// Run a validated scenario of either workload kind: fio-style jobs, or a trace
+/// replayed from `workload.path` (streamed). A trace line that cannot be read
+/// refuses the run with the field `workload.path`.
+pub fn run(scenario: &Scenario) -> Result<Results, ScenarioError> {
+    let Some(trace) = &scenario.trace else {
+        return Ok(simulate(scenario));
+    };
+    let refused = |message: String| ScenarioError {
+        field: "workload.path".into(),
+        message,
+    };
+    let file = std::fs::File::open(&trace.path)
+        .map_err(|e| refused(format!("cannot read the trace: {e}")))?;
+    let input: Box<dyn std::io::BufRead> = Box::new(std::io::BufReader::new(file));
+    let reader = trace::Reader::new(input, trace.format.reader_format());
+    let open_loop = trace.mode == scenario::TraceMode::Open;
+    Simulation::with_trace(scenario, reader, open_loop, trace.iodepth, trace.time_scale)
+        .run_trace()
+        .map_err(|e| refused(e.to_string()))
+}
+
 /// Replay a block trace (streamed from `trace_path`) against the array of a scenario
-/// given as JSON; results as JSON. `mode` is `open` (at the trace's timestamps divided
-/// by `time_scale`) or `closed` (`iodepth` outstanding, in trace order).
+/// given as JSON; results as JSON. The same as [`simulate_json`] with the scenario's
+/// workload replaced by `{"kind": "trace", "path": trace_path, "format":
+/// trace_format, "mode": mode, "iodepth": iodepth, "time_scale": time_scale}`, which
+/// is how a stored scenario reproduces a replay.
 pub fn simulate_trace_json(
     scenario_json: &str,
     trace_path: &str,
@@ -70,39 +92,29 @@ pub fn simulate_trace_json(
     mode: &str,
     iodepth: u32,
     time_scale: f64,
-) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
-    let scenario: Scenario = serde_json::from_str(scenario_json).map_err(|e| ScenarioError {
-        field: "scenario".into(),
-        message: e.to_string(),
-    })?;
-    scenario.validate_array()?;
-    let format: trace::Format = trace_format.parse()?;
-    let open_loop = match mode {
-        "open" => true,
-        "closed" => false,
-        other => return Err(format!("mode: must be open or closed, got {other:?}").into()),
-    };
-    if !(1..=scenario::IODEPTH_MAX).contains(&iodepth) {
-        return Err(format!(
-            "iodepth: must be 1..={}, got {iodepth}",
-            scenario::IODEPTH_MAX
-        )
-        .into());
+) -> Result<String, ScenarioError> {
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(scenario_json).map_err(|e| ScenarioError {
+            field: "scenario".into(),
+            message: e.to_string(),
+        })?;
+    if let Some(map) = scenario.as_object_mut() {
+        map.remove("workloads");
+        map.insert(
+            "workload".into(),
+            serde_json::json!({"kind": "trace", "path": trace_path, "format": trace_format,
+                               "mode": mode, "iodepth": iodepth, "time_scale": time_scale}),
+        );
     }
-    if !(time_scale.is_finite() && time_scale > 0.0) {
-        return Err(format!("time_scale: must be a positive number, got {time_scale}").into());
-    }
-    let file = std::fs::File::open(trace_path).map_err(|e| format!("trace: {trace_path}: {e}"))?;
-    let input: Box<dyn std::io::BufRead> = Box::new(std::io::BufReader::new(file));
-    let reader = trace::Reader::new(input, format);
-    let results =
-        Simulation::with_trace(&scenario, reader, open_loop, iodepth, time_scale).run_trace()?;
+    let scenario = Scenario::from_value(scenario)?;
+    let results = run(&scenario)?;
     Ok(serde_json::to_string(&results).expect("results serialise"))
 }
 
-/// Parse, validate and run a scenario given as JSON; results as JSON.
+/// Parse, validate and run a scenario given as JSON (either workload kind); results as
+/// JSON.
 pub fn simulate_json(scenario_json: &str) -> Result<String, ScenarioError> {
     let scenario = Scenario::from_json(scenario_json)?;
-    let results = simulate(&scenario);
+    let results = run(&scenario)?;
     Ok(serde_json::to_string(&results).expect("results serialise"))
 }

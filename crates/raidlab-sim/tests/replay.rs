@@ -142,3 +142,64 @@ fn a_replay_goes_through_the_io_scheduler_which_merges_a_sequential_trace() {
         mbps(&none)
     );
 }
+
+fn trace_scenario(path: &std::path::Path, format: &str, mode: &str) -> serde_json::Value {
+    let mut s: serde_json::Value = serde_json::from_str(&array_json()).unwrap();
+    s["workload"] = serde_json::json!({"kind": "trace", "path": path.to_str().unwrap(),
+                                       "format": format, "mode": mode, "iodepth": 8});
+    s
+}
+
+#[test]
+fn a_trace_workload_in_a_stored_scenario_reproduces_the_replay() {
+    let t = msr_trace(500, 10);
+    let stored = trace_scenario(&t.path, "msr", "closed").to_string();
+    let out = raidlab_sim::simulate_json(&stored).unwrap();
+    let from_scenario: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(from_scenario, replay(&t.path, "closed", 8, 1.0));
+    // The typed scenario writes the same workload back.
+    let parsed = raidlab_sim::Scenario::from_json(&stored).unwrap();
+    let written = serde_json::to_value(&parsed).unwrap();
+    assert_eq!(written["workload"]["kind"], "trace");
+    assert_eq!(written["workload"]["iodepth"], 8);
+}
+
+#[test]
+fn a_missing_trace_file_and_a_file_that_is_no_trace_are_told_apart() {
+    let missing = std::env::temp_dir().join("raidlab-no-such-trace.csv");
+    let s = trace_scenario(&missing, "msr", "open");
+    let err = raidlab_sim::Scenario::from_value(s).unwrap_err();
+    assert_eq!(err.field, "workload.path");
+    assert!(err.message.contains("no such trace file"), "{err}");
+
+    let mut not_a_trace = tempfile_path::Path::new("readme");
+    writeln!(not_a_trace.file, "# raidlab\n\nA lab for RAID arrays.").unwrap();
+    not_a_trace.file.flush().unwrap();
+    for format in ["msr", "blkparse"] {
+        let s = trace_scenario(&not_a_trace.path, format, "open");
+        let err = raidlab_sim::Scenario::from_value(s).unwrap_err();
+        assert_eq!(err.field, "workload.path");
+        assert!(!err.message.contains("no such"), "{err}");
+        assert!(err.message.contains(format), "{err}");
+    }
+
+    let dir = trace_scenario(&std::env::temp_dir(), "msr", "open");
+    let err = raidlab_sim::Scenario::from_value(dir).unwrap_err();
+    assert!(err.message.contains("directory"), "{err}");
+}
+
+#[test]
+fn a_trace_workload_is_refused_field_by_field() {
+    let t = msr_trace(10, 10);
+    let refused = |key: &str, value: serde_json::Value| {
+        let mut s = trace_scenario(&t.path, "msr", "closed");
+        s["workload"][key] = value;
+        raidlab_sim::Scenario::from_value(s).unwrap_err().field
+    };
+    assert_eq!(refused("format", "csv".into()), "workload.format");
+    assert_eq!(refused("mode", "half-open".into()), "workload.mode");
+    assert_eq!(refused("iodepth", 0.into()), "workload.iodepth");
+    assert_eq!(refused("iodepth", 65_537.into()), "workload.iodepth");
+    assert_eq!(refused("time_scale", 0.0.into()), "workload.time_scale");
+    assert_eq!(refused("rw", "read".into()), "workload.rw");
+}

@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario import limits
 from raidlab.scenario.array import build_scenario, parse_int
 from raidlab.scenario.workloads import (
-    IODEPTH_MAX,
     WorkloadRequest,
     build_workload,
     default_warmup_ios,
@@ -52,7 +52,10 @@ class AttoPoint:
 
 
 def parse_queue_depths(value: str | int | Sequence[int], label: str = "qd") -> list[int]:
-    """Queue depths from ``"1,4,16"``, ``"1..256"`` (doubling) or a list."""
+    """Queue depths from ``"1,4,16"``, ``"1..256"`` (doubling) or a list; each within the
+    native side's ``workload.iodepth``."""
+    iodepth = limits.field("workload.iodepth", "jobs")
+    depth_max = int(iodepth.max or 1)
     items: list[Any]
     if isinstance(value, int):
         items = [value]
@@ -61,8 +64,8 @@ def parse_queue_depths(value: str | int | Sequence[int], label: str = "qd") -> l
         for item in value.split(","):
             first, dots, last = item.strip().partition("..")
             if dots:
-                low = parse_int(first, label, 1, IODEPTH_MAX)
-                high = parse_int(last, label, low, IODEPTH_MAX, "range end must be")
+                low = limits.parse_checked(first, iodepth, label)
+                high = parse_int(last, label, low, depth_max, "range end must be")
                 while low <= high:
                     items.append(low)
                     low *= 2
@@ -70,7 +73,7 @@ def parse_queue_depths(value: str | int | Sequence[int], label: str = "qd") -> l
                 items.append(first)
     else:
         items = list(value)
-    depths = sorted({parse_int(item, label, 1, IODEPTH_MAX) for item in items})
+    depths = sorted({limits.parse_checked(item, iodepth, label) for item in items})
     if not depths or len(depths) > SWEEP_POINTS_MAX:
         raise RaidlabError(label, f"give 1..={SWEEP_POINTS_MAX} queue depths")
     return depths

@@ -29,14 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario import native
 from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
-from raidlab.scenario.workloads import (
-    BLOCK_BYTES_MAX,
-    BLOCK_BYTES_MIN,
-    SECTOR_BYTES,
-    fio_shares,
-)
-from raidlab.units import format_size
+from raidlab.scenario.workloads import SECTOR_BYTES, fio_shares
 
 FIO_VERSION = "fio-3.33"
 # A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os
@@ -47,8 +42,6 @@ TIME_BASED_IOS = 1_000_000_000
 # fio's bandwidth/IOPS averaging window (avg_msec = 500) and steady-state sample period.
 SAMPLE_INTERVAL_NS = 500_000_000
 SS_SAMPLE_INTERVAL_NS = 1_000_000_000
-IODEPTH_MAX = 65536
-NUMJOBS_MAX = 1024
 
 RW_MAP = {
     "read": "read",
@@ -364,6 +357,15 @@ def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:
     return value
 
 
+def _field(text: str | None, where: str, key: str, path: str) -> int:
+    """A whole number for the scenario field at ``path``, its bounds the native side's."""
+    value = _int(text, where, key, 0, 2**64 - 1)
+    refused = native.check_field(path, value, "jobs")
+    if refused is not None:
+        raise RaidlabError(where, f"{key}: {refused[1]}")
+    return value
+
+
 def _flag(option: Option) -> bool:
     if option.value is None or option.value == "":
         return True
@@ -377,10 +379,9 @@ def _flag(option: Option) -> bool:
 
 def _block(text: str, where: str, key: str, kb_base: int) -> int:
     value = fio_size(text, where, key, kb_base)
-    if not BLOCK_BYTES_MIN <= value <= BLOCK_BYTES_MAX or value % SECTOR_BYTES:
-        raise RaidlabError(
-            where, f"{key}: block size must be a multiple of 512 B in 512..=1g, got {text!r}"
-        )
+    refused = native.check_field("workload.bs", [[value, 1]], "jobs")
+    if refused is not None:
+        raise RaidlabError(where, f"{key}: {refused[1]}")
     return value
 
 
@@ -533,8 +534,8 @@ class FioPlan:
             job = next((self.jobs[i] for i in members if self.jobs[i].scheduler), None)
             if job is not None:
                 host = {**array["host"], "scheduler": job.scheduler}
-                check_scheduler_tables(host, "host", job.scheduler_where)
                 group_array["host"] = host
+                check_scheduler_tables(group_array, "host", job.scheduler_where)
             out.append(
                 {
                     "schema": 1,
@@ -575,6 +576,7 @@ def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
             if option.key not in ("name",)
         }
         job = _plan_job(section, options, capacity, own)
+        _check_natively(job.workload, options, array, section)
         stonewall = "stonewall" in options and _flag(options["stonewall"])
         # A global stonewall applies to every job; the first job has nothing to wait for.
         wait_for = options.get("wait_for")
@@ -602,6 +604,37 @@ def plan_jobs(job_file: JobFile, array: Mapping[str, Any]) -> FioPlan:
         for option in job_file.global_options
     }
     return FioPlan(jobs, groups, global_options, ignored, notes)
+
+
+# The fio option behind each scenario key of a job's workload, for the native side's
+# refusals (the region inside the array, a job's share holding its largest block).
+FIO_KEYS = {
+    "offset_bytes": "offset",
+    "size_bytes": "size",
+    "bs_write": "bs",
+    "runtime_ns": "runtime",
+    "warmup_ns": "ramp_time",
+    "distribution": "random_distribution",
+    "ios": "number_ios",
+}
+
+
+def _check_natively(
+    workload: dict[str, Any], options: dict[str, Option], array: Mapping[str, Any], section: Any
+) -> None:
+    """The native side's rules for one job's workload on ``array``; a refusal names the
+    job file's line and option."""
+    scenario = {"schema": 1, "seed": 0, "array": dict(array), "workload": workload}
+    found = native.validate(scenario)
+    if found is None:
+        return
+    path, message = found
+    key = FIO_KEYS.get(path.removeprefix("workload."), path.removeprefix("workload."))
+    if key == "size" and "filesize" in options:
+        key = "filesize"
+    opt = options.get(key)
+    where = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
+    raise RaidlabError(opt.where if opt else where, f"{key}: {message}")
 
 
 def _plan_job(
@@ -660,25 +693,19 @@ def _plan_job(
     rwmixread = 50
     mix_options = [opt for opt in options.values() if opt.key in ("rwmixread", "rwmixwrite")]
     for opt in mix_options:  # the later one wins, as in fio (insertion order)
-        value = _int((opt.value or "").rstrip("%"), opt.where, opt.key, 0, 100)
+        value = _field((opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread")
         rwmixread = value if opt.key == "rwmixread" else 100 - value
 
     iodepth = 1
     if (opt := get("iodepth")) is not None:
-        iodepth = _int(opt.value, opt.where, "iodepth", 1, IODEPTH_MAX)
+        iodepth = _field(opt.value, opt.where, "iodepth", "workload.iodepth")
     numjobs = 1
     if (opt := get("numjobs")) is not None:
-        numjobs = _int(opt.value, opt.where, "numjobs", 1, NUMJOBS_MAX)
+        numjobs = _field(opt.value, opt.where, "numjobs", "workload.numjobs")
 
     offset = 0
     if (opt := get("offset")) is not None and opt.value:
         offset = fio_size_or_pct(opt.value, opt.where, "offset", capacity, kb_base)
-        if offset % SECTOR_BYTES or offset >= capacity:
-            raise RaidlabError(
-                opt.where,
-                f"offset: must be a multiple of 512 B below the array's "
-                f"{format_size(capacity)} B, got {opt.value!r}",
-            )
     size_opt = get("size")
     file_opt = get("filesize")
     region_opt = file_opt or size_opt
@@ -687,17 +714,7 @@ def _plan_job(
             region_opt.value, region_opt.where, region_opt.key, capacity, kb_base
         )
     else:
-        region = capacity - offset
-    block_max = max(block for block, _ in read_mix + write_mix)
-    if region < block_max or offset + region > capacity:
-        where = region_opt.where if region_opt is not None else where_job
-        raise RaidlabError(
-            where,
-            f"{region_opt.key if region_opt else 'size'}: must hold the largest block "
-            f"({format_size(block_max)}) and end inside the array "
-            f"({format_size(capacity)} B), got {format_size(region)} at offset "
-            f"{format_size(offset)}",
-        )
+        region = max(0, capacity - offset)
     # Bytes each clone does: io_size, else size (fio's default io_size = size).
     if (opt := get("io_size")) is not None and opt.value:
         io_bytes = fio_size_or_pct(opt.value, opt.where, "io_size", capacity, kb_base)
@@ -744,7 +761,7 @@ def _plan_job(
 
     seed = None
     if (opt := get("randseed")) is not None:
-        seed = _int(opt.value, opt.where, "randseed", 0, 2**64 - 1)
+        seed = _field(opt.value, opt.where, "randseed", "seed")
 
     percentiles = None
     if (opt := get("percentile_list")) is not None and opt.value:

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario import limits
 from raidlab.scenario.array import array_capacity_bytes, build_scenario, parse_int
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.workloads import WorkloadRequest, build_workload, parse_block_size
@@ -200,8 +201,10 @@ def parse_access_spec(text: str, label: str = "SPEC") -> AccessSpec:
         bs=mix,
         read_pct=parse_int(values.get("read", "100"), f"{label} read", 0, 100),
         random_pct=parse_int(values.get("random", "100"), f"{label} random", 0, 100),
-        workers=parse_int(values.get("workers", "1"), f"{label} workers", 1, 1024),
-        qd=parse_int(values.get("qd", "1"), f"{label} qd", 1, 65536),
+        workers=limits.parse_path(
+            values.get("workers", "1"), "workload.numjobs", f"{label} workers", "jobs"
+        ),
+        qd=limits.parse_path(values.get("qd", "1"), "workload.iodepth", f"{label} qd", "jobs"),
     )
 
 

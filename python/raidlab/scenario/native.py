@@ -2,12 +2,16 @@
 
 The JSON documents are defined in docs/scenario.md. Keeping the boundary as plain
 JSON means a scenario can be stored next to its results and shipped unchanged to a
-worker process or a Dask cluster.
+worker process or a Dask cluster. The native side is also the one authority on what
+is valid: ``limits_table``, ``levels_table``, ``check_field``, ``validate_array`` and
+``validate`` ask it, and a refusal comes back as the field's path and a message
+(``refusal``), which ``raidlab.scenario.limits`` maps to the user's flag or key.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from raidlab.errors import RaidlabError
@@ -24,8 +28,10 @@ def native_available() -> bool:
     return True
 
 
-def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
-    """Simulate one scenario with ``raidlab._native.simulate``."""
+def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Simulate one scenario with ``raidlab._native.simulate``. A refusal names
+    ``labels``' name for the refused path (see ``limits.relabel``) when given; else the
+    path itself, as a disagreement between the front end and the simulator."""
     try:
         from raidlab import _native
     except ImportError as error:
@@ -33,9 +39,14 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     try:
         results_json = _native.simulate(json.dumps(scenario))
     except ValueError as error:
-        # The front end validates first, so this means the two sides disagree about
-        # the contract: show the native message rather than a traceback.
-        raise RaidlabError("scenario", f"rejected by the simulator: {error}") from None
+        path, message = refusal(error)
+        if labels is not None:
+            from raidlab.scenario.limits import relabel
+
+            raise RaidlabError(relabel(path, labels), message) from None
+        # The front end checked the fields it built, so this means the two sides
+        # disagree about the contract: show the native message rather than a traceback.
+        raise RaidlabError("scenario", f"rejected by the simulator: {path}: {message}") from None
     results: dict[str, Any] = json.loads(results_json)
     return results
 
@@ -55,7 +66,8 @@ def array_info(array: dict[str, Any] | Any) -> dict[str, Any]:
 
 
 def native_has_trace() -> bool:
-    """Whether the native module has ``simulate_trace`` (docs/scenario.md, Trace replay)."""
+    """Whether the native module replays traces (docs/scenario.md, Trace replay): a
+    scenario's workload of ``kind = "trace"``, run by ``simulate``."""
     try:
         from raidlab import _native
     except ImportError:
@@ -63,26 +75,59 @@ def native_has_trace() -> bool:
     return hasattr(_native, "simulate_trace")
 
 
-def simulate_trace(
-    scenario: dict[str, Any],
-    trace_path: str,
-    trace_format: str,
-    mode: str,
-    iodepth: int,
-    time_scale: float,
-) -> dict[str, Any]:
-    """Replay a block trace against ``scenario["array"]`` (``_native.simulate_trace``)."""
+def _native_module() -> Any:
     try:
         from raidlab import _native
     except ImportError as error:
         raise RaidlabError("simulator", NATIVE_MISSING) from error
-    if not hasattr(_native, "simulate_trace"):
-        raise RaidlabError("simulator", "this build of the native module cannot replay traces")
+    return _native
+
+
+def limits_table() -> list[dict[str, Any]]:
+    """Every field a scenario may carry with its kind and bounds (``_native.limits()``)."""
+    table: list[dict[str, Any]] = json.loads(_native_module().limits())
+    return table
+
+
+def levels_table() -> list[dict[str, Any]]:
+    """The RAID level rules of the layout crate (``_native.levels()``)."""
+    table: list[dict[str, Any]] = json.loads(_native_module().levels())
+    return table
+
+
+def refusal(error: ValueError) -> tuple[str, str]:
+    """The (path, message) of a refusal by the native side; a path of ``scenario``
+    when the error carries none (an older build, a JSON syntax error)."""
+    field = getattr(error, "field", None)
+    message = getattr(error, "message", None)
+    if isinstance(field, str) and isinstance(message, str):
+        return field, message
+    return "scenario", str(error)
+
+
+def check_field(path: str, value: Any, scope: str = "always") -> tuple[str, str] | None:
+    """None if ``value`` is allowed for the field at ``path`` on its own, else the
+    native side's (path, message) (``_native.check_field``)."""
     try:
-        results_json = _native.simulate_trace(
-            json.dumps(scenario), str(trace_path), trace_format, mode, iodepth, time_scale
-        )
+        _native_module().check_field(path, json.dumps(value), scope)
     except ValueError as error:
-        raise RaidlabError(str(trace_path), str(error)) from None
-    results: dict[str, Any] = json.loads(results_json)
-    return results
+        return refusal(error)
+    return None
+
+
+def validate_array(array: dict[str, Any] | Any) -> tuple[str, str] | None:
+    """None if the scenario ``array`` is valid, else the native side's (path, message)."""
+    try:
+        _native_module().validate_array(json.dumps(dict(array)))
+    except ValueError as error:
+        return refusal(error)
+    return None
+
+
+def validate(scenario: dict[str, Any]) -> tuple[str, str] | None:
+    """None if the whole scenario is valid, else the native side's (path, message)."""
+    try:
+        _native_module().validate(json.dumps(scenario))
+    except ValueError as error:
+        return refusal(error)
+    return None

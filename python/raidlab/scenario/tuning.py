@@ -9,17 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.scenario.array import (
-    FTL_FIELDS,
-    SCHEDULERS,
-    check_scheduler_tables,
-    parse_field,
-)
+from raidlab.scenario import limits
+from raidlab.scenario.array import check_scheduler_tables
 from raidlab.scenario.presets import preset, preset_names
 
 WRITE_CACHE_MODES = ("wt", "wb")
 READ_AHEAD_MODES = ("none", "adaptive", "always")
-PRECONDITIONS = ("fob", "steady")
 # Read-ahead a controller without its own gets when asked for it: assumed, typical of
 # RAID firmware (a 64 KiB segment per stream, a few in flight).
 READ_AHEAD_DEFAULT_BYTES = 65_536
@@ -106,7 +101,7 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
                 "deleting data matters only to SSDs with an FTL model; give one in "
                 "[array.drive.ftl] (see docs/scenario.md)",
             )
-        deleted = parse_field(tuning.deleted, ("percent", 0.0, 99.0), label)
+        deleted = limits.parse_path(tuning.deleted, "array.deleted_percent", label)
         array.pop("deleted_percent", None)
         if deleted:
             array["deleted_percent"] = deleted
@@ -157,19 +152,21 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
             )
         ftl = dict(ftl)
         if tuning.op is not None:
-            ftl["op_percent"] = parse_field(
-                tuning.op, FTL_FIELDS["op_percent"], tuning.label("op")
+            ftl["op_percent"] = limits.parse_path(
+                tuning.op, "array.drive.ftl.op_percent", tuning.label("op"), "ssd"
             )
         if tuning.precondition is not None:
             ftl["precondition"] = _choice(
-                tuning.precondition, PRECONDITIONS, tuning.label("precondition")
+                tuning.precondition,
+                limits.choices("array.drive.ftl.precondition", "ssd"),
+                tuning.label("precondition"),
             )
         array["drive"]["ftl"] = ftl
     if tuning.fastpath:
         _tune_fastpath(controller, tuning)
     if tuning.scheduler is not None:
         label = tuning.label("scheduler")
-        host = {**array["host"], "scheduler": _choice(tuning.scheduler, SCHEDULERS, label)}
-        check_scheduler_tables(host, "host", label)
-        array["host"] = host
+        scheduler = _choice(tuning.scheduler, limits.choices("array.host.scheduler"), label)
+        array["host"] = {**array["host"], "scheduler": scheduler}
+        check_scheduler_tables(array, "host", label)
     return array

@@ -15,29 +15,11 @@ from typing import Any
 import pandas as pd
 
 from raidlab.errors import RaidlabError
-from raidlab.scenario.array import array_capacity_bytes, parse_int
-from raidlab.units import format_size, parse_duration_ns, parse_size
+from raidlab.scenario import limits, native
+from raidlab.scenario.array import array_capacity_bytes
+from raidlab.units import parse_duration_ns, parse_size
 
-RW_MODES = (
-    "read",
-    "write",
-    "randread",
-    "randwrite",
-    "rw",
-    "randrw",
-    "trim",
-    "randtrim",
-    "trimwrite",
-    "randtrimwrite",
-)
 SECTOR_BYTES = 512
-BLOCK_BYTES_MIN = 512
-BLOCK_BYTES_MAX = 1 << 30
-IODEPTH_MAX = 65536
-NUMJOBS_MAX = 1024
-IOS_MAX = 1_000_000_000
-BS_MIX_ENTRIES_MAX = 64
-WEIGHT_MAX = 1_000_000
 # assumed: 20,000 measured I/Os give percentiles up to p99.9 from ~20 samples each.
 DEFAULT_IOS = 20_000
 WARMUP_IOS_MIN = 8
@@ -67,12 +49,10 @@ class WorkloadRequest:
 
 
 def parse_block_size(value: Any, label: str) -> int:
-    """One transfer size: 512 B ..= 1 GiB, whole sectors."""
+    """One transfer size, as a block-size mix of one would take it (bounds: the native
+    side's ``workload.bs``)."""
     block_bytes = parse_size(value, label)
-    if not BLOCK_BYTES_MIN <= block_bytes <= BLOCK_BYTES_MAX:
-        raise RaidlabError(label, f"transfer size must be 512 B..=1G, got {value}")
-    if block_bytes % SECTOR_BYTES:
-        raise RaidlabError(label, f"transfer size must be a multiple of 512 B, got {value}")
+    limits.check(limits.field("workload.bs", "jobs"), [[block_bytes, 1]], label)
     return block_bytes
 
 
@@ -132,42 +112,28 @@ def parse_bs(value: Any, label: str) -> list[list[int]]:
     """Block-size mix ``[[bytes, weight], ...]`` from ``4K``, ``4096``, a mix of
     percent shares ``"4K:55,64K:25,128K:20"`` (fio's rules: ``fio_shares``; a size
     without a share, ``4K:60,64K``, splits what is left) or an already-built list of
-    ``[bytes, weight]`` pairs (weights, any positive integers)."""
+    ``[bytes, weight]`` pairs (weights, any positive integers); the native side checks
+    the sizes, the weights and the number of entries."""
     if isinstance(value, int | str) and not (isinstance(value, str) and ":" in value):
         return [[parse_block_size(value, label), 1]]
     if isinstance(value, str):
         items = [item.partition(":") for item in value.split(",")]
-        if not 1 <= len(items) <= BS_MIX_ENTRIES_MAX:
-            raise RaidlabError(label, f"a mix has 1..={BS_MIX_ENTRIES_MAX} entries")
-        sizes = [parse_block_size(size_text.strip(), label) for size_text, _, _ in items]
-        for index, block_bytes in enumerate(sizes):
-            if block_bytes in sizes[:index]:
-                raise RaidlabError(
-                    label, f"size {format_size(block_bytes)} appears twice in the mix"
-                )
+        sizes = [parse_size(size_text.strip(), label) for size_text, _, _ in items]
         shares = fio_shares(
-            [(block_bytes, share) for block_bytes, (_, _, share) in zip(sizes, items, strict=True)],
-            label,
+            [(size, share) for size, (_, _, share) in zip(sizes, items, strict=True)], label
         )
-        return [[block_bytes, share] for block_bytes, share in shares]
-    if isinstance(value, list | tuple):
+        mix = [[block_bytes, share] for block_bytes, share in shares]
+    elif isinstance(value, list | tuple):
         pairs: list[tuple[Any, Any]] = []
         for item in value:
             if not isinstance(item, list | tuple) or len(item) != 2:
                 raise RaidlabError(label, f"mix entries are [bytes, weight], got {item!r}")
             pairs.append((item[0], item[1]))
+        mix = [[parse_size(size, label), limits.whole(weight, label)] for size, weight in pairs]
     else:
         raise RaidlabError(label, f"expected a size or a mix like 4K:55,64K:45, got {value!r}")
-    if not 1 <= len(pairs) <= BS_MIX_ENTRIES_MAX:
-        raise RaidlabError(label, f"a mix has 1..={BS_MIX_ENTRIES_MAX} entries")
-    mix: dict[int, int] = {}
-    for size_value, weight_value in pairs:
-        block_bytes = parse_block_size(size_value, label)
-        weight = parse_int(weight_value, label, 1, WEIGHT_MAX, "weight must be")
-        if block_bytes in mix:
-            raise RaidlabError(label, f"size {format_size(block_bytes)} appears twice in the mix")
-        mix[block_bytes] = weight
-    return [[block_bytes, weight] for block_bytes, weight in mix.items()]
+    limits.check(limits.field("workload.bs", "jobs"), mix, label)
+    return mix
 
 
 def default_warmup_ios(ios: int) -> int:
@@ -175,44 +141,44 @@ def default_warmup_ios(ios: int) -> int:
     return max(WARMUP_IOS_MIN, ios // 10)
 
 
+# The scenario path of each WorkloadRequest key: a refusal names the key's label.
+REQUEST_PATHS = {
+    "rw": "workload.rw",
+    "bs": "workload.bs",
+    "rwmixread": "workload.rwmixread",
+    "iodepth": "workload.iodepth",
+    "numjobs": "workload.numjobs",
+    "offset": "workload.offset_bytes",
+    "size": "workload.size_bytes",
+    "ios": "workload.ios",
+    "warmup_ios": "workload.warmup_ios",
+    "runtime_ns": "workload.runtime_ns",
+}
+
+
 def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate ``request`` against ``array`` and return the scenario's ``workload``."""
-    rw = request.rw
-    if rw not in RW_MODES:
-        raise RaidlabError(request.label("rw"), f"must be one of {', '.join(RW_MODES)}, got {rw!r}")
+    """Validate ``request`` against ``array`` and return the scenario's ``workload``.
+    Each field is parsed by its kind and checked by the native side, and then the
+    whole scenario (the region inside the array, ...); a refusal names the label."""
+
+    def field(key: str, value: Any) -> Any:
+        return limits.parse_path(value, REQUEST_PATHS[key], request.label(key), "jobs")
+
+    rw = field("rw", request.rw)
     bs = parse_bs(request.bs, request.label("bs"))
-    rwmixread = parse_int(request.rwmixread, request.label("rwmixread"), 0, 100)
-    iodepth = parse_int(request.iodepth, request.label("iodepth"), 1, IODEPTH_MAX)
-    numjobs = parse_int(request.numjobs, request.label("numjobs"), 1, NUMJOBS_MAX)
-    capacity_bytes = array_capacity_bytes(array)
-    offset_bytes = parse_size(request.offset, request.label("offset"))
-    if offset_bytes % SECTOR_BYTES or not 0 <= offset_bytes < capacity_bytes:
-        raise RaidlabError(
-            request.label("offset"),
-            f"must be a multiple of 512 B below the array's "
-            f"{format_size(capacity_bytes)} B, got {request.offset}",
-        )
+    rwmixread = field("rwmixread", request.rwmixread)
+    iodepth = field("iodepth", request.iodepth)
+    numjobs = field("numjobs", request.numjobs)
+    offset_bytes = field("offset", request.offset)
     if request.size is None:
-        size_bytes = capacity_bytes - offset_bytes
+        size_bytes = max(0, array_capacity_bytes(array) - offset_bytes)
     else:
-        size_bytes = parse_size(request.size, request.label("size"))
-    block_bytes_max = max(block_bytes for block_bytes, _ in bs)
-    if size_bytes < block_bytes_max or offset_bytes + size_bytes > capacity_bytes:
-        raise RaidlabError(
-            request.label("size"),
-            f"must hold the largest transfer ({format_size(block_bytes_max)}) "
-            f"and end inside the array ({format_size(capacity_bytes)} B from 0), "
-            f"got {format_size(size_bytes)} at offset {format_size(offset_bytes)}",
-        )
-    ios: int = (
-        DEFAULT_IOS
-        if request.ios is None
-        else parse_int(request.ios, request.label("ios"), 1, IOS_MAX)
-    )
+        size_bytes = field("size", request.size)
+    ios: int = DEFAULT_IOS if request.ios is None else field("ios", request.ios)
     warmup_ios = (
         default_warmup_ios(ios)
         if request.warmup_ios is None
-        else parse_int(request.warmup_ios, request.label("warmup_ios"), 0, IOS_MAX)
+        else field("warmup_ios", request.warmup_ios)
     )
     runtime_ns = (
         None
@@ -221,8 +187,8 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
     )
     if runtime_ns is not None and request.ios is None:
         # A runtime alone runs until the simulated time is up (fio's time_based).
-        ios = IOS_MAX
-    return {
+        ios = int(limits.field("workload.ios", "jobs").max or DEFAULT_IOS)
+    workload = {
         "rw": rw,
         "bs": bs,
         "rwmixread": rwmixread,
@@ -235,6 +201,10 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
         "runtime_ns": runtime_ns,
         "distribution": "uniform",
     }
+    scenario = {"schema": 1, "seed": 0, "array": dict(array), "workload": workload}
+    labels = {path: request.label(key) for key, path in REQUEST_PATHS.items()}
+    limits.refused(native.validate(scenario), labels)
+    return workload
 
 
 def op_metrics(stats: Mapping[str, Any]) -> dict[str, float]:

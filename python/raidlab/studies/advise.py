@@ -19,7 +19,7 @@ import pandas as pd
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import JobFile, plan_jobs
 from raidlab.frontends.suites import iometer_workloads, parse_access_spec
-from raidlab.scenario.array import SCHEDULERS, ArrayRequest, build_array, build_scenario
+from raidlab.scenario.array import ArrayRequest, build_array, build_scenario, schedulers
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
 from raidlab.scenario.presets import DEFAULT_CONTROLLER
@@ -223,10 +223,10 @@ def advise(
     the runner-up. ``scheduler`` is the host I/O scheduler every candidate runs behind
     (default: none; a job file's ioscheduler= wins)."""
     labels = dict(labels or {})
-    if scheduler is not None and scheduler not in SCHEDULERS:
+    if scheduler is not None and scheduler not in schedulers():
         raise RaidlabError(
             labels.get("scheduler", "scheduler"),
-            f"must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}",
+            f"must be one of {', '.join(schedulers())}, got {scheduler!r}",
         )
     if metric not in METRICS:
         raise RaidlabError(

@@ -161,6 +161,7 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
             deleted_percent: 0.0,
         },
         workloads: vec![],
+        trace: None,
         workload: Some(WorkloadSpec {
             rw,
             bs: vec![(bs, 1)],

@@ -1,23 +1,47 @@
 //! The scenario: plain data in (array + workload + seed), as documented in
-//! `docs/scenario.md`. Parsing refuses unknown keys; `validate` names the field and
-//! what is allowed.
+//! `docs/scenario.md`.
+//!
+//! ```text
+//! JSON ──► limits walk ──► typed Scenario ──► rules ──► Simulation
+//!          (every field:    (serde, no       (fields together:
+//!           kind, bounds,    unknown keys)    level minimums, seek order,
+//!           choices; limits.rs)               region inside the array; validate.rs)
+//! ```
+//!
+//! This module holds the types; [`limits`] declares every field's bounds once, and the
+//! validator (`validate.rs`) checks a scenario against that table and then the rules
+//! that tie fields together. Every refusal is a [`ScenarioError`] naming the field's
+//! path (`array.drive.zones`, `workloads[2].iodepth`), which the front end maps back
+//! to the user's flag or TOML key.
+
+#![deny(missing_docs)]
 
 use serde::{Deserialize, Serialize};
 
+pub mod limits;
+mod validate;
+
+pub use validate::{check_field, levels_json, scenario_level};
+
 /// Schema version this crate reads and writes.
 pub const SCHEMA: u32 = 1;
-/// Bounds that keep a run finite and its memory fixed.
-pub const IODEPTH_MAX: u32 = 65_536;
-/// Jobs per workload.
-pub const NUMJOBS_MAX: u32 = 1024;
-/// Smallest transfer.
-pub const BLOCK_BYTES_MIN: u64 = 512;
-/// Largest transfer.
-pub const BLOCK_BYTES_MAX: u64 = 1 << 30;
+/// Most outstanding requests of one job, and most requests a device or scheduler
+/// holds ([`limits::IODEPTH_MAX`]).
+pub const IODEPTH_MAX: u32 = limits::IODEPTH_MAX as u32;
+/// Jobs per workload ([`limits::NUMJOBS`]).
+pub const NUMJOBS_MAX: u32 = limits::NUMJOBS.max_int() as u32;
+/// Smallest transfer ([`limits::BLOCK_BYTES_MIN`]).
+pub const BLOCK_BYTES_MIN: u64 = limits::BLOCK_BYTES_MIN;
+/// Largest transfer ([`limits::BLOCK_BYTES_MAX`]).
+pub const BLOCK_BYTES_MAX: u64 = limits::BLOCK_BYTES_MAX;
 
 /// One simulation to run.
+///
+/// In JSON a trace replay is the workload of `kind = "trace"` (see [`TraceSpec`]); in
+/// Rust it is the separate field [`Scenario::trace`], so code that runs fio-style
+/// workloads never meets it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawScenario", into = "RawScenario")]
 pub struct Scenario {
     /// Must equal [`SCHEMA`].
     pub schema: u32,
@@ -26,11 +50,176 @@ pub struct Scenario {
     /// What is simulated.
     pub array: ArraySpec,
     /// What is asked of it: one workload ...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadSpec>,
-    /// ... or several running at once (the job sections of a fio file).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// ... or several running at once (the job sections of a fio file) ...
     pub workloads: Vec<WorkloadSpec>,
+    /// ... or a block trace replayed against the array (`workload` of kind `trace`).
+    pub trace: Option<TraceSpec>,
+}
+
+/// The scenario as its JSON has it: `workload` is either kind until it is looked at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    pub(crate) schema: u32,
+    pub(crate) seed: u64,
+    pub(crate) array: ArraySpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workload: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) workloads: Vec<serde_json::Value>,
+}
+
+/// A fio-style workload from its JSON, without the optional `"kind": "jobs"`.
+fn jobs_workload(mut value: Value, field: &str) -> Result<WorkloadSpec, ScenarioError> {
+    if let Some(map) = value.as_object_mut() {
+        map.remove("kind");
+    }
+    serde_json::from_value(value).map_err(|e| ScenarioError {
+        field: field.into(),
+        message: e.to_string(),
+    })
+}
+
+impl TryFrom<RawScenario> for Scenario {
+    type Error = ScenarioError;
+
+    fn try_from(raw: RawScenario) -> Result<Self, ScenarioError> {
+        let workloads = raw
+            .workloads
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| jobs_workload(value, &format!("workloads[{i}]")))
+            .collect::<Result<_, _>>()?;
+        let mut scenario = Scenario {
+            schema: raw.schema,
+            seed: raw.seed,
+            array: raw.array,
+            workload: None,
+            workloads,
+            trace: None,
+        };
+        let Some(mut workload) = raw.workload else {
+            return Ok(scenario);
+        };
+        let kind = workload.get("kind").cloned().unwrap_or(Value::Null);
+        if kind == "trace" {
+            if let Some(map) = workload.as_object_mut() {
+                map.remove("kind");
+            }
+            let trace = serde_json::from_value(workload).map_err(|e| ScenarioError {
+                field: "workload".into(),
+                message: e.to_string(),
+            })?;
+            scenario.trace = Some(trace);
+        } else if kind.is_null() || kind == "jobs" {
+            scenario.workload = Some(jobs_workload(workload, "workload")?);
+        } else {
+            return Err(ScenarioError {
+                field: "workload.kind".into(),
+                message: format!("must be one of jobs, trace, got {kind}"),
+            });
+        }
+        Ok(scenario)
+    }
+}
+
+impl From<Scenario> for RawScenario {
+    fn from(scenario: Scenario) -> Self {
+        let workload = match (scenario.workload, scenario.trace) {
+            (_, Some(trace)) => {
+                let mut value = serde_json::to_value(trace).expect("a trace spec serialises");
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("kind".into(), Value::from("trace"));
+                }
+                Some(value)
+            }
+            (Some(jobs), None) => Some(serde_json::to_value(jobs).expect("a workload serialises")),
+            (None, None) => None,
+        };
+        RawScenario {
+            schema: scenario.schema,
+            seed: scenario.seed,
+            array: scenario.array,
+            workload,
+            workloads: scenario
+                .workloads
+                .into_iter()
+                .map(|w| serde_json::to_value(w).expect("a workload serialises"))
+                .collect(),
+        }
+    }
+}
+
+use serde_json::Value;
+
+/// A block trace replayed against the array: the scenario's `workload` with
+/// `"kind": "trace"` (docs/scenario.md, "Trace replay"). The trace is streamed, so
+/// memory does not grow with its length; offsets wrap into the array's capacity.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The trace file.
+    pub path: String,
+    /// Its format: `msr` (MSR Cambridge CSV) or `blkparse` (blkparse's text output).
+    pub format: TraceFormat,
+    /// `open`: each request at its timestamp divided by `time_scale`; `closed`: in
+    /// trace order with `iodepth` outstanding.
+    #[serde(default)]
+    pub mode: TraceMode,
+    /// Requests outstanding in closed mode.
+    #[serde(default = "default_trace_iodepth")]
+    pub iodepth: u32,
+    /// Open mode: replay this many times faster than recorded.
+    #[serde(default = "default_time_scale")]
+    pub time_scale: f64,
+}
+
+fn default_trace_iodepth() -> u32 {
+    limits::TRACE_IODEPTH.default.int() as u32
+}
+
+fn default_time_scale() -> f64 {
+    limits::TRACE_TIME_SCALE.default.real()
+}
+
+/// A trace's text format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    /// MSR Cambridge CSV: `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+    Msr,
+    /// blkparse's default output; `Q` events are the requests.
+    Blkparse,
+}
+
+impl TraceFormat {
+    /// The reader's format.
+    pub fn reader_format(self) -> crate::trace::Format {
+        match self {
+            TraceFormat::Msr => crate::trace::Format::Msr,
+            TraceFormat::Blkparse => crate::trace::Format::Blkparse,
+        }
+    }
+
+    /// The scenario's name of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Msr => "msr",
+            TraceFormat::Blkparse => "blkparse",
+        }
+    }
+}
+
+/// How a trace's requests are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceMode {
+    /// At the trace's timestamps (divided by the time scale), whatever is outstanding.
+    #[default]
+    Open,
+    /// In trace order, a fixed number outstanding.
+    Closed,
 }
 
 /// The array: level, geometry, members, controller and host.
@@ -218,19 +407,19 @@ impl Default for DeadlineSpec {
 }
 
 fn default_read_expire() -> u64 {
-    500_000_000
+    limits::DEADLINE_READ_EXPIRE.default.int()
 }
 
 fn default_write_expire() -> u64 {
-    5_000_000_000
+    limits::DEADLINE_WRITE_EXPIRE.default.int()
 }
 
 fn default_fifo_batch() -> u32 {
-    16
+    limits::DEADLINE_FIFO_BATCH.default.int() as u32
 }
 
 fn default_writes_starved() -> u32 {
-    2
+    limits::DEADLINE_WRITES_STARVED.default.int() as u32
 }
 
 fn default_true() -> bool {
@@ -270,19 +459,19 @@ impl Default for BfqSpec {
 }
 
 fn default_slice_idle() -> u64 {
-    8_000_000
+    limits::BFQ_SLICE_IDLE.default.int()
 }
 
 fn default_timeout_sync() -> u64 {
-    125_000_000
+    limits::BFQ_TIMEOUT_SYNC.default.int()
 }
 
 fn default_max_budget() -> u64 {
-    16384 * 512
+    limits::BFQ_MAX_BUDGET.default.int()
 }
 
 fn default_fifo_expire_sync() -> u64 {
-    125_000_000
+    limits::BFQ_FIFO_EXPIRE_SYNC.default.int()
 }
 
 /// A drive model and its physical parameters.
@@ -340,7 +529,7 @@ pub struct HddSpec {
     /// Complete writes once buffered (true) or once on the platter (false).
     pub write_cache: bool,
     /// Commands the drive accepts at once.
-    #[serde(default = "default_ncq")]
+    #[serde(default = "default_hdd_ncq")]
     pub ncq_depth: u32,
 }
 
@@ -392,7 +581,7 @@ pub struct SsdSpec {
     #[serde(default)]
     pub program_suspend: bool,
     /// Commands the drive accepts at once.
-    #[serde(default = "default_ncq")]
+    #[serde(default = "default_ssd_ncq")]
     pub ncq_depth: u32,
 }
 
@@ -453,11 +642,11 @@ pub enum Precondition {
 }
 
 fn default_map_unit() -> u64 {
-    4096
+    limits::FTL_MAP_UNIT.default.int()
 }
 
 fn default_ftl_units() -> u32 {
-    1 << 18
+    limits::FTL_UNITS.default.int() as u32
 }
 
 impl SsdSpec {
@@ -474,11 +663,15 @@ impl SsdSpec {
 }
 
 fn default_zones() -> u32 {
-    16
+    limits::HDD_ZONES.default.int() as u32
 }
 
-fn default_ncq() -> u32 {
-    32
+fn default_hdd_ncq() -> u32 {
+    limits::HDD_NCQ.default.int() as u32
+}
+
+fn default_ssd_ncq() -> u32 {
+    limits::SSD_NCQ.default.int() as u32
 }
 
 /// The controller: RAID logic, its costs, and the paths the data takes.
@@ -565,15 +758,15 @@ pub struct ControllerSpec {
 }
 
 fn default_destage_concurrency() -> u32 {
-    4
+    limits::CONTROLLER_DESTAGE.default.int() as u32
 }
 
 fn default_max_member_transfer() -> u64 {
-    32 << 20
+    limits::CONTROLLER_MAX_TRANSFER.default.int()
 }
 
 fn default_read_ahead_segments() -> u32 {
-    2
+    limits::CONTROLLER_READ_AHEAD_SEGMENTS.default.int() as u32
 }
 
 /// Direction and access pattern, with fio's names.
@@ -694,15 +887,15 @@ pub struct WorkloadSpec {
 }
 
 fn default_sample_interval() -> u64 {
-    500_000_000
+    limits::SAMPLE_INTERVAL.default.int()
 }
 
 fn default_rwmixread() -> u32 {
-    50
+    limits::RWMIXREAD.default.int() as u32
 }
 
 fn default_one() -> u32 {
-    1
+    limits::NUMJOBS.default.int() as u32
 }
 
 /// A refused scenario: the field and what is allowed.
@@ -721,539 +914,3 @@ impl std::fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
-
-fn refuse(field: &str, message: String) -> Result<(), ScenarioError> {
-    Err(ScenarioError {
-        field: field.to_string(),
-        message,
-    })
-}
-
-fn positive_rate(field: &str, rate: f64) -> Result<(), ScenarioError> {
-    if !(rate.is_finite() && rate >= 1e3) {
-        return refuse(
-            field,
-            format!("must be a rate of at least 1000 B/s, got {rate}"),
-        );
-    }
-    Ok(())
-}
-
-impl ArraySpec {
-    /// The layout geometry this array describes; the error names the field.
-    pub fn geometry(&self) -> Result<raidlab_layout::Geometry, ScenarioError> {
-        use raidlab_layout::{ArraySpec as Spec, Geometry, Layout, Level as L};
-        let refused = |e: raidlab_layout::LayoutError| ScenarioError {
-            field: format!("array.{}", e.field),
-            message: e.message,
-        };
-        let level: L = match &self.level {
-            Level::Number(n) if [0, 1, 4, 5, 6, 10, 50, 60].contains(n) => {
-                n.to_string().parse().map_err(refused)?
-            }
-            Level::Name(name) if name == "concat" => L::Concat,
-            other => {
-                return Err(ScenarioError {
-                    field: "array.level".into(),
-                    message: format!(
-                        "must be 0, 1, 4, 5, 6, 10, 50, 60 or \"concat\", got {other:?}"
-                    ),
-                })
-            }
-        };
-        let mut spec = Spec::new(
-            level,
-            self.drive_count,
-            self.stripe_unit_bytes,
-            self.drive.capacity_bytes(),
-        );
-        if let Some(name) = &self.layout {
-            spec = spec.with_layout(name.parse::<Layout>().map_err(refused)?);
-        }
-        if let Some(copies) = self.copies {
-            spec = spec.with_copies(copies);
-        }
-        if let Some(spans) = self.spans {
-            spec = spec.with_spans(spans);
-        }
-        Geometry::new(&spec).map_err(refused)
-    }
-}
-
-impl Scenario {
-    /// The workloads to run: `workload`, or every entry of `workloads`.
-    pub fn workload_specs(&self) -> Vec<&WorkloadSpec> {
-        self.workload.iter().chain(&self.workloads).collect()
-    }
-
-    /// Parse JSON and validate; the error names the field.
-    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
-            field: "scenario".into(),
-            message: e.to_string(),
-        })?;
-        scenario.validate()?;
-        Ok(scenario)
-    }
-
-    /// Check every bound the simulator relies on.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
-        let layout = self.validate_array()?;
-        self.validate_workloads(&layout)
-    }
-
-    /// Check the array alone (a trace replay needs no workload); returns its geometry.
-    pub fn validate_array(&self) -> Result<raidlab_layout::Geometry, ScenarioError> {
-        if self.schema != SCHEMA {
-            refuse(
-                "schema",
-                format!("this simulator reads schema {SCHEMA}, got {}", self.schema),
-            )?;
-        }
-        let a = &self.array;
-        match &a.drive {
-            DriveSpec::Hdd(h) => {
-                if h.rpm < 1000 || h.rpm > 30_000 {
-                    refuse(
-                        "array.drive.rpm",
-                        format!("must be 1000..=30000, got {}", h.rpm),
-                    )?;
-                }
-                if !(h.seek_ns_track_to_track <= h.seek_ns_avg
-                    && h.seek_ns_avg <= h.seek_ns_full_stroke)
-                {
-                    refuse(
-                        "array.drive.seek_ns_avg",
-                        "seek figures must satisfy track-to-track <= average <= full stroke".into(),
-                    )?;
-                }
-                positive_rate(
-                    "array.drive.media_rate_bytes_per_s_outer",
-                    h.media_rate_bytes_per_s_outer,
-                )?;
-                positive_rate(
-                    "array.drive.media_rate_bytes_per_s_inner",
-                    h.media_rate_bytes_per_s_inner,
-                )?;
-                positive_rate("array.drive.link_rate_bytes_per_s", h.link_rate_bytes_per_s)?;
-                if h.zones == 0 || h.zones > 1024 {
-                    refuse(
-                        "array.drive.zones",
-                        format!("must be 1..=1024, got {}", h.zones),
-                    )?;
-                }
-                if h.ncq_depth == 0 || h.ncq_depth > 256 {
-                    refuse(
-                        "array.drive.ncq_depth",
-                        format!("must be 1..=256, got {}", h.ncq_depth),
-                    )?;
-                }
-            }
-            DriveSpec::Ssd(s) => {
-                if s.channels == 0 || s.channels > 64 {
-                    refuse(
-                        "array.drive.channels",
-                        format!("must be 1..=64, got {}", s.channels),
-                    )?;
-                }
-                if s.dies_per_channel == 0 || s.dies_per_channel > 64 {
-                    refuse(
-                        "array.drive.dies_per_channel",
-                        format!("must be 1..=64, got {}", s.dies_per_channel),
-                    )?;
-                }
-                if s.page_bytes < 512 || !s.page_bytes.is_power_of_two() {
-                    refuse(
-                        "array.drive.page_bytes",
-                        format!("must be a power of two >= 512, got {}", s.page_bytes),
-                    )?;
-                }
-                if s.write_buffer_bytes < s.page_bytes {
-                    refuse(
-                        "array.drive.write_buffer_bytes",
-                        format!("must hold at least one page ({} B)", s.page_bytes),
-                    )?;
-                }
-                positive_rate("array.drive.link_rate_bytes_per_s", s.link_rate_bytes_per_s)?;
-                positive_rate(
-                    "array.drive.channel_rate_bytes_per_s",
-                    s.channel_rate_bytes_per_s,
-                )?;
-                if s.ncq_depth == 0 || s.ncq_depth > 65_536 {
-                    refuse(
-                        "array.drive.ncq_depth",
-                        format!("must be 1..=65536, got {}", s.ncq_depth),
-                    )?;
-                }
-            }
-        }
-        let c = &a.controller;
-        positive_rate(
-            "array.controller.port_rate_bytes_per_s",
-            c.port_rate_bytes_per_s,
-        )?;
-        for (field, rate) in [
-            (
-                "array.controller.bus_rate_bytes_per_s",
-                c.bus_rate_bytes_per_s,
-            ),
-            (
-                "array.controller.read_rate_bytes_per_s_max",
-                c.read_rate_bytes_per_s_max,
-            ),
-            (
-                "array.controller.write_rate_bytes_per_s_max",
-                c.write_rate_bytes_per_s_max,
-            ),
-        ] {
-            if let Some(rate) = rate {
-                positive_rate(field, rate)?;
-            }
-        }
-        if c.max_member_transfer_bytes < 512 || !c.max_member_transfer_bytes.is_multiple_of(512) {
-            refuse(
-                "array.controller.max_member_transfer_bytes",
-                format!(
-                    "must be a multiple of 512 B, got {}",
-                    c.max_member_transfer_bytes
-                ),
-            )?;
-        }
-        if !c.read_ahead_bytes.is_multiple_of(512) {
-            refuse(
-                "array.controller.read_ahead_bytes",
-                "must be a multiple of 512 B".into(),
-            )?;
-        }
-        if c.write_back && c.cache_bytes < 1 << 20 {
-            refuse(
-                "array.controller.cache_bytes",
-                format!(
-                    "write-back needs a cache of at least 1 MiB, got {}",
-                    c.cache_bytes
-                ),
-            )?;
-        }
-        if c.destage_concurrency == 0 || c.destage_concurrency > 256 {
-            refuse(
-                "array.controller.destage_concurrency",
-                format!("must be 1..=256, got {}", c.destage_concurrency),
-            )?;
-        }
-        if !(0.0..=95.0).contains(&c.dirty_low_percent) {
-            refuse(
-                "array.controller.dirty_low_percent",
-                format!("must be 0..=95, got {}", c.dirty_low_percent),
-            )?;
-        }
-        if !(0.0..=100.0).contains(&c.dirty_high_percent) {
-            refuse(
-                "array.controller.dirty_high_percent",
-                format!("must be 0..=100, got {}", c.dirty_high_percent),
-            )?;
-        }
-        if c.fastpath {
-            if c.fastpath_overhead_ns.is_none() {
-                refuse(
-                    "array.controller.fastpath",
-                    "this controller has no FastPath (fastpath_overhead_ns is not set)".into(),
-                )?;
-            }
-            if c.write_back {
-                refuse(
-                    "array.controller.fastpath",
-                    "FastPath needs write-through: write_back must be false".into(),
-                )?;
-            }
-            if c.read_ahead_bytes > 0 {
-                refuse(
-                    "array.controller.fastpath",
-                    "FastPath needs no read-ahead: read_ahead_bytes must be 0".into(),
-                )?;
-            }
-        }
-        if !(a.deleted_percent.is_finite() && (0.0..100.0).contains(&a.deleted_percent)) {
-            refuse(
-                "array.deleted_percent",
-                format!("must be 0..100 (percent), got {}", a.deleted_percent),
-            )?;
-        }
-        if c.read_ahead_segments == 0 || c.read_ahead_segments > 64 {
-            refuse(
-                "array.controller.read_ahead_segments",
-                format!("must be 1..=64, got {}", c.read_ahead_segments),
-            )?;
-        }
-        validate_host(&a.host)?;
-        let layout = a.geometry()?;
-        let failed = raidlab_layout::MemberSet::from_members(&a.failed);
-        for (i, &m) in a.failed.iter().enumerate() {
-            if m >= a.drive_count {
-                refuse(
-                    "array.failed",
-                    format!(
-                        "member {m} does not exist: members are 0..{}",
-                        a.drive_count
-                    ),
-                )?;
-            }
-            if a.failed[..i].contains(&m) {
-                refuse("array.failed", format!("member {m} is listed twice"))?;
-            }
-        }
-        if !layout.tolerates(&failed) {
-            refuse(
-                "array.failed",
-                format!(
-                    "members {failed} failed: {} survives {} failure(s), the data is lost",
-                    layout.level(),
-                    layout.tolerated_failures()
-                ),
-            )?;
-        }
-        if let Some(r) = &a.rebuild {
-            if !a.failed.contains(&r.member) {
-                refuse(
-                    "array.rebuild.member",
-                    format!("member {} is not failed; failed: {:?}", r.member, a.failed),
-                )?;
-            }
-            positive_rate("array.rebuild.rate_bytes_per_s", r.rate_bytes_per_s)?;
-        }
-        Ok(layout)
-    }
-
-    fn validate_workloads(&self, layout: &raidlab_layout::Geometry) -> Result<(), ScenarioError> {
-        let specs = self.workload_specs();
-        if specs.is_empty() {
-            refuse(
-                "workload",
-                "a scenario needs `workload` or `workloads`".into(),
-            )?;
-        }
-        if self.workload.is_some() && !self.workloads.is_empty() {
-            refuse(
-                "workloads",
-                "give either `workload` or `workloads`, not both".into(),
-            )?;
-        }
-        if specs.len() > 256 {
-            refuse(
-                "workloads",
-                format!("at most 256 workloads, got {}", specs.len()),
-            )?;
-        }
-        for (i, w) in specs.iter().enumerate() {
-            let field = |name: &str| {
-                if self.workload.is_some() {
-                    format!("workload.{name}")
-                } else {
-                    format!("workloads[{i}].{name}")
-                }
-            };
-            validate_workload(w, layout, &field)?;
-        }
-        Ok(())
-    }
-}
-
-/// Longest scheduler time a scenario may set: 1000 s.
-const SCHEDULER_NS_MAX: u64 = 1_000_000_000_000;
-
-fn validate_host(h: &HostSpec) -> Result<(), ScenarioError> {
-    if let Some(depth) = h.queue_depth {
-        if depth == 0 || depth > IODEPTH_MAX {
-            refuse(
-                "array.host.queue_depth",
-                format!("must be 1..={IODEPTH_MAX}, got {depth}"),
-            )?;
-        }
-    }
-    if let Some(n) = h.nr_requests {
-        if n == 0 || n > IODEPTH_MAX {
-            refuse(
-                "array.host.nr_requests",
-                format!("must be 1..={IODEPTH_MAX}, got {n}"),
-            )?;
-        }
-    }
-    if let Some(kb) = h.max_sectors_kb {
-        let max_kb = (BLOCK_BYTES_MAX / 1024) as u32;
-        if !(4..=max_kb).contains(&kb) {
-            refuse(
-                "array.host.max_sectors_kb",
-                format!("must be 4..={max_kb} (KiB), got {kb}"),
-            )?;
-        }
-    }
-    let scheduler = h.scheduler.name();
-    if let Some(d) = &h.deadline {
-        if h.scheduler != SchedulerKind::MqDeadline {
-            refuse(
-                "array.host.deadline",
-                format!("only used with scheduler mq-deadline, got scheduler {scheduler}"),
-            )?;
-        }
-        for (field, ns) in [
-            ("array.host.deadline.read_expire_ns", d.read_expire_ns),
-            ("array.host.deadline.write_expire_ns", d.write_expire_ns),
-        ] {
-            if ns > SCHEDULER_NS_MAX {
-                refuse(
-                    field,
-                    format!("must be 0..={SCHEDULER_NS_MAX} ns, got {ns}"),
-                )?;
-            }
-        }
-        if d.fifo_batch == 0 || d.fifo_batch > IODEPTH_MAX {
-            refuse(
-                "array.host.deadline.fifo_batch",
-                format!("must be 1..={IODEPTH_MAX}, got {}", d.fifo_batch),
-            )?;
-        }
-        if d.writes_starved > IODEPTH_MAX {
-            refuse(
-                "array.host.deadline.writes_starved",
-                format!("must be 0..={IODEPTH_MAX}, got {}", d.writes_starved),
-            )?;
-        }
-    }
-    if let Some(b) = &h.bfq {
-        if h.scheduler != SchedulerKind::Bfq {
-            refuse(
-                "array.host.bfq",
-                format!("only used with scheduler bfq, got scheduler {scheduler}"),
-            )?;
-        }
-        for (field, ns, low) in [
-            ("array.host.bfq.slice_idle_ns", b.slice_idle_ns, 0),
-            (
-                "array.host.bfq.timeout_sync_ns",
-                b.timeout_sync_ns,
-                1_000_000,
-            ),
-            (
-                "array.host.bfq.fifo_expire_sync_ns",
-                b.fifo_expire_sync_ns,
-                0,
-            ),
-        ] {
-            if !(low..=SCHEDULER_NS_MAX).contains(&ns) {
-                refuse(
-                    field,
-                    format!("must be {low}..={SCHEDULER_NS_MAX} ns, got {ns}"),
-                )?;
-            }
-        }
-        if !(4096..=BLOCK_BYTES_MAX).contains(&b.max_budget_bytes) {
-            refuse(
-                "array.host.bfq.max_budget_bytes",
-                format!(
-                    "must be 4096..={BLOCK_BYTES_MAX} B, got {}",
-                    b.max_budget_bytes
-                ),
-            )?;
-        }
-    }
-    Ok(())
-}
-
-fn validate_workload(
-    w: &WorkloadSpec,
-    layout: &raidlab_layout::Geometry,
-    field: &dyn Fn(&str) -> String,
-) -> Result<(), ScenarioError> {
-    if w.iodepth == 0 || w.iodepth > IODEPTH_MAX {
-        refuse(
-            &field("iodepth"),
-            format!("must be 1..={IODEPTH_MAX}, got {}", w.iodepth),
-        )?;
-    }
-    if w.numjobs == 0 || w.numjobs > NUMJOBS_MAX {
-        refuse(
-            &field("numjobs"),
-            format!("must be 1..={NUMJOBS_MAX}, got {}", w.numjobs),
-        )?;
-    }
-    if w.rwmixread > 100 {
-        refuse(
-            &field("rwmixread"),
-            format!("must be 0..=100, got {}", w.rwmixread),
-        )?;
-    }
-    check_mix(&w.bs, &field("bs"))?;
-    let bs_max =
-        w.bs.iter()
-            .chain(w.bs_write.iter().flatten())
-            .map(|b| b.0)
-            .max()
-            .unwrap_or(0);
-    if !w.offset_bytes.is_multiple_of(512) {
-        refuse(&field("offset_bytes"), "must be a multiple of 512 B".into())?;
-    }
-    let region_end = w.offset_bytes.checked_add(w.size_bytes);
-    if region_end.is_none_or(|end| end > layout.capacity_bytes()) {
-        refuse(
-            &field("size_bytes"),
-            format!(
-                "region [{}, +{}) exceeds the array's {} B",
-                w.offset_bytes,
-                w.size_bytes,
-                layout.capacity_bytes()
-            ),
-        )?;
-    }
-    if w.size_bytes / u64::from(w.numjobs) < bs_max {
-        refuse(
-            &field("size_bytes"),
-            format!("each job's share must hold the largest block ({bs_max} B)"),
-        )?;
-    }
-    if w.ios == 0 || w.ios > 1 << 40 {
-        refuse(&field("ios"), format!("must be 1..=2^40, got {}", w.ios))?;
-    }
-    if let Some(mix) = &w.bs_write {
-        check_mix(mix, &field("bs_write"))?;
-    }
-    if w.sample_interval_ns < 1_000_000 {
-        refuse(&field("sample_interval_ns"), "must be at least 1 ms".into())?;
-    }
-    match &w.distribution {
-        Distribution::Uniform => {}
-        Distribution::Zipf(theta) if theta.is_finite() && *theta > 0.0 => {}
-        Distribution::Pareto(h) if *h > 0.0 && *h < 1.0 => {}
-        Distribution::Normal(sigma) if sigma.is_finite() && *sigma > 0.0 => {}
-        Distribution::Zoned(zones)
-            if !zones.is_empty()
-                && zones.iter().all(|z| z.0 >= 0.0 && z.1 > 0.0)
-                && (zones.iter().map(|z| z.0).sum::<f64>() - 100.0).abs() < 1e-6
-                && (zones.iter().map(|z| z.1).sum::<f64>() - 100.0).abs() < 1e-6 => {}
-        other => refuse(
-            &field("distribution"),
-            format!(
-                "zipf needs theta > 0, pareto h in (0, 1), normal sigma > 0, zoned access and \
-                 size percentages each adding to 100; got {other:?}"
-            ),
-        )?,
-    }
-    Ok(())
-}
-
-/// A block-size mix: 1..=64 sizes, multiples of 512 B within bounds, positive weights.
-fn check_mix(mix: &[(u64, u32)], field: &str) -> Result<(), ScenarioError> {
-    if mix.is_empty() || mix.len() > 64 {
-        refuse(field, "needs 1..=64 block sizes".into())?;
-    }
-    for &(bytes, weight) in mix {
-        if !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(512) {
-            refuse(
-                field,
-                format!("block sizes must be multiples of 512 B in 512 B..=1 GiB, got {bytes}"),
-            )?;
-        }
-        if weight == 0 {
-            refuse(field, "weights must be positive".into())?;
-        }
-    }
-    Ok(())
-}
