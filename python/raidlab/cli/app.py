@@ -40,5 +40,4 @@ def options(
         ),
     ] = False,
 ) -> None:
-    """raidlab: predict and explain RAID array performance with a deterministic
-    simulator of host, controller, links, HDDs and SSDs."""
+    """The app's own options (its help text is the Typer's)."""

@@ -162,7 +162,7 @@ BbuOption = Annotated[
     typer.Option(
         "--bbu",
         help="Battery/flash backup unit fitted: yes or no (default: the controller "
-        "preset's; `raidlab presets`).",
+        "preset's `bbu`, raidlab/scenario/presets/controllers.toml).",
     ),
 ]
 
