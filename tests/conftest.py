@@ -46,6 +46,11 @@ def fake_simulate(scenario: dict[str, Any]) -> dict[str, Any]:
                 {"name": "drive0.media", "kind": "drive", "busy_ns": 1, "utilisation": 0.5}
             ],
             "bottleneck": "drive0.media",
+            "bottleneck_utilisation": 0.95,
+            "bound": "resource",
+            "latency_ns_by_stage": {"host": 1000.0, "controller": 0.0, "link": 9000.0}
+            | {"drive": 40_000.0},
+            "stage_longest": "drive",
             "member_ios_per_host_io": {op: 1.0 for op in directions},
             "member_bytes_per_host_byte": {op: 1.0 for op in directions},
             "read_ahead_hits": 0,
@@ -74,6 +79,17 @@ def fake_native(monkeypatch: pytest.MonkeyPatch) -> None:
     import raidlab.scenario.native
 
     monkeypatch.setattr(raidlab.scenario.native, "simulate", fake_simulate)
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if anything is simulated: for checks that must come first."""
+    import raidlab.scenario.native
+
+    def refuse(scenario: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("simulated before the input was checked")
+
+    monkeypatch.setattr(raidlab.scenario.native, "simulate", refuse)
 
 
 def _native_has_levels() -> bool:

@@ -22,7 +22,7 @@ def test_candidates_meet_the_constraints_and_are_ranked_best_first() -> None:
         progress=False,
     )
     assert set(frame["level"]) == {1, 5, 6, 10}  # RAID 0 survives nothing
-    assert (frame["tolerates"] >= 1).all()
+    assert (frame["tolerated_failures"] >= 1).all()
     assert list(frame["iops"]) == sorted(frame["iops"], reverse=True)
     assert "wins on iops" in frame.attrs["why"]
 
@@ -119,3 +119,25 @@ def test_workload_sources_exclude_each_other_and_the_flags() -> None:
     ):
         code, out = _advise_cli("--drives", "2", *args)
         assert code == 2 and out.startswith(f"error: {flag}"), (args, out)
+
+
+def test_more_failures_than_the_drives_survive_blames_tolerate(no_simulation: None) -> None:
+    result = runner.invoke(
+        app, ["advise", "--drive", "intel-dc-s3500-80g", "--drives", "4", "--tolerate", "5"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        "error: --tolerate: 4 drives survive at most 3 failure(s) in every case (RAID 1), got 5"
+    )
+
+
+def test_a_capacity_too_large_says_the_most_the_drives_offer(no_simulation: None) -> None:
+    result = runner.invoke(
+        app,
+        ["advise", "--drive", "intel-dc-s3500-80g", "--drives", "4", "--tolerate", "2"]
+        + ["--capacity", "200G"],
+    )
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: --capacity: no RAID level of 4 drives that survives 2 ")
+    assert line.endswith("(RAID 6)"), line

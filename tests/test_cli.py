@@ -218,7 +218,7 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
 
 
 def test_atto_plot_draws_the_sweep(fake_native: None, tmp_path) -> None:
-    path = tmp_path / "sub" / "sweep.png"
+    path = tmp_path / "sweep.png"
     result = runner.invoke(
         app,
         [

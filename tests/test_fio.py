@@ -21,6 +21,7 @@ from raidlab.frontends.fio import (
 )
 from raidlab.frontends.fio_report import percentile
 from raidlab.frontends.suites import parse_access_spec, pts_steady
+from raidlab.scenario.workloads import parse_bs
 from typer.testing import CliRunner
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -79,6 +80,51 @@ def test_bssplit_per_direction_and_open_shares() -> None:
     assert write == [[8192, 10000]]
     (mix,) = parse_bssplit("4k/50:8k:16k", "f", "bssplit", 1024)
     assert mix == [[4096, 5000], [8192, 2500], [16384, 2500]]
+
+
+@pytest.mark.parametrize(
+    ("bs", "mix"),
+    [
+        ("4K:55,64K:25,128K:20", [[4096, 55], [65536, 25], [131072, 20]]),
+        ("4K:60,64K", [[4096, 60], [65536, 40]]),  # a blank share takes what is left
+        ("4K:50,64K:,128K:", [[4096, 50], [65536, 25], [131072, 25]]),
+        ("4K:30,64K:30", [[4096, 30], [65536, 70]]),  # under 100: the largest tops up
+        ("4K:60,64K:60", [[4096, 60], [65536, 40]]),  # over 100: smallest first
+    ],
+)
+def test_run_bs_mix_shares_follow_fio_bssplit_rules(bs: str, mix: list[list[int]]) -> None:
+    assert parse_bs(bs, "--bs") == mix
+
+
+def test_run_bs_mix_over_100_with_a_blank_is_one_error_naming_bs() -> None:
+    result = invoke("run", "--drive", "intel-dc-s3500-80g", "--bs", "4K:80,64K:40,128K")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --bs: shares add up to 120 %, over 100")
+
+
+@needs_native_jobs
+@pytest.mark.parametrize("form", [["--output=OUT"], ["--output", "OUT"]])
+def test_fio_output_writes_the_report_to_the_file(tmp_path: Path, form: list[str]) -> None:
+    out = tmp_path / "out.json"
+    form = [item.replace("OUT", str(out)) for item in form]
+    result = invoke(
+        "fio", "--name=a", "--rw=randread", "--size=16m", "--drive", "intel-dc-s3500-80g",
+        "--output-format=json", *form,
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert json.loads(out.read_text())["jobs"][0]["jobname"] == "a"
+
+
+def test_fio_output_into_a_missing_directory_is_refused_first(
+    no_simulation: None, tmp_path: Path
+) -> None:
+    result = invoke(
+        "fio", "--name=a", "--rw=read", "--size=1m", "--drive", "intel-dc-s3500-80g",
+        f"--output={tmp_path / 'no' / 'out.json'}",
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --output: the directory ")
 
 
 def test_bsrange_is_an_even_mix_of_powers_of_two() -> None:
@@ -148,7 +194,8 @@ def test_pts_rule() -> None:
     [
         ("unknown-option.fio", "unknown-option.fio:3: unknown fio option 'foo'"),
         ("bad-size.fio", "bad-size.fio:3: size: bad size '10q'"),
-        ("bssplit-sum.fio", "bssplit-sum.fio:3: bssplit: percentages must add up to 100"),
+        # fio refuses it too ("bssplit percentages add to more than 100%").
+        ("bssplit-sum.fio", "bssplit-sum.fio:3: bssplit: shares add up to 120 %, over 100"),
         ("missing-section.fio", "missing-section.fio:1: option 'rw' outside a section"),
         ("no-job.fio", "no-job.fio: no job section"),
         ("bad-rw.fio", "bad-rw.fio:2: rw: must be read, write, randread"),

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import needs_native_jobs
 from raidlab.cli import app
+from raidlab.errors import RaidlabError
+from raidlab.frontends.fio import parse_bssplit
 from typer.testing import CliRunner
 
 DATA = Path(__file__).resolve().parent / "data" / "fio"
@@ -105,6 +107,65 @@ def test_block_size_mix_matches(tmp_path: Path) -> None:
     our_mean = ours["io_bytes"] / ours["total_ios"]
     assert abs(real_mean / expected - 1) < 0.20
     assert abs(our_mean / expected - 1) < 0.05
+
+
+# bssplit values whose shares real fio decides by its own rules: blanks split what is
+# left in whole percent, a total under 100 tops up the largest share, over 100 the
+# smallest shares come first, 0 is blank, decimals are cut, a share above 100 is 100.
+BSSPLITS = [
+    "4k/50:8k/",
+    "4k/50:8k/:16k/",
+    "4k/33:8k/:16k/",
+    "4k/30:8k/30",
+    "4k/20:8k/10:16k/20",
+    "4k/60:8k/60",
+    "4k/50:8k/0",
+    "4k/33.7:8k/",
+    "4k/150:8k/",
+    "4k:8k",
+]
+
+
+def real_fio_shares(bssplit: str, tmp_path: Path) -> dict[int, float]:
+    """Percent of real fio's I/O per size: 20,000 random reads on the null engine,
+    logged one by one (norandommap: no smaller I/O to fill the last holes)."""
+    log = tmp_path / "io.log"
+    subprocess.run(
+        ["fio", "--name=shares", "--ioengine=null", "--size=4g", "--rw=randread"]
+        + [f"--bssplit={bssplit}", "--number_ios=20000", "--norandommap=1"]
+        + ["--randseed=7", f"--write_iolog={log}", "--output-format=terse"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    sizes = [int(line.split()[4]) for line in log.read_text().splitlines() if " read " in line]
+    return {size: 100 * sizes.count(size) / len(sizes) for size in set(sizes)}
+
+
+@needs_fio
+@pytest.mark.parametrize("bssplit", BSSPLITS)
+def test_bssplit_shares_are_the_shares_real_fio_draws(bssplit: str, tmp_path: Path) -> None:
+    (mix,) = parse_bssplit(bssplit, "job", "bssplit", 1024)
+    ours = {block: weight / 100 for block, weight in mix}
+    real = real_fio_shares(bssplit, tmp_path)
+    assert set(real) == set(ours), (real, ours)
+    # 20,000 draws: a share's standard error is at most 0.35 percentage points.
+    assert all(abs(real[block] - ours[block]) < 1.5 for block in ours), (real, ours)
+
+
+@needs_fio
+def test_bssplit_over_100_with_a_blank_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RaidlabError, match="over 100"):
+        parse_bssplit("4k/80:8k/40:16k/:32k/", "job", "bssplit", 1024)
+    refused = subprocess.run(
+        ["fio", "--name=x", "--ioengine=null", "--size=1m", "--bssplit=4k/80:8k/40:16k/:32k/"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and "more than 100" in refused.stderr
 
 
 def _shape(value: Any) -> Any:

@@ -43,7 +43,6 @@ RUN_FLAGS: dict[str, tuple[str, list[str]]] = {
     "array.deleted_percent": ("--deleted", []),
     "workload.rw": ("--rw", []),
     "workload.bs": ("--bs", []),
-    "workload.bs.weight": ("--bs", []),
     "workload.rwmixread": ("--rwmixread", []),
     "workload.iodepth": ("--iodepth", []),
     "workload.numjobs": ("--numjobs", []),
@@ -51,8 +50,10 @@ RUN_FLAGS: dict[str, tuple[str, list[str]]] = {
     "workload.ios": ("--ios", []),
     "workload.runtime_ns": ("--runtime", []),
 }
-# Fields only the Python API sets, by keyword of WorkloadRequest.
-API_KEYWORDS = {"workload.warmup_ios": "warmup_ios"}
+# Fields only the Python API sets, by keyword of WorkloadRequest. Raw weights of a
+# block-size mix are the API's [[bytes, weight]] form: --bs takes percent shares by
+# fio's rules (an empty or 0 share splits the rest, above 100 is 100).
+API_KEYWORDS = {"workload.warmup_ios": "warmup_ios", "workload.bs.weight": "bs"}
 # Trace replay fields of `raidlab replay`.
 REPLAY_FLAGS = {
     "workload.format": "--format",
@@ -144,8 +145,6 @@ def _case(entry: dict[str, Any], value: Any, tmp_path: Path) -> tuple[list[str],
         return ["replay", TRACE, "--drive", SSD, "--mode", "closed", f"{flag}={value}"], flag
     if path in RUN_FLAGS:
         flag, context = RUN_FLAGS[path]
-        if path == "workload.bs.weight":
-            value = f"4K:{value}"
         drive = ["--config", str(_ftl_file(tmp_path))] if path == "array.deleted_percent" else []
         args = ["run", "--drive", SSD, *drive, *context, "--ios", "200", f"{flag}={value}"]
         return args, flag
@@ -190,6 +189,8 @@ def test_a_value_past_a_native_bound_names_the_users_flag_or_key(
 ) -> None:
     if entry["path"] in API_KEYWORDS:
         keyword = API_KEYWORDS[entry["path"]]
+        if keyword == "bs":
+            value = [[4096, value]]
         array = build_array(ArrayRequest(drive=SSD))
         with pytest.raises(RaidlabError) as error:
             build_workload(WorkloadRequest(**{keyword: value}), array)

@@ -32,6 +32,7 @@ from raidlab.frontends.atto import (
 from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
 from raidlab.frontends.fio_report import fio_json, fio_text
 from raidlab.report.explain import explain_lines, rebuild_lines
+from raidlab.report.output import output_directory
 from raidlab.scenario import limits
 from raidlab.scenario.array import (
     ArrayRequest,
@@ -552,24 +553,33 @@ def reproduce(
     seed: Any = 1,
     executor: Executor | None = None,
     progress: bool = True,
+    labels: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Reproduce a study.
 
     ATTO studies (``ssd-raid0-atto``, ``hdd-raid0-atto``): measured vs simulated for
     every row, columns ``study, config, op, qd, block_bytes, measured_mbps,
     simulated_mbps, error_pct, role``; ``.attrs["summary"]`` is a StudySummary; with
-    ``out`` the figures are written there and listed in ``.attrs["figures"]``.
-    ``ios_max`` caps the measured I/Os per point (default 3000).
+    ``out`` the figures are written there and listed in ``.attrs["figures"]``: the
+    directory is created (with its parents) and checked before anything runs;
+    without ``out`` nothing is written. ``ios_max`` caps the measured I/Os per point
+    (default 3000).
 
     Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
     per claim not covered (``raidlab.studies.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
     counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
-    how. ``ios_max`` is the measured I/Os of every run (default 20000); ``out`` is
-    unused (no figures)."""
+    how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
+    no figures, so ``out`` is refused."""
     from raidlab.studies.atto_studies import get_study, summarize
     from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
 
+    labels = dict(labels or {})
+
     if study in CLAIM_STUDIES:
+        if out is not None:
+            raise RaidlabError(
+                labels.get("out", "out"), f"{study} is a claim study: it draws no figures"
+            )
         return reproduce_claims(
             study,
             ios=CLAIMS_IOS_DEFAULT if ios_max is None else ios_max,
@@ -579,6 +589,8 @@ def reproduce(
             progress=progress,
         )
     get_study(study)
+    if out is not None:
+        out = output_directory(out, labels.get("out", "out"))
     frame = reproduce_study(
         study,
         jobs=jobs,
@@ -634,8 +646,54 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
     )
 
 
+# The key figures of presets as columns (their preset keys, units in the names), for
+# programs; ``key_figures`` says the same as text for people. "unlimited" rates are
+# empty (NaN).
+DRIVE_FIGURES = (
+    "capacity_bytes",
+    "link_rate_bytes_per_s",
+    "channels",
+    "dies_per_channel",
+    "page_bytes",
+    "read_page_ns",
+    "program_page_ns",
+    "rpm",
+    "seek_ns_avg",
+    "media_rate_bytes_per_s_outer",
+    "media_rate_bytes_per_s_inner",
+    "cache_bytes",
+)
+CONTROLLER_FIGURES = (
+    "request_overhead_ns",
+    "member_op_overhead_ns",
+    "added_latency_ns",
+    "port_rate_bytes_per_s",
+    "bus_rate_bytes_per_s",
+    "read_ahead_bytes",
+    "read_ahead_segments",
+    "parity_rate_bytes_per_s",
+    "cache_bytes",
+    "read_balance",
+)
+PRESET_COLUMNS = [
+    "group",
+    "name",
+    "kind",
+    "key_figures",
+    "description",
+    *dict.fromkeys([*DRIVE_FIGURES, "drive_write_cache", *CONTROLLER_FIGURES]),
+]
+
+
+def _figures(spec: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {
+        key: float("nan") if spec.get(key) in (None, "unlimited") else spec[key] for key in keys
+    }
+
+
 def presets() -> pd.DataFrame:
-    """Drive and controller presets with their key figures."""
+    """Drive and controller presets: ``key_figures`` as text and the same figures as
+    columns named by their preset keys (a figure a preset lacks is NaN)."""
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")
@@ -646,6 +704,8 @@ def presets() -> pd.DataFrame:
                 "kind": spec["kind"],
                 "key_figures": _drive_figures(spec),
                 "description": spec["description"],
+                **_figures(spec, DRIVE_FIGURES),
+                "drive_write_cache": spec.get("write_cache"),
             }
         )
     for name in preset_names("controller"):
@@ -657,9 +717,11 @@ def presets() -> pd.DataFrame:
                 "kind": spec["kind"],
                 "key_figures": _controller_figures(spec),
                 "description": spec["description"],
+                **_figures(spec, CONTROLLER_FIGURES),
             }
         )
-    return pd.DataFrame(rows, columns=["group", "name", "kind", "key_figures", "description"])
+    # Nullable integer and boolean columns: whole numbers stay whole next to NaN.
+    return pd.DataFrame(rows, columns=PRESET_COLUMNS).convert_dtypes()
 
 
 __all__: list[str] = [

@@ -397,6 +397,11 @@ impl Hdd {
     pub fn read_ahead_hits(&self) -> u64 {
         self.ra_hits
     }
+
+    /// Time `bytes` take on the drive's link (its rate, capped by the port's).
+    pub fn link_transfer_ns(&self, bytes: u64) -> u64 {
+        transfer_ns(bytes, self.link_ps)
+    }
 }
 
 #[cfg(test)]

@@ -67,15 +67,47 @@ pub struct OpStats {
     pub percentiles_ns: BTreeMap<String, u64>,
 }
 
+/// Utilisation at or above which the busiest resource is the run's bottleneck. A
+/// resource idle more than a tenth of the time was waiting for work: throughput was set
+/// by how fast requests came back (Little's law: outstanding I/Os over latency), and
+/// adding load would still raise it nearly in proportion. At 90 % busy a queue at the
+/// resource dominates (an M/M/1 queue waits 9 service times), which is what a
+/// bottleneck means to the reader. Parallel resources (an SSD's dies) report the mean
+/// over their units, so 0.9 also leaves room for units that are busier than the mean.
+pub const SATURATION_UTILISATION: f64 = 0.9;
+
+/// The stages of a host I/O's path, in the order it crosses them, as keys of
+/// [`Explain::latency_ns_by_stage`].
+pub const STAGES: [&str; 4] = ["host", "controller", "link", "drive"];
+
 /// Utilisation of every resource, the bottleneck, and the member I/O per host I/O.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explain {
     /// Every resource, in a fixed order (controller, paths, then drives).
     pub resources: Vec<Resource>,
-    /// The busiest resource.
+    /// The busiest resource (the bottleneck when `bound` is `resource`).
     pub bottleneck: String,
     /// Utilisation of the bottleneck.
     pub bottleneck_utilisation: f64,
+    /// `resource` when the busiest resource is at least [`SATURATION_UTILISATION`]
+    /// busy, else `latency`: no resource is near saturation and the run is as fast as
+    /// its I/Os come back (`stage_longest` says where their time goes).
+    #[serde(default)]
+    pub bound: String,
+    /// Mean time a measured host I/O spent in each stage of its path ([`STAGES`]):
+    /// `host` from issue until the controller takes it (host stack, I/O scheduler, and
+    /// a controller preset's `added_latency_ns`, which the front end folds into the
+    /// host's per-request overhead);
+    /// `link` moving its data over the drive links and the controller's paths and bus;
+    /// `drive` in the drives (queued at the port or in the drive, seek, rotation,
+    /// flash); `controller` the rest (firmware, parity, cache, waits between phases).
+    /// A request split over members counts the member that finished last of each
+    /// phase. The stages add up to the mean latency.
+    #[serde(default)]
+    pub latency_ns_by_stage: BTreeMap<String, f64>,
+    /// The stage with the largest share of `latency_ns_by_stage`.
+    #[serde(default)]
+    pub stage_longest: String,
     /// Member operations per host I/O, per direction.
     pub member_ios_per_host_io: BTreeMap<String, f64>,
     /// Member bytes per host byte, per direction.

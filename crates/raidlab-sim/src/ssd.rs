@@ -525,6 +525,11 @@ impl Ssd {
         }
     }
 
+    /// Time `bytes` take on the drive's link (its rate, capped by the port's).
+    pub fn link_transfer_ns(&self, bytes: u64) -> u64 {
+        transfer_ns(bytes, self.link_ps)
+    }
+
     /// Write amplification since the last reset (1 without an FTL).
     pub fn write_amplification(&self) -> Option<f64> {
         self.ftl.as_ref().map(|f| {

@@ -225,3 +225,44 @@ fn read_ahead_always_costs_random_reads_and_adaptive_does_not() {
     assert!(fetched > 1.5, "{fetched}");
     assert!(always.ops["read"].iops < adaptive.ops["read"].iops);
 }
+
+#[test]
+fn the_run_is_resource_bound_only_at_saturation() {
+    use raidlab_sim::results::SATURATION_UTILISATION;
+    // One small read at a time leaves every resource mostly idle; large writes at
+    // depth keep the flash busy all along.
+    let qd1 = simulate(&scenario(ssd(), 1, Rw::Randread, 4096, 1));
+    assert!(qd1.explain.bottleneck_utilisation < SATURATION_UTILISATION);
+    assert_eq!(qd1.explain.bound, "latency");
+    let streaming = simulate(&scenario(ssd(), 1, Rw::Write, 1 << 20, 8));
+    assert!(streaming.explain.bottleneck_utilisation >= SATURATION_UTILISATION);
+    assert_eq!(streaming.explain.bound, "resource");
+}
+
+#[test]
+fn the_stages_of_the_path_add_up_to_the_mean_latency() {
+    for drive in [ssd(), hdd()] {
+        let r = simulate(&scenario(drive, 2, Rw::Randrw, 65536, 4));
+        let stages = &r.explain.latency_ns_by_stage;
+        assert_eq!(
+            stages.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["controller", "drive", "host", "link"]
+        );
+        let ios: u64 = r.ops.values().map(|op| op.ios).sum();
+        let mean_ns: f64 = r
+            .ops
+            .values()
+            .map(|op| op.lat_mean_ns * op.ios as f64)
+            .sum::<f64>()
+            / ios as f64;
+        let total_ns: f64 = stages.values().sum();
+        assert!(
+            (total_ns / mean_ns - 1.0).abs() < 1e-9,
+            "{total_ns} vs {mean_ns}"
+        );
+        // Random I/O at QD 4 on two drives: the I/Os wait on the drives, and the host
+        // stage is the host's per-request overhead.
+        assert_eq!(r.explain.stage_longest, "drive");
+        assert!((stages["host"] - 5_000.0).abs() < 1.0, "{}", stages["host"]);
+    }
+}

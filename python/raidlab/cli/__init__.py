@@ -35,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except UsageError as error:
+        if type(error).__name__ == "NoArgsIsHelpError" and error.ctx is not None:
+            # `raidlab` alone: the help, whole, as click prints it (not one error line).
+            typer.echo(error.ctx.get_help(), err=True)
+            sys.exit(2)
         option = f"{error.param_hint}: " if getattr(error, "param_hint", None) else ""
         message = error.format_message() if not option else error.message
         typer.echo(f"error: {option}{' '.join(str(message).split())}", err=True)

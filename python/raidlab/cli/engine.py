@@ -50,7 +50,9 @@ MembersArgument = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON report on stdout.")]
 JournalOption = Annotated[
     Path | None,
-    typer.Option("--journal", help="The array's write journal (needed if created with one)."),
+    typer.Option(
+        "--journal", help="The array's write journal (needed if created with one; default: none)."
+    ),
 ]
 
 
@@ -129,20 +131,34 @@ def create(
     members: MembersArgument = None,
     level: Annotated[
         str | None,
-        typer.Option("--level", help="RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat."),
+        typer.Option("--level", help="RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat (required)."),
     ] = None,
     chunk: Annotated[str, typer.Option("--chunk", help="Chunk (stripe unit) size.")] = "64K",
     size: Annotated[
         str | None,
-        typer.Option("--size", help="Size of each member file (created or extended)."),
+        typer.Option(
+            "--size",
+            help="Size of each member file, created or extended (default: the members' "
+            "own size; the smallest one counts).",
+        ),
     ] = None,
     layout: Annotated[
         str | None,
-        typer.Option("--layout", help="RAID 5/6: ls, la, rs, ra; RAID 10: near, far, offset."),
+        typer.Option(
+            "--layout",
+            help="RAID 5/6: ls, la, rs, ra (default ls); RAID 10: near, far, offset "
+            "(default near).",
+        ),
     ] = None,
-    copies: Annotated[str | None, typer.Option("--copies", help="RAID 10 copies.")] = None,
-    spans: Annotated[str | None, typer.Option("--spans", help="RAID 50/60 spans.")] = None,
-    uuid: Annotated[str | None, typer.Option("--uuid", help="Array UUID (hex).")] = None,
+    copies: Annotated[
+        str | None, typer.Option("--copies", help="RAID 10 copies (default 2).")
+    ] = None,
+    spans: Annotated[
+        str | None, typer.Option("--spans", help="RAID 50/60 spans (default 2).")
+    ] = None,
+    uuid: Annotated[
+        str | None, typer.Option("--uuid", help="Array UUID (hex; default: random).")
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite members of another array.")
     ] = False,
@@ -151,7 +167,7 @@ def create(
     ] = False,
     journal: JournalOption = None,
     journal_size: Annotated[
-        str | None, typer.Option("--journal-size", help="Journal size (default 256M).")
+        str | None, typer.Option("--journal-size", help="Journal size (default: 256M).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -191,17 +207,20 @@ def serve(
         str, typer.Option("--listen", help="HOST:PORT to serve NBD on (port 0: any free port).")
     ] = "127.0.0.1:10809",
     connections_max: Annotated[
-        str | None, typer.Option("--connections-max", help="Concurrent NBD connections (16).")
+        str | None,
+        typer.Option("--connections-max", help="Concurrent NBD connections (default: 16)."),
     ] = None,
     requests_in_flight: Annotated[
         str | None,
-        typer.Option("--requests-in-flight", help="Requests of one connection served at once (8)."),
+        typer.Option(
+            "--requests-in-flight", help="Requests of one connection served at once (default: 8)."
+        ),
     ] = None,
     bitmap_delay: Annotated[
         str | None,
         typer.Option(
             "--bitmap-delay",
-            help="Seconds between passes clearing the bitmap bits of quiet regions (5).",
+            help="Seconds between passes clearing the bitmap bits of quiet regions (default: 5).",
         ),
     ] = None,
     journal: JournalOption = None,
@@ -263,7 +282,10 @@ def replace(
     new: Annotated[Path | None, typer.Argument(help="The new member file or device.")] = None,
     members: MembersArgument = None,
     rate: Annotated[
-        str | None, typer.Option("--rate", help="Rebuild at most this many bytes/s, e.g. 200M.")
+        str | None,
+        typer.Option(
+            "--rate", help="Rebuild at most this many bytes/s, e.g. 200M (default: unlimited)."
+        ),
     ] = None,
     no_wait: Annotated[
         bool,
@@ -339,24 +361,35 @@ def inject(
     offset: Annotated[
         str | None, typer.Argument(help="Data byte of the member to corrupt (after its header).")
     ] = None,
-    mask: Annotated[str | None, typer.Option("--mask", help="Bits to flip (hex, 0xff).")] = None,
+    mask: Annotated[
+        str | None, typer.Option("--mask", help="Bits to flip (hex; default: 0xff).")
+    ] = None,
     read_error: Annotated[
         str | None,
-        typer.Option("--read-error", help="Served array: reads of OFF[+LEN] fail (LEN 4K)."),
+        typer.Option(
+            "--read-error",
+            help="Served array: reads of OFF[+LEN] fail (LEN default 4K; default: none).",
+        ),
     ] = None,
     bad_sector: Annotated[
         str | None,
         typer.Option(
             "--bad-sector",
-            help="Served array: reads of OFF[+LEN] fail until written; the array rewrites it.",
+            help="Served array: reads of OFF[+LEN] fail until written; the array rewrites it "
+            "(default: none).",
         ),
     ] = None,
     write_error: Annotated[
         str | None,
-        typer.Option("--write-error", help="Served array: writes of OFF[+LEN] fail."),
+        typer.Option(
+            "--write-error", help="Served array: writes of OFF[+LEN] fail (default: none)."
+        ),
     ] = None,
     latency: Annotated[
-        str | None, typer.Option("--latency", help="Served array: delay each I/O, e.g. 20ms.")
+        str | None,
+        typer.Option(
+            "--latency", help="Served array: delay each I/O, e.g. 20ms (default: no delay)."
+        ),
     ] = None,
     clear: Annotated[
         bool, typer.Option("--clear", help="Served array: remove the member's faults.")

@@ -79,13 +79,20 @@ def parse_jobs(value: str | None) -> int | None:
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
-        "--config", help="Array TOML file (see docs/config.md); flags override its values."
+        "--config",
+        help="Array TOML file (see docs/config.md); flags override its values "
+        "(default: none, the array is the flags').",
     ),
 ]
 
 
 DriveOption = Annotated[
-    str | None, typer.Option("--drive", help="Drive preset, e.g. adata-sp900-128g.")
+    str | None,
+    typer.Option(
+        "--drive",
+        help="Drive preset, e.g. adata-sp900-128g (see `raidlab presets`; no default: "
+        "give it or --config).",
+    ),
 ]
 
 
@@ -123,7 +130,10 @@ SpansOption = Annotated[
 
 
 FailedOption = Annotated[
-    str | None, typer.Option("--failed", help="Failed member indices, e.g. 1,3 (degraded run).")
+    str | None,
+    typer.Option(
+        "--failed", help="Failed member indices, e.g. 1,3 (degraded run; default: none failed)."
+    ),
 ]
 
 
@@ -131,36 +141,59 @@ RebuildRateOption = Annotated[
     str | None,
     typer.Option(
         "--rebuild-rate",
-        help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M.",
+        help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M "
+        "(default: no rebuild).",
     ),
 ]
 
 
 WriteCacheOption = Annotated[
     str | None,
-    typer.Option("--write-cache", help="Controller cache: wb (write-back) or wt (through)."),
+    typer.Option(
+        "--write-cache",
+        help="Controller cache: wb (write-back, needs a cache and a backup unit) or wt "
+        "(write-through; the default of every controller preset).",
+    ),
 ]
 
 
 BbuOption = Annotated[
-    str | None, typer.Option("--bbu", help="Battery/flash backup unit fitted: yes or no.")
+    str | None,
+    typer.Option(
+        "--bbu",
+        help="Battery/flash backup unit fitted: yes or no (default: the controller "
+        "preset's `bbu`, raidlab/scenario/presets/controllers.toml).",
+    ),
 ]
 
 
 ReadAheadOption = Annotated[
-    str | None, typer.Option("--read-ahead", help="Controller read-ahead: none, adaptive, always.")
+    str | None,
+    typer.Option(
+        "--read-ahead",
+        help="Controller read-ahead: none, adaptive, always (default: the controller "
+        "preset's; `raidlab presets` lists it, off unless it shows segments).",
+    ),
 ]
 
 
 OpOption = Annotated[
     str | None,
-    typer.Option("--op", help="SSD over-provisioning: share left unpartitioned, e.g. 20%."),
+    typer.Option(
+        "--op",
+        help="SSD over-provisioning: share left unpartitioned, e.g. 20% (default: the "
+        "drive preset's, 0%; SSDs with an FTL model only).",
+    ),
 ]
 
 
 PreconditionOption = Annotated[
     str | None,
-    typer.Option("--precondition", help="SSD state: fob (fresh) or steady (SNIA PTS)."),
+    typer.Option(
+        "--precondition",
+        help="SSD state: fob (fresh out of the box) or steady (SNIA PTS steady state) "
+        "(default: the drive preset's, fob; SSDs with an FTL model only).",
+    ),
 ]
 
 
@@ -168,7 +201,8 @@ FastpathOption = Annotated[
     bool,
     typer.Option(
         "--fastpath",
-        help="Controller FastPath (MegaRAID): write-through, no read-ahead, lower per-I/O cost.",
+        help="Controller FastPath (MegaRAID): write-through, no read-ahead, lower per-I/O "
+        "cost (default: off, the controller's normal path).",
     ),
 ]
 
@@ -177,7 +211,8 @@ DeletedOption = Annotated[
     str | None,
     typer.Option(
         "--deleted",
-        help="Share of the array the host deleted after preconditioning, e.g. 50%.",
+        help="Share of the array the host deleted after preconditioning, e.g. 50% "
+        "(default: 0%, nothing deleted).",
     ),
 ]
 

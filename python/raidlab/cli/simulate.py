@@ -62,7 +62,11 @@ def atto(
     explain: ExplainOption = False,
     plot: Annotated[
         Path | None,
-        opt("--plot", "Also draw the sweep to this file (FILE.png; format from the suffix)."),
+        opt(
+            "--plot",
+            "Also draw the sweep to this file (FILE.png; format from the suffix); its "
+            "directory must exist (default: no figure).",
+        ),
     ] = None,
     *,
     flags: ArrayFlags,
@@ -153,7 +157,11 @@ def run(
     ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
     runtime: Annotated[
         str | None,
-        opt("--runtime", "Measured simulated time, e.g. 10s, 500ms (stops at --ios too)."),
+        opt(
+            "--runtime",
+            "Measured simulated time, e.g. 10s, 500ms (stops at --ios too; default: no "
+            "limit, the run ends at --ios).",
+        ),
     ] = None,
     size: Annotated[str | None, opt("--size", "Region size (default: whole array).")] = None,
     offset: Annotated[str, opt("--offset", "Region start.")] = "0",

@@ -28,7 +28,12 @@ from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.studies import print_claims, print_study_summary
-from raidlab.report.tables import print_frame, print_table, study_table_rows
+from raidlab.report.tables import (
+    advise_table_rows,
+    print_frame,
+    print_table,
+    study_table_rows,
+)
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.studies.atto_studies import StudySummary, get_study, summary_dict
@@ -44,14 +49,17 @@ from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
 """
 )
 def presets(output_format: FormatOption = "table") -> None:
-    """List drive and controller presets with their key figures."""
+    """List drive and controller presets with their key figures (CSV and JSON: one
+    column per figure, named by its preset key)."""
     with user_errors():
         output_format = check_format(output_format)
         frame = api.presets()
+        # Programs get the figures as columns; the text form is for people.
+        figures = frame.drop(columns=["key_figures"])
         if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
+            sys.stdout.write(figures.to_csv(index=False))
         elif output_format == "json":
-            print_json({"records": records(frame)})
+            print_json({"records": records(figures)})
         else:
             table = Table(title="presets (sources: comments in raidlab/scenario/presets/*.toml)")
             for column in ("group", "name", "kind", "key_figures"):
@@ -93,24 +101,31 @@ def advise(
     drive: DriveOption = None,
     drives: DrivesOption = None,
     controller: ControllerOption = None,
-    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (randrw).")] = None,
+    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (default: randrw).")] = None,
     bs: Annotated[
-        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (4K).")
+        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (default: 4K).")
     ] = None,
-    iodepth: Annotated[str | None, opt("--iodepth", "Outstanding I/Os per job (32).")] = None,
-    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (1).")] = None,
+    iodepth: Annotated[
+        str | None, opt("--iodepth", "Outstanding I/Os per job (default: 32).")
+    ] = None,
+    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (default: 1).")] = None,
     rwmixread: Annotated[
-        str | None, opt("--rwmixread", "Read percentage for rw/randrw (70).")
+        str | None, opt("--rwmixread", "Read percentage for rw/randrw (default: 70).")
     ] = None,
     job: Annotated[
         Path | None,
-        opt("--job", "A fio job file: its jobs, run together, are the workload."),
+        opt(
+            "--job",
+            "A fio job file: its jobs, run together, are the workload (default: the "
+            "fio-style flags).",
+        ),
     ] = None,
     workload: Annotated[
         str | None,
         opt(
             "--workload",
-            "An IOMeter preset (desktop, database, fileserver) or access specification.",
+            "An IOMeter preset (desktop, database, fileserver) or access specification "
+            "(default: the fio-style flags).",
         ),
     ] = None,
     ios: Annotated[
@@ -169,9 +184,11 @@ def advise(
             scheduler=scheduler,
             labels=ADVISE_FLAGS,
         )
-        print_frame(frame, output_format, "candidate arrays, best first")
         if output_format == "table":
-            stdout.print(frame.attrs["why"])
+            print_table(advise_table_rows(frame), "candidate arrays, best first")
+            stdout.print(frame.attrs["why"], highlight=False, markup=False)
+        else:
+            print_frame(frame, output_format, "candidate arrays, best first")
 
 
 @app.command(
@@ -193,7 +210,13 @@ def reproduce(
         opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
     ] = "table",
     out: Annotated[
-        Path | None, opt("--out", "Figure directory (default out/<study>/; ATTO studies).")
+        Path | None,
+        opt(
+            "--out",
+            "ATTO studies: draw the figures into this directory, created with its parents "
+            "if missing (checked before the simulation; default: no figures, nothing "
+            "written, whatever the --format).",
+        ),
     ] = None,
     jobs: JobsOption = None,
     ios_max: Annotated[
@@ -222,13 +245,13 @@ def reproduce(
                     "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
                 )
         ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
-        out_dir = out if out is not None else Path("out") / study
         frame = api.reproduce(
             study,
             jobs=parse_jobs(jobs),
-            out=out_dir if study not in CLAIM_STUDIES else None,
+            out=out,
             ios_max=ios,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+            labels={"out": "--out"},
         )
         if study in CLAIM_STUDIES:
             print_claims(frame, output_format)

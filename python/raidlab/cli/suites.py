@@ -23,7 +23,7 @@ from raidlab.cli.flags import (
 )
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.fio import parse_command_line, parse_job_files
-from raidlab.report.output import print_json, records, stdout
+from raidlab.report.output import json_text, output_file, print_json, records, stdout
 from raidlab.report.tables import number, print_frame, print_table
 from raidlab.units import format_size
 
@@ -67,6 +67,7 @@ def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
       --ioengine=libaio --iodepth=16 --drive intel-dc-s3500-80g \\
       --controller linux-md --level 1 --drives 2
   raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json > out.json
+  raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json --output=out.json
 """,
 )
 @with_array_flags
@@ -80,6 +81,14 @@ def fio(
     output_format: Annotated[
         str, opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
     ] = "normal",
+    output: Annotated[
+        Path | None,
+        opt(
+            "--output",
+            "Write the report to this file, as fio's --output (fio-plot workflows); its "
+            "directory must exist (default: stdout).",
+        ),
+    ] = None,
     *,
     flags: ArrayFlags,
 ) -> None:
@@ -91,6 +100,8 @@ def fio(
                 "--output-format",
                 f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
             )
+        if output is not None:
+            output_file(output, "--output")
         files, options = fio_tokens(args or [])
         # Job files first: a malformed job is reported before array flags are checked.
         parse_command_line(options, parse_job_files(files))
@@ -105,10 +116,11 @@ def fio(
         )
         for note in run.notes:
             typer.echo(f"note: {note}", err=True)
-        if output_format == "normal":
-            sys.stdout.write(run.text())
+        report = run.text() if output_format == "normal" else json_text(run.document)
+        if output is None:
+            sys.stdout.write(report)
         else:
-            print_json(run.document)
+            output.write_text(report)
 
 CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "--seed"}
 
@@ -212,7 +224,11 @@ def pts(
     jobs: JobsOption = None,
     output_format: FormatOption = "table",
     plot: Annotated[
-        Path | None, opt("--plot", "Draw the tracking variable and the table to FILE.png.")
+        Path | None, opt(
+            "--plot",
+            "Draw the tracking variable and the table to FILE.png; its directory must "
+            "exist (default: no figure).",
+        )
     ] = None,
     *,
     flags: ArrayFlags,

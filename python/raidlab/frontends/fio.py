@@ -31,7 +31,7 @@ from typing import Any
 from raidlab.errors import RaidlabError
 from raidlab.scenario import native
 from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
-from raidlab.scenario.workloads import SECTOR_BYTES
+from raidlab.scenario.workloads import SECTOR_BYTES, fio_shares
 
 FIO_VERSION = "fio-3.33"
 # A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os
@@ -386,34 +386,24 @@ def _block(text: str, where: str, key: str, kb_base: int) -> int:
 
 
 def parse_bssplit(text: str, where: str, key: str, kb_base: int) -> list[list[list[int]]]:
-    """``4k/55:64k/25:128k/20`` (per direction: ``...,...``) -> mixes (read, write).
-    Percentages must add up to 100; an entry without one shares what is left."""
+    """``4k/55:64k/25:128k/20`` (per direction: ``...,...``) -> mixes (read, write), the
+    shares by fio's rules (``fio_shares``: blanks split what is left, a total under 100
+    tops up the largest). Weights are hundredths of a percent."""
     mixes: list[list[list[int]]] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             mixes.append([])
             continue
-        entries: list[tuple[int, float | None]] = []
+        entries: list[tuple[int, str | None]] = []
         for item in part.split(":"):
-            size_text, slash, pct_text = item.partition("/")
-            block = _block(size_text, where, key, kb_base)
-            pct = _number(pct_text, where, key) if slash and pct_text.strip() else None
-            if pct is not None and not 0 <= pct <= 100:
-                raise RaidlabError(where, f"{key}: percentage must be 0..=100, got {item!r}")
-            entries.append((block, pct))
-        given = sum(pct for _, pct in entries if pct is not None)
-        open_entries = [block for block, pct in entries if pct is None]
-        if given > 100 + 1e-9 or (not open_entries and abs(given - 100) > 1e-9):
-            raise RaidlabError(
-                where, f"{key}: percentages must add up to 100, got {given:g} in {part!r}"
-            )
-        share = (100 - given) / len(open_entries) if open_entries else 0.0
-        mix: dict[int, float] = {}
-        for block, pct in entries:
-            mix[block] = mix.get(block, 0.0) + (share if pct is None else pct)
-        # Integer weights: hundredths of a percent.
-        mixes.append([[block, round(w * 100)] for block, w in mix.items() if round(w * 100) > 0])
+            if not item.strip():
+                # fio stops reading the list at an empty entry and drops the rest.
+                raise RaidlabError(where, f"{key}: empty entry in {part!r}")
+            size_text, slash, share_text = item.partition("/")
+            entries.append((_block(size_text, where, key, kb_base), share_text if slash else None))
+        shares = fio_shares(entries, where, key)
+        mixes.append([[block, share * 100] for block, share in shares])
     return mixes
 
 

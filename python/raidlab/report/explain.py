@@ -21,7 +21,7 @@ def explain_lines(
     if not explain:
         lines = ["(the simulator returned no explain data)"]
         return lines + rebuild_lines(rebuild)
-    lines = [f"bottleneck: {explain.get('bottleneck')}"]
+    lines = [*bound_lines(explain)]
     resources = sorted(
         explain.get("resources", []), key=lambda resource: -float(resource.get("utilisation", 0.0))
     )
@@ -50,6 +50,34 @@ def explain_lines(
     return lines + rebuild_lines(rebuild)
 
 
+def bound_lines(explain: Mapping[str, Any]) -> list[str]:
+    """What limits the run: the bottleneck when a resource is near saturation (the
+    simulator's ``bound`` is ``resource``), else that the run is latency-bound and
+    where its I/Os spend their time."""
+    busiest = f"{explain.get('bottleneck')} ({limit_percent(explain)} busy)"
+    if explain.get("bound", "resource") == "resource":
+        lines = [f"bottleneck: {busiest}"]
+    else:
+        lines = [
+            f"latency-bound: no resource is near saturation (busiest: {busiest}); the "
+            f"longest stage of an I/O's path is {explain.get('stage_longest')}"
+        ]
+    stages = explain.get("latency_ns_by_stage") or {}
+    if stages:
+        lines.append(
+            "latency per I/O by stage: "
+            + ", ".join(
+                f"{stage} {ns / 1e3:,.1f} us"
+                for stage, ns in sorted(stages.items(), key=lambda item: -item[1])
+            )
+        )
+    return lines
+
+
+def limit_percent(explain: Mapping[str, Any]) -> str:
+    return f"{100 * float(explain.get('bottleneck_utilisation', 0.0)):.0f} %"
+
+
 def scheduler_lines(explain: Mapping[str, Any]) -> list[str]:
     """What the host's I/O scheduler did (nothing when the run had none)."""
     sched = explain.get("scheduler")
@@ -69,7 +97,7 @@ def scheduler_lines(explain: Mapping[str, Any]) -> list[str]:
             f"  {int(sched['idle_expiries']):,} turns ended after idling slice_idle "
             "for a job's next request"
         )
-    if explain.get("bottleneck") == "host.scheduler":
+    if explain.get("bottleneck") == "host.scheduler" and explain.get("bound") == "resource":
         lines.append(
             "  host.scheduler is the bottleneck: requests waited in it while drives had "
             "nothing to do, as the scheduler served one job at a time and idled for it"

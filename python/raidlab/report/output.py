@@ -6,17 +6,44 @@ Tables, CSV and JSON are rendered in ``raidlab.report``; commands only choose wh
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
-stdout = Console(soft_wrap=True)
+from raidlab.errors import RaidlabError
+
+# Width of a console that is not a terminal (a pipe, a file): a table there is read by
+# a program or kept, so it prints whole, one row a line, however wide. Rich would take
+# 80 columns and cut numbers to "51,9…" or fold a word a line. Tables and text never
+# pad to the console's width, so the size costs nothing.
+WIDTH_NOT_A_TERMINAL = 1_000_000
 
 
-stderr = Console(stderr=True, soft_wrap=True)
+class ReportConsole(Console):
+    """A rich Console as wide as the terminal, and unlimited when not a terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self.is_terminal:
+            return size
+        return ConsoleDimensions(WIDTH_NOT_A_TERMINAL, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+stdout = ReportConsole(soft_wrap=True)
+
+
+stderr = ReportConsole(stderr=True, soft_wrap=True)
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -24,5 +51,60 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
+def json_text(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
 def print_json(document: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    sys.stdout.write(json_text(document))
+
+
+# Output paths are checked before any simulation runs, so a typo costs nothing: the
+# check writes (and removes) a probe file, the one test that holds for every reason a
+# write fails (permissions, a read-only file system, /proc), root included.
+
+
+def output_directory(path: str | Path, label: str) -> Path:
+    """``path`` as a directory results can be written to: created, with its missing
+    parents, if it does not exist."""
+    path = Path(path)
+    for ancestor in [path, *path.parents]:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise RaidlabError(label, f"{ancestor} is a file, not a directory")
+            break
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RaidlabError(
+            label, f"cannot create the directory {path}: {error.strerror or error}"
+        ) from None
+    _probe(path, label)
+    return path
+
+
+def output_file(path: str | Path, label: str) -> Path:
+    """``path`` as a file that can be written: its directory must exist (it is not
+    created: a typo in a directory name should not leave new directories behind)."""
+    path = Path(path)
+    parent = path.parent
+    if path.is_dir():
+        raise RaidlabError(label, f"{path} is a directory; give a file name in it")
+    if not parent.exists():
+        raise RaidlabError(label, f"the directory {parent} does not exist; create it first")
+    if not parent.is_dir():
+        raise RaidlabError(label, f"{parent} is a file, not a directory")
+    _probe(parent, label)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise RaidlabError(label, f"{path} exists and cannot be written")
+    return path
+
+
+def _probe(directory: Path, label: str) -> None:
+    try:
+        with tempfile.TemporaryFile(dir=directory, prefix=".raidlab-probe-"):
+            pass
+    except OSError as error:
+        raise RaidlabError(
+            label, f"cannot write in the directory {directory}: {error.strerror or error}"
+        ) from None

@@ -22,6 +22,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from raidlab.errors import RaidlabError  # noqa: E402
+from raidlab.report.output import output_directory, output_file  # noqa: E402
 from raidlab.units import format_size, format_size_kib  # noqa: E402
 
 PANEL_OPS = ("read", "write")
@@ -92,7 +93,6 @@ def atto_figure(
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
@@ -102,7 +102,7 @@ def plot_study(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """One PNG per configuration of a reproduced study (see studies.reproduce_study).
     Configurations that share a figure name (``.attrs["figures_of"]``, e.g. one disk
     listed under every stripe unit) share one figure."""
-    out_dir = Path(out_dir)
+    out_dir = output_directory(out_dir, "out")
     study = frame.attrs.get("study", "study")
     stripe_units = frame.attrs.get("stripe_units", {})
     drive_counts = frame.attrs.get("drive_counts", {})
@@ -130,7 +130,8 @@ def plot_study(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 
 def check_figure_path(path: str | Path, label: str = "plot") -> Path:
-    """``path`` if matplotlib can write its format (from the suffix), else an error."""
+    """``path`` if matplotlib can write its format (from the suffix) and the file can be
+    written (``output_file``: its directory exists and is writable), else an error."""
     path = Path(path)
     formats = plt.figure().canvas.get_supported_filetypes()
     plt.close("all")
@@ -142,7 +143,7 @@ def check_figure_path(path: str | Path, label: str = "plot") -> Path:
             f"{', '.join('.' + name for name in sorted(formats))}, "
             f"got {str(path)!r}",
         )
-    return path
+    return output_file(path, label)
 
 
 def plot_atto(frame: pd.DataFrame, path: str | Path, title: str = "ATTO sweep") -> Path:
@@ -157,6 +158,7 @@ def plot_pts(
 ) -> Path:
     """A PTS report figure: the tracking variable per round with the steady-state
     window, and the steady-state table as one line per R/W mix over block size."""
+    path = check_figure_path(path)
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     values = list(summary["tracking_values"])
     rounds = list(range(1, len(values) + 1))
@@ -176,4 +178,4 @@ def plot_pts(
     right.set_title(f"PTS {summary['test']}: {metric} by R/W mix")
     right.legend(title="R/W", fontsize="small")
     figure.tight_layout()
-    return _save(figure, Path(path))
+    return _save(figure, path)

@@ -12,6 +12,7 @@ from rich.table import Table
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import number
 from raidlab.studies.atto_studies import StudySummary
+from raidlab.studies.claims import Tolerance
 from raidlab.units import format_size
 
 
@@ -49,7 +50,7 @@ def print_claims(frame: pd.DataFrame, output_format: str) -> None:
             f"{row.config}; {row.metric}; {row.condition}",
             f"{claim_number(row.claimed)} {row.unit}",
             f"{claim_number(row.simulated)} {row.unit}",
-            row.tolerance,
+            Tolerance(row.tolerance_kind, row.tolerance, row.unit).describe(),
             row.result,
         )
     stdout.print(table)
@@ -132,6 +133,8 @@ def print_study_summary(frame: pd.DataFrame, summary: StudySummary, console: Con
         )
     for path in frame.attrs.get("figures", []):
         lines.append(f"figure: {path}")
+    if "figures" not in frame.attrs:
+        lines.append("figures: none drawn (give --out DIR to draw them)")
     for line in lines:
         console.print(line, highlight=False, markup=False)
 

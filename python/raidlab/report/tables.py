@@ -1,4 +1,7 @@
-"""Tables of results as a person reads them (rich tables on the terminal)."""
+"""Tables of results as a person reads them (rich tables on the terminal).
+
+A cell is never cut: on a narrow terminal it folds onto the next line; into a pipe
+or a file the console is unlimited (``raidlab.report.output``), so a row is a line."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ def print_table(rows: tuple[list[str], list[list[str]]], title: str) -> None:
     header, body = rows
     table = Table(title=title)
     for index, column in enumerate(header):
-        table.add_column(column, justify="left" if index == 0 else "right")
+        table.add_column(column, justify="left" if index == 0 else "right", overflow="fold")
     for row in body:
         table.add_row(*row)
     stdout.print(table)
@@ -73,6 +76,39 @@ def study_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             number(row.simulated_mbps),
             number(row.error_pct),
             row.role,
+        ]
+        for row in frame.itertuples()
+    ]
+    return header, body
+
+
+def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "rank",
+        "level",
+        "stripe unit",
+        "write cache",
+        "usable",
+        "tolerates",
+        "IOPS",
+        "MB/s",
+        "lat p99 us",
+        "bottleneck (or longest stage)",
+    ]
+    body = [
+        [
+            str(row.rank),
+            str(row.level),
+            format_size(int(row.stripe_unit_bytes)),
+            row.write_cache,
+            f"{row.usable_bytes / 1e9:,.0f} GB",
+            str(row.tolerated_failures),
+            number(row.iops, 0),
+            number(row.mbps),
+            number(row.lat_p99_us),
+            f"{row.bottleneck} ({100 * row.bottleneck_utilisation:.0f} %)"
+            if row.bound == "resource"
+            else f"latency: {row.stage_longest}",
         ]
         for row in frame.itertuples()
     ]

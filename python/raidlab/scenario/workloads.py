@@ -7,7 +7,8 @@ say how many host I/Os are measured and discarded first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,28 +56,82 @@ def parse_block_size(value: Any, label: str) -> int:
     return block_bytes
 
 
+def fio_shares(
+    entries: Sequence[tuple[int, str | None]], field: str, key: str = ""
+) -> list[tuple[int, int]]:
+    """Percent shares of a block-size mix by fio's rules for ``bssplit`` (fio 3.33
+    options.c ``bssplit_ddir`` and io_u.c ``get_next_buflen``, checked against fio
+    itself in tests/test_fio_compat.py): ``entries`` are (bytes, share text or None).
+
+    - A share is a whole percentage (fio reads it with ``atoi``: ``33.7`` is 33); above
+      100 it is 100; left empty, or 0, it is blank.
+    - Blanks split what the others leave equally, in whole percent: ``4k/50:8k/`` is
+      50/50, ``4k/33:8k/:16k/`` 33/33/33.
+    - Shares are then taken smallest first (ties in the order given), each up to 100
+      in all; what is left below 100 goes to the last, the largest: ``4k/30:8k/30``
+      is 30/70 and ``4k/60:8k/60`` 60/40.
+    - Given shares over 100 with a blank are refused: fio refuses two blanks and,
+      with one, wraps an unsigned integer around.
+
+    Returns (bytes, percent) with every percent above 0 and the sum 100, sizes that
+    appear twice merged."""
+    prefix = f"{key}: " if key else ""
+    shares: list[tuple[int, int | None]] = []
+    for block_bytes, text in entries:
+        share = None
+        if text is not None and text.strip():
+            match = re.fullmatch(r"\s*(\d+)(\.\d*)?\s*", text)
+            if match is None:
+                raise RaidlabError(field, f"{prefix}a share is a percentage, got {text!r}")
+            share = min(int(match.group(1)), 100) or None
+        shares.append((block_bytes, share))
+    given = sum(share for _, share in shares if share is not None)
+    blanks = sum(1 for _, share in shares if share is None)
+    if blanks and given > 100:
+        raise RaidlabError(
+            field,
+            f"{prefix}shares add up to {given} %, over 100 with nothing left for the "
+            f"{blanks} size(s) without one",
+        )
+    filled = [share if share is not None else (100 - given) // blanks for _, share in shares]
+    # fio's walk: smallest share first (a stable sort keeps ties in their order).
+    walk = [index for index in sorted(range(len(filled)), key=filled.__getitem__) if filled[index]]
+    taken = [0] * len(filled)
+    for index in walk:
+        taken[index] = min(filled[index], 100 - sum(taken))
+    taken[walk[-1]] += 100 - sum(taken)
+    # The mix keeps the order given: the simulator's draws follow it.
+    merged: dict[int, int] = {}
+    for (block_bytes, _), share in zip(shares, taken, strict=True):
+        merged[block_bytes] = merged.get(block_bytes, 0) + share
+    assert sum(merged.values()) == 100, (entries, merged)
+    return [(block_bytes, share) for block_bytes, share in merged.items() if share > 0]
+
+
 def parse_bs(value: Any, label: str) -> list[list[int]]:
-    """Block-size mix ``[[bytes, weight], ...]`` from ``4K``, ``4096``,
-    ``"4K:55,64K:25,128K:20"`` or an already-built list of pairs; the native side
-    checks the sizes, the weights and the number of entries."""
+    """Block-size mix ``[[bytes, weight], ...]`` from ``4K``, ``4096``, a mix of
+    percent shares ``"4K:55,64K:25,128K:20"`` (fio's rules: ``fio_shares``; a size
+    without a share, ``4K:60,64K``, splits what is left) or an already-built list of
+    ``[bytes, weight]`` pairs (weights, any positive integers); the native side checks
+    the sizes, the weights and the number of entries."""
     if isinstance(value, int | str) and not (isinstance(value, str) and ":" in value):
         return [[parse_block_size(value, label), 1]]
     if isinstance(value, str):
-        pairs: list[tuple[Any, Any]] = []
-        for item in value.split(","):
-            size_text, colon, weight_text = item.partition(":")
-            if not colon:
-                raise RaidlabError(label, f"mix entries are SIZE:WEIGHT, got {item.strip()!r}")
-            pairs.append((size_text.strip(), weight_text.strip()))
+        items = [item.partition(":") for item in value.split(",")]
+        sizes = [parse_size(size_text.strip(), label) for size_text, _, _ in items]
+        shares = fio_shares(
+            [(size, share) for size, (_, _, share) in zip(sizes, items, strict=True)], label
+        )
+        mix = [[block_bytes, share] for block_bytes, share in shares]
     elif isinstance(value, list | tuple):
-        pairs = []
+        pairs: list[tuple[Any, Any]] = []
         for item in value:
             if not isinstance(item, list | tuple) or len(item) != 2:
                 raise RaidlabError(label, f"mix entries are [bytes, weight], got {item!r}")
             pairs.append((item[0], item[1]))
+        mix = [[parse_size(size, label), limits.whole(weight, label)] for size, weight in pairs]
     else:
         raise RaidlabError(label, f"expected a size or a mix like 4K:55,64K:45, got {value!r}")
-    mix = [[parse_size(size, label), limits.whole(weight, label)] for size, weight in pairs]
     limits.check(limits.field("workload.bs", "jobs"), mix, label)
     return mix
 

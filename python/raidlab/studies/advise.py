@@ -34,14 +34,17 @@ METRICS = ("iops", "mbps", "lat_p99_us")
 ADVISE_COLUMNS = [
     "rank",
     "level",
-    "stripe_unit",
+    "stripe_unit_bytes",
     "write_cache",
-    "usable",
-    "tolerates",
+    "usable_bytes",
+    "tolerated_failures",
     "iops",
     "mbps",
     "lat_p99_us",
+    "bound",
     "bottleneck",
+    "bottleneck_utilisation",
+    "stage_longest",
 ]
 
 
@@ -103,14 +106,18 @@ class Candidate:
     tolerated_failures: int
 
 
-def _candidates(
-    drive: Any,
-    controller: Any,
-    drives: int,
-    capacity_bytes: int,
-    tolerate: int,
-    scheduler: str | None = None,
-) -> list[tuple[Candidate, dict[str, Any]]]:
+@dataclass(frozen=True)
+class LevelArray:
+    """One RAID level and stripe unit the drive count allows, before the constraints."""
+
+    level: int
+    stripe_unit: str
+    array: dict[str, Any]
+    capacity_bytes: int
+    tolerated_failures: int
+
+
+def _level_arrays(drive: Any, controller: Any, drives: int) -> list[LevelArray]:
     out = []
     for level, minimum in LEVEL_MINIMUM_DRIVES.items():
         if drives < minimum or (level in (50, 60) and drives % 2):
@@ -128,26 +135,71 @@ def _candidates(
                 )
             )
             info = array_info(array)
-            if info["capacity_bytes"] < capacity_bytes or info["tolerated_failures"] < tolerate:
-                continue
-            modes = {"wt": Tuning(write_cache="wt", scheduler=scheduler)}
-            if array["controller"].get("cache_bytes"):
-                modes["wb"] = Tuning(write_cache="wb", scheduler=scheduler)
-            if array["controller"].get("fastpath_overhead_ns") is not None:
-                modes["fastpath"] = Tuning(write_cache="wt", fastpath=True, scheduler=scheduler)
-            for cache, tuning in modes.items():
-                try:
-                    tuned = tune_array(array, tuning)
-                except RaidlabError:
-                    continue  # write-back refused (no backup unit)
-                candidate = Candidate(
-                    level,
-                    stripe_unit,
-                    cache,
-                    info["capacity_bytes"],
-                    info["tolerated_failures"],
+            out.append(
+                LevelArray(
+                    level, stripe_unit, array, info["capacity_bytes"], info["tolerated_failures"]
                 )
-                out.append((candidate, tuned))
+            )
+    return out
+
+
+def _check_constraints(
+    levels: list[LevelArray],
+    drives: int,
+    capacity_bytes: int,
+    tolerate: int,
+    labels: Mapping[str, str],
+) -> None:
+    """Name the constraint no level meets: ``tolerate`` when no level of ``drives``
+    survives that many failures, else ``capacity`` with the most a surviving level
+    offers."""
+    most_tolerant = max(levels, key=lambda item: item.tolerated_failures)
+    if most_tolerant.tolerated_failures < tolerate:
+        raise RaidlabError(
+            labels.get("tolerate", "tolerate"),
+            f"{drives} drives survive at most {most_tolerant.tolerated_failures} failure(s) "
+            f"in every case (RAID {most_tolerant.level}), got {tolerate}",
+        )
+    surviving = [item for item in levels if item.tolerated_failures >= tolerate]
+    largest = max(surviving, key=lambda item: item.capacity_bytes)
+    if largest.capacity_bytes < capacity_bytes:
+        raise RaidlabError(
+            labels.get("capacity", "capacity"),
+            f"no RAID level of {drives} drives that survives {tolerate} failure(s) offers "
+            f"{capacity_bytes / 1e9:,.1f} GB; the most is "
+            f"{largest.capacity_bytes / 1e9:,.1f} GB (RAID {largest.level})",
+        )
+
+
+def _candidates(
+    levels: list[LevelArray],
+    capacity_bytes: int,
+    tolerate: int,
+    scheduler: str | None = None,
+) -> list[tuple[Candidate, dict[str, Any]]]:
+    out = []
+    for item in levels:
+        if item.capacity_bytes < capacity_bytes or item.tolerated_failures < tolerate:
+            continue
+        array = item.array
+        modes = {"wt": Tuning(write_cache="wt", scheduler=scheduler)}
+        if array["controller"].get("cache_bytes"):
+            modes["wb"] = Tuning(write_cache="wb", scheduler=scheduler)
+        if array["controller"].get("fastpath_overhead_ns") is not None:
+            modes["fastpath"] = Tuning(write_cache="wt", fastpath=True, scheduler=scheduler)
+        for cache, tuning in modes.items():
+            try:
+                tuned = tune_array(array, tuning)
+            except RaidlabError:
+                continue  # write-back refused (no backup unit)
+            candidate = Candidate(
+                item.level,
+                item.stripe_unit,
+                cache,
+                item.capacity_bytes,
+                item.tolerated_failures,
+            )
+            out.append((candidate, tuned))
     return out
 
 
@@ -183,15 +235,10 @@ def advise(
     drive_count = int(drives)
     capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
     tolerated = int(tolerate)
-    candidates = _candidates(
-        drive, controller or DEFAULT_CONTROLLER, drive_count, capacity_bytes, tolerated, scheduler
-    )
-    if not candidates:
-        raise RaidlabError(
-            labels.get("capacity", "capacity"),
-            f"no RAID level of {drive_count} drives offers {format_size(capacity_bytes)} "
-            f"while surviving {tolerated} failure(s)",
-        )
+    levels = _level_arrays(drive, controller or DEFAULT_CONTROLLER, drive_count)
+    _check_constraints(levels, drive_count, capacity_bytes, tolerated, labels)
+    candidates = _candidates(levels, capacity_bytes, tolerated, scheduler)
+    assert candidates, "write-through is always a candidate of a level that meets the constraints"
     scenarios = []
     for candidate, array in candidates:
         if isinstance(workload, WorkloadRequest):
@@ -219,15 +266,17 @@ def advise(
         rows.append(
             {
                 "level": candidate.level,
-                "stripe_unit": candidate.stripe_unit,
+                "stripe_unit_bytes": parse_size(candidate.stripe_unit),
                 "write_cache": candidate.cache,
-                "usable": f"{candidate.capacity_bytes / 1e9:,.0f} GB",
-                "tolerates": candidate.tolerated_failures,
+                "usable_bytes": candidate.capacity_bytes,
+                "tolerated_failures": candidate.tolerated_failures,
                 "iops": sum(op["iops"] for op in ops),
                 "mbps": sum(op["mbps"] for op in ops),
                 "lat_p99_us": p99,
-                "bottleneck": f"{result['explain']['bottleneck']} "
-                f"({100 * result['explain']['bottleneck_utilisation']:.0f} %)",
+                "bound": result["explain"].get("bound", "resource"),
+                "bottleneck": result["explain"]["bottleneck"],
+                "bottleneck_utilisation": result["explain"]["bottleneck_utilisation"],
+                "stage_longest": result["explain"].get("stage_longest", ""),
                 "_ios": ios,
                 "_member_ios": result["explain"]["member_ios_per_host_io"],
             }
@@ -267,19 +316,29 @@ def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:
 
 def _why(frame: pd.DataFrame, metric: str) -> str:
     best = frame.iloc[0]
-    name = f"RAID {best['level']} ({best['stripe_unit']}, {_cache_name(best['write_cache'])})"
     text = (
-        f"{name} wins on {metric}: {best[metric]:,.1f}; it is limited by "
-        f"{best['bottleneck']} and costs {_member_cost(best['_member_ios'])}."
+        f"{_candidate_name(best)} wins on {metric}: {best[metric]:,.1f}; it is "
+        f"{_limit(best)} and costs {_member_cost(best['_member_ios'])}."
     )
     if len(frame) > 1:
         second = frame.iloc[1]
         text += (
-            f" The runner-up, RAID {second['level']} ({second['stripe_unit']}, "
-            f"{_cache_name(second['write_cache'])}), reaches {second[metric]:,.1f}, limited by "
-            f"{second['bottleneck']}, at {_member_cost(second['_member_ios'])}."
+            f" The runner-up, {_candidate_name(second)}, reaches {second[metric]:,.1f}, "
+            f"{_limit(second)}, at {_member_cost(second['_member_ios'])}."
         )
     return text
+
+
+def _candidate_name(row: pd.Series) -> str:
+    stripe = format_size(int(row["stripe_unit_bytes"]))
+    return f"RAID {row['level']} ({stripe}, {_cache_name(row['write_cache'])})"
+
+
+def _limit(row: pd.Series) -> str:
+    busiest = f"{row['bottleneck']} ({100 * row['bottleneck_utilisation']:.0f} %)"
+    if row["bound"] == "resource":
+        return f"limited by {busiest}"
+    return f"latency-bound (longest stage: {row['stage_longest']}; busiest: {busiest})"
 
 
 def _cache_name(cache: str) -> str:

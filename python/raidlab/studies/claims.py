@@ -49,6 +49,7 @@ CLAIM_COLUMNS = [
     "claimed",
     "unit",
     "simulated",
+    "tolerance_kind",
     "tolerance",
     "result",
     "role",
@@ -70,8 +71,8 @@ NOT_COVERED_RANGE = "product range or price, not a performance figure"
 @dataclass(frozen=True)
 class Tolerance:
     """How close a simulated value must be: ``relative`` (fraction of the claim),
-    ``absolute`` (in the claim's unit), ``lower_bound`` (at least the claim) or
-    ``exact``."""
+    ``absolute`` (in the claim's unit), ``lower_bound`` (at least the claim),
+    ``upper_bound`` (below the claim) or ``exact``."""
 
     kind: str
     amount: float = 0.0
@@ -92,6 +93,11 @@ class Tolerance:
         if self.kind == "exact":
             return math.isclose(simulated, claimed, rel_tol=1e-12, abs_tol=1e-12)
         raise ValueError(f"unknown tolerance kind {self.kind!r}")
+
+    def amount_or_nan(self) -> float:
+        """The amount as a plain number for tables of data: a fraction of the claim
+        (``relative``) or the claim's unit (``absolute``); NaN for the other kinds."""
+        return self.amount if self.kind in ("relative", "absolute") else float("nan")
 
     def describe(self) -> str:
         if self.kind == "relative":
@@ -554,7 +560,8 @@ def reproduce_claims(
                 "variant": check.variant,
                 "claimed": claimed,
                 "simulated": simulated,
-                "tolerance": check.tolerance.describe(),
+                "tolerance_kind": check.tolerance.kind,
+                "tolerance": check.tolerance.amount_or_nan(),
                 "result": "PASS" if check.tolerance.passes(claimed, simulated) else "FAIL",
                 "role": check.role,
                 "how": check.how,
@@ -578,7 +585,8 @@ def reproduce_claims(
                     "variant": "",
                     "claimed": float(claim["value"]),
                     "simulated": float("nan"),
-                    "tolerance": "",
+                    "tolerance_kind": "",
+                    "tolerance": float("nan"),
                     "result": "not covered",
                     "role": "",
                     "how": _reason(study.coverage.get(str(claim_id))),

@@ -96,6 +96,7 @@ impl Simulation {
     }
 
     pub(super) fn controller_arrive(&mut self, slot: u32) {
+        self.requests[slot as usize].controller_ns = self.now_ns;
         let r = self.requests[slot as usize];
         if r.trim {
             self.trim_arrive(slot);
@@ -223,6 +224,10 @@ impl Simulation {
             req.member_ios = 0;
             req.member_bytes = 0;
             req.writing = false;
+            req.link_ns = 0;
+            req.drive_ns = 0;
+            req.phase_link_ns = 0;
+            req.phase_drive_ns = 0;
         }
         if r.write && !r.internal {
             let gate = self.host_data_down(r.len_bytes);
@@ -290,6 +295,7 @@ impl Simulation {
                     write: write && !trim,
                     trim,
                     link_start_ns: 0,
+                    submit_ns: self.now_ns,
                 };
                 let id = match self.free_ops.pop() {
                     Some(id) => {
@@ -407,12 +413,21 @@ impl Simulation {
             req.link_start_ns = req.link_start_ns.min(op.link_start_ns);
             now
         };
+        let (link_ns, drive_ns) = self.op_stages(&op, now, done);
         let req = &mut self.requests[op.request as usize];
+        if done >= req.done_ns {
+            req.phase_link_ns = link_ns;
+            req.phase_drive_ns = drive_ns;
+        }
         req.done_ns = req.done_ns.max(done);
         req.pending -= 1;
         if req.pending > 0 {
             return;
         }
+        req.link_ns += req.phase_link_ns;
+        req.drive_ns += req.phase_drive_ns;
+        req.phase_link_ns = 0;
+        req.phase_drive_ns = 0;
         let slot = op.request;
         let r = *req;
         if !r.writing && !self.plans[slot as usize].writes.is_empty() {
@@ -429,5 +444,27 @@ impl Simulation {
             r.done_ns
         };
         self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    /// Where member operation `op`'s time went, done at the drive at `now_ns` and
+    /// for its request at `done_ns`: (link, drive). The link is its transfer on the
+    /// drive's link plus the wait for the controller's paths and bus after it; the
+    /// drive is the rest of its time since it was handed over.
+    fn op_stages(&self, op: &MemberOp, now_ns: u64, done_ns: u64) -> (u64, u64) {
+        let transfer_ns = if op.trim {
+            0
+        } else {
+            match &self.drives[op.drive as usize].model {
+                DriveModel::Hdd(hdd) => hdd.link_transfer_ns(op.len_bytes),
+                DriveModel::Ssd(ssd) => ssd.link_transfer_ns(op.len_bytes),
+            }
+        };
+        let at_drive_ns = now_ns - op.submit_ns;
+        let transfer_ns = transfer_ns.min(at_drive_ns);
+        debug_assert!(
+            done_ns >= now_ns,
+            "a request completes after its member operation"
+        );
+        (transfer_ns + (done_ns - now_ns), at_drive_ns - transfer_ns)
     }
 }

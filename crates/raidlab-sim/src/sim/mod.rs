@@ -97,6 +97,15 @@ struct Request {
     internal: bool,
     /// A host discard (TRIM): no data, planned by the layout's discard rules.
     trim: bool,
+    /// When the controller took it (the end of its host stage).
+    controller_ns: u64,
+    /// Its time in the links and in the drives so far: the sum over its phases of
+    /// the member operation that finished last.
+    link_ns: u64,
+    drive_ns: u64,
+    /// The same for the phase in flight: the operation that finishes last so far.
+    phase_link_ns: u64,
+    phase_drive_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -108,6 +117,8 @@ struct MemberOp {
     write: bool,
     trim: bool,
     link_start_ns: u64,
+    /// When it was handed to its drive (queued at the port or sent).
+    submit_ns: u64,
 }
 
 /// One run of one scenario: the clock (integer ns), the event queue, the host's jobs,

@@ -4,10 +4,12 @@
 //! (member I/O per host I/O, parity bytes, read-ahead hits, write amplification,
 //! scheduler and rebuild figures).
 
+use super::Request;
 use super::{DriveModel, Simulation, READ, TRIM, WRITE};
 use crate::histogram::Histogram;
 use crate::results::{
     Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples, SchedulerReport,
+    SATURATION_UTILISATION, STAGES,
 };
 use crate::scenario::SCHEMA;
 use std::collections::BTreeMap;
@@ -42,6 +44,9 @@ pub(super) struct Tally {
     pub(super) member_ios: [u64; 2],
     pub(super) member_bytes: [u64; 2],
     pub(super) parity_bytes: [u64; 2],
+    /// Host I/Os measured and their time per stage of the path (`STAGES` order).
+    staged_ios: u64,
+    stage_ns: [u64; 4],
 }
 
 /// One direction's figures from its histogram and counters over `secs`.
@@ -149,6 +154,20 @@ impl Simulation {
         }
     }
 
+    /// Count a measured host I/O's time per stage of its path (`STAGES`).
+    pub(super) fn tally_stages(&mut self, r: &Request) {
+        let total_ns = self.now_ns - r.issued_ns;
+        let host_ns = r.controller_ns.saturating_sub(r.issued_ns).min(total_ns);
+        let link_ns = r.link_ns.min(total_ns - host_ns);
+        let drive_ns = r.drive_ns.min(total_ns - host_ns - link_ns);
+        let controller_ns = total_ns - host_ns - link_ns - drive_ns;
+        self.tally.staged_ios += 1;
+        let stages = [host_ns, controller_ns, link_ns, drive_ns];
+        for (sum, ns) in self.tally.stage_ns.iter_mut().zip(stages) {
+            *sum += ns;
+        }
+    }
+
     pub(super) fn results(&self) -> Results {
         let elapsed = (self.end_ns - self.start_ns).max(1);
         let secs = elapsed as f64 / 1e9;
@@ -225,6 +244,27 @@ impl Simulation {
                 _ => Some(r),
             })
             .expect("the controller is always a resource");
+        let staged_ios = t.staged_ios.max(1) as f64;
+        let latency_ns_by_stage: BTreeMap<String, f64> = STAGES
+            .iter()
+            .zip(t.stage_ns)
+            .map(|(stage, ns)| (stage.to_string(), ns as f64 / staged_ios))
+            .collect();
+        // Ties go to the stage nearer the host, so the choice is stable.
+        let stage_longest = STAGES
+            .iter()
+            .zip(t.stage_ns)
+            .fold(None::<(&str, u64)>, |best, (stage, ns)| match best {
+                Some(b) if b.1 >= ns => Some(b),
+                _ => Some((stage, ns)),
+            })
+            .map(|(stage, _)| stage.to_string())
+            .expect("four stages");
+        let bound = if bottleneck.utilisation >= SATURATION_UTILISATION {
+            "resource"
+        } else {
+            "latency"
+        };
         let drive_read_ahead_hits = self
             .drives
             .iter()
@@ -288,6 +328,9 @@ impl Simulation {
             explain: Explain {
                 bottleneck: bottleneck.name.clone(),
                 bottleneck_utilisation: bottleneck.utilisation,
+                bound: bound.to_string(),
+                latency_ns_by_stage,
+                stage_longest,
                 resources: resources.clone(),
                 member_ios_per_host_io: member_ios,
                 member_bytes_per_host_byte: member_bytes,
