@@ -661,3 +661,21 @@ def test_cli_a_journal_array_without_its_journal_is_one_line(tmp_path: Path) -> 
     assert f"write journal {journal}" in created.stdout
     assert cli_error_line(["status", *members]).startswith("error: --journal: ")
     assert runner.invoke(app, ["check", "--journal", journal, *members]).exit_code == 0
+
+
+def test_cli_status_of_a_served_array_says_served_not_stopped_uncleanly(
+    raid5: list[Path],
+) -> None:
+    members = [str(p) for p in raid5]
+    with engine.serve(raid5):
+        shown = runner.invoke(app, ["status", *members])
+        assert shown.exit_code == 0, shown.output
+        assert "state clean (served: open in a server" in shown.stdout
+        assert "stopped uncleanly" not in shown.stdout
+        assert engine.status(raid5).served
+    assert not engine.status(raid5).served
+
+
+def test_cli_fail_of_a_role_past_the_last_names_the_roles_there_are(raid5: list[Path]) -> None:
+    line = cli_error_line(["fail", "7", *map(str, raid5)])
+    assert line.endswith(f"a role 0..={len(raid5) - 1})"), line

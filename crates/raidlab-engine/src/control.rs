@@ -29,8 +29,20 @@ pub fn socket_path(uuid: u128) -> PathBuf {
     std::env::temp_dir().join(format!("raidlab-{uuid:032x}.sock"))
 }
 
-/// The report of `status` (and of `create`, `fail`, `replace`).
+/// The report of `status` (and of `create`, `fail`, `replace`) of an array no server
+/// holds: `served` is false, and `dirty` means it was stopped uncleanly.
 pub fn status_json(s: &Status) -> Value {
+    status_report(s, false)
+}
+
+/// The report a server gives of the array it serves: `served` is true, and `dirty`
+/// only says that it is open (md's superblock is dirty while an array runs), not that
+/// it was stopped uncleanly.
+fn served_status_json(s: &Status) -> Value {
+    status_report(s, true)
+}
+
+fn status_report(s: &Status, served: bool) -> Value {
     let g = s.geometry;
     let state = if s.rebuild.is_some() {
         "rebuilding"
@@ -49,6 +61,7 @@ pub fn status_json(s: &Status) -> Value {
         "tolerated_failures": g.tolerated_failures(),
         "state": state,
         "dirty": s.dirty,
+        "served": served,
         "events": s.events,
         "failed": (0..g.members()).filter(|&m| s.failed.contains(m)).collect::<Vec<_>>(),
         "dirty_regions": s.dirty_regions,
@@ -234,11 +247,11 @@ fn execute(
     out: &mut UnixStream,
 ) -> Result<Value> {
     match text(req, "cmd")? {
-        "status" => Ok(status_json(&array.status())),
+        "status" => Ok(served_status_json(&array.status())),
         "fail" => {
             let role = array.role_of(text(req, "target")?)?;
             array.fail_member(role)?;
-            Ok(status_json(&array.status()))
+            Ok(served_status_json(&array.status()))
         }
         "inject" => {
             let member = array.role_of(text(req, "target")?)?;
@@ -274,7 +287,7 @@ fn execute(
                     )))
                 }
             }
-            Ok(status_json(&array.status()))
+            Ok(served_status_json(&array.status()))
         }
         "check" | "repair" => {
             let repair = text(req, "cmd")? == "repair";
@@ -318,7 +331,7 @@ fn execute(
                         break;
                     }
                 }
-                return Ok(status_json(&array.status()));
+                return Ok(served_status_json(&array.status()));
             }
             let mut client_gone = false;
             loop {
@@ -335,7 +348,7 @@ fn execute(
                         if !client_gone {
                             let _ = send(out, &json!({ "progress": progress_json(&done) }));
                         }
-                        return Ok(status_json(&array.status()));
+                        return Ok(served_status_json(&array.status()));
                     }
                     Err(_) if client_gone => {}
                     Err(_) => {

@@ -1,6 +1,7 @@
 //! `raidlab-engine`: create, assemble, serve over NBD, fail, replace, scrub and
 //! fault-inject arrays on member files or block devices; the command line lives in
 //! [`raidlab_engine::cli`]. Bad input: one line `error: ...` on stderr and exit code 2.
+#![deny(missing_docs)]
 
 use std::process::ExitCode;
 

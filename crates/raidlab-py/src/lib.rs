@@ -3,6 +3,7 @@
 //! rule, and a refused scenario raises `ScenarioError` with the field's path, which the
 //! Python package maps back to the user's flag or TOML key. Presets, TOML, units,
 //! sweeps and plots live in the Python package.
+#![deny(missing_docs)]
 
 mod engine;
 

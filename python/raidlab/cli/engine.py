@@ -66,11 +66,12 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         return
     layout = f" ({status.layout})" if status.layout else ""
     failed = ",".join(str(role) for role in status.failed) or "none"
-    dirty = (
-        " (dirty: open in a server, or stopped uncleanly: serve resyncs its dirty regions)"
-        if status.dirty
-        else ""
-    )
+    if status.served:
+        dirty = " (served: open in a server, whose bitmap marks the regions being written)"
+    elif status.dirty:
+        dirty = " (dirty: stopped uncleanly; serve resyncs its dirty regions)"
+    else:
+        dirty = ""
     summary = (
         f"{status.level}{layout}, chunk {format_size(status.chunk_bytes)}, "
         f"{status.member_count} members, capacity {format_size(status.capacity_bytes)} "

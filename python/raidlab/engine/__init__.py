@@ -167,6 +167,9 @@ class ArrayStatus:
     state: str  # clean | degraded | rebuilding
     dirty: bool
     events: int
+    # Reported by a server of the array: open, so its dirty flag says nothing of an
+    # unclean stop.
+    served: bool
     failed: tuple[int, ...]
     dirty_regions: int
     rebuild: RebuildStatus | None
@@ -192,6 +195,7 @@ class ArrayStatus:
                 state=str(document["state"]),
                 dirty=bool(document["dirty"]),
                 events=int(document["events"]),
+                served=bool(document.get("served", False)),
                 failed=tuple(int(role) for role in document["failed"]),
                 dirty_regions=int(document["dirty_regions"]),
                 rebuild=None

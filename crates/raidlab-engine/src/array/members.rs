@@ -159,8 +159,8 @@ impl Array {
             }
         }
         Err(Error::Input(format!(
-            "{target}: not a member of this array (give one of the member paths or a role 0..{})",
-            self.geo.members()
+            "{target}: not a member of this array (give one of the member paths or a role 0..={})",
+            self.geo.members() - 1
         )))
     }
 

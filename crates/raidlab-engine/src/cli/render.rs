@@ -39,7 +39,9 @@ pub fn status(s: &Value) -> String {
         out,
         "  state {}{}, events {}, failed members {{{}}}",
         s["state"].as_str().unwrap_or(""),
-        if s["dirty"].as_bool() == Some(true) {
+        if s["served"].as_bool() == Some(true) {
+            " (served: open in a server, whose bitmap marks the regions being written)"
+        } else if s["dirty"].as_bool() == Some(true) {
             " (dirty: unclean stop; serve resyncs the dirty bitmap regions)"
         } else {
             ""
@@ -154,6 +156,25 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("member 1: - failed\n"), "{t}");
+    }
+
+    #[test]
+    fn a_served_array_is_open_not_stopped_uncleanly() {
+        let report = |served: bool| {
+            status(&json!({
+                "uuid": "ab", "level": "RAID 1", "layout": null, "chunk_bytes": 65536,
+                "member_count": 2, "capacity_bytes": 1024, "state": "clean", "failed": [],
+                "events": 3, "dirty_regions": 0, "dirty": true, "served": served,
+                "members": []
+            }))
+        };
+        let served = report(true);
+        assert!(
+            served.contains("state clean (served: open in a server"),
+            "{served}"
+        );
+        assert!(!served.contains("unclean"), "{served}");
+        assert!(report(false).contains("state clean (dirty: unclean stop"));
     }
 
     #[test]
