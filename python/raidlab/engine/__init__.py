@@ -52,7 +52,7 @@ ENGINE_NAME = "raidlab-engine"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 # Every member starts with a superblock and a write-intent bitmap; array data starts
-# here (crates/raidlab-engine/README.md, On-disk format).
+# here (docs/engine.md, On-disk format).
 DATA_OFFSET_BYTES = 1 << 20
 # How long `serve` may take to say it is ready: it may first resync dirty regions of
 # an array stopped uncleanly, which on a large array takes a while.
