@@ -10,16 +10,15 @@ import pytest
 from conftest import needs_native_jobs, needs_native_trace
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
-from raidlab.frontends.fio import (
+from raidlab.frontends.fio import parse_command_line, parse_job_text
+from raidlab.frontends.fio_report import percentile
+from raidlab.frontends.fio_values import (
     fio_size,
     fio_time_ns,
     parse_bsrange,
     parse_bssplit,
-    parse_command_line,
     parse_distribution,
-    parse_job_text,
 )
-from raidlab.frontends.fio_report import percentile
 from raidlab.frontends.suites import parse_access_spec, pts_steady
 from raidlab.scenario.workloads import parse_bs
 from typer.testing import CliRunner

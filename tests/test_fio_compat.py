@@ -17,7 +17,7 @@ import pytest
 from conftest import needs_native_jobs
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
-from raidlab.frontends.fio import parse_bssplit
+from raidlab.frontends.fio_values import parse_bssplit
 from typer.testing import CliRunner
 
 DATA = Path(__file__).resolve().parent / "data" / "fio"

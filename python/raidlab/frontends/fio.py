@@ -29,9 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.frontends.fio_values import (
+    SteadyState,
+    fio_block,
+    fio_field,
+    fio_int,
+    fio_size_or_pct,
+    fio_time_ns,
+    parse_bsrange,
+    parse_bssplit,
+    parse_distribution,
+    parse_percentile_list,
+    parse_ss,
+)
 from raidlab.scenario import native
 from raidlab.scenario.array import array_capacity_bytes, check_scheduler_tables
-from raidlab.scenario.workloads import SECTOR_BYTES, fio_shares
 
 FIO_VERSION = "fio-3.33"
 # A job without runtime, io_size or number_ios does `size` bytes; above this many I/Os
@@ -277,95 +289,6 @@ def parse_command_line(args: Sequence[str], into: JobFile | None = None) -> JobF
     return result
 
 
-# --- values ------------------------------------------------------------------------
-
-_SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)$", re.IGNORECASE)
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-
-
-def fio_size(text: str, where: str, key: str, kb_base: int = 1024) -> int:
-    """fio's size: ``4k``, ``4K``, ``4KiB``, ``1m``, ``512``, ``1.5g``."""
-    match = _SIZE.match(text.strip())
-    if match is None:
-        raise RaidlabError(
-            where, f"{key}: bad size {text!r} (expected e.g. 4k, 64KiB, 1m, 2g; fio units)"
-        )
-    number, prefix, unit = match.groups()
-    base = 1024 if unit.lower() == "ib" or kb_base == 1024 else 1000
-    multiplier = base ** _POWERS[prefix.lower()]
-    whole, _, frac = number.partition(".")
-    numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
-    value, remainder = divmod(numerator * multiplier, 10 ** len(frac))
-    if remainder:
-        raise RaidlabError(where, f"{key}: {text!r} is not a whole number of bytes")
-    return value
-
-
-def fio_size_or_pct(text: str, where: str, key: str, capacity: int, kb_base: int) -> int:
-    """A size, or ``N%`` of the array's capacity (fio: of the file or device)."""
-    text = text.strip()
-    if text.endswith("%"):
-        pct = _number(text[:-1], where, key)
-        if not 0 < pct <= 100:
-            raise RaidlabError(where, f"{key}: percentage must be in (0, 100], got {text!r}")
-        value = int(capacity * pct / 100) // SECTOR_BYTES * SECTOR_BYTES
-        return value
-    return fio_size(text, where, key, kb_base)
-
-
-_TIME = re.compile(
-    r"^(\d+(?:\.\d*)?|\.\d+)\s*(us|usec|ms|msec|s|sec|m|min|h|hr|d|day)?$", re.IGNORECASE
-)
-_TIME_NS = {
-    "us": 1_000,
-    "usec": 1_000,
-    "ms": 1_000_000,
-    "msec": 1_000_000,
-    "": 1_000_000_000,
-    "s": 1_000_000_000,
-    "sec": 1_000_000_000,
-    "m": 60_000_000_000,
-    "min": 60_000_000_000,
-    "h": 3_600_000_000_000,
-    "hr": 3_600_000_000_000,
-    "d": 86_400_000_000_000,
-    "day": 86_400_000_000_000,
-}
-
-
-def fio_time_ns(text: str, where: str, key: str) -> int:
-    """fio's time: seconds by default; us, ms, s, m, h, d suffixes."""
-    match = _TIME.match(text.strip())
-    if match is None:
-        raise RaidlabError(where, f"{key}: bad time {text!r} (expected e.g. 30, 10s, 500ms, 2m)")
-    return round(float(match[1]) * _TIME_NS[(match[2] or "").lower()])
-
-
-def _number(text: str, where: str, key: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise RaidlabError(where, f"{key}: expected a number, got {text!r}") from None
-
-
-def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:
-    if text is None or not re.fullmatch(r"\s*\d+\s*", text):
-        raise RaidlabError(where, f"{key}: expected a whole number, got {text!r}")
-    value = int(text)
-    if not low <= value <= high:
-        raise RaidlabError(where, f"{key}: must be {low}..={high}, got {value}")
-    return value
-
-
-def _field(text: str | None, where: str, key: str, path: str) -> int:
-    """A whole number for the scenario field at ``path``, its bounds the native side's."""
-    value = _int(text, where, key, 0, 2**64 - 1)
-    refused = native.check_field(path, value, "jobs")
-    if refused is not None:
-        raise RaidlabError(where, f"{key}: {refused[1]}")
-    return value
-
-
 def _flag(option: Option) -> bool:
     if option.value is None or option.value == "":
         return True
@@ -376,120 +299,6 @@ def _flag(option: Option) -> bool:
         return False
     raise RaidlabError(option.where, f"{option.key}: expected 0 or 1, got {option.value!r}")
 
-
-def _block(text: str, where: str, key: str, kb_base: int) -> int:
-    value = fio_size(text, where, key, kb_base)
-    refused = native.check_field("workload.bs", [[value, 1]], "jobs")
-    if refused is not None:
-        raise RaidlabError(where, f"{key}: {refused[1]}")
-    return value
-
-
-def parse_bssplit(text: str, where: str, key: str, kb_base: int) -> list[list[list[int]]]:
-    """``4k/55:64k/25:128k/20`` (per direction: ``...,...``) -> mixes (read, write), the
-    shares by fio's rules (``fio_shares``: blanks split what is left, a total under 100
-    tops up the largest). Weights are hundredths of a percent."""
-    mixes: list[list[list[int]]] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            mixes.append([])
-            continue
-        entries: list[tuple[int, str | None]] = []
-        for item in part.split(":"):
-            if not item.strip():
-                # fio stops reading the list at an empty entry and drops the rest.
-                raise RaidlabError(where, f"{key}: empty entry in {part!r}")
-            size_text, slash, share_text = item.partition("/")
-            entries.append((_block(size_text, where, key, kb_base), share_text if slash else None))
-        shares = fio_shares(entries, where, key)
-        mixes.append([[block, share * 100] for block, share in shares])
-    return mixes
-
-
-def parse_bsrange(text: str, where: str, key: str, kb_base: int) -> list[list[int]]:
-    """``4k-64k`` -> an even mix of the powers of two in the range (fio picks any
-    multiple of the minimum; raidlab approximates with the powers of two)."""
-    low_text, dash, high_text = text.partition("-")
-    if not dash:
-        raise RaidlabError(where, f"{key}: expected a range like 4k-64k, got {text!r}")
-    low = _block(low_text, where, key, kb_base)
-    high = _block(high_text, where, key, kb_base)
-    if high < low:
-        raise RaidlabError(where, f"{key}: range end is below its start in {text!r}")
-    sizes = [1 << bit for bit in range(9, 31) if low <= 1 << bit <= high]
-    if not sizes:
-        sizes = [low] if low == high else [low, high]
-    return [[size, 1] for size in sizes]
-
-
-def parse_distribution(text: str, where: str, key: str) -> Any:
-    """fio's random_distribution -> the scenario's ``distribution``."""
-    name, colon, argument = text.strip().partition(":")
-    name = name.lower()
-    if name == "random" and not colon:
-        return "uniform"
-    if name in ("zipf", "pareto", "normal", "gauss"):
-        if not argument:
-            raise RaidlabError(where, f"{key}: {name} needs a parameter, e.g. {name}:1.2")
-        value = _number(argument.split(",")[0], where, key)
-        if name == "zipf" and not value > 0 or name == "pareto" and not 0 < value < 1:
-            raise RaidlabError(where, f"{key}: {name} parameter out of range, got {argument!r}")
-        if name in ("normal", "gauss") and not 0 < value <= 100:
-            raise RaidlabError(where, f"{key}: normal deviation must be in (0, 100] %")
-        return {"normal" if name == "gauss" else name: value}
-    if name == "zoned":
-        zones = []
-        for item in argument.split(":"):
-            access, slash, size = item.partition("/")
-            if not slash:
-                raise RaidlabError(where, f"{key}: zoned entries are access%/size%, got {item!r}")
-            zones.append([_number(access, where, key), _number(size, where, key)])
-        for index in (0, 1):
-            total = sum(zone[index] for zone in zones)
-            if abs(total - 100) > 1e-9:
-                what = "access" if index == 0 else "size"
-                raise RaidlabError(where, f"{key}: zoned {what} percentages add up to {total:g}")
-        return {"zoned": zones}
-    raise RaidlabError(
-        where,
-        f"{key}: must be random, zipf:THETA, pareto:H, normal:SIGMA or zoned:A/S:..., got {text!r}",
-    )
-
-
-def parse_percentile_list(text: str, where: str, key: str) -> list[float]:
-    values = []
-    for item in text.split(":"):
-        value = _number(item, where, key)
-        if not 0 < value <= 100:
-            raise RaidlabError(where, f"{key}: percentiles must be in (0, 100], got {item!r}")
-        values.append(value)
-    return values
-
-
-_SS = re.compile(r"^(iops|iops_slope|bw|bw_slope):(\d+(?:\.\d*)?)(%?)$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class SteadyState:
-    """fio's ``ss=metric:limit`` with ``ss_dur`` and ``ss_ramp``."""
-
-    metric: str  # iops, iops_slope, bw, bw_slope
-    limit: float
-    percent: bool
-    duration_ns: int
-    ramp_ns: int
-
-    @property
-    def text(self) -> str:
-        return f"{self.metric}:{self.limit:f}{'%' if self.percent else ''}"
-
-
-def parse_ss(text: str, where: str) -> tuple[str, float, bool]:
-    match = _SS.match(text.strip())
-    if match is None:
-        raise RaidlabError(where, f"ss: must be iops|iops_slope|bw|bw_slope:LIMIT[%], got {text!r}")
-    return match[1].lower(), float(match[2]), bool(match[3])
 
 
 # --- jobs -> plan --------------------------------------------------------------------
@@ -645,7 +454,7 @@ def _plan_job(
 
     kb_base = 1024
     if (opt := get("kb_base")) is not None:
-        kb_base = _int(opt.value, opt.where, "kb_base", 1000, 1024)
+        kb_base = fio_int(opt.value, opt.where, "kb_base", 1000, 1024)
         if kb_base not in (1000, 1024):
             raise RaidlabError(opt.where, "kb_base: must be 1000 or 1024")
     where_job = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
@@ -671,12 +480,12 @@ def _plan_job(
         if len(parts) > 3:
             raise RaidlabError(opt.where, f"bs: at most read,write,trim sizes, got {opt.value!r}")
         if parts[0]:
-            read_mix = write_mix = [[_block(parts[0], opt.where, "bs", kb_base), 1]]
+            read_mix = write_mix = [[fio_block(parts[0], opt.where, "bs", kb_base), 1]]
         if len(parts) > 1 and parts[1]:
-            write_mix = [[_block(parts[1], opt.where, "bs", kb_base), 1]]
+            write_mix = [[fio_block(parts[1], opt.where, "bs", kb_base), 1]]
         if len(parts) > 2 and parts[2] and rw_base in TRIM_MODES:
             # The trim size: the simulator draws discards from the write mix.
-            write_mix = [[_block(parts[2], opt.where, "bs", kb_base), 1]]
+            write_mix = [[fio_block(parts[2], opt.where, "bs", kb_base), 1]]
     if (opt := get("bsrange")) is not None and opt.value:
         parts = [part.strip() for part in opt.value.split(",")]
         if parts[0]:
@@ -693,15 +502,15 @@ def _plan_job(
     rwmixread = 50
     mix_options = [opt for opt in options.values() if opt.key in ("rwmixread", "rwmixwrite")]
     for opt in mix_options:  # the later one wins, as in fio (insertion order)
-        value = _field((opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread")
+        value = fio_field((opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread")
         rwmixread = value if opt.key == "rwmixread" else 100 - value
 
     iodepth = 1
     if (opt := get("iodepth")) is not None:
-        iodepth = _field(opt.value, opt.where, "iodepth", "workload.iodepth")
+        iodepth = fio_field(opt.value, opt.where, "iodepth", "workload.iodepth")
     numjobs = 1
     if (opt := get("numjobs")) is not None:
-        numjobs = _field(opt.value, opt.where, "numjobs", "workload.numjobs")
+        numjobs = fio_field(opt.value, opt.where, "numjobs", "workload.numjobs")
 
     offset = 0
     if (opt := get("offset")) is not None and opt.value:
@@ -732,7 +541,7 @@ def _plan_job(
         ) / 100
     ios_per_clone = max(1, int(io_bytes // mean_block))
     if (opt := get("number_ios")) is not None:
-        ios_per_clone = min(ios_per_clone, _int(opt.value, opt.where, "number_ios", 1, 10**12))
+        ios_per_clone = min(ios_per_clone, fio_int(opt.value, opt.where, "number_ios", 1, 10**12))
 
     runtime_ns = None
     if (opt := get("runtime")) is not None and opt.value:
@@ -761,7 +570,7 @@ def _plan_job(
 
     seed = None
     if (opt := get("randseed")) is not None:
-        seed = _field(opt.value, opt.where, "randseed", "seed")
+        seed = fio_field(opt.value, opt.where, "randseed", "seed")
 
     percentiles = None
     if (opt := get("percentile_list")) is not None and opt.value:
