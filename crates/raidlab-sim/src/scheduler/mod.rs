@@ -32,9 +32,15 @@
 //! Everything is bounded by the host's slots: no allocation after construction
 //! besides the queues' vectors growing to their peak once.
 
+mod bfq;
+mod merge;
+mod mq_deadline;
+mod queue;
+
 use crate::scenario::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };
+use queue::Queue;
 use std::collections::VecDeque;
 
 const NIL: u32 = u32::MAX;
@@ -66,61 +72,6 @@ struct Req {
     queue: u32,
     /// Last host I/O of its chain.
     tail: u32,
-}
-
-/// Queued requests of one direction (mq-deadline), one process (bfq) or all (FIFO).
-#[derive(Debug, Default)]
-struct Queue {
-    /// (start, lead) in ascending order.
-    sorted: Vec<(u64, u32)>,
-    /// Leads in expiry order (arrival order within one direction).
-    fifo: Vec<u32>,
-    /// Where the last dispatched request of this queue ended.
-    pos: u64,
-    /// Its requests at the device.
-    in_flight: u32,
-    /// bfq: waiting in the round of busy queues.
-    busy: bool,
-}
-
-impl Queue {
-    fn insert(&mut self, reqs: &[Req], lead: u32) {
-        let key = (reqs[lead as usize].start, lead);
-        let i = self.sorted.partition_point(|&k| k < key);
-        self.sorted.insert(i, key);
-        self.insert_fifo(reqs, lead);
-    }
-
-    fn insert_fifo(&mut self, reqs: &[Req], lead: u32) {
-        let expire = reqs[lead as usize].expire_ns;
-        let i = self
-            .fifo
-            .partition_point(|&l| reqs[l as usize].expire_ns <= expire);
-        self.fifo.insert(i, lead);
-    }
-
-    fn remove(&mut self, reqs: &[Req], lead: u32) {
-        let key = (reqs[lead as usize].start, lead);
-        let i = self.sorted.partition_point(|&k| k < key);
-        debug_assert_eq!(self.sorted.get(i), Some(&key), "a queued request is sorted");
-        self.sorted.remove(i);
-        self.remove_fifo(lead);
-    }
-
-    fn remove_fifo(&mut self, lead: u32) {
-        let i = self
-            .fifo
-            .iter()
-            .position(|&l| l == lead)
-            .expect("a queued request is in its FIFO");
-        self.fifo.remove(i);
-    }
-
-    /// The first request at or after `pos` in LBA order.
-    fn next_from(&self, pos: u64) -> Option<u32> {
-        let i = self.sorted.partition_point(|&(s, _)| s < pos);
-        self.sorted.get(i).map(|&(_, l)| l)
-    }
 }
 
 /// What the scheduler did, counted from the start of the run.
@@ -342,141 +293,6 @@ impl Scheduler {
         }
     }
 
-    /// Back or front merge of a new host I/O onto a queued request of its queue and
-    /// direction, within the largest request; then the grown request merges with a
-    /// neighbour it now touches.
-    fn try_merge(&mut self, slot: u32) -> bool {
-        if self.kind == SchedulerKind::None {
-            return false;
-        }
-        let io = self.ios[slot as usize];
-        let q = io.queue as usize;
-        let max = self.max_request_bytes;
-        let fits = |r: &Req| {
-            r.write == io.write && r.discard == io.discard && r.end - r.start + io.len_bytes <= max
-        };
-        // Back merge: a request ending where the I/O starts. Requests are at most
-        // `max` long, so only those starting within `max` before it can end there.
-        let queue = &self.queues[q];
-        let i = queue.sorted.partition_point(|&(s, _)| s < io.offset_bytes);
-        let back = queue.sorted[..i]
-            .iter()
-            .rev()
-            .take_while(|&&(s, _)| s.saturating_add(max) >= io.offset_bytes)
-            .map(|&(_, l)| l)
-            .find(|&l| {
-                let r = &self.reqs[l as usize];
-                r.end == io.offset_bytes && fits(r)
-            });
-        if let Some(lead) = back {
-            self.reqs[lead as usize].end += io.len_bytes;
-            self.chain(lead, slot);
-            self.counters.merges += 1;
-            let end = self.reqs[lead as usize].end;
-            if let Some(next) = self.touching(q, lead, end) {
-                self.absorb(q, lead, next);
-            }
-            return true;
-        }
-        let front_merges = self.kind != SchedulerKind::MqDeadline || self.deadline.front_merges;
-        if !front_merges {
-            return false;
-        }
-        let end = io.offset_bytes + io.len_bytes;
-        let queue = &self.queues[q];
-        let i = queue.sorted.partition_point(|&(s, _)| s < end);
-        let front = queue.sorted[i..]
-            .iter()
-            .take_while(|&&(s, _)| s == end)
-            .map(|&(_, l)| l)
-            .find(|&l| fits(&self.reqs[l as usize]));
-        let Some(lead) = front else {
-            return false;
-        };
-        // The request's start moves: take it out of the sort and put it back.
-        let queue = &mut self.queues[q];
-        let key = (self.reqs[lead as usize].start, lead);
-        let at = queue.sorted.partition_point(|&k| k < key);
-        queue.sorted.remove(at);
-        self.reqs[lead as usize].start = io.offset_bytes;
-        let key = (io.offset_bytes, lead);
-        let at = queue.sorted.partition_point(|&k| k < key);
-        queue.sorted.insert(at, key);
-        self.chain(lead, slot);
-        self.counters.merges += 1;
-        if let Some(prev) = self.touching_before(q, lead) {
-            self.absorb(q, prev, lead);
-        }
-        true
-    }
-
-    /// Append host I/O `slot` to request `lead`'s chain.
-    fn chain(&mut self, lead: u32, slot: u32) {
-        let tail = self.reqs[lead as usize].tail;
-        self.ios[tail as usize].next = slot;
-        self.reqs[lead as usize].tail = slot;
-    }
-
-    /// A queued request other than `lead` starting at `end` that may join it.
-    fn touching(&self, q: usize, lead: u32, end: u64) -> Option<u32> {
-        let r = self.reqs[lead as usize];
-        let queue = &self.queues[q];
-        let i = queue.sorted.partition_point(|&(s, _)| s < end);
-        queue.sorted[i..]
-            .iter()
-            .take_while(|&&(s, _)| s == end)
-            .map(|&(_, l)| l)
-            .find(|&l| {
-                let n = &self.reqs[l as usize];
-                l != lead
-                    && n.write == r.write
-                    && n.discard == r.discard
-                    && n.end - r.start <= self.max_request_bytes
-            })
-    }
-
-    /// A queued request other than `lead` ending where `lead` starts that may take it.
-    fn touching_before(&self, q: usize, lead: u32) -> Option<u32> {
-        let r = self.reqs[lead as usize];
-        let max = self.max_request_bytes;
-        let queue = &self.queues[q];
-        let i = queue.sorted.partition_point(|&(s, _)| s < r.start);
-        queue.sorted[..i]
-            .iter()
-            .rev()
-            .take_while(|&&(s, _)| s.saturating_add(max) >= r.start)
-            .map(|&(_, l)| l)
-            .find(|&l| {
-                let p = &self.reqs[l as usize];
-                l != lead
-                    && p.end == r.start
-                    && p.write == r.write
-                    && p.discard == r.discard
-                    && r.end - p.start <= max
-            })
-    }
-
-    /// Request `gone` (just behind `keep`) joins `keep`: its I/Os, its extent and the
-    /// earlier of the two deadlines; its request is freed.
-    fn absorb(&mut self, q: usize, keep: u32, gone: u32) {
-        let g = self.reqs[gone as usize];
-        debug_assert!(self.reqs[keep as usize].start <= g.start);
-        self.queues[q].remove(&self.reqs, gone);
-        let tail = self.reqs[keep as usize].tail;
-        self.ios[tail as usize].next = gone;
-        let k = &mut self.reqs[keep as usize];
-        k.end = k.end.max(g.end);
-        k.tail = g.tail;
-        if g.expire_ns < k.expire_ns {
-            k.expire_ns = g.expire_ns;
-            self.queues[q].remove_fifo(keep);
-            self.queues[q].insert_fifo(&self.reqs, keep);
-        }
-        self.allocated -= 1;
-        self.queued -= 1;
-        self.counters.merges += 1;
-    }
-
     /// The next request for the device, if the policy sends one now: its lead slot,
     /// offset and length. The caller keeps asking until it gets `None`.
     pub fn dispatch(&mut self, now_ns: u64) -> Option<(u32, u64, u64)> {
@@ -510,146 +326,6 @@ impl Scheduler {
         self.queues[r.queue as usize].in_flight += 1;
         self.counters.dispatched += 1;
         Some((lead, r.start, r.end - r.start))
-    }
-
-    /// mq-deadline's choice (`__dd_dispatch_request`): continue the batch in LBA
-    /// order; else pick a direction (reads first unless writes starved) and start a
-    /// batch at the next request in LBA order, or at the oldest if its deadline has
-    /// passed or the elevator reached the end.
-    fn deadline_pick(&mut self, now_ns: u64) -> Option<u32> {
-        if self.batching < self.deadline.fifo_batch {
-            let queue = &self.queues[self.last_dir];
-            if let Some(lead) = queue.next_from(queue.pos) {
-                return Some(self.deadline_take(self.last_dir, lead));
-            }
-        }
-        let reads = !self.queues[READ].fifo.is_empty();
-        let writes = !self.queues[WRITE].fifo.is_empty();
-        let dir = if reads {
-            let starve = writes && {
-                let passed_over = self.starved;
-                self.starved += 1;
-                passed_over >= self.deadline.writes_starved
-            };
-            if starve {
-                WRITE
-            } else {
-                READ
-            }
-        } else if writes {
-            WRITE
-        } else {
-            return None;
-        };
-        if dir == WRITE {
-            self.starved = 0;
-        }
-        let queue = &self.queues[dir];
-        let oldest = queue.fifo[0];
-        let expired = self.reqs[oldest as usize].expire_ns <= now_ns;
-        let lead = match queue.next_from(queue.pos) {
-            Some(next) if !expired => next,
-            _ => oldest,
-        };
-        if expired {
-            self.counters.expired += 1;
-        }
-        self.batching = 0;
-        Some(self.deadline_take(dir, lead))
-    }
-
-    fn deadline_take(&mut self, dir: usize, lead: u32) -> u32 {
-        self.batching += 1;
-        self.last_dir = dir;
-        self.queues[dir].pos = self.reqs[lead as usize].end;
-        self.queues[dir].remove(&self.reqs, lead);
-        lead
-    }
-
-    /// bfq's choice: the process in service keeps the device while it has requests
-    /// and budget and time left; once its queue is empty it keeps it while its
-    /// requests are in flight and then for `slice_idle`, waiting for its next one.
-    fn bfq_pick(&mut self, now_ns: u64) -> Option<u32> {
-        loop {
-            let active = match self.active {
-                Some(a) => a,
-                None => {
-                    let next = self.busy.pop_front()?;
-                    self.queues[next as usize].busy = false;
-                    self.active = Some(next);
-                    self.slice_start_ns = now_ns;
-                    self.budget_used_bytes = 0;
-                    self.cancel_idle();
-                    next
-                }
-            };
-            if self.budget_used_bytes >= self.bfq.max_budget_bytes
-                || now_ns - self.slice_start_ns >= self.bfq.timeout_sync_ns
-            {
-                self.bfq_expire(active);
-                continue;
-            }
-            let queue = &self.queues[active as usize];
-            if let Some(&oldest) = queue.fifo.first() {
-                let lead = if self.reqs[oldest as usize].expire_ns <= now_ns {
-                    oldest
-                } else {
-                    queue.next_from(queue.pos).unwrap_or(queue.sorted[0].1)
-                };
-                self.cancel_idle();
-                let r = self.reqs[lead as usize];
-                self.budget_used_bytes += r.end - r.start;
-                let queue = &mut self.queues[active as usize];
-                queue.pos = r.end;
-                queue.remove(&self.reqs, lead);
-                return Some(lead);
-            }
-            if self.bfq.slice_idle_ns == 0 {
-                self.bfq_expire(active);
-                continue;
-            }
-            if queue.in_flight > 0 || self.idling {
-                return None;
-            }
-            self.idling = true;
-            self.timer_gen = self.timer_gen.wrapping_add(1);
-            self.timer = Some((now_ns + self.bfq.slice_idle_ns, self.timer_gen));
-            return None;
-        }
-    }
-
-    /// The process in service loses the device; back in the round if it has requests.
-    fn bfq_expire(&mut self, active: u32) {
-        self.active = None;
-        self.cancel_idle();
-        let queue = &mut self.queues[active as usize];
-        if !queue.fifo.is_empty() && !queue.busy {
-            queue.busy = true;
-            self.busy.push_back(active);
-        }
-    }
-
-    fn cancel_idle(&mut self) {
-        if self.idling {
-            self.idling = false;
-            self.timer_gen = self.timer_gen.wrapping_add(1);
-        }
-    }
-
-    /// An idle timer the caller must schedule: (when, generation).
-    pub fn take_timer(&mut self) -> Option<(u64, u32)> {
-        self.timer.take()
-    }
-
-    /// The idle timer of generation `gen` fired: if still idling, the process in
-    /// service loses the device.
-    pub fn timer_fired(&mut self, gen: u32) {
-        if self.idling && gen == self.timer_gen {
-            self.counters.idle_expiries += 1;
-            if let Some(active) = self.active {
-                self.bfq_expire(active);
-            }
-        }
     }
 
     /// Request `lead` completed at the device; returns the first host I/O of its

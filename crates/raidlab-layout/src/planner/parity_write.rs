@@ -1,0 +1,105 @@
+//! A write to a parity level: md's read-modify-write / reconstruct-write choice, full
+//! stripes, and the degraded cases (see the [planner](super) docs for the rules).
+
+use super::striped::Segment;
+use super::{Plan, StripeKind, StripePlan};
+use crate::{Geometry, MemberSet, StripeId};
+
+impl Geometry {
+    /// A write to a parity level: md's RMW / RCW choice, full stripes, degraded cases.
+    pub(super) fn plan_parity_write(
+        &self,
+        id: StripeId,
+        seg: Segment,
+        failed: &MemberSet,
+        out: &mut Plan,
+    ) {
+        let lost = self.lost_in_span(id.span, failed);
+        let col = seg.b - seg.a;
+        let d = self.data_per_span_stripe();
+        let m = self.parity_per_stripe();
+        let mut parity = MemberSet::new();
+        for p in [self.p_member(id), self.q_member(id)].into_iter().flatten() {
+            parity.insert(p);
+        }
+        let mut written_data = MemberSet::new();
+        let mut unwritten_data = MemberSet::new();
+        for k in 0..d {
+            let member = self.data_member(id, k);
+            if (seg.w0..=seg.w1).contains(&k) {
+                written_data.insert(member);
+            } else {
+                unwritten_data.insert(member);
+            }
+        }
+        let w = seg.w1 - seg.w0 + 1;
+        let surviving_parity = parity.len() - parity.intersection(&lost).len();
+        let mut sp = StripePlan {
+            span: id.span,
+            stripe: id.stripe,
+            kind: StripeKind::Rcw,
+            column_offset_bytes: seg.a,
+            column_len_bytes: col,
+            read: MemberSet::new(),
+            written: MemberSet::new(),
+            lost,
+            parity_bytes: 0,
+            parity_source_bytes: 0,
+        };
+        // Targets: the surviving written data, and the surviving parity unless all of it is lost.
+        for member in written_data.iter().filter(|&x| !lost.contains(x)) {
+            sp.written.insert(member);
+        }
+        if surviving_parity == 0 {
+            sp.kind = StripeKind::WriteWithoutParity;
+            debug_assert!(
+                written_data.intersection(&lost).is_empty(),
+                "checked by tolerates"
+            );
+        } else {
+            for p in parity.iter().filter(|&p| !lost.contains(p)) {
+                sp.written.insert(p);
+            }
+            let rmw_possible = written_data.union(&parity).intersection(&lost).is_empty();
+            let rcw_possible = unwritten_data.intersection(&lost).is_empty();
+            let (rmw, rcw) = (w + m, d - w);
+            let out_blocks = u64::from(surviving_parity);
+            if w == d {
+                sp.kind = StripeKind::FullStripe;
+                sp.parity_source_bytes = col * u64::from(d);
+            } else if rmw_possible && (!rcw_possible || rmw < rcw) {
+                sp.kind = StripeKind::Rmw;
+                sp.read = written_data.union(&parity);
+                // Each parity block folds in old and new data of the written chunks.
+                sp.parity_source_bytes = col * u64::from(m) * (2 * u64::from(w) + 1);
+            } else if rcw_possible {
+                sp.kind = StripeKind::Rcw;
+                sp.read = unwritten_data;
+                sp.parity_source_bytes = col * u64::from(d) * out_blocks;
+            } else {
+                sp.kind = StripeKind::DegradedWrite;
+                for member in self.span_members(id.span) {
+                    if !lost.contains(member) {
+                        sp.read.insert(member);
+                    }
+                }
+                let rebuilt = u64::from(unwritten_data.intersection(&lost).len());
+                sp.parity_bytes = col * rebuilt;
+                sp.parity_source_bytes =
+                    col * u64::from(sp.read.len()) + col * u64::from(d) * out_blocks;
+            }
+            sp.parity_bytes += col * out_blocks;
+            if sp.kind == StripeKind::FullStripe {
+                sp.parity_source_bytes *= out_blocks;
+            }
+        }
+        debug_assert!(sp.read.intersection(&lost).is_empty());
+        for member in sp.read.iter() {
+            out.reads.push(self.extent(id, member, seg));
+        }
+        for member in sp.written.iter() {
+            out.writes.push(self.extent(id, member, seg));
+        }
+        out.push_stripe(sp);
+    }
+}

@@ -1,0 +1,68 @@
+//! The array as a whole: level, geometry, members and a rebuild.
+
+use super::{ControllerSpec, DriveSpec, HostSpec};
+use serde::{Deserialize, Serialize};
+
+/// The array: level, geometry, members, controller and host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArraySpec {
+    /// RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or "concat".
+    pub level: Level,
+    /// RAID 5/6/50/60 parity layout or RAID 10 copy layout (md's names).
+    #[serde(default)]
+    pub layout: Option<String>,
+    /// RAID 10 copies of each chunk.
+    #[serde(default)]
+    pub copies: Option<u32>,
+    /// RAID 50/60 sub-arrays.
+    #[serde(default)]
+    pub spans: Option<u32>,
+    /// Failed member indices.
+    #[serde(default)]
+    pub failed: Vec<u32>,
+    /// A failed member being rebuilt onto a replacement.
+    #[serde(default)]
+    pub rebuild: Option<RebuildSpec>,
+    /// Chunk size on one member.
+    pub stripe_unit_bytes: u64,
+    /// Number of members.
+    pub drive_count: u32,
+    /// The drive every member is.
+    pub drive: DriveSpec,
+    /// The controller in front of them.
+    pub controller: ControllerSpec,
+    /// The host's I/O stack.
+    #[serde(default)]
+    pub host: HostSpec,
+    /// Share of the array's address space, at its end, the host has deleted (and
+    /// discarded) after the drives were preconditioned, percent. The discard goes
+    /// through the controller as a runtime TRIM does: with `trim_passthrough` the
+    /// members' FTLs unmap it before the run starts; without, they never learn of it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deleted_percent: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
+/// A RAID level as the scenario names it: a number, or `"concat"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Level {
+    /// 0, 1, 4, 5, 6, 10, 50 or 60.
+    Number(u32),
+    /// `"concat"`.
+    Name(String),
+}
+
+/// A background rebuild of one failed member onto a replacement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RebuildSpec {
+    /// The member being rebuilt (one of `failed`).
+    pub member: u32,
+    /// Rate limit of the rebuild stream.
+    pub rate_bytes_per_s: f64,
+}

@@ -1,0 +1,111 @@
+//! The RAID controller: its costs, cache, the paths the data takes, and how it
+//! balances mirrored reads.
+
+use super::limits;
+use serde::{Deserialize, Serialize};
+
+/// The controller: RAID logic, its costs, and the paths the data takes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub name: String,
+    /// Serial processing per host request.
+    #[serde(default)]
+    pub request_overhead_ns: u64,
+    /// Serial processing per member operation.
+    #[serde(default)]
+    pub member_op_overhead_ns: u64,
+    /// Member operations are split at this size.
+    #[serde(default = "default_max_member_transfer")]
+    pub max_member_transfer_bytes: u64,
+    /// Per-port link rate.
+    pub port_rate_bytes_per_s: f64,
+    /// Shared host path, each direction (None = unlimited).
+    #[serde(default)]
+    pub bus_rate_bytes_per_s: Option<f64>,
+    /// Controller read data-path cap (None = unlimited).
+    #[serde(default)]
+    pub read_rate_bytes_per_s_max: Option<f64>,
+    /// Controller write data-path cap (None = unlimited).
+    #[serde(default)]
+    pub write_rate_bytes_per_s_max: Option<f64>,
+    /// Sequential read-ahead segment (0 = off).
+    #[serde(default)]
+    pub read_ahead_bytes: u64,
+    /// Read-ahead segments in flight at most.
+    #[serde(default = "default_read_ahead_segments")]
+    pub read_ahead_segments: u32,
+    /// Serial cost of a read served from the read-ahead buffer.
+    #[serde(default)]
+    pub read_hit_overhead_ns: u64,
+    /// Read ahead after every read ("always"), not only once a sequential stream is
+    /// seen ("adaptive", the default).
+    #[serde(default)]
+    pub read_ahead_always: bool,
+    /// Parity engine rate (None = free).
+    #[serde(default)]
+    pub parity_rate_bytes_per_s: Option<f64>,
+    /// RAID 1/10 read balancing.
+    #[serde(default)]
+    pub read_balance: ReadBalance,
+    /// Controller cache for writes (0 = none).
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// Write-back (acknowledge once cached) rather than write-through.
+    #[serde(default)]
+    pub write_back: bool,
+    /// Serial cost per request of managing the cache (lookup, allocation, flush
+    /// bookkeeping), charged to every request while a write-back cache is on.
+    #[serde(default)]
+    pub cache_overhead_ns: u64,
+    /// Destages in flight at most.
+    #[serde(default = "default_destage_concurrency")]
+    pub destage_concurrency: u32,
+    /// Dirty share below which the cache stops destaging, percent.
+    #[serde(default)]
+    pub dirty_low_percent: f64,
+    /// Dirty share above which an idle cache starts destaging, percent (at or below
+    /// `dirty_low_percent`: whenever it is above the low mark). Between the two marks a
+    /// destage under way goes on and an idle cache waits, gathering more writes.
+    #[serde(default)]
+    pub dirty_high_percent: f64,
+    /// Host discards (TRIM, UNMAP) go on to the members (planned through the layout);
+    /// otherwise the controller completes them itself and the drives never learn.
+    #[serde(default)]
+    pub trim_passthrough: bool,
+    /// Per-I/O firmware cost on the controller's FastPath (None: it has none): the
+    /// cut-through path that replaces the request and member-operation costs of I/O it
+    /// takes (see `fastpath`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpath_overhead_ns: Option<u64>,
+    /// FastPath on (LSI MegaRAID, Dell PERC): needs write-through and no read-ahead;
+    /// reads of at most a stripe unit on RAID 0/1/4/5/6 and such writes on RAID 0 take
+    /// the cut-through path while the array is optimal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fastpath: bool,
+}
+
+fn default_destage_concurrency() -> u32 {
+    limits::CONTROLLER_DESTAGE.default.int() as u32
+}
+
+fn default_max_member_transfer() -> u64 {
+    limits::CONTROLLER_MAX_TRANSFER.default.int()
+}
+
+fn default_read_ahead_segments() -> u32 {
+    limits::CONTROLLER_READ_AHEAD_SEGMENTS.default.int() as u32
+}
+
+/// How RAID 1/10 pick the copy a read goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadBalance {
+    /// Alternate between copies.
+    #[default]
+    RoundRobin,
+    /// The copy whose drive has the fewest operations outstanding.
+    LeastOutstanding,
+}

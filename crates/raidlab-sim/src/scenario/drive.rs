@@ -1,0 +1,204 @@
+//! The member drives: HDD and SSD models and their physical parameters, the SSD's FTL.
+
+use super::limits;
+use serde::{Deserialize, Serialize};
+
+/// A drive model and its physical parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DriveSpec {
+    /// A rotating disk.
+    Hdd(HddSpec),
+    /// A flash drive.
+    Ssd(SsdSpec),
+}
+
+impl DriveSpec {
+    /// Capacity of one drive.
+    pub fn capacity_bytes(&self) -> u64 {
+        match self {
+            DriveSpec::Hdd(h) => h.capacity_bytes,
+            DriveSpec::Ssd(s) => s.usable_capacity_bytes(),
+        }
+    }
+}
+
+/// Datasheet-level description of a hard disk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HddSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub model: String,
+    /// Usable capacity.
+    pub capacity_bytes: u64,
+    /// Spindle speed.
+    pub rpm: u32,
+    /// Seek to the adjacent track.
+    pub seek_ns_track_to_track: u64,
+    /// Average seek (one third of the stroke).
+    pub seek_ns_avg: u64,
+    /// Seek across the whole stroke.
+    pub seek_ns_full_stroke: u64,
+    /// Media rate at the outermost zone.
+    pub media_rate_bytes_per_s_outer: f64,
+    /// Media rate at the innermost zone.
+    pub media_rate_bytes_per_s_inner: f64,
+    /// Zones with constant bytes per track.
+    #[serde(default = "default_zones")]
+    pub zones: u32,
+    /// Firmware time per command.
+    pub command_overhead_ns: u64,
+    /// Interface payload rate.
+    pub link_rate_bytes_per_s: f64,
+    /// Drive buffer.
+    pub cache_bytes: u64,
+    /// How far the drive reads ahead past a read (0 = off).
+    pub read_ahead_bytes: u64,
+    /// Complete writes once buffered (true) or once on the platter (false).
+    pub write_cache: bool,
+    /// Commands the drive accepts at once.
+    #[serde(default = "default_hdd_ncq")]
+    pub ncq_depth: u32,
+}
+
+/// Datasheet-level description of a flash drive.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsdSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub model: String,
+    /// Usable capacity.
+    pub capacity_bytes: u64,
+    /// Interface payload rate.
+    pub link_rate_bytes_per_s: f64,
+    /// Firmware time per command (serial).
+    pub command_overhead_ns: u64,
+    /// Flash channels.
+    pub channels: u32,
+    /// Dies on each channel.
+    pub dies_per_channel: u32,
+    /// Flash page.
+    pub page_bytes: u64,
+    /// Page read time tR.
+    pub read_page_ns: u64,
+    /// Page program time tPROG.
+    pub program_page_ns: u64,
+    /// Channel transfer rate.
+    pub channel_rate_bytes_per_s: f64,
+    /// Write buffer; a write completes once buffered.
+    pub write_buffer_bytes: u64,
+    /// Latency (not a shared resource) a write spends before it is buffered: inline
+    /// compression and encryption on SandForce controllers, for example.
+    #[serde(default)]
+    pub write_commit_ns: u64,
+    /// Extra latency of a command that arrives while others are outstanding: the
+    /// queued (NCQ, FPDMA) protocol path, which some firmware serves more slowly.
+    #[serde(default)]
+    pub queued_command_latency_ns: u64,
+    /// The flash translation layer; without one, writes cost only their own programs
+    /// (a fresh drive).
+    #[serde(default)]
+    pub ftl: Option<FtlSpec>,
+    /// A DRAM read buffer frees a die as soon as its page is sensed; without one
+    /// (SandForce SF-2281 has none) the die is held until the data has left.
+    #[serde(default)]
+    pub read_buffer: bool,
+    /// The flash suspends a program or erase for a read (NVMe-era enterprise parts);
+    /// without it a read waits for the operation in progress on its die.
+    #[serde(default)]
+    pub program_suspend: bool,
+    /// Commands the drive accepts at once.
+    #[serde(default = "default_ssd_ncq")]
+    pub ncq_depth: u32,
+}
+
+/// A page-mapped FTL with garbage collection and over-provisioning.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtlSpec {
+    /// Factory spare area beyond the rated capacity, percent of it.
+    pub spare_percent: f64,
+    /// Share of the rated capacity the user leaves unpartitioned (extra
+    /// over-provisioning), percent; the array sees only the rest.
+    #[serde(default)]
+    pub op_percent: f64,
+    /// Flash pages per erase block.
+    pub pages_per_block: u32,
+    /// Block erase time tBERS.
+    pub erase_ns: u64,
+    /// Firmware time per unit garbage collection relocates (its valid-map check,
+    /// mapping update and the read and program it issues). The firmware does it before
+    /// it takes the next command, so in steady state every command waits behind the
+    /// collection its writes cause (foreground garbage collection).
+    #[serde(default)]
+    pub gc_unit_firmware_ns: u64,
+    /// Mapping unit.
+    #[serde(default = "default_map_unit")]
+    pub map_unit_bytes: u64,
+    /// Victim choice.
+    #[serde(default)]
+    pub gc: FtlGc,
+    /// Logical units the FTL state keeps (the drive maps onto them in proportion).
+    #[serde(default = "default_ftl_units")]
+    pub units: u32,
+    /// Fresh out of the box, or preconditioned to steady state (SNIA PTS).
+    #[serde(default)]
+    pub precondition: Precondition,
+}
+
+/// Garbage-collection victim choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FtlGc {
+    /// Fewest valid units.
+    #[default]
+    Greedy,
+    /// Rosenblum and Ousterhout's cost-benefit.
+    CostBenefit,
+}
+
+/// The state a drive starts a run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precondition {
+    /// Fresh out of the box: every block erased.
+    Fob,
+    /// Steady state: filled and randomly overwritten, as SNIA PTS prescribes.
+    #[default]
+    Steady,
+}
+
+fn default_map_unit() -> u64 {
+    limits::FTL_MAP_UNIT.default.int()
+}
+
+fn default_ftl_units() -> u32 {
+    limits::FTL_UNITS.default.int() as u32
+}
+
+impl SsdSpec {
+    /// Capacity the drive is rated at, before any user over-provisioning.
+    pub fn raw_capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    /// Capacity the array sees: the partitioned share.
+    pub fn usable_capacity_bytes(&self) -> u64 {
+        let op = self.ftl.as_ref().map_or(0.0, |f| f.op_percent);
+        ((self.capacity_bytes as f64 * (1.0 - op / 100.0)) as u64) / 512 * 512
+    }
+}
+
+fn default_zones() -> u32 {
+    limits::HDD_ZONES.default.int() as u32
+}
+
+fn default_hdd_ncq() -> u32 {
+    limits::HDD_NCQ.default.int() as u32
+}
+
+fn default_ssd_ncq() -> u32 {
+    limits::SSD_NCQ.default.int() as u32
+}
