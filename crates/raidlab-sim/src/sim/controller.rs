@@ -96,7 +96,7 @@ impl Simulation {
     }
 
     pub(super) fn controller_arrive(&mut self, slot: u32) {
-        self.requests[slot as usize].controller_ns = self.now_ns;
+        self.paths[slot as usize].controller_ns = self.now_ns;
         let r = self.requests[slot as usize];
         if r.trim {
             self.trim_arrive(slot);
@@ -224,10 +224,11 @@ impl Simulation {
             req.member_ios = 0;
             req.member_bytes = 0;
             req.writing = false;
-            req.link_ns = 0;
-            req.drive_ns = 0;
-            req.phase_link_ns = 0;
-            req.phase_drive_ns = 0;
+            let path = &mut self.paths[slot as usize];
+            path.link_ns = 0;
+            path.drive_ns = 0;
+            path.phase_link_ns = 0;
+            path.phase_drive_ns = 0;
         }
         if r.write && !r.internal {
             let gate = self.host_data_down(r.len_bytes);
@@ -414,20 +415,21 @@ impl Simulation {
             now
         };
         let (link_ns, drive_ns) = self.op_stages(&op, now, done);
+        let path = &mut self.paths[op.request as usize];
         let req = &mut self.requests[op.request as usize];
         if done >= req.done_ns {
-            req.phase_link_ns = link_ns;
-            req.phase_drive_ns = drive_ns;
+            path.phase_link_ns = link_ns;
+            path.phase_drive_ns = drive_ns;
         }
         req.done_ns = req.done_ns.max(done);
         req.pending -= 1;
         if req.pending > 0 {
             return;
         }
-        req.link_ns += req.phase_link_ns;
-        req.drive_ns += req.phase_drive_ns;
-        req.phase_link_ns = 0;
-        req.phase_drive_ns = 0;
+        path.link_ns += path.phase_link_ns;
+        path.drive_ns += path.phase_drive_ns;
+        path.phase_link_ns = 0;
+        path.phase_drive_ns = 0;
         let slot = op.request;
         let r = *req;
         if !r.writing && !self.plans[slot as usize].writes.is_empty() {

@@ -80,7 +80,7 @@ impl Simulation {
     fn host_done(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
         if self.trace.is_some() {
-            self.tally_stages(&r);
+            self.tally_stages(&r, self.paths[slot as usize]);
             let latency_ns = self.now_ns - r.issued_ns;
             self.workloads[0].record(
                 usize::from(r.write),
@@ -99,7 +99,7 @@ impl Simulation {
             if self.workloads[w].stopped {
                 return;
             }
-            self.tally_stages(&r);
+            self.tally_stages(&r, self.paths[slot as usize]);
             let workload = &mut self.workloads[w];
             let dir = if r.trim { TRIM } else { usize::from(r.write) };
             if workload.record(dir, r.len_bytes, latency_ns, since_start_ns) {
@@ -178,7 +178,7 @@ impl Simulation {
         let sched = self.scheduler.as_mut().expect("a scheduler stage");
         let mut slot = Some(sched.complete(lead));
         // Merged host I/Os went down the path inside the lead's request.
-        let path = self.requests[lead as usize];
+        let path = self.paths[lead as usize];
         while let Some(s) = slot {
             let sched = self.scheduler.as_ref().expect("a scheduler stage");
             slot = sched.next_in_request(s);
@@ -186,9 +186,7 @@ impl Simulation {
             let r = &mut self.requests[s as usize];
             r.offset_bytes = offset_bytes;
             r.len_bytes = len_bytes;
-            r.controller_ns = path.controller_ns;
-            r.link_ns = path.link_ns;
-            r.drive_ns = path.drive_ns;
+            self.paths[s as usize] = path;
             self.host_done(s);
             if self.stopped {
                 return;

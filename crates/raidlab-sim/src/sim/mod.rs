@@ -97,6 +97,12 @@ struct Request {
     internal: bool,
     /// A host discard (TRIM): no data, planned by the layout's discard rules.
     trim: bool,
+}
+
+/// Where a request's time went along its path, kept beside `Request` rather than in
+/// it: requests are copied whole on the hot path, and only completion reads these.
+#[derive(Clone, Copy, Default)]
+struct PathTimes {
     /// When the controller took it (the end of its host stage).
     controller_ns: u64,
     /// Its time in the links and in the drives so far: the sum over its phases of
@@ -146,6 +152,8 @@ pub struct Simulation {
     controller: Controller,
     drives: Vec<Drive>,
     requests: Vec<Request>,
+    /// Per request slot, where its time went (`PathTimes`).
+    paths: Vec<PathTimes>,
     host_slots: u32,
     ops: Vec<MemberOp>,
     free_ops: Vec<u32>,
@@ -312,6 +320,10 @@ impl Simulation {
             drives,
             requests: vec![
                 Request::default();
+                (host_slots + prefetch_slots + 1 + destage_slots) as usize
+            ],
+            paths: vec![
+                PathTimes::default();
                 (host_slots + prefetch_slots + 1 + destage_slots) as usize
             ],
             host_slots,

@@ -4,8 +4,8 @@
 //! (member I/O per host I/O, parity bytes, read-ahead hits, write amplification,
 //! scheduler and rebuild figures).
 
-use super::Request;
 use super::{DriveModel, Simulation, READ, TRIM, WRITE};
+use super::{PathTimes, Request};
 use crate::histogram::Histogram;
 use crate::results::{
     Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples, SchedulerReport,
@@ -155,11 +155,11 @@ impl Simulation {
     }
 
     /// Count a measured host I/O's time per stage of its path (`STAGES`).
-    pub(super) fn tally_stages(&mut self, r: &Request) {
+    pub(super) fn tally_stages(&mut self, r: &Request, path: PathTimes) {
         let total_ns = self.now_ns - r.issued_ns;
-        let host_ns = r.controller_ns.saturating_sub(r.issued_ns).min(total_ns);
-        let link_ns = r.link_ns.min(total_ns - host_ns);
-        let drive_ns = r.drive_ns.min(total_ns - host_ns - link_ns);
+        let host_ns = path.controller_ns.saturating_sub(r.issued_ns).min(total_ns);
+        let link_ns = path.link_ns.min(total_ns - host_ns);
+        let drive_ns = path.drive_ns.min(total_ns - host_ns - link_ns);
         let controller_ns = total_ns - host_ns - link_ns - drive_ns;
         self.tally.staged_ios += 1;
         let stages = [host_ns, controller_ns, link_ns, drive_ns];
