@@ -10,6 +10,7 @@ import json
 
 import pytest
 from conftest import needs_native_levels
+from raidlab.api import resolve_array
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from raidlab.scenario.array import (
@@ -350,3 +351,25 @@ def test_raid10_survives_failures_in_different_mirror_pairs() -> None:
         app, [*RUN, "--level", "10", "--drives", "4", "--failed", "0,2", "--ios", "500"]
     )
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("level", "drives", "failed", "placements"),
+    [
+        (0, 2, "1", None),
+        (5, 4, "0,1", None),
+        (10, 4, "0,1", "more when no chunk loses all its copies"),
+        (50, 6, "0,1", "more when they fall in different spans"),
+    ],
+)
+def test_a_lost_array_says_more_failures_survive_only_where_a_placement_does(
+    level: int, drives: int, failed: str, placements: str | None
+) -> None:
+    with pytest.raises(RaidlabError) as refused:
+        resolve_array(drive="intel-dc-s3500-80g", level=level, drives=drives, failed=failed)
+    message = str(refused.value)
+    assert message.startswith("failed: ") and "loses data" in message, message
+    if placements is None:
+        assert "placement" not in message and "more" not in message, message
+    else:
+        assert placements in message, message

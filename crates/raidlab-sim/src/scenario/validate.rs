@@ -185,11 +185,22 @@ impl ArraySpec {
         }
         let failed = raidlab_layout::MemberSet::from_members(&self.failed);
         if !layout.tolerates(&failed) {
+            use raidlab_layout::Level as L;
+            // Only RAID 10 (with fewer copies than drives) and RAID 50/60 survive more
+            // failures in some placements than in every one; saying so of RAID 0 or 5
+            // would promise what no placement gives.
+            let placements = match layout.level() {
+                L::Raid50 | L::Raid60 => ", more when they fall in different spans",
+                L::Raid10 if layout.copies() < self.drive_count => {
+                    ", more when no chunk loses all its copies"
+                }
+                _ => "",
+            };
             refuse(
                 "array.failed",
                 format!(
                     "{} of {} drives loses data with members {failed} failed (it survives {} \
-                     failure(s) in every case, more only in some placements)",
+                     failure(s) in every case{placements})",
                     layout.level(),
                     self.drive_count,
                     layout.tolerated_failures()
