@@ -294,6 +294,7 @@ def run(
 # --- benchmark front ends: fio, CrystalDiskMark, IOMeter, SNIA PTS, trace replay ------
 
 FIO_OUTPUT_FORMATS = ("normal", "json", "json+")
+PTS_ROUNDS_MAX = suites.PTS_ROUNDS_MAX
 
 
 @dataclass(frozen=True)
@@ -375,9 +376,6 @@ def iometer(
     return suites.iometer(array, spec, ios, size, seed_value, labels)
 
 
-PTS_METRICS = {"iops": "iops", "tp": "mbps", "lat": "lat_mean_us"}
-
-
 def pts(
     array: Mapping[str, Any],
     test: str = "iops",
@@ -386,7 +384,7 @@ def pts(
     ios: Any = 5000,
     iodepth: Any = 32,
     numjobs: Any = 1,
-    rounds_max: Any = 25,
+    rounds_max: Any = suites.PTS_ROUNDS_MAX,
     seed: Any = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
@@ -418,7 +416,7 @@ def pts(
         jobs,
         labels,
     )
-    metric = PTS_METRICS[test]
+    metric = suites.PTS_METRICS[test]
     frame.attrs.update(
         {"summary": summary, "metric": metric, "table": suites.pts_table(frame, summary, metric)}
     )
@@ -473,6 +471,16 @@ def replay(
     return frame
 
 
+# The workload advise ranks arrays for when none is given: a mixed OLTP-like load.
+ADVISE_WORKLOAD: dict[str, str] = {
+    "rw": "randrw",
+    "bs": "4K",
+    "rwmixread": "70",
+    "iodepth": "32",
+    "numjobs": "1",
+}
+
+
 def advise(
     drive: Any,
     drives: Any = 1,
@@ -518,9 +526,7 @@ def advise(
                 str(access_spec), ios_cap, {"spec": label("access_spec"), "ios": label("ios")}
             )
     else:
-        source = workload or WorkloadRequest(
-            rw="randrw", bs="4K", rwmixread="70", iodepth="32", ios=ios
-        )
+        source = workload or WorkloadRequest(**ADVISE_WORKLOAD, ios=ios)
     return advising.advise(
         drive,
         limits.parse_path(drives, "array.drive_count", label("drives")),

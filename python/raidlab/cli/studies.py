@@ -83,6 +83,10 @@ ADVISE_FLAGS = {
 }
 
 
+# Help text of advise's workload flags: the API's default workload, stated once there.
+_DEFAULT = {key: f" (default: {value})." for key, value in api.ADVISE_WORKLOAD.items()}
+
+
 @app.command(
     epilog="""Examples:
 
@@ -101,16 +105,18 @@ def advise(
     drive: DriveOption = None,
     drives: DrivesOption = None,
     controller: ControllerOption = None,
-    rw: Annotated[str | None, opt("--rw", "fio's rw of the workload (default: randrw).")] = None,
+    rw: Annotated[str | None, opt("--rw", f"fio's rw of the workload{_DEFAULT['rw']}")] = None,
     bs: Annotated[
-        str | None, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20 (default: 4K).")
+        str | None, opt("--bs", f"Block size, or a mix 4K:55,64K:25,128K:20{_DEFAULT['bs']}")
     ] = None,
     iodepth: Annotated[
-        str | None, opt("--iodepth", "Outstanding I/Os per job (default: 32).")
+        str | None, opt("--iodepth", f"Outstanding I/Os per job{_DEFAULT['iodepth']}")
     ] = None,
-    numjobs: Annotated[str | None, opt("--numjobs", "Independent jobs (default: 1).")] = None,
+    numjobs: Annotated[
+        str | None, opt("--numjobs", f"Independent jobs{_DEFAULT['numjobs']}")
+    ] = None,
     rwmixread: Annotated[
-        str | None, opt("--rwmixread", "Read percentage for rw/randrw (default: 70).")
+        str | None, opt("--rwmixread", f"Read percentage for rw/randrw{_DEFAULT['rwmixread']}")
     ] = None,
     job: Annotated[
         Path | None,
@@ -144,29 +150,24 @@ def advise(
     workload, and rank them, with the bottleneck of each and why the winner wins."""
     with user_errors():
         output_format = check_format(output_format)
-        if drive is None:
-            raise RaidlabError("--drive", "give a drive preset (see `raidlab presets`)")
-        flags = {"--rw": rw, "--bs": bs, "--iodepth": iodepth, "--numjobs": numjobs}
-        flags["--rwmixread"] = rwmixread
-        given = [flag for flag, value in flags.items() if value is not None]
-        if job is not None and workload is not None:
-            raise RaidlabError("--job", "give --job or --workload, not both")
+        workload_flags = {
+            "rw": rw,
+            "bs": bs,
+            "iodepth": iodepth,
+            "numjobs": numjobs,
+            "rwmixread": rwmixread,
+        }
+        given = {key: value for key, value in workload_flags.items() if value is not None}
         request = None
         if job is not None or workload is not None:
             own = "--job" if job is not None else "--workload"
             if given:
-                raise RaidlabError(
-                    own, f"the workload comes from {own}; leave out {', '.join(given)}"
-                )
+                leave_out = ", ".join(RUN_FLAGS[key] for key in given)
+                raise RaidlabError(own, f"the workload comes from {own}; leave out {leave_out}")
         else:
+            # The API's default workload, with the flags given replacing its settings.
             request = WorkloadRequest(
-                rw=rw or "randrw",
-                bs=bs or "4K",
-                rwmixread=rwmixread or "70",
-                iodepth=iodepth or "32",
-                numjobs=numjobs or "1",
-                ios=ios,
-                labels=RUN_FLAGS,
+                **{**api.ADVISE_WORKLOAD, **given}, ios=ios, labels=RUN_FLAGS
             )
         frame = api.advise(
             drive,

@@ -219,7 +219,9 @@ def pts(
     ios: Annotated[str, opt("--ios", "Measured I/Os per cell and round.")] = "5000",
     iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per thread.")] = "32",
     numjobs: Annotated[str, opt("--numjobs", "Threads.")] = "1",
-    rounds_max: Annotated[str, opt("--rounds-max", "At most this many rounds.")] = "25",
+    rounds_max: Annotated[str, opt("--rounds-max", "At most this many rounds.")] = str(
+        api.PTS_ROUNDS_MAX
+    ),
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     output_format: FormatOption = "table",

@@ -274,6 +274,8 @@ def iometer_workloads(
 PTS_MIXES = ["100/0", "95/5", "65/35", "50/50", "35/65", "5/95", "0/100"]
 PTS_SIZES = ["512", "4K", "8K", "16K", "32K", "64K", "128K", "1M"]
 PTS_ROUNDS_MAX = 25
+# The quantity each PTS test reports in its table (the SNIA report's metric).
+PTS_METRICS = {"iops": "iops", "tp": "mbps", "lat": "lat_mean_us"}
 PTS_WINDOW = 5
 PTS_EXCURSION = 0.20
 PTS_SLOPE_EXCURSION = 0.10
@@ -330,7 +332,7 @@ def pts(
     MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
     mean latency). Returns every (round, mix, size) row and the steady-state summary."""
     labels = dict(labels or {})
-    if test not in ("iops", "tp", "lat"):
+    if test not in PTS_METRICS:
         raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")
     if test == "tp":
         mixes = mixes or ["100/0", "0/100"]
