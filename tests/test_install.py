@@ -123,15 +123,32 @@ def test_the_wheel_ships_the_engine_as_a_console_script(
     assert refused.stderr.startswith("error: --level: ") and refused.stderr.count("\n") == 1
 
 
+def _create_raid5(
+    venv: Path, env: dict[str, str], tmp_path: Path, program: str
+) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    """Three 4 MiB member files in ``tmp_path`` made a RAID 5 by ``program``."""
+    members = [str(tmp_path / f"m{i}.img") for i in range(3)]
+    created = _run(venv, env, tmp_path, program, "create", "--level", "5", "--size", "4M", *members)
+    return members, created
+
+
+def _stop(server: subprocess.Popen[str], signum: int) -> str:
+    """Send ``signum`` to a running server and return its stderr once it has exited."""
+    try:
+        server.send_signal(signum)
+        _, stderr = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    return str(stderr)
+
+
 def test_create_then_serve_a_raid5_on_files(
     installed: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     venv, env = installed
     env = {**env, "TMPDIR": str(tmp_path)}  # the control socket, in this test's dir
-    members = [str(tmp_path / f"m{i}.img") for i in range(3)]
-    created = _run(
-        venv, env, tmp_path, "raidlab", "create", "--level", "5", "--size", "4M", *members
-    )
+    members, created = _create_raid5(venv, env, tmp_path, "raidlab")
     assert created.returncode == 0, created.stdout + created.stderr
     assert "RAID 5" in created.stdout and "state clean" in created.stdout
     with subprocess.Popen(
@@ -148,11 +165,8 @@ def test_create_then_serve_a_raid5_on_files(
             assert uri.startswith("nbd://127.0.0.1:"), uri
             served = _run(venv, env, tmp_path, "raidlab", "status", "--json", *members)
             assert json.loads(served.stdout)["state"] == "clean", served.stderr
-            server.send_signal(signal.SIGINT)
-            _, stderr = server.communicate(timeout=30)
         finally:
-            if server.poll() is None:
-                server.kill()
+            stderr = _stop(server, signal.SIGINT)
     assert server.returncode == 0, stderr
     assert "stopped, array clean" in stderr
     stopped = _run(venv, env, tmp_path, "raidlab", "status", "--json", *members)
@@ -165,10 +179,7 @@ def test_the_engine_inside_python_stops_clean_on_sigterm(
     """The engine's own signal handlers work inside the interpreter of the script."""
     venv, env = installed
     env = {**env, "TMPDIR": str(tmp_path)}
-    members = [str(tmp_path / f"m{i}.img") for i in range(3)]
-    created = _run(
-        venv, env, tmp_path, "raidlab-engine", "create", "--level", "5", "--size", "4M", *members
-    )
+    members, created = _create_raid5(venv, env, tmp_path, "raidlab-engine")
     assert created.returncode == 0, created.stderr
     with subprocess.Popen(
         [str(venv / "bin" / "raidlab-engine"), "serve", "--listen", "127.0.0.1:0", *members],
@@ -182,10 +193,7 @@ def test_the_engine_inside_python_stops_clean_on_sigterm(
             assert server.stderr is not None
             ready = server.stderr.readline()
             assert "raidlab-engine: serving" in ready, ready
-            server.send_signal(signal.SIGTERM)
-            _, stderr = server.communicate(timeout=30)
         finally:
-            if server.poll() is None:
-                server.kill()
+            stderr = _stop(server, signal.SIGTERM)
     assert server.returncode == 0, stderr
     assert "stopped, array clean" in stderr
