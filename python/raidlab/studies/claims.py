@@ -487,7 +487,12 @@ def load_claims(study: ClaimStudy) -> pd.DataFrame:
     """The study's claims file (shipped in ``raidlab/studies/reference/``)."""
     reference = resources.files("raidlab.studies").joinpath("reference")
     text = reference.joinpath(study.claims_file).read_text("utf-8")
-    return pd.read_csv(io.StringIO(text), dtype={"claim_id": str})
+    claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
+    # Qualitative claims (Q*) state a direction (">1", "RAID10 only", ...), not a number:
+    # `value` is the number where there is one (NaN otherwise), `value_text` as printed.
+    claims["value_text"] = claims["value"].fillna("")
+    claims["value"] = pd.to_numeric(claims["value"], errors="coerce")
+    return claims
 
 
 def claim_scenarios(
