@@ -154,6 +154,7 @@ pub struct Ssd {
     read_page_ns: u64,
     program_page_ns: u64,
     command_overhead_ns: u64,
+    link_command_ns: u64,
     link_ps: u64,
     channel_ps: u64,
     buffer_bytes: u64,
@@ -193,6 +194,7 @@ impl Ssd {
             read_page_ns: spec.read_page_ns,
             program_page_ns: spec.program_page_ns,
             command_overhead_ns: spec.command_overhead_ns,
+            link_command_ns: spec.link_command_overhead_ns,
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
             channel_ps: ps_per_byte(spec.channel_rate_bytes_per_s),
             buffer_bytes: spec.write_buffer_bytes,
@@ -289,6 +291,8 @@ impl Ssd {
         let last_page = (end - 1) / self.page_bytes;
         let mut link_start = u64::MAX;
         let mut done = ready;
+        // The command's protocol time on the link goes with its first data.
+        let mut protocol_ns = self.link_command_ns;
         for page in first_page..=last_page {
             let die = (page % self.dies.len() as u64) as usize;
             let lo = (page * self.page_bytes).max(offset_bytes);
@@ -311,7 +315,8 @@ impl Ssd {
             let channel = self.channel_of(die);
             let (_, moved) =
                 self.channels[channel].reserve(sensed, transfer_ns(bytes, self.channel_ps));
-            let (start, sent) = self.link.reserve(moved, transfer_ns(bytes, self.link_ps));
+            let xfer = transfer_ns(bytes, self.link_ps) + std::mem::take(&mut protocol_ns);
+            let (start, sent) = self.link.reserve(moved, xfer);
             // Without a DRAM read buffer the die's page register holds the data until it
             // has left over the link, so a second read of the same die waits for that.
             if self.hold_die_until_sent {
@@ -397,6 +402,7 @@ impl Ssd {
         let mut left = len_bytes;
         let mut at = ready;
         let mut link_start = u64::MAX;
+        let mut protocol_ns = self.link_command_ns;
         while left > 0 {
             let chunk = left.min(self.page_bytes - self.open_page_bytes);
             self.drain_buffer(at);
@@ -404,7 +410,7 @@ impl Ssd {
             // The drive pulls the data once it has room; until then the link stays free
             // for other commands, so the link time is booked now and the data arrives
             // no earlier than the room.
-            let xfer = transfer_ns(chunk, self.link_ps);
+            let xfer = transfer_ns(chunk, self.link_ps) + std::mem::take(&mut protocol_ns);
             let (start, sent) = self.link.reserve(at, xfer);
             let arrived = sent.max(admitted + xfer);
             link_start = link_start.min(start);
@@ -576,6 +582,7 @@ mod tests {
             capacity_bytes: 1 << 34,
             link_rate_bytes_per_s: 500e6,
             command_overhead_ns: 5_000,
+            link_command_overhead_ns: 0,
             channels: 4,
             dies_per_channel: 2,
             page_bytes: 16384,

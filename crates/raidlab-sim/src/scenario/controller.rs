@@ -20,6 +20,15 @@ pub struct ControllerSpec {
     /// Member operations are split at this size.
     #[serde(default = "default_max_member_transfer")]
     pub max_member_transfer_bytes: u64,
+    /// How the strips one request puts on a member become commands: merged into one
+    /// (as md does through the block layer) or one command per strip (as hardware and
+    /// chipset RAID firmware does), each paying the drive's per-command cost.
+    #[serde(default)]
+    pub member_commands: MemberCommands,
+    /// Commands the controller keeps outstanding on one member at most (None: as many
+    /// as the drive queues); the rest wait in the controller.
+    #[serde(default)]
+    pub member_queue_depth: Option<u32>,
     /// Per-port link rate.
     pub port_rate_bytes_per_s: f64,
     /// Shared host path, each direction (None = unlimited).
@@ -97,6 +106,17 @@ fn default_max_member_transfer() -> u64 {
 
 fn default_read_ahead_segments() -> u32 {
     limits::CONTROLLER_READ_AHEAD_SEGMENTS.default.int() as u32
+}
+
+/// How the strips a request puts on one member become member commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemberCommands {
+    /// Adjacent strips on a member go as one command, up to the largest transfer.
+    #[default]
+    Merged,
+    /// One command per strip.
+    PerStrip,
 }
 
 /// How RAID 1/10 pick the copy a read goes to.

@@ -75,6 +75,10 @@ pub struct SsdSpec {
     pub link_rate_bytes_per_s: f64,
     /// Firmware time per command (serial).
     pub command_overhead_ns: u64,
+    /// Link time per command, serial with the data on the link: SATA's FIS exchange
+    /// (command, DMA setup, status) holds the half-duplex link while no data moves.
+    #[serde(default)]
+    pub link_command_overhead_ns: u64,
     /// Flash channels.
     pub channels: u32,
     /// Dies on each channel.

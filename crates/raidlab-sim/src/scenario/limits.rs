@@ -695,6 +695,9 @@ limits! {
         "interface payload rate").reals(RATE_MIN, RATE_MAX);
     SSD_COMMAND_OVERHEAD = Limit::new("array.drive.command_overhead_ns", Ssd, Ns,
         "firmware time per command").ints(0, NS_MAX);
+    SSD_LINK_COMMAND_OVERHEAD = Limit::new("array.drive.link_command_overhead_ns", Ssd, Ns,
+        "link time per command, serial with the data (SATA FIS exchange)").ints(0, NS_MAX)
+        .or(Int(0));
     SSD_CHANNELS = Limit::new("array.drive.channels", Ssd, Count, "flash channels").ints(1, 64);
     SSD_DIES = Limit::new("array.drive.dies_per_channel", Ssd, Count, "dies on each channel")
         .ints(1, 64);
@@ -748,6 +751,12 @@ limits! {
     CONTROLLER_MAX_TRANSFER = Limit::new("array.controller.max_member_transfer_bytes", Always,
         Bytes, "member operations are split at this size")
         .ints(SECTOR_BYTES, BLOCK_BYTES_MAX).multiple_of(SECTOR_BYTES).or(Int(32 << 20));
+    CONTROLLER_MEMBER_COMMANDS = Limit::new("array.controller.member_commands", Always, Choice,
+        "strips a request puts on a member: one command (merged) or one each (per-strip)")
+        .of(&["merged", "per-strip"]).or(Str("merged"));
+    CONTROLLER_MEMBER_QUEUE_DEPTH = Limit::new("array.controller.member_queue_depth", Always,
+        Count, "commands outstanding on one member at most (null = the drive's queue)")
+        .ints(1, 256).nullable();
     CONTROLLER_PORT_RATE = Limit::new("array.controller.port_rate_bytes_per_s", Always, Rate,
         "per-port link rate").reals(RATE_MIN, RATE_MAX);
     CONTROLLER_BUS_RATE = Limit::new("array.controller.bus_rate_bytes_per_s", Always, Rate,

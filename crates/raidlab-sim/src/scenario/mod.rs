@@ -29,7 +29,7 @@ mod validate;
 mod workload;
 
 pub use array::{ArraySpec, Level, RebuildSpec};
-pub use controller::{ControllerSpec, ReadBalance};
+pub use controller::{ControllerSpec, MemberCommands, ReadBalance};
 pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, Precondition, SsdSpec};
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,

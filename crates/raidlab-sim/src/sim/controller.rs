@@ -1,7 +1,7 @@
 //! The RAID controller: it plans a host request into member operations with the
 //! layout's planner, charges its CPU for the request and each member operation (or
-//! FastPath's cut-through cost), runs parity on its engine, splits member operations at
-//! its largest transfer, queues them at each drive's port while the drive's command
+//! FastPath's cut-through cost), runs parity on its engine, cuts member operations into
+//! commands (at its largest transfer, and at strip boundaries if it merges no strips), queues them at each drive's port while the drive's command
 //! queue is full, and carries data across the bus and its read and write paths.
 //!
 //! ```text
@@ -23,7 +23,8 @@ pub(super) struct Controller {
     pub(super) cpu: Server,
     pub(super) request_overhead_ns: u64,
     pub(super) member_op_overhead_ns: u64,
-    pub(super) max_member_transfer_bytes: u64,
+    /// How member operations are cut into commands.
+    pub(super) split: CommandSplit,
     pub(super) read_hit_overhead_ns: u64,
     pub(super) parity: Option<Path>,
     pub(super) bus_up: Option<Path>,
@@ -42,12 +43,44 @@ pub(super) struct Controller {
     pub(super) fastpath_writes: bool,
 }
 
-/// Member operations of a plan once split at the controller's largest transfer.
-pub(super) fn op_count(plan: &Plan, max_transfer_bytes: u64) -> u64 {
+/// How a controller cuts the extent a member receives into commands: never longer than
+/// its largest transfer, and, for a controller that issues one command per strip
+/// (`member_commands = "per-strip"`), never across a strip boundary of the member.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CommandSplit {
+    pub(super) max_bytes: u64,
+    /// Strip size on the member (`u64::MAX`: strips a member receives are merged).
+    pub(super) strip_bytes: u64,
+}
+
+impl CommandSplit {
+    /// Length of the command starting at member offset `at` with `left` bytes to go.
+    #[inline]
+    pub(super) fn next_len(&self, at: u64, left: u64) -> u64 {
+        let to_strip_end = self.strip_bytes - at % self.strip_bytes;
+        left.min(self.max_bytes).min(to_strip_end)
+    }
+
+    /// Commands an extent of `len` bytes at member offset `offset` becomes.
+    pub(super) fn count(&self, offset: u64, len: u64) -> u64 {
+        if self.strip_bytes == u64::MAX {
+            return len.div_ceil(self.max_bytes);
+        }
+        let (mut at, mut n) = (offset, 0);
+        while at < offset + len {
+            at += self.next_len(at, offset + len - at);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Member commands of a plan once cut as the controller cuts them.
+pub(super) fn op_count(plan: &Plan, split: CommandSplit) -> u64 {
     plan.reads
         .iter()
         .chain(&plan.writes)
-        .map(|e| e.len_bytes.div_ceil(max_transfer_bytes))
+        .map(|e| split.count(e.offset_bytes, e.len_bytes))
         .sum()
 }
 
@@ -78,7 +111,7 @@ impl Simulation {
         planned.expect("a validated array tolerates its failures");
         let carry_per_op = !r.write && plan.read_bytes() == r.len_bytes;
         self.requests[slot as usize].carry_per_op = carry_per_op;
-        op_count(plan, self.controller.max_member_transfer_bytes)
+        op_count(plan, self.controller.split)
     }
 
     /// The failed set a request at `offset_bytes` sees: a member being rebuilt is
@@ -267,10 +300,13 @@ impl Simulation {
     pub(super) fn issue_phase(&mut self, slot: u32, write: bool) {
         let trim = self.requests[slot as usize].trim;
         // A discard carries no data: one command per member range, never split.
-        let max = if trim {
-            u64::MAX
+        let split = if trim {
+            CommandSplit {
+                max_bytes: u64::MAX,
+                strip_bytes: u64::MAX,
+            }
         } else {
-            self.controller.max_member_transfer_bytes
+            self.controller.split
         };
         let mut pending = 0;
         let mut bytes = 0;
@@ -287,7 +323,7 @@ impl Simulation {
             let e = if write { plan.writes[i] } else { plan.reads[i] };
             let mut at = 0;
             while at < e.len_bytes {
-                let len = (e.len_bytes - at).min(max);
+                let len = split.next_len(e.offset_bytes + at, e.len_bytes - at);
                 let op = MemberOp {
                     request: slot,
                     drive: e.member,

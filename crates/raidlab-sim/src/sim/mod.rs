@@ -27,8 +27,8 @@ use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
 use crate::results::Results;
 use crate::rng::Rng;
-use crate::scenario::ReadBalance;
 use crate::scenario::{DriveSpec, Scenario, IODEPTH_MAX};
+use crate::scenario::{MemberCommands, ReadBalance};
 use crate::scheduler::{Counters, Scheduler};
 use crate::ssd::Ssd;
 use raidlab_layout::{Geometry, MemberSet, Plan, RoundRobin};
@@ -42,7 +42,7 @@ mod report;
 mod trace_source;
 mod write_back;
 
-use controller::Controller;
+use controller::{CommandSplit, Controller};
 use read_ahead::ReadAhead;
 use rebuild::Rebuild;
 use report::Tally;
@@ -203,11 +203,13 @@ impl Simulation {
         let c = &a.controller;
         let layout = a.geometry().expect("validated scenario");
         let layout_full_stripe = layout.full_stripe_bytes().max(layout.stripe_unit_bytes());
+        // The controller may keep fewer commands outstanding on a member than it queues.
+        let member_depth = |ncq: u32| ncq.min(c.member_queue_depth.unwrap_or(u32::MAX));
         let drives = (0..a.drive_count)
             .map(|i| match &a.drive {
                 DriveSpec::Hdd(h) => Drive {
                     model: DriveModel::Hdd(Hdd::new(h, c.port_rate_bytes_per_s)),
-                    ncq_depth: h.ncq_depth,
+                    ncq_depth: member_depth(h.ncq_depth),
                     outstanding: 0,
                     waiting: VecDeque::new(),
                 },
@@ -219,7 +221,7 @@ impl Simulation {
                         c.port_rate_bytes_per_s,
                         scenario.seed ^ (u64::from(i) << 32),
                     )),
-                    ncq_depth: s.ncq_depth,
+                    ncq_depth: member_depth(s.ncq_depth),
                     outstanding: 0,
                     waiting: VecDeque::new(),
                 },
@@ -248,6 +250,10 @@ impl Simulation {
             0
         };
         let level = layout.level();
+        let strip_bytes = match c.member_commands {
+            MemberCommands::Merged => u64::MAX,
+            MemberCommands::PerStrip => layout.stripe_unit_bytes(),
+        };
         let mut sim = Self {
             now_ns: 0,
             queue: EventQueue::with_capacity(4 * host_slots as usize + 64),
@@ -274,7 +280,10 @@ impl Simulation {
                 cpu: Server::default(),
                 request_overhead_ns: c.request_overhead_ns,
                 member_op_overhead_ns: c.member_op_overhead_ns,
-                max_member_transfer_bytes: c.max_member_transfer_bytes,
+                split: CommandSplit {
+                    max_bytes: c.max_member_transfer_bytes,
+                    strip_bytes,
+                },
                 read_hit_overhead_ns: c.read_hit_overhead_ns,
                 parity: c.parity_rate_bytes_per_s.map(Path::new),
                 bus_up: c.bus_rate_bytes_per_s.map(Path::new),

@@ -74,7 +74,7 @@ impl Simulation {
                 rb.bytes_done += len;
                 continue;
             }
-            let ops = op_count(plan, self.controller.max_member_transfer_bytes);
+            let ops = op_count(plan, self.controller.split);
             self.requests[slot as usize] = Request {
                 offset_bytes: offset,
                 len_bytes: len,

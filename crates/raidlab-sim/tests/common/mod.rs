@@ -3,7 +3,7 @@
 
 use raidlab_sim::scenario::{
     ArraySpec, ControllerSpec, Distribution, DriveSpec, FtlGc, FtlSpec, HddSpec, HostSpec,
-    Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
+    MemberCommands, Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
 };
 use raidlab_sim::Results;
 
@@ -13,6 +13,7 @@ pub fn ssd() -> DriveSpec {
         capacity_bytes: 100_000_000_000,
         link_rate_bytes_per_s: 530e6,
         command_overhead_ns: 5_000,
+        link_command_overhead_ns: 0,
         channels: 8,
         dies_per_channel: 4,
         page_bytes: 16384,
@@ -52,6 +53,7 @@ pub fn s3500_800g(spare_percent: f64, op_percent: f64, precondition: Preconditio
         capacity_bytes: 800_000_000_000,
         link_rate_bytes_per_s: 550e6,
         command_overhead_ns: 13_000,
+        link_command_overhead_ns: 0,
         channels: 8,
         dies_per_channel: 4,
         page_bytes: 16384,
@@ -75,6 +77,7 @@ pub fn s3500_80g() -> DriveSpec {
         capacity_bytes: 80_000_000_000,
         link_rate_bytes_per_s: 340e6,
         command_overhead_ns: 10_000,
+        link_command_overhead_ns: 0,
         channels: 6,
         dies_per_channel: 1,
         page_bytes: 16384,
@@ -117,6 +120,8 @@ pub fn hba() -> ControllerSpec {
         request_overhead_ns: 0,
         member_op_overhead_ns: 0,
         max_member_transfer_bytes: 32 << 20,
+        member_commands: MemberCommands::Merged,
+        member_queue_depth: None,
         port_rate_bytes_per_s: 600e6,
         bus_rate_bytes_per_s: None,
         read_rate_bytes_per_s_max: None,

@@ -1,0 +1,97 @@
+//! How a controller turns the strips a request puts on a member into drive commands,
+//! how many it keeps outstanding per member, and what each command costs on an SSD's
+//! link.
+
+mod common;
+
+use common::{hdd, mbps, scenario, ssd, w};
+use raidlab_sim::scenario::{DriveSpec, MemberCommands, Rw};
+use raidlab_sim::simulate;
+
+#[test]
+fn merged_strips_make_one_command_per_member() {
+    let mut s = scenario(ssd(), 2, Rw::Read, 1 << 20, 1);
+    s.array.stripe_unit_bytes = 8192;
+    let r = simulate(&s);
+    assert_eq!(r.explain.member_ios_per_host_io["read"], 2.0);
+}
+
+#[test]
+fn a_per_strip_controller_sends_one_command_per_strip() {
+    let mut s = scenario(ssd(), 2, Rw::Read, 1 << 20, 1);
+    s.array.stripe_unit_bytes = 8192;
+    s.array.controller.member_commands = MemberCommands::PerStrip;
+    let r = simulate(&s);
+    assert_eq!(r.explain.member_ios_per_host_io["read"], 128.0);
+    assert_eq!(r.explain.member_bytes_per_host_byte["read"], 1.0);
+    // A request within one strip is one command either way.
+    w(&mut s).bs = vec![(4096, 1)];
+    let r = simulate(&s);
+    assert_eq!(r.explain.member_ios_per_host_io["read"], 1.0);
+}
+
+#[test]
+fn per_strip_commands_on_small_strips_cost_large_hdd_reads_dearly() {
+    // Each 8 KiB command pays the drive's per-command cost: two disks read large
+    // transfers slower than the merged array, and not above what the member disks
+    // deliver for 8 KiB commands.
+    let mut merged = scenario(hdd(), 2, Rw::Read, 1 << 20, 1);
+    merged.array.stripe_unit_bytes = 8192;
+    w(&mut merged).size_bytes = 512 << 20;
+    w(&mut merged).ios = 300;
+    w(&mut merged).warmup_ios = 20;
+    let mut per_strip = merged.clone();
+    per_strip.array.controller.member_commands = MemberCommands::PerStrip;
+    let (m, p) = (
+        mbps(&simulate(&merged), "read"),
+        mbps(&simulate(&per_strip), "read"),
+    );
+    let DriveSpec::Hdd(h) = hdd() else {
+        unreachable!()
+    };
+    // Two drives, each at most one 8 KiB command per command overhead.
+    let bound = 2.0 * 8192.0 / (h.command_overhead_ns as f64 / 1e9) / 1e6;
+    assert!(p < 0.6 * m, "per-strip {p:.1} MB/s vs merged {m:.1} MB/s");
+    assert!(
+        p <= bound * 1.001,
+        "per-strip {p:.1} MB/s above the drives' {bound:.1} MB/s"
+    );
+}
+
+#[test]
+fn the_controller_keeps_at_most_its_member_queue_depth_outstanding() {
+    // Random reads at QD 32 on one HDD: NCQ reorders what is queued, so a controller
+    // that keeps one command per member loses the reordering gain.
+    let mut deep = scenario(hdd(), 1, Rw::Randread, 4096, 32);
+    w(&mut deep).ios = 2000;
+    let mut shallow = deep.clone();
+    shallow.array.controller.member_queue_depth = Some(1);
+    let (d, s) = (
+        common::iops(&simulate(&deep), "read"),
+        common::iops(&simulate(&shallow), "read"),
+    );
+    assert!(s < 0.7 * d, "queue depth 1: {s:.0} IOPS, 32: {d:.0} IOPS");
+}
+
+#[test]
+fn an_ssd_link_carries_each_commands_protocol_time_with_its_data() {
+    // Queued 16 KiB reads are link-bound: each command holds the link for its FIS
+    // exchange plus its data, so the throughput is 16 KiB per (overhead + transfer).
+    let run = |overhead_ns: u64| {
+        let mut drive = ssd();
+        if let DriveSpec::Ssd(s) = &mut drive {
+            s.link_command_overhead_ns = overhead_ns;
+            s.command_overhead_ns = 1_000;
+        }
+        let mut s = scenario(drive, 1, Rw::Randread, 16384, 32);
+        w(&mut s).ios = 5000;
+        mbps(&simulate(&s), "read")
+    };
+    let (free, taxed) = (run(0), run(8_000));
+    let transfer_s = 16384.0 / 530e6;
+    let expected = free * transfer_s / (transfer_s + 8e-6);
+    assert!(
+        (taxed - expected).abs() < 0.03 * expected,
+        "{taxed:.1} MB/s, expected {expected:.1} (from {free:.1} without the overhead)"
+    );
+}
