@@ -95,3 +95,24 @@ fn an_ssd_link_carries_each_commands_protocol_time_with_its_data() {
         "{taxed:.1} MB/s, expected {expected:.1} (from {free:.1} without the overhead)"
     );
 }
+
+#[test]
+fn the_strips_of_one_request_reach_a_drive_as_one_burst_not_as_queued_commands() {
+    // The queued-command path (an SSD's NCQ latency) is paid behind commands sent
+    // earlier, not by the strips of one request sent together.
+    let run = |queued_ns: u64, bs: u64, iodepth: u32| {
+        let mut drive = ssd();
+        if let DriveSpec::Ssd(s) = &mut drive {
+            s.queued_command_latency_ns = queued_ns;
+        }
+        let mut s = scenario(drive, 1, Rw::Read, bs, iodepth);
+        s.array.stripe_unit_bytes = 16384;
+        s.array.controller.member_commands = MemberCommands::PerStrip;
+        w(&mut s).ios = 2000;
+        simulate(&s).ops["read"].lat_mean_ns
+    };
+    // One request of two strips at QD 1: no queued latency.
+    assert_eq!(run(0, 32768, 1), run(200_000, 32768, 1));
+    // Two requests outstanding: the second is queued behind the first.
+    assert!(run(200_000, 16384, 2) > run(0, 16384, 2) + 100_000.0);
+}

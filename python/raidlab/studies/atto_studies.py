@@ -54,18 +54,10 @@ SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 # prediction MAPE stays honest. Entries: (study, config, op, qd, block_bytes), where
 # block_bytes None means every transfer size of that (config, op, qd).
 CONTROLLER_CALIBRATION_ROWS: list[tuple[str, str, str, int, int | None]] = [
-    # Intel RST's data-path caps: the plateau of RAID 0 at QD 16 for the largest
-    # transfers (the study says the chipset path saturates but gives no figure).
-    *[
-        ("ssd-raid0-atto", "raid0_2", "read", 16, kib * 1024)
-        for kib in (4096, 8192, 16384, 32768, 65536)
-    ],
-    *[("ssd-raid0-atto", "raid0_2", "write", 16, kib * 1024) for kib in (4096, 8192, 16384, 32768)],
     # Intel RST's per-request driver cost: 512 B reads at QD 16 are served from its
     # read-ahead buffer, one request per ~7.5 us.
     ("ssd-raid0-atto", "raid0_2", "read", 16, 512),
 ]
-
 
 @dataclass(frozen=True)
 class SuspectRows:
@@ -154,10 +146,11 @@ def _ssd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
     for name in sorted(measured["config"].unique(), key=lambda n: _SSD_DRIVES[n]):
         overrides: dict[str, Any] = {}
         if name == "single":
-            # The single SSD is a pass-through disk: RST's read-ahead belongs to RAID
-            # volumes (README: small sequential reads are much faster on the array
-            # "because the array driver reads ahead", not on one drive).
-            overrides = {"read_ahead_bytes": 0}
+            # The single SSD is a pass-through disk: RST's read-ahead and its strips
+            # belong to RAID volumes (README: small sequential reads are much faster on
+            # the array "because the array driver reads ahead", not on one drive), so
+            # its commands are the host's, not one per 16 KiB strip.
+            overrides = {"read_ahead_bytes": 0, "member_commands": "merged"}
         configs.append(StudyConfig(name, _SSD_DRIVES[name], _SSD_STRIPE_UNIT_BYTES, overrides))
     return configs
 

@@ -399,9 +399,16 @@ impl Simulation {
             drive.waiting.push_back(id);
             return;
         }
-        let queued = drive.outstanding > 0;
-        drive.outstanding += 1;
         let now = self.now_ns;
+        // A command waits on the drive's queued-command path only behind commands sent
+        // earlier: the strips of one request, sent together, arrive as one burst.
+        if drive.burst_ns != now {
+            drive.burst_ns = now;
+            drive.burst_len = 0;
+        }
+        let queued = drive.outstanding > drive.burst_len;
+        drive.burst_len += 1;
+        drive.outstanding += 1;
         match &mut drive.model {
             DriveModel::Ssd(ssd) => {
                 let (link_start, done) = if op.trim {

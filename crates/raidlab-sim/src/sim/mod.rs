@@ -68,6 +68,10 @@ struct Drive {
     ncq_depth: u32,
     outstanding: u32,
     waiting: VecDeque<u32>,
+    /// Commands sent at one instant form a burst (the strips of one request): when the
+    /// current burst was sent, and how many commands it has.
+    burst_ns: u64,
+    burst_len: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -212,6 +216,8 @@ impl Simulation {
                     ncq_depth: member_depth(h.ncq_depth),
                     outstanding: 0,
                     waiting: VecDeque::new(),
+                    burst_ns: u64::MAX,
+                    burst_len: 0,
                 },
                 DriveSpec::Ssd(s) => Drive {
                     // Each drive's past (its preconditioning) is its own: drives of one
@@ -224,6 +230,8 @@ impl Simulation {
                     ncq_depth: member_depth(s.ncq_depth),
                     outstanding: 0,
                     waiting: VecDeque::new(),
+                    burst_ns: u64::MAX,
+                    burst_len: 0,
                 },
             })
             .collect();
