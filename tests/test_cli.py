@@ -175,7 +175,7 @@ def test_reproduce_writes_figures_and_summary(fake_native: None, tmp_path) -> No
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
     assert list(frame.columns) == STUDY_CSV_COLUMNS
-    assert len(frame) == 240 and (frame["role"] == "suspect").sum() == 90
+    assert len(frame) == 300 and (frame["role"] == "suspect").sum() == 90
     assert "prediction rows" in result.stderr
     assert (
         "suspect rows (single disk QD 4, identical to QD 1 in the paper): 90, MAPE "
@@ -189,7 +189,9 @@ def test_reproduce_draws_the_single_disk_once(fake_native: None, tmp_path) -> No
     )
     assert result.exit_code == 0, result.output
     assert sorted(path.name for path in tmp_path.glob("*.png")) == [
+        "hdd-raid0-atto-raid0_2_su1024K.png",
         "hdd-raid0-atto-raid0_2_su64K.png",
+        "hdd-raid0-atto-raid0_2_su8K.png",
         "hdd-raid0-atto-raid0_4_su64K.png",
         "hdd-raid0-atto-single.png",
     ]
@@ -203,11 +205,11 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["study"] == "hdd-raid0-atto" and document["seed"] == 1
-    assert len(document["records"]) == 240
+    assert len(document["records"]) == 300
     assert list(document["records"][0]) == STUDY_CSV_COLUMNS
     summary = document["summary"]
     assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 90
-    assert summary["rows_prediction"] == 60
+    assert summary["rows_prediction"] == 120
     assert summary["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
     assert {row["role"] for row in summary["per_config"]} == {
         "calibration",
