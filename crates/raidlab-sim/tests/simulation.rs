@@ -92,6 +92,26 @@ fn controller_read_ahead_serves_small_sequential_reads() {
 }
 
 #[test]
+fn read_ahead_data_crosses_the_bus_to_the_host_once() {
+    // Three drives feed more than the 1 GB/s bus: sequential 1 MiB reads served from
+    // read-ahead run at the bus rate, not half of it (the segment stops in the
+    // controller's buffer; only the hit goes on to the host).
+    let mut s = scenario(ssd(), 3, Rw::Read, 1 << 20, 1);
+    s.array.stripe_unit_bytes = 16384;
+    s.array.controller.bus_rate_bytes_per_s = Some(1e9);
+    s.array.controller.read_ahead_bytes = 1 << 20;
+    s.array.controller.read_ahead_segments = 4;
+    w(&mut s).ios = 1000;
+    let r = simulate(&s);
+    assert!(
+        r.explain.read_ahead_hits > 500,
+        "{}",
+        r.explain.read_ahead_hits
+    );
+    assert!(r.ops["read"].mbps > 800.0, "{} MB/s", r.ops["read"].mbps);
+}
+
+#[test]
 fn each_member_a_request_touches_gets_one_operation() {
     let mut s = scenario(ssd(), 4, Rw::Randread, 65536, 4);
     s.array.stripe_unit_bytes = 16384;

@@ -109,7 +109,9 @@ impl Simulation {
             ),
         };
         planned.expect("a validated array tolerates its failures");
-        let carry_per_op = !r.write && plan.read_bytes() == r.len_bytes;
+        // Only a host request's data crosses the bus to the host: the controller's own
+        // reads (read-ahead segments) stop in its buffer, and a hit crosses the bus then.
+        let carry_per_op = slot < self.host_slots && !r.write && plan.read_bytes() == r.len_bytes;
         self.requests[slot as usize].carry_per_op = carry_per_op;
         op_count(plan, self.controller.split)
     }
@@ -484,7 +486,11 @@ impl Simulation {
             // Degraded reads: the lost chunk is reconstructed from the survivors, then
             // the host gets its bytes.
             let rebuilt = self.compute_parity(slot, r.done_ns);
-            self.host_data_up(r.len_bytes, r.link_start_ns.min(rebuilt), rebuilt)
+            if slot < self.host_slots {
+                self.host_data_up(r.len_bytes, r.link_start_ns.min(rebuilt), rebuilt)
+            } else {
+                rebuilt
+            }
         } else {
             r.done_ns
         };
