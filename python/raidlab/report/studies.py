@@ -148,13 +148,12 @@ def calibration_note(study: str | None) -> str:
 
 
 def print_cross_validation(cv: CrossValidation, console: Console) -> None:
-    """Per held configuration: its rows' CV MAPE, the naive model's on the same rows,
-    and the values refitted without them; then over all held configurations."""
+    """Per held configuration: its rows' CV MAPE and the naive model's on the same
+    rows; the values refitted without each; then over all held configurations."""
     table = Table(title=f"{cv.study}: leave one array configuration out (suspect rows excluded)")
     for column in ("held config", "rows", "CV MAPE %", "naive rows", "naive MAPE %"):
         table.add_column(column, justify="left" if column == "held config" else "right")
     table.add_column("CV MAPE % on naive rows", justify="right")
-    table.add_column("refitted without it", overflow="fold")
     for fold in cv.per_config:
         table.add_row(
             fold.config,
@@ -163,10 +162,13 @@ def print_cross_validation(cv: CrossValidation, console: Console) -> None:
             str(fold.naive_rows),
             number(fold.naive_mape_pct),
             number(fold.cv_mape_on_naive_rows_pct),
-            "; ".join(_refit_text(entry) for entry in fold.refitted) or "nothing calibrated",
         )
     console.print(table)
-    lines = [
+    lines = []
+    for fold in cv.per_config:
+        refits = [_refit_text(entry) for entry in fold.refitted] or ["nothing calibrated"]
+        lines += [f"without {fold.config}: {text}" for text in refits]
+    lines += [
         f"cross-validation over {cv.overall_rows} rows of {len(cv.per_config)} held "
         f"configurations: CV MAPE {number(cv.overall_mape)} %",
         f"naive 'N x one drive' on {cv.naive_rows} of them: MAPE {number(cv.naive_mape)} % "
