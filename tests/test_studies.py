@@ -111,7 +111,7 @@ def test_calibrations_name_the_study_controller_and_a_prior_with_its_reason() ->
             assert entry.controller == get_study(study).controller
             low, high = entry.search_range
             assert 0 < low < high and entry.prior.reason and entry.reason
-            assert entry.prior.value == "unlimited" or isinstance(entry.prior.value, int)
+            assert entry.prior.value == "unlimited" or isinstance(entry.prior.value, int | float)
 
 
 def test_hdd_single_disk_qd4_rows_are_suspect_and_kept(fake_native: None) -> None:

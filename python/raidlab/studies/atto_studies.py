@@ -71,6 +71,10 @@ class RowPattern:
         )
 
 
+# A controller field's value: a number, or "unlimited" where the field takes it.
+CalibratedValue = int | float | str
+
+
 @dataclass(frozen=True)
 class Prior:
     """What a calibrated field is when no training rows remain (cross-validation held
@@ -78,7 +82,7 @@ class Prior:
     study's array rows, and why it is a fair guess. ``"unlimited"`` where the preset
     field takes it."""
 
-    value: int | str
+    value: CalibratedValue
     reason: str
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.studies.atto_studies import (
+    CalibratedValue,
     Calibration,
     Study,
     get_study,
@@ -66,7 +67,7 @@ class Refit:
 
     field: str
     tied_fields: tuple[str, ...]
-    value: int | str
+    value: CalibratedValue
     # "fit" (searched on training rows) or "prior" (no training rows remained).
     source: str
     training_configs: tuple[str, ...]
@@ -170,7 +171,9 @@ def _check(study: Study, calibration: Calibration) -> None:
     assert 0 < low < high, f"{calibration.field}: search range {low}..{high}"
 
 
-def _overrides(calibrations: list[Calibration], values: Mapping[str, int | str]) -> dict[str, Any]:
+def _overrides(
+    calibrations: list[Calibration], values: Mapping[str, CalibratedValue]
+) -> dict[str, Any]:
     return {
         name: values[calibration.field]
         for calibration in calibrations
@@ -272,12 +275,12 @@ def _refit(
     runs: _Runs,
     ios_max: int,
     seed: int,
-) -> tuple[dict[str, int | str], list[Refit]]:
+) -> tuple[dict[str, CalibratedValue], list[Refit]]:
     """Every calibrated field's value without ``held``'s rows: fitted in list order,
     each on its own training rows with the fields before it at their fitted values
     and those after it at their priors."""
     configs = {config.name: config for config in study.configs(study.load_measured())}
-    values: dict[str, int | str] = {entry.field: entry.prior.value for entry in calibrations}
+    values: dict[str, CalibratedValue] = {entry.field: entry.prior.value for entry in calibrations}
     refits = []
     for calibration in calibrations:
         training = trusted[
@@ -311,7 +314,7 @@ def _fit(
     study: Study,
     calibrations: list[Calibration],
     calibration: Calibration,
-    values: Mapping[str, int | str],
+    values: Mapping[str, CalibratedValue],
     training: pd.DataFrame,
     runs: _Runs,
     ios_max: int,
