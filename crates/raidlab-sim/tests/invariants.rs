@@ -22,7 +22,7 @@ use raidlab_sim::scenario::{DriveSpec, Level, Precondition, Rw, Scenario};
 use raidlab_sim::Results;
 use std::sync::OnceLock;
 
-/// Random scenarios per run: about 5 s in profile `ci` on one core.
+/// Random scenarios per run: about 8 s in profile `ci` on one core.
 const CASES: u64 = 3000;
 
 /// Relative slack for whole-byte tracks and whole-ns revolutions: the modelled media
