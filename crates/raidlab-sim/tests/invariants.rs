@@ -18,7 +18,7 @@ use common::{hba, hdd, s3500_ftl, scenario, ssd, w};
 use raidlab_sim::resource::ps_per_byte;
 use raidlab_sim::rng::Rng;
 use raidlab_sim::scenario::limits::{self, Num, Scope};
-use raidlab_sim::scenario::{DriveSpec, Level, Precondition, Rw, Scenario};
+use raidlab_sim::scenario::{DriveSpec, Level, Precondition, RebuildSpec, Rw, Scenario};
 use raidlab_sim::Results;
 use std::sync::OnceLock;
 
@@ -180,6 +180,19 @@ fn case(seed: u64) -> Scenario {
     s.seed = seed;
     s.array.level = Level::Number(level);
     s.array.drive_count = declared("array.drive_count", Scope::Always, drives);
+    // A quarter of the redundant arrays run degraded, half of those rebuilding: the
+    // reconstruction and rebuild traffic is member traffic like any other.
+    if level != 0 && below(&mut rng, 4) == 0 {
+        let member = below(&mut rng, u64::from(drives)) as u32;
+        s.array.failed = vec![member];
+        if below(&mut rng, 2) == 0 {
+            let rate = log_between(&mut rng, 20e6, 500e6);
+            s.array.rebuild = Some(RebuildSpec {
+                member,
+                rate_bytes_per_s: declared("array.rebuild.rate_bytes_per_s", Scope::Always, rate),
+            });
+        }
+    }
     let su = power_of_two(&mut rng, 12, 20);
     s.array.stripe_unit_bytes = declared_u64("array.stripe_unit_bytes", Scope::Always, su);
     let host_overhead = between(&mut rng, 0, 20_000);
@@ -506,12 +519,16 @@ fn a_seed_reproduces_its_scenario_and_results() {
 }
 
 /// The generated cases cover what the properties are about: every level, both drive
-/// kinds, reads and writes, HDDs with and without write cache; every member reported.
+/// kinds, reads and writes, HDDs with and without write cache, degraded arrays and
+/// rebuilds; every member reported.
 #[test]
 fn the_cases_cover_levels_drives_and_directions() {
     let mut levels = std::collections::BTreeSet::new();
     let (mut hdd_cached, mut hdd_through, mut ssds, mut reads, mut writes) = (0, 0, 0, 0, 0);
+    let (mut degraded, mut rebuilding) = (0, 0);
     for (_, s, r) in runs() {
+        degraded += usize::from(!s.array.failed.is_empty());
+        rebuilding += usize::from(r.rebuild.is_some());
         levels.insert(format!("{:?}", s.array.level));
         match &s.array.drive {
             DriveSpec::Hdd(d) if d.write_cache => hdd_cached += 1,
@@ -524,4 +541,8 @@ fn the_cases_cover_levels_drives_and_directions() {
     }
     assert_eq!(levels.len(), 4, "{levels:?}");
     assert!(hdd_cached > 20 && hdd_through > 20 && ssds > 40 && reads > 40 && writes > 40);
+    assert!(
+        degraded > 40 && rebuilding > 20,
+        "{degraded} degraded, {rebuilding} rebuilding"
+    );
 }
