@@ -6,13 +6,13 @@ import math
 import pandas as pd
 import pytest
 from raidlab.studies.atto_studies import (
-    CONTROLLER_CALIBRATION_ROWS,
     STUDY_COLUMNS,
     error_pct,
     get_study,
     mape,
     naive_mbps,
     reproduce_study,
+    study_calibrations,
     study_scenarios,
     summarize,
     summary_dict,
@@ -92,12 +92,26 @@ def test_reproduce_returns_documented_columns_and_roles(fake_native: None, study
     single = frame["config"].str.startswith("single")
     suspect = frame["role"] == "suspect"
     assert (frame.loc[single & ~suspect, "role"] == "calibration").all()
-    listed = {entry[1:] for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study}
+    measured = get_study(study).load_measured()
+    configs = {config.name: config for config in get_study(study).configs(measured)}
     arrays = frame[~single]
     declared = [
-        (row.config, row.op, row.qd, row.block_bytes) in listed for row in arrays.itertuples()
+        any(
+            entry.matches(configs[row.config], row.op, row.qd, row.block_bytes)
+            for entry in study_calibrations(study)
+        )
+        for row in arrays.itertuples()
     ]
     assert list(arrays["role"]) == ["calibration" if hit else "prediction" for hit in declared]
+
+
+def test_calibrations_name_the_study_controller_and_a_prior_with_its_reason() -> None:
+    for study in ("ssd-raid0-atto", "hdd-raid0-atto"):
+        for entry in study_calibrations(study):
+            assert entry.controller == get_study(study).controller
+            low, high = entry.search_range
+            assert 0 < low < high and entry.prior.reason and entry.reason
+            assert entry.prior.value == "unlimited" or isinstance(entry.prior.value, int | float)
 
 
 def test_hdd_single_disk_qd4_rows_are_suspect_and_kept(fake_native: None) -> None:
@@ -105,7 +119,7 @@ def test_hdd_single_disk_qd4_rows_are_suspect_and_kept(fake_native: None) -> Non
     single = frame["config"].str.startswith("single")
     assert (frame.loc[single & (frame["qd"] == 4), "role"] == "suspect").all()
     assert (frame.loc[single & (frame["qd"] == 1), "role"] == "calibration").all()
-    assert (frame.loc[~single, "role"] == "prediction").all()
+    assert (frame.loc[~single, "role"] != "suspect").all()
     assert len(frame) == len(get_study("hdd-raid0-atto").load_measured())
     assert frame.attrs["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
 

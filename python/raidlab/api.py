@@ -560,6 +560,7 @@ def reproduce(
     executor: Executor | None = None,
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
+    cross_validate: bool = False,
 ) -> pd.DataFrame:
     """Reproduce a study.
 
@@ -569,19 +570,31 @@ def reproduce(
     ``out`` the figures are written there and listed in ``.attrs["figures"]``: the
     directory is created (with its parents) and checked before anything runs;
     without ``out`` nothing is written. ``ios_max`` caps the measured I/Os per point
-    (default 3000).
+    (default 3000). With ``cross_validate`` each array configuration is also left out
+    in turn, the controller fields calibrated on array rows are refitted without its
+    rows, and it is predicted: ``.attrs["cross_validation"]`` is a
+    ``raidlab.studies.cross_validation.CrossValidation`` (per-configuration and
+    overall CV MAPE next to the naive model on the same rows).
 
     Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
     per claim not covered (``raidlab.studies.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
     counts passes and failures, ``.attrs["method"]`` and ``.attrs["coverage"]`` say
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
-    no figures, so ``out`` is refused."""
-    from raidlab.studies.atto_studies import get_study, summarize
+    no figures and calibrate nothing on array rows, so ``out`` and ``cross_validate``
+    are refused."""
+    from raidlab.studies.atto_studies import STUDIES, get_study, summarize
     from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
+    from raidlab.studies.cross_validation import cross_validate as cross_validate_study
 
     labels = dict(labels or {})
 
     if study in CLAIM_STUDIES:
+        if cross_validate:
+            raise RaidlabError(
+                labels.get("cross_validate", "cross_validate"),
+                f"{study} is a claim study; cross-validation is for the ATTO studies "
+                f"({', '.join(STUDIES)})",
+            )
         if out is not None:
             raise RaidlabError(
                 labels.get("out", "out"), f"{study} is a claim study: it draws no figures"
@@ -606,6 +619,15 @@ def reproduce(
         progress=progress,
     )
     frame.attrs["summary"] = summarize(frame)
+    if cross_validate:
+        frame.attrs["cross_validation"] = cross_validate_study(
+            study,
+            jobs=jobs,
+            ios_max=IOS_MAX_DEFAULT if ios_max is None else ios_max,
+            seed=parse_seed(seed),
+            executor=executor,
+            progress=progress,
+        )
     if out is not None:
         from raidlab.report.plots import plot_study
 

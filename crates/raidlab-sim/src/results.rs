@@ -124,6 +124,27 @@ pub struct Explain {
     /// The host's I/O scheduler, when the scenario has one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scheduler: Option<SchedulerReport>,
+    /// Each member's commands, in member order: what its link, firmware and media
+    /// were asked to do (the physical bounds of `tests/invariants.rs` read these).
+    /// Absent from documents written before it existed.
+    #[serde(default)]
+    pub members: Vec<MemberCounters>,
+}
+
+/// One member's commands over the measured interval, counted when the drive completes
+/// them: host I/O, read-ahead, rebuild and destage traffic alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberCounters {
+    /// Read commands completed.
+    pub read_ops: u64,
+    /// Bytes those reads moved over the member's link.
+    pub read_bytes: u64,
+    /// Write commands completed.
+    pub write_ops: u64,
+    /// Bytes those writes moved over the member's link.
+    pub write_bytes: u64,
+    /// Discard (TRIM) commands completed; they move no data.
+    pub trim_ops: u64,
 }
 
 /// What the host's I/O scheduler did over the measured interval.

@@ -27,7 +27,7 @@ from raidlab.cli.flags import (
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.report.output import print_json, records, stderr, stdout
-from raidlab.report.studies import print_claims, print_study_summary
+from raidlab.report.studies import print_claims, print_cross_validation, print_study_summary
 from raidlab.report.tables import (
     advise_table_rows,
     print_frame,
@@ -36,8 +36,9 @@ from raidlab.report.tables import (
 )
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.studies.atto_studies import StudySummary, get_study, summary_dict
+from raidlab.studies.atto_studies import STUDIES, StudySummary, get_study, summary_dict
 from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
+from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
 
 
 @app.command(
@@ -200,6 +201,7 @@ def advise(
   raidlab reproduce hdd-raid0-atto --out figures/hdd --jobs 2
   raidlab reproduce ssd-raid0-atto --format csv > ssd.csv
   raidlab reproduce hdd-raid0-atto --format json > hdd.json
+  raidlab reproduce hdd-raid0-atto --cross-validate --jobs 1
   raidlab reproduce ssd-raid-tuning            # claims: PASS/FAIL per claim
   raidlab reproduce ssd-raid-tuning --strict   # exit 1 if any claim fails
 """
@@ -232,6 +234,15 @@ def reproduce(
     strict: Annotated[
         bool, opt("--strict", "Claim studies: exit with status 1 if any claim fails.")
     ] = False,
+    cross_validate: Annotated[
+        bool,
+        opt(
+            "--cross-validate",
+            "ATTO studies: also leave each array configuration out in turn, refit the "
+            "controller fields calibrated on array rows without it, and report its "
+            "rows' MAPE (CV MAPE) next to the naive model's.",
+        ),
+    ] = False,
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
@@ -245,6 +256,12 @@ def reproduce(
                 raise RaidlabError(
                     "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
                 )
+        elif cross_validate:
+            raise RaidlabError(
+                "--cross-validate",
+                f"only for ATTO studies ({', '.join(STUDIES)}): {study} is a claim study "
+                "and calibrates nothing on array rows",
+            )
         ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
         frame = api.reproduce(
             study,
@@ -252,7 +269,8 @@ def reproduce(
             out=out,
             ios_max=ios,
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
-            labels={"out": "--out"},
+            labels={"out": "--out", "cross_validate": "--cross-validate"},
+            cross_validate=cross_validate,
         )
         if study in CLAIM_STUDIES:
             print_claims(frame, output_format)
@@ -260,10 +278,14 @@ def reproduce(
                 raise typer.Exit(1)
             return
         summary: StudySummary = frame.attrs["summary"]
+        cv: CrossValidation | None = frame.attrs.get("cross_validation")
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
             print_study_summary(frame, summary, stderr)
+            if cv is not None:
+                print_cross_validation(cv, stderr)
         elif output_format == "json":
+            extra = {} if cv is None else {"cross_validation": cross_validation_dict(cv)}
             print_json(
                 {
                     "study": study,
@@ -274,8 +296,11 @@ def reproduce(
                     "records": records(frame),
                     "summary": summary_dict(summary),
                     "figures": list(frame.attrs.get("figures", [])),
+                    **extra,
                 }
             )
         else:
             print_table(study_table_rows(frame), title=f"{study}: measured vs simulated")
             print_study_summary(frame, summary, stdout)
+            if cv is not None:
+                print_cross_validation(cv, stdout)

@@ -13,6 +13,7 @@ from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import number
 from raidlab.studies.atto_studies import StudySummary
 from raidlab.studies.claims import Tolerance
+from raidlab.studies.cross_validation import CrossValidation, Refit
 from raidlab.units import format_size
 
 
@@ -140,7 +141,50 @@ def print_study_summary(frame: pd.DataFrame, summary: StudySummary, console: Con
 
 
 def calibration_note(study: str | None) -> str:
-    from raidlab.studies.atto_studies import CONTROLLER_CALIBRATION_ROWS
+    from raidlab.studies.atto_studies import study_calibrations
 
-    entries = [entry for entry in CONTROLLER_CALIBRATION_ROWS if entry[0] == study]
-    return f" + {len(entries)} listed controller-calibration entries" if entries else ""
+    fields = [entry.field for entry in study_calibrations(study or "")]
+    return f" + the array rows of calibrated {', '.join(fields)}" if fields else ""
+
+
+def print_cross_validation(cv: CrossValidation, console: Console) -> None:
+    """Per held configuration: its rows' CV MAPE and the naive model's on the same
+    rows; the values refitted without each; then over all held configurations."""
+    table = Table(title=f"{cv.study}: leave one array configuration out (suspect rows excluded)")
+    for column in ("held config", "rows", "CV MAPE %", "naive rows", "naive MAPE %"):
+        table.add_column(column, justify="left" if column == "held config" else "right")
+    table.add_column("CV MAPE % on naive rows", justify="right")
+    for fold in cv.per_config:
+        table.add_row(
+            fold.config,
+            str(fold.rows),
+            number(fold.cv_mape_pct),
+            str(fold.naive_rows),
+            number(fold.naive_mape_pct),
+            number(fold.cv_mape_on_naive_rows_pct),
+        )
+    console.print(table)
+    lines = []
+    for fold in cv.per_config:
+        refits = [_refit_text(entry) for entry in fold.refitted] or ["nothing calibrated"]
+        lines += [f"without {fold.config}: {text}" for text in refits]
+    lines += [
+        f"cross-validation over {cv.overall_rows} rows of {len(cv.per_config)} held "
+        f"configurations: CV MAPE {number(cv.overall_mape)} %",
+        f"naive 'N x one drive' on {cv.naive_rows} of them: MAPE {number(cv.naive_mape)} % "
+        f"(CV on the same rows: {number(cv.cv_mape_on_naive_rows)} %)",
+        f"simulations for the cross-validation: {cv.simulations}",
+    ]
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def _refit_text(entry: Refit) -> str:
+    value = entry.value if isinstance(entry.value, str) else f"{entry.value:,}"
+    fields = " = ".join((entry.field, *entry.tied_fields))
+    if entry.source == "prior":
+        return f"{fields} = {value} (prior: {entry.reason})"
+    return (
+        f"{fields} = {value} (fit on {entry.training_rows} rows of "
+        f"{', '.join(entry.training_configs)}, MAPE {number(entry.training_mape_pct)} %)"
+    )

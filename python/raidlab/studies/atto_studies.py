@@ -4,7 +4,7 @@ A study simulates every measured row and reports the error (MAPE, worst row) nex
 the naive "N x one drive" model. Rows are labelled by role:
 
 - ``calibration``: single-drive rows (drive presets are calibrated on them), plus the
-  array rows listed in CONTROLLER_CALIBRATION_ROWS;
+  array rows of the controller fields listed in CONTROLLER_CALIBRATIONS;
 - ``prediction``: every other array row. These are what the simulator is judged on;
 - ``suspect``: rows whose measurement is doubtful (SUSPECT_ROWS gives the reason).
   They stay in the table, the CSV and the figures, but their MAPE is reported apart
@@ -49,15 +49,96 @@ STUDY_COLUMNS = [
 ]
 SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 
-# Array rows used to calibrate controller presets (e.g. a chipset's read cap or
-# read-ahead). Each one is reported as `calibration`, never as `prediction`, so the
-# prediction MAPE stays honest. Entries: (study, config, op, qd, block_bytes), where
-# block_bytes None means every transfer size of that (config, op, qd).
-CONTROLLER_CALIBRATION_ROWS: list[tuple[str, str, str, int, int | None]] = [
-    # Intel RST's per-request driver cost: 512 B reads at QD 16 are served from its
-    # read-ahead buffer, one request per ~7.5 us.
-    ("ssd-raid0-atto", "raid0_2", "read", 16, 512),
+@dataclass(frozen=True)
+class RowPattern:
+    """Array rows of a study: one op at one queue depth, at the listed transfer sizes
+    (None: every size), on the listed array configurations (None: every array
+    configuration of the study). Single-drive rows never match: drives are calibrated
+    on them, not the controller."""
+
+    op: str
+    qd: int
+    block_bytes: tuple[int, ...] | None = None
+    configs: tuple[str, ...] | None = None
+
+    def matches(self, config: StudyConfig, op: str, qd: int, block_bytes: int) -> bool:
+        return (
+            config.drives > 1
+            and (op, qd) == (self.op, self.qd)
+            and (self.block_bytes is None or block_bytes in self.block_bytes)
+            and (self.configs is None or config.name in self.configs)
+        )
+
+
+# A controller field's value: a number, or "unlimited" where the field takes it.
+CalibratedValue = int | float | str
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What a calibrated field is when no training rows remain (cross-validation held
+    out every configuration it was calibrated on): a value that owes nothing to the
+    study's array rows, and why it is a fair guess. ``"unlimited"`` where the preset
+    field takes it."""
+
+    value: CalibratedValue
+    reason: str
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A controller field set from a study's array rows.
+
+    ``reproduce`` uses the preset's value as it is (fitted on all of ``rows``) and marks
+    those rows ``calibration``. Cross-validation refits the field without the held
+    configuration's rows: a deterministic 1-D search over ``search_range`` (log
+    space) minimising the MAPE of the remaining ``rows``, or ``prior`` when none
+    remain. ``tied_fields`` take the same value (e.g. a read-ahead hit costing the
+    driver what a request does)."""
+
+    study: str
+    controller: str
+    field: str
+    rows: tuple[RowPattern, ...]
+    search_range: tuple[int, int]
+    prior: Prior
+    reason: str
+    tied_fields: tuple[str, ...] = ()
+
+    def matches(self, config: StudyConfig, op: str, qd: int, block_bytes: int) -> bool:
+        return any(pattern.matches(config, op, qd, block_bytes) for pattern in self.rows)
+
+    def fields(self) -> tuple[str, ...]:
+        return (self.field, *self.tied_fields)
+
+
+# Controller fields calibrated on array rows. Their rows are reported as `calibration`,
+# never as `prediction`, so the prediction MAPE stays honest; `--cross-validate`
+# refits each without the held configuration. The values in use are the preset's
+# (raidlab/scenario/presets/controllers.toml), fitted on every row listed here.
+CONTROLLER_CALIBRATIONS: list[Calibration] = [
+    Calibration(
+        study="ssd-raid0-atto",
+        controller="intel-h97-rst",
+        field="request_overhead_ns",
+        tied_fields=("read_hit_overhead_ns",),
+        rows=(RowPattern("read", 16, (512,)),),
+        search_range=(500, 50_000),
+        prior=Prior(
+            2_000,
+            "as linux-md's assumed per-request cost: a host-CPU RAID driver on a modern "
+            "CPU (no RST figure published)",
+        ),
+        reason="512 B reads at QD 16 are served from RST's read-ahead buffer, one "
+        "request per ~7.5 us",
+    ),
 ]
+
+
+def study_calibrations(study: str) -> list[Calibration]:
+    """The entries of CONTROLLER_CALIBRATIONS for ``study``, in list order."""
+    return [entry for entry in CONTROLLER_CALIBRATIONS if entry.study == study]
+
 
 @dataclass(frozen=True)
 class SuspectRows:
@@ -236,10 +317,18 @@ def _role(study: str, config: StudyConfig, op: str, qd: int, block_bytes: int) -
             return "suspect"
     if config.drives == 1:
         return "calibration"
-    for entry in CONTROLLER_CALIBRATION_ROWS:
-        if entry[:4] == (study, config.name, op, qd) and entry[4] in (None, block_bytes):
-            return "calibration"
+    if any(entry.matches(config, op, qd, block_bytes) for entry in study_calibrations(study)):
+        return "calibration"
     return "prediction"
+
+
+def row_roles(study: Study, measured: pd.DataFrame) -> list[str]:
+    """The role of each row of ``measured`` (rows of ``study``), in order."""
+    configs = {config.name: config for config in study.configs(study.load_measured())}
+    return [
+        _role(study.name, configs[row.config], row.op, int(row.qd), int(row.block_bytes))
+        for row in measured.itertuples()
+    ]
 
 
 @dataclass(frozen=True)
@@ -256,15 +345,26 @@ def study_scenarios(
     study: Study,
     ios_max: int = IOS_MAX_DEFAULT,
     seed: int = 1,
+    measured: pd.DataFrame | None = None,
+    array_overrides: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, list[_SimKey], list[dict[str, Any]]]:
-    """The measured rows (with a `_key` column) and one scenario per distinct run."""
-    measured = study.load_measured()
-    configs = {config.name: config for config in study.configs(measured)}
+    """The measured rows (with a `_key` column) and one scenario per distinct run.
+
+    ``measured``: only these rows of the study (default: all). ``array_overrides``:
+    controller fields set on every array configuration (not on single drives), under
+    the configuration's own overrides: what cross-validation refits."""
+    all_measured = study.load_measured()
+    measured = all_measured if measured is None else measured
+    configs = {config.name: config for config in study.configs(all_measured)}
     arrays: dict[str, dict[str, Any]] = {}
-    for config in configs.values():
+    for name in measured["config"].unique():
+        config = configs[name]
+        # A configuration's own overrides (e.g. a pass-through disk) win.
+        overrides = dict(array_overrides or {}) if config.drives > 1 else {}
+        overrides.update(config.controller_overrides)
         controller: Any = study.controller
-        if config.controller_overrides:
-            controller = {"preset": study.controller, **config.controller_overrides}
+        if overrides:
+            controller = {"preset": study.controller, **overrides}
         arrays[config.name] = build_array(
             ArrayRequest(
                 level=0,
@@ -305,6 +405,33 @@ def study_scenarios(
     return measured, key_list, scenarios
 
 
+def simulate_rows(
+    study: Study,
+    measured: pd.DataFrame | None = None,
+    array_overrides: Mapping[str, Any] | None = None,
+    ios_max: int = IOS_MAX_DEFAULT,
+    seed: int = 1,
+    run: Callable[[list[dict[str, Any]], str], list[dict[str, Any]]] | None = None,
+    description: str = "simulating",
+) -> tuple[pd.DataFrame, pd.Series]:
+    """The rows ``measured`` (default: every row of ``study``) and their simulated MB/s
+    (a Series on the same index), one simulation per distinct run. ``run`` runs a list
+    of scenarios (default: run_scenarios inline, no progress bar)."""
+    measured, keys, scenarios = study_scenarios(study, ios_max, seed, measured, array_overrides)
+    if run is None:
+        results = run_scenarios(scenarios, jobs=1, progress=False)
+    else:
+        results = run(scenarios, description)
+    identities = list(dict.fromkeys(measured["_key"]))
+    assert len(identities) == len(keys) == len(results), "one run per distinct key"
+    simulated = {
+        identity: op_metrics(result["ops"][key.op])["mbps"]
+        for identity, key, result in zip(identities, keys, results, strict=True)
+    }
+    values = [simulated[key] for key in measured["_key"]]
+    return measured, pd.Series(values, index=measured.index, dtype=float)
+
+
 def reproduce_study(
     name: str,
     jobs: int | None = None,
@@ -316,21 +443,20 @@ def reproduce_study(
 ) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
     study = get_study(name)
-    measured, keys, scenarios = study_scenarios(study, ios_max, seed)
-    results = run_scenarios(
-        scenarios,
-        jobs=jobs,
-        executor=executor,
-        progress=progress,
-        description=f"reproducing {name}",
-        simulator=simulator,
+
+    def run(scenarios: list[dict[str, Any]], description: str) -> list[dict[str, Any]]:
+        return run_scenarios(
+            scenarios,
+            jobs=jobs,
+            executor=executor,
+            progress=progress,
+            description=description,
+            simulator=simulator,
+        )
+
+    measured, simulated = simulate_rows(
+        study, ios_max=ios_max, seed=seed, run=run, description=f"reproducing {name}"
     )
-    identities = list(dict.fromkeys(measured["_key"]))
-    assert len(identities) == len(keys) == len(results), "one run per distinct key"
-    simulated = {
-        identity: op_metrics(result["ops"][key.op])["mbps"]
-        for identity, key, result in zip(identities, keys, results, strict=True)
-    }
     configs = {config.name: config for config in study.configs(measured)}
     frame = pd.DataFrame(
         {
@@ -340,14 +466,11 @@ def reproduce_study(
             "qd": measured["qd"],
             "block_bytes": measured["block_bytes"],
             "measured_mbps": measured["measured_mbps"],
-            "simulated_mbps": [simulated[key] for key in measured["_key"]],
+            "simulated_mbps": simulated,
         }
     )
     frame["error_pct"] = error_pct(frame["measured_mbps"], frame["simulated_mbps"])
-    frame["role"] = [
-        _role(name, configs[row.config], row.op, row.qd, row.block_bytes)
-        for row in frame.itertuples()
-    ]
+    frame["role"] = row_roles(study, frame)
     frame = frame[STUDY_COLUMNS].copy()
     # Context a summary or a figure needs, carried with the rows.
     frame.attrs["study"] = name

@@ -404,7 +404,10 @@ impl Simulation {
             match event.kind {
                 EventKind::ControllerArrive => self.controller_arrive(event.target),
                 EventKind::Dispatch => self.dispatch(event.target),
-                EventKind::MemberDone => self.member_done(event.target),
+                EventKind::MemberDone => {
+                    self.tally_member_done(event.target);
+                    self.member_done(event.target)
+                }
                 EventKind::HostComplete => self.request_complete(event.target),
                 EventKind::ReadHit => self.read_hit(event.target),
                 EventKind::WritePhase => self.issue_phase(event.target, true),

@@ -8,8 +8,8 @@ use super::{DriveModel, Simulation, READ, TRIM, WRITE};
 use super::{PathTimes, Request};
 use crate::histogram::Histogram;
 use crate::results::{
-    Explain, JobResults, OpStats, RebuildReport, Resource, Results, Samples, SchedulerReport,
-    SATURATION_UTILISATION, STAGES,
+    Explain, JobResults, MemberCounters, OpStats, RebuildReport, Resource, Results, Samples,
+    SchedulerReport, SATURATION_UTILISATION, STAGES,
 };
 use crate::scenario::SCHEMA;
 use std::collections::BTreeMap;
@@ -47,6 +47,8 @@ pub(super) struct Tally {
     /// Host I/Os measured and their time per stage of the path (`STAGES` order).
     staged_ios: u64,
     stage_ns: [u64; 4],
+    /// Per member (grown on first use, so `Tally::default()` needs no drive count).
+    members: Vec<MemberCounters>,
 }
 
 /// One direction's figures from its histogram and counters over `secs`.
@@ -154,6 +156,27 @@ impl Simulation {
         }
     }
 
+    /// Count member operation `id`, which its drive has just completed.
+    pub(super) fn tally_member_done(&mut self, id: u32) {
+        let op = self.ops[id as usize];
+        let member = op.drive as usize;
+        debug_assert!(member < self.drives.len(), "a member op targets a member");
+        let members = &mut self.tally.members;
+        if members.len() <= member {
+            members.resize(self.drives.len(), MemberCounters::default());
+        }
+        let counters = &mut members[member];
+        if op.trim {
+            counters.trim_ops += 1;
+        } else if op.write {
+            counters.write_ops += 1;
+            counters.write_bytes += op.len_bytes;
+        } else {
+            counters.read_ops += 1;
+            counters.read_bytes += op.len_bytes;
+        }
+    }
+
     /// Count a measured host I/O's time per stage of its path (`STAGES`).
     pub(super) fn tally_stages(&mut self, r: &Request, path: PathTimes) {
         let total_ns = self.now_ns - r.issued_ns;
@@ -244,6 +267,8 @@ impl Simulation {
                 _ => Some(r),
             })
             .expect("the controller is always a resource");
+        let mut members = t.members.clone();
+        members.resize(self.drives.len(), MemberCounters::default());
         let staged_ios = t.staged_ios.max(1) as f64;
         let latency_ns_by_stage: BTreeMap<String, f64> = STAGES
             .iter()
@@ -337,6 +362,7 @@ impl Simulation {
                 read_ahead_hits: self.controller.read_ahead.as_ref().map_or(0, |r| r.hits),
                 drive_read_ahead_hits,
                 parity_bytes_per_host_byte: parity_bytes,
+                members,
                 ssd_write_amplification: {
                     let was: Vec<f64> = self
                         .drives
