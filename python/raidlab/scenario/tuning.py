@@ -43,6 +43,21 @@ class Tuning:
         return self.labels.get(key, key)
 
 
+def drive_state_default() -> str:
+    """The state every SSD with an FTL model starts in unless told otherwise
+    (``--precondition``, ``[array.drive.ftl] precondition``): the scenario schema's one
+    default, steady state as SNIA PTS prescribes. No drive preset sets its own."""
+    return str(limits.field("array.drive.ftl.precondition", "ssd").default)
+
+
+def drive_state(array: Mapping[str, Any]) -> str | None:
+    """The state ``array``'s drives start in: their FTL's precondition, None for a
+    drive without an FTL model (an HDD, or an SSD whose garbage collection is not
+    modelled)."""
+    ftl = array.get("drive", {}).get("ftl")
+    return None if not ftl else str(ftl.get("precondition", drive_state_default()))
+
+
 def _choice(value: str, allowed: tuple[str, ...], label: str) -> str:
     if value not in allowed:
         raise RaidlabError(label, f"must be one of {', '.join(allowed)}, got {value!r}")
