@@ -30,6 +30,7 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
+from raidlab.scenario.tuning import drive_state
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size
 
@@ -105,13 +106,17 @@ def atto(
                 "records": records(frame),
                 "seed": frame.attrs["seed"],
                 "array": frame.attrs["array"],
+                "drive_state": drive_state(frame.attrs["array"]),
             }
             document["explain"] = explain_points
             if figure is not None:
                 document["figure"] = str(figure)
             print_json(document)
         else:
-            print_table(atto_table_rows(frame), title="ATTO sweep (MB/s = 10^6 B/s)")
+            print_table(
+                atto_table_rows(frame),
+                title=f"ATTO sweep (MB/s = 10^6 B/s){state_note(frame.attrs['array'])}",
+            )
         if figure is not None and output_format != "json":
             (stderr if output_format == "csv" else stdout).print(
                 f"figure: {figure}", highlight=False, markup=False
@@ -199,6 +204,7 @@ def run(
                 {
                     "records": records(frame),
                     "seed": frame.attrs["seed"],
+                    "drive_state": drive_state(frame.attrs["scenario"]["array"]),
                     "explain": frame.attrs["explain"],
                     **(
                         {"rebuild": frame.attrs["rebuild"]}
@@ -209,7 +215,11 @@ def run(
                 }
             )
         else:
-            print_table(run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
+            print_table(
+                run_table_rows(frame),
+                title=f"{rw} (seed {frame.attrs['seed']}"
+                f"{state_note(frame.attrs['scenario']['array'], ', ')})",
+            )
         if explain and output_format != "json":
             print_explain(
                 frame.attrs["explain"],
@@ -217,6 +227,13 @@ def run(
                 to_stderr=output_format == "csv",
                 rebuild=frame.attrs.get("rebuild"),
             )
+
+
+def state_note(array: Mapping[str, Any], separator: str = "; ") -> str:
+    """The drive state of ``array``'s SSDs for a report title ("" for drives without an
+    FTL model, whose state the simulator does not track)."""
+    state = drive_state(array)
+    return "" if state is None else f"{separator}drive state {state}"
 
 
 def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
