@@ -777,6 +777,9 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
         claims_file="ssd_raid_tuning_claims.csv",
         method=(
             f"drive {DRIVE}; HWR = {HWR}, SWR = {SWR}, single SSD = one drive on hba",
+            "MegaRAID virtual drives write-through, no read-ahead, so FastPath on (TKperf "
+            "creates them so; the 12 Gb/s MegaRAID engages FastPath on such drives) unless "
+            "a check sets write-back or read-ahead",
             f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit "
             f"{STRIPE_UNIT}",
             f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
@@ -806,6 +809,19 @@ def load_claims(study: ClaimStudy) -> pd.DataFrame:
     return claims
 
 
+def _fastpath(setup: Setup) -> bool:
+    """Whether the setup's controller runs FastPath: the article's 12 Gb/s MegaRAIDs
+    have it "out of the box", and the firmware engages it on a virtual drive created
+    write-through, no read-ahead, direct I/O (HPE MR Gen10 Plus / Dell PERC user
+    guides), as TKperf creates them (``storcli ... add vd ... wt nora``, TKperf commit
+    6e89ec5, 2014-12-10)."""
+    return (
+        "fastpath_overhead_ns" in preset("controller", setup.controller, "controller")
+        and not setup.write_back
+        and setup.read_ahead in (None, "none")
+    )
+
+
 def _array(setup: Setup) -> dict[str, Any]:
     """The scenario array of ``setup``."""
     array = build_array(
@@ -817,9 +833,11 @@ def _array(setup: Setup) -> dict[str, Any]:
             controller=_controller(setup),
         )
     )
-    if setup.read_ahead is None:
+    if setup.read_ahead is None and not _fastpath(setup):
         return array
-    return tune_array(array, Tuning(read_ahead=setup.read_ahead))
+    return tune_array(
+        array, Tuning(read_ahead=setup.read_ahead, fastpath=_fastpath(setup) or None)
+    )
 
 
 def claim_scenarios(
