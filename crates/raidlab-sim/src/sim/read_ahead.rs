@@ -166,7 +166,7 @@ impl Simulation {
             let start = ra.window_end;
             let end = if ra.within_stripe_unit {
                 // The rest of the stripe unit `start` is in; nothing at a boundary.
-                if start % unit == 0 {
+                if start.is_multiple_of(unit) {
                     return;
                 }
                 start.next_multiple_of(unit).min(capacity)
