@@ -30,7 +30,7 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
-from raidlab.scenario.tuning import drive_state
+from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size
 
@@ -115,7 +115,7 @@ def atto(
         else:
             print_table(
                 atto_table_rows(frame),
-                title=f"ATTO sweep (MB/s = 10^6 B/s){state_note(frame.attrs['array'])}",
+                title=f"ATTO sweep (MB/s = 10^6 B/s){drive_state_note(frame.attrs['array'])}",
             )
         if figure is not None and output_format != "json":
             (stderr if output_format == "csv" else stdout).print(
@@ -218,7 +218,7 @@ def run(
             print_table(
                 run_table_rows(frame),
                 title=f"{rw} (seed {frame.attrs['seed']}"
-                f"{state_note(frame.attrs['scenario']['array'], ', ')})",
+                f"{drive_state_note(frame.attrs['scenario']['array'], ', ')})",
             )
         if explain and output_format != "json":
             print_explain(
@@ -227,13 +227,6 @@ def run(
                 to_stderr=output_format == "csv",
                 rebuild=frame.attrs.get("rebuild"),
             )
-
-
-def state_note(array: Mapping[str, Any], separator: str = "; ") -> str:
-    """The drive state of ``array``'s SSDs for a report title ("" for drives without an
-    FTL model, whose state the simulator does not track)."""
-    state = drive_state(array)
-    return "" if state is None else f"{separator}drive state {state}"
 
 
 def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
@@ -300,12 +293,20 @@ def replay(
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            print_json({"records": records(frame), "results": results, "scenario": scenario})
+            print_json(
+                {
+                    "records": records(frame),
+                    "results": results,
+                    "drive_state": drive_state(scenario["array"]),
+                    "scenario": scenario,
+                }
+            )
         else:
             print_table(
                 run_table_rows(frame),
                 title=f"replay {trace.name} ({trace_format}, {mode} loop, "
-                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated)",
+                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated"
+                f"{drive_state_note(scenario['array'], ', ')})",
             )
         if explain and output_format != "json":
             print_explain(results.get("explain"), "explain", to_stderr=output_format == "csv")
