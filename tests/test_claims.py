@@ -201,7 +201,7 @@ def test_qualitative_claims_show_their_words_and_tolerance(fake_native: None) ->
     frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False)
     (q01,) = frame[(frame["claim_id"] == "Q01") & (frame["variant"] == "SWR")].itertuples()
     shown = (q01.claimed_text, q01.tolerance_text, q01.tolerance_kind)
-    assert shown == (">1", "> 1 x", "direction")
+    assert shown == (">1", "> 1.1 x", "direction")
     result = runner.invoke(app, ["reproduce", "ssd-raid-tuning", "--jobs", "1", "--ios-max", "200"])
     assert "RAID10 only" in result.stdout and "1 ± 10 %" in result.stdout
 
