@@ -54,7 +54,7 @@ def test_every_option_help_states_its_default(command: str) -> None:
     [
         ("run", "--write-cache", "write-through"),
         ("run", "--read-ahead", "controller preset's"),
-        ("run", "--precondition", "fob"),
+        ("run", "--precondition", "steady for every SSD preset"),
         ("run", "--controller", "hba"),
         ("run", "--scheduler", "none (default)"),
         ("atto", "--plot", "no figure"),

@@ -192,7 +192,8 @@ PreconditionOption = Annotated[
     typer.Option(
         "--precondition",
         help="SSD state: fob (fresh out of the box) or steady (SNIA PTS steady state) "
-        "(default: the drive preset's, fob; SSDs with an FTL model only).",
+        "(default: steady for every SSD preset; SSDs with an FTL model only; reports "
+        "print the state).",
     ),
 ]
 

@@ -30,6 +30,7 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
+from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size
 
@@ -105,13 +106,17 @@ def atto(
                 "records": records(frame),
                 "seed": frame.attrs["seed"],
                 "array": frame.attrs["array"],
+                "drive_state": drive_state(frame.attrs["array"]),
             }
             document["explain"] = explain_points
             if figure is not None:
                 document["figure"] = str(figure)
             print_json(document)
         else:
-            print_table(atto_table_rows(frame), title="ATTO sweep (MB/s = 10^6 B/s)")
+            print_table(
+                atto_table_rows(frame),
+                title=f"ATTO sweep (MB/s = 10^6 B/s){drive_state_note(frame.attrs['array'])}",
+            )
         if figure is not None and output_format != "json":
             (stderr if output_format == "csv" else stdout).print(
                 f"figure: {figure}", highlight=False, markup=False
@@ -199,6 +204,7 @@ def run(
                 {
                     "records": records(frame),
                     "seed": frame.attrs["seed"],
+                    "drive_state": drive_state(frame.attrs["scenario"]["array"]),
                     "explain": frame.attrs["explain"],
                     **(
                         {"rebuild": frame.attrs["rebuild"]}
@@ -209,7 +215,11 @@ def run(
                 }
             )
         else:
-            print_table(run_table_rows(frame), title=f"{rw} (seed {frame.attrs['seed']})")
+            print_table(
+                run_table_rows(frame),
+                title=f"{rw} (seed {frame.attrs['seed']}"
+                f"{drive_state_note(frame.attrs['scenario']['array'], ', ')})",
+            )
         if explain and output_format != "json":
             print_explain(
                 frame.attrs["explain"],
@@ -283,12 +293,20 @@ def replay(
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            print_json({"records": records(frame), "results": results, "scenario": scenario})
+            print_json(
+                {
+                    "records": records(frame),
+                    "results": results,
+                    "drive_state": drive_state(scenario["array"]),
+                    "scenario": scenario,
+                }
+            )
         else:
             print_table(
                 run_table_rows(frame),
                 title=f"replay {trace.name} ({trace_format}, {mode} loop, "
-                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated)",
+                f"{results.get('sim_time_ns', 0) / 1e9:.3f} s simulated"
+                f"{drive_state_note(scenario['array'], ', ')})",
             )
         if explain and output_format != "json":
             print_explain(results.get("explain"), "explain", to_stderr=output_format == "csv")

@@ -25,6 +25,7 @@ from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.fio import parse_command_line, parse_job_files
 from raidlab.report.output import json_text, output_file, print_json, records, stdout
 from raidlab.report.tables import number, print_frame, print_table
+from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.units import format_size
 
 
@@ -105,8 +106,9 @@ def fio(
         files, options = fio_tokens(args or [])
         # Job files first: a malformed job is reported before array flags are checked.
         parse_command_line(options, parse_job_files(files))
+        array = flags.build()
         run = api.fio(
-            flags.build(),
+            array,
             files,
             options,
             seed=seed,
@@ -116,6 +118,8 @@ def fio(
         )
         for note in run.notes:
             typer.echo(f"note: {note}", err=True)
+        if drive_state(array) is not None:
+            typer.echo(f"note: drive state {drive_state(array)}", err=True)
         report = run.text() if output_format == "normal" else json_text(run.document)
         if output is None:
             sys.stdout.write(report)
@@ -147,8 +151,10 @@ def cdm(
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
     with user_errors():
         output_format = check_format(output_format)
-        frame = api.cdm(flags.build(), profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
-        print_frame(frame, output_format, f"CrystalDiskMark ({profile} profile)")
+        array = flags.build()
+        frame = api.cdm(array, profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
+        title = f"CrystalDiskMark ({profile} profile{drive_state_note(array, ', ')})"
+        print_frame(frame, output_format, title)
 
 @app.command(
     epilog="""Examples:
@@ -177,15 +183,16 @@ def iometer(
     """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
     with user_errors():
         output_format = check_format(output_format)
+        array = flags.build()
         frame = api.iometer(
-            flags.build(),
+            array,
             spec,
             ios,
             size,
             seed,
             {"spec": "SPEC", "ios": "--ios", "size": "--size", "seed": "--seed"},
         )
-        print_frame(frame, output_format, f"IOMeter: {spec}")
+        print_frame(frame, output_format, f"IOMeter: {spec}{drive_state_note(array, '; ')}")
 
 PTS_FLAGS = {
     "test": "--test",
@@ -242,8 +249,9 @@ def pts(
             from raidlab.report.plots import check_figure_path
 
             check_figure_path(plot, "--plot")
+        array = flags.build()
         frame = api.pts(
-            flags.build(),
+            array,
             test,
             mixes,
             sizes,
@@ -287,7 +295,7 @@ def pts(
             print_table(
                 (header, body),
                 title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
-                f"{summary['window'][1]})",
+                f"{summary['window'][1]}{drive_state_note(array, ', ')})",
             )
             state = "reached" if summary["steady"] else "NOT reached"
             stdout.print(

@@ -49,9 +49,10 @@ def print_claims(frame: pd.DataFrame, output_format: str) -> None:
             row.claim_id,
             row.variant,
             f"{row.config}; {row.metric}; {row.condition}",
-            f"{claim_number(row.claimed)} {row.unit}",
-            f"{claim_number(row.simulated)} {row.unit}",
-            Tolerance(row.tolerance_kind, row.tolerance, row.unit).describe(),
+            claimed_cell(row.claimed, row.claimed_text, row.unit),
+            f"{claim_number(row.simulated)} {simulated_unit(row.tolerance_kind, row.unit)}",
+            row.tolerance_text
+            or Tolerance(row.tolerance_kind, row.tolerance, row.unit).describe(),
             row.result,
         )
     stdout.print(table)
@@ -63,6 +64,22 @@ def print_claims(frame: pd.DataFrame, output_format: str) -> None:
         table.add_row(row.claim_id, f"{row.config}; {row.metric}", row.how)
     stdout.print(table)
     print_claims_summary(frame, stdout)
+
+
+def claimed_cell(claimed: float, text: str, unit: object) -> str:
+    """A claim as the file states it: its number and unit, or its words (">1",
+    "RAID10 only") for a qualitative claim."""
+    unit_text = "" if not isinstance(unit, str) else unit
+    if math.isnan(claimed):
+        return f"{text} {unit_text}".strip()
+    return f"{claim_number(claimed)} {unit_text}".strip()
+
+
+def simulated_unit(tolerance_kind: str, unit: object) -> str:
+    """The unit of a simulated value: a direction or "unchanged" check compares a ratio."""
+    if tolerance_kind == "unchanged":
+        return "x"
+    return unit if isinstance(unit, str) else ""
 
 
 def claim_number(value: float) -> str:

@@ -94,6 +94,12 @@ pub struct ControllerSpec {
     /// the cut-through path while the array is optimal.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fastpath: bool,
+    /// Read-ahead fills only the rest of the stripe unit a read ends in (hardware RAID
+    /// firmware: the controller moves data to its cache "in increments equal to the
+    /// stripe-unit size"), rather than a window of segments ahead of the stream: reads
+    /// of whole stripe units gain nothing from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_ahead_within_stripe_unit: bool,
 }
 
 fn default_destage_concurrency() -> u32 {

@@ -799,6 +799,9 @@ limits! {
         "firmware time per FastPath I/O (null: no FastPath)").ints(0, NS_MAX).nullable();
     CONTROLLER_FASTPATH = Limit::new("array.controller.fastpath", Always, Bool, "FastPath on")
         .or(B(false));
+    CONTROLLER_READ_AHEAD_WITHIN_STRIPE_UNIT = Limit::new(
+        "array.controller.read_ahead_within_stripe_unit", Always, Bool,
+        "read-ahead fills only the rest of the stripe unit a read ends in").or(B(false));
 
     HOST_REQUEST_OVERHEAD = Limit::new("array.host.request_overhead_ns", Always, Ns,
         "latency the host stack adds to each request").ints(0, NS_MAX).or(Int(0));

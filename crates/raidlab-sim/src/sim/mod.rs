@@ -242,6 +242,7 @@ impl Simulation {
             free_slots: Vec::with_capacity(c.read_ahead_segments as usize),
             expect_offset: u64::MAX,
             always: c.read_ahead_always,
+            within_stripe_unit: c.read_ahead_within_stripe_unit,
             window_end: 0,
             waiters: Vec::new(),
             hits: 0,

@@ -3,6 +3,15 @@
 //! controller's own request in a slot after the host's. A read the window covers is a
 //! hit: it pays the controller's hit cost and crosses the bus, without touching a
 //! drive.
+//!
+//! Two ways of sizing the window. A driver such as Intel RST keeps segments of at least
+//! the stream's request size in flight ahead of it, so large sequential reads are read
+//! ahead too. Hardware RAID firmware reads ahead only to the end of the stripe unit a
+//! read ends in (ServeRAID and Adaptec manuals: the controller moves data to its cache
+//! "in increments equal to the stripe-unit size"; Intel's RAID tuning guide: read-ahead
+//! "will only make difference if the typical read request size is smaller than the
+//! stripe width"): small sequential reads then hit the rest of the unit, and reads of
+//! whole stripe units gain nothing (`within_stripe_unit`).
 
 use super::{Request, Simulation};
 use crate::queue::EventKind;
@@ -28,6 +37,8 @@ pub(super) struct ReadAhead {
     pub(super) expect_offset: u64,
     /// Fetch ahead after every read, sequential or not.
     pub(super) always: bool,
+    /// Fetch only the rest of the stripe unit the stream is in, never beyond it.
+    pub(super) within_stripe_unit: bool,
     /// End of the last segment fetched.
     pub(super) window_end: u64,
     pub(super) waiters: Vec<u32>,
@@ -134,6 +145,7 @@ impl Simulation {
     /// Release consumed segments and fetch new ones up to the window size.
     fn top_up_read_ahead(&mut self, consumed_end: u64, request_bytes: u64) {
         let capacity = self.layout.capacity_bytes();
+        let unit = self.layout.stripe_unit_bytes();
         loop {
             let ra = self
                 .controller
@@ -151,11 +163,20 @@ impl Simulation {
             if ra.window.len() >= ra.segments_max || ra.window_end >= capacity {
                 return;
             }
+            let start = ra.window_end;
+            let end = if ra.within_stripe_unit {
+                // The rest of the stripe unit `start` is in; nothing at a boundary.
+                if start.is_multiple_of(unit) {
+                    return;
+                }
+                start.next_multiple_of(unit).min(capacity)
+            } else {
+                (start + ra.segment_bytes.max(request_bytes)).min(capacity)
+            };
             let Some(slot) = ra.free_slots.pop() else {
                 return;
             };
-            let start = ra.window_end;
-            let end = (start + ra.segment_bytes.max(request_bytes)).min(capacity);
+            debug_assert!(end > start, "a read-ahead segment holds data");
             ra.window.push_back(Segment {
                 start,
                 end,

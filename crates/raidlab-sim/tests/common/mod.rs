@@ -141,6 +141,7 @@ pub fn hba() -> ControllerSpec {
         trim_passthrough: false,
         fastpath_overhead_ns: None,
         fastpath: false,
+        read_ahead_within_stripe_unit: false,
     }
 }
 
