@@ -20,6 +20,9 @@ struct Command {
     len_bytes: u64,
     write: bool,
     ready_ns: u64,
+    /// A write whose data the buffer cannot take yet (write cache off): not ready
+    /// until a write ahead of it reaches the platter and frees room.
+    awaiting_buffer: bool,
 }
 
 /// A zone: tracks of equal length.
@@ -47,6 +50,14 @@ pub struct Hdd {
     read_ahead_bytes: u64,
     cache_bytes: u64,
     write_cache: bool,
+    /// Write data (write cache off) the buffer holds until it is on the platter.
+    write_buffer_bytes: u64,
+    /// Data of accepted writes not yet on the platter.
+    buffered_write_bytes: u64,
+    /// Writes waiting for buffer room.
+    awaiting_buffer: u32,
+    /// The write being served: its bytes, freed when its media write ends.
+    writing: Option<(u64, u64)>,
     queue: Vec<Command>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
@@ -133,6 +144,10 @@ impl Hdd {
             read_ahead_bytes: spec.read_ahead_bytes,
             cache_bytes: spec.cache_bytes,
             write_cache: spec.write_cache,
+            write_buffer_bytes: spec.write_buffer_bytes.unwrap_or(spec.cache_bytes),
+            buffered_write_bytes: 0,
+            awaiting_buffer: 0,
+            writing: None,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
@@ -260,12 +275,22 @@ impl Hdd {
             self.command_overhead_ns
         };
         let (_, ready_ns) = self.firmware.reserve(now_ns, firmware_ns);
+        // Writes take buffer room in arrival order.
+        let awaiting_buffer = write
+            && !self.write_cache
+            && (self.awaiting_buffer > 0 || !self.buffer_takes(len_bytes));
+        if awaiting_buffer {
+            self.awaiting_buffer += 1;
+        } else if write && !self.write_cache {
+            self.buffered_write_bytes += len_bytes;
+        }
         self.queue.push(Command {
             op,
             offset_bytes,
             len_bytes,
             write,
             ready_ns,
+            awaiting_buffer,
         });
         if self.busy {
             None
@@ -277,7 +302,41 @@ impl Hdd {
     /// The drive finished its command at `now_ns`: start the next queued one.
     pub fn complete(&mut self, now_ns: u64) -> Option<Started> {
         self.busy = false;
+        if let Some((bytes, media_end_ns)) = self.writing.take() {
+            self.buffered_write_bytes -= bytes;
+            if self.awaiting_buffer > 0 {
+                self.admit_writes(media_end_ns);
+            }
+        }
         self.start_next(now_ns)
+    }
+
+    /// Whether the buffer can take `len_bytes` more write data now (a write larger
+    /// than the whole buffer goes in once the buffer is empty).
+    #[inline]
+    fn buffer_takes(&self, len_bytes: u64) -> bool {
+        self.buffered_write_bytes == 0
+            || self.buffered_write_bytes.saturating_add(len_bytes) <= self.write_buffer_bytes
+    }
+
+    /// Room freed at `freed_ns`: writes waiting for it take it in arrival order, their
+    /// data arriving over the link from then.
+    fn admit_writes(&mut self, freed_ns: u64) {
+        for i in 0..self.queue.len() {
+            let c = self.queue[i];
+            if !c.awaiting_buffer {
+                continue;
+            }
+            if !self.buffer_takes(c.len_bytes) {
+                break;
+            }
+            self.buffered_write_bytes += c.len_bytes;
+            self.awaiting_buffer -= 1;
+            let data_in = freed_ns + transfer_ns(c.len_bytes, self.link_ps);
+            let c = &mut self.queue[i];
+            c.awaiting_buffer = false;
+            c.ready_ns = c.ready_ns.max(data_in);
+        }
     }
 
     fn start_next(&mut self, now_ns: u64) -> Option<Started> {
@@ -296,6 +355,9 @@ impl Hdd {
         let mut best = 0;
         let mut best_at = u64::MAX;
         for (i, c) in self.queue.iter().enumerate() {
+            if c.awaiting_buffer {
+                continue;
+            }
             let at = if self.is_cached_write(c) {
                 0
             } else if self.is_ra_hit(c) {
@@ -380,6 +442,9 @@ impl Hdd {
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
         if c.write {
+            if !self.write_cache {
+                self.writing = Some((c.len_bytes, media_end));
+            }
             let done = if self.write_cache {
                 // Acknowledged once buffered, unless the buffer's backlog is full.
                 let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
@@ -443,6 +508,7 @@ mod tests {
             cache_bytes: 8 << 20,
             read_ahead_bytes: 1 << 20,
             write_cache,
+            write_buffer_bytes: None,
             ncq_depth: 32,
         }
     }
@@ -575,7 +641,10 @@ mod tests {
         // comes round, so after the first rotational wait they stream, one media time
         // each, not a revolution each (the next starts when the mechanism frees, not
         // when the previous completion reaches the controller).
-        let mut d = Hdd::new(&spec(false), 300e6);
+        let mut s = spec(false);
+        // 1 MiB of write buffer holds all 16 at once.
+        s.write_buffer_bytes = Some(1 << 20);
+        let mut d = Hdd::new(&s, 300e6);
         let end = queued_writes(&mut d, 16, 65536, 32);
         let media = d.media_ns(0, 16 * 65536);
         assert!(
@@ -608,5 +677,25 @@ mod tests {
             r.complete(t);
         }
         assert!(t / u64::from(n) < 190_000, "{}", t / u64::from(n));
+    }
+
+    #[test]
+    fn a_write_that_does_not_fit_beside_the_one_being_written_misses_a_revolution() {
+        // Two 1 MiB writes queued at once. With 8 MiB of write buffer the second's
+        // data is in before the first ends and it follows on the platter; with 1 MiB
+        // it comes over the link only once the first is written, and the sector has
+        // gone by.
+        let run = |buffer: u64| {
+            let mut s = spec(false);
+            s.write_buffer_bytes = Some(buffer);
+            let mut d = Hdd::new(&s, 300e6);
+            queued_writes(&mut d, 2, 1 << 20, 32)
+        };
+        let (roomy, tight) = (run(8 << 20), run(1 << 20));
+        let rev = Hdd::new(&spec(false), 300e6).revolution_ns();
+        assert!(
+            tight > roomy + rev * 9 / 10 && tight < roomy + rev * 11 / 10,
+            "{tight} vs {roomy}"
+        );
     }
 }
