@@ -371,6 +371,9 @@ impl Hdd {
                 best = i;
             }
         }
+        // Room in the buffer always frees for the oldest waiting write: with none
+        // admitted the buffer is empty and takes it.
+        debug_assert!(best_at < u64::MAX, "a queued command can start");
         let c = self.queue.remove(best);
         self.busy = true;
         if self.is_cached_write(&c) {
