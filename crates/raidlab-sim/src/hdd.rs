@@ -20,6 +20,9 @@ struct Command {
     len_bytes: u64,
     write: bool,
     ready_ns: u64,
+    /// A write whose data the buffer cannot take yet (write cache off): not ready
+    /// until a write ahead of it reaches the platter and frees room.
+    awaiting_buffer: bool,
 }
 
 /// A zone: tracks of equal length.
@@ -47,6 +50,14 @@ pub struct Hdd {
     read_ahead_bytes: u64,
     cache_bytes: u64,
     write_cache: bool,
+    /// Write data (write cache off) the buffer holds until it is on the platter.
+    write_buffer_bytes: u64,
+    /// Data of accepted writes not yet on the platter.
+    buffered_write_bytes: u64,
+    /// Writes waiting for buffer room.
+    awaiting_buffer: u32,
+    /// The write being served: its bytes, freed when its media write ends.
+    writing: Option<(u64, u64)>,
     queue: Vec<Command>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
@@ -133,6 +144,10 @@ impl Hdd {
             read_ahead_bytes: spec.read_ahead_bytes,
             cache_bytes: spec.cache_bytes,
             write_cache: spec.write_cache,
+            write_buffer_bytes: spec.write_buffer_bytes.unwrap_or(spec.cache_bytes),
+            buffered_write_bytes: 0,
+            awaiting_buffer: 0,
+            writing: None,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
@@ -249,14 +264,33 @@ impl Hdd {
         write: bool,
     ) -> Option<Started> {
         // Firmware decodes a queued command while the mechanism works on another, one
-        // command at a time.
-        let (_, ready_ns) = self.firmware.reserve(now_ns, self.command_overhead_ns);
+        // command at a time. With its write cache off a drive reports a write only
+        // once the platter has it, so the firmware handles such a write twice: it
+        // decodes the command and, after the media write, posts its status. Both are
+        // booked here, in arrival order, so a status never holds back the decode of a
+        // command that arrived before the write reached the platter.
+        let firmware_ns = if write && !self.write_cache {
+            2 * self.command_overhead_ns
+        } else {
+            self.command_overhead_ns
+        };
+        let (_, ready_ns) = self.firmware.reserve(now_ns, firmware_ns);
+        // Writes take buffer room in arrival order.
+        let awaiting_buffer = write
+            && !self.write_cache
+            && (self.awaiting_buffer > 0 || !self.buffer_takes(len_bytes));
+        if awaiting_buffer {
+            self.awaiting_buffer += 1;
+        } else if write && !self.write_cache {
+            self.buffered_write_bytes += len_bytes;
+        }
         self.queue.push(Command {
             op,
             offset_bytes,
             len_bytes,
             write,
             ready_ns,
+            awaiting_buffer,
         });
         if self.busy {
             None
@@ -268,38 +302,88 @@ impl Hdd {
     /// The drive finished its command at `now_ns`: start the next queued one.
     pub fn complete(&mut self, now_ns: u64) -> Option<Started> {
         self.busy = false;
+        if let Some((bytes, media_end_ns)) = self.writing.take() {
+            self.buffered_write_bytes -= bytes;
+            if self.awaiting_buffer > 0 {
+                self.admit_writes(media_end_ns);
+            }
+        }
         self.start_next(now_ns)
+    }
+
+    /// Whether the buffer can take `len_bytes` more write data now (a write larger
+    /// than the whole buffer goes in once the buffer is empty).
+    #[inline]
+    fn buffer_takes(&self, len_bytes: u64) -> bool {
+        self.buffered_write_bytes == 0
+            || self.buffered_write_bytes.saturating_add(len_bytes) <= self.write_buffer_bytes
+    }
+
+    /// Room freed at `freed_ns`: writes waiting for it take it in arrival order, their
+    /// data arriving over the link from then.
+    fn admit_writes(&mut self, freed_ns: u64) {
+        for i in 0..self.queue.len() {
+            let c = self.queue[i];
+            if !c.awaiting_buffer {
+                continue;
+            }
+            if !self.buffer_takes(c.len_bytes) {
+                break;
+            }
+            self.buffered_write_bytes += c.len_bytes;
+            self.awaiting_buffer -= 1;
+            let data_in = freed_ns + transfer_ns(c.len_bytes, self.link_ps);
+            let c = &mut self.queue[i];
+            c.awaiting_buffer = false;
+            c.ready_ns = c.ready_ns.max(data_in);
+        }
     }
 
     fn start_next(&mut self, now_ns: u64) -> Option<Started> {
         if self.queue.is_empty() {
             return None;
         }
+        // The mechanism takes its next command the moment it frees, not when the last
+        // command's completion reaches the controller: a decoded command queued behind
+        // a media transfer follows it on the platter without a gap. A read-ahead hit
+        // waits for the link, which is busy until `now_ns`.
+        let mech_t0 = self.mechanism.free_at_ns().min(now_ns);
         let t0 = now_ns.max(self.mechanism.free_at_ns());
-        // Shortest positioning time first; read-ahead hits cost no positioning, and a
-        // write the cache takes needs no mechanism at all. Ties go to the oldest command.
+        // Shortest positioning time first (the earliest a command's data can start);
+        // read-ahead hits cost no positioning, and a write the cache takes needs no
+        // mechanism at all. Ties go to the oldest command.
         let mut best = 0;
-        let mut best_cost = u64::MAX;
+        let mut best_at = u64::MAX;
         for (i, c) in self.queue.iter().enumerate() {
-            let start = t0.max(c.ready_ns);
-            let cost = if self.is_cached_write(c) {
+            if c.awaiting_buffer {
+                continue;
+            }
+            let at = if self.is_cached_write(c) {
                 0
             } else if self.is_ra_hit(c) {
-                start - t0
+                t0.max(c.ready_ns)
             } else {
-                start - t0 + self.positioning_ns(start, c.offset_bytes)
+                let start = mech_t0.max(c.ready_ns);
+                start + self.positioning_ns(start, c.offset_bytes)
             };
-            if cost < best_cost {
-                best_cost = cost;
+            if at < best_at {
+                best_at = at;
                 best = i;
             }
         }
+        // Room in the buffer always frees for the oldest waiting write: with none
+        // admitted the buffer is empty and takes it.
+        debug_assert!(best_at < u64::MAX, "a queued command can start");
         let c = self.queue.remove(best);
         self.busy = true;
         if self.is_cached_write(&c) {
             return Some(self.accept_cached_write(now_ns.max(c.ready_ns), c));
         }
-        let start = t0.max(c.ready_ns);
+        let start = if self.is_ra_hit(&c) {
+            t0.max(c.ready_ns)
+        } else {
+            mech_t0.max(c.ready_ns)
+        };
         Some(self.serve(start, c))
     }
 
@@ -367,6 +451,9 @@ impl Hdd {
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
         if c.write {
+            if !self.write_cache {
+                self.writing = Some((c.len_bytes, media_end));
+            }
             let done = if self.write_cache {
                 // Acknowledged once buffered, unless the buffer's backlog is full.
                 let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
@@ -430,6 +517,7 @@ mod tests {
             cache_bytes: 8 << 20,
             read_ahead_bytes: 1 << 20,
             write_cache,
+            write_buffer_bytes: None,
             ncq_depth: 32,
         }
     }
@@ -543,5 +631,97 @@ mod tests {
         // far faster than one revolution per write.
         let per_write_us = t as f64 / 1000.0 / 1000.0;
         assert!(per_write_us < 200.0, "{per_write_us} us");
+    }
+
+    /// Feeds `count` contiguous writes of `len` bytes, keeping `depth` outstanding as a
+    /// controller would; returns when the last completes.
+    fn queued_writes(d: &mut Hdd, count: u32, len: u64, depth: u32) -> u64 {
+        let mut next = 0;
+        let mut started = Vec::new();
+        while next < depth.min(count) {
+            if let Some(s) = d.submit(0, next, u64::from(next) * len, len, true) {
+                started.push(s);
+            }
+            next += 1;
+        }
+        let mut s = started.pop().expect("an idle drive starts a command");
+        loop {
+            let now = s.done_ns;
+            let mut following = d.complete(now);
+            if next < count {
+                if let Some(x) = d.submit(now, next, u64::from(next) * len, len, true) {
+                    following = Some(x);
+                }
+                next += 1;
+            }
+            match following {
+                Some(x) => s = x,
+                None => return now,
+            }
+        }
+    }
+
+    #[test]
+    fn decoded_writes_follow_each_other_on_the_platter_without_write_cache() {
+        // 16 contiguous 64 KiB writes queued at once: decoded long before the platter
+        // comes round, so after the first rotational wait they stream, one media time
+        // each, not a revolution each (the next starts when the mechanism frees, not
+        // when the previous completion reaches the controller).
+        let mut s = spec(false);
+        // 1 MiB of write buffer holds all 16 at once.
+        s.write_buffer_bytes = Some(1 << 20);
+        let mut d = Hdd::new(&s, 300e6);
+        let end = queued_writes(&mut d, 16, 65536, 32);
+        let media = d.media_ns(0, 16 * 65536);
+        assert!(
+            end < d.revolution_ns() + media + 2 * 200_000,
+            "{end} vs {} + {media}",
+            d.revolution_ns()
+        );
+    }
+
+    #[test]
+    fn queued_small_writes_without_write_cache_cost_two_firmware_slots_each() {
+        // 8 KiB writes take 59 us of media; the firmware's decode and status post of
+        // each (2 x 100 us) are what limit a deep queue of them.
+        let mut d = Hdd::new(&spec(false), 300e6);
+        let n = 400;
+        let end = queued_writes(&mut d, n, 8192, 32);
+        let per_write = end / u64::from(n);
+        assert!(
+            per_write > 190_000 && per_write < 300_000,
+            "{per_write} ns per write"
+        );
+        // A read-ahead hit is decoded once.
+        let mut r = Hdd::new(&spec(false), 300e6);
+        let mut t = 0;
+        for op in 0..n {
+            t = r
+                .submit(t, op, u64::from(op) * 8192, 8192, false)
+                .unwrap()
+                .done_ns;
+            r.complete(t);
+        }
+        assert!(t / u64::from(n) < 190_000, "{}", t / u64::from(n));
+    }
+
+    #[test]
+    fn a_write_that_does_not_fit_beside_the_one_being_written_misses_a_revolution() {
+        // Two 1 MiB writes queued at once. With 8 MiB of write buffer the second's
+        // data is in before the first ends and it follows on the platter; with 1 MiB
+        // it comes over the link only once the first is written, and the sector has
+        // gone by.
+        let run = |buffer: u64| {
+            let mut s = spec(false);
+            s.write_buffer_bytes = Some(buffer);
+            let mut d = Hdd::new(&s, 300e6);
+            queued_writes(&mut d, 2, 1 << 20, 32)
+        };
+        let (roomy, tight) = (run(8 << 20), run(1 << 20));
+        let rev = Hdd::new(&spec(false), 300e6).revolution_ns();
+        assert!(
+            tight > roomy + rev * 9 / 10 && tight < roomy + rev * 11 / 10,
+            "{tight} vs {roomy}"
+        );
     }
 }

@@ -57,6 +57,10 @@ pub struct HddSpec {
     pub read_ahead_bytes: u64,
     /// Complete writes once buffered (true) or once on the platter (false).
     pub write_cache: bool,
+    /// Write cache off: write data the buffer holds until it is on the platter; a
+    /// queued write takes its data only once it fits (None: the whole buffer).
+    #[serde(default)]
+    pub write_buffer_bytes: Option<u64>,
     /// Commands the drive accepts at once.
     #[serde(default = "default_hdd_ncq")]
     pub ncq_depth: u32,

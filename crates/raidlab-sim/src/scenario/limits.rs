@@ -686,6 +686,9 @@ limits! {
         "read-ahead past a read (0 = off)").ints(0, BUFFER_BYTES_MAX);
     HDD_WRITE_CACHE = Limit::new("array.drive.write_cache", Hdd, Bool,
         "a write completes once buffered");
+    HDD_WRITE_BUFFER = Limit::new("array.drive.write_buffer_bytes", Hdd, Bytes,
+        "write cache off: write data held until on the platter (null = cache_bytes)")
+        .ints(SECTOR_BYTES, BUFFER_BYTES_MAX).nullable();
     HDD_NCQ = Limit::new("array.drive.ncq_depth", Hdd, Count, "commands the drive accepts at once")
         .ints(1, 256).or(Int(32));
 

@@ -529,6 +529,12 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
                     "the inner zone cannot be faster than the outer zone".into(),
                 )?;
             }
+            if h.write_buffer_bytes.is_some_and(|b| b > h.cache_bytes) {
+                refuse(
+                    "array.drive.write_buffer_bytes",
+                    format!("must fit in cache_bytes ({} B)", h.cache_bytes),
+                )?;
+            }
             if h.read_ahead_bytes > h.cache_bytes {
                 refuse(
                     "array.drive.read_ahead_bytes",

@@ -110,6 +110,7 @@ pub fn hdd() -> DriveSpec {
         cache_bytes: 8 << 20,
         read_ahead_bytes: 1 << 20,
         write_cache: false,
+        write_buffer_bytes: None,
         ncq_depth: 32,
     })
 }
