@@ -59,7 +59,8 @@ def test_reproduce_out_creates_the_directory_and_its_parents(
     out = tmp_path / "figures" / "hdd"
     result = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert len(list(out.glob("*.png"))) == 3
+    # One disk; 2 disks at 8 KiB, 64 KiB and 1 MiB strips; 4 disks at 64 KiB.
+    assert len(list(out.glob("*.png"))) == 5
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figures"]
 
 

@@ -118,6 +118,28 @@ class Calibration:
 # (raidlab/scenario/presets/controllers.toml), fitted on every row listed here.
 CONTROLLER_CALIBRATIONS: list[Calibration] = [
     Calibration(
+        study="hdd-raid0-atto",
+        controller="dell-perc6i",
+        field="member_queue_depth",
+        rows=(
+            RowPattern(
+                "write",
+                1,
+                tuple(kib * 1024 for kib in (256, 512, 1024, 2048, 4096, 8192)),
+                configs=("raid0_2_su8K",),
+            ),
+        ),
+        search_range=(1, 32),
+        prior=Prior(
+            32,
+            "no figure published for the SAS1078's queue per RAID member: the drives' own "
+            "NCQ depth (32 tags) bounds it",
+        ),
+        reason="with the drive write cache off, 8 KiB strips go to the platter one "
+        "queue-full per revolution: 2-disk 8 KiB-strip writes of 256 KiB-8 MiB level off "
+        "at ~14 strips per revolution per disk",
+    ),
+    Calibration(
         study="ssd-raid0-atto",
         controller="intel-h97-rst",
         field="request_overhead_ns",
