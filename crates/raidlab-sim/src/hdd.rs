@@ -64,6 +64,8 @@ pub struct Hdd {
     mechanism: Server,
     /// The firmware processor: decodes commands serially.
     firmware: Server,
+    /// The host link: one transfer at a time, in either direction.
+    link: Server,
     head_track: u64,
     /// Read-ahead stream: the media passes `base_offset` at `base_ns` and keeps
     /// reading up to `limit_offset` (exclusive) unless another command interrupts.
@@ -152,6 +154,7 @@ impl Hdd {
             busy: false,
             mechanism: Server::default(),
             firmware: Server::default(),
+            link: Server::default(),
             head_track: 0,
             ra_active: false,
             ra_base_offset: 0,
@@ -274,8 +277,8 @@ impl Hdd {
         } else {
             self.command_overhead_ns
         };
-        let (_, ready_ns) = self.firmware.reserve(now_ns, firmware_ns);
-        // Writes take buffer room in arrival order.
+        let (_, mut ready_ns) = self.firmware.reserve(now_ns, firmware_ns);
+        // Writes take buffer room in arrival order; their data then crosses the link.
         let awaiting_buffer = write
             && !self.write_cache
             && (self.awaiting_buffer > 0 || !self.buffer_takes(len_bytes));
@@ -283,6 +286,10 @@ impl Hdd {
             self.awaiting_buffer += 1;
         } else if write && !self.write_cache {
             self.buffered_write_bytes += len_bytes;
+            let (_, data_in) = self
+                .link
+                .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
+            ready_ns = ready_ns.max(data_in);
         }
         self.queue.push(Command {
             op,
@@ -332,7 +339,9 @@ impl Hdd {
             }
             self.buffered_write_bytes += c.len_bytes;
             self.awaiting_buffer -= 1;
-            let data_in = freed_ns + transfer_ns(c.len_bytes, self.link_ps);
+            let (_, data_in) = self
+                .link
+                .reserve(freed_ns, transfer_ns(c.len_bytes, self.link_ps));
             let c = &mut self.queue[i];
             c.awaiting_buffer = false;
             c.ready_ns = c.ready_ns.max(data_in);
@@ -347,7 +356,7 @@ impl Hdd {
         // command's completion reaches the controller: a decoded command queued behind
         // a media transfer follows it on the platter without a gap. A read-ahead hit
         // waits for the link, which is busy until `now_ns`.
-        let mech_t0 = self.mechanism.free_at_ns().min(now_ns);
+        let mech_t0 = self.mechanism.free_at_ns();
         let t0 = now_ns.max(self.mechanism.free_at_ns());
         // Shortest positioning time first (the earliest a command's data can start);
         // read-ahead hits cost no positioning, and a write the cache takes needs no
@@ -405,10 +414,11 @@ impl Hdd {
         self.mechanism.occupy(media_from, media_end);
         self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
         let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
-        let done = (start_ns + link_ns).max(media_end.saturating_sub(drain_ns));
+        let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
+        let done = data_in.max(media_end.saturating_sub(drain_ns));
         Started {
             op: c.op,
-            link_start_ns: start_ns,
+            link_start_ns: link_start,
             done_ns: done,
         }
     }
@@ -420,8 +430,8 @@ impl Hdd {
         if self.is_ra_hit(&c) {
             self.ra_hits += 1;
             let data_ready = self.ra_time(end_offset);
-            let done = (start_ns + link_ns).max(data_ready + last_sector_ns);
-            let link_start = done - link_ns;
+            let from = start_ns.max((data_ready + last_sector_ns).saturating_sub(link_ns));
+            let (link_start, done) = self.link.reserve(from, link_ns);
             self.ra_limit_offset = self.ra_limit_offset.max(
                 (end_offset + self.read_ahead_bytes)
                     .min(c.offset_bytes + self.cache_bytes.max(c.len_bytes)),
@@ -467,7 +477,9 @@ impl Hdd {
                 done_ns: done,
             };
         }
-        let done = media_end.max(media_start + link_ns) + last_sector_ns;
+        // The data streams out over the link as it comes off the platter.
+        let (_, sent) = self.link.reserve(media_start, link_ns);
+        let done = media_end.max(sent) + last_sector_ns;
         if self.read_ahead_bytes > 0 {
             self.ra_active = true;
             self.ra_base_offset = c.offset_bytes;
