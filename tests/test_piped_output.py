@@ -48,6 +48,8 @@ TEXT_COLUMNS = {
     "condition",
     "unit",
     "tolerance_kind",
+    "claimed_text",
+    "tolerance_text",
     "result",
     "how",
     "group",
