@@ -610,24 +610,17 @@ def reproduce(
     get_study(study)
     if out is not None:
         out = output_directory(out, labels.get("out", "out"))
-    frame = reproduce_study(
-        study,
-        jobs=jobs,
-        ios_max=IOS_MAX_DEFAULT if ios_max is None else ios_max,
-        seed=parse_seed(seed),
-        executor=executor,
-        progress=progress,
-    )
+    run: dict[str, Any] = {
+        "jobs": jobs,
+        "ios_max": IOS_MAX_DEFAULT if ios_max is None else ios_max,
+        "seed": parse_seed(seed),
+        "executor": executor,
+        "progress": progress,
+    }
+    frame = reproduce_study(study, **run)
     frame.attrs["summary"] = summarize(frame)
     if cross_validate:
-        frame.attrs["cross_validation"] = cross_validate_study(
-            study,
-            jobs=jobs,
-            ios_max=IOS_MAX_DEFAULT if ios_max is None else ios_max,
-            seed=parse_seed(seed),
-            executor=executor,
-            progress=progress,
-        )
+        frame.attrs["cross_validation"] = cross_validate_study(study, **run)
     if out is not None:
         from raidlab.report.plots import plot_study
 

@@ -465,16 +465,7 @@ def reproduce_study(
 ) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
     study = get_study(name)
-
-    def run(scenarios: list[dict[str, Any]], description: str) -> list[dict[str, Any]]:
-        return run_scenarios(
-            scenarios,
-            jobs=jobs,
-            executor=executor,
-            progress=progress,
-            description=description,
-            simulator=simulator,
-        )
+    run = runner(jobs, executor, progress, simulator)
 
     measured, simulated = simulate_rows(
         study, ios_max=ios_max, seed=seed, run=run, description=f"reproducing {name}"
@@ -614,16 +605,38 @@ def summarize(
     )
 
 
+def plain(value: Any) -> Any:
+    """A cell as plain JSON-ready data: numpy scalars become Python ones, NaN None."""
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def runner(
+    jobs: int | None,
+    executor: Executor | None,
+    progress: bool,
+    simulator: Simulator | None,
+) -> Callable[[list[dict[str, Any]], str], list[dict[str, Any]]]:
+    """``run(scenarios, description)`` through run_scenarios with these settings."""
+
+    def run(scenarios: list[dict[str, Any]], description: str) -> list[dict[str, Any]]:
+        return run_scenarios(
+            scenarios,
+            jobs=jobs,
+            executor=executor,
+            progress=progress,
+            description=description,
+            simulator=simulator,
+        )
+
+    return run
+
+
 def summary_dict(summary: StudySummary) -> dict[str, Any]:
     """``summary`` as plain JSON-ready data (NaN becomes None)."""
-
-    def plain(value: Any) -> Any:
-        if hasattr(value, "item"):  # numpy scalars
-            value = value.item()
-        if isinstance(value, float) and math.isnan(value):
-            return None
-        return value
-
     document: dict[str, Any] = {}
     for item in fields(summary):
         value = getattr(summary, item.name)

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
-from raidlab.scenario.executor import Simulator, run_scenarios
+from raidlab.scenario.executor import Simulator
 from raidlab.studies.atto_studies import (
     CalibratedValue,
     Calibration,
@@ -40,7 +40,9 @@ from raidlab.studies.atto_studies import (
     get_study,
     mape,
     naive_mbps,
+    plain,
     row_roles,
+    runner,
     simulate_rows,
     study_calibrations,
 )
@@ -196,17 +198,7 @@ def cross_validate(
     for calibration in calibrations:
         _check(study, calibration)
 
-    def run(scenarios: list[dict[str, Any]], description: str) -> list[dict[str, Any]]:
-        return run_scenarios(
-            scenarios,
-            jobs=jobs,
-            executor=executor,
-            progress=progress,
-            description=description,
-            simulator=simulator,
-        )
-
-    runs = _Runs(run)
+    runs = _Runs(runner(jobs, executor, progress, simulator))
     measured = study.load_measured()
     configs = {config.name: config for config in study.configs(measured)}
     roles = pd.Series(row_roles(study, measured), index=measured.index)
@@ -354,13 +346,6 @@ def _fit(
 
 def cross_validation_dict(cv: CrossValidation) -> dict[str, Any]:
     """``cv`` as plain JSON-ready data (NaN becomes None)."""
-
-    def plain(value: Any) -> Any:
-        if hasattr(value, "item"):  # numpy scalars
-            value = value.item()
-        if isinstance(value, float) and math.isnan(value):
-            return None
-        return value
 
     def refit(entry: Refit) -> dict[str, Any]:
         return {
