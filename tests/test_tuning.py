@@ -15,7 +15,6 @@ from raidlab.scenario.tuning import (
     Tuning,
     drive_state,
     drive_state_default,
-    ftl_state_for_workloads,
     tune_array,
 )
 from raidlab.scenario.workloads import WorkloadRequest
@@ -215,15 +214,6 @@ def test_megaraid_read_ahead_helps_small_sequential_reads_only() -> None:
         on, off = _sequential_read_mbps(bs, "always"), _sequential_read_mbps(bs, "none")
         assert abs(on / off - 1) < 0.05, (bs, on, off)
     assert _sequential_read_mbps("8K", "always") > 1.5 * _sequential_read_mbps("8K", "none")
-
-
-def test_steady_state_of_a_sequential_run_is_that_of_sequential_writes() -> None:
-    array = resolve_array(None, drive="intel-dc-s3500-800g")
-    sequential = {"array": array, "workload": {"rw": "write"}}
-    assert ftl_state_for_workloads(sequential)["array"]["drive"]["ftl"]["precondition"] == "fob"
-    assert sequential["array"]["drive"]["ftl"]["precondition"] == "steady", "not mutated"
-    mixed = {"array": array, "workloads": [{"rw": "write"}, {"rw": "randwrite"}]}
-    assert ftl_state_for_workloads(mixed) is mixed
 
 
 def test_over_provisioning_leaves_steady_sequential_writes_alone() -> None:

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{hdd, iops, scenario, ssd, w};
-use raidlab_sim::scenario::Rw;
+use raidlab_sim::scenario::{DriveSpec, Precondition, Rw};
 use raidlab_sim::{simulate, simulate_json};
 
 #[test]
@@ -285,4 +285,23 @@ fn the_stages_of_the_path_add_up_to_the_mean_latency() {
         assert_eq!(r.explain.stage_longest, "drive");
         assert!((stages["host"] - 5_000.0).abs() < 1.0, "{}", stages["host"]);
     }
+}
+
+#[test]
+fn a_sequential_run_starts_from_the_state_sequential_writes_leave() {
+    // SNIA PTS preconditions with the workload it measures: a steady drive that only
+    // sees sequential writes is the drive written in address order (the fresh drive's
+    // state for such a stream), not one fragmented by random writes.
+    let run = |rw: Rw, precondition: Precondition| {
+        let mut drive = ssd();
+        if let DriveSpec::Ssd(s) = &mut drive {
+            s.ftl = Some(common::s3500_ftl(10.0, 0.0, precondition));
+        }
+        let mut s = scenario(drive, 1, rw, 1 << 20, 16);
+        w(&mut s).ios = 2000;
+        simulate(&s).ops["write"].iops
+    };
+    let steady = run(Rw::Write, Precondition::Steady);
+    assert_eq!(steady, run(Rw::Write, Precondition::Fob));
+    assert!(run(Rw::Randwrite, Precondition::Steady) < run(Rw::Randwrite, Precondition::Fob));
 }

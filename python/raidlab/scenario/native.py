@@ -36,10 +36,8 @@ def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) 
         from raidlab import _native
     except ImportError as error:
         raise RaidlabError("simulator", NATIVE_MISSING) from error
-    from raidlab.scenario.tuning import ftl_state_for_workloads
-
     try:
-        results_json = _native.simulate(json.dumps(ftl_state_for_workloads(scenario)))
+        results_json = _native.simulate(json.dumps(scenario))
     except ValueError as error:
         path, message = refusal(error)
         if labels is not None:

@@ -58,27 +58,6 @@ def drive_state(array: Mapping[str, Any]) -> str | None:
     return None if not ftl else str(ftl.get("precondition", drive_state_default()))
 
 
-# fio's sequential modes: a stream of them leaves an FTL written in address order.
-SEQUENTIAL_RW = frozenset({"read", "write", "rw", "readwrite"})
-
-
-def ftl_state_for_workloads(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``scenario`` with its SSDs' steady state taken for its own workloads, as SNIA
-    PTS preconditions with the workload it measures. The FTL's "steady" precondition is
-    that of random writes; a drive that only ever sees sequential streams is written in
-    address order instead, so each overwrite frees whole blocks and garbage collection
-    copies nothing. The fob FTL behaves exactly so for such streams, and stands in for
-    it. Reports keep saying "steady"; other scenarios are returned as they are."""
-    ftl = scenario.get("array", {}).get("drive", {}).get("ftl")
-    if not ftl or ftl.get("precondition", drive_state_default()) != "steady":
-        return scenario
-    workloads = scenario.get("workloads") or [scenario.get("workload") or {}]
-    if not all(w.get("rw") in SEQUENTIAL_RW for w in workloads):
-        return scenario
-    drive = {**scenario["array"]["drive"], "ftl": {**ftl, "precondition": "fob"}}
-    return {**scenario, "array": {**scenario["array"], "drive": drive}}
-
-
 def drive_state_note(array: Mapping[str, Any], separator: str = "; ") -> str:
     """The drive state of ``array``'s SSDs for a report title, after ``separator`` (""
     for drives without an FTL model, whose state the simulator does not track)."""

@@ -27,7 +27,7 @@ use crate::queue::{EventKind, EventQueue};
 use crate::resource::{Path, Server};
 use crate::results::Results;
 use crate::rng::Rng;
-use crate::scenario::{DriveSpec, Scenario, IODEPTH_MAX};
+use crate::scenario::{DriveSpec, Precondition, Rw, Scenario, SsdSpec, IODEPTH_MAX};
 use crate::scenario::{MemberCommands, ReadBalance};
 use crate::scheduler::{Counters, Scheduler};
 use crate::ssd::Ssd;
@@ -223,7 +223,7 @@ impl Simulation {
                     // Each drive's past (its preconditioning) is its own: drives of one
                     // model in one array do not garbage-collect in lockstep.
                     model: DriveModel::Ssd(Ssd::new(
-                        s,
+                        &preconditioned_for(s, scenario),
                         c.port_rate_bytes_per_s,
                         scenario.seed ^ (u64::from(i) << 32),
                     )),
@@ -430,4 +430,24 @@ impl Simulation {
         self.run_events()
             .expect("the run ended: every workload completed its measurement")
     }
+}
+
+/// The drive as SNIA PTS preconditions it: with the workload it measures. The FTL's
+/// "steady" state is the one random writes leave; a drive that only ever sees
+/// sequential streams is written in address order, each overwrite freeing whole
+/// blocks, which is the fresh drive's state for such streams.
+fn preconditioned_for(spec: &SsdSpec, scenario: &Scenario) -> SsdSpec {
+    let specs = scenario.workload_specs();
+    let sequential_only = scenario.trace.is_none()
+        && !specs.is_empty()
+        && specs
+            .iter()
+            .all(|w| matches!(w.rw, Rw::Read | Rw::Write | Rw::Rw));
+    let mut spec = spec.clone();
+    if let Some(ftl) = spec.ftl.as_mut() {
+        if sequential_only && ftl.precondition == Precondition::Steady {
+            ftl.precondition = Precondition::Fob;
+        }
+    }
+    spec
 }
