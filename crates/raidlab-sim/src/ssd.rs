@@ -125,6 +125,11 @@ struct DriveFtl {
     /// that use the space it freed, rather than doing them all at once.
     owed_units: f64,
     pace: f64,
+    /// Relocations the pacing has made due but the firmware has not done yet, and how
+    /// many it lets build up before doing them in one go (0: none, each write's share
+    /// is done with it).
+    due_units: f64,
+    burst_units: f64,
     copied_debt_units: f64,
     erase_debt_blocks: f64,
     host_units: u64,
@@ -232,6 +237,8 @@ impl Ssd {
                     firmware_debt_ns: 0.0,
                     owed_units: 0.0,
                     pace: 0.0,
+                    due_units: 0.0,
+                    burst_units: f64::from(f.gc_burst_units),
                     copied_debt_units: 0.0,
                     erase_debt_blocks: 0.0,
                     host_units: 0,
@@ -465,8 +472,15 @@ impl Ssd {
                 * per_real;
             ftl.pace = ftl.owed_units / freed;
         }
-        let copied = ftl.owed_units.min(ftl.pace * real_units as f64);
-        ftl.owed_units -= copied;
+        let due = ftl.owed_units.min(ftl.pace * real_units as f64);
+        ftl.owed_units -= due;
+        ftl.due_units += due;
+        // Burst collection: the share due builds up to a burst's worth, and the write
+        // that completes it waits for all of it (firmware time and flash copies).
+        if ftl.due_units < ftl.burst_units {
+            return 0;
+        }
+        let copied = std::mem::take(&mut ftl.due_units);
         ftl.copied_debt_units += copied;
         ftl.firmware_debt_ns += copied * ftl.gc_unit_firmware_ns;
         let whole = ftl.firmware_debt_ns.floor();
@@ -663,12 +677,24 @@ mod tests {
     /// whose firmware spends `gc_unit_firmware_ns` per relocated unit, and the units
     /// relocated.
     fn random_writes_at_qd1(gc_unit_firmware_ns: u64, writes: u64) -> (u64, u64) {
+        let (t, copied, _) = random_writes_at_qd1_in_bursts(gc_unit_firmware_ns, 0, writes);
+        (t, copied)
+    }
+
+    /// As `random_writes_at_qd1`, the firmware relocating `gc_burst_units` at a time;
+    /// also returns the longest write.
+    fn random_writes_at_qd1_in_bursts(
+        gc_unit_firmware_ns: u64,
+        gc_burst_units: u32,
+        writes: u64,
+    ) -> (u64, u64, u64) {
         let ftl = FtlSpec {
             spare_percent: 10.0,
             op_percent: 0.0,
             pages_per_block: 64,
             erase_ns: 1_000,
             gc_unit_firmware_ns,
+            gc_burst_units,
             map_unit_bytes: 4096,
             gc: FtlGc::Greedy,
             units: 4096,
@@ -686,11 +712,34 @@ mod tests {
         let mut rng = Rng::new(3);
         let units = spec().capacity_bytes / 4096;
         let mut t = 0;
+        let mut longest_ns = 0;
         for _ in 0..writes {
-            t = ssd.write(t, rng.below(units) * 4096, 4096, false).1;
+            let done = ssd.write(t, rng.below(units) * 4096, 4096, false).1;
+            longest_ns = longest_ns.max(done - t);
+            t = done;
         }
         let wa = ssd.write_amplification().expect("an FTL");
-        (t, ((wa - 1.0) * writes as f64).round() as u64)
+        (t, ((wa - 1.0) * writes as f64).round() as u64, longest_ns)
+    }
+
+    #[test]
+    fn burst_collection_makes_a_few_writes_wait_for_many_relocations_at_the_same_rate() {
+        let (paced_ns, copied, paced_longest_ns) = random_writes_at_qd1_in_bursts(20_000, 0, 2_000);
+        let (burst_ns, copied_again, burst_longest_ns) =
+            random_writes_at_qd1_in_bursts(20_000, 256, 2_000);
+        // The same relocations, less at most one burst still due at the end.
+        assert!(
+            copied_again <= copied && copied - copied_again <= 256 + 4,
+            "{copied} vs {copied_again}"
+        );
+        // Paced, a write waits for its own few relocations; in bursts, one write waits
+        // for 256 of them (5.1 ms of firmware time).
+        assert!(paced_longest_ns < 500_000, "{paced_longest_ns}");
+        assert!(burst_longest_ns >= 256 * 20_000, "{burst_longest_ns}");
+        assert!(
+            burst_ns <= paced_ns && paced_ns - burst_ns <= 256 * 20_000 + 8 * 20_000,
+            "{burst_ns} vs {paced_ns}"
+        );
     }
 
     #[test]

@@ -142,6 +142,13 @@ pub struct FtlSpec {
     /// collection its writes cause (foreground garbage collection).
     #[serde(default)]
     pub gc_unit_firmware_ns: u64,
+    /// Relocations done in one go: the firmware lets the copies garbage collection
+    /// owes build up to this many units and then does them all before the next
+    /// command, so a few writes wait for a burst (the two-level write latency of
+    /// drives that collect in chunks) while the average rate stays that of the
+    /// collection. 0: a few copies per host write, paced (consistent latency).
+    #[serde(default)]
+    pub gc_burst_units: u32,
     /// Mapping unit.
     #[serde(default = "default_map_unit")]
     pub map_unit_bytes: u64,
