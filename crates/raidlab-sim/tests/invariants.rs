@@ -150,6 +150,8 @@ fn random_ssd(rng: &mut Rng) -> DriveSpec {
             s,
             pick(rng, &[1u32 << 12, 1 << 14]),
         );
+        let burst = pick(rng, &[0u64, 0, 64, 700]);
+        ftl.gc_burst_units = declared_u64("array.drive.ftl.gc_burst_units", s, burst) as _;
         ftl
     });
     DriveSpec::Ssd(d)
