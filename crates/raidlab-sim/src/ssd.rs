@@ -168,6 +168,12 @@ pub struct Ssd {
     ftl: Option<DriveFtl>,
     write_commit_ns: u64,
     queued_command_latency_ns: u64,
+    /// Mapping unit a write must cover whole or merge with (0 = none).
+    merge_unit_bytes: u64,
+    /// The unit the merge buffer holds (u64::MAX: none) and when the last write to it
+    /// completes.
+    merge_unit: u64,
+    merge_done_ns: u64,
     /// Buffered pages waiting for their program: (time the buffer space frees, bytes).
     /// Release times are kept non-decreasing: the buffer drains in order.
     buffered: VecDeque<(u64, u64)>,
@@ -247,6 +253,9 @@ impl Ssd {
             }),
             write_commit_ns: spec.write_commit_ns,
             queued_command_latency_ns: spec.queued_command_latency_ns,
+            merge_unit_bytes: spec.write_merge_unit_bytes,
+            merge_unit: u64::MAX,
+            merge_done_ns: 0,
             buffered: VecDeque::with_capacity(
                 (spec.write_buffer_bytes / spec.page_bytes) as usize + 2,
             ),
@@ -403,6 +412,7 @@ impl Ssd {
         // garbage collection) before it takes the data.
         let gc_firmware_ns = self.map_write(offset_bytes, len_bytes);
         let ready = self.accept_with(now_ns, queued, gc_firmware_ns) + self.write_commit_ns;
+        let ready = self.merge_partial_units(ready, offset_bytes, len_bytes);
         self.drain_buffer(now_ns);
         // Data streams into the buffer a page at a time, so a write larger than the
         // buffer flows through it while earlier pages program.
@@ -429,7 +439,53 @@ impl Ssd {
         if self.ftl.is_some() {
             self.collect_garbage(now_ns, at);
         }
+        if self.merge_unit != u64::MAX {
+            self.merge_done_ns = self.merge_done_ns.max(at);
+        }
         (link_start, at)
+    }
+
+    /// Read the old data of the mapping units a write covers only in part, from
+    /// `ready_ns`: the firmware merges the new sectors into them before it takes the
+    /// data (read-modify-write). Returns when the merge can start. The unit is sensed on
+    /// its die like a read (waiting for a program in progress) and crosses the channel.
+    /// A unit still in the merge buffer (the last one a partial write merged) needs no
+    /// read; the write merges after the write before it, in order.
+    fn merge_partial_units(&mut self, ready_ns: u64, offset_bytes: u64, len_bytes: u64) -> u64 {
+        let unit = self.merge_unit_bytes;
+        if unit == 0 {
+            return ready_ns;
+        }
+        let end = offset_bytes + len_bytes;
+        let first = offset_bytes / unit;
+        let last = (end - 1) / unit;
+        let head_partial = !offset_bytes.is_multiple_of(unit) || end < (first + 1) * unit;
+        let tail_partial = last != first && !end.is_multiple_of(unit);
+        let mut merged = ready_ns;
+        let held = self.merge_unit;
+        if (first..=last).contains(&held) {
+            self.merge_unit = u64::MAX;
+        }
+        for (unit_index, partial) in [(first, head_partial), (last, tail_partial)] {
+            if !partial {
+                continue;
+            }
+            self.merge_unit = unit_index;
+            if unit_index == held {
+                merged = merged.max(self.merge_done_ns);
+                continue;
+            }
+            self.merge_done_ns = 0;
+            let page = unit_index * unit / self.page_bytes;
+            let die = (page % self.dies.len() as u64) as usize;
+            let sensed = self.dies[die].sense(ready_ns, self.read_page_ns, self.program_suspend);
+            let channel = self.channel_of(die);
+            let (_, moved) =
+                self.channels[channel].reserve(sensed, transfer_ns(unit, self.channel_ps));
+            merged = merged.max(moved);
+        }
+        debug_assert!(merged >= ready_ns);
+        merged
     }
 
     /// Run the FTL for a host write: map its units, collect garbage in the scaled
@@ -606,6 +662,7 @@ mod tests {
             write_buffer_bytes: 1 << 20,
             write_commit_ns: 0,
             queued_command_latency_ns: 0,
+            write_merge_unit_bytes: 0,
             read_buffer: true,
             program_suspend: false,
             ftl: None,
@@ -759,6 +816,37 @@ mod tests {
             extra.abs_diff(expected) <= 8 * 20_000,
             "{extra} vs {expected}"
         );
+    }
+
+    #[test]
+    fn a_write_smaller_than_the_merge_unit_reads_the_unit_first() {
+        let merging = SsdSpec {
+            write_merge_unit_bytes: 4096,
+            ..spec()
+        };
+        let mut ssd = Ssd::new(&merging, 600e6, 1);
+        // The unit's old data is sensed and crosses the channel before the data is taken.
+        let (_, done) = ssd.write(0, 0, 512, false);
+        assert_eq!(done, 5_000 + 50_000 + 20_480 + 1_024);
+        // The next sectors of the unit merge in the buffer, after the write before them.
+        let (_, done) = ssd.write(200_000, 512, 512, false);
+        assert_eq!(done, 200_000 + 5_000 + 1_024);
+        // A whole unit needs no merge.
+        let (_, done) = ssd.write(400_000, 8192, 4096, false);
+        assert_eq!(done, 400_000 + 5_000 + 8_192);
+    }
+
+    #[test]
+    fn a_write_to_the_unit_in_the_merge_buffer_waits_for_the_write_before_it() {
+        let merging = SsdSpec {
+            write_merge_unit_bytes: 4096,
+            ..spec()
+        };
+        let mut ssd = Ssd::new(&merging, 600e6, 1);
+        let (_, first) = ssd.write(0, 0, 512, true);
+        // Sent 1 us later, it merges only once the first write is done.
+        let (_, second) = ssd.write(1_000, 512, 512, true);
+        assert_eq!(second, first + 1_024);
     }
 
     #[test]

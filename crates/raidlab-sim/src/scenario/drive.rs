@@ -105,6 +105,11 @@ pub struct SsdSpec {
     /// queued (NCQ, FPDMA) protocol path, which some firmware serves more slowly.
     #[serde(default)]
     pub queued_command_latency_ns: u64,
+    /// Mapping unit of the firmware's write path (0 = none): a write that covers a unit
+    /// only in part first reads the unit's old data from flash to merge it
+    /// (read-modify-write), as a page-mapped FTL with 4 KiB units must for 512 B writes.
+    #[serde(default)]
+    pub write_merge_unit_bytes: u64,
     /// The flash translation layer; without one, writes cost only their own programs
     /// (a fresh drive).
     #[serde(default)]

@@ -718,6 +718,9 @@ limits! {
         "latency before a write is buffered").ints(0, NS_MAX).or(Int(0));
     SSD_QUEUED_LATENCY = Limit::new("array.drive.queued_command_latency_ns", Ssd, Ns,
         "extra latency of a queued command").ints(0, NS_MAX).or(Int(0));
+    SSD_WRITE_MERGE_UNIT = Limit::new("array.drive.write_merge_unit_bytes", Ssd, Bytes,
+        "a write covering this unit in part reads it first (0 = never)").ints(0, 1 << 20)
+        .or(Int(0));
     SSD_READ_BUFFER = Limit::new("array.drive.read_buffer", Ssd, Bool,
         "a DRAM read buffer frees a die once its page is sensed").or(B(false));
     SSD_PROGRAM_SUSPEND = Limit::new("array.drive.program_suspend", Ssd, Bool,
