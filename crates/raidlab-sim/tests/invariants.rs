@@ -136,6 +136,8 @@ fn random_ssd(rng: &mut Rng) -> DriveSpec {
     d.write_buffer_bytes = declared_u64("array.drive.write_buffer_bytes", s, buffer);
     d.read_buffer = below(rng, 2) == 1;
     d.program_suspend = below(rng, 2) == 1;
+    let merge = pick(rng, &[0u64, 4096]);
+    d.write_merge_unit_bytes = declared_u64("array.drive.write_merge_unit_bytes", s, merge);
     d.ncq_depth = declared("array.drive.ncq_depth", s, pick(rng, &[1u32, 4, 32]));
     // A quarter of the drives run an FTL (garbage collection only adds flash work).
     d.ftl = (below(rng, 4) == 0).then(|| {
