@@ -66,6 +66,10 @@ impl CommandSplit {
         if self.strip_bytes == u64::MAX {
             return len.div_ceil(self.max_bytes);
         }
+        if self.max_bytes >= self.strip_bytes {
+            // One command per strip touched.
+            return (offset + len - 1) / self.strip_bytes - offset / self.strip_bytes + 1;
+        }
         let (mut at, mut n) = (offset, 0);
         while at < offset + len {
             at += self.next_len(at, offset + len - at);
