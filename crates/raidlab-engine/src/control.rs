@@ -20,9 +20,9 @@
 
 use crate::array::{Fault, RebuildProgress, ScrubReport, Status};
 use crate::error::{Error, Result};
+use crate::private_socket;
 use crate::Array;
 use serde_json::{json, Value};
-use crate::private_socket;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};

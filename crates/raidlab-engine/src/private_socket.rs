@@ -229,7 +229,9 @@ pub(crate) fn send_line(
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(std::io::Error::other("SCM_RIGHTS: no room for the descriptor"));
+        return Err(std::io::Error::other(
+            "SCM_RIGHTS: no room for the descriptor",
+        ));
     }
     let sent = loop {
         match sendmsg(

@@ -80,7 +80,12 @@ fn bounded(cmd: &mut Command) -> Output {
 /// `program args` run as nobody:nogroup without supplementary groups.
 fn as_nobody(program: &str) -> Command {
     let mut c = Command::new("setpriv");
-    c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", program]);
+    c.args([
+        "--reuid=nobody",
+        "--regid=nogroup",
+        "--clear-groups",
+        program,
+    ]);
     c
 }
 
@@ -328,10 +333,7 @@ fn another_uid_cannot_fail_a_member_or_check_through_the_socket() {
         Some(py) => {
             chmod(&sock_dir, 0o777);
             chmod(&sock, 0o666);
-            for req in [
-                r#"{"cmd": "fail", "target": "1"}"#,
-                r#"{"cmd": "check"}"#,
-            ] {
+            for req in [r#"{"cmd": "fail", "target": "1"}"#, r#"{"cmd": "check"}"#] {
                 let reply = raw_request_as_nobody(py, &sock, req);
                 let v: Value = serde_json::from_str(&reply).unwrap();
                 let e = v["error"].as_str().unwrap_or_default();
@@ -356,7 +358,10 @@ fn another_uid_cannot_fail_a_member_or_check_through_the_socket() {
     server.stop();
     let log = std::fs::read_to_string(&log).unwrap();
     if python_for_nobody().is_some() {
-        assert!(log.contains("refused pid") && log.contains("uid 65534"), "{log}");
+        assert!(
+            log.contains("refused pid") && log.contains("uid 65534"),
+            "{log}"
+        );
     }
 }
 
@@ -380,7 +385,10 @@ fn a_squatted_socket_or_directory_is_refused_by_the_client() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
-    assert!(err.contains("mode 0755") && err.contains("refusing"), "{err}");
+    assert!(
+        err.contains("mode 0755") && err.contains("refusing"),
+        "{err}"
+    );
     // A symlink where the directory should be.
     let link = d.join("run-link");
     std::fs::create_dir_all(&link).unwrap();
@@ -574,10 +582,8 @@ fn an_offline_fail_while_served_is_refused_and_marks_nothing() {
     assert_eq!(during["failed"], serde_json::json!([]), "{during}");
     assert_eq!(during["events"], before["events"], "{during}");
     server.stop();
-    let after: Value = serde_json::from_slice(
-        &engine_output(d, &with(&["status", "--json"], &m)).stdout,
-    )
-    .unwrap();
+    let after: Value =
+        serde_json::from_slice(&engine_output(d, &with(&["status", "--json"], &m)).stdout).unwrap();
     assert_eq!(after["served"], false, "{after}");
     assert_eq!(after["failed"], serde_json::json!([]), "{after}");
     for role in after["members"].as_array().unwrap() {

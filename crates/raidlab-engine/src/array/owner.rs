@@ -54,7 +54,7 @@ pub fn claim(file: &File, path: &Path) -> Result<()> {
             Err(rustix::io::Errno::INTR) => continue,
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 let holder = lock_holder(meta.dev(), meta.ino())
-                    .map_or("another process".to_string(), |pid| describe(pid));
+                    .map_or("another process".to_string(), describe);
                 return Err(Error::Member {
                     path: path.to_path_buf(),
                     message: format!("in use by {holder}; one process owns a member at a time"),
@@ -121,11 +121,8 @@ fn lock_holder(dev: u64, ino: u64) -> Option<u32> {
         if i.parse::<u64>().ok() != Some(ino) {
             continue;
         }
-        let d = (
-            u64::from_str_radix(maj, 16).ok()?,
-            u64::from_str_radix(min, 16).ok()?,
-        );
-        if d == want_dev {
+        let d = (u64::from_str_radix(maj, 16), u64::from_str_radix(min, 16));
+        if matches!(d, (Ok(a), Ok(b)) if (a, b) == want_dev) {
             return Some(pid);
         }
         by_inode.push(pid);
