@@ -166,3 +166,25 @@ fn busy_device(path: &Path) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_open_file_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m0");
+        let first = open_member_file(&path, true).unwrap();
+        claim(&first, &path).unwrap();
+        // Claiming again through the same open file is no conflict.
+        claim(&first, &path).unwrap();
+        let second = open_member_file(&path, false).unwrap();
+        let e = claim(&second, &path).unwrap_err().to_string();
+        let me = format!("in use by pid {} (", std::process::id());
+        assert!(e.contains(&me) && e.contains("this process"), "{e}");
+        drop(first);
+        // The claim ends with the open file that held it.
+        claim(&second, &path).unwrap();
+    }
+}
