@@ -175,14 +175,14 @@ pub(super) fn absolute(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// A path argument made absolute when it names an existing file (else as given: a role).
+/// A path argument made absolute (the server matches it against the absolute member
+/// paths it was given), unless it is a role index naming no file.
 fn target_arg(t: &str) -> String {
     let p = Path::new(t);
-    if p.exists() {
-        std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
-    } else {
-        t.to_string()
+    if !p.exists() && t.parse::<u32>().is_ok() {
+        return t.to_string();
     }
+    std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
 }
 
 /// Asks the server of the array these members belong to, if one is running; `member`
