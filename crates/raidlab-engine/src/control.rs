@@ -1,32 +1,42 @@
 //! The control socket of a served array, and the JSON every command reports in.
 //!
-//! While `serve` runs it owns the members: `status`, `fail`, `replace`, `check` and
-//! `repair` given the same members find the server by the array's UUID
-//! ([`socket_path`]) and ask it, so a member is failed, replaced and rebuilt online while
-//! NBD clients keep working. The socket also keeps a second `serve` of the same array
-//! from starting.
+//! While `serve` runs it owns the members (it holds an exclusive lock on each): `status`,
+//! `fail`, `replace`, `check` and `repair` given the same members find the server by the
+//! array's UUID ([`socket_path`]) and ask it, so a member is failed, replaced and
+//! rebuilt online while NBD clients keep working.
+//!
+//! The socket lives in a private directory and answers only its own uid and root (see
+//! [`crate::private_socket`]). The server never opens a path a client names: `replace`
+//! sends the new member as an open file descriptor (`SCM_RIGHTS`) that the client opened
+//! with its own rights, and a member named by a path that is not one of the served
+//! members' is resolved by the client (`role` in the request).
 //!
 //! ```text
 //! client: one JSON line      {"cmd": "replace", "old": "/m1", "new": "/m4", "rate": null, "wait": true}
+//!                            + SCM_RIGHTS: the open new member
 //! server: JSON lines         {"progress": {"role": 1, "done_bytes": .., "total_bytes": ..}} ...
 //!         then exactly one   {"ok": <status or scrub report>} | {"error": "one line"}
 //! ```
 
 use crate::array::{Fault, RebuildProgress, ScrubReport, Status};
 use crate::error::{Error, Result};
+use crate::private_socket;
 use crate::Array;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Where the server of array `uuid` listens: `$TMPDIR/raidlab-<uuid>.sock`.
+/// Where the server of array `uuid` listens: `<uuid>.sock` in this user's private
+/// directory, `$XDG_RUNTIME_DIR/raidlab/` or else `$TMPDIR/raidlab-<uid>/`.
 pub fn socket_path(uuid: u128) -> PathBuf {
-    std::env::temp_dir().join(format!("raidlab-{uuid:032x}.sock"))
+    private_socket::socket_dir().join(format!("{uuid:032x}.sock"))
 }
 
 /// The report of `status` (and of `create`, `fail`, `replace`) of an array no server
@@ -126,22 +136,63 @@ pub fn scrub_json(r: &ScrubReport) -> Value {
     })
 }
 
-/// Binds the control socket of `uuid`. Refused when a server already answers on it; a
-/// socket file left by a killed server is removed.
+/// Binds the control socket of `uuid` (mode 0600, in the private directory, created or
+/// checked). Refused when a server already answers on it; a socket file left by a killed
+/// server is removed.
 pub fn bind(uuid: u128) -> Result<UnixListener> {
-    let path = socket_path(uuid);
-    if UnixStream::connect(&path).is_ok() {
-        return Err(Error::Input(format!(
-            "array {uuid:032x} is already being served (control socket {})",
-            path.display()
-        )));
+    private_socket::bind(&socket_path(uuid), &format!("array {uuid:032x}"))
+}
+
+/// Refusals of other users' connections, logged at most once a second.
+struct RefusalLog {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RefusalLog {
+    fn note(&mut self, uid: u32, pid: i32) {
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            self.suppressed += 1;
+            return;
+        }
+        let more = match std::mem::take(&mut self.suppressed) {
+            0 => String::new(),
+            n => format!(" ({n} more refused since the last line)"),
+        };
+        eprintln!(
+            "raidlab-engine: control: refused pid {pid} of uid {uid} (only uid {} and root){more}",
+            private_socket::our_uid()
+        );
+        self.last = Some(Instant::now());
     }
-    let _ = std::fs::remove_file(&path);
-    UnixListener::bind(&path).map_err(|source| Error::Io {
-        path,
-        op: "bind control socket",
-        source,
-    })
+}
+
+/// Whether the peer of `stream` may use this server; if not, it gets one refusal line,
+/// the connection is closed and the refusal logged.
+fn admit(stream: &mut UnixStream, log: &mut RefusalLog) -> bool {
+    let (uid, pid) = match private_socket::peer(stream) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("raidlab-engine: control: cannot read a peer's credentials: {e}");
+            return false;
+        }
+    };
+    if private_socket::peer_allowed(uid) {
+        return true;
+    }
+    let _ = stream.set_nonblocking(true);
+    let _ = send(
+        stream,
+        &json!({"error": format!(
+            "control socket: uid {uid} may not use this server (only uid {} and root)",
+            private_socket::our_uid()
+        )}),
+    );
+    log.note(uid, pid);
+    false
 }
 
 /// Answers control requests until `stop`; then cancels a running rebuild, waits for it
@@ -169,10 +220,17 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
         }));
     }
     let mut answering: Vec<JoinHandle<()>> = Vec::new();
+    let mut refusals = RefusalLog {
+        last: None,
+        suppressed: 0,
+    };
     if listener.set_nonblocking(true).is_ok() {
         while !stop.load(Ordering::Relaxed) {
             match listener.accept() {
-                Ok((stream, _)) => {
+                Ok((mut stream, _)) => {
+                    if !admit(&mut stream, &mut refusals) {
+                        continue;
+                    }
                     let (array, rebuild) = (array.clone(), rebuild.clone());
                     answering.retain(|t| !t.is_finished());
                     answering.push(std::thread::spawn(move || {
@@ -219,13 +277,10 @@ fn answer(
     stream.set_nonblocking(false)?;
     // A client that connects and says nothing must not hold a stopping server.
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut line = String::new();
-    BufReader::new(stream.try_clone()?)
-        .take(64 << 10)
-        .read_line(&mut line)?;
+    let (line, mut fds) = private_socket::recv_line(&stream, 64 << 10)?;
     let mut out = stream;
-    let reply = match serde_json::from_str::<Value>(&line) {
-        Ok(req) => execute(array, rebuild, &req, &mut out),
+    let reply = match serde_json::from_slice::<Value>(&line) {
+        Ok(req) => execute(array, rebuild, &req, fds.pop(), &mut out),
         Err(e) => Err(Error::Input(format!("control request: not JSON: {e}"))),
     };
     match reply {
@@ -240,21 +295,73 @@ fn text<'a>(req: &'a Value, field: &str) -> Result<&'a str> {
         .ok_or_else(|| Error::Input(format!("control request: {field}: a string is needed")))
 }
 
+/// The role a request names in `field`: one of the served member paths or a role index,
+/// else the role the client read from that file's superblock (`role`). The server opens
+/// no path a client names.
+fn served_role(array: &Array, req: &Value, field: &str) -> Result<u32> {
+    let target = text(req, field)?;
+    let st = array.status();
+    let members = st.geometry.members();
+    if let Some(r) = st
+        .members
+        .iter()
+        .position(|(p, _)| p.as_deref() == Some(Path::new(target)))
+    {
+        return Ok(r as u32);
+    }
+    let hint = req.get("role").and_then(Value::as_u64);
+    match target.parse::<u32>().ok().or(hint.map(|r| r as u32)) {
+        Some(r) if r < members => Ok(r),
+        _ => Err(Error::Input(format!(
+            "{target}: not a member of this array (give one of the member paths or a role 0..={})",
+            members - 1
+        ))),
+    }
+}
+
+/// The new member of a `replace`, as the client opened it: a regular file or block
+/// device open for reading and writing.
+fn passed_member(fd: Option<OwnedFd>, label: &Path) -> Result<File> {
+    let Some(fd) = fd else {
+        return Err(Error::Input(
+            "replace: the new member must come as an open file descriptor (SCM_RIGHTS); \
+             this server opens no path for a client"
+                .into(),
+        ));
+    };
+    let bad = |why: &str| Error::Member {
+        path: label.to_path_buf(),
+        message: format!("the descriptor passed for it is {why}"),
+    };
+    let flags = rustix::fs::fcntl_getfl(fd.as_fd()).map_err(|_| bad("not open"))?;
+    if flags & rustix::fs::OFlags::RWMODE != rustix::fs::OFlags::RDWR {
+        return Err(bad("not open for reading and writing"));
+    }
+    let file = File::from(fd);
+    let ft = file.metadata().map_err(|_| bad("not a file"))?.file_type();
+    use std::os::unix::fs::FileTypeExt;
+    if !(ft.is_file() || ft.is_block_device()) {
+        return Err(bad("neither a regular file nor a block device"));
+    }
+    Ok(file)
+}
+
 fn execute(
     array: &Arc<Array>,
     rebuild: &Arc<Mutex<Option<JoinHandle<()>>>>,
     req: &Value,
+    fd: Option<OwnedFd>,
     out: &mut UnixStream,
 ) -> Result<Value> {
     match text(req, "cmd")? {
         "status" => Ok(served_status_json(&array.status())),
         "fail" => {
-            let role = array.role_of(text(req, "target")?)?;
+            let role = served_role(array, req, "target")?;
             array.fail_member(role)?;
             Ok(served_status_json(&array.status()))
         }
         "inject" => {
-            let member = array.role_of(text(req, "target")?)?;
+            let member = served_role(array, req, "target")?;
             let num = |f: &str| {
                 req.get(f).and_then(Value::as_u64).ok_or_else(|| {
                     Error::Input(format!("control request: {f}: a number is needed"))
@@ -294,8 +401,9 @@ fn execute(
             Ok(scrub_json(&array.scrub(repair)?))
         }
         "replace" => {
-            let role = array.role_of(text(req, "old")?)?;
+            let role = served_role(array, req, "old")?;
             let new = PathBuf::from(text(req, "new")?);
+            let file = passed_member(fd, &new)?;
             let rate = req.get("rate").and_then(Value::as_u64);
             let wait = req.get("wait").and_then(Value::as_bool).unwrap_or(true);
             if !array.failed().contains(role) {
@@ -315,7 +423,7 @@ fn execute(
                 }
                 let array = array.clone();
                 *slot = Some(std::thread::spawn(move || {
-                    let r = array.rebuild(role, &new, rate, |_, _| {});
+                    let r = array.rebuild_onto(role, file, &new, rate, |_, _| {});
                     match &r {
                         Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt, array clean"),
                         Err(e) => eprintln!("raidlab-engine: rebuild of member {role}: {e}"),
@@ -367,11 +475,18 @@ fn execute(
     }
 }
 
-/// Sends `req` to the server of `uuid`, calls `progress` with every progress line and
-/// returns the final report. `Ok(None)` when no server answers for that array.
-pub fn request(uuid: u128, req: &Value, mut progress: impl FnMut(&Value)) -> Result<Option<Value>> {
+/// Sends `req` to the server of `uuid` (with `member`'s descriptor when given: the new
+/// member of a `replace`), calls `progress` with every progress line and returns the
+/// final report. `Ok(None)` when no server answers for that array; refused when the
+/// socket or its directory is not private to this uid or root, or another uid answers.
+pub fn request(
+    uuid: u128,
+    req: &Value,
+    member: Option<&File>,
+    mut progress: impl FnMut(&Value),
+) -> Result<Option<Value>> {
     let path = socket_path(uuid);
-    let Ok(mut stream) = UnixStream::connect(&path) else {
+    let Some(mut stream) = private_socket::connect(&path)? else {
         return Ok(None);
     };
     let io = |source| Error::Io {
@@ -379,7 +494,10 @@ pub fn request(uuid: u128, req: &Value, mut progress: impl FnMut(&Value)) -> Res
         op: "control request",
         source,
     };
-    send(&mut stream, req).map_err(io)?;
+    let mut line = req.to_string();
+    line.push('\n');
+    private_socket::send_line(&mut stream, line.as_bytes(), member.map(|f| f.as_fd()))
+        .map_err(io)?;
     for line in BufReader::new(stream).lines() {
         let v: Value = serde_json::from_str(&line.map_err(io)?)
             .map_err(|e| Error::Input(format!("control reply: not JSON: {e}")))?;

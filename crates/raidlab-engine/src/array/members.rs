@@ -101,23 +101,37 @@ pub(super) fn open_rw(path: &Path, create: bool) -> Result<File> {
         .map_err(io_err(path, "open"))
 }
 
-/// Opens member `path` (created if `create`), refusing a file already opened under
-/// another of `paths` (same device and inode, recorded in `seen`).
+/// Opens member `path` (created if `create`) and takes its exclusive claim (see
+/// [`super::owner`]: refused, naming the holder's pid, while another process has it),
+/// refusing a file already opened under another of `paths` (same device and inode,
+/// recorded in `seen`).
 pub(super) fn open_member_once(
     path: &Path,
     create: bool,
     paths: &[PathBuf],
     seen: &mut Vec<(u64, u64)>,
 ) -> Result<File> {
-    let file = open_rw(path, create)?;
+    let given_twice = |id: (u64, u64), seen: &[(u64, u64)]| {
+        seen.iter().position(|&x| x == id).map(|i| {
+            member_err(
+                path,
+                format!("given twice (same file as {})", paths[i].display()),
+            )
+        })
+    };
+    // Before opening: a device opened twice would be refused as busy by its own claim.
+    if let Ok(m) = std::fs::metadata(path) {
+        if let Some(e) = given_twice((m.dev(), m.ino()), seen) {
+            return Err(e);
+        }
+    }
+    let file = super::owner::open_member_file(path, create)?;
     let meta = file.metadata().map_err(io_err(path, "stat"))?;
     let id = (meta.dev(), meta.ino());
-    if let Some(i) = seen.iter().position(|&x| x == id) {
-        return Err(member_err(
-            path,
-            format!("given twice (same file as {})", paths[i].display()),
-        ));
+    if let Some(e) = given_twice(id, seen) {
+        return Err(e);
     }
+    super::owner::claim(&file, path)?;
     seen.push(id);
     Ok(file)
 }

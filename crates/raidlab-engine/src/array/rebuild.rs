@@ -3,7 +3,7 @@
 //! lets a stopped rebuild resume where it stood, as md resumes a recovery.
 
 use super::bitmap::bit_is_set;
-use super::members::{device_bytes, io_err, member_err, open_rw, MemberState};
+use super::members::{device_bytes, io_err, member_err, MemberState};
 use super::stripe::stripe_blocks;
 use super::{Array, State, STRIPE_LOCKS};
 use crate::error::{Error, Result};
@@ -131,6 +131,21 @@ impl Array {
         rate_bytes_per_s: Option<u64>,
         progress: impl FnMut(u64, u64),
     ) -> Result<()> {
+        let file = super::owner::open_member_file(new_path, true)?;
+        self.rebuild_onto(role, file, new_path, rate_bytes_per_s, progress)
+    }
+
+    /// [`Array::rebuild`] onto `file`, the new member already open (by
+    /// [`open_member_file`](super::open_member_file), or passed by a client over the
+    /// control socket); `new_path` names it. The exclusive claim on it is taken here.
+    pub fn rebuild_onto(
+        &self,
+        role: u32,
+        file: File,
+        new_path: &Path,
+        rate_bytes_per_s: Option<u64>,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
         if !self.failed().contains(role) {
             return Err(Error::Input(format!(
                 "member {role} is not failed; fail it first"
@@ -148,7 +163,6 @@ impl Array {
                 r.role, r.done_bytes, r.total_bytes
             )));
         }
-        let file = open_rw(new_path, true)?;
         let meta = file.metadata().map_err(io_err(new_path, "stat"))?;
         {
             let files = self.files.read().expect("files lock");
@@ -165,6 +179,7 @@ impl Array {
                 }
             }
         }
+        super::owner::claim(&file, new_path)?;
         let need = DATA_OFFSET_BYTES + self.spec.member_capacity_bytes;
         let have = device_bytes(&file, new_path)?;
         if have < need {

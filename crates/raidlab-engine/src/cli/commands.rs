@@ -1,6 +1,8 @@
 //! One function per subcommand (but `serve`, in [`super::serve`]). Arguments arrive
 //! parsed and checked; each body asks the array's server first when one runs (its
-//! control socket), else assembles the members itself. Each returns the exit code.
+//! control socket), else assembles the members itself, which takes the exclusive claim
+//! on each: while a server holds them (its socket in another directory, say) that is
+//! refused naming its pid, never done behind its back. Each returns the exit code.
 
 use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs};
 use super::parse::{self, Injection, ServedFault};
@@ -13,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub fn create(a: &CreateArgs) -> Result<i32> {
     let opts = parse::create_options(a)?;
     let members = absolute(&a.array.members)?;
-    if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
+    if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
         return Err(Error::Input(
             "MEMBER: these members are being served; stop the server first".into(),
         ));
@@ -27,7 +29,7 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
 /// `status` (alias `assemble`).
 pub fn status(a: &ArrayArgs) -> Result<i32> {
     let members = absolute(&a.array.members)?;
-    let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
+    let s = match ask_server(&members, json!({"cmd": "status"}), None, |_| {})? {
         Some(s) => s,
         None => control::status_json(&assemble(&members, &a.array)?.status()),
     };
@@ -40,7 +42,7 @@ pub fn fail(a: &FailArgs) -> Result<i32> {
     let target = target_arg(&a.target);
     let members = absolute(&a.array.members)?;
     let req = json!({"cmd": "fail", "target": target});
-    let s = match ask_server(&members, req, |_| {})? {
+    let s = match ask_server(&members, req, None, |_| {})? {
         Some(s) => s,
         None => {
             let array = assemble(&members, &a.array)?;
@@ -52,10 +54,12 @@ pub fn fail(a: &FailArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `replace OLD NEW`: online in the server when one runs, else offline here.
+/// `replace OLD NEW`: online in the server when one runs, else offline here. NEW is
+/// opened here, with this user's rights, and a server gets the open descriptor.
 pub fn replace(a: &ReplaceArgs) -> Result<i32> {
     let old = target_arg(&a.old);
     let new = absolute(std::slice::from_ref(&a.new))?.remove(0);
+    let new_file = crate::array::open_member_file(&new, true)?;
     let members: Vec<PathBuf> = absolute(&a.array.members)?
         .into_iter()
         .filter(|p| p.as_os_str() != old.as_str())
@@ -65,7 +69,7 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
         "cmd": "replace", "old": old, "new": new.display().to_string(),
         "rate": a.rate, "wait": !a.no_wait,
     });
-    let remote = ask_server(&members, req, |p| {
+    let remote = ask_server(&members, req, Some(&new_file), |p| {
         print(
             p["role"].as_u64().unwrap_or(0) as u32,
             p["done_bytes"].as_u64().unwrap_or(0),
@@ -85,7 +89,9 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
             if !array.failed().contains(role) {
                 array.fail_member(role)?;
             }
-            array.rebuild(role, &new, a.rate, |done, total| print(role, done, total))?;
+            array.rebuild_onto(role, new_file, &new, a.rate, |done, total| {
+                print(role, done, total)
+            })?;
             control::status_json(&array.status())
         }
     };
@@ -97,7 +103,7 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
 pub fn scrub(a: &ArrayArgs, repair: bool) -> Result<i32> {
     let cmd = if repair { "repair" } else { "check" };
     let members = absolute(&a.array.members)?;
-    let r = match ask_server(&members, json!({ "cmd": cmd }), |_| {})? {
+    let r = match ask_server(&members, json!({ "cmd": cmd }), None, |_| {})? {
         Some(r) => r,
         None => {
             let array = assemble(&members, &a.array)?;
@@ -127,7 +133,7 @@ pub fn inject(a: &InjectArgs) -> Result<i32> {
         Injection::Served { member, fault } => {
             let member = absolute(&[member])?;
             let req = fault_request(&member[0], fault);
-            let s = ask_server(&member, req, |_| {})?.ok_or_else(|| {
+            let s = ask_server(&member, req, None, |_| {})?.ok_or_else(|| {
                 Error::Input(format!(
                     "inject --{}: {} is not a member of a served array (these faults live in the server)",
                     fault.kind(),
@@ -169,20 +175,24 @@ pub(super) fn absolute(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// A path argument made absolute when it names an existing file (else as given: a role).
+/// A path argument made absolute (the server matches it against the absolute member
+/// paths it was given), unless it is a role index naming no file.
 fn target_arg(t: &str) -> String {
     let p = Path::new(t);
-    if p.exists() {
-        std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
-    } else {
-        t.to_string()
+    if !p.exists() && t.parse::<u32>().is_ok() {
+        return t.to_string();
     }
+    std::path::absolute(p).map_or(t.to_string(), |a| a.display().to_string())
 }
 
-/// Asks the server of the array these members belong to, if one is running.
+/// Asks the server of the array these members belong to, if one is running; `member`
+/// goes with the request as an open descriptor (`replace`'s new member). A target named
+/// by a path gets the role its superblock records, read here: the server opens no path
+/// a client names.
 fn ask_server(
     members: &[PathBuf],
-    req: Value,
+    mut req: Value,
+    member: Option<&std::fs::File>,
     progress: impl FnMut(&Value),
 ) -> Result<Option<Value>> {
     let Some(uuid) = members
@@ -192,5 +202,13 @@ fn ask_server(
     else {
         return Ok(None);
     };
-    control::request(uuid, &req, progress)
+    let named = ["target", "old"]
+        .into_iter()
+        .find_map(|f| req.get(f).and_then(Value::as_str).map(PathBuf::from));
+    if let Some(sb) = named.and_then(|p| crate::array::read_superblock(&p).ok()) {
+        if sb.array_uuid == uuid {
+            req["role"] = json!(sb.role);
+        }
+    }
+    control::request(uuid, &req, member, progress)
 }

@@ -13,7 +13,10 @@ use std::path::PathBuf;
 /// What `--help` prints after the list of commands.
 const AFTER_HELP: &str = "\
 While serve runs, status/fail/replace/check/repair/inject on its members go to the
-server (control socket $TMPDIR/raidlab-<uuid>.sock): replace then rebuilds online.
+server (control socket $XDG_RUNTIME_DIR/raidlab/<uuid>.sock, else
+$TMPDIR/raidlab-<uid>/<uuid>.sock; only its uid and root may use it): replace then
+rebuilds online, onto NEW opened by the client. Each member has one owner: a command
+on members another process holds is refused, naming its pid.
 An array created with --journal needs --journal PATH wherever it is assembled.
 Bad input: one line `error: FIELD: what is allowed` on stderr, exit code 2.";
 

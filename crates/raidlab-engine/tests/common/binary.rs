@@ -4,11 +4,14 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// The binary run in `dir`, with `dir` as its TMPDIR: a test's servers and clients
-/// meet on control sockets inside its own temporary directory.
+/// The binary run in `dir`, with `dir` as its TMPDIR and no XDG_RUNTIME_DIR: a test's
+/// servers and clients meet on control sockets inside its own temporary directory
+/// (`dir/raidlab-<uid>/`).
 pub fn engine_command(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab-engine"));
-    c.current_dir(dir).env("TMPDIR", dir);
+    c.current_dir(dir)
+        .env("TMPDIR", dir)
+        .env_remove("XDG_RUNTIME_DIR");
     c
 }
 
