@@ -4,8 +4,8 @@
 
 use super::bitmap::bitmap_bytes;
 use super::members::{
-    device_bytes, io_err, member_err, open_member_once, random_uuid, read_superblock_of,
-    MemberState,
+    device_bytes, io_err, member_err, open_member_once, preallocate, random_uuid,
+    read_superblock_of, MemberState,
 };
 use super::rebuild::Checkpoint;
 use super::{Array, State, REQUEST_BYTES_MAX};
@@ -48,6 +48,48 @@ pub struct CreateOptions {
     pub journal: Option<PathBuf>,
     /// Size of a journal file; `None` takes [`journal_bytes_default`].
     pub journal_bytes: Option<u64>,
+    /// Leave member files sparse: no preallocation (`fallocate`) of their blocks. A
+    /// write that then finds their filesystem full fails `ENOSPC` (no member fails).
+    pub sparse: bool,
+}
+
+/// A stale or failed member that `assemble --force` put back in: its data may miss
+/// writes made after its event counter stopped, so `check` should follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forced {
+    /// Its role.
+    pub role: u32,
+    /// Its file or device.
+    pub path: PathBuf,
+    /// Its event counter (the array's was [`Forced::array_events`]).
+    pub events: u64,
+    /// The array's event counter when it was forced in.
+    pub array_events: u64,
+}
+
+/// Undoes a failed `create`: removes the files it created and gives the files it
+/// extended their size back. Disarmed once the array is created.
+struct Undo {
+    created: Vec<PathBuf>,
+    extended: Vec<(PathBuf, u64)>,
+    armed: bool,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        for p in &self.created {
+            let _ = std::fs::remove_file(p);
+        }
+        for (p, len) in &self.extended {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .and_then(|f| f.set_len(*len));
+        }
+    }
 }
 
 /// The default journal size for `members` members: room for four of the largest
@@ -72,6 +114,7 @@ impl CreateOptions {
             assume_clean: false,
             journal: None,
             journal_bytes: None,
+            sparse: false,
         }
     }
 }
@@ -105,6 +148,12 @@ impl Array {
         let mut ids = Vec::new();
         let mut fresh = true;
         let mut data_bytes_min = u64::MAX;
+        let mut undo = Undo {
+            created: Vec::new(),
+            extended: Vec::new(),
+            armed: true,
+        };
+        let mut regular = Vec::new();
         for path in paths {
             let existed = path.exists();
             if !existed && opts.member_size_bytes.is_none() {
@@ -114,6 +163,9 @@ impl Array {
                 ));
             }
             let file = open_member_once(path, true, paths, &mut ids)?;
+            if !existed {
+                undo.created.push(path.clone());
+            }
             let meta = file.metadata().map_err(io_err(path, "stat"))?;
             if !opts.force {
                 if let Ok(sb) = read_superblock_of(&file, path) {
@@ -137,6 +189,9 @@ impl Array {
                     }
                 } else if bytes < want {
                     fresh &= bytes == 0;
+                    if existed {
+                        undo.extended.push((path.clone(), bytes));
+                    }
                     file.set_len(want).map_err(io_err(path, "extend"))?;
                     bytes = want;
                 } else {
@@ -154,7 +209,17 @@ impl Array {
                 ));
             }
             data_bytes_min = data_bytes_min.min(bytes - DATA_OFFSET_BYTES);
+            if !meta.file_type().is_block_device() {
+                regular.push((files.len(), bytes));
+            }
             files.push(file);
+        }
+        if !opts.sparse {
+            let members: Vec<(&Path, &File, u64)> = regular
+                .iter()
+                .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
+                .collect();
+            preallocate(&members)?;
         }
         let spec = ArraySpec {
             level: opts.level,
@@ -200,6 +265,9 @@ impl Array {
                         "is a member; the journal needs its own file",
                     ));
                 }
+                if !path.exists() {
+                    undo.created.push(path.clone());
+                }
                 Some(Journal::create(path, uuid, bytes)?)
             }
         };
@@ -227,6 +295,7 @@ impl Array {
             array.scrub(true)?;
         }
         array.commit_state(|_| {})?;
+        undo.armed = false;
         Ok(array)
     }
 

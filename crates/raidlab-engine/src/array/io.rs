@@ -5,9 +5,9 @@
 use super::faults::crash_point;
 use super::stripe::{parity_of, stripe_blocks, stripe_members};
 use super::{Array, REQUEST_BYTES_MAX};
-use crate::error::{Error, Result};
+use crate::error::{is_no_space, Error, Result};
 use crate::staged::Staged;
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
 use raidlab_layout::{
     CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
@@ -93,9 +93,14 @@ impl Array {
     }
 
     /// Runs the write phase: every extent is attempted; failing members are marked
-    /// failed. Errors only when the array no longer tolerates its failed set.
+    /// failed. Errors when the array no longer tolerates its failed set, or when a
+    /// member's filesystem is full (`ENOSPC`, `EDQUOT`): that member is not failed (a
+    /// full filesystem is not a dead disk), the regions of `writes` stay dirty in the
+    /// bitmap until resynced (parts of the write may have landed: data without its
+    /// parity), and the error names the member.
     fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
         let mut failed_now = Vec::new();
+        let mut no_space: Option<(u32, std::io::Error)> = None;
         for (e, buf) in writes.iter() {
             if failed_now.iter().any(|(m, _)| *m == e.member) {
                 continue;
@@ -108,22 +113,34 @@ impl Array {
                 Some(err) => Err(err),
                 None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
             };
-            if let Err(err) = r {
-                failed_now.push((e.member, err));
+            match r {
+                Err(err) if is_no_space(&err) => {
+                    no_space.get_or_insert((e.member, err));
+                }
+                Err(err) => failed_now.push((e.member, err)),
+                Ok(()) => {}
             }
         }
-        if fua {
+        if fua && no_space.is_none() {
             let mut synced = FailedSet::new();
             for (e, _) in writes.iter() {
                 if synced.insert(e.member) && !failed_now.iter().any(|(m, _)| *m == e.member) {
-                    if let Err(err) = files[e.member as usize].as_ref().expect("file").sync_data() {
-                        failed_now.push((e.member, err));
+                    match files[e.member as usize].as_ref().expect("file").sync_data() {
+                        Err(err) if is_no_space(&err) => {
+                            no_space.get_or_insert((e.member, err));
+                        }
+                        Err(err) => failed_now.push((e.member, err)),
+                        Ok(()) => {}
                     }
                 }
             }
         }
         for (m, err) in &failed_now {
             self.member_io_failed(*m, err);
+        }
+        if let Some((m, err)) = no_space {
+            self.pin_regions(writes);
+            return Err(self.no_space_error(m, err));
         }
         let failed = self.failed();
         if !self.geo.tolerates(&failed) {
@@ -348,12 +365,21 @@ impl Array {
     pub fn flush(&self) -> Result<()> {
         let files = self.files.read().expect("files lock");
         let failed = self.failed();
+        let mut no_space = None;
         for (role, f) in files.iter().enumerate() {
             if let Some(f) = f.as_ref().filter(|_| !failed.contains(role as u32)) {
-                if let Err(e) = f.sync_data() {
-                    self.member_io_failed(role as u32, &e);
+                match f.sync_data() {
+                    // Delayed allocation (NFS, some FUSE filesystems): full, not dead.
+                    Err(e) if is_no_space(&e) => {
+                        no_space.get_or_insert((role as u32, e));
+                    }
+                    Err(e) => self.member_io_failed(role as u32, &e),
+                    Ok(()) => {}
                 }
             }
+        }
+        if let Some((m, e)) = no_space {
+            return Err(self.no_space_error(m, e));
         }
         let failed = self.failed();
         if self.geo.tolerates(&failed) {
@@ -365,6 +391,32 @@ impl Array {
                 tolerated_failures: self.geo.tolerated_failures(),
             }
             .into())
+        }
+    }
+
+    /// Keeps the bitmap regions of `writes` set until a resync of them succeeds: a
+    /// write that stopped for lack of space may have left data without its parity.
+    fn pin_regions(&self, writes: &Staged) {
+        let mut unsynced = self.unsynced.lock().expect("unsynced lock");
+        for (e, buf) in writes.iter() {
+            let first = e.offset_bytes / BITMAP_REGION_BYTES;
+            let last = (e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES;
+            for r in first..=last {
+                *unsynced.entry(r).or_default() += 1;
+            }
+        }
+    }
+
+    /// The error of a member whose filesystem is full (one line, naming it).
+    fn no_space_error(&self, role: u32, source: std::io::Error) -> Error {
+        let path = self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        Error::Io {
+            path,
+            op: "write (filesystem full; the member is not failed)",
+            source,
         }
     }
 }
