@@ -311,6 +311,17 @@ impl Array {
     /// array has one (and with one when it has none). The journal's records are
     /// replayed onto the members present, then retired.
     pub fn assemble_with(paths: &[PathBuf], journal: Option<&Path>) -> Result<Self> {
+        Self::assemble_forced(paths, journal, false)
+    }
+
+    /// [`Array::assemble_with`], and with `force` (mdadm's `--assemble --force`): when
+    /// the failed, missing and stale members are more than the level tolerates, the
+    /// freshest stale (or failed) members present are put back in, highest event
+    /// counter first, until it tolerates the rest; their superblocks are brought to the
+    /// array's event counter. What they missed is not known: [`Array::forced`] lists
+    /// them for the user, who should run `check`. Refused when even every member
+    /// present cannot make up the array (too many missing).
+    pub fn assemble_forced(paths: &[PathBuf], journal: Option<&Path>, force: bool) -> Result<Self> {
         if paths.is_empty() {
             return Err(Error::Input(
                 "members: at least one member file or device needed".into(),
@@ -426,6 +437,56 @@ impl Array {
             };
             members[role as usize] = (Some(path.clone()), state);
         }
+        let mut forced = Vec::new();
+        if force && !geo.tolerates(&failed) {
+            // Stale or failed members present, freshest first (mdadm's order).
+            let mut candidates: Vec<(u64, u32)> = members
+                .iter()
+                .enumerate()
+                .filter_map(|(r, (_, s))| match s {
+                    MemberState::Stale { events } => Some((*events, r as u32)),
+                    MemberState::Failed => Some((newest.events, r as u32)),
+                    _ => None,
+                })
+                .collect();
+            candidates.sort_by_key(|&(events, role)| (std::cmp::Reverse(events), role));
+            let mut trial = failed;
+            let needed: Vec<(u64, u32)> = candidates
+                .into_iter()
+                .take_while(|&(_, role)| {
+                    let go_on = !geo.tolerates(&trial);
+                    if go_on {
+                        trial.remove(role);
+                    }
+                    go_on
+                })
+                .collect();
+            if geo.tolerates(&trial) {
+                for (events, role) in needed {
+                    let (path, file, _) = &found[by_role[role as usize].expect("present")];
+                    let bytes = device_bytes(file, path)?;
+                    if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
+                        return Err(member_err(
+                            path,
+                            format!(
+                                "holds {bytes} B, the array needs {} B per member",
+                                DATA_OFFSET_BYTES + geo.member_used_bytes()
+                            ),
+                        ));
+                    }
+                    files[role as usize] =
+                        Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                    members[role as usize].1 = MemberState::Active;
+                    failed.remove(role);
+                    forced.push(Forced {
+                        role,
+                        path: path.clone(),
+                        events,
+                        array_events: newest.events,
+                    });
+                }
+            }
+        }
         if !geo.tolerates(&failed) {
             let detail: Vec<String> = members
                 .iter()
@@ -436,8 +497,18 @@ impl Array {
                     None => format!("{r} (missing)"),
                 })
                 .collect();
+            let hint = if force {
+                " even with --force (members missing entirely cannot be forced in)"
+            } else if members
+                .iter()
+                .any(|(_, s)| matches!(s, MemberState::Stale { .. } | MemberState::Failed))
+            {
+                " (--force puts the freshest stale members back in)"
+            } else {
+                ""
+            };
             return Err(Error::Input(format!(
-                "cannot assemble: members {} are failed, missing or stale; {} survives {} failure(s)",
+                "cannot assemble{hint}: members {} are failed, missing or stale; {} survives {} failure(s)",
                 detail.join(", "),
                 geo.level(),
                 geo.tolerated_failures()
@@ -491,6 +562,12 @@ impl Array {
         )?;
         array.journal_replayed = array.replay_journal()?;
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
+        if !forced.is_empty() {
+            // The forced members join at the array's event counter (and out of the
+            // failed set), so that the next assembly takes them without --force.
+            array.forced = forced;
+            array.commit_state(|_| {})?;
+        }
         Ok(array)
     }
 

@@ -2,7 +2,9 @@
 //! parsed and checked; each body asks the array's server first when one runs (its
 //! control socket), else assembles the members itself. Each returns the exit code.
 
-use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs};
+use super::flags::{
+    ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs,
+};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::{control, Array, Error, Result};
@@ -11,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 /// `create`: refused while the members are served.
 pub fn create(a: &CreateArgs) -> Result<i32> {
-    let opts = parse::create_options(a)?;
+    let mut opts = parse::create_options(a)?;
+    opts.sparse = a.sparse;
     let members = absolute(&a.array.members)?;
     if ask_server(&members, json!({"cmd": "status"}), |_| {})?.is_some() {
         return Err(Error::Input(
@@ -24,12 +27,33 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `status` (alias `assemble`).
-pub fn status(a: &ArrayArgs) -> Result<i32> {
+/// `status` (alias `assemble`); with `--force`, stale members may be forced in (said
+/// on stderr, member by member, with the advice to run `check`).
+pub fn status(s: &StatusArgs) -> Result<i32> {
+    let a = &s.array_args;
     let members = absolute(&a.array.members)?;
     let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
         Some(s) => s,
-        None => control::status_json(&assemble(&members, &a.array)?.status()),
+        None => {
+            let array = Array::assemble_forced(&members, a.array.journal.as_deref(), s.force)?;
+            for f in array.forced() {
+                eprintln!(
+                    "raidlab-engine: assemble --force: member {} ({}) forced in at event {} \
+                     (the array was at {}): its data may miss writes made since",
+                    f.role,
+                    f.path.display(),
+                    f.events,
+                    f.array_events
+                );
+            }
+            if !array.forced().is_empty() {
+                eprintln!(
+                    "raidlab-engine: assemble --force: recorded in sync; run `raidlab-engine check` \
+                     on these members (then `repair` where it reports mismatches)"
+                );
+            }
+            control::status_json(&array.status())
+        }
     };
     render::report(a.json, &s, render::status);
     Ok(0)
