@@ -190,7 +190,10 @@ fn fill_and_recover(level: &str, members: usize) {
         acked.len()
     );
     // Still full: another new block is refused the same way, and no member failed.
-    assert_eq!(c.write((stopped_at + 1) * BLOCK as u64, &block(9, BLOCK)), 28);
+    assert_eq!(
+        c.write((stopped_at + 1) * BLOCK as u64, &block(9, BLOCK)),
+        28
+    );
     let s = status(dir, &m);
     assert_eq!(s["failed"], serde_json::json!([]), "{s}");
     assert_eq!(s["state"], "clean", "{s}");
@@ -320,7 +323,10 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     let mut st = vec!["status"];
     st.extend(&m);
     let err = refused(dir, &st);
-    assert!(err.contains("cannot assemble") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("cannot assemble") && err.contains("--force"),
+        "{err}"
+    );
 
     let mut forced = vec!["assemble", "--force", "--json"];
     forced.extend(&m);
@@ -331,8 +337,17 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
         said.contains("member 1") && said.contains("forced in") && said.contains("check"),
         "{said}"
     );
-    assert!(!said.contains("member 0"), "only the freshest is needed: {said}");
+    assert!(
+        !said.contains("member 0"),
+        "only the freshest is needed: {said}"
+    );
     assert_eq!(s["failed"], serde_json::json!([0]), "{s}");
+    assert_eq!(s["forced"].as_array().map(Vec::len), Some(1), "{s}");
+    assert_eq!(s["forced"][0]["role"], 1, "{s}");
+    assert!(
+        s["forced"][0]["events"].as_u64() < s["forced"][0]["array_events"].as_u64(),
+        "{s}"
+    );
     // Recorded: no --force needed any more.
     assert_eq!(status(dir, &m)["failed"], serde_json::json!([0]));
     let a = Array::assemble(&paths).unwrap();

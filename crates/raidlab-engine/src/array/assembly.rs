@@ -268,7 +268,17 @@ impl Array {
                 if !path.exists() {
                     undo.created.push(path.clone());
                 }
-                Some(Journal::create(path, uuid, bytes)?)
+                let j = Journal::create(path, uuid, bytes)?;
+                if !opts.sparse {
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .map_err(io_err(path, "open journal"))?;
+                    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+                        preallocate(&[(path.as_path(), &file, bytes)])?;
+                    }
+                }
+                Some(j)
             }
         };
         let array = Self::with_state(

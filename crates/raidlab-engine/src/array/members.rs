@@ -170,15 +170,18 @@ pub(super) fn preallocate(files: &[(&Path, &File, u64)]) -> Result<()> {
             return Err(member_err(
                 path,
                 format!(
-                    "not enough space to preallocate: {members} member(s) on this filesystem need \
-                     {total} B more, it has {free} B free; free space, or give --sparse"
+                    "not enough space to preallocate: {members} file(s) of the array on this \
+                     filesystem need {total} B more, it has {free} B free; free space, or give --sparse"
                 ),
             ));
         }
     }
     for &(path, file, len) in files {
         let Ok(len_off) = libc::off_t::try_from(len) else {
-            return Err(member_err(path, format!("{len} B is too large to preallocate")));
+            return Err(member_err(
+                path,
+                format!("{len} B is too large to preallocate"),
+            ));
         };
         // SAFETY: fallocate on an open descriptor; no memory is passed.
         if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len_off) } == 0 {

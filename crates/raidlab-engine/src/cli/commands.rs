@@ -2,9 +2,7 @@
 //! parsed and checked; each body asks the array's server first when one runs (its
 //! control socket), else assembles the members itself. Each returns the exit code.
 
-use super::flags::{
-    ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs,
-};
+use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::{control, Array, Error, Result};
@@ -28,14 +26,15 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
 }
 
 /// `status` (alias `assemble`); with `--force`, stale members may be forced in (said
-/// on stderr, member by member, with the advice to run `check`).
-pub fn status(s: &StatusArgs) -> Result<i32> {
-    let a = &s.array_args;
+/// on stderr, member by member, with the advice to run `check`; listed under `forced`
+/// in the report).
+pub fn status(args: &StatusArgs) -> Result<i32> {
+    let a = &args.array_args;
     let members = absolute(&a.array.members)?;
     let s = match ask_server(&members, json!({"cmd": "status"}), |_| {})? {
         Some(s) => s,
         None => {
-            let array = Array::assemble_forced(&members, a.array.journal.as_deref(), s.force)?;
+            let array = Array::assemble_forced(&members, a.array.journal.as_deref(), args.force)?;
             for f in array.forced() {
                 eprintln!(
                     "raidlab-engine: assemble --force: member {} ({}) forced in at event {} \
@@ -52,7 +51,20 @@ pub fn status(s: &StatusArgs) -> Result<i32> {
                      on these members (then `repair` where it reports mismatches)"
                 );
             }
-            control::status_json(&array.status())
+            let mut report = control::status_json(&array.status());
+            if args.force {
+                report["forced"] = array
+                    .forced()
+                    .iter()
+                    .map(|f| {
+                        json!({
+                            "role": f.role, "path": f.path.display().to_string(),
+                            "events": f.events, "array_events": f.array_events,
+                        })
+                    })
+                    .collect();
+            }
+            report
         }
     };
     render::report(a.json, &s, render::status);
