@@ -10,7 +10,10 @@
 
 mod common;
 
-use common::{engine, engine_json, engine_output, refused, spawn_server, status};
+use common::{
+    engine, engine_command, engine_json, engine_output, free_listen_address, refused, status,
+    wait_listening, Server,
+};
 use raidlab_engine::{nbd, Array, CreateOptions};
 use raidlab_layout::Level;
 use std::io::{Read, Write};
@@ -143,9 +146,38 @@ fn checksum(b: &[u8]) -> u64 {
 
 const BLOCK: usize = 64 << 10;
 
+/// How a run of [`fill_and_recover`] goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// As shipped: writes to sparse members allocate their blocks first, so a full
+    /// filesystem refuses a write before any member is written.
+    Reserve,
+    /// `RAIDLAB_ENGINE_NO_RESERVE=1`: writes go straight to the members (as on a
+    /// filesystem without fallocate), so the refused write lands in part and its
+    /// regions must be resynced.
+    NoReserve,
+    /// As `Reserve`, on an array degraded from the start: a torn stripe would make the
+    /// missing member's chunks come back wrong.
+    Degraded,
+}
+
+/// Starts `serve` on `members` with `env` set, its stderr kept.
+fn serve_with_env(dir: &Path, members: &[&str], env: &[(&str, &str)]) -> Server {
+    let (listen, port) = free_listen_address();
+    let mut command = engine_command(dir);
+    command
+        .args(["serve", "--listen", &listen, "--bitmap-delay", "1"])
+        .args(members)
+        .envs(env.iter().copied())
+        .stderr(std::process::Stdio::piped());
+    let server = Server(command.spawn().unwrap(), port);
+    wait_listening(&listen);
+    server
+}
+
 /// Fills sparse members of `level` on a 6 MiB tmpfs (their full size is several times
 /// that) through NBD until ENOSPC, frees space, and checks the recovery.
-fn fill_and_recover(level: &str, members: usize) {
+fn fill_and_recover(level: &str, members: usize, mode: Mode) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let Some(fs) = Tmpfs::mount(&dir.join("fs"), "6m") else {
@@ -167,8 +199,17 @@ fn fill_and_recover(level: &str, members: usize) {
         capacity * (members as u64) / 2 > 6 << 20,
         "members larger than the filesystem"
     );
+    if mode == Mode::Degraded {
+        let mut fail = vec!["fail", "0"];
+        fail.extend(&m);
+        engine(dir, &fail);
+    }
+    let env: &[(&str, &str)] = match mode {
+        Mode::NoReserve => &[("RAIDLAB_ENGINE_NO_RESERVE", "1")],
+        _ => &[],
+    };
 
-    let server = spawn_server(dir, &m, true);
+    let server = serve_with_env(dir, &m, env);
     let mut c = Client::connect(server.1);
     let mut acked: Vec<(u64, u64)> = Vec::new(); // (block index, checksum)
     let mut enospc = None;
@@ -195,35 +236,42 @@ fn fill_and_recover(level: &str, members: usize) {
         28
     );
     let s = status(dir, &m);
-    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
-    assert_eq!(s["state"], "clean", "{s}");
-    // An acknowledged block still reads back while full, and a FLUSH succeeds.
-    let (e, back) = c.request(nbd::CMD_READ, 0, BLOCK as u32, &[]);
-    assert_eq!((e, checksum(&back)), (0, acked[0].1));
+    let failed_before = if mode == Mode::Degraded {
+        serde_json::json!([0])
+    } else {
+        serde_json::json!([])
+    };
+    assert_eq!(s["failed"], failed_before, "{s}");
+    // Acknowledged blocks still read back while full (reconstructed where degraded),
+    // overwriting one works (its blocks are allocated), and a FLUSH succeeds.
+    for &(i, sum) in &acked {
+        let (e, back) = c.request(nbd::CMD_READ, i * BLOCK as u64, BLOCK as u32, &[]);
+        assert_eq!((e, checksum(&back)), (0, sum), "block {i} while full");
+    }
+    assert_eq!(c.write(0, &block(0, BLOCK)), 0);
     assert_eq!(c.request(nbd::CMD_FLUSH, 0, 0, &[]).0, 0);
 
-    // Free space, then stop: the regions the refused writes touched are resynced.
+    // Free space, then stop cleanly.
     std::fs::remove_file(&filler).unwrap();
     drop(c);
     let stderr = server.stop_with_stderr();
-    assert!(
-        stderr.contains("resynced"),
-        "the half-done writes were not resynced: {stderr}"
-    );
+    if mode == Mode::NoReserve {
+        assert!(
+            stderr.contains("resynced"),
+            "the half-done write was not resynced: {stderr}"
+        );
+    } else {
+        assert!(
+            !stderr.contains("resynced"),
+            "a refused write landed in part: {stderr}"
+        );
+    }
 
-    // The array assembles (no --force needed: no member failed), clean and consistent.
+    // The array assembles (no --force needed: no member failed for lack of space).
     let s = status(dir, &m);
-    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
+    assert_eq!(s["failed"], failed_before, "{s}");
     assert_eq!(s["dirty"], false, "{s}");
-    let mut check = vec!["check"];
-    check.extend(&m);
-    let r = engine_json(dir, &check);
-    assert_eq!(r["mismatched_stripes"], 0, "{r}");
-
-    // Every acknowledged block reads back intact; again with member 0 failed, so that
-    // parity (or the other copy) is shown to agree with the data.
-    let member_paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
-    let array = Array::assemble(&member_paths).unwrap();
+    let mut member_paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let verify = |array: &Array, what: &str| {
         let mut buf = vec![0u8; BLOCK];
         for &(i, sum) in &acked {
@@ -231,23 +279,60 @@ fn fill_and_recover(level: &str, members: usize) {
             assert_eq!(checksum(&buf), sum, "{what}: block {i} changed");
         }
     };
+    if mode == Mode::Degraded {
+        // Every acknowledged block as the degraded array serves it, then a rebuild
+        // (onto a file off the full filesystem) and the same with member 0 back.
+        verify(&Array::assemble(&member_paths).unwrap(), "degraded");
+        let new = dir.join("new0").display().to_string();
+        let mut replace = vec!["replace", "0", &new];
+        replace.extend(&m);
+        engine(dir, &replace);
+        member_paths[0] = PathBuf::from(&new);
+    }
+    let now: Vec<String> = member_paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut check = vec!["check"];
+    check.extend(now.iter().map(String::as_str));
+    let r = engine_json(dir, &check);
+    assert_eq!(r["mismatched_stripes"], 0, "{r}");
+
+    // Every acknowledged block reads back intact; again with member 1 failed, so that
+    // parity (or the other copy) is shown to agree with the data.
+    let array = Array::assemble(&member_paths).unwrap();
     verify(&array, "all members");
-    array.fail_member(0).unwrap();
-    verify(&array, "member 0 failed");
+    array.fail_member(1).unwrap();
+    verify(&array, "member 1 failed");
     eprintln!(
-        "{level}: {} blocks of {BLOCK} B acknowledged before ENOSPC, all read back",
+        "{level} {mode:?}: {} blocks of {BLOCK} B acknowledged before ENOSPC, all read back",
         acked.len()
     );
 }
 
 #[test]
 fn raid5_on_a_full_filesystem_answers_enospc_and_recovers_every_acknowledged_block() {
-    fill_and_recover("5", 3);
+    fill_and_recover("5", 3, Mode::Reserve);
 }
 
 #[test]
 fn raid1_on_a_full_filesystem_answers_enospc_and_recovers_every_acknowledged_block() {
-    fill_and_recover("1", 2);
+    fill_and_recover("1", 2, Mode::Reserve);
+}
+
+#[test]
+fn a_degraded_raid5_on_a_full_filesystem_keeps_the_missing_members_data() {
+    fill_and_recover("5", 3, Mode::Degraded);
+}
+
+#[test]
+fn a_write_that_lands_in_part_for_lack_of_space_is_resynced_raid5() {
+    fill_and_recover("5", 3, Mode::NoReserve);
+}
+
+#[test]
+fn a_write_that_lands_in_part_for_lack_of_space_is_resynced_raid1() {
+    fill_and_recover("1", 2, Mode::NoReserve);
 }
 
 /// Without --sparse, members are preallocated: a filesystem too small refuses `create`

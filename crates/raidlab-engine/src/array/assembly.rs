@@ -507,12 +507,16 @@ impl Array {
                     None => format!("{r} (missing)"),
                 })
                 .collect();
+            // Would putting back every stale or failed member present do?
+            let mut all_back = failed;
+            for (r, (_, s)) in members.iter().enumerate() {
+                if matches!(s, MemberState::Stale { .. } | MemberState::Failed) {
+                    all_back.remove(r as u32);
+                }
+            }
             let hint = if force {
                 " even with --force (members missing entirely cannot be forced in)"
-            } else if members
-                .iter()
-                .any(|(_, s)| matches!(s, MemberState::Stale { .. } | MemberState::Failed))
-            {
+            } else if geo.tolerates(&all_back) {
                 " (--force puts the freshest stale members back in)"
             } else {
                 ""

@@ -3,6 +3,7 @@
 //! runs its write phase; member errors fail the member and the request is planned again.
 
 use super::faults::crash_point;
+use super::members::allocate_range;
 use super::stripe::{parity_of, stripe_blocks, stripe_members};
 use super::{Array, REQUEST_BYTES_MAX};
 use crate::error::{is_no_space, Error, Result};
@@ -13,9 +14,55 @@ use raidlab_layout::{
     CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
 };
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::sync::atomic::Ordering;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Whether a member file is sparse, so that writes allocate their blocks first
+/// ([`Array::reserve_space`]); cached per file (a rebuild puts a new file in a role).
+#[derive(Default)]
+pub(super) struct Sparseness {
+    /// The `Arc<File>` the state is about (its address), 0 for none yet.
+    file: AtomicUsize,
+    /// [`SPARSE`], [`ALLOCATED`] or [`NO_FALLOCATE`]; meaningful for `file` only.
+    state: AtomicU8,
+}
+
+const ALLOCATED: u8 = 1;
+const SPARSE: u8 = 2;
+const NO_FALLOCATE: u8 = 3;
+
+impl Sparseness {
+    /// Whether `file` has holes (blocks not allocated below its size) and a filesystem
+    /// that can allocate them.
+    fn is_sparse(&self, file: &Arc<File>) -> bool {
+        let id = Arc::as_ptr(file) as usize;
+        if self.file.load(Ordering::Acquire) != id {
+            let state = match file.metadata() {
+                Ok(m) if m.file_type().is_file() && m.blocks() * 512 < m.len() => SPARSE,
+                _ => ALLOCATED,
+            };
+            self.state.store(state, Ordering::Release);
+            self.file.store(id, Ordering::Release);
+            return state == SPARSE;
+        }
+        self.state.load(Ordering::Acquire) == SPARSE
+    }
+
+    /// Its filesystem has no `fallocate`: writes go without it.
+    fn unsupported(&self) {
+        self.state.store(NO_FALLOCATE, Ordering::Release);
+    }
+}
+
+/// Whether writes to sparse members allocate their blocks first: always, but for tests
+/// of what the engine does when a write lands in part (`RAIDLAB_ENGINE_NO_RESERVE=1`,
+/// as a filesystem without `fallocate` or one that runs out of space on an overwrite
+/// behaves).
+fn reserve_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RAIDLAB_ENGINE_NO_RESERVE").is_none())
+}
 
 /// Cycles through mirror copies from a shared counter, so concurrent readers spread.
 pub(super) struct Rotating(u64);
@@ -99,6 +146,10 @@ impl Array {
     /// bitmap until resynced (parts of the write may have landed: data without its
     /// parity), and the error names the member.
     fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
+        if let Some((m, err)) = self.reserve_space(files, writes) {
+            // Nothing written: the stripes are as they were.
+            return Err(self.no_space_error(m, err));
+        }
         let mut failed_now = Vec::new();
         let mut no_space: Option<(u32, std::io::Error)> = None;
         for (e, buf) in writes.iter() {
@@ -394,9 +445,46 @@ impl Array {
         }
     }
 
+    /// Allocates, on sparse members, the blocks `writes` is about to fill, before any
+    /// is written: a full filesystem then refuses the write with every stripe as it
+    /// was (no parity to resync, and on a degraded array no lost chunk computed from
+    /// torn parity). Returns the member whose filesystem is full. Members allocated in
+    /// full (created without `--sparse`) cost nothing here; a filesystem without
+    /// `fallocate` is not asked again, and its writes rely on [`Array::pin_regions`].
+    fn reserve_space(
+        &self,
+        files: &[Option<Arc<File>>],
+        writes: &Staged,
+    ) -> Option<(u32, std::io::Error)> {
+        if !reserve_enabled() {
+            return None;
+        }
+        for (e, buf) in writes.iter() {
+            let Some(file) = files[e.member as usize].as_ref() else {
+                continue;
+            };
+            let slot = &self.sparse[e.member as usize];
+            if !slot.is_sparse(file) {
+                continue;
+            }
+            match allocate_range(file, DATA_OFFSET_BYTES + e.offset_bytes, buf.len() as u64) {
+                Ok(()) => {}
+                Err(err) if is_no_space(&err) => return Some((e.member, err)),
+                Err(err) if err.raw_os_error() == Some(libc::EOPNOTSUPP) => slot.unsupported(),
+                // The write itself meets and reports any other error.
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
     /// Keeps the bitmap regions of `writes` set until a resync of them succeeds: a
     /// write that stopped for lack of space may have left data without its parity.
     fn pin_regions(&self, writes: &Staged) {
+        if self.geo.tolerated_failures() == 0 {
+            // No parity or copies to disagree.
+            return;
+        }
         let mut unsynced = self.unsynced.lock().expect("unsynced lock");
         for (e, buf) in writes.iter() {
             let first = e.offset_bytes / BITMAP_REGION_BYTES;

@@ -205,6 +205,22 @@ pub(super) fn preallocate(files: &[(&Path, &File, u64)]) -> Result<()> {
     Ok(())
 }
 
+/// Allocates `len` bytes at `offset` of `file` without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`): the blocks a write is about to fill, so that a
+/// full filesystem refuses the write before any member is written.
+pub(super) fn allocate_range(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(o), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    if unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, o, l) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Reads and decodes the superblock of `path`.
 pub fn read_superblock(path: &Path) -> Result<Superblock> {
     let file = File::open(path).map_err(io_err(path, "open"))?;

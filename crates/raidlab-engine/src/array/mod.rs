@@ -150,6 +150,8 @@ pub struct Array {
     unsynced: Mutex<BTreeMap<u64, u64>>,
     /// Stale or failed members `assemble --force` put back in (see [`Forced`]).
     forced: Vec<Forced>,
+    /// Per role: whether its file is sparse (writes allocate their blocks first).
+    sparse: Box<[io::Sparseness]>,
 }
 
 impl Array {
@@ -186,6 +188,7 @@ impl Array {
             journal_replayed: 0,
             unsynced: Mutex::new(BTreeMap::new()),
             forced: Vec::new(),
+            sparse: (0..geo.members()).map(|_| Default::default()).collect(),
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
         })
