@@ -109,8 +109,7 @@ pub const EIO: u32 = 5;
 /// Error reply `EINVAL`: an empty, misaligned (not whole 512 B sectors) or oversized
 /// request.
 pub const EINVAL: u32 = 22;
-/// Error reply `ENOSPC`: a write past the end of the export, or a member's filesystem
-/// is full.
+/// Error reply `ENOSPC`: a write past the end of the export.
 pub const ENOSPC: u32 = 28;
 
 /// Smallest block in bytes (a sector): offsets and lengths are multiples of it.
