@@ -41,6 +41,20 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// Whether this is a member's (or the journal's) filesystem out of space or quota
+    /// (`ENOSPC`, `EDQUOT`): not a dead disk, so no member is failed for it, and NBD
+    /// answers the client `ENOSPC`.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if is_no_space(source))
+    }
+}
+
+/// Whether `e` says the filesystem is full or the quota exhausted (`ENOSPC`, `EDQUOT`).
+pub fn is_no_space(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
 impl From<LayoutError> for Error {
     fn from(e: LayoutError) -> Self {
         Self::Input(e.to_string())

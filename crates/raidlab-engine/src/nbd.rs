@@ -144,7 +144,21 @@ pub trait Export: Send + Sync {
 }
 
 fn to_io(e: crate::Error) -> io::Error {
+    if e.is_no_space() {
+        // Kept as the OS error, so that the reply is ENOSPC (see `write_errno`).
+        return io::Error::from_raw_os_error(libc::ENOSPC);
+    }
     io::Error::other(e.to_string())
+}
+
+/// The error reply of a failed write: `ENOSPC` when a member's filesystem is full
+/// (the array is intact; the client may retry once there is space), else `EIO`.
+fn write_errno(e: io::Error) -> u32 {
+    if crate::error::is_no_space(&e) {
+        ENOSPC
+    } else {
+        EIO
+    }
 }
 
 impl Export for Array {
@@ -494,8 +508,8 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
             }
             CMD_WRITE => export
                 .write_at(q.offset, &q.data, q.fua)
-                .map_or(EIO, |()| 0),
-            CMD_FLUSH => export.flush().map_or(EIO, |()| 0),
+                .map_or_else(write_errno, |()| 0),
+            CMD_FLUSH => export.flush().map_or_else(write_errno, |()| 0),
             CMD_TRIM => match range_error(export, q.offset, q.len, EINVAL) {
                 Some(e) => e,
                 None if q.fua => export.flush().map_or(EIO, |()| 0),
@@ -513,7 +527,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                         let n = (u64::from(q.len) - at).min(piece as u64) as usize;
                         err = export
                             .write_at(q.offset + at, &buf[..n], q.fua)
-                            .map_or(EIO, |()| 0);
+                            .map_or_else(write_errno, |()| 0);
                         at += n as u64;
                     }
                     err

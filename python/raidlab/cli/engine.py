@@ -166,6 +166,14 @@ def create(
     assume_clean: Annotated[
         bool, typer.Option("--assume-clean", help="Skip the initial resync of old data.")
     ] = False,
+    sparse: Annotated[
+        bool,
+        typer.Option(
+            "--sparse",
+            help="Leave member files sparse (not preallocated): a full filesystem then "
+            "answers writes ENOSPC.",
+        ),
+    ] = False,
     journal: JournalOption = None,
     journal_size: Annotated[
         str | None, typer.Option("--journal-size", help="Journal size (default: 256M).")
@@ -188,6 +196,7 @@ def create(
             uuid=uuid,
             force=force,
             assume_clean=assume_clean,
+            sparse=sparse,
             journal=journal,
             journal_size=journal_size,
         )
@@ -195,11 +204,21 @@ def create(
 
 
 def status(
-    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+    members: MembersArgument = None,
+    journal: JournalOption = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Put the freshest stale members back in when the array would not "
+            "assemble otherwise (then run check).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Assemble the members (or ask their server) and show the array's state."""
     with user_errors():
-        _print_status(engine.status(_members(members), journal), as_json)
+        _print_status(engine.status(_members(members), journal, force=force), as_json)
 
 
 def serve(

@@ -389,12 +389,14 @@ def create(
     assume_clean: bool = False,
     journal: Member | None = None,
     journal_size: int | str | None = None,
+    sparse: bool = False,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
     ``assume_clean``; members of another array are refused unless ``force``.
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
-    hole; every later operation on the array then needs the same ``journal``."""
+    hole; every later operation on the array then needs the same ``journal``. Member
+    files (and the journal file) are preallocated unless ``sparse``."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -414,6 +416,8 @@ def create(
         args.append("--force")
     if assume_clean:
         args.append("--assume-clean")
+    if sparse:
+        args.append("--sparse")
     args += _journal(journal)
     if journal_size is not None:
         args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
@@ -421,10 +425,18 @@ def create(
     return ArrayStatus.from_json(_json(result))
 
 
-def status(members: Sequence[Member], journal: Member | None = None) -> ArrayStatus:
-    """Assemble ``members`` (or ask their server) and report the array's state."""
-    args = ["status", "--json", *_journal(journal), *_members(members)]
-    return ArrayStatus.from_json(_json(_run(args)))
+def status(
+    members: Sequence[Member], journal: Member | None = None, force: bool = False
+) -> ArrayStatus:
+    """Assemble ``members`` (or ask their server) and report the array's state.
+    ``force`` (mdadm's ``--assemble --force``): put the freshest stale members back in
+    when the array would not assemble otherwise (which ones: ``raw["forced"]``, also
+    said on stderr); run ``check`` after it."""
+    force_args = ["--force"] if force else []
+    result = _run(["status", "--json", *force_args, *_journal(journal), *_members(members)])
+    if force and result.stderr:
+        sys.stderr.write(result.stderr)
+    return ArrayStatus.from_json(_json(result))
 
 
 assemble = status

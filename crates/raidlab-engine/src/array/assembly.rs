@@ -4,8 +4,8 @@
 
 use super::bitmap::bitmap_bytes;
 use super::members::{
-    device_bytes, io_err, member_err, open_member_once, random_uuid, read_superblock_of,
-    MemberState,
+    device_bytes, io_err, member_err, open_member_once, preallocate, random_uuid,
+    read_superblock_of, MemberState,
 };
 use super::rebuild::Checkpoint;
 use super::{Array, State, REQUEST_BYTES_MAX};
@@ -48,6 +48,48 @@ pub struct CreateOptions {
     pub journal: Option<PathBuf>,
     /// Size of a journal file; `None` takes [`journal_bytes_default`].
     pub journal_bytes: Option<u64>,
+    /// Leave member files sparse: no preallocation (`fallocate`) of their blocks. A
+    /// write that then finds their filesystem full fails `ENOSPC` (no member fails).
+    pub sparse: bool,
+}
+
+/// A stale or failed member that `assemble --force` put back in: its data may miss
+/// writes made after its event counter stopped, so `check` should follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forced {
+    /// Its role.
+    pub role: u32,
+    /// Its file or device.
+    pub path: PathBuf,
+    /// Its event counter (the array's was [`Forced::array_events`]).
+    pub events: u64,
+    /// The array's event counter when it was forced in.
+    pub array_events: u64,
+}
+
+/// Undoes a failed `create`: removes the files it created and gives the files it
+/// extended their size back. Disarmed once the array is created.
+struct Undo {
+    created: Vec<PathBuf>,
+    extended: Vec<(PathBuf, u64)>,
+    armed: bool,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        for p in &self.created {
+            let _ = std::fs::remove_file(p);
+        }
+        for (p, len) in &self.extended {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .and_then(|f| f.set_len(*len));
+        }
+    }
 }
 
 /// The default journal size for `members` members: room for four of the largest
@@ -72,6 +114,7 @@ impl CreateOptions {
             assume_clean: false,
             journal: None,
             journal_bytes: None,
+            sparse: false,
         }
     }
 }
@@ -105,6 +148,12 @@ impl Array {
         let mut ids = Vec::new();
         let mut fresh = true;
         let mut data_bytes_min = u64::MAX;
+        let mut undo = Undo {
+            created: Vec::new(),
+            extended: Vec::new(),
+            armed: true,
+        };
+        let mut regular = Vec::new();
         for path in paths {
             let existed = path.exists();
             if !existed && opts.member_size_bytes.is_none() {
@@ -114,6 +163,9 @@ impl Array {
                 ));
             }
             let file = open_member_once(path, true, paths, &mut ids)?;
+            if !existed {
+                undo.created.push(path.clone());
+            }
             let meta = file.metadata().map_err(io_err(path, "stat"))?;
             if !opts.force {
                 if let Ok(sb) = read_superblock_of(&file, path) {
@@ -137,6 +189,9 @@ impl Array {
                     }
                 } else if bytes < want {
                     fresh &= bytes == 0;
+                    if existed {
+                        undo.extended.push((path.clone(), bytes));
+                    }
                     file.set_len(want).map_err(io_err(path, "extend"))?;
                     bytes = want;
                 } else {
@@ -154,7 +209,17 @@ impl Array {
                 ));
             }
             data_bytes_min = data_bytes_min.min(bytes - DATA_OFFSET_BYTES);
+            if !meta.file_type().is_block_device() {
+                regular.push((files.len(), bytes));
+            }
             files.push(file);
+        }
+        if !opts.sparse {
+            let members: Vec<(&Path, &File, u64)> = regular
+                .iter()
+                .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
+                .collect();
+            preallocate(&members)?;
         }
         let spec = ArraySpec {
             level: opts.level,
@@ -200,7 +265,20 @@ impl Array {
                         "is a member; the journal needs its own file",
                     ));
                 }
-                Some(Journal::create(path, uuid, bytes)?)
+                if !path.exists() {
+                    undo.created.push(path.clone());
+                }
+                let j = Journal::create(path, uuid, bytes)?;
+                if !opts.sparse {
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .map_err(io_err(path, "open journal"))?;
+                    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+                        preallocate(&[(path.as_path(), &file, bytes)])?;
+                    }
+                }
+                Some(j)
             }
         };
         let array = Self::with_state(
@@ -227,6 +305,7 @@ impl Array {
             array.scrub(true)?;
         }
         array.commit_state(|_| {})?;
+        undo.armed = false;
         Ok(array)
     }
 
@@ -242,6 +321,17 @@ impl Array {
     /// array has one (and with one when it has none). The journal's records are
     /// replayed onto the members present, then retired.
     pub fn assemble_with(paths: &[PathBuf], journal: Option<&Path>) -> Result<Self> {
+        Self::assemble_forced(paths, journal, false)
+    }
+
+    /// [`Array::assemble_with`], and with `force` (mdadm's `--assemble --force`): when
+    /// the failed, missing and stale members are more than the level tolerates, the
+    /// freshest stale (or failed) members present are put back in, highest event
+    /// counter first, until it tolerates the rest; their superblocks are brought to the
+    /// array's event counter. What they missed is not known: [`Array::forced`] lists
+    /// them for the user, who should run `check`. Refused when even every member
+    /// present cannot make up the array (too many missing).
+    pub fn assemble_forced(paths: &[PathBuf], journal: Option<&Path>, force: bool) -> Result<Self> {
         if paths.is_empty() {
             return Err(Error::Input(
                 "members: at least one member file or device needed".into(),
@@ -357,6 +447,56 @@ impl Array {
             };
             members[role as usize] = (Some(path.clone()), state);
         }
+        let mut forced = Vec::new();
+        if force && !geo.tolerates(&failed) {
+            // Stale or failed members present, freshest first (mdadm's order).
+            let mut candidates: Vec<(u64, u32)> = members
+                .iter()
+                .enumerate()
+                .filter_map(|(r, (_, s))| match s {
+                    MemberState::Stale { events } => Some((*events, r as u32)),
+                    MemberState::Failed => Some((newest.events, r as u32)),
+                    _ => None,
+                })
+                .collect();
+            candidates.sort_by_key(|&(events, role)| (std::cmp::Reverse(events), role));
+            let mut trial = failed;
+            let needed: Vec<(u64, u32)> = candidates
+                .into_iter()
+                .take_while(|&(_, role)| {
+                    let go_on = !geo.tolerates(&trial);
+                    if go_on {
+                        trial.remove(role);
+                    }
+                    go_on
+                })
+                .collect();
+            if geo.tolerates(&trial) {
+                for (events, role) in needed {
+                    let (path, file, _) = &found[by_role[role as usize].expect("present")];
+                    let bytes = device_bytes(file, path)?;
+                    if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
+                        return Err(member_err(
+                            path,
+                            format!(
+                                "holds {bytes} B, the array needs {} B per member",
+                                DATA_OFFSET_BYTES + geo.member_used_bytes()
+                            ),
+                        ));
+                    }
+                    files[role as usize] =
+                        Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                    members[role as usize].1 = MemberState::Active;
+                    failed.remove(role);
+                    forced.push(Forced {
+                        role,
+                        path: path.clone(),
+                        events,
+                        array_events: newest.events,
+                    });
+                }
+            }
+        }
         if !geo.tolerates(&failed) {
             let detail: Vec<String> = members
                 .iter()
@@ -367,8 +507,22 @@ impl Array {
                     None => format!("{r} (missing)"),
                 })
                 .collect();
+            // Would putting back every stale or failed member present do?
+            let mut all_back = failed;
+            for (r, (_, s)) in members.iter().enumerate() {
+                if matches!(s, MemberState::Stale { .. } | MemberState::Failed) {
+                    all_back.remove(r as u32);
+                }
+            }
+            let hint = if force {
+                " even with --force (members missing entirely cannot be forced in)"
+            } else if geo.tolerates(&all_back) {
+                " (--force puts the freshest stale members back in)"
+            } else {
+                ""
+            };
             return Err(Error::Input(format!(
-                "cannot assemble: members {} are failed, missing or stale; {} survives {} failure(s)",
+                "cannot assemble{hint}: members {} are failed, missing or stale; {} survives {} failure(s)",
                 detail.join(", "),
                 geo.level(),
                 geo.tolerated_failures()
@@ -422,6 +576,12 @@ impl Array {
         )?;
         array.journal_replayed = array.replay_journal()?;
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
+        if !forced.is_empty() {
+            // The forced members join at the array's event counter (and out of the
+            // failed set), so that the next assembly takes them without --force.
+            array.forced = forced;
+            array.commit_state(|_| {})?;
+        }
         Ok(array)
     }
 

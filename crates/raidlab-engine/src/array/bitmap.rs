@@ -130,13 +130,20 @@ impl Array {
         if !self.failed().is_empty() {
             return Ok(0);
         }
+        // Regions a write left half done for lack of space: resynced once there is
+        // space again (until then they keep their bits; no error for each pass).
+        let _ = self.resync_unsynced();
         let candidates: Vec<u64> = {
             let bm = self.bitmap.lock().expect("bitmap lock");
             let mut act = self.bitmap_activity.lock().expect("bitmap activity lock");
             let recent = std::mem::replace(&mut act.touched, vec![0; bm.len()]);
+            let unsynced = self.unsynced.lock().expect("unsynced lock");
             (0..bm.len() as u64 * 8)
                 .filter(|&r| {
-                    bit_is_set(&bm, r) && !bit_is_set(&recent, r) && !act.writing.contains_key(&r)
+                    bit_is_set(&bm, r)
+                        && !bit_is_set(&recent, r)
+                        && !act.writing.contains_key(&r)
+                        && !unsynced.contains_key(&r)
                 })
                 .collect()
         };
@@ -179,6 +186,8 @@ impl Array {
         }
         let bm = self.bitmap.lock().expect("bitmap lock").clone();
         let report = self.scrub_where(true, |off| region_is_set(&bm, off))?;
+        // Whatever a write left half done for lack of space is consistent now.
+        self.unsynced.lock().expect("unsynced lock").clear();
         let clear = vec![0u8; bm.len()];
         self.write_bitmap(&clear)?;
         *self.bitmap.lock().expect("bitmap lock") = clear;

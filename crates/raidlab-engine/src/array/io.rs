@@ -3,19 +3,66 @@
 //! runs its write phase; member errors fail the member and the request is planned again.
 
 use super::faults::crash_point;
+use super::members::allocate_range;
 use super::stripe::{parity_of, stripe_blocks, stripe_members};
 use super::{Array, REQUEST_BYTES_MAX};
-use crate::error::{Error, Result};
+use crate::error::{is_no_space, Error, Result};
 use crate::staged::Staged;
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
 use raidlab_layout::{
     CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
 };
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::sync::atomic::Ordering;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Whether a member file is sparse, so that writes allocate their blocks first
+/// ([`Array::reserve_space`]); cached per file (a rebuild puts a new file in a role).
+#[derive(Default)]
+pub(super) struct Sparseness {
+    /// The `Arc<File>` the state is about (its address), 0 for none yet.
+    file: AtomicUsize,
+    /// [`SPARSE`], [`ALLOCATED`] or [`NO_FALLOCATE`]; meaningful for `file` only.
+    state: AtomicU8,
+}
+
+const ALLOCATED: u8 = 1;
+const SPARSE: u8 = 2;
+const NO_FALLOCATE: u8 = 3;
+
+impl Sparseness {
+    /// Whether `file` has holes (blocks not allocated below its size) and a filesystem
+    /// that can allocate them.
+    fn is_sparse(&self, file: &Arc<File>) -> bool {
+        let id = Arc::as_ptr(file) as usize;
+        if self.file.load(Ordering::Acquire) != id {
+            let state = match file.metadata() {
+                Ok(m) if m.file_type().is_file() && m.blocks() * 512 < m.len() => SPARSE,
+                _ => ALLOCATED,
+            };
+            self.state.store(state, Ordering::Release);
+            self.file.store(id, Ordering::Release);
+            return state == SPARSE;
+        }
+        self.state.load(Ordering::Acquire) == SPARSE
+    }
+
+    /// Its filesystem has no `fallocate`: writes go without it.
+    fn unsupported(&self) {
+        self.state.store(NO_FALLOCATE, Ordering::Release);
+    }
+}
+
+/// Whether writes to sparse members allocate their blocks first: always, but for tests
+/// of what the engine does when a write lands in part (`RAIDLAB_ENGINE_NO_RESERVE=1`,
+/// as a filesystem without `fallocate` or one that runs out of space on an overwrite
+/// behaves).
+fn reserve_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RAIDLAB_ENGINE_NO_RESERVE").is_none())
+}
 
 /// Cycles through mirror copies from a shared counter, so concurrent readers spread.
 pub(super) struct Rotating(u64);
@@ -93,9 +140,18 @@ impl Array {
     }
 
     /// Runs the write phase: every extent is attempted; failing members are marked
-    /// failed. Errors only when the array no longer tolerates its failed set.
+    /// failed. Errors when the array no longer tolerates its failed set, or when a
+    /// member's filesystem is full (`ENOSPC`, `EDQUOT`): that member is not failed (a
+    /// full filesystem is not a dead disk), the regions of `writes` stay dirty in the
+    /// bitmap until resynced (parts of the write may have landed: data without its
+    /// parity), and the error names the member.
     fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
+        if let Some((m, err)) = self.reserve_space(files, writes) {
+            // Nothing written: the stripes are as they were.
+            return Err(self.no_space_error(m, err));
+        }
         let mut failed_now = Vec::new();
+        let mut no_space: Option<(u32, std::io::Error)> = None;
         for (e, buf) in writes.iter() {
             if failed_now.iter().any(|(m, _)| *m == e.member) {
                 continue;
@@ -108,22 +164,34 @@ impl Array {
                 Some(err) => Err(err),
                 None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
             };
-            if let Err(err) = r {
-                failed_now.push((e.member, err));
+            match r {
+                Err(err) if is_no_space(&err) => {
+                    no_space.get_or_insert((e.member, err));
+                }
+                Err(err) => failed_now.push((e.member, err)),
+                Ok(()) => {}
             }
         }
-        if fua {
+        if fua && no_space.is_none() {
             let mut synced = FailedSet::new();
             for (e, _) in writes.iter() {
                 if synced.insert(e.member) && !failed_now.iter().any(|(m, _)| *m == e.member) {
-                    if let Err(err) = files[e.member as usize].as_ref().expect("file").sync_data() {
-                        failed_now.push((e.member, err));
+                    match files[e.member as usize].as_ref().expect("file").sync_data() {
+                        Err(err) if is_no_space(&err) => {
+                            no_space.get_or_insert((e.member, err));
+                        }
+                        Err(err) => failed_now.push((e.member, err)),
+                        Ok(()) => {}
                     }
                 }
             }
         }
         for (m, err) in &failed_now {
             self.member_io_failed(*m, err);
+        }
+        if let Some((m, err)) = no_space {
+            self.pin_regions(writes);
+            return Err(self.no_space_error(m, err));
         }
         let failed = self.failed();
         if !self.geo.tolerates(&failed) {
@@ -348,12 +416,21 @@ impl Array {
     pub fn flush(&self) -> Result<()> {
         let files = self.files.read().expect("files lock");
         let failed = self.failed();
+        let mut no_space = None;
         for (role, f) in files.iter().enumerate() {
             if let Some(f) = f.as_ref().filter(|_| !failed.contains(role as u32)) {
-                if let Err(e) = f.sync_data() {
-                    self.member_io_failed(role as u32, &e);
+                match f.sync_data() {
+                    // Delayed allocation (NFS, some FUSE filesystems): full, not dead.
+                    Err(e) if is_no_space(&e) => {
+                        no_space.get_or_insert((role as u32, e));
+                    }
+                    Err(e) => self.member_io_failed(role as u32, &e),
+                    Ok(()) => {}
                 }
             }
+        }
+        if let Some((m, e)) = no_space {
+            return Err(self.no_space_error(m, e));
         }
         let failed = self.failed();
         if self.geo.tolerates(&failed) {
@@ -365,6 +442,69 @@ impl Array {
                 tolerated_failures: self.geo.tolerated_failures(),
             }
             .into())
+        }
+    }
+
+    /// Allocates, on sparse members, the blocks `writes` is about to fill, before any
+    /// is written: a full filesystem then refuses the write with every stripe as it
+    /// was (no parity to resync, and on a degraded array no lost chunk computed from
+    /// torn parity). Returns the member whose filesystem is full. Members allocated in
+    /// full (created without `--sparse`) cost nothing here; a filesystem without
+    /// `fallocate` is not asked again, and its writes rely on [`Array::pin_regions`].
+    fn reserve_space(
+        &self,
+        files: &[Option<Arc<File>>],
+        writes: &Staged,
+    ) -> Option<(u32, std::io::Error)> {
+        if !reserve_enabled() {
+            return None;
+        }
+        for (e, buf) in writes.iter() {
+            let Some(file) = files[e.member as usize].as_ref() else {
+                continue;
+            };
+            let slot = &self.sparse[e.member as usize];
+            if !slot.is_sparse(file) {
+                continue;
+            }
+            match allocate_range(file, DATA_OFFSET_BYTES + e.offset_bytes, buf.len() as u64) {
+                Ok(()) => {}
+                Err(err) if is_no_space(&err) => return Some((e.member, err)),
+                Err(err) if err.raw_os_error() == Some(libc::EOPNOTSUPP) => slot.unsupported(),
+                // The write itself meets and reports any other error.
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Keeps the bitmap regions of `writes` set until a resync of them succeeds: a
+    /// write that stopped for lack of space may have left data without its parity.
+    fn pin_regions(&self, writes: &Staged) {
+        if self.geo.tolerated_failures() == 0 {
+            // No parity or copies to disagree.
+            return;
+        }
+        let mut unsynced = self.unsynced.lock().expect("unsynced lock");
+        for (e, buf) in writes.iter() {
+            let first = e.offset_bytes / BITMAP_REGION_BYTES;
+            let last = (e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES;
+            for r in first..=last {
+                *unsynced.entry(r).or_default() += 1;
+            }
+        }
+    }
+
+    /// The error of a member whose filesystem is full (one line, naming it).
+    fn no_space_error(&self, role: u32, source: std::io::Error) -> Error {
+        let path = self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        Error::Io {
+            path,
+            op: "write (filesystem full; the member is not failed)",
+            source,
         }
     }
 }

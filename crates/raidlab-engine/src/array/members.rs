@@ -136,6 +136,105 @@ pub(super) fn open_member_once(
     Ok(file)
 }
 
+/// Free bytes of the filesystem holding `file` (what its user may allocate; root may
+/// also take the blocks reserved for it).
+fn free_bytes(file: &File, path: &Path) -> Result<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatvfs writes one `statvfs` through the pointer, on an open descriptor.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
+        return Err(io_err(path, "statvfs")(std::io::Error::last_os_error()));
+    }
+    // SAFETY: geteuid cannot fail.
+    let blocks = if unsafe { libc::geteuid() } == 0 {
+        st.f_bfree
+    } else {
+        st.f_bavail
+    };
+    Ok(blocks.saturating_mul(st.f_frsize))
+}
+
+/// Preallocates member files (`fallocate`: they hold every block a whole device would),
+/// so that a full filesystem refuses `create` rather than a write of the array later. `files`
+/// are the members' regular files (block devices left out) with their paths and
+/// sizes. First the space every filesystem must supply is checked (nothing is
+/// allocated when it does not suffice), then each file is allocated. A filesystem
+/// without `fallocate` leaves its members sparse, with a warning. Errors name the
+/// member and the bytes needed, in one line.
+pub(super) fn preallocate(files: &[(&Path, &File, u64)]) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // Per filesystem: bytes still to allocate, in member order.
+    let mut need: Vec<(u64, u64, u64)> = Vec::new(); // (dev, bytes needed, members)
+    for &(path, file, len) in files {
+        let meta = file.metadata().map_err(io_err(path, "stat"))?;
+        let missing = len.saturating_sub(meta.blocks().saturating_mul(512));
+        let (total, members) = match need.iter_mut().find(|(d, _, _)| *d == meta.dev()) {
+            Some((_, n, m)) => {
+                *n += missing;
+                *m += 1;
+                (*n, *m)
+            }
+            None => {
+                need.push((meta.dev(), missing, 1));
+                (missing, 1)
+            }
+        };
+        let free = free_bytes(file, path)?;
+        if total > free {
+            return Err(member_err(
+                path,
+                format!(
+                    "not enough space to preallocate: {members} file(s) of the array on this \
+                     filesystem need {total} B more, it has {free} B free; free space, or give --sparse"
+                ),
+            ));
+        }
+    }
+    for &(path, file, len) in files {
+        let Ok(len_off) = libc::off_t::try_from(len) else {
+            return Err(member_err(
+                path,
+                format!("{len} B is too large to preallocate"),
+            ));
+        };
+        // SAFETY: fallocate on an open descriptor; no memory is passed.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len_off) } == 0 {
+            continue;
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => eprintln!(
+                "raidlab-engine: {}: the filesystem cannot preallocate; member left sparse \
+                 (a full filesystem then answers writes ENOSPC)",
+                path.display()
+            ),
+            _ => {
+                return Err(member_err(
+                    path,
+                    format!("preallocating {len} B: {err}; free space, or give --sparse"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Allocates `len` bytes at `offset` of `file` without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`): the blocks a write is about to fill, so that a
+/// full filesystem refuses the write before any member is written.
+pub(super) fn allocate_range(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(o), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    if unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, o, l) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Reads and decodes the superblock of `path`.
 pub fn read_superblock(path: &Path) -> Result<Superblock> {
     let file = File::open(path).map_err(io_err(path, "open"))?;

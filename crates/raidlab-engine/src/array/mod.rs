@@ -23,6 +23,13 @@
 //! block is recomputable from it. A request fails (EIO) only when the level no longer
 //! tolerates the failed set.
 //!
+//! A full filesystem (`ENOSPC`, `EDQUOT` on a member write) is not a dead disk: no
+//! member is failed for it. The request fails with that error (NBD answers `ENOSPC`),
+//! and the regions it touched, whose stripes may now hold part of the write (data
+//! without its parity, one copy without the other), stay set in the write-intent
+//! bitmap until a resync of them succeeds: tried by every bitmap cleaning pass and by
+//! [`Array::close`], else by `serve` at the next start (the array is left dirty).
+//!
 //! The seams, one module each: [`CreateOptions`] and assembly from superblocks
 //! (`assembly`), member files and the superblock writes of every state change
 //! (`members`), the request path on real bytes (`io`, over `stripe` and `stripe_locks`),
@@ -41,7 +48,7 @@ mod scrub;
 mod stripe;
 mod stripe_locks;
 
-pub use assembly::{journal_bytes_default, CreateOptions};
+pub use assembly::{journal_bytes_default, CreateOptions, Forced};
 pub use faults::{inject, Fault};
 pub use members::{random_uuid, read_superblock, MemberState};
 pub use owner::open_member_file;
@@ -55,6 +62,7 @@ use bitmap::{bitmap_bytes, BitmapActivity};
 use raidlab_layout::{ArraySpec, FailedSet, Geometry};
 use read_errors::ReadErrors;
 use rebuild::{Checkpoint, Rebuilding};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -137,6 +145,15 @@ pub struct Array {
     read_errors: Box<[Mutex<ReadErrors>]>,
     /// Records replayed at assembly.
     journal_replayed: u64,
+    /// Bitmap regions a write left half done (a member's filesystem was full), each
+    /// with a count of such writes: their bits stay set until a resync that began
+    /// after the last of them succeeds ([`Array::resync_unsynced`]). Lock order: stripe
+    /// locks, bitmap, then this.
+    unsynced: Mutex<BTreeMap<u64, u64>>,
+    /// Stale or failed members `assemble --force` put back in (see [`Forced`]).
+    forced: Vec<Forced>,
+    /// Per role: whether its file is sparse (writes allocate their blocks first).
+    sparse: Box<[io::Sparseness]>,
 }
 
 impl Array {
@@ -171,6 +188,9 @@ impl Array {
             checkpoint: Mutex::new(None),
             journal,
             journal_replayed: 0,
+            unsynced: Mutex::new(BTreeMap::new()),
+            forced: Vec::new(),
+            sparse: (0..geo.members()).map(|_| Default::default()).collect(),
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
         })
@@ -222,16 +242,65 @@ impl Array {
         self.commit_state(|st| st.dirty = true)
     }
 
-    /// Flushes every member and marks the array clean.
+    /// The stale or failed members `assemble --force` put back in, freshest first.
+    pub fn forced(&self) -> &[Forced] {
+        &self.forced
+    }
+
+    /// Bitmap regions a write left half done for lack of space and no resync has
+    /// repaired yet.
+    pub fn unsynced_regions(&self) -> u64 {
+        self.unsynced.lock().expect("unsynced lock").len() as u64
+    }
+
+    /// Flushes every member and marks the array clean, after resyncing the regions a
+    /// write left half done for lack of space; those it cannot resync (still no space,
+    /// or degraded) keep their bitmap bits and leave the array dirty, so the next
+    /// `serve` resyncs them.
     pub fn close(&self) -> Result<()> {
         self.flush()?;
         if let Some(j) = &self.journal {
             j.retire()?;
         }
+        if let Err(e) = self.resync_unsynced() {
+            eprintln!("raidlab-engine: resyncing the regions a write left half done: {e}");
+        }
         // Everything is on disk: no region has writes in flight any more.
-        let clear = vec![0u8; bitmap_bytes(&self.geo)];
-        self.write_bitmap(&clear)?;
-        *self.bitmap.lock().expect("bitmap lock") = clear;
-        self.commit_state(|st| st.dirty = false)
+        let mut keep = vec![0u8; bitmap_bytes(&self.geo)];
+        let unsynced = self.unsynced.lock().expect("unsynced lock").clone();
+        for r in unsynced.keys() {
+            keep[(r / 8) as usize] |= 1 << (r % 8);
+        }
+        self.write_bitmap(&keep)?;
+        *self.bitmap.lock().expect("bitmap lock") = keep;
+        self.commit_state(|st| st.dirty = !unsynced.is_empty())
+    }
+
+    /// Resyncs (recomputes parity and copies of) the regions a write left half done
+    /// for lack of space, and forgets them when that succeeds. Nothing to do when there
+    /// are none; an error (still no space, degraded) leaves them as they are.
+    pub fn resync_unsynced(&self) -> Result<()> {
+        let regions = self.unsynced.lock().expect("unsynced lock").clone();
+        if regions.is_empty() || self.geo.tolerated_failures() == 0 {
+            return Ok(());
+        }
+        let r = self.scrub_where(true, |off| {
+            regions.contains_key(&(off / crate::superblock::BITMAP_REGION_BYTES))
+        })?;
+        eprintln!(
+            "raidlab-engine: resynced {} region(s) a write left half done for lack of space \
+             ({} stripes checked, {} rewritten)",
+            regions.len(),
+            r.stripes_checked,
+            r.repaired_stripes
+        );
+        // A write that failed again meanwhile counted its region once more: it stays.
+        let mut unsynced = self.unsynced.lock().expect("unsynced lock");
+        for (r, n) in &regions {
+            if unsynced.get(r) == Some(n) {
+                unsynced.remove(r);
+            }
+        }
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 //! on each: while a server holds them (its socket in another directory, say) that is
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
-use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs};
+use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::{control, Array, Error, Result};
@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 /// `create`: refused while the members are served.
 pub fn create(a: &CreateArgs) -> Result<i32> {
-    let opts = parse::create_options(a)?;
+    let mut opts = parse::create_options(a)?;
+    opts.sparse = a.sparse;
     let members = absolute(&a.array.members)?;
     if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
         return Err(Error::Input(
@@ -26,12 +27,47 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `status` (alias `assemble`).
-pub fn status(a: &ArrayArgs) -> Result<i32> {
+/// `status` (alias `assemble`); with `--force`, stale members may be forced in (said
+/// on stderr, member by member, with the advice to run `check`; listed under `forced`
+/// in the report).
+pub fn status(args: &StatusArgs) -> Result<i32> {
+    let a = &args.array_args;
     let members = absolute(&a.array.members)?;
     let s = match ask_server(&members, json!({"cmd": "status"}), None, |_| {})? {
         Some(s) => s,
-        None => control::status_json(&assemble(&members, &a.array)?.status()),
+        None => {
+            let array = Array::assemble_forced(&members, a.array.journal.as_deref(), args.force)?;
+            for f in array.forced() {
+                eprintln!(
+                    "raidlab-engine: assemble --force: member {} ({}) forced in at event {} \
+                     (the array was at {}): its data may miss writes made since",
+                    f.role,
+                    f.path.display(),
+                    f.events,
+                    f.array_events
+                );
+            }
+            if !array.forced().is_empty() {
+                eprintln!(
+                    "raidlab-engine: assemble --force: recorded in sync; run `raidlab-engine check` \
+                     on these members (then `repair` where it reports mismatches)"
+                );
+            }
+            let mut report = control::status_json(&array.status());
+            if args.force {
+                report["forced"] = array
+                    .forced()
+                    .iter()
+                    .map(|f| {
+                        json!({
+                            "role": f.role, "path": f.path.display().to_string(),
+                            "events": f.events, "array_events": f.array_events,
+                        })
+                    })
+                    .collect();
+            }
+            report
+        }
     };
     render::report(a.json, &s, render::status);
     Ok(0)

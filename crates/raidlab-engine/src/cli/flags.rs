@@ -41,13 +41,17 @@ pub struct Cli {
 pub enum Command {
     /// Create an array on member files or devices.
     ///
-    /// Writes a superblock on every member (files are created or extended to --size)
-    /// and resyncs parity unless every member is new.
+    /// Writes a superblock on every member (files are created or extended to --size
+    /// and preallocated unless --sparse) and resyncs parity unless every member is new.
     #[command(args_override_self = true)]
     Create(CreateArgs),
     /// Assemble the members (any order) and show the array's state.
+    ///
+    /// --force (mdadm's): when more members are stale or failed than the level
+    /// tolerates, put the freshest back in, say which, and record them in sync; run
+    /// check after it.
     #[command(alias = "assemble", args_override_self = true)]
-    Status(ArrayArgs),
+    Status(StatusArgs),
     /// Export the array over NBD until SIGINT or SIGTERM, then flush and mark it clean.
     #[command(args_override_self = true)]
     Serve(ServeArgs),
@@ -95,6 +99,19 @@ pub struct ArrayArgs {
     pub json: bool,
 }
 
+/// Arguments of `status` (`assemble`).
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The array and the report's form.
+    #[command(flatten)]
+    pub array_args: ArrayArgs,
+    /// Assemble even when more members are stale or failed than the level tolerates:
+    /// the freshest of them are put back in (their data may miss later writes: run
+    /// check). Members missing entirely cannot be forced in.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// Arguments of `create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
@@ -127,6 +144,10 @@ pub struct CreateArgs {
     /// Skip the initial resync even when members held data.
     #[arg(long)]
     pub assume_clean: bool,
+    /// Leave member files sparse instead of preallocating them: a write that finds
+    /// their filesystem full is answered ENOSPC.
+    #[arg(long)]
+    pub sparse: bool,
     /// Size of the journal file (needs --journal); 256M or more by default.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub journal_size: Option<u64>,
