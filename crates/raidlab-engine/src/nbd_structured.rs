@@ -78,7 +78,12 @@ pub fn structured_reply_option(
     neg: &mut Negotiated,
 ) -> io::Result<()> {
     if !data.is_empty() {
-        return opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STRUCTURED_REPLY takes no data");
+        return opt_reply(
+            w,
+            opt,
+            REP_ERR_INVALID,
+            b"NBD_OPT_STRUCTURED_REPLY takes no data",
+        );
     }
     neg.structured = true;
     opt_reply(w, opt, REP_ACK, &[])

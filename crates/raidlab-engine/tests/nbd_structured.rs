@@ -136,7 +136,10 @@ fn structured_errors_and_refusals() {
     let mut c = structured_client(s.1);
     c.request(CMD_BLOCK_STATUS, 0, 13, size - 4096, 8192, &[]);
     let r = c.reply(0);
-    assert_eq!((r.chunk.map(|x| x.1), r.error), (Some(REPLY_TYPE_ERROR), EINVAL));
+    assert_eq!(
+        (r.chunk.map(|x| x.1), r.error),
+        (Some(REPLY_TYPE_ERROR), EINVAL)
+    );
     // The last byte of the export is fine, and unaligned ranges are answered.
     assert_eq!(c.block_status(size - 4096, 4096, 0), vec![(4096, HOLE)]);
     assert_eq!(c.block_status(100, 1000, 0), vec![(1000, 0)]);
@@ -233,7 +236,9 @@ fn nbdinfo_qemu_img_and_nbdcopy_see_and_skip_the_holes() {
     assert_eq!(bytes.len() as u64, size);
     assert_eq!(&bytes[..2 * MIB as usize], &data[..]);
     assert_eq!(&bytes[4 * MIB as usize..6 * MIB as usize], &data[..]);
-    assert!(bytes[2 * MIB as usize..4 * MIB as usize].iter().all(|&b| b == 0));
+    assert!(bytes[2 * MIB as usize..4 * MIB as usize]
+        .iter()
+        .all(|&b| b == 0));
     let allocated = std::fs::metadata(&out).unwrap().blocks() * 512;
     assert!(
         allocated <= 6 * MIB,

@@ -208,7 +208,10 @@ fn nbdinfo_and_nbdcopy_over_tls() {
     run(Command::new("nbdcopy").args([d.join("in").to_str().unwrap(), &uri]));
     let out = d.join("out");
     run(Command::new("nbdcopy").args([&uri, out.to_str().unwrap()]));
-    assert!(std::fs::read(&out).unwrap() == data, "nbdcopy read back other bytes");
+    assert!(
+        std::fs::read(&out).unwrap() == data,
+        "nbdcopy read back other bytes"
+    );
     s.stop();
 }
 
@@ -287,16 +290,38 @@ fn tls_flags_are_checked_before_anything_is_opened() {
     assert!(e.starts_with("error: --tls:"), "{e}");
     let e = refused(d, &["serve", "--tls-cert", cert, "a", "b"]);
     assert!(e.starts_with("error: --tls-key:"), "{e}");
-    let e = refused(d, &["serve", "--tls", "off", "--tls-cert", cert, "--tls-key", key, "a"]);
+    let e = refused(
+        d,
+        &[
+            "serve",
+            "--tls",
+            "off",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "a",
+        ],
+    );
     assert!(e.starts_with("error: --tls:"), "{e}");
-    let e = refused(d, &["serve", "--tls-cert", "nowhere.pem", "--tls-key", key, "a"]);
+    let e = refused(
+        d,
+        &["serve", "--tls-cert", "nowhere.pem", "--tls-key", key, "a"],
+    );
     assert!(e.starts_with("error: --tls-cert: cannot read"), "{e}");
     // A key that is not the certificate's.
     let other = make_pki(&d.join("other"));
     let other_key = other.join("server-key.pem");
     let e = refused(
         d,
-        &["serve", "--tls-cert", cert, "--tls-key", other_key.to_str().unwrap(), "a"],
+        &[
+            "serve",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            other_key.to_str().unwrap(),
+            "a",
+        ],
     );
     assert!(e.starts_with("error: --tls-key:"), "{e}");
 }

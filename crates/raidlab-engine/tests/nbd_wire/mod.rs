@@ -70,7 +70,10 @@ impl<S: Read + Write> Client<S> {
         let mut hello = [0u8; 18];
         s.read_exact(&mut hello).unwrap();
         assert_eq!(&hello[..8], b"NBDMAGIC");
-        assert_eq!(u64::from_be_bytes(hello[8..16].try_into().unwrap()), IHAVEOPT);
+        assert_eq!(
+            u64::from_be_bytes(hello[8..16].try_into().unwrap()),
+            IHAVEOPT
+        );
         s.write_all(&3u32.to_be_bytes()).unwrap();
         Self { s }
     }
@@ -88,7 +91,10 @@ impl<S: Read + Write> Client<S> {
     pub fn option_reply(&mut self, opt: u32) -> (u32, Vec<u8>) {
         let mut h = [0u8; 20];
         self.s.read_exact(&mut h).unwrap();
-        assert_eq!(u64::from_be_bytes(h[..8].try_into().unwrap()), OPT_REPLY_MAGIC);
+        assert_eq!(
+            u64::from_be_bytes(h[..8].try_into().unwrap()),
+            OPT_REPLY_MAGIC
+        );
         assert_eq!(u32::from_be_bytes(h[8..12].try_into().unwrap()), opt);
         let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
         let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
@@ -127,7 +133,15 @@ impl<S: Read + Write> Client<S> {
         assert_eq!(&r[0].1[4..], b"base:allocation");
     }
 
-    pub fn request(&mut self, cmd: u16, flags: u16, cookie: u64, offset: u64, len: u32, data: &[u8]) {
+    pub fn request(
+        &mut self,
+        cmd: u16,
+        flags: u16,
+        cookie: u64,
+        offset: u64,
+        len: u32,
+        data: &[u8],
+    ) {
         let mut b = Vec::with_capacity(28 + data.len());
         b.extend_from_slice(&0x2560_9513u32.to_be_bytes());
         b.extend_from_slice(&flags.to_be_bytes());
@@ -199,7 +213,10 @@ impl<S: Read + Write> Client<S> {
             None => r.payload,
             Some((flags, kind)) => {
                 assert_eq!((flags, kind), (REPLY_FLAG_DONE, REPLY_TYPE_OFFSET_DATA));
-                assert_eq!(u64::from_be_bytes(r.payload[..8].try_into().unwrap()), offset);
+                assert_eq!(
+                    u64::from_be_bytes(r.payload[..8].try_into().unwrap()),
+                    offset
+                );
                 r.payload[8..].to_vec()
             }
         }
@@ -209,10 +226,18 @@ impl<S: Read + Write> Client<S> {
     pub fn block_status(&mut self, offset: u64, len: u32, flags: u16) -> Vec<(u32, u32)> {
         self.request(CMD_BLOCK_STATUS, flags, 9, offset, len, &[]);
         let r = self.reply(0);
-        assert_eq!(r.chunk, Some((REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS)), "{r:?}");
+        assert_eq!(
+            r.chunk,
+            Some((REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS)),
+            "{r:?}"
+        );
         assert_eq!(r.cookie, 9);
         let p = &r.payload;
-        assert_eq!(u32::from_be_bytes(p[..4].try_into().unwrap()), 1, "context id");
+        assert_eq!(
+            u32::from_be_bytes(p[..4].try_into().unwrap()),
+            1,
+            "context id"
+        );
         p[4..]
             .chunks(8)
             .map(|c| {
