@@ -136,9 +136,11 @@ const READ_CHUNK: usize = 64 << 10;
 pub struct TlsReader {
     shared: Arc<Shared>,
     socket: TcpStream,
-    /// Ciphertext read from the socket and not yet given to the session.
-    pending: Vec<u8>,
+    /// Ciphertext read from the socket: `pending[at..filled]` is not yet given to the
+    /// session.
+    pending: Box<[u8]>,
     at: usize,
+    filled: usize,
     eof: bool,
 }
 
@@ -187,8 +189,9 @@ pub fn accept(
         TlsReader {
             shared: shared.clone(),
             socket,
-            pending: Vec::new(),
+            pending: vec![0u8; READ_CHUNK].into_boxed_slice(),
             at: 0,
+            filled: 0,
             eof: false,
         },
         TlsWriter { shared },
@@ -216,8 +219,8 @@ impl Read for TlsReader {
                     Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                     Err(e) => return Err(e),
                 }
-                if self.at < self.pending.len() {
-                    let n = conn.read_tls(&mut &self.pending[self.at..])?;
+                if self.at < self.filled {
+                    let n = conn.read_tls(&mut &self.pending[self.at..self.filled])?;
                     self.at += n;
                     let processed = conn.process_new_packets();
                     // Alerts, key updates, session tickets: whatever the session wants
@@ -231,22 +234,13 @@ impl Read for TlsReader {
                 }
             }
             // The socket is read without the lock: writers go on meanwhile.
-            self.pending.resize(READ_CHUNK, 0);
-            self.at = 0;
             let n = loop {
                 match (&self.socket).read(&mut self.pending) {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    other => break other,
+                    other => break other?,
                 }
             };
-            let n = match n {
-                Ok(n) => n,
-                Err(e) => {
-                    self.pending.clear();
-                    return Err(e);
-                }
-            };
-            self.pending.truncate(n);
+            (self.at, self.filled) = (0, n);
             if n == 0 {
                 self.eof = true;
             }

@@ -152,3 +152,54 @@ fn piece_runs(copies: &[Copy], at: u64, piece_end: u64, runs: &mut Vec<(u64, boo
         p = data_end;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::superblock::DATA_OFFSET_BYTES;
+    use crate::{Array, CreateOptions};
+    use raidlab_layout::Level;
+
+    const K64: u64 = 64 << 10;
+
+    fn array(dir: &std::path::Path, level: Level, n: usize) -> Array {
+        let paths: Vec<_> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
+        let o = CreateOptions::new(level, K64, Some(DATA_OFFSET_BYTES + (1 << 20)));
+        Array::create(&paths, &o).unwrap()
+    }
+
+    #[test]
+    fn raid1_holes_survive_a_failed_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = array(dir.path(), Level::Raid1, 2);
+        a.write(K64, &[7u8; 4096], false).unwrap();
+        let want = vec![(K64, true), (4096, false), (K64 - 4096, true)];
+        assert_eq!(a.allocation(0, 2 * K64, 16).unwrap(), want);
+        a.fail_member(0).unwrap();
+        assert_eq!(a.allocation(0, 2 * K64, 16).unwrap(), want);
+        // At most `max_runs`, covering a prefix.
+        assert_eq!(a.allocation(0, 2 * K64, 2).unwrap(), want[..2].to_vec());
+        assert!(a.allocation(K64, a.capacity_bytes(), 16).is_err());
+    }
+
+    #[test]
+    fn raid5_chunks_of_a_failed_member_are_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = array(dir.path(), Level::Raid5, 3);
+        a.write(0, &[1u8; 4096], false).unwrap();
+        let four = 4 * K64;
+        assert_eq!(
+            a.allocation(0, four, 16).unwrap(),
+            vec![(4096, false), (four - 4096, true)]
+        );
+        // Fail the member holding logical chunk 1: it is reconstructed, so data.
+        let lost = a.geometry().locate(K64).member;
+        let first = a.geometry().locate(0).member;
+        assert_ne!(lost, first);
+        a.fail_member(lost).unwrap();
+        let runs = a.allocation(0, four, 16).unwrap();
+        assert_eq!(runs[0], (4096, false));
+        assert_eq!(runs[1], (K64 - 4096, true));
+        assert_eq!(runs[2].1, false, "{runs:?}");
+        assert_eq!(runs.iter().map(|r| r.0).sum::<u64>(), four);
+    }
+}
