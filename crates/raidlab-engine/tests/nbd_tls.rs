@@ -139,7 +139,7 @@ fn raw_client_over_tls_round_trips_and_plain_is_refused_when_required() {
     for i in 0..16u64 {
         c.request(CMD_READ, 0, 100 + i, i * piece, piece as u32, &[]);
     }
-    let mut seen = vec![false; 16];
+    let mut seen = [false; 16];
     for _ in 0..16 {
         let r = c.reply(0);
         let i = (r.cookie - 100) as usize;

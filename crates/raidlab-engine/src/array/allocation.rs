@@ -199,7 +199,7 @@ mod tests {
         let runs = a.allocation(0, four, 16).unwrap();
         assert_eq!(runs[0], (4096, false));
         assert_eq!(runs[1], (K64 - 4096, true));
-        assert_eq!(runs[2].1, false, "{runs:?}");
+        assert!(!runs[2].1, "{runs:?}");
         assert_eq!(runs.iter().map(|r| r.0).sum::<u64>(), four);
     }
 }
