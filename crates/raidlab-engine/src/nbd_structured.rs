@@ -60,6 +60,9 @@ pub const BASE_ALLOCATION_ID: u32 = 1;
 /// Most extents in one BLOCK_STATUS chunk (8 B each); the chunk then covers a prefix
 /// of the range, which the protocol allows.
 pub const EXTENTS_MAX: usize = 4096;
+/// Most bytes one BLOCK_STATUS looks at (a few `lseek`s per chunk of every copy); a
+/// longer request is answered for its first this many bytes, as the protocol allows.
+pub const BLOCK_STATUS_SCAN_MAX: u32 = 1 << 30;
 
 /// What the handshake negotiated about replies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -203,7 +206,8 @@ pub fn error_message(error: u32) -> &'static str {
 
 /// The `base:allocation` extents of `len` bytes at `offset`: `(length, flags)` pairs
 /// covering the range from its start (a prefix of it when there are more than
-/// [`EXTENTS_MAX`], exactly one with `req_one`).
+/// [`EXTENTS_MAX`] or it is longer than [`BLOCK_STATUS_SCAN_MAX`], exactly one with
+/// `req_one`).
 pub fn extents(
     export: &dyn Export,
     offset: u64,
@@ -211,6 +215,7 @@ pub fn extents(
     req_one: bool,
 ) -> io::Result<Vec<(u32, u32)>> {
     let max = if req_one { 1 } else { EXTENTS_MAX };
+    let len = len.min(BLOCK_STATUS_SCAN_MAX);
     let runs = export.allocation(offset, u64::from(len), max)?;
     let mut out: Vec<(u32, u32)> = Vec::with_capacity(runs.len().min(max));
     let mut covered = 0u64;
