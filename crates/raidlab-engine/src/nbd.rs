@@ -233,7 +233,18 @@ struct Session<'a> {
     neg: Negotiated,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// A new connection's: nothing agreed, in the clear.
+    fn new(tls: Option<&'a TlsServer>) -> Self {
+        Self {
+            tls,
+            tls_active: false,
+            no_zeroes: false,
+            options: 0,
+            neg: Negotiated::default(),
+        }
+    }
+
     /// TLS is required and not running yet.
     fn tls_required(&self) -> bool {
         !self.tls_active && self.tls.is_some_and(|t| t.mode == TlsMode::Required)
@@ -259,13 +270,7 @@ pub fn handle_connection_with(
     writer: &mut (impl Write + Send),
     in_flight: usize,
 ) -> io::Result<()> {
-    let mut session = Session {
-        tls: None,
-        tls_active: false,
-        no_zeroes: false,
-        options: 0,
-        neg: Negotiated::default(),
-    };
+    let mut session = Session::new(None);
     match handshake(export, reader, writer, &mut session)? {
         Handshake::Done => Ok(()),
         Handshake::StartTls => Err(protocol("NBD_OPT_STARTTLS without TLS")),
@@ -800,18 +805,16 @@ fn serve_stream(
     stream.set_nodelay(true)?;
     let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
     let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
-    let mut session = Session {
-        tls,
-        tls_active: false,
-        no_zeroes: false,
-        options: 0,
-        neg: Negotiated::default(),
-    };
+    let mut session = Session::new(tls);
     match handshake(export, &mut reader, &mut writer, &mut session)? {
         Handshake::Done => Ok(()),
-        Handshake::Transmit => {
-            transmission(export, &mut reader, &mut writer, in_flight, session.neg)
-        }
+        Handshake::Transmit => transmission(
+            export,
+            &mut reader,
+            &mut writer,
+            in_flight.max(1),
+            session.neg,
+        ),
         Handshake::StartTls => {
             let server = tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
             // Bytes the client sent after STARTTLS belong to the TLS handshake.
@@ -821,9 +824,13 @@ fn serve_stream(
             // Nothing agreed in the clear carries over into TLS.
             session.neg = Negotiated::default();
             let outcome = match options(export, &mut reader, &mut writer, &mut session)? {
-                Handshake::Transmit => {
-                    transmission(export, &mut reader, &mut writer, in_flight, session.neg)
-                }
+                Handshake::Transmit => transmission(
+                    export,
+                    &mut reader,
+                    &mut writer,
+                    in_flight.max(1),
+                    session.neg,
+                ),
                 _ => Ok(()),
             };
             if let Ok(mut w) = writer.into_inner() {
