@@ -42,11 +42,14 @@ fn structured_client(port: u16) -> Client<std::net::TcpStream> {
 }
 
 #[test]
-fn block_status_reports_holes_where_nothing_was_written_raid0_1_5() {
+fn block_status_reports_holes_where_nothing_was_written_on_every_level() {
     for (level, members) in [
         ("0", &["a", "b"][..]),
         ("1", &["a", "b"][..]),
         ("5", &["a", "b", "c"][..]),
+        ("6", &["a", "b", "c", "d"][..]),
+        ("10", &["a", "b", "c", "d"][..]),
+        ("concat", &["a", "b"][..]),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let s = sparse_array(dir.path(), level, members);
