@@ -13,7 +13,7 @@ use common::{
 use nbd_wire::*;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, ServerName};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -156,6 +156,36 @@ fn raw_client_over_tls_round_trips_and_plain_is_refused_when_required() {
         c.block_status(0, 8 * MIB as u32, 0),
         vec![(4 * MIB as u32, 0), (4 * MIB as u32, 3)]
     );
+    c.disconnect();
+    s.stop();
+}
+
+#[test]
+fn garbage_after_starttls_ends_that_connection_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pki = make_pki(d);
+    let s = tls_server(d, &pki, "required");
+    let mut bad = Client::greet(connect(s.1));
+    assert_eq!(bad.option(OPT_STARTTLS, &[]), vec![(REP_ACK, vec![])]);
+    // Plain NBD where a ClientHello belongs: the server answers at most an alert.
+    bad.s.write_all(&[0x49; 64]).unwrap();
+    let mut rest = Vec::new();
+    let _ = bad.s.read_to_end(&mut rest);
+    assert!(rest.len() < 64, "{rest:?}");
+    assert!(
+        rest.is_empty() || rest[0] == 0x15,
+        "a TLS alert record: {rest:?}"
+    );
+    // A client that leaves in the middle of the TLS handshake.
+    let mut gone = Client::greet(connect(s.1));
+    assert_eq!(gone.option(OPT_STARTTLS, &[]), vec![(REP_ACK, vec![])]);
+    drop(gone);
+    // Others are still served.
+    let mut c = tls_client(s.1, &pki);
+    c.go();
+    c.write(0, &pattern(4096, 8));
+    assert_eq!(c.read(0, 4096), pattern(4096, 8));
     c.disconnect();
     s.stop();
 }
