@@ -679,3 +679,15 @@ def test_cli_status_of_a_served_array_says_served_not_stopped_uncleanly(
 def test_cli_fail_of_a_role_past_the_last_names_the_roles_there_are(raid5: list[Path]) -> None:
     line = cli_error_line(["fail", "7", *map(str, raid5)])
     assert line.endswith(f"a role 0..={len(raid5) - 1})"), line
+
+
+def test_serve_forwards_the_tls_flags(raid5: list[Path], tmp_path: Path) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve(raid5, tls="required", timeout_s=10)
+    assert raised.value.field == "--tls-cert"
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve(
+            raid5, tls_cert=tmp_path / "absent.pem", tls_key=tmp_path / "absent.pem", timeout_s=10
+        )
+    assert raised.value.field == "--tls-cert"
+    assert "cannot read" in str(raised.value)

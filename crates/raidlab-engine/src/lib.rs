@@ -38,9 +38,11 @@ pub mod crc32c;
 pub mod error;
 pub mod journal;
 pub mod nbd;
+pub mod nbd_structured;
 pub mod private_socket;
 mod staged;
 pub mod superblock;
+pub mod tls;
 
 pub use array::{Array, CreateOptions, MemberState, RebuildProgress, ScrubReport, Status};
 pub use error::{Error, Result};

@@ -1,8 +1,11 @@
-//! An NBD server (fixed newstyle handshake, simple replies) exporting one [`Export`].
+//! An NBD server (fixed newstyle handshake, simple or structured replies, block status,
+//! TLS) exporting one [`Export`]. Structured replies and `base:allocation` live in
+//! [`crate::nbd_structured`], TLS (`NBD_OPT_STARTTLS`) in [`crate::tls`].
 //!
 //! ```text
 //! server: NBDMAGIC IHAVEOPT flags(FIXED_NEWSTYLE|NO_ZEROES)
-//! client: flags ─► options: EXPORT_NAME | INFO | GO | LIST | ABORT | other ─► ERR_UNSUP
+//! client: flags ─► options: EXPORT_NAME | INFO | GO | LIST | ABORT | STARTTLS
+//!                   | STRUCTURED_REPLY | LIST/SET_META_CONTEXT | other ─► ERR_UNSUP
 //! transmission: [magic flags type cookie offset length (payload)] ─► [magic error cookie (data)]
 //! ```
 //!
@@ -14,6 +17,8 @@
 //! data stays readable, parity stays consistent); WRITE_ZEROES writes zeroes through
 //! the array.
 
+use crate::nbd_structured::{self as structured, Negotiated};
+use crate::tls::{self, TlsMode, TlsServer};
 use crate::Array;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -141,6 +146,19 @@ pub trait Export: Send + Sync {
     fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()>;
     /// Makes every completed write durable.
     fn flush(&self) -> io::Result<()>;
+    /// Allocation of `len_bytes` at `offset_bytes` (in bounds: checked before): runs of
+    /// `(bytes, hole)` from the range's start, at most `max_runs`, covering the range
+    /// or a prefix of it. `hole`: unallocated, reads as zeros. Without a way to tell,
+    /// everything is data.
+    fn allocation(
+        &self,
+        offset_bytes: u64,
+        len_bytes: u64,
+        max_runs: usize,
+    ) -> io::Result<Vec<(u64, bool)>> {
+        let _ = (offset_bytes, max_runs);
+        Ok(vec![(len_bytes, false)])
+    }
 }
 
 fn to_io(e: crate::Error) -> io::Error {
@@ -174,6 +192,9 @@ impl Export for Array {
     fn flush(&self) -> io::Result<()> {
         Array::flush(self).map_err(to_io)
     }
+    fn allocation(&self, offset: u64, len: u64, max_runs: usize) -> io::Result<Vec<(u64, bool)>> {
+        Array::allocation(self, offset, len, max_runs).map_err(to_io)
+    }
 }
 
 fn read_u32(r: &mut impl Read) -> io::Result<u32> {
@@ -192,7 +213,8 @@ fn protocol(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
-fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
+/// Sends one option reply (`NBD_REP_*`) with its data.
+pub(crate) fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
     let mut b = Vec::with_capacity(20 + data.len());
     b.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
     b.extend_from_slice(&opt.to_be_bytes());
@@ -208,6 +230,39 @@ enum Handshake {
     Transmit,
     /// The client aborted or closed.
     Done,
+    /// `NBD_OPT_STARTTLS` was acknowledged: run TLS, then the options again.
+    StartTls,
+}
+
+/// What one connection's handshake has agreed so far.
+struct Session<'a> {
+    /// The server's TLS, if it offers it.
+    tls: Option<&'a TlsServer>,
+    /// The connection runs over TLS now.
+    tls_active: bool,
+    /// The client asked for no 124 zero bytes after NBD_OPT_EXPORT_NAME.
+    no_zeroes: bool,
+    /// Options received, over plain and TLS.
+    options: usize,
+    neg: Negotiated,
+}
+
+impl<'a> Session<'a> {
+    /// A new connection's: nothing agreed, in the clear.
+    fn new(tls: Option<&'a TlsServer>) -> Self {
+        Self {
+            tls,
+            tls_active: false,
+            no_zeroes: false,
+            options: 0,
+            neg: Negotiated::default(),
+        }
+    }
+
+    /// TLS is required and not running yet.
+    fn tls_required(&self) -> bool {
+        !self.tls_active && self.tls.is_some_and(|t| t.mode == TlsMode::Required)
+    }
 }
 
 /// Serves one connection: handshake, then requests until DISC or EOF. Returns `Ok` on
@@ -229,13 +284,21 @@ pub fn handle_connection_with(
     writer: &mut (impl Write + Send),
     in_flight: usize,
 ) -> io::Result<()> {
-    match handshake(export, reader, writer)? {
+    let mut session = Session::new(None);
+    match handshake(export, reader, writer, &mut session)? {
         Handshake::Done => Ok(()),
-        Handshake::Transmit => transmission(export, reader, writer, in_flight.max(1)),
+        Handshake::StartTls => Err(protocol("NBD_OPT_STARTTLS without TLS")),
+        Handshake::Transmit => transmission(export, reader, writer, in_flight.max(1), session.neg),
     }
 }
 
-fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::Result<Handshake> {
+/// The greeting, then the options.
+fn handshake(
+    export: &dyn Export,
+    r: &mut impl Read,
+    w: &mut impl Write,
+    session: &mut Session,
+) -> io::Result<Handshake> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBD_MAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -246,8 +309,20 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
     if client & !u32::from(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES) != 0 {
         return Err(protocol(format!("unknown client flags {client:#x}")));
     }
-    let no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
-    for _ in 0..OPTIONS_MAX {
+    session.no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
+    options(export, r, w, session)
+}
+
+/// The option haggling, until transmission, abort or STARTTLS.
+fn options(
+    export: &dyn Export,
+    r: &mut impl Read,
+    w: &mut impl Write,
+    session: &mut Session,
+) -> io::Result<Handshake> {
+    let no_zeroes = session.no_zeroes;
+    while session.options < OPTIONS_MAX {
+        session.options += 1;
         if read_u64(r)? != IHAVEOPT {
             return Err(protocol("option without IHAVEOPT"));
         }
@@ -259,7 +334,35 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
         let mut data = vec![0u8; len as usize];
         r.read_exact(&mut data)?;
         let size = export.size_bytes();
+        if session.tls_required() && opt != structured::OPT_STARTTLS && opt != OPT_ABORT {
+            if opt == OPT_EXPORT_NAME {
+                // No reply can refuse it: hang up, as qemu-nbd does.
+                return Err(protocol("NBD_OPT_EXPORT_NAME before TLS (--tls required)"));
+            }
+            opt_reply(w, opt, structured::REP_ERR_TLS_REQD, b"TLS is required")?;
+            w.flush()?;
+            continue;
+        }
         match opt {
+            structured::OPT_STARTTLS => {
+                if len != 0 {
+                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
+                } else if session.tls_active {
+                    opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
+                } else if session.tls.is_none() {
+                    opt_reply(w, opt, structured::REP_ERR_POLICY, b"TLS is not configured")?;
+                } else {
+                    opt_reply(w, opt, REP_ACK, &[])?;
+                    w.flush()?;
+                    return Ok(Handshake::StartTls);
+                }
+            }
+            structured::OPT_STRUCTURED_REPLY => {
+                structured::structured_reply_option(w, opt, &data, &mut session.neg)?
+            }
+            structured::OPT_LIST_META_CONTEXT | structured::OPT_SET_META_CONTEXT => {
+                structured::meta_context_option(w, opt, &data, &mut session.neg)?
+            }
             OPT_EXPORT_NAME => {
                 let mut b = Vec::with_capacity(134);
                 b.extend_from_slice(&size.to_be_bytes());
@@ -369,12 +472,16 @@ struct Connection<'a, R, W> {
     answered: Condvar,
     /// Set at DISC, EOF or an error: the threads stop taking requests.
     closing: AtomicBool,
+    /// Structured replies and metadata contexts agreed in the handshake.
+    neg: Negotiated,
 }
 
 /// One request, read under the reader lock.
 struct Request {
     cmd: u16,
     fua: bool,
+    /// BLOCK_STATUS's `NBD_CMD_FLAG_REQ_ONE`.
+    req_one: bool,
     cookie: u64,
     offset: u64,
     len: u32,
@@ -386,6 +493,31 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
     fn send(&self, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         reply(&mut **w, error, cookie, data)
+    }
+
+    /// Replies to a READ or BLOCK_STATUS: a structured chunk once structured replies
+    /// are agreed (`data` is then a READ's bytes at `offset`), else a simple reply.
+    fn send_chunk(&self, error: u32, cookie: u64, offset: u64, data: &[u8]) -> io::Result<()> {
+        if !self.neg.structured {
+            return self.send(error, cookie, data);
+        }
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if error != 0 {
+            structured::write_error(&mut **w, cookie, error, structured::error_message(error))
+        } else {
+            structured::write_offset_data(&mut **w, cookie, offset, data)
+        }
+    }
+
+    /// Serves BLOCK_STATUS (checked by [`Connection::read_request`]).
+    fn block_status(&self, q: &Request) -> io::Result<()> {
+        match structured::extents(self.export, q.offset, q.len, q.req_one) {
+            Ok(extents) => {
+                let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+                structured::write_block_status(&mut **w, q.cookie, &extents)
+            }
+            Err(_) => self.send_chunk(EIO, q.cookie, q.offset, &[]),
+        }
     }
 
     /// Waits until no request but the caller's is being served.
@@ -456,6 +588,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
             let request = Request {
                 cmd: u16::from_be_bytes([head[6], head[7]]),
                 fua: flags & CMD_FLAG_FUA != 0,
+                req_one: flags & structured::CMD_FLAG_REQ_ONE != 0,
                 cookie: u64::from_be_bytes(head[8..16].try_into().expect("8")),
                 offset: u64::from_be_bytes(head[16..24].try_into().expect("8")),
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
@@ -469,7 +602,17 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                         .then_some(EINVAL)
                         .or_else(|| range_error(self.export, offset, len, EINVAL))
                     {
-                        self.send(e, cookie, &[])?;
+                        self.send_chunk(e, cookie, offset, &[])?;
+                        continue;
+                    }
+                }
+                structured::CMD_BLOCK_STATUS => {
+                    // Any byte range inside the export, in a selected context.
+                    let inside = offset
+                        .checked_add(u64::from(len))
+                        .is_some_and(|end| end <= self.export.size_bytes());
+                    if !self.neg.base_allocation || len == 0 || !inside {
+                        self.send_chunk(EINVAL, cookie, offset, &[])?;
                         continue;
                     }
                 }
@@ -504,8 +647,9 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
             CMD_READ => {
                 buf.resize(q.len as usize, 0);
                 let err = export.read_at(q.offset, buf).map_or(EIO, |()| 0);
-                return self.send(err, q.cookie, buf);
+                return self.send_chunk(err, q.cookie, q.offset, buf);
             }
+            structured::CMD_BLOCK_STATUS => return self.block_status(&q),
             CMD_WRITE => export
                 .write_at(q.offset, &q.data, q.fua)
                 .map_or_else(write_errno, |()| 0),
@@ -551,6 +695,7 @@ fn transmission<R: Read + Send, W: Write + Send>(
     r: &mut R,
     w: &mut W,
     threads: usize,
+    neg: Negotiated,
 ) -> io::Result<()> {
     let connection = Connection {
         export,
@@ -559,6 +704,7 @@ fn transmission<R: Read + Send, W: Write + Send>(
         in_flight: Mutex::new(0),
         answered: Condvar::new(),
         closing: AtomicBool::new(false),
+        neg,
     };
     std::thread::scope(|scope| {
         let others: Vec<_> = (1..threads)
@@ -590,6 +736,18 @@ pub fn serve(
     in_flight: usize,
     stop: &AtomicBool,
 ) -> io::Result<()> {
+    serve_tls(export, listener, connections_max, in_flight, None, stop)
+}
+
+/// [`serve`], offering TLS (`NBD_OPT_STARTTLS`) or requiring it as `tls` says.
+pub fn serve_tls(
+    export: Arc<dyn Export>,
+    listener: TcpListener,
+    connections_max: usize,
+    in_flight: usize,
+    tls: Option<Arc<TlsServer>>,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
     let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
@@ -609,12 +767,13 @@ pub fn serve(
                 active.fetch_add(1, Ordering::Relaxed);
                 let export = export.clone();
                 let active = active.clone();
+                let tls = tls.clone();
                 // The clone kept here (to shut the connection down at stop) holds the
                 // socket open: the thread shuts it down itself when it is done, so the
                 // client sees the end of the connection at once.
                 let closer = handle_side.try_clone().ok();
                 let thread = std::thread::spawn(move || {
-                    match serve_stream(&*export, stream, in_flight) {
+                    match serve_stream(&*export, stream, in_flight, tls.as_deref()) {
                         // A client that hangs up mid-handshake (a port probe), or a
                         // connection shut down at stop, is no news.
                         Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
@@ -650,10 +809,48 @@ pub fn serve(
     outcome
 }
 
-fn serve_stream(export: &dyn Export, stream: TcpStream, in_flight: usize) -> io::Result<()> {
+fn serve_stream(
+    export: &dyn Export,
+    stream: TcpStream,
+    in_flight: usize,
+    tls: Option<&TlsServer>,
+) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
-    let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
-    handle_connection_with(export, &mut reader, &mut writer, in_flight)
+    let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
+    let mut session = Session::new(tls);
+    match handshake(export, &mut reader, &mut writer, &mut session)? {
+        Handshake::Done => Ok(()),
+        Handshake::Transmit => transmission(
+            export,
+            &mut reader,
+            &mut writer,
+            in_flight.max(1),
+            session.neg,
+        ),
+        Handshake::StartTls => {
+            let server = tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
+            // Bytes the client sent after STARTTLS belong to the TLS handshake.
+            let (mut reader, writer) = tls::accept(server, stream, reader.buffer())?;
+            let mut writer = io::BufWriter::with_capacity(256 << 10, writer);
+            session.tls_active = true;
+            // Nothing agreed in the clear carries over into TLS.
+            session.neg = Negotiated::default();
+            let outcome = match options(export, &mut reader, &mut writer, &mut session)? {
+                Handshake::Transmit => transmission(
+                    export,
+                    &mut reader,
+                    &mut writer,
+                    in_flight.max(1),
+                    session.neg,
+                ),
+                _ => Ok(()),
+            };
+            if let Ok(mut w) = writer.into_inner() {
+                let _ = w.close();
+            }
+            outcome
+        }
+    }
 }

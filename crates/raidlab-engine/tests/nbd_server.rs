@@ -236,8 +236,8 @@ fn unknown_options_are_unsupported_and_abort_ends_the_handshake() {
     let mut hello = [0u8; 18];
     s.read_exact(&mut hello).unwrap();
     s.write_all(&3u32.to_be_bytes()).unwrap();
-    Client::option(&mut s, 8, &[]); // STRUCTURED_REPLY: not offered
-    assert_eq!(Client::opt_reply(&mut s, 8).0, nbd::REP_ERR_UNSUP);
+    Client::option(&mut s, 0x77, &[]); // no such option
+    assert_eq!(Client::opt_reply(&mut s, 0x77).0, nbd::REP_ERR_UNSUP);
     Client::option(&mut s, nbd::OPT_INFO, &[0, 0, 0, 9, 1]); // truncated
     assert_eq!(
         Client::opt_reply(&mut s, nbd::OPT_INFO).0,

@@ -243,6 +243,21 @@ def serve(
             help="Seconds between passes clearing the bitmap bits of quiet regions (default: 5).",
         ),
     ] = None,
+    tls_cert: Annotated[
+        str | None,
+        typer.Option("--tls-cert", help="TLS certificate chain (PEM) for NBD_OPT_STARTTLS."),
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+    ] = None,
+    tls: Annotated[
+        str | None,
+        typer.Option(
+            "--tls",
+            help="off, on (for clients that ask) or required (refuse plain clients); "
+            "on when --tls-cert is given.",
+        ),
+    ] = None,
     journal: JournalOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
@@ -257,6 +272,9 @@ def serve(
             journal=journal,
             requests_in_flight=requests_in_flight,
             bitmap_delay_s=bitmap_delay,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls=tls,
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}

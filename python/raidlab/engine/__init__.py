@@ -590,8 +590,16 @@ class Server:
         journal: Member | None = None,
         requests_in_flight: int | str | None = None,
         bitmap_delay_s: int | str | None = None,
+        tls_cert: Member | None = None,
+        tls_key: Member | None = None,
+        tls: str | None = None,
     ) -> None:
         args = ["serve", "--listen", listen, *_journal(journal)]
+        for flag, value in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
+            if value is not None:
+                args += [flag, _arg(value)]
+        if tls is not None:
+            args += ["--tls", str(tls)]
         if connections_max is not None:
             args += ["--connections-max", str(connections_max)]
         if requests_in_flight is not None:
@@ -743,6 +751,9 @@ def serve(
     journal: Member | None = None,
     requests_in_flight: int | str | None = None,
     bitmap_delay_s: int | str | None = None,
+    tls_cert: Member | None = None,
+    tls_key: Member | None = None,
+    tls: str | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
@@ -750,7 +761,9 @@ def serve(
     it back from ``Server.uri``. ``log`` receives each line the server prints on
     stderr after it is ready. ``requests_in_flight`` (default 8) is how many requests
     of one connection are served at once; ``bitmap_delay_s`` (default 5) how often the
-    write-intent bits of regions no longer written are cleared.
+    write-intent bits of regions no longer written are cleared. ``tls_cert`` and
+    ``tls_key`` (PEM files) offer TLS through NBD_OPT_STARTTLS; ``tls`` is ``"off"``,
+    ``"on"`` or ``"required"`` (refuse plain clients).
     """
     return Server(
         members,
@@ -761,6 +774,9 @@ def serve(
         journal,
         requests_in_flight,
         bitmap_delay_s,
+        tls_cert,
+        tls_key,
+        tls,
     )
 
 

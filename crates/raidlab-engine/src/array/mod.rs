@@ -36,6 +36,7 @@
 //! the write-intent bitmap (`bitmap`), md's read-error correction (`read_errors`),
 //! injected faults (`faults`), rebuild (`rebuild`) and check/repair (`scrub`).
 
+mod allocation;
 mod assembly;
 mod bitmap;
 mod faults;

@@ -179,6 +179,16 @@ pub struct ServeArgs {
     /// Seconds a bitmap region stays dirty after its last write (mdadm's --delay).
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = values::bounded(1..=3600u64))]
     pub bitmap_delay: u64,
+    /// The server's TLS certificate chain (PEM, its own certificate first).
+    #[arg(long, value_name = "PATH")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PATH")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS through NBD_OPT_STARTTLS: off, on (for clients that ask) or required (every
+    /// other option before TLS is refused). On when --tls-cert is given, else off.
+    #[arg(long, value_name = "MODE", value_parser = crate::tls::TlsMode::parse)]
+    pub tls: Option<crate::tls::TlsMode>,
     /// The array.
     #[command(flatten)]
     pub array: Members,

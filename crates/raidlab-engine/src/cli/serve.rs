@@ -8,6 +8,7 @@
 
 use super::commands::absolute;
 use super::flags::ServeArgs;
+use crate::tls::{self, TlsMode, TlsServer};
 use crate::{control, nbd, Array, Error, Result};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,7 @@ pub fn serve(a: &ServeArgs) -> Result<i32> {
 
 /// Everything of `serve` but the one-per-process guard.
 fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
+    let tls = tls_server(a)?;
     let members = absolute(&a.array.members)?;
     let array = Arc::new(Array::assemble_with(&members, a.array.journal.as_deref())?);
     let control_socket = control::bind(array.status().uuid)?;
@@ -57,16 +59,23 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
             .unwrap_or_default(),
         control::socket_path(array.status().uuid).display()
     );
+    if let Ok(addr) = listener.local_addr() {
+        tls::warn_if_plain_on_network(
+            addr,
+            tls.as_ref().is_some_and(|t| t.mode == TlsMode::Required),
+        );
+    }
     let cleaner = {
         let array = array.clone();
         let delay_s = a.bitmap_delay;
         std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
     };
-    let served = nbd::serve(
+    let served = nbd::serve_tls(
         array.clone(),
         listener,
         a.connections_max,
         a.requests_in_flight,
+        tls.map(Arc::new),
         &STOP,
     );
     STOP.store(true, Ordering::SeqCst);
@@ -76,6 +85,32 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
+}
+
+/// The TLS of `--tls`, `--tls-cert` and `--tls-key`: none for `--tls off` (the default
+/// without a certificate), loaded certificate and key for `on` (the default with one)
+/// and `required`.
+fn tls_server(a: &ServeArgs) -> Result<Option<TlsServer>> {
+    let given = a.tls_cert.is_some() || a.tls_key.is_some();
+    let mode = a
+        .tls
+        .unwrap_or(if given { TlsMode::On } else { TlsMode::Off });
+    match (mode, &a.tls_cert, &a.tls_key) {
+        (TlsMode::Off, None, None) => Ok(None),
+        (TlsMode::Off, _, _) => Err(Error::Input(
+            "--tls: off, but --tls-cert/--tls-key given; drop them or say --tls on".into(),
+        )),
+        (_, Some(cert), Some(key)) => TlsServer::load(cert, key, mode)
+            .map(Some)
+            .map_err(Error::Input),
+        (_, None, _) => Err(Error::Input(
+            "--tls-cert: needed with --tls on/required and --tls-key (a PEM certificate chain)"
+                .into(),
+        )),
+        (_, _, None) => Err(Error::Input(
+            "--tls-key: needed with --tls-cert (the certificate's PEM private key)".into(),
+        )),
+    }
 }
 
 /// `clean` or `degraded`, as the ready and stopped lines say it.
