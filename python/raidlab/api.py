@@ -14,9 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.frontends import suites
@@ -45,10 +43,19 @@ from raidlab.scenario.array import (
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import simulate
 from raidlab.scenario.presets import preset, preset_names
-from raidlab.scenario.workloads import WorkloadRequest, build_workload, run_frame
-from raidlab.studies import advise as advising
-from raidlab.studies.atto_studies import reproduce_study
+from raidlab.scenario.workloads import (
+    RunRows,
+    WorkloadRequest,
+    build_workload,
+    run_frame,
+    run_rows,
+)
 from raidlab.units import format_size, parse_sizes
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def resolve_array(
@@ -198,6 +205,14 @@ def run_workload(
     """One fio-style run of an already-built ``array`` (see ``run``). With a rebuild, the
     same scenario also runs without it, so the rebuild's cost to the workload is known:
     ``rebuild["foreground_slowdown_pct"]`` (IOPS lost, all directions together)."""
+    return run_workload_rows(array, workload, seed, seed_label).frame()
+
+
+def run_workload_rows(
+    array: Mapping[str, Any], workload: WorkloadRequest, seed: Any = 1, seed_label: str = "seed"
+) -> RunRows:
+    """``run_workload`` as plain rows and attrs, without pandas (the command line's
+    table needs no DataFrame)."""
     scenario = build_scenario(array, build_workload(workload, array), parse_seed(seed, seed_label))
     scenarios = [scenario]
     if "rebuild" in scenario["array"]:
@@ -211,13 +226,16 @@ def run_workload(
         with_rebuild = sum(op["iops"] for op in results["ops"].values())
         without = sum(op["iops"] for op in baseline[0]["ops"].values())
         results["rebuild"]["foreground_slowdown_pct"] = 100.0 * (1.0 - with_rebuild / without)
-    frame = run_frame(results)
-    frame.attrs["explain"] = results.get("explain")
-    frame.attrs["scenario"] = scenario
-    frame.attrs["seed"] = scenario["seed"]
-    frame.attrs["sim_time_ns"] = results.get("sim_time_ns")
-    frame.attrs["rebuild"] = results.get("rebuild")
-    return frame
+    return RunRows(
+        run_rows(results),
+        {
+            "explain": results.get("explain"),
+            "scenario": scenario,
+            "seed": scenario["seed"],
+            "sim_time_ns": results.get("sim_time_ns"),
+            "rebuild": results.get("rebuild"),
+        },
+    )
 
 
 def run(
@@ -505,6 +523,8 @@ def advise(
     ``capacity`` usable bytes that survive ``tolerate`` failures in every case are
     tried. Best first by ``metric`` (iops, mbps or lat_p99_us); ``.attrs["why"]``
     explains the winner against the runner-up."""
+    from raidlab.studies import advise as advising
+
     labels = dict(labels or {})
 
     def label(key: str) -> str:
@@ -582,7 +602,7 @@ def reproduce(
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
     no figures and calibrate nothing on array rows, so ``out`` and ``cross_validate``
     are refused."""
-    from raidlab.studies.atto_studies import STUDIES, get_study, summarize
+    from raidlab.studies.atto_studies import STUDIES, get_study, reproduce_study, summarize
     from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
     from raidlab.studies.cross_validation import cross_validate as cross_validate_study
 
@@ -715,6 +735,7 @@ def _figures(spec: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
 def presets() -> pd.DataFrame:
     """Drive and controller presets: ``key_figures`` as text and the same figures as
     columns named by their preset keys (a figure a preset lacks is NaN)."""
+    import pandas as pd
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")
@@ -762,5 +783,6 @@ __all__: list[str] = [
     "resolve_array",
     "run",
     "run_workload",
+    "run_workload_rows",
     "study_names",
 ]

@@ -180,7 +180,7 @@ def run(
     with user_errors():
         output_format = check_format(output_format)
         array = flags.build()
-        frame = api.run_workload(
+        run = api.run_workload_rows(
             array,
             WorkloadRequest(
                 rw=rw,
@@ -197,35 +197,33 @@ def run(
             seed,
             "--seed",
         )
+        attrs = run.attrs
         if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
+            sys.stdout.write(run.frame().to_csv(index=False))
         elif output_format == "json":
             print_json(
                 {
-                    "records": records(frame),
-                    "seed": frame.attrs["seed"],
-                    "drive_state": drive_state(frame.attrs["scenario"]["array"]),
-                    "explain": frame.attrs["explain"],
-                    **(
-                        {"rebuild": frame.attrs["rebuild"]}
-                        if frame.attrs.get("rebuild") is not None
-                        else {}
-                    ),
-                    "scenario": frame.attrs["scenario"],
+                    "records": records(run.frame()),
+                    "seed": attrs["seed"],
+                    "drive_state": drive_state(attrs["scenario"]["array"]),
+                    "explain": attrs["explain"],
+                    **({"rebuild": attrs["rebuild"]} if attrs.get("rebuild") is not None else {}),
+                    "scenario": attrs["scenario"],
                 }
             )
         else:
+            # The table needs no DataFrame: an interactive run starts without pandas.
             print_table(
-                run_table_rows(frame),
-                title=f"{rw} (seed {frame.attrs['seed']}"
-                f"{drive_state_note(frame.attrs['scenario']['array'], ', ')})",
+                run_table_rows(run.rows),
+                title=f"{rw} (seed {attrs['seed']}"
+                f"{drive_state_note(attrs['scenario']['array'], ', ')})",
             )
         if explain and output_format != "json":
             print_explain(
-                frame.attrs["explain"],
+                attrs["explain"],
                 "explain",
                 to_stderr=output_format == "csv",
-                rebuild=frame.attrs.get("rebuild"),
+                rebuild=attrs.get("rebuild"),
             )
 
 

@@ -27,7 +27,6 @@ from raidlab.cli.flags import (
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.report.output import print_json, records, stderr, stdout
-from raidlab.report.studies import print_claims, print_cross_validation, print_study_summary
 from raidlab.report.tables import (
     advise_table_rows,
     print_frame,
@@ -36,9 +35,7 @@ from raidlab.report.tables import (
 )
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.studies.atto_studies import STUDIES, StudySummary, get_study, summary_dict
-from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT
-from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
+from raidlab.studies import CLAIMS_IOS_DEFAULT
 
 
 @app.command(
@@ -248,6 +245,16 @@ def reproduce(
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
+    # The studies load with the command, not with the command line.
+    from raidlab.report.studies import (
+        print_claims,
+        print_cross_validation,
+        print_study_summary,
+    )
+    from raidlab.studies.atto_studies import STUDIES, StudySummary, get_study, summary_dict
+    from raidlab.studies.claims import CLAIM_STUDIES
+    from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
+
     with user_errors():
         output_format = check_format(output_format)
         if study not in CLAIM_STUDIES:

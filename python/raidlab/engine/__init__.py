@@ -39,12 +39,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.units import parse_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 ENGINE_ENV = "RAIDLAB_ENGINE"
 ENGINE_NAME = "raidlab-engine"
@@ -240,6 +243,7 @@ class ArrayStatus:
 
     def members_frame(self) -> pd.DataFrame:
         """One row per role: role, path, state, and the rebuild's done/total bytes."""
+        import pandas as pd
         rows = []
         for member in self.members:
             rebuilding = self.rebuild is not None and self.rebuild.role == member.role
@@ -295,6 +299,7 @@ class ScrubReport:
 
     def to_frame(self) -> pd.DataFrame:
         """The report as a one-row DataFrame."""
+        import pandas as pd
         return pd.DataFrame([dict(self.raw)])
 
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits
@@ -30,6 +28,11 @@ from raidlab.scenario.workloads import (
     parse_block_size,
 )
 from raidlab.units import SWEEP_POINTS_MAX, parse_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 ATTO_COLUMNS = ["op", "qd", "block_bytes", "mbps", "iops", "lat_mean_us", "lat_p99_us"]
 ATTO_PASSES = ("write", "read")  # ATTO writes the file before it reads it back
@@ -154,6 +157,7 @@ def atto_scenario(
 
 def atto_frame(points: Sequence[AttoPoint], results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The sweep's results, columns ATTO_COLUMNS, sorted by op, qd, block_bytes."""
+    import pandas as pd
     assert len(points) == len(results), "one result per point"
     rows = []
     for point, result in zip(points, results, strict=True):

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits
@@ -36,6 +34,11 @@ from raidlab.scenario.array import array_capacity_bytes, build_scenario, parse_i
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.workloads import WorkloadRequest, build_workload, parse_block_size
 from raidlab.units import format_size, parse_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 # --- CrystalDiskMark ------------------------------------------------------------------
 
@@ -116,6 +119,7 @@ def _frame(
     columns: list[str],
     key_names: Sequence[str],
 ) -> pd.DataFrame:
+    import pandas as pd
     records = []
     for key, result in zip(keys, results, strict=True):
         ops = result.get("ops", {})
@@ -217,6 +221,7 @@ def iometer(
     labels: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One IOMeter access specification: rows per direction and ``total``."""
+    import pandas as pd
     labels = dict(labels or {})
     access = parse_access_spec(spec, labels.get("spec", "SPEC"))
     workloads = iometer_workloads(array, access, ios, size, labels)
@@ -331,6 +336,7 @@ def pts(
     100 % write IOPS), ``tp`` (128K and 1M sequential 100/0 and 0/100, tracking 1M write
     MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
     mean latency). Returns every (round, mix, size) row and the steady-state summary."""
+    import pandas as pd
     labels = dict(labels or {})
     if test not in PTS_METRICS:
         raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")

@@ -11,12 +11,16 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console, ConsoleDimensions
 
 from raidlab.errors import RaidlabError
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Width of a console that is not a terminal (a pipe, a file): a table there is read by
 # a program or kept, so it prints whole, one row a line, however wide. Rich would take

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -15,6 +15,11 @@ from raidlab.studies.atto_studies import StudySummary
 from raidlab.studies.claims import Tolerance
 from raidlab.studies.cross_validation import CrossValidation, Refit
 from raidlab.units import format_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def print_claims(frame: pd.DataFrame, output_format: str) -> None:

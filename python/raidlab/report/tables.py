@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.table import Table
 
 from raidlab.report.output import print_json, records, stdout
 from raidlab.units import format_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def number(value: float | None, digits: int = 1) -> str:
@@ -48,18 +54,23 @@ def atto_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-def run_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def run_table_rows(
+    rows: pd.DataFrame | Sequence[Mapping[str, Any]],
+) -> tuple[list[str], list[list[str]]]:
+    """The table of a fio-style run, from its DataFrame or its plain rows (RunRows)."""
+    if not isinstance(rows, Sequence):
+        rows = rows.to_dict("records")
     header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"]
     body = [
         [
-            row.op,
-            number(row.iops, 0),
-            number(row.mbps),
-            number(row.lat_mean_us),
-            number(row.lat_p50_us),
-            number(row.lat_p99_us),
+            row["op"],
+            number(row["iops"], 0),
+            number(row["mbps"]),
+            number(row["lat_mean_us"]),
+            number(row["lat_p50_us"]),
+            number(row["lat_p99_us"]),
         ]
-        for row in frame.itertuples()
+        for row in rows
     ]
     return header, body
 

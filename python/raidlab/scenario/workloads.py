@@ -10,14 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.array import array_capacity_bytes
 from raidlab.units import parse_duration_ns, parse_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 SECTOR_BYTES = 512
 # assumed: 20,000 measured I/Os give percentiles up to p99.9 from ~20 samples each.
@@ -232,9 +235,32 @@ def _percentile_us(percentiles: Mapping[str, Any], key: str) -> float:
     return float("nan")
 
 
-def run_frame(results: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per direction that did I/O, columns RUN_COLUMNS."""
-    rows = [
+def run_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per direction that did I/O, keys RUN_COLUMNS."""
+    return [
         {"op": op, **op_metrics(results["ops"][op])} for op in OPS if op in results.get("ops", {})
     ]
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def run_frame(results: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per direction that did I/O, columns RUN_COLUMNS."""
+    import pandas as pd
+
+    return pd.DataFrame(run_rows(results), columns=RUN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """A fio-style run as plain rows (``run_rows``) and the ``attrs`` its DataFrame
+    carries (explain, scenario, seed, sim_time_ns, rebuild). The command line prints a
+    table from it without loading pandas; ``frame()`` is the API's DataFrame."""
+
+    rows: list[dict[str, Any]]
+    attrs: dict[str, Any]
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame(self.rows, columns=RUN_COLUMNS)
+        frame.attrs.update(self.attrs)
+        return frame

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import JobFile, plan_jobs
@@ -26,6 +24,11 @@ from raidlab.scenario.presets import DEFAULT_CONTROLLER
 from raidlab.scenario.tuning import Tuning, tune_array
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 from raidlab.units import format_size, parse_size
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
 LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}
@@ -222,6 +225,7 @@ def advise(
     columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains the winner against
     the runner-up. ``scheduler`` is the host I/O scheduler every candidate runs behind
     (default: none; a job file's ioscheduler= wins)."""
+    import pandas as pd
     labels = dict(labels or {})
     if scheduler is not None and scheduler not in schedulers():
         raise RaidlabError(

@@ -25,9 +25,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
 from importlib import resources
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
 from raidlab.frontends.atto import IOS_MAX_DEFAULT, atto_scenario
@@ -35,6 +33,11 @@ from raidlab.scenario.array import ArrayRequest, build_array
 from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import unknown_name_message
 from raidlab.scenario.workloads import op_metrics
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 STUDY_COLUMNS = [
     "study",
@@ -219,6 +222,7 @@ class Study:
 
 
 def _reference_csv(name: str) -> pd.DataFrame:
+    import pandas as pd
     text = resources.files("raidlab.studies").joinpath("reference", name).read_text("utf-8")
     return pd.read_csv(io.StringIO(text))
 
@@ -230,6 +234,7 @@ _SSD_DRIVES = {"single": 1, "raid0_2": 2, "raid0_3": 3}
 
 
 def _ssd_measured() -> pd.DataFrame:
+    import pandas as pd
     raw = _reference_csv("ssd_raid0_atto.csv")
     # The 65536 KiB rows are real rows of the file (an 18th value the paper prints);
     # their `note` says the size is assumed. They are kept and simulated like the rest.
@@ -270,6 +275,7 @@ def _hdd_config_name(disks: int, su_kib: int) -> str:
 
 
 def _hdd_measured() -> pd.DataFrame:
+    import pandas as pd
     raw = _reference_csv("hdd_raid0_atto.csv")
     return pd.DataFrame(
         {
@@ -439,6 +445,7 @@ def simulate_rows(
     """The rows ``measured`` (default: every row of ``study``) and their simulated MB/s
     (a Series on the same index), one simulation per distinct run. ``run`` runs a list
     of scenarios (default: run_scenarios inline, no progress bar)."""
+    import pandas as pd
     measured, keys, scenarios = study_scenarios(study, ios_max, seed, measured, array_overrides)
     if run is None:
         results = run_scenarios(scenarios, jobs=1, progress=False)
@@ -464,6 +471,7 @@ def reproduce_study(
     simulator: Simulator | None = None,
 ) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
+    import pandas as pd
     study = get_study(name)
     run = runner(jobs, executor, progress, simulator)
 
@@ -521,6 +529,7 @@ def naive_mbps(frame: pd.DataFrame, drive_counts: Mapping[str, int]) -> pd.Serie
     """The "N x one drive" model: the measured single-drive value with the same op, qd
     and transfer size, times the array's drive count. NaN where no single-drive row
     exists (e.g. a queue depth only measured on the array)."""
+    import pandas as pd
     drives = frame["config"].map(drive_counts)
     single = frame[drives == 1]
     single_value = single.groupby(["op", "qd", "block_bytes"])["measured_mbps"].first()
@@ -553,6 +562,7 @@ def summarize(
 ) -> StudySummary:
     """MAPE per (config, op, qd) and per role, the worst row, and the naive model.
     Suspect rows count in neither the calibration nor the prediction MAPE."""
+    import pandas as pd
     drive_counts = dict(drive_counts or frame.attrs.get("drive_counts", {}))
     usable = frame[frame["measured_mbps"] != 0]
     groups = []
@@ -637,6 +647,7 @@ def runner(
 
 def summary_dict(summary: StudySummary) -> dict[str, Any]:
     """``summary`` as plain JSON-ready data (NaN becomes None)."""
+    import pandas as pd
     document: dict[str, Any] = {}
     for item in fields(summary):
         value = getattr(summary, item.name)

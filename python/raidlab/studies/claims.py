@@ -25,9 +25,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario.array import (
     ArrayRequest,
@@ -40,6 +38,12 @@ from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import preset
 from raidlab.scenario.tuning import Tuning, drive_state_default, tune_array
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
+from raidlab.studies import CLAIMS_IOS_DEFAULT
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 CLAIM_COLUMNS = [
     "claim_id",
@@ -60,7 +64,6 @@ CLAIM_COLUMNS = [
     "claimed_text",
     "tolerance_text",
 ]
-CLAIMS_IOS_DEFAULT = 20_000  # measured host I/Os per run (the CLI's --ios-max)
 
 # SNIA SSS PTS-E (enterprise) IOPS test: total outstanding I/O "TC 2 x QD 16"; TKperf,
 # the article's tool, drives fio with these. Change them here, nowhere else.
@@ -807,6 +810,7 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
 
 def load_claims(study: ClaimStudy) -> pd.DataFrame:
     """The study's claims file (shipped in ``raidlab/studies/reference/``)."""
+    import pandas as pd
     reference = resources.files("raidlab.studies").joinpath("reference")
     text = reference.joinpath(study.claims_file).read_text("utf-8")
     claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
@@ -889,6 +893,7 @@ def reproduce_claims(
     """One row per check of a covered claim and one per claim not covered (columns
     CLAIM_COLUMNS; ``result`` is PASS, FAIL or "not covered", ``how`` says how it was
     simulated or why not). ``.attrs`` carries the method, coverage and summary."""
+    import pandas as pd
     study = CLAIM_STUDIES[name]
     claims = load_claims(study).set_index("claim_id")
     checks = study.checks()

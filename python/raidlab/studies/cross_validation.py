@@ -27,9 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.scenario.executor import Simulator
@@ -46,6 +44,11 @@ from raidlab.studies.atto_studies import (
     simulate_rows,
     study_calibrations,
 )
+
+# pandas loads where a frame is built, not with the module: the command line starts
+# without it (docs/benchmarks.md, start-up).
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Simulations per refitted field: golden-section brackets shrink by 0.618 per
 # evaluation, so 10 evaluations narrow a 7x search range to about 4 %.
@@ -193,6 +196,7 @@ def cross_validate(
     simulator: Simulator | None = None,
 ) -> CrossValidation:
     """Leave each array configuration of ATTO study ``name`` out in turn (module docs)."""
+    import pandas as pd
     study = get_study(name)
     calibrations = study_calibrations(name)
     for calibration in calibrations:
