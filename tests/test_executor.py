@@ -3,6 +3,7 @@ input order whatever the batching, and a command line that starts without pandas
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +39,7 @@ def test_batches_cover_every_index_once_and_put_the_costliest_first() -> None:
     assert sorted(flat) == list(range(len(costs)))
     assert groups[0] == [1] and groups[1] == [4]  # each big one alone, first
     assert len(groups) < len(costs)  # the small ones travel together
-    assert all(costs[a] >= costs[b] for a, b in zip(flat, flat[1:]))
+    assert all(costs[a] >= costs[b] for a, b in itertools.pairwise(flat))
 
 
 def test_results_come_back_in_input_order_from_batches() -> None:
