@@ -563,6 +563,37 @@ def advise(
     )
 
 
+def sweep(
+    path: str | Path,
+    out: str | Path | None = None,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = False,
+    labels: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Run the sweep file ``path`` (a base scenario and a ``[grid]`` or ``[[points]]``,
+    see raidlab.frontends.sweep) and write OUT.csv and OUT.parquet (default OUT:
+    ``out/<file name without .toml>``), one row per point in point order. Points whose
+    scenario is already in OUT.csv are not run again, so a stopped sweep resumes.
+    ``executor``: any concurrent.futures executor, e.g. a Dask client's."""
+    from raidlab.frontends.sweep import load_sweep, run_sweep
+    from raidlab.report.output import output_file
+
+    labels = dict(labels or {})
+    sweep_file = load_sweep(path)
+    if out is None:
+        out = output_directory("out", labels.get("out", "out")) / Path(path).stem
+    prefix = Path(out)
+    for suffix in (".csv", ".parquet"):
+        output_file(prefix.with_name(prefix.name + suffix), labels.get("out", "out"))
+    notes: list[str] = []
+    frame = run_sweep(sweep_file, prefix, jobs, executor, progress, note=notes.append)
+    frame.attrs["notes"] = notes
+    frame.attrs["points"] = len(sweep_file.points)
+    frame.attrs["varied"] = list(sweep_file.varied)
+    return frame
+
+
 def study_names() -> list[str]:
     """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
     from raidlab.studies.atto_studies import STUDIES
@@ -784,5 +815,6 @@ __all__: list[str] = [
     "run",
     "run_workload",
     "run_workload_rows",
+    "sweep",
     "study_names",
 ]

@@ -1,7 +1,7 @@
 """The ``raidlab`` command line: thin commands over ``raidlab.api``.
 
 One module per command group: ``simulate`` (atto, run, replay), ``studies`` (presets,
-advise, reproduce), ``suites`` (fio, cdm, iometer, pts) and ``engine`` (real arrays:
+advise, reproduce), ``suites`` (fio, cdm, iometer, pts), ``sweep`` and ``engine`` (real arrays:
 create, status, serve, fail, replace, check, repair, inject). Shared flags live in
 ``flags``; rendering in ``raidlab.report``.
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import typer
 
-from raidlab.cli import simulate, studies, suites  # noqa: F401  (they register commands)
+from raidlab.cli import simulate, studies, suites, sweep  # noqa: F401  (they register commands)
 from raidlab.cli.app import app
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.errors import RaidlabError

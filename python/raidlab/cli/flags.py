@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,7 +21,7 @@ import typer
 from raidlab import api
 from raidlab.errors import RaidlabError
 from raidlab.scenario.array import parse_int
-from raidlab.scenario.executor import JOBS_MAX
+from raidlab.scenario.executor import JOBS_MAX, executor_scope
 from raidlab.scenario.tuning import Tuning, tune_array
 
 FORMATS = ("table", "csv", "json")
@@ -266,6 +267,32 @@ SeedOption = Annotated[str, typer.Option("--seed", help="Random seed; same seed,
 JobsOption = Annotated[
     str | None, typer.Option("--jobs", help="Worker processes (default: CPU count).")
 ]
+
+
+ClusterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="Run the points on this Dask scheduler, e.g. tcp://HOST:8786 (default: "
+        "$RAIDLAB_CLUSTER, else $DASK_SCHEDULER_ADDRESS, else local worker processes).",
+    ),
+]
+
+
+@contextmanager
+def cluster_scope(cluster: str | None, jobs: str | None) -> Iterator[None]:
+    """The command's runs on the Dask cluster ``--cluster`` or the environment names
+    (local processes without one). An explicit ``--jobs`` keeps them local, unless
+    ``--cluster`` is given too: that is refused."""
+    from raidlab.scenario.cluster import cluster_executor
+
+    if jobs is not None:
+        if cluster is not None:
+            raise RaidlabError("--jobs", "sets local worker processes; not with --cluster")
+        yield
+        return
+    with cluster_executor(cluster) as executor, executor_scope(executor):
+        yield
 
 
 FormatOption = Annotated[str, typer.Option("--format", help="table, csv or json.")]

@@ -15,11 +15,13 @@ from raidlab.cli.flags import (
     ATTO_FLAGS,
     RUN_FLAGS,
     ArrayFlags,
+    ClusterOption,
     ExplainOption,
     FormatOption,
     JobsOption,
     SeedOption,
     check_format,
+    cluster_scope,
     opt,
     parse_jobs,
     with_array_flags,
@@ -59,6 +61,7 @@ def atto(
     ),
     seed: SeedOption = "1",
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     explain: ExplainOption = False,
     plot: Annotated[
@@ -74,7 +77,7 @@ def atto(
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         if plot is not None:
             from raidlab.report.plots import check_figure_path

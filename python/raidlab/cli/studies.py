@@ -13,6 +13,7 @@ from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
     RUN_FLAGS,
+    ClusterOption,
     ControllerOption,
     DriveOption,
     DrivesOption,
@@ -21,6 +22,7 @@ from raidlab.cli.flags import (
     SchedulerOption,
     SeedOption,
     check_format,
+    cluster_scope,
     opt,
     parse_jobs,
 )
@@ -140,13 +142,14 @@ def advise(
     metric: Annotated[str, opt("--metric", "Rank by iops, mbps or lat_p99_us.")] = "iops",
     seed: SeedOption = "1",
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     scheduler: SchedulerOption = None,
 ) -> None:
     """Simulate the RAID levels, stripe units and cache settings (write-through,
     write-back, FastPath where the controller has it) a set of drives allows for a
     workload, and rank them, with the bottleneck of each and why the winner wins."""
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         workload_flags = {
             "rw": rw,
@@ -219,6 +222,7 @@ def reproduce(
         ),
     ] = None,
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     ios_max: Annotated[
         str | None,
         opt(
@@ -255,7 +259,7 @@ def reproduce(
     from raidlab.studies.claims import CLAIM_STUDIES
     from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
 
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         if study not in CLAIM_STUDIES:
             get_study(study, "STUDY")

@@ -13,10 +13,12 @@ from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
     ArrayFlags,
+    ClusterOption,
     FormatOption,
     JobsOption,
     SeedOption,
     check_format,
+    cluster_scope,
     opt,
     parse_jobs,
     with_array_flags,
@@ -79,6 +81,7 @@ def fio(
     ] = None,
     seed: Annotated[str, opt("--seed", "Random seed (a job's randseed= overrides it).")] = "1",
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     output_format: Annotated[
         str, opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
     ] = "normal",
@@ -95,7 +98,7 @@ def fio(
 ) -> None:
     """fio job files (or fio's command-line job form) simulated on an array, reported
     in fio's own formats. Stonewall groups run one after another."""
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         if output_format not in api.FIO_OUTPUT_FORMATS:
             raise RaidlabError(
                 "--output-format",
@@ -144,12 +147,13 @@ def cdm(
     ios: Annotated[str, opt("--ios", "Measured I/Os of each random test.")] = "20000",
     seed: SeedOption = "1",
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     *,
     flags: ArrayFlags,
 ) -> None:
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         array = flags.build()
         frame = api.cdm(array, profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
@@ -231,6 +235,7 @@ def pts(
     ),
     seed: SeedOption = "1",
     jobs: JobsOption = None,
+    cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     plot: Annotated[
         Path | None, opt(
@@ -243,7 +248,7 @@ def pts(
     flags: ArrayFlags,
 ) -> None:
     """SNIA PTS-style test: rounds of the mix x size matrix until steady state."""
-    with user_errors():
+    with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         if plot is not None:
             from raidlab.report.plots import check_figure_path

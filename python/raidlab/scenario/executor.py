@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,21 @@ if TYPE_CHECKING:
 
 Simulator = Callable[[dict[str, Any]], dict[str, Any]]
 JOBS_MAX = 1024
+
+# The executor of runs that name none (e.g. a Dask cluster's, for one command).
+_SCOPED: ContextVar[Executor | None] = ContextVar("raidlab_executor", default=None)
+
+
+@contextmanager
+def executor_scope(executor: Executor | None) -> Iterator[None]:
+    """Within the block, every ``run_scenarios`` of many scenarios that names no
+    executor and no ``jobs=1`` runs on ``executor`` (None: local processes, as before):
+    how the command line sends a whole command's runs to a cluster."""
+    token = _SCOPED.set(executor)
+    try:
+        yield
+    finally:
+        _SCOPED.reset(token)
 
 
 def default_jobs() -> int:
@@ -69,6 +86,7 @@ def run_scenarios(
     progress: bool = True,
     description: str = "simulating",
     simulator: Simulator | None = None,
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Results of ``scenarios`` in input order.
 
@@ -76,24 +94,32 @@ def run_scenarios(
     ``jobs`` workers (default: CPU count) is used, unless ``executor`` is given, in
     which case ``jobs`` is ignored and the caller owns the executor. ``simulator`` must
     be picklable (a module-level function) when it runs in other processes.
+    ``on_result(index, result)`` is called as each result arrives (in completion
+    order), e.g. to save a long sweep's points as they finish.
     """
     # Looked up at call time so tests can stand in a fake simulator for the native one.
     simulator = simulator if simulator is not None else native.simulate
+    if executor is None and jobs is None:
+        executor = _SCOPED.get()
     jobs = default_jobs() if jobs is None else parse_int(jobs, "jobs", 1, JOBS_MAX)
     bar = _progress(progress and sys.stderr is not None, len(scenarios), description)
     with bar if bar is not None else _NoProgress() as live:
         task = live.add_task(description, total=len(scenarios))
         if executor is None and (jobs == 1 or len(scenarios) <= 1):
             results = []
-            for scenario in scenarios:
+            for index, scenario in enumerate(scenarios):
                 results.append(simulator(scenario))
+                if on_result is not None:
+                    on_result(index, results[-1])
                 live.advance(task)
             return results
         if executor is not None:
-            return _run_on(executor, scenarios, simulator, live, task, jobs)
+            # A cluster's executor knows its worker count; any other, the jobs asked.
+            workers = getattr(executor, "workers", jobs)
+            return _run_on(executor, scenarios, simulator, live, task, workers, on_result)
         workers = min(jobs, len(scenarios))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            return _run_on(pool, scenarios, simulator, live, task, workers)
+            return _run_on(pool, scenarios, simulator, live, task, workers, on_result)
 
 
 # Batches per worker: enough that the costliest-first order can even out the workers'
@@ -153,6 +179,7 @@ def _run_on(
     live: Progress | _NoProgress,
     task: Any,
     workers: int,
+    on_result: Callable[[int, dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:
     groups = batches([scenario_cost(s) for s in scenarios], workers * BATCHES_PER_WORKER)
     run_batch = partial(_simulate_batch, simulator)
@@ -166,6 +193,8 @@ def _run_on(
             group = futures[future]
             for index, result in zip(group, future.result(), strict=True):
                 results[index] = result
+                if on_result is not None:
+                    on_result(index, result)
             live.advance(task, len(group))
     except BaseException:
         for future in futures:
