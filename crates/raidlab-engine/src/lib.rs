@@ -38,6 +38,7 @@ pub mod crc32c;
 pub mod error;
 pub mod journal;
 pub mod nbd;
+pub mod ppl;
 mod staged;
 pub mod superblock;
 
