@@ -311,7 +311,10 @@ impl Superblock {
                 .ok_or(SuperblockError::Field("consistency_policy", u64::from(c)))?,
         };
         if journaled != (policy == ConsistencyPolicy::Journal) {
-            return Err(SuperblockError::Field("consistency_policy", u64::from(b[34])));
+            return Err(SuperblockError::Field(
+                "consistency_policy",
+                u64::from(b[34]),
+            ));
         }
         let mut failed = FailedSet::new();
         for m in 0..MEMBERS_MAX {
