@@ -389,12 +389,15 @@ def create(
     assume_clean: bool = False,
     journal: Member | None = None,
     journal_size: int | str | None = None,
+    consistency_policy: str | None = None,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
     ``assume_clean``; members of another array are refused unless ``force``.
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
-    hole; every later operation on the array then needs the same ``journal``."""
+    hole; every later operation on the array then needs the same ``journal``.
+    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap`` (the default), ``journal``
+    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only)."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -417,6 +420,8 @@ def create(
     args += _journal(journal)
     if journal_size is not None:
         args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
+    if consistency_policy is not None:
+        args += ["--consistency-policy", consistency_policy]
     result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
     return ArrayStatus.from_json(_json(result))
 
