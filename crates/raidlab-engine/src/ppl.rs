@@ -255,6 +255,9 @@ pub fn records_to_replay(log: &[u8], uuid: u128, stripe_unit_bytes: u64) -> Vec<
     records
 }
 
+/// A stripe parity recovery writes: member data offset and bytes.
+pub type StripeParity = (u64, Vec<u8>);
+
 /// The parity recovery writes for one logged stripe range: `(stripe, member offset,
 /// parity)` per stripe whose parity member is `member`, computed from the partial parity
 /// and `read(member, offset, len)` of the modified chunks. `None` when a modified
@@ -265,7 +268,7 @@ pub fn parity_of_entry(
     e: &Entry,
     failed: &FailedSet,
     mut read: impl FnMut(u32, u64, &mut [u8]) -> std::io::Result<()>,
-) -> std::io::Result<Option<Vec<(u64, Vec<u8>)>>> {
+) -> std::io::Result<Option<Vec<StripeParity>>> {
     let su = geo.stripe_unit_bytes();
     let full = e.partial_parity.is_empty();
     let (col, len) = if full {
