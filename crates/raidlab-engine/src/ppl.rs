@@ -332,6 +332,24 @@ pub struct Ppl {
     logs: Mutex<Vec<MemberLog>>,
     /// Signalled when a record finishes.
     finished: Condvar,
+    /// Per member: the group commit of its log writes.
+    syncs: Mutex<Vec<GroupSync>>,
+    /// Signalled when a log sync finishes.
+    synced: Condvar,
+}
+
+/// One member log's group commit, as md gathers stripes into one PPL write: a record
+/// written takes a ticket; one sync, started after the write, covers every ticket
+/// taken before it started, so writers in flight together share it.
+#[derive(Default)]
+struct GroupSync {
+    written: u64,
+    synced: u64,
+    /// The file the last finished sync covered (a replacement is another file).
+    synced_file: usize,
+    syncing: bool,
+    /// The last sync failed: it covered tickets up to this, with this error.
+    failed: Option<(u64, std::io::ErrorKind, String)>,
 }
 
 /// The records of one request, in flight until dropped (after its member writes).
@@ -374,6 +392,8 @@ impl Ppl {
             slots: (PPL_BYTES / slot_bytes(stripe_unit_bytes)).max(1),
             logs: Mutex::new((0..members).map(|_| MemberLog::default()).collect()),
             finished: Condvar::new(),
+            syncs: Mutex::new((0..members).map(|_| GroupSync::default()).collect()),
+            synced: Condvar::new(),
         }
     }
 
@@ -441,12 +461,54 @@ impl Ppl {
             let at = PPL_OFFSET_BYTES + ((seq - 1) % self.slots) * slot;
             let r = file
                 .write_all_at(&bytes, at)
-                .and_then(|()| file.sync_data());
+                .and_then(|()| self.sync(m, &file));
             if let Err(e) = r {
                 errors.push((m, e));
             }
         }
         (guard, errors)
+    }
+
+    /// Makes every record written to member `m`'s log so far durable, sharing the
+    /// sync with the writers that wait at the same time (group commit).
+    fn sync(&self, m: u32, file: &Arc<File>) -> std::io::Result<()> {
+        let me = Arc::as_ptr(file) as usize;
+        let mut syncs = self.syncs.lock().expect("ppl sync lock");
+        syncs[m as usize].written += 1;
+        let ticket = syncs[m as usize].written;
+        loop {
+            let g = &mut syncs[m as usize];
+            if let Some((through, kind, msg)) = &g.failed {
+                if *through >= ticket {
+                    return Err(std::io::Error::new(*kind, msg.clone()));
+                }
+            }
+            if g.synced >= ticket && g.synced_file == me {
+                return Ok(());
+            }
+            if !g.syncing {
+                g.syncing = true;
+                let target = g.written;
+                drop(syncs);
+                let r = file.sync_data();
+                syncs = self.syncs.lock().expect("ppl sync lock");
+                let g = &mut syncs[m as usize];
+                g.syncing = false;
+                match &r {
+                    Ok(()) => {
+                        g.synced = target;
+                        g.synced_file = me;
+                    }
+                    Err(e) => g.failed = Some((target, e.kind(), e.to_string())),
+                }
+                self.synced.notify_all();
+                if r.is_err() {
+                    return r;
+                }
+                continue;
+            }
+            syncs = self.synced.wait(syncs).expect("ppl sync lock");
+        }
     }
 
     /// Whether `records` fit one slot each.
