@@ -176,6 +176,41 @@ impl Record {
     }
 }
 
+/// Writes `bytes` at `at` with `RWF_DSYNC` (durable on return, like a FUA write).
+/// `Ok(false)` when the kernel or filesystem does not take the flag (nothing written).
+fn write_dsync(file: &File, bytes: &[u8], at: u64) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0usize;
+    while done < bytes.len() {
+        let iov = libc::iovec {
+            iov_base: bytes[done..].as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len() - done,
+        };
+        // SAFETY: one iovec over a live slice, a valid fd, no aliasing writes.
+        let n = unsafe {
+            libc::pwritev2(
+                file.as_raw_fd(),
+                &iov,
+                1,
+                (at + done as u64) as libc::off_t,
+                libc::RWF_DSYNC,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) if done == 0 => {
+                    return Ok(false)
+                }
+                _ => return Err(e),
+            }
+        }
+        done += n as usize;
+    }
+    Ok(true)
+}
+
 fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
@@ -459,9 +494,16 @@ impl Ppl {
         for (m, file, bytes, seq) in writes {
             debug_assert!(bytes.len() as u64 <= slot);
             let at = PPL_OFFSET_BYTES + ((seq - 1) % self.slots) * slot;
-            let r = file
-                .write_all_at(&bytes, at)
-                .and_then(|()| self.sync(m, &file));
+            // md writes the log with FUA: here a write that is durable on return and
+            // syncs only its own range (a member sync would also write back every data
+            // write the page cache holds for the member).
+            let r = match write_dsync(&file, &bytes, at) {
+                Ok(true) => Ok(()),
+                Ok(false) => file
+                    .write_all_at(&bytes, at)
+                    .and_then(|()| self.sync(m, &file)),
+                Err(e) => Err(e),
+            };
             if let Err(e) = r {
                 errors.push((m, e));
             }
