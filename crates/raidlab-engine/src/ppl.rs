@@ -35,7 +35,10 @@
 //! its data (where the bitmap lives under the other policies), cut into fixed slots of
 //! one 4 KiB header plus room for the partial parity of one request (at most two partial
 //! stripes, so two chunks). One request writes one record per parity member it touches,
-//! synced before its member writes start; slots are used in sequence order as a ring, and
+//! durable before its member writes start (an `RWF_DSYNC` write, md's FUA; where the
+//! filesystem refuses the flag, a member sync shared by the writers waiting together);
+//! md instead gathers the stripes of concurrent writes into one log write (not done
+//! here). Slots are used in sequence order as a ring, and
 //! a record may go into a slot only once every record a whole ring older has finished, so
 //! records of requests in flight are never overwritten. Each record names the oldest
 //! record still in flight when it was written; recovery replays, in sequence order, the
