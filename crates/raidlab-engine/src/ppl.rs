@@ -547,9 +547,7 @@ impl Ppl {
                     Err(e) => g.failed = Some((target, e.kind(), e.to_string())),
                 }
                 self.synced.notify_all();
-                if r.is_err() {
-                    return r;
-                }
+                r?;
                 continue;
             }
             syncs = self.synced.wait(syncs).expect("ppl sync lock");
@@ -604,6 +602,42 @@ mod tests {
         assert!(decode(&slot, 8).is_none(), "another array's record");
         slot[HEADER_BYTES as usize + 100] ^= 1;
         assert!(decode(&slot, 9).is_none(), "torn partial parity");
+    }
+
+    #[test]
+    fn writers_share_group_syncs_and_every_one_returns() {
+        let ppl = Arc::new(Ppl::new(1, 3, 16384));
+        let f = Arc::new(tempfile_in_target());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (ppl, f) = (ppl.clone(), f.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        ppl.sync(1, &f).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = ppl.syncs.lock().unwrap();
+        assert_eq!(s[1].written, 200);
+        assert_eq!(s[1].synced, 200, "the last ticket is covered");
+        assert!(!s[1].syncing);
+    }
+
+    fn tempfile_in_target() -> File {
+        let p = std::env::temp_dir().join(format!("raidlab-ppl-sync-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
+        std::fs::remove_file(&p).unwrap();
+        f
     }
 
     #[test]
