@@ -79,6 +79,8 @@ fn status_report(s: &Status, served: bool) -> Value {
         "journal": s.journal.as_ref().map(|p| p.display().to_string()),
         "faults": s.faults.iter().map(fault_json).collect::<Vec<_>>(),
         "journal_replayed": s.journal_replayed,
+        "consistency_policy": s.policy.name(),
+        "ppl_recovered": s.ppl_recovered,
         "members": s.members.iter().enumerate().map(|(role, (path, st))| json!({
             "role": role,
             "path": path.as_ref().map(|p| p.display().to_string()),

@@ -40,6 +40,7 @@ pub mod journal;
 pub mod nbd;
 pub mod nbd_structured;
 pub mod private_socket;
+pub mod ppl;
 mod staged;
 pub mod superblock;
 pub mod tls;

@@ -12,7 +12,10 @@
 //!     32    1 level                 0 raid0, 1 concat, 2 raid1, 3 raid4, 4 raid5, 5 raid6,
 //!                                   6 raid10, 7 raid50, 8 raid60
 //!     33    1 layout                0 none, 1 la, 2 ra, 3 ls, 4 rs, 5 near, 6 far, 7 offset
-//!     34    2 reserved              0
+//!     34    1 consistency_policy    0 default (bitmap, or journal with flag bit 1: what
+//!                                   superblocks written before the policy meant), 1 resync,
+//!                                   2 bitmap, 3 journal, 4 ppl
+//!     35    1 reserved              0
 //!     36    4 copies                RAID 10 copies, 0 = none
 //!     40    4 spans                 RAID 50/60 spans, 0 = none
 //!     44    4 member_count          members in the array
@@ -31,7 +34,9 @@
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
-//! the write-intent bitmap (see the constants below and the crate README).
+//! the write-intent bitmap (see the constants below and the crate README), or, under the
+//! `ppl` policy, which keeps no bitmap (as md: the two exclude each other), the member's
+//! partial parity log (see [`crate::ppl`]).
 
 use crate::crc32c::crc32c;
 use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
@@ -64,6 +69,59 @@ pub const FLAG_JOURNAL: u32 = 2;
 /// current, so a rebuild stopped cleanly resumes there (md's `recovery_offset`).
 pub const FLAG_RECOVERING: u32 = 4;
 
+/// What makes parity agree with data again after an unclean stop (mdadm's
+/// `--consistency-policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConsistencyPolicy {
+    /// No bitmap on disk: after an unclean stop every stripe is resynced.
+    Resync,
+    /// The write-intent bitmap: only the regions it marks are resynced (the default).
+    #[default]
+    Bitmap,
+    /// A write journal (`--journal`, with the bitmap too): half-done writes are replayed
+    /// whole (see [`crate::journal`]).
+    Journal,
+    /// md's partial parity log, RAID 5 only: no bitmap; the log on each stripe's parity
+    /// member makes parity consistent again, degraded too (see [`crate::ppl`]).
+    Ppl,
+}
+
+impl ConsistencyPolicy {
+    /// Every policy, in on-disk code order (code = index + 1).
+    pub const ALL: [Self; 4] = [Self::Resync, Self::Bitmap, Self::Journal, Self::Ppl];
+
+    /// The name mdadm gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Resync => "resync",
+            Self::Bitmap => "bitmap",
+            Self::Journal => "journal",
+            Self::Ppl => "ppl",
+        }
+    }
+
+    /// Whether the write-intent bitmap is kept on disk.
+    pub fn keeps_bitmap(self) -> bool {
+        matches!(self, Self::Bitmap | Self::Journal)
+    }
+}
+
+impl std::fmt::Display for ConsistencyPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ConsistencyPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("one of resync, bitmap, journal, ppl, got {s:?}"))
+    }
+}
+
 /// A decoded superblock: plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Superblock {
@@ -81,6 +139,8 @@ pub struct Superblock {
     pub failed: FailedSet,
     /// The array writes through a write journal.
     pub journaled: bool,
+    /// The consistency policy (`Journal` exactly when `journaled`).
+    pub policy: ConsistencyPolicy,
     /// A rebuild of this member stopped with member data below this offset rebuilt.
     pub recovery_offset_bytes: Option<u64>,
     /// The rate limit of that rebuild (`replace --rate`), which its resumption keeps.
@@ -171,6 +231,11 @@ impl Superblock {
         b[33] = self.spec.layout.map_or(0, |l| {
             LAYOUTS.iter().position(|&x| x == l).expect("code") as u8 + 1
         });
+        b[34] = ConsistencyPolicy::ALL
+            .iter()
+            .position(|&p| p == self.policy)
+            .expect("every policy has a code") as u8
+            + 1;
         b[36..40].copy_from_slice(&self.spec.copies.unwrap_or(0).to_le_bytes());
         b[40..44].copy_from_slice(&self.spec.spans.unwrap_or(0).to_le_bytes());
         b[44..48].copy_from_slice(&self.spec.drive_count.to_le_bytes());
@@ -236,6 +301,21 @@ impl Superblock {
         if data_offset != DATA_OFFSET_BYTES {
             return Err(SuperblockError::Field("data_offset_bytes", data_offset));
         }
+        let journaled = u32_at(b, 76) & FLAG_JOURNAL != 0;
+        let policy = match b[34] {
+            // Written before the policy existed: the bitmap, and the journal if flagged.
+            0 if journaled => ConsistencyPolicy::Journal,
+            0 => ConsistencyPolicy::Bitmap,
+            c => *ConsistencyPolicy::ALL
+                .get(c as usize - 1)
+                .ok_or(SuperblockError::Field("consistency_policy", u64::from(c)))?,
+        };
+        if journaled != (policy == ConsistencyPolicy::Journal) {
+            return Err(SuperblockError::Field(
+                "consistency_policy",
+                u64::from(b[34]),
+            ));
+        }
         let mut failed = FailedSet::new();
         for m in 0..MEMBERS_MAX {
             if b[88 + m as usize / 8] & (1 << (m % 8)) != 0 {
@@ -260,7 +340,8 @@ impl Superblock {
             events: u64_at(b, 80),
             dirty: u32_at(b, 76) & FLAG_DIRTY != 0,
             failed,
-            journaled: u32_at(b, 76) & FLAG_JOURNAL != 0,
+            journaled,
+            policy,
             recovery_offset_bytes: match u32_at(b, 76) & FLAG_RECOVERING {
                 0 => None,
                 _ => {
@@ -292,6 +373,7 @@ mod tests {
             events: 42,
             dirty: true,
             journaled: true,
+            policy: ConsistencyPolicy::Journal,
             failed: FailedSet::from_members(&[1, 4]),
             recovery_offset_bytes: None,
             recovery_rate_bytes_per_s: None,
@@ -325,6 +407,35 @@ mod tests {
             Superblock::decode(&beyond.encode()),
             Err(SuperblockError::Field("recovery_offset_bytes", _))
         ));
+    }
+
+    #[test]
+    fn the_policy_round_trips_and_old_superblocks_keep_their_meaning() {
+        for policy in ConsistencyPolicy::ALL {
+            let sb = Superblock {
+                policy,
+                journaled: policy == ConsistencyPolicy::Journal,
+                ..sample()
+            };
+            assert_eq!(Superblock::decode(&sb.encode()), Ok(sb));
+        }
+        // A superblock from before the policy byte: 0 there.
+        let reencode = |sb: Superblock| {
+            let mut b = sb.encode();
+            b[34] = 0;
+            let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+            b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+            Superblock::decode(&b).unwrap().policy
+        };
+        assert_eq!(reencode(sample()), ConsistencyPolicy::Journal);
+        let plain = Superblock {
+            journaled: false,
+            policy: ConsistencyPolicy::Bitmap,
+            ..sample()
+        };
+        assert_eq!(reencode(plain), ConsistencyPolicy::Bitmap);
+        assert_eq!("ppl".parse(), Ok(ConsistencyPolicy::Ppl));
+        assert!("raid".parse::<ConsistencyPolicy>().is_err());
     }
 
     #[test]

@@ -178,6 +178,14 @@ def create(
     journal_size: Annotated[
         str | None, typer.Option("--journal-size", help="Journal size (default: 256M).")
     ] = None,
+    consistency_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--consistency-policy",
+            help="resync, bitmap (default), journal (with --journal) or ppl (md's partial "
+            "parity log, RAID 5 only).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an array on member files or devices; --journal adds a write journal that
@@ -199,6 +207,7 @@ def create(
             sparse=sparse,
             journal=journal,
             journal_size=journal_size,
+            consistency_policy=consistency_policy,
         )
         _print_status(status, as_json)
 

@@ -395,13 +395,16 @@ def create(
     journal: Member | None = None,
     journal_size: int | str | None = None,
     sparse: bool = False,
+    consistency_policy: str | None = None,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
     ``assume_clean``; members of another array are refused unless ``force``.
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
     hole; every later operation on the array then needs the same ``journal``. Member
-    files (and the journal file) are preallocated unless ``sparse``."""
+    files (and the journal file) are preallocated unless ``sparse``.
+    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap`` (the default), ``journal``
+    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only)."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -426,6 +429,8 @@ def create(
     args += _journal(journal)
     if journal_size is not None:
         args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
+    if consistency_policy is not None:
+        args += ["--consistency-policy", consistency_policy]
     result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
     return ArrayStatus.from_json(_json(result))
 

@@ -11,7 +11,10 @@ use super::rebuild::Checkpoint;
 use super::{Array, State, REQUEST_BYTES_MAX};
 use crate::error::{Error, Result};
 use crate::journal::Journal;
-use crate::superblock::{Superblock, BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use crate::ppl;
+use crate::superblock::{
+    ConsistencyPolicy, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
+};
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt};
@@ -51,6 +54,10 @@ pub struct CreateOptions {
     /// Leave member files sparse: no preallocation (`fallocate`) of their blocks. A
     /// write that then finds their filesystem full fails `ENOSPC` (no member fails).
     pub sparse: bool,
+    /// What makes parity agree again after an unclean stop (mdadm's
+    /// `--consistency-policy`); `None`: `journal` with a journal, else `bitmap`.
+    /// `journal` needs a journal; `ppl` is for RAID 5 only.
+    pub policy: Option<ConsistencyPolicy>,
 }
 
 /// A stale or failed member that `assemble --force` put back in: its data may miss
@@ -115,6 +122,7 @@ impl CreateOptions {
             journal: None,
             journal_bytes: None,
             sparse: false,
+            policy: None,
         }
     }
 }
@@ -235,6 +243,26 @@ impl Array {
             Some(u) => u,
             None => random_uuid()?,
         };
+        let policy = match (opts.policy, &opts.journal) {
+            (None, None) => ConsistencyPolicy::Bitmap,
+            (None | Some(ConsistencyPolicy::Journal), Some(_)) => ConsistencyPolicy::Journal,
+            (Some(ConsistencyPolicy::Journal), None) => {
+                return Err(Error::Input(
+                    "--consistency-policy: journal needs --journal PATH".into(),
+                ))
+            }
+            (Some(p), Some(_)) => {
+                return Err(Error::Input(format!(
+                    "--consistency-policy: {p} does not take --journal (that is the journal policy)"
+                )))
+            }
+            (Some(p), None) => p,
+        };
+        if policy == ConsistencyPolicy::Ppl {
+            if let Some(why) = ppl::unsupported(&geo) {
+                return Err(Error::Input(format!("--consistency-policy: {why}")));
+            }
+        }
         let journal = match &opts.journal {
             None => None,
             Some(path) => {
@@ -296,9 +324,14 @@ impl Array {
             },
             vec![0; bitmap_bytes(&geo)],
             journal,
+            policy,
         )?;
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
+        if policy == ConsistencyPolicy::Ppl {
+            // ... or an old log.
+            array.clear_ppl()?;
+        }
         // Zero-filled members are already consistent (zero data, zero P and Q); any
         // other content needs md's initial resync.
         if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
@@ -543,6 +576,17 @@ impl Array {
         if !newest.dirty {
             // A clean stop leaves nothing in flight, whatever a member's bitmap says.
             bitmap.fill(0);
+        } else if !newest.policy.keeps_bitmap() {
+            // No bitmap on disk: after an unclean stop the `resync` policy resyncs every
+            // region; `ppl` recovers from its logs instead, but a rebuild resumed after
+            // the crash redoes its rows (the log of the replacement is not replayed).
+            bitmap.fill(0);
+            if newest.policy == ConsistencyPolicy::Resync || resume.is_some() {
+                let regions = geo.member_used_bytes().div_ceil(BITMAP_REGION_BYTES);
+                for r in 0..regions {
+                    bitmap[(r / 8) as usize] |= 1 << (r % 8);
+                }
+            }
         }
         let journal = match (journal, newest.journaled) {
             (None, false) => None,
@@ -573,8 +617,12 @@ impl Array {
             state,
             bitmap,
             journal,
+            newest.policy,
         )?;
         array.journal_replayed = array.replay_journal()?;
+        if newest.dirty {
+            array.ppl_recovered = array.recover_ppl()?;
+        }
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
         if !forced.is_empty() {
             // The forced members join at the array's event counter (and out of the
@@ -583,6 +631,66 @@ impl Array {
             array.commit_state(|_| {})?;
         }
         Ok(array)
+    }
+
+    /// Zeroes the partial parity log of every active member.
+    fn clear_ppl(&self) -> Result<()> {
+        let files = self.files.read().expect("files lock").clone();
+        for (role, f) in files.iter().enumerate() {
+            if let Some(f) = f {
+                let path = self.member_path(role as u32);
+                ppl::clear(f).map_err(io_err(&path, "clear ppl"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn member_path(&self, role: u32) -> PathBuf {
+        self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// After an unclean stop under the `ppl` policy: recomputes, from each active
+    /// member's partial parity log, the parity of every stripe a write may have left
+    /// half done (see [`crate::ppl`]), and syncs it. Returns the stripe parities
+    /// written.
+    fn recover_ppl(&self) -> Result<u64> {
+        if self.ppl.is_none() {
+            return Ok(0);
+        }
+        let files = self.files.read().expect("files lock").clone();
+        let failed = self.failed();
+        let su = self.geo.stripe_unit_bytes();
+        let mut recovered = 0;
+        for m in 0..self.geo.members() {
+            let Some(f) = files[m as usize].as_ref().filter(|_| !failed.contains(m)) else {
+                continue;
+            };
+            let path = self.member_path(m);
+            let log = ppl::read_log(f).map_err(io_err(&path, "read ppl"))?;
+            for record in ppl::records_to_replay(&log, self.uuid, su) {
+                for e in &record.entries {
+                    let parities = ppl::parity_of_entry(&self.geo, m, e, &failed, |d, off, buf| {
+                        files[d as usize]
+                            .as_ref()
+                            .expect("active members have a file")
+                            .read_exact_at(buf, DATA_OFFSET_BYTES + off)
+                    })
+                    .map_err(io_err(&path, "read data for ppl recovery"))?;
+                    for (off, p) in parities.unwrap_or_default() {
+                        f.write_all_at(&p, DATA_OFFSET_BYTES + off)
+                            .map_err(io_err(&path, "ppl recovery"))?;
+                        recovered += 1;
+                    }
+                }
+            }
+        }
+        if recovered > 0 {
+            self.flush()?;
+        }
+        Ok(recovered)
     }
 
     /// Writes every journal record onto the members present (in log order, so the last

@@ -70,8 +70,12 @@ impl Array {
         bm.iter().map(|b| u64::from(b.count_ones())).sum()
     }
 
-    /// Writes `bitmap` to every active member and syncs it.
+    /// Writes `bitmap` to every active member and syncs it; nothing under a policy
+    /// that keeps no bitmap on disk (`resync`, `ppl`: the area is the PPL's there).
     pub(super) fn write_bitmap(&self, bitmap: &[u8]) -> Result<()> {
+        if !self.policy.keeps_bitmap() {
+            return Ok(());
+        }
         let files = self.files.read().expect("files lock").clone();
         for (role, f) in files.iter().enumerate() {
             let Some(f) = f else { continue };

@@ -300,6 +300,9 @@ impl Array {
         let _locks = self.lock_range(offset_bytes, len);
         let read = self.plan_and_read(req)?;
         let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
+        // md's PPL: the partial parity on each parity member, synced, before any member
+        // write of the request.
+        let _ppl = self.log_partial_parity(req, &read)?;
         let _journaled = match &self.journal {
             Some(j) => {
                 let extents: Vec<(u32, u64, &[u8])> = writes
@@ -313,6 +316,147 @@ impl Array {
         let _writing = self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)
+    }
+
+    /// Writes the request's partial parity log records (see [`crate::ppl`]) when the
+    /// array has a PPL; they stay in flight until the returned guard is dropped.
+    fn log_partial_parity(
+        &self,
+        req: Request,
+        read: &PlannedRead,
+    ) -> Result<Option<crate::ppl::InFlight<'_>>> {
+        let Some(ppl) = &self.ppl else {
+            return Ok(None);
+        };
+        let records = self.ppl_records(req, &read.failed, &read.plan, &read.reads);
+        if records.is_empty() {
+            return Ok(None);
+        }
+        if !ppl.fits(&records) {
+            // The planner leaves at most the first and last stripe partly written, so
+            // this does not happen; refuse rather than write an unlogged stripe.
+            return Err(Error::Input(format!(
+                "ppl: the write of {} B at {} B does not fit one log slot",
+                req.len_bytes, req.offset_bytes
+            )));
+        }
+        let (guard, errors) = ppl.log(&records, &read.files);
+        for (m, err) in &errors {
+            self.member_io_failed(*m, err);
+        }
+        Ok(Some(guard))
+    }
+
+    /// The partial parity log records of a write, one per parity member: per stripe
+    /// segment the XOR of the data chunks the write does not modify (RCW: the chunks
+    /// read; RMW: old parity XOR old data of the modified chunks; degraded: the chunks
+    /// rebuilt), and one entry spanning the stripes written whole, which carry none.
+    fn ppl_records(
+        &self,
+        req: Request,
+        failed: &FailedSet,
+        plan: &Plan,
+        reads: &Staged,
+    ) -> Vec<crate::ppl::Record> {
+        use crate::ppl::{Entry, Record};
+        let geo = &self.geo;
+        let end = req.offset_bytes + req.len_bytes;
+        let inside = |l: u64, len: u64| l >= req.offset_bytes && l + len <= end;
+        let mut records: Vec<Record> = Vec::new();
+        for sp in &plan.stripes {
+            if !matches!(
+                sp.kind,
+                StripeKind::Rmw
+                    | StripeKind::Rcw
+                    | StripeKind::FullStripe
+                    | StripeKind::DegradedWrite
+            ) {
+                continue;
+            }
+            let id = StripeId {
+                span: sp.span,
+                stripe: sp.stripe,
+            };
+            let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+            let off = geo.stripe_offset_bytes(id) + col;
+            let (members, order) = stripe_members(geo, id);
+            let d = order.len();
+            let pm = members[d];
+            if failed.contains(pm) {
+                // No parity is written: nothing to make consistent (md logs nothing).
+                continue;
+            }
+            let modified: Vec<bool> = order
+                .iter()
+                .map(|&k| inside(geo.logical_of(id, k, col), len))
+                .collect();
+            let mask = members[..d]
+                .iter()
+                .zip(&modified)
+                .filter(|(_, &m)| m)
+                .fold(0u64, |acc, (&m, _)| acc | 1 << m);
+            let at = match records.iter().position(|r| r.member == pm) {
+                Some(i) => i,
+                None => {
+                    records.push(Record {
+                        member: pm,
+                        entries: Vec::new(),
+                    });
+                    records.len() - 1
+                }
+            };
+            let entries = &mut records[at].entries;
+            if modified.iter().all(|&m| m) {
+                // Written whole: recovery recomputes parity from the data. One entry
+                // spans every such stripe of the request on this member.
+                match entries.iter_mut().find(|e| e.partial_parity.is_empty()) {
+                    Some(e) => {
+                        e.first_stripe = e.first_stripe.min(sp.stripe);
+                        e.last_stripe = e.last_stripe.max(sp.stripe);
+                    }
+                    None => entries.push(Entry {
+                        first_stripe: sp.stripe,
+                        last_stripe: sp.stripe,
+                        column_offset_bytes: 0,
+                        len_bytes: geo.stripe_unit_bytes(),
+                        modified: mask,
+                        partial_parity: Vec::new(),
+                    }),
+                }
+                continue;
+            }
+            let mut pp = vec![0u8; len as usize];
+            let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
+            match sp.kind {
+                StripeKind::Rmw => {
+                    xor(&mut pp, reads.must(pm, off, len));
+                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
+                        xor(&mut pp, reads.must(members[slot], off, len));
+                    }
+                }
+                StripeKind::DegradedWrite => {
+                    let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
+                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                        xor(&mut pp, &old[slot]);
+                    }
+                }
+                _ => {
+                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                        xor(&mut pp, reads.must(members[slot], off, len));
+                    }
+                }
+            }
+            entries.push(Entry {
+                first_stripe: sp.stripe,
+                last_stripe: sp.stripe,
+                column_offset_bytes: col,
+                len_bytes: len,
+                modified: mask,
+                partial_parity: pp,
+            });
+        }
+        records.sort_by_key(|r| r.member);
+        records
     }
 
     /// The write phase's bytes: new data on every surviving copy, new parity per stripe

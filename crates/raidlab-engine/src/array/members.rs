@@ -300,6 +300,7 @@ impl Array {
                 dirty: st.dirty,
                 failed: st.failed,
                 journaled: self.journal.is_some(),
+                policy: self.policy,
                 recovery_offset_bytes: None,
                 recovery_rate_bytes_per_s: None,
             };

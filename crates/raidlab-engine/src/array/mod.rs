@@ -59,6 +59,8 @@ pub use scrub::ScrubReport;
 
 use crate::error::Result;
 use crate::journal::Journal;
+use crate::ppl::Ppl;
+use crate::superblock::ConsistencyPolicy;
 use bitmap::{bitmap_bytes, BitmapActivity};
 use raidlab_layout::{ArraySpec, FailedSet, Geometry};
 use read_errors::ReadErrors;
@@ -105,6 +107,11 @@ pub struct Status {
     /// Journal records replayed onto the members when the array was assembled (writes
     /// an unclean stop had left half done).
     pub journal_replayed: u64,
+    /// The consistency policy (`--consistency-policy`).
+    pub policy: ConsistencyPolicy,
+    /// Stripe parities the partial parity log recomputed when the array was assembled
+    /// (writes an unclean stop had left half done; see [`crate::ppl`]).
+    pub ppl_recovered: u64,
 }
 
 struct State {
@@ -155,6 +162,12 @@ pub struct Array {
     forced: Vec<Forced>,
     /// Per role: whether its file is sparse (writes allocate their blocks first).
     sparse: Box<[io::Sparseness]>,
+    /// What makes parity agree again after an unclean stop.
+    policy: ConsistencyPolicy,
+    /// The partial parity logs, under the `ppl` policy.
+    ppl: Option<Ppl>,
+    /// Stripe parities the PPL recomputed at assembly.
+    ppl_recovered: u64,
 }
 
 impl Array {
@@ -166,9 +179,14 @@ impl Array {
         state: State,
         bitmap: Vec<u8>,
         journal: Option<Journal>,
+        policy: ConsistencyPolicy,
     ) -> Result<Self> {
         let geo = Geometry::new(&spec)?;
         Ok(Self {
+            ppl: (policy == ConsistencyPolicy::Ppl)
+                .then(|| Ppl::new(uuid, geo.members(), geo.stripe_unit_bytes())),
+            policy,
+            ppl_recovered: 0,
             read_errors: (0..geo.members())
                 .map(|_| Mutex::new(ReadErrors::default()))
                 .collect(),
@@ -223,6 +241,8 @@ impl Array {
             faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
             journal_replayed: self.journal_replayed,
+            policy: self.policy,
+            ppl_recovered: self.ppl_recovered,
             read_errors_corrected: self
                 .read_errors
                 .iter()
@@ -266,7 +286,8 @@ impl Array {
         if let Err(e) = self.resync_unsynced() {
             eprintln!("raidlab-engine: resyncing the regions a write left half done: {e}");
         }
-        // Everything is on disk: no region has writes in flight any more.
+        // Everything is on disk: no region has writes in flight any more. (Under the PPL
+        // policy the log is cleared by the next session's first record per member.)
         let mut keep = vec![0u8; bitmap_bytes(&self.geo)];
         let unsynced = self.unsynced.lock().expect("unsynced lock").clone();
         for r in unsynced.keys() {

@@ -66,6 +66,7 @@ impl Array {
             dirty: st.dirty,
             failed: st.failed,
             journaled: self.journal.is_some(),
+            policy: self.policy,
             recovery_offset_bytes: Some(cp.offset_bytes),
             recovery_rate_bytes_per_s: cp.rate_bytes_per_s,
         };

@@ -6,6 +6,7 @@
 
 use super::values::{self, ByteRange};
 use crate::nbd;
+use crate::superblock::ConsistencyPolicy;
 use clap::{Args, Parser, Subcommand};
 use raidlab_layout::{Layout, Level};
 use std::path::PathBuf;
@@ -151,6 +152,11 @@ pub struct CreateArgs {
     /// Size of the journal file (needs --journal); 256M or more by default.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub journal_size: Option<u64>,
+    /// What makes parity agree again after an unclean stop, as mdadm's: resync (every
+    /// stripe), bitmap (the regions written lately; the default), journal (with
+    /// --journal, its default), ppl (md's partial parity log, RAID 5 only).
+    #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<ConsistencyPolicy>())]
+    pub consistency_policy: Option<ConsistencyPolicy>,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,

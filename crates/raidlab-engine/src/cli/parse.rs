@@ -166,6 +166,7 @@ pub fn create_options(a: &CreateArgs) -> Result<CreateOptions> {
     opts.assume_clean = a.assume_clean;
     opts.journal = a.array.journal.clone();
     opts.journal_bytes = a.journal_size;
+    opts.policy = a.consistency_policy;
     Ok(opts)
 }
 

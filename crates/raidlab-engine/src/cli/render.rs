@@ -50,6 +50,17 @@ pub fn status(s: &Value) -> String {
         failed.join(",")
     );
     let _ = writeln!(out, "  dirty bitmap regions {}", u("dirty_regions"));
+    if let Some(p) = s["consistency_policy"].as_str().filter(|&p| p != "bitmap") {
+        let _ = write!(out, "  consistency policy {p}");
+        if p == "ppl" {
+            let _ = write!(
+                out,
+                " ({} stripe parities recomputed from the log at assembly)",
+                u("ppl_recovered")
+            );
+        }
+        out.push('\n');
+    }
     for f in s["faults"].as_array().into_iter().flatten() {
         let _ = writeln!(out, "  injected fault: {f}");
     }

@@ -128,6 +128,13 @@ fn recover_unclean_stop(array: &Array) -> Result<()> {
     if replayed > 0 {
         eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
     }
+    let recomputed = array.status().ppl_recovered;
+    if recomputed > 0 {
+        eprintln!(
+            "raidlab-engine: unclean stop: recomputed {recomputed} stripe parities from the \
+             partial parity log"
+        );
+    }
     if let Some((regions, r)) = array.resync_dirty_regions()? {
         eprintln!(
             "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
