@@ -86,6 +86,7 @@ bench: tools
 	$(MAKE) --no-print-directory setup PROFILE=release
 	$(PY) benches/bench_sim.py
 	$(PY) benches/bench_nbd.py
+	$(PY) benches/bench_peers.py
 
 clean:
 	rm -rf $(VENV) target out
