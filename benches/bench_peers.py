@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,12 +65,26 @@ def raidlab_cli() -> list[str]:
     sys.exit("bench_peers: no `raidlab` command (run `make setup` first)")
 
 
-def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, str]:
+@dataclass
+class Time:
+    """Wall-clock and CPU (user + system) seconds of one run."""
+
+    wall: float
+    cpu: float
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path | None = None) -> tuple[Time, str]:
+    cpu = children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(
         cmd, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
     )
-    wall = time.perf_counter() - start
+    wall = Time(time.perf_counter() - start, children_cpu() - cpu)
     if proc.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-400:]}"
@@ -103,16 +118,19 @@ def sim_child(path: str) -> None:
     from raidlab import _native
 
     text = Path(path).read_text()
+    cpu = time.process_time()
     start = time.perf_counter()
     results = json.loads(_native.simulate(text))
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     ios = sum(op["ios"] for op in results["ops"].values())
-    print(json.dumps({"ios": ios, "wall_s": wall}))
+    print(json.dumps({"ios": ios, "wall_s": wall, "cpu_s": cpu}))
 
 
-def raidlab_sim_only(scenario_path: Path) -> float:
+def raidlab_sim_only(scenario_path: Path) -> Time:
     _, out = timed([sys.executable, __file__, "--sim-child", str(scenario_path)])
-    return float(json.loads(out.strip().splitlines()[-1])["wall_s"])
+    child = json.loads(out.strip().splitlines()[-1])
+    return Time(float(child["wall_s"]), float(child["cpu_s"]))
 
 
 # --- MQSim ----------------------------------------------------------------------------
@@ -149,14 +167,14 @@ MQSIM_WORKLOAD = """<?xml version="1.0" encoding="us-ascii"?>
 """
 
 
-def mqsim_run(binary: Path, tmp: Path, ios: int) -> tuple[float, int]:
+def mqsim_run(binary: Path, tmp: Path, ios: int) -> tuple[Time, int]:
     workload = tmp / f"mqsim-randread-{ios}.xml"
     workload.write_text(MQSIM_WORKLOAD.format(qd=QD, ios=ios))
-    wall, out = timed(
+    took, out = timed(
         [str(binary), "-i", str(HERE / "mqsim-sp900.xml"), "-w", str(workload)], cwd=tmp
     )
     served = re.search(r"total requests serviced:\s*(\d+)", out)
-    return wall, int(served.group(1)) if served else -1
+    return took, int(served.group(1)) if served else -1
 
 
 # --- DiskSim --------------------------------------------------------------------------
@@ -203,7 +221,7 @@ def disksim_setup(valid: Path, tmp: Path, ios: int) -> Path:
     synthio = (
         "disksim_synthio Synthio {\n"
         f"   Number of I/O requests to generate = {ios},\n"
-        "   Maximum time of trace generated = 1.0e12,\n"
+        "   Maximum time of trace generated = 1000000000000.0,\n"
         "   System call/return with each request = 0,\n"
         "   Think time from call to request = 0.0,\n"
         "   Think time from request to return = 0.0,\n"
@@ -214,12 +232,12 @@ def disksim_setup(valid: Path, tmp: Path, ios: int) -> Path:
     return path
 
 
-def disksim_run(binary: Path, tmp: Path, ios: int) -> tuple[float, int]:
+def disksim_run(binary: Path, tmp: Path, ios: int) -> tuple[Time, int]:
     parv = disksim_setup(binary.parent.parent / "valid", tmp, ios)
     outv = parv.with_suffix(".outv")
-    wall, _ = timed([str(binary), parv.name, outv.name, "ascii", "0", "1"], cwd=tmp)
+    took, _ = timed([str(binary), parv.name, outv.name, "ascii", "0", "1"], cwd=tmp)
     served = re.search(r"IOdriver Total Requests handled:\s*(\d+)", outv.read_text())
-    return wall, int(served.group(1)) if served else -1
+    return took, int(served.group(1)) if served else -1
 
 
 # --- the table ------------------------------------------------------------------------
@@ -231,16 +249,37 @@ class Case:
     drive: str
     peer: str
     binary: Path
-    run: Callable[[Path, Path, int], tuple[float, int]]
-    raidlab_whole: list[float] = field(default_factory=list)
-    raidlab_sim: list[float] = field(default_factory=list)
-    peer_whole: list[float] = field(default_factory=list)
-    peer_small: list[float] = field(default_factory=list)
+    run: Callable[[Path, Path, int], tuple[Time, int]]
+    raidlab_whole: list[Time] = field(default_factory=list)
+    raidlab_sim: list[Time] = field(default_factory=list)
+    peer_whole: list[Time] = field(default_factory=list)
+    peer_small: list[Time] = field(default_factory=list)
     served: int = 0
 
 
-def ratio(peer: float | None, ours: float) -> str:
-    return f"{peer / ours:.1f}x" if peer else "-"
+def median(times: list[Time]) -> Time:
+    return Time(statistics.median(t.wall for t in times), statistics.median(t.cpu for t in times))
+
+
+def marginal(big: list[Time], small: list[Time], ios: int, small_ios: int) -> Time | None:
+    """The time of `ios` requests without start-up: (t(N) - t(N/10)) scaled to N."""
+    scale = ios / (ios - small_ios)
+    wall = statistics.median(b.wall - s.wall for b, s in zip(big, small, strict=True)) * scale
+    cpu = statistics.median(b.cpu - s.cpu for b, s in zip(big, small, strict=True)) * scale
+    return Time(wall, cpu) if wall > 0 and cpu > 0 else None
+
+
+def row(label: str, peer_name: str, ours: Time, peer: Time | None, ios: int) -> str:
+    def cell(value: float | None, fmt: str) -> str:
+        return "-" if value is None else format(value, fmt)
+
+    return (
+        f"{label:34} {ours.wall:>9.2f} {ours.cpu:>8.2f} {peer_name:>10} "
+        f"{cell(peer and peer.wall, '.2f'):>8} {cell(peer and peer.cpu, '.2f'):>8} "
+        f"{cell(peer and peer.wall / ours.wall, '.1f'):>6} "
+        f"{cell(peer and peer.cpu / ours.cpu, '.1f'):>6} "
+        f"{ios / ours.wall:>14,.0f} {cell(peer and ios / peer.wall, ',.0f'):>12}"
+    )
 
 
 def main() -> None:
@@ -256,7 +295,13 @@ def main() -> None:
     if not args.no_build:
         subprocess.run(["sh", str(HERE / "build.sh")], check=False)
     cases = [
-        Case("ssd 4K randread QD32", "adata-sp900-128g", "MQSim", PEERS / "mqsim" / "MQSim", mqsim_run),
+        Case(
+            "ssd 4K randread QD32",
+            "adata-sp900-128g",
+            "MQSim",
+            PEERS / "mqsim" / "MQSim",
+            mqsim_run,
+        ),
         Case(
             "hdd 4K randread QD32",
             "hitachi-deskstar-250g",
@@ -277,49 +322,38 @@ def main() -> None:
         tmp = Path(tmpdir)
         for _ in range(args.reps):
             for case in cases:
-                wall, out = timed(cli + raidlab_args(case.drive, args.ios))
-                case.raidlab_whole.append(wall)
+                took, out = timed(cli + raidlab_args(case.drive, args.ios))
+                case.raidlab_whole.append(took)
                 scenario = tmp / f"{case.drive}.json"
                 scenario.write_text(json.dumps(json.loads(out)["scenario"]))
                 case.raidlab_sim.append(raidlab_sim_only(scenario))
                 if not case.binary.exists():
                     continue
                 try:
-                    wall, case.served = case.run(case.binary, tmp, args.ios)
-                    case.peer_whole.append(wall)
+                    took, case.served = case.run(case.binary, tmp, args.ios)
+                    case.peer_whole.append(took)
                     case.peer_small.append(case.run(case.binary, tmp, small)[0])
                 except (RuntimeError, OSError) as err:
                     print(f"bench_peers: {case.peer} failed, its rows left out: {err}")
                     case.binary = Path("/nonexistent")
+                    case.peer_whole.clear()
     print(
-        f"\n{args.ios:,} host I/Os per run, median of {args.reps} interleaved runs; "
-        "ratio = peer time / raidlab time"
+        f"\n{args.ios:,} host I/Os per run; median of {args.reps} interleaved runs; "
+        "ratio = peer time / raidlab time, wall clock and CPU (user + system)"
     )
     print(
-        f"{'case':34} {'raidlab s':>9} {'peer':>10} {'peer s':>8} {'ratio':>7} "
-        f"{'raidlab I/O/s':>14} {'peer I/O/s':>12}"
+        f"{'case':34} {'raidlab s':>9} {'CPU s':>8} {'peer':>10} {'peer s':>8} {'CPU s':>8} "
+        f"{'ratio':>6} {'CPU':>6} {'raidlab I/O/s':>14} {'peer I/O/s':>12}"
     )
     for case in cases:
-        ours = statistics.median(case.raidlab_whole)
-        peer = statistics.median(case.peer_whole) if case.peer_whole else None
-        print(
-            f"{case.name + ', whole process':34} {ours:>9.2f} {case.peer:>10} "
-            f"{f'{peer:.2f}' if peer else '-':>8} {ratio(peer, ours):>7} "
-            f"{args.ios / ours:>14,.0f} {f'{args.ios / peer:,.0f}' if peer else '-':>12}"
-        )
-        ours = statistics.median(case.raidlab_sim)
-        peer = None
-        if case.peer_whole:
-            marginal = statistics.median(
-                (big - little) for big, little in zip(case.peer_whole, case.peer_small)
-            )
-            peer = marginal / (args.ios - small) * args.ios if marginal > 0 else None
-        print(
-            f"{case.name + ', simulator only':34} {ours:>9.2f} {case.peer:>10} "
-            f"{f'{peer:.2f}' if peer else '-':>8} {ratio(peer, ours):>7} "
-            f"{args.ios / ours:>14,.0f} {f'{args.ios / peer:,.0f}' if peer else '-':>12}"
-        )
-        if case.peer_whole and case.served != args.ios:
+        whole = median(case.peer_whole) if case.peer_whole else None
+        alone = marginal(case.peer_whole, case.peer_small, args.ios, small) if whole else None
+        ours = median(case.raidlab_whole)
+        print(row(f"{case.name}, whole process", case.peer, ours, whole, args.ios))
+        ours = median(case.raidlab_sim)
+        print(row(f"{case.name}, simulator only", case.peer, ours, alone, args.ios))
+        # DiskSim stops generating at N and reports the requests completed by then.
+        if case.peer_whole and not args.ios - QD <= case.served <= args.ios:
             print(f"  note: {case.peer} reported {case.served} requests served, not {args.ios}")
 
 

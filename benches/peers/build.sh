@@ -27,7 +27,8 @@ JOBS=$(nproc 2>/dev/null || echo 1)
 mkdir -p "$CACHE" || { echo "peers: cannot create $CACHE"; exit 0; }
 CACHE=$(cd "$CACHE" && pwd)
 
-skip() { echo "peers: $1 skipped: $2"; }
+# To stderr: fetch() prints its result on stdout.
+skip() { echo "peers: $1 skipped: $2" >&2; }
 
 need() {  # need PEER TOOL...: every tool on PATH, or say which is missing
     peer=$1; shift
@@ -69,7 +70,8 @@ build_mqsim() {
     echo "peers: building MQSim $(version "$src") with -O2 (a few minutes)"
     rm -rf "$out" && mkdir -p "$out" && (cd "$src" && tar -cf - --exclude=.git .) | (cd "$out" && tar -xf -)
     # The Makefile's own flags are -O3 -g; -O2 is what the comparison states.
-    if (cd "$out" && make -j"$JOBS" CC_FLAGS="-std=c++11 -O2 -w" MQSim) >"$CACHE/mqsim.build.log" 2>&1 \
+    # checkdirs first: `make -j all` may compile before it has made the build/ tree.
+    if (cd "$out" && make checkdirs && make -j"$JOBS" CC_FLAGS="-std=c++11 -O2 -w" MQSim) >"$CACHE/mqsim.build.log" 2>&1 \
         && [ -x "$out/MQSim" ]; then
         version "$src" >"$out/VERSION"
         echo "peers: MQSim built: $out/MQSim"
@@ -85,9 +87,17 @@ build_disksim() {
     need disksim make gcc g++ bison flex perl || return 0
     src=$(fetch disksim https://github.com/westerndigitalcorporation/DiskSim) || return 0
     # A DiskSim 4.0 tree is the directory holding src/disksim_main.c: the top of a plain
-    # release archive, or STABLE/<version>/ in Western Digital's repository.
-    top=$(find "$src" -maxdepth 4 -path '*/src/disksim_main.c' 2>/dev/null | sort | grep -v EXPERIMENTAL | head -n 1)
-    [ -n "$top" ] || top=$(find "$src" -maxdepth 4 -path '*/src/disksim_main.c' 2>/dev/null | head -n 1)
+    # release archive, or one of the trees in Western Digital's repository. Of those, the
+    # one taken is EXPERIMENTAL/Linux_64bit_LBA_20130807_Generic (PDL's 4.0 with the
+    # 64-bit patch), not STABLE/DiskSim_Linux_Generic_2.01.016: STABLE logs every command
+    # (src/disksim_simresult.c) and looks each completion up in that log linearly, so a
+    # run of N requests costs O(N^2) (150k of 500k requests took 2 CPU minutes here).
+    trees=$(find "$src" -maxdepth 4 -path '*/src/disksim_main.c' 2>/dev/null | sort)
+    top=
+    for main in $trees; do
+        [ -e "$(dirname "$main")/disksim_simresult.c" ] || { top=$main; break; }
+    done
+    [ -n "$top" ] || top=$(echo "$trees" | head -n 1)
     [ -n "$top" ] || { skip disksim "no DiskSim 4 tree under $src (no src/disksim_main.c)"; return 0; }
     top=$(dirname "$(dirname "$top")")
     echo "peers: building DiskSim $(version "$src") with -O2 (a few minutes)"
@@ -97,9 +107,15 @@ build_disksim() {
     # definitions shared between files otherwise.
     sed -i -E 's/^(CFLAGS ?= ?)-g /\1-O2 -g -fcommon /; s/^DEBUG_OFLAGS = -g /DEBUG_OFLAGS = -O2 -g /' \
         "$out/libddbg/Makefile" "$out/libparam/Makefile" "$out/diskmodel/Makefile" "$out/src/Makefile"
+    # The simulator's target is disksim64 in the 64-bit trees, disksim in PDL's; a
+    # binary shipped in the tree is removed so that make builds it.
+    target=disksim
+    grep -q '^disksim64 *:' "$out/src/Makefile" && target=disksim64
+    rm -f "$out/src/disksim" "$out/src/disksim64"
     # Only the libraries and the simulator (the layout test programs are not needed).
     if (cd "$out" && make -C libddbg && make -C libparam && make -C diskmodel modules libdiskmodel.a \
-            && make -C src disksim) >"$CACHE/disksim.build.log" 2>&1 \
+            && make -C src $target && { [ $target = disksim ] || cp src/$target src/disksim; }) \
+            >"$CACHE/disksim.build.log" 2>&1 \
         && [ -x "$out/src/disksim" ]; then
         version "$src" >"$out/VERSION"
         echo "peers: DiskSim built: $out/src/disksim"
