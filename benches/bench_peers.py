@@ -82,7 +82,13 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[Time, str]:
     cpu = children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(
-        cmd, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        cmd,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
     )
     wall = Time(time.perf_counter() - start, children_cpu() - cpu)
     if proc.returncode != 0:

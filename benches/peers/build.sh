@@ -3,7 +3,8 @@
 #
 #   MQSim     (SSD, C++)  https://github.com/CMU-SAFARI/MQSim
 #   DiskSim 4 (HDD, C)    https://github.com/westerndigitalcorporation/DiskSim
-#                         (PDL's DiskSim 4.0 with the 64-bit patch; its STABLE tree)
+#                         (PDL's DiskSim 4.0 with the 64-bit LBA patch: its tree
+#                         EXPERIMENTAL/Linux_64bit_LBA_20130807_Generic, see below)
 #
 # Sources come from $RAIDLAB_PEERS_SRC when set (a directory holding mqsim/ and
 # disksim/ source trees, e.g. unpacked release archives), otherwise from a shallow
@@ -112,6 +113,12 @@ build_disksim() {
     target=disksim
     grep -q '^disksim64 *:' "$out/src/Makefile" && target=disksim64
     rm -f "$out/src/disksim" "$out/src/disksim64"
+    # One fix, no change to the model: the 64-bit patch made band_blknos (first block of
+    # each zone) 64-bit but still allocates it at sizeof(int), so filling it overruns
+    # the heap (valgrind: invalid writes in setup_band_blknos); the parameter parser
+    # then reads garbage names and crashes, or the LBN mapping reads past the table.
+    sed -i 's/band_blknos = malloc(layout->bands_len \* sizeof(int));/band_blknos = malloc(layout->bands_len * sizeof(*layout->band_blknos));/' \
+        "$out/diskmodel/layout_g1_load.c"
     # Only the libraries and the simulator (the layout test programs are not needed).
     if (cd "$out" && make -C libddbg && make -C libparam && make -C diskmodel modules libdiskmodel.a \
             && make -C src $target && { [ $target = disksim ] || cp src/$target src/disksim; }) \
