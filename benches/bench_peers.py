@@ -323,6 +323,13 @@ def main() -> None:
                 "see benches/peers/build.sh): its rows show raidlab alone"
             )
     cli = raidlab_cli()
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # make setup installs with pip's --no-compile; without bytecode written on first
+        # import, every `raidlab run` compiles pandas & co. again (4.2 s CPU, not 1.3 s).
+        print(
+            "bench_peers: PYTHONDONTWRITEBYTECODE is set: whole-process times include "
+            "compiling the venv's modules unless `python -m compileall` was run on it"
+        )
     small = max(1, args.ios // 10)
     with tempfile.TemporaryDirectory(prefix="raidlab-peers-") as tmpdir:
         tmp = Path(tmpdir)
