@@ -87,6 +87,8 @@ bench: tools
 	$(PY) benches/bench_sim.py
 	$(PY) benches/bench_nbd.py
 	$(PY) benches/bench_cli.py
+	$(PY) benches/bench_sweep.py
+	$(PY) benches/bench_peers.py
 
 clean:
 	rm -rf $(VENV) target out
