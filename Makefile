@@ -35,7 +35,12 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# Bytecode is compiled here, once: where PYTHONDONTWRITEBYTECODE is set (CI, this
+# project's machines) Python never caches it, and every `raidlab` process would compile
+# pandas again (~3 s of CPU) and raidlab itself. Test suites of the dependencies are
+# skipped. Python recompiles a module whose source is newer, so this stays right.
 setup: $(NATIVE_STAMP)
+	@$(PY) -m compileall -q -j 0 python/raidlab
 
 # The engine compiles (CPU) while pip downloads and unpacks (network, disk): on a fresh
 # clone the two overlap instead of queueing.
@@ -45,6 +50,7 @@ $(STAMP): pyproject.toml
 	$(QUIET_PIP) $(PY) -m pip install --upgrade pip && \
 	$(QUIET_PIP) $(PY) -m pip install --no-compile "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pyarrow>=14" "dask[distributed]>=2024.1" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"; \
 	pip=$$?; wait $$cargo && exit $$pip
+	$(PY) -m compileall -q -j 0 -x '/(tests?|testing)/' $(VENV)/lib >/dev/null || true
 	touch $@
 
 # maturin develop installs the package with its console scripts, `raidlab-engine`

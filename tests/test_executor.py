@@ -65,3 +65,10 @@ def test_a_run_from_the_command_line_loads_neither_pandas_nor_numpy() -> None:
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_the_help_names_every_study() -> None:
+    from raidlab import api
+    from raidlab.studies import STUDY_NAMES
+
+    assert list(STUDY_NAMES) == api.study_names()

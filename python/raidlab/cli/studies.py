@@ -37,7 +37,7 @@ from raidlab.report.tables import (
 )
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.studies import CLAIMS_IOS_DEFAULT
+from raidlab.studies import CLAIMS_IOS_DEFAULT, STUDY_NAMES
 
 
 @app.command(
@@ -207,7 +207,7 @@ def advise(
 """
 )
 def reproduce(
-    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(api.study_names())}.")],
+    study: Annotated[str, typer.Argument(help=f"Study: {', '.join(STUDY_NAMES)}.")],
     output_format: Annotated[
         str,
         opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
