@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import typer
 
-from raidlab.cli import simulate, studies, suites  # noqa: F401  (they register commands)
+from raidlab.cli import report, simulate, studies, suites  # noqa: F401  (they register commands)
 from raidlab.cli.app import app
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.errors import RaidlabError

@@ -300,6 +300,16 @@ def reproduce(
                     "drive": frame.attrs.get("drive"),
                     "controller": frame.attrs.get("controller"),
                     "seed": frame.attrs.get("seed"),
+                    "ios_max": ios,
+                    # What each configuration is, for `raidlab report`'s figure titles.
+                    "configs": {
+                        name: {
+                            "drive_count": count,
+                            "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
+                            "figure": frame.attrs["figures_of"].get(name, name),
+                        }
+                        for name, count in frame.attrs.get("drive_counts", {}).items()
+                    },
                     "records": records(frame),
                     "summary": summary_dict(summary),
                     "figures": list(frame.attrs.get("figures", [])),
