@@ -86,6 +86,22 @@ def error_ratio(measured: float | None, simulated: float | None) -> float | None
     return simulated / measured - 1.0
 
 
+def error_axis_pct(points: Iterable[tuple[float, bool]]) -> tuple[float, float] | None:
+    """The error panel's y range (percent) from its trusted rows (``(error_pct,
+    suspect)`` pairs), so a suspect row 1,800 % off does not flatten the rest; None
+    when every row is suspect (the panel then spans them all)."""
+    trusted = [value for value, suspect in points if not suspect and math.isfinite(value)]
+    if not trusted:
+        return None
+    low, high = min([*trusted, -5.0]), max([*trusted, 5.0])
+    margin = 0.08 * (high - low)
+    return low - margin, high + margin
+
+
+def off_axis_text(count: int) -> str:
+    return f" ({count} suspect rows off the axis, at its edge)" if count else ""
+
+
 def striping_text(drive_count: int | None, stripe_unit_bytes: int | None) -> str:
     """The striping a figure states: none for one drive (its stripe unit means
     nothing), else the unit; "" when neither is known."""

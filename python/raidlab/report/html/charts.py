@@ -184,14 +184,22 @@ def _error_panel(
                 )
             )
         series.append(Series(f"QD {qd} error", colours[qd], "line", tuple(points)))
+    errors = [(point.y, point.suspect) for line in series for point in line.points]
+    y_range = style.error_axis_pct(errors)
+    off_axis = (
+        0
+        if y_range is None
+        else sum(1 for value, _ in errors if not y_range[0] <= value <= y_range[1])
+    )
     return XYPanel(
-        f"{op}: error per row, {style.panel_depths_text(depths)}",
+        f"{op}: error per row, {style.panel_depths_text(depths)}{style.off_axis_text(off_axis)}",
         style.AXIS_TRANSFER,
         style.AXIS_ERROR,
         tuple(series),
         x_ticks,
         signed=True,
         height=240,
+        y_range=y_range,
     )
 
 

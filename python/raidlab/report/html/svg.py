@@ -62,6 +62,8 @@ class XYPanel:
     # An error panel: y is a signed percentage with a reference line at 0.
     signed: bool = False
     height: int = PANEL_HEIGHT
+    # The y range to cover (linear axes); points beyond it are drawn at its edge.
+    y_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,8 @@ class _Frame:
         else:
             low = min([*values, 0.0])
             high = max([*values, 0.0 if panel.signed else 1e-9])
+            if panel.y_range is not None:
+                low, high = panel.y_range
             if panel.signed:
                 # The reference line stays inside; a tiny error gets a +-5 % axis.
                 low, high = min(low, -5.0), max(high, 5.0)
@@ -156,6 +160,7 @@ class _Frame:
 
     def y(self, value: float) -> float:
         level = math.log10(value) if self.log_y else value
+        level = min(max(level, self.y_low), self.y_high)
         share = (level - self.y_low) / (self.y_high - self.y_low)
         return self.bottom - share * (self.bottom - self.top)
 
