@@ -30,8 +30,8 @@ def number_cell(value: Any, digits: int = 1, css: str = "") -> Cell:
     return Cell(f"{float(value):,.{digits}f}", float(value), css)
 
 
-def size_cell(block_bytes: Any) -> Cell:
-    return Cell(format_size(int(block_bytes)), float(block_bytes))
+def size_cell(block_bytes: Any, css: str = "") -> Cell:
+    return Cell(format_size(int(block_bytes)), float(block_bytes), css)
 
 
 def text_cell(value: Any, css: str = "") -> Cell:
@@ -205,7 +205,7 @@ def _study_rows_table(rows: Sequence[Mapping[str, Any]]) -> Table:
                 text_cell(row["config"], css),
                 text_cell(row["op"], css),
                 number_cell(row["qd"], 0, css),
-                size_cell(row["block_bytes"]),
+                size_cell(row["block_bytes"], css),
                 number_cell(row["measured_mbps"], 1, css),
                 number_cell(row["simulated_mbps"], 1, css),
                 number_cell(None if ratio is None else 100 * ratio, 1, css),
@@ -562,7 +562,8 @@ def _run_report(
         ),
         Section(
             "Explain: where the time goes",
-            lines=tuple(explain_lines(explain, rebuild)),
+            # The per-resource lines (indented) are the utilisation chart's bars.
+            lines=tuple(line for line in explain_lines(explain, rebuild) if line[:2] != "  "),
             figures=tuple(explain_figures(explain, "explain breakdown")),
         ),
     ]

@@ -296,7 +296,9 @@ def bar_chart(chart: BarChart, width: int = PANEL_WIDTH) -> str:
     legend_rows = len(_legend_rows(chart.legend, width - 20)) if chart.legend else 0
     top = 30.0 + 16.0 * legend_rows
     height = top + BAR_HEIGHT * len(chart.bars) + 40
-    value_max = chart.value_max or max([bar.value for bar in chart.bars] + [1e-12])
+    value_max = (
+        chart.value_max or nice_ticks(0.0, max([bar.value for bar in chart.bars] + [1e-9]), 4)[-1]
+    )
     left, right = label_px, width - 60.0
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' viewBox='0 0 {width} "
