@@ -448,3 +448,18 @@ def test_the_browser_check_sees_a_script_error(tmp_path: Path) -> None:
     html.write_text(page("run.json").replace("</body>", "<script>noSuchFunction();</script>"))
     loaded = load_page(html)
     assert any("Uncaught ReferenceError" in line for line in loaded.console), loaded.console
+
+
+def test_a_reproduced_study_becomes_a_report(fake_native: None, tmp_path: Path) -> None:
+    """reproduce's JSON carries what the figure titles need (drives, stripe unit)."""
+    study = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--jobs", "1", "--format", "json"])
+    assert study.exit_code == 0, study.output
+    assert json.loads(study.stdout)["configs"]["raid0_2_su8K"] == {
+        "drive_count": 2,
+        "stripe_unit_bytes": 8192,
+        "figure": "raid0_2_su8K",
+    }
+    out = tmp_path / "study.html"
+    result = runner.invoke(app, ["report", "-", "--out", str(out)], input=study.stdout)
+    assert result.exit_code == 0, result.output
+    assert "raid0_2_su8K: 2 x hitachi-deskstar-250g on dell-perc6i, stripe 8K" in out.read_text()

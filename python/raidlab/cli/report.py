@@ -36,7 +36,7 @@ def report(
     ],
     out: Annotated[
         Path,
-        opt("--out", "The HTML file to write; its directory must exist."),
+        opt("--out", "The HTML file to write (required); its directory must exist."),
     ],
     title: Annotated[
         str | None, opt("--title", "The page's title (default: from the input).")
