@@ -12,7 +12,7 @@ replay     ``raidlab replay`` (a trace replayed, results and scenario)
 atto       ``raidlab atto`` (a simulated ATTO sweep with an explain per point)
 =========  ====================================================================
 
-Adding a kind (the sweep's Parquet/CSV, issue 20) takes a ``Reader`` in ``READERS``
+Adding a kind (the sweep's Parquet/CSV, issue 20) takes a ``Reader`` in ``readers()``
 and, for a file that is not JSON, a loader in ``LOADERS`` keyed by its suffix that
 returns the document the reader matches (e.g. ``{"sweep": ..., "records": [...]}``).
 """
@@ -81,8 +81,9 @@ def _is_atto(document: Mapping[str, Any]) -> bool:
     return "array" in document and isinstance(document.get("explain"), list)
 
 
-def _readers() -> list[Reader]:
-    # The kinds' modules import the readers' helpers below; they load on first use.
+def readers() -> list[Reader]:
+    """Every reader, in the order they are tried (claims before studies: both have
+    ``study``). The kinds' module imports this one's helpers, so it loads here."""
     from raidlab.report.html import kinds
 
     return [
@@ -101,12 +102,12 @@ def read_document(document: Any) -> Report:
         raise RaidlabError(
             INPUT_LABEL, f"expected a JSON object, got a JSON {type(document).__name__}"
         )
-    readers = _readers()
-    for reader in readers:
+    known_readers = readers()
+    for reader in known_readers:
         if reader.matches(document):
             return reader.read(document)
     keys = ", ".join(sorted(map(str, document))[:12]) or "none"
-    known = ", ".join(reader.describes for reader in readers)
+    known = ", ".join(reader.describes for reader in known_readers)
     raise RaidlabError(
         INPUT_LABEL,
         f"not a document raidlab report knows (keys: {keys}); give the --format json "
