@@ -463,3 +463,27 @@ def test_a_reproduced_study_becomes_a_report(fake_native: None, tmp_path: Path) 
     result = runner.invoke(app, ["report", "-", "--out", str(out)], input=study.stdout)
     assert result.exit_code == 0, result.output
     assert "raid0_2_su8K: 2 x hitachi-deskstar-250g on dell-perc6i, stripe 8K" in out.read_text()
+
+
+def test_the_png_figures_take_a_log_y_axis(fake_native: None, tmp_path: Path) -> None:
+    path = tmp_path / "sweep.png"
+    atto = ["atto", "--drive", "adata-sp900-128g", "--qd", "1", "--sizes", "4K..64K"]
+    atto += ["--length", "1G", "--jobs", "1"]
+    result = runner.invoke(app, [*atto, "--plot", str(path), "--log-y"])
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes().startswith(b"\x89PNG")
+    assert_one_line_error(runner.invoke(app, [*atto, "--log-y"]), "--log-y", ["--plot"])
+    refused = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--log-y"])
+    assert_one_line_error(refused, "--log-y", ["--out"])
+
+
+def test_a_log_y_figure_has_log_mbps_panels_and_linear_error_panels() -> None:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from raidlab.report.plots import atto_figure
+
+    frame = pd.DataFrame(document("study-hdd.json")["records"])
+    figure = atto_figure(frame[frame["config"] == "raid0_2_su8K"], "t", True, log_y=True)
+    scales = [axis.get_yscale() for axis in figure.get_axes()]
+    plt.close(figure)
+    assert scales == ["log", "log", "linear", "linear"]

@@ -240,6 +240,10 @@ def reproduce(
             "rows' MAPE (CV MAPE) next to the naive model's.",
         ),
     ] = False,
+    log_y: Annotated[
+        bool,
+        opt("--log-y", "With --out: draw MB/s on a log axis, where small transfers show."),
+    ] = False,
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
@@ -269,6 +273,8 @@ def reproduce(
                 f"only for ATTO studies ({', '.join(STUDIES)}): {study} is a claim study "
                 "and calibrates nothing on array rows",
             )
+        if log_y and out is None:
+            raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
         ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
         frame = api.reproduce(
             study,
@@ -278,6 +284,7 @@ def reproduce(
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
             labels={"out": "--out", "cross_validate": "--cross-validate"},
             cross_validate=cross_validate,
+            log_y=log_y,
         )
         if study in CLAIM_STUDIES:
             print_claims(frame, output_format)

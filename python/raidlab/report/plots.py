@@ -25,6 +25,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
 from raidlab.errors import RaidlabError  # noqa: E402
 from raidlab.report import figure_style as style  # noqa: E402
@@ -109,6 +110,9 @@ def _mbps_panel(
             )
     if log_y:
         axis.set_yscale("log")
+        # 1, 2, 5 per decade, as plain numbers: a decade or two is a panel's whole range.
+        axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_ylabel(style.AXIS_MBPS + (", log scale" if log_y else ""))
     axis.set_title(f"{op}, {style.panel_depths_text(depths)}", fontsize=9)
 
