@@ -41,6 +41,15 @@ AXIS_ERROR = "simulated / measured - 1 (%)"
 AXIS_UTILISATION = "busy (% of the measured time)"
 AXIS_STAGE_LATENCY = "latency per I/O (us)"
 
+# A result column as an axis label with its unit.
+METRIC_AXES = {
+    "iops": "IOPS (I/Os per second)",
+    "mbps": AXIS_MBPS,
+    "lat_mean_us": "mean latency (us)",
+    "lat_p50_us": "median latency (us)",
+    "lat_p99_us": "p99 latency (us)",
+}
+
 SIMULATED_LABEL = "simulated (line, filled)"
 MEASURED_LABEL = "measured (hollow, no line)"
 SUSPECT_LABEL = "measured, suspect (cross)"
@@ -129,6 +138,10 @@ def config_title(
     drives = "" if drive_count is None else f"{drive_count} x "
     striping = striping_text(drive_count, stripe_unit_bytes)
     return f"{name}: {drives}{drive} on {controller}{', ' + striping if striping else ''}"
+
+
+def metric_axis(metric: str) -> str:
+    return METRIC_AXES.get(metric, metric)
 
 
 def panel_depths_text(depths: Sequence[int]) -> str:

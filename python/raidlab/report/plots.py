@@ -251,15 +251,17 @@ def plot_pts(
     first, last = summary["window"]
     left.axvspan(first - 0.5, last + 0.5, alpha=0.15, label="steady-state window")
     left.set_xlabel("round")
-    left.set_ylabel(summary["tracking"])
+    # "0/100 4K iops": the mix and size tracked, then the column, which has a unit.
+    *tracked, tracked_metric = str(summary["tracking"]).split()
+    left.set_ylabel(f"{' '.join(tracked)} {style.metric_axis(tracked_metric)}")
     left.set_title(f"tracking variable ({'steady' if summary['steady'] else 'not steady'})")
     left.legend()
     for mix in table.columns:
         right.plot(range(len(table.index)), table[mix].values, marker="o", label=str(mix))
     right.set_xticks(range(len(table.index)))
     right.set_xticklabels([format_size(int(b)) for b in table.index])
-    right.set_xlabel("block size")
-    right.set_ylabel(metric)
+    right.set_xlabel("block size (K = KiB, M = MiB)")
+    right.set_ylabel(style.metric_axis(metric))
     right.set_title(f"PTS {summary['test']}: {metric} by R/W mix")
     right.legend(title="R/W", fontsize="small")
     figure.tight_layout()
