@@ -17,6 +17,9 @@ from raidlab.report.html.svg import Bar, BarChart, LegendItem, bar_chart, number
 from raidlab.units import format_size
 
 RESULT_CSS = {"PASS": "pass", "FAIL": "fail"}
+# Checks a ratio simulated / claimed does not describe: a difference in percentage
+# points (a penalty of 30 % claimed, -0.0 % simulated) or a direction.
+RATIO_FREE_TOLERANCES = frozenset({"absolute", "direction", "unchanged"})
 # Bars in the ranking figure: the best are what a reader compares.
 RANKING_BARS_MAX = 40
 
@@ -314,7 +317,9 @@ def _claims_figures(checks: Sequence[Mapping[str, Any]]) -> list[Figure]:
     bars = []
     for row in checks:
         claimed, simulated = row.get("claimed"), row.get("simulated")
-        if not (_numeric(claimed) and _numeric(simulated)) or claimed == 0:
+        if not (_numeric(claimed) and _numeric(simulated)) or claimed <= 0 or simulated < 0:
+            continue
+        if row.get("tolerance_kind") in RATIO_FREE_TOLERANCES:
             continue
         ratio = float(simulated) / float(claimed)
         name = f"{row['claim_id']} {row.get('variant') or ''}".strip()
@@ -333,13 +338,14 @@ def _claims_figures(checks: Sequence[Mapping[str, Any]]) -> list[Figure]:
     if not bars:
         return []
     chart = BarChart(
-        "simulated / claimed, per check with a number",
+        "simulated / claimed, per check of a number (not of a difference or direction)",
         "simulated / claimed (1 = as claimed)",
         tuple(bars),
         legend=(
             LegendItem("PASS", style.OKABE_ITO[0], "swatch"),
             LegendItem("FAIL", style.OKABE_ITO[1], "swatch"),
         ),
+        reference=1.0,
     )
     return [
         Figure(

@@ -27,6 +27,7 @@ figure { margin: 1.2em 0; } figcaption { font-weight: 600; margin-bottom: .3em; 
 figure .caption { color: #555; font-size: .9em; }
 .panels { display: grid; grid-template-columns: repeat(2, minmax(0, 460px)); gap: .4em 1.2em; }
 .panels svg { max-width: 100%; height: auto; }
+.panels.wide { grid-template-columns: minmax(0, 700px); }
 body.log-y .linear-y, body:not(.log-y) .log-y-only { display: none; }
 table { border-collapse: collapse; margin: .6em 0 1.4em; font-size: .9em; }
 caption { text-align: left; font-weight: 600; padding: .3em 0; }
@@ -144,7 +145,7 @@ def _figure(figure: Figure) -> str:
     caption = f"<div class='caption'>{escape(figure.caption)}</div>" if figure.caption else ""
     return (
         f"<figure><figcaption>{escape(figure.title)}</figcaption>{caption}"
-        f"<div class='panels'>{''.join(cells)}</div></figure>"
+        f"<div class='panels{' wide' if len(cells) == 1 else ''}'>{''.join(cells)}</div></figure>"
     )
 
 

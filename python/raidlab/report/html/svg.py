@@ -82,6 +82,8 @@ class BarChart:
     bars: tuple[Bar, ...]
     value_max: float | None = None
     legend: tuple[LegendItem, ...] = field(default_factory=tuple)
+    # A value to mark across the bars (1 for a ratio: "as claimed").
+    reference: float | None = None
 
 
 def number_text(value: float) -> str:
@@ -321,6 +323,12 @@ def bar_chart(chart: BarChart, width: int = PANEL_WIDTH) -> str:
             f"{escape(bar.text or number_text(bar.value))}</text>"
         )
     axis_y = top + BAR_HEIGHT * len(chart.bars) + 4
+    if chart.reference is not None and 0 <= chart.reference <= value_max:
+        x = left + chart.reference / value_max * (right - left)
+        parts.append(
+            f"<line class='reference' x1='{x:.1f}' y1='{top:.1f}' x2='{x:.1f}' "
+            f"y2='{axis_y:.1f}' stroke='#555' stroke-width='1'/>"
+        )
     parts.append(
         f"<line x1='{left:.1f}' y1='{axis_y:.1f}' x2='{right:.1f}' y2='{axis_y:.1f}' "
         f"stroke='#999'/>"
