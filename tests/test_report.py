@@ -5,6 +5,7 @@ HTML and in a real browser (headless Chromium, skipped with a message if absent)
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
 import subprocess
@@ -17,6 +18,7 @@ from browser import chromium, load_page, svg_marks
 from raidlab.cli import app
 from raidlab.report import figure_style as style
 from raidlab.report.html import build_report, render
+from raidlab.report.html.readers import load_input
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -31,11 +33,15 @@ KINDS = {
     "replay.json": "replay",
     "atto.json": "atto",
     "advise.json": "advise",
+    "sweep.json": "sweep",
+    "sweep.csv": "sweep",  # raidlab sweep's own files, its JSON's rows
 }
+if importlib.util.find_spec("pyarrow") is not None:
+    KINDS["sweep.parquet"] = "sweep"
 
 
 def document(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((DATA / name).read_text())
+    loaded: dict[str, Any] = load_input(DATA / name)
     return loaded
 
 
@@ -81,6 +87,7 @@ def test_the_same_input_gives_the_same_bytes(name: str) -> None:
         ("replay.json", ["read IOPS", "write MB/s (10^6 B/s)"]),
         ("atto.json", ["peak read MB/s (10^6 B/s)", "1M at QD 4"]),
         ("advise.json", ["winner", "RAID 10, 256K stripe unit, wt", "ranked by iops"]),
+        ("sweep.csv", ["best IOPS", "110,830", "#3 level=0, rw=randwrite, drives=8, iodepth=32"]),
     ],
 )
 def test_the_headline_states_the_key_figures(name: str, words: list[str]) -> None:
@@ -299,11 +306,12 @@ def assert_one_line_error(result: Any, field: str, words: list[str]) -> None:
     assert all(word in lines[0] for word in words), lines[0]
 
 
-def test_report_loads_neither_pandas_nor_matplotlib(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["study-hdd.json", "sweep.csv"])
+def test_report_loads_neither_pandas_nor_matplotlib(tmp_path: Path, name: str) -> None:
     probe = (
         "import sys\n"
         "from raidlab.cli import main\n"
-        f"sys.argv = ['raidlab', 'report', {str(DATA / 'study-hdd.json')!r}, "
+        f"sys.argv = ['raidlab', 'report', {str(DATA / name)!r}, "
         f"'--out', {str(tmp_path / 'r.html')!r}]\n"
         "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
         "print(sorted(m for m in ('pandas', 'numpy', 'matplotlib') if m in sys.modules))\n"
@@ -487,3 +495,29 @@ def test_a_log_y_figure_has_log_mbps_panels_and_linear_error_panels() -> None:
     scales = [axis.get_yscale() for axis in figure.get_axes()]
     plt.close(figure)
     assert scales == ["log", "log", "linear", "linear"]
+
+
+def test_a_sweep_reads_the_same_from_its_csv_and_its_json() -> None:
+    """The CSV's cells are typed back (numbers, texts, blanks) as the JSON has them."""
+    from_csv, from_json = document("sweep.csv"), document("sweep.json")
+    # The JSON's numbers are pandas' (10 significant digits), the CSV's Python's repr.
+    for row_csv, row_json in zip(from_csv["records"], from_json["records"], strict=True):
+        assert list(row_csv) == list(row_json)
+        for key, value in row_csv.items():
+            if isinstance(value, float):
+                assert value == pytest.approx(row_json[key], rel=1e-9), key
+            else:
+                assert value == row_json[key], key
+    html = page("sweep.csv")
+    assert "mean IOPS by workload.iodepth" in html and "the 24 best points by IOPS" in html
+    assert "<th class='num' title='click to sort'>array.level</th>" in html
+    assert "<th title='click to sort'>workload.rw</th>" in html  # texts sort as texts
+
+
+def test_a_sweep_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from raidlab.report.html import sweep
+
+    monkeypatch.setattr(sweep, "TABLE_ROWS_MAX", 5)
+    html = page("sweep.csv")
+    assert "the first 5 of 24" in html
+    assert html.split("every point (click")[1].count("<tr>") == 1 + 5

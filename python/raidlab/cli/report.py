@@ -23,6 +23,8 @@ from raidlab.report.output import stdout
       | raidlab report - --out run.html --title "one SSD, 4K random reads"
   raidlab advise --drive intel-dc-s3500-80g --drives 4 --format json > advise.json
   raidlab report advise.json --out advise.html
+  raidlab sweep examples/sweep-levels.toml --out out/levels
+  raidlab report out/levels.csv --out out/levels.html
 """
 )
 def report(
@@ -31,7 +33,8 @@ def report(
         typer.Argument(
             metavar="INPUT",
             help="The --format json output of reproduce (ATTO or claim study), advise, "
-            "run, replay or atto; - reads standard input.",
+            "run, replay, atto or sweep, or a sweep's PREFIX.csv or PREFIX.parquet; - "
+            "reads JSON from standard input.",
         ),
     ],
     out: Annotated[

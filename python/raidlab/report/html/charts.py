@@ -291,6 +291,7 @@ def ranking_figure(
     metric: str,
     label_of: Callable[[Mapping[str, Any]], str],
     value_label: str,
+    title: str = "",
 ) -> Figure:
     """Candidates best first as bars of ``metric``, coloured by what bounds them."""
     colours: dict[str, str] = {}
@@ -310,5 +311,6 @@ def ranking_figure(
     legend = tuple(
         LegendItem(f"bound: {name}", colour, "swatch") for name, colour in colours.items()
     )
-    chart = BarChart(f"candidates by {metric}", value_label, tuple(bars), legend=legend)
-    return Figure(f"candidates by {metric}", (bar_chart(chart, width=620),))
+    title = title or f"candidates by {metric}"
+    chart = BarChart(title, value_label, tuple(bars), legend=legend)
+    return Figure(title, (bar_chart(chart, width=620),))

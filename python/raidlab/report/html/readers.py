@@ -10,11 +10,12 @@ advise     ``raidlab advise`` (candidate arrays, best first)
 run        ``raidlab run`` (one fio-style run with its explain and scenario)
 replay     ``raidlab replay`` (a trace replayed, results and scenario)
 atto       ``raidlab atto`` (a simulated ATTO sweep with an explain per point)
+sweep      ``raidlab sweep`` (its PREFIX.csv or PREFIX.parquet too: one row per point)
 =========  ====================================================================
 
-Adding a kind (the sweep's Parquet/CSV, issue 20) takes a ``Reader`` in ``readers()``
-and, for a file that is not JSON, a loader in ``LOADERS`` keyed by its suffix that
-returns the document the reader matches (e.g. ``{"sweep": ..., "records": [...]}``).
+Adding a kind takes a ``Reader`` in ``readers()`` and, for a file that is not JSON, a
+loader in ``loaders()`` keyed by its suffix that returns the document the reader
+matches (the sweep's CSV becomes the ``{"records": [...]}`` its JSON is).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def _is_atto(document: Mapping[str, Any]) -> bool:
 def readers() -> list[Reader]:
     """Every reader, in the order they are tried (claims before studies: both have
     ``study``). The kinds' module imports this one's helpers, so it loads here."""
-    from raidlab.report.html import kinds
+    from raidlab.report.html import kinds, sweep
 
     return [
+        Reader("sweep", "raidlab sweep (or its .csv, .parquet)", sweep.is_sweep, sweep.read_sweep),
         Reader("claims", "raidlab reproduce (a claim study)", _is_claims, kinds.read_claims),
         Reader("study", "raidlab reproduce (an ATTO study)", _is_study, kinds.read_study),
         Reader("advise", "raidlab advise", _is_advise, kinds.read_advise),
@@ -144,12 +146,16 @@ def load_json(path: str | Path) -> Any:
         ) from None
 
 
-# Loaders by file suffix; JSON is the default. The sweep's Parquet/CSV joins here.
-LOADERS: dict[str, Callable[[Path], Any]] = {}
+def loaders() -> dict[str, Callable[[Path], Any]]:
+    """Loaders of inputs that are not JSON, by file suffix (JSON is the default)."""
+    from raidlab.report.html import sweep
+
+    return {".csv": sweep.load_csv, ".parquet": sweep.load_parquet}
 
 
 def load_input(path: str | Path) -> Any:
-    loader = LOADERS.get(Path(str(path)).suffix.lower())
+    """The document at ``path`` (``-``: standard input, JSON)."""
+    loader = loaders().get(Path(str(path)).suffix.lower())
     return loader(Path(path)) if loader is not None and str(path) != "-" else load_json(path)
 
 

@@ -294,7 +294,8 @@ def _series(series: Series, frame: _Frame, log_y: bool) -> list[str]:
 
 def bar_chart(chart: BarChart, width: int = PANEL_WIDTH) -> str:
     """Horizontal bars, one per item, labels left, values at the bar's end."""
-    label_px = min(220.0, 12 + CHAR_PX * max([len(bar.label) for bar in chart.bars] + [4]))
+    # Labels take what they need, up to 55 % of the chart (longer ones are cut at the left).
+    label_px = min(0.55 * width, 12 + CHAR_PX * max([len(bar.label) for bar in chart.bars] + [4]))
     legend_rows = len(_legend_rows(chart.legend, width - 20)) if chart.legend else 0
     top = 30.0 + 16.0 * legend_rows
     height = top + BAR_HEIGHT * len(chart.bars) + 40
