@@ -398,7 +398,7 @@ def test_the_page_renders_in_a_real_browser_without_console_errors(
     html = tmp_path / "report.html"
     html.write_text(page(name))
     OUT.mkdir(exist_ok=True)
-    shot = OUT / f"report-{name.removesuffix('.json')}.png"
+    shot = OUT / f"report-{name.removesuffix('.json').replace('.', '-')}.png"
     loaded = load_page(html, screenshot=shot)
     assert loaded.console == []
     assert 'data-ready="yes"' in loaded.dom  # the page's script ran to its end
