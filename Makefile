@@ -23,9 +23,10 @@ QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Real peers the tests compare against (Debian packages): fio for job semantics, JSON
 # shape and its nbd engine; qemu-io (qemu-utils) and nbdcopy (libnbd-bin) as NBD
-# clients of the engine; nbdkit as a reference server in the NBD benchmark.
+# clients of the engine; nbdkit as a reference server in the NBD benchmark; headless
+# chromium loads `raidlab report`'s HTML in tests/test_report.py.
 # Installed once; needs root, as on the project's machines and CI.
-TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit
+TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair##*:}"; \
@@ -65,12 +66,17 @@ $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
 	install -m 755 target/$(PROFILE)/raidlab-engine $(ENGINE)
 	touch $@
 
+# The headline study's JSON becomes out/report.html (`raidlab report` prints its
+# headline: MAPE per role, the worst row).
 demo: setup
-	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto
+	@mkdir -p out
+	$(VENV)/bin/raidlab reproduce ssd-raid0-atto --out out/ssd-raid0-atto --format json > out/ssd-raid0-atto.json
+	$(VENV)/bin/raidlab report out/ssd-raid0-atto.json --out out/report.html
 	$(VENV)/bin/raidlab reproduce hdd-raid0-atto --out out/hdd-raid0-atto
 	$(VENV)/bin/raidlab reproduce ssd-raid-tuning
 	@echo
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
+	@echo "Report: out/report.html (open it in a browser; it needs no network)"
 
 test: setup tools lint test-rust test-python
 

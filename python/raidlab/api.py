@@ -612,6 +612,7 @@ def reproduce(
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
     cross_validate: bool = False,
+    log_y: bool = False,
 ) -> pd.DataFrame:
     """Reproduce a study.
 
@@ -625,7 +626,8 @@ def reproduce(
     in turn, the controller fields calibrated on array rows are refitted without its
     rows, and it is predicted: ``.attrs["cross_validation"]`` is a
     ``raidlab.studies.cross_validation.CrossValidation`` (per-configuration and
-    overall CV MAPE next to the naive model on the same rows).
+    overall CV MAPE next to the naive model on the same rows). ``log_y`` draws the
+    figures' MB/s on a log axis.
 
     Claim studies (``ssd-raid-tuning``): one row per check of a covered claim and one
     per claim not covered (``raidlab.studies.claims.CLAIM_COLUMNS``); ``.attrs["summary"]``
@@ -675,7 +677,7 @@ def reproduce(
     if out is not None:
         from raidlab.report.plots import plot_study
 
-        frame.attrs["figures"] = [str(path) for path in plot_study(frame, out)]
+        frame.attrs["figures"] = [str(path) for path in plot_study(frame, out, log_y=log_y)]
     return frame
 
 

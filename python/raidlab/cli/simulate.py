@@ -72,6 +72,9 @@ def atto(
             "directory must exist (default: no figure).",
         ),
     ] = None,
+    log_y: Annotated[
+        bool, opt("--log-y", "With --plot: draw MB/s on a log axis, where small transfers show.")
+    ] = False,
     *,
     flags: ArrayFlags,
 ) -> None:
@@ -83,6 +86,10 @@ def atto(
             from raidlab.report.plots import check_figure_path
 
             check_figure_path(plot, "--plot")
+        elif log_y:
+            from raidlab.errors import RaidlabError
+
+            raise RaidlabError("--log-y", "it draws the figure of --plot; give --plot FILE too")
         array = flags.build()
         frame = api.atto_sweep(
             array,
@@ -100,7 +107,10 @@ def atto(
             from raidlab.report.plots import plot_atto
 
             figure = plot_atto(
-                frame, plot, atto_title(frame.attrs["array"], flags.drive, flags.config)
+                frame,
+                plot,
+                atto_title(frame.attrs["array"], flags.drive, flags.config),
+                log_y=log_y,
             )
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))

@@ -244,6 +244,10 @@ def reproduce(
             "rows' MAPE (CV MAPE) next to the naive model's.",
         ),
     ] = False,
+    log_y: Annotated[
+        bool,
+        opt("--log-y", "With --out: draw MB/s on a log axis, where small transfers show."),
+    ] = False,
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
@@ -273,6 +277,8 @@ def reproduce(
                 f"only for ATTO studies ({', '.join(STUDIES)}): {study} is a claim study "
                 "and calibrates nothing on array rows",
             )
+        if log_y and out is None:
+            raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
         ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
         frame = api.reproduce(
             study,
@@ -282,6 +288,7 @@ def reproduce(
             seed=parse_int(seed, "--seed", 0, 2**64 - 1),
             labels={"out": "--out", "cross_validate": "--cross-validate"},
             cross_validate=cross_validate,
+            log_y=log_y,
         )
         if study in CLAIM_STUDIES:
             print_claims(frame, output_format)
@@ -304,6 +311,16 @@ def reproduce(
                     "drive": frame.attrs.get("drive"),
                     "controller": frame.attrs.get("controller"),
                     "seed": frame.attrs.get("seed"),
+                    "ios_max": ios,
+                    # What each configuration is, for `raidlab report`'s figure titles.
+                    "configs": {
+                        name: {
+                            "drive_count": count,
+                            "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
+                            "figure": frame.attrs["figures_of"].get(name, name),
+                        }
+                        for name, count in frame.attrs.get("drive_counts", {}).items()
+                    },
                     "records": records(frame),
                     "summary": summary_dict(summary),
                     "figures": list(frame.attrs.get("figures", [])),

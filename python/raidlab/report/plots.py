@@ -1,15 +1,18 @@
-"""Figures drawn like the papers' ATTO charts.
+"""Figures drawn like the papers' ATTO charts, to the rules of
+``raidlab.report.figure_style`` (the same as the HTML report's).
 
-MB/s against transfer size on a log2 axis labelled 0.5K ... 32M, one colour per queue
-depth, one panel per op (read, write). A study figure shows the measurement dashed with
-markers and the simulation solid, one PNG per array configuration; an ATTO sweep figure
-shows the simulated sweep alone.
+MB/s against transfer size on a log2 axis in KiB, one Okabe-Ito colour per queue
+depth and at most four queue depths a panel (more become rows of panels), a read
+and a write column. A study figure draws the simulation as lines through filled
+markers and the measurement as hollow markers (crosses where the reference marks a
+row suspect), with an error panel (simulated / measured - 1) under each row of
+panels; an ATTO sweep figure draws the simulated sweep alone. ``log_y`` puts MB/s on
+a log axis, where small transfers can be judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,77 +22,157 @@ matplotlib.use("Agg")  # files only; never needs a display
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
 from raidlab.errors import RaidlabError  # noqa: E402
+from raidlab.report import figure_style as style  # noqa: E402
 from raidlab.report.output import output_directory, output_file  # noqa: E402
-from raidlab.units import format_size, format_size_kib  # noqa: E402
+from raidlab.units import format_size  # noqa: E402
 
 PANEL_OPS = ("read", "write")
+SIMULATED_STYLE: Mapping[str, Any] = {"linestyle": "-", "marker": "o", "markersize": 3.5}
+MEASURED_STYLE: Mapping[str, Any] = {
+    "linestyle": "none",
+    "marker": "o",
+    "markersize": 5,
+    "markerfacecolor": "white",
+    "markeredgewidth": 1.3,
+}
+SUSPECT_STYLE: Mapping[str, Any] = {"linestyle": "none", "marker": "x", "markersize": 6}
 
 
-@dataclass(frozen=True)
-class Series:
-    """One line per queue depth drawn from ``column``; ``label`` follows "QD n"."""
-
-    column: str
-    label: str = ""
-    style: Mapping[str, Any] = field(default_factory=dict)
-
-
-MEASURED = Series(
-    "measured_mbps", "measured", {"linestyle": "--", "marker": "o", "markersize": 3, "alpha": 0.8}
-)
-SIMULATED = Series("simulated_mbps", "simulated", {"linestyle": "-"})
-SWEEP = Series("mbps", "", {"linestyle": "-", "marker": "o", "markersize": 3})
-
-
-def qd_colours(queue_depths: Sequence[int]) -> dict[int, Any]:
-    """A colour per queue depth, the same for every panel of a figure."""
-    depths = sorted(set(queue_depths))
-    colours = plt.get_cmap("viridis", max(len(depths), 2))
-    return {qd: colours(index) for index, qd in enumerate(depths)}
-
-
-def atto_figure(
-    rows: pd.DataFrame,
-    series: Sequence[Series],
-    title: str,
-    colour_of: Mapping[int, Any] | None = None,
-) -> Figure:
-    """A read panel and a write panel of MB/s vs transfer size, one line per queue depth
-    and series. ``rows`` has columns ``op, qd, block_bytes`` and each series' column."""
-    colour_of = colour_of or qd_colours(list(rows["qd"].unique()))
-    figure, axes = plt.subplots(1, len(PANEL_OPS), figsize=(13, 5), sharey=False)
-    for axis, op in zip(axes, PANEL_OPS, strict=True):
-        panel = rows[rows["op"] == op]
-        for qd, line in panel.groupby("qd"):
-            line = line.sort_values("block_bytes")
-            for item in series:
-                label = f"QD {qd} {item.label}".rstrip()
-                axis.plot(
-                    line["block_bytes"],
-                    line[item.column],
-                    color=colour_of[qd],
-                    label=label,
-                    **item.style,
-                )
-        sizes = sorted(panel["block_bytes"].unique())
-        axis.set_xscale("log", base=2)
-        axis.set_xticks(sizes)
-        axis.set_xticklabels(
-            [format_size_kib(int(size)) for size in sizes], rotation=60, fontsize=7
+def atto_figure(rows: pd.DataFrame, title: str, measured: bool, log_y: bool = False) -> Figure:
+    """MB/s vs transfer size: a row of read and write panels per group of at most
+    QDS_PER_PANEL_MAX queue depths. ``rows`` has columns ``op, qd, block_bytes`` and
+    ``mbps`` (a sweep) or, with ``measured``, ``measured_mbps, simulated_mbps, role``
+    (a study), which adds an error panel under each row."""
+    groups = style.depth_groups(int(qd) for qd in rows["qd"].unique())
+    ratios = [3, 2] * len(groups) if measured else [3] * len(groups)
+    figure, axes = plt.subplots(
+        len(ratios),
+        len(PANEL_OPS),
+        figsize=(13, sum(1.5 * ratio for ratio in ratios) + 0.8),
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": ratios},
+    )
+    sizes = sorted(int(size) for size in rows["block_bytes"].unique())
+    for index, depths in enumerate(groups):
+        colours = style.depth_colours(depths)
+        group = rows[rows["qd"].isin(depths)]
+        row_of_axes = axes[2 * index if measured else index]
+        for axis, op in zip(row_of_axes, PANEL_OPS, strict=True):
+            _mbps_panel(axis, group[group["op"] == op], op, depths, colours, measured, log_y)
+            _transfer_axis(axis, sizes)
+        suspect = measured and bool(group["role"].eq("suspect").any())
+        row_of_axes[0].legend(
+            handles=_legend_handles(depths, colours, measured, suspect), fontsize=7, ncol=2
         )
-        axis.minorticks_off()
-        axis.set_xlabel("transfer size")
-        axis.set_ylabel("MB/s")
-        axis.set_title(op)
-        axis.grid(True, alpha=0.3)
-        if len(panel):
-            axis.legend(fontsize=6, ncol=2)
+        if measured:
+            for axis, op in zip(axes[2 * index + 1], PANEL_OPS, strict=True):
+                _error_panel(axis, group[group["op"] == op], op, depths, colours)
+                _transfer_axis(axis, sizes)
     figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
     return figure
+
+
+def _mbps_panel(
+    axis: Axes,
+    panel: pd.DataFrame,
+    op: str,
+    depths: Sequence[int],
+    colours: Mapping[int, str],
+    measured: bool,
+    log_y: bool,
+) -> None:
+    for qd in depths:
+        line = panel[panel["qd"] == qd].sort_values("block_bytes")
+        if line.empty:
+            continue
+        simulated = "simulated_mbps" if measured else "mbps"
+        axis.plot(line["block_bytes"], line[simulated], color=colours[qd], **SIMULATED_STYLE)
+        if measured:
+            suspect = line["role"] == "suspect"
+            axis.plot(
+                line.loc[~suspect, "block_bytes"],
+                line.loc[~suspect, "measured_mbps"],
+                color=colours[qd],
+                **MEASURED_STYLE,
+            )
+            axis.plot(
+                line.loc[suspect, "block_bytes"],
+                line.loc[suspect, "measured_mbps"],
+                color=colours[qd],
+                **SUSPECT_STYLE,
+            )
+    if log_y:
+        axis.set_yscale("log")
+        # 1, 2, 5 per decade, as plain numbers: a decade or two is a panel's whole range.
+        axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_ylabel(style.AXIS_MBPS + (", log scale" if log_y else ""))
+    axis.set_title(f"{op}, {style.panel_depths_text(depths)}", fontsize=9)
+
+
+def _error_panel(
+    axis: Axes,
+    panel: pd.DataFrame,
+    op: str,
+    depths: Sequence[int],
+    colours: Mapping[int, str],
+) -> None:
+    panel = panel[panel["measured_mbps"] != 0].sort_values("block_bytes")
+    error_pct = 100.0 * (panel["simulated_mbps"] / panel["measured_mbps"] - 1.0)
+    limits = style.error_axis_pct(zip(error_pct, panel["role"] == "suspect", strict=True))
+    if limits is not None:
+        # Suspect rows beyond the trusted rows' range sit on the axis' edge.
+        error_pct = error_pct.clip(*limits)
+    for qd in depths:
+        line = panel["qd"] == qd
+        axis.plot(
+            panel.loc[line, "block_bytes"], error_pct[line], color=colours[qd], **SIMULATED_STYLE
+        )
+        suspect = line & (panel["role"] == "suspect")
+        axis.plot(
+            panel.loc[suspect, "block_bytes"],
+            error_pct[suspect],
+            color=colours[qd],
+            **SUSPECT_STYLE,
+        )
+    off_axis = 0
+    if limits is not None:
+        axis.set_ylim(*limits)
+        off_axis = int(((error_pct <= limits[0]) | (error_pct >= limits[1])).sum())
+    axis.axhline(0.0, color="#555", linewidth=0.8)
+    axis.set_ylabel(style.AXIS_ERROR, fontsize=8)
+    axis.set_title(
+        f"{op}: error per row, {style.panel_depths_text(depths)}{style.off_axis_text(off_axis)}",
+        fontsize=9,
+    )
+
+
+def _transfer_axis(axis: Axes, sizes: Sequence[int]) -> None:
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(sizes)
+    axis.set_xticklabels([style.transfer_kib(size) for size in sizes], rotation=60, fontsize=7)
+    axis.minorticks_off()
+    axis.set_xlabel(style.AXIS_TRANSFER, fontsize=8)
+    axis.grid(True, alpha=0.3)
+
+
+def _legend_handles(
+    depths: Sequence[int], colours: Mapping[int, str], measured: bool, suspect: bool
+) -> list[Line2D]:
+    handles = [Line2D([], [], color=colours[qd], linewidth=6, label=f"QD {qd}") for qd in depths]
+    if measured:
+        handles.append(Line2D([], [], color="#333", label=style.SIMULATED_LABEL, **SIMULATED_STYLE))
+        handles.append(Line2D([], [], color="#333", label=style.MEASURED_LABEL, **MEASURED_STYLE))
+        if suspect:
+            handles.append(Line2D([], [], color="#333", label=style.SUSPECT_LABEL, **SUSPECT_STYLE))
+    return handles
 
 
 def _save(figure: Figure, path: Path) -> Path:
@@ -98,7 +181,7 @@ def _save(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_study(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def plot_study(frame: pd.DataFrame, out_dir: str | Path, log_y: bool = False) -> list[Path]:
     """One PNG per configuration of a reproduced study (see studies.reproduce_study).
     Configurations that share a figure name (``.attrs["figures_of"]``, e.g. one disk
     listed under every stripe unit) share one figure."""
@@ -107,24 +190,24 @@ def plot_study(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     stripe_units = frame.attrs.get("stripe_units", {})
     drive_counts = frame.attrs.get("drive_counts", {})
     figures_of = frame.attrs.get("figures_of", {})
-    colour_of = qd_colours(list(frame["qd"].unique()))
     figure_names = frame["config"].map(lambda config: figures_of.get(config, config))
+    subtitle = style.study_subtitle(frame.attrs.get("title", study))
     paths = []
     for name, rows in frame.groupby(figure_names, sort=False):
         config = rows["config"].iloc[0]
         # Rows repeated under several configurations are drawn once.
         rows = rows.drop_duplicates(["op", "qd", "block_bytes", "measured_mbps", "simulated_mbps"])
-        drives = drive_counts.get(config, "?")
-        stripe = stripe_units.get(config)
-        stripe_text = (
-            f"stripe {format_size(int(stripe))}" if stripe and drives != 1 else "no striping"
-        )
         title = (
-            f"{name}: {drives} x {frame.attrs.get('drive', '?')} on "
-            f"{frame.attrs.get('controller', '?')}, {stripe_text}\n"
-            f"{frame.attrs.get('title', study)} -- dashed: measured, solid: simulated"
+            style.config_title(
+                str(name),
+                drive_counts.get(config),
+                frame.attrs.get("drive", "?"),
+                frame.attrs.get("controller", "?"),
+                stripe_units.get(config),
+            )
+            + f"\n{subtitle}"
         )
-        figure = atto_figure(rows, [MEASURED, SIMULATED], title, colour_of)
+        figure = atto_figure(rows, title, measured=True, log_y=log_y)
         paths.append(_save(figure, out_dir / f"{study}-{name}.png"))
     return paths
 
@@ -146,10 +229,12 @@ def check_figure_path(path: str | Path, label: str = "plot") -> Path:
     return output_file(path, label)
 
 
-def plot_atto(frame: pd.DataFrame, path: str | Path, title: str = "ATTO sweep") -> Path:
+def plot_atto(
+    frame: pd.DataFrame, path: str | Path, title: str = "ATTO sweep", log_y: bool = False
+) -> Path:
     """The simulated sweep of ``raidlab.frontends.atto`` as one figure (format from the suffix)."""
     path = check_figure_path(path)
-    figure = atto_figure(frame, [SWEEP], f"{title} (simulated, MB/s = 10^6 B/s)")
+    figure = atto_figure(frame, f"{title} (simulated)", measured=False, log_y=log_y)
     return _save(figure, path)
 
 
@@ -166,15 +251,17 @@ def plot_pts(
     first, last = summary["window"]
     left.axvspan(first - 0.5, last + 0.5, alpha=0.15, label="steady-state window")
     left.set_xlabel("round")
-    left.set_ylabel(summary["tracking"])
+    # "0/100 4K iops": the mix and size tracked, then the column, which has a unit.
+    *tracked, tracked_metric = str(summary["tracking"]).split()
+    left.set_ylabel(f"{' '.join(tracked)} {style.metric_axis(tracked_metric)}")
     left.set_title(f"tracking variable ({'steady' if summary['steady'] else 'not steady'})")
     left.legend()
     for mix in table.columns:
         right.plot(range(len(table.index)), table[mix].values, marker="o", label=str(mix))
     right.set_xticks(range(len(table.index)))
     right.set_xticklabels([format_size(int(b)) for b in table.index])
-    right.set_xlabel("block size")
-    right.set_ylabel(metric)
+    right.set_xlabel("block size (K = KiB, M = MiB)")
+    right.set_ylabel(style.metric_axis(metric))
     right.set_title(f"PTS {summary['test']}: {metric} by R/W mix")
     right.legend(title="R/W", fontsize="small")
     figure.tight_layout()

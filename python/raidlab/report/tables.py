@@ -126,6 +126,11 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+# What a frame's JSON carries of its attrs: a suite's spec and summary, advise's
+# metric and why the winner wins (`raidlab report` shows them).
+FRAME_ATTRS_IN_JSON = ("spec", "summary", "why", "metric")
+
+
 def print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
     if output_format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
@@ -134,7 +139,7 @@ def print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
         print_json(
             {
                 "records": records(frame),
-                **{k: v for k, v in frame.attrs.items() if k in ("spec", "summary")},
+                **{k: v for k, v in frame.attrs.items() if k in FRAME_ATTRS_IN_JSON},
             }
         )
         return

@@ -291,6 +291,7 @@ def advise(
     why = _why(frame, metric)
     frame = frame[ADVISE_COLUMNS].reset_index(drop=True)
     frame.attrs["why"] = why
+    frame.attrs["metric"] = metric
     return frame
 
 

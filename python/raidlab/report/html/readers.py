@@ -1,0 +1,190 @@
+"""Readers: one per kind of input ``raidlab report`` accepts, each recognising its
+document by shape and turning it into a ``Report``.
+
+Kinds (the ``--format json`` output of each command):
+
+=========  ====================================================================
+study      ``raidlab reproduce STUDY`` of an ATTO study (rows measured vs simulated)
+claims     ``raidlab reproduce STUDY`` of a claim study (PASS/FAIL per claim)
+advise     ``raidlab advise`` (candidate arrays, best first)
+run        ``raidlab run`` (one fio-style run with its explain and scenario)
+replay     ``raidlab replay`` (a trace replayed, results and scenario)
+atto       ``raidlab atto`` (a simulated ATTO sweep with an explain per point)
+sweep      ``raidlab sweep`` (its PREFIX.csv or PREFIX.parquet too: one row per point)
+=========  ====================================================================
+
+Adding a kind takes a ``Reader`` in ``readers()`` and, for a file that is not JSON, a
+loader in ``loaders()`` keyed by its suffix that returns the document the reader
+matches (the sweep's CSV becomes the ``{"records": [...]}`` its JSON is).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raidlab.errors import RaidlabError
+from raidlab.report.html.model import Report
+
+# Reports are read whole; a study's JSON is ~100 KB, a large advise a few MB.
+INPUT_BYTES_MAX = 256 << 20
+INPUT_LABEL = "INPUT"
+
+
+@dataclass(frozen=True)
+class Reader:
+    kind: str
+    describes: str
+    matches: Callable[[Mapping[str, Any]], bool]
+    read: Callable[[Mapping[str, Any]], Report]
+
+
+def _records(document: Mapping[str, Any]) -> list[Any]:
+    records = document.get("records")
+    return records if isinstance(records, list) else []
+
+
+def _first(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    records = _records(document)
+    return records[0] if records and isinstance(records[0], Mapping) else {}
+
+
+def _is_study(document: Mapping[str, Any]) -> bool:
+    return "study" in document and "summary" in document and "coverage" not in document
+
+
+def _is_claims(document: Mapping[str, Any]) -> bool:
+    return "study" in document and "coverage" in document
+
+
+def _is_advise(document: Mapping[str, Any]) -> bool:
+    return {"rank", "level", "write_cache"} <= set(_first(document))
+
+
+def _is_run(document: Mapping[str, Any]) -> bool:
+    return (
+        "scenario" in document
+        and isinstance(document.get("explain"), Mapping | None)
+        and ("results" not in document)
+        and "records" in document
+    )
+
+
+def _is_replay(document: Mapping[str, Any]) -> bool:
+    return "scenario" in document and isinstance(document.get("results"), Mapping)
+
+
+def _is_atto(document: Mapping[str, Any]) -> bool:
+    return "array" in document and isinstance(document.get("explain"), list)
+
+
+def readers() -> list[Reader]:
+    """Every reader, in the order they are tried (claims before studies: both have
+    ``study``). The kinds' module imports this one's helpers, so it loads here."""
+    from raidlab.report.html import kinds, sweep
+
+    return [
+        Reader("sweep", "raidlab sweep (or its .csv, .parquet)", sweep.is_sweep, sweep.read_sweep),
+        Reader("claims", "raidlab reproduce (a claim study)", _is_claims, kinds.read_claims),
+        Reader("study", "raidlab reproduce (an ATTO study)", _is_study, kinds.read_study),
+        Reader("advise", "raidlab advise", _is_advise, kinds.read_advise),
+        Reader("replay", "raidlab replay", _is_replay, kinds.read_replay),
+        Reader("run", "raidlab run", _is_run, kinds.read_run),
+        Reader("atto", "raidlab atto", _is_atto, kinds.read_atto),
+    ]
+
+
+def read_document(document: Any) -> Report:
+    """The report of ``document`` by the first reader whose shape it has."""
+    if not isinstance(document, Mapping):
+        raise RaidlabError(
+            INPUT_LABEL, f"expected a JSON object, got a JSON {type(document).__name__}"
+        )
+    known_readers = readers()
+    for reader in known_readers:
+        if reader.matches(document):
+            return reader.read(document)
+    keys = ", ".join(sorted(map(str, document))[:12]) or "none"
+    known = ", ".join(reader.describes for reader in known_readers)
+    raise RaidlabError(
+        INPUT_LABEL,
+        f"not a document raidlab report knows (keys: {keys}); give the --format json "
+        f"output of {known}",
+    )
+
+
+def load_json(path: str | Path) -> Any:
+    """The JSON document at ``path`` (``-``: standard input)."""
+    if str(path) == "-":
+        text = sys.stdin.read(INPUT_BYTES_MAX + 1)
+        name = "standard input"
+    else:
+        path = Path(path)
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "no such file"
+            raise RaidlabError(INPUT_LABEL, f"{path}: {what}")
+        if path.stat().st_size > INPUT_BYTES_MAX:
+            raise RaidlabError(INPUT_LABEL, f"{path}: larger than {INPUT_BYTES_MAX >> 20} MiB")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise RaidlabError(INPUT_LABEL, f"{path}: cannot read it: {error}") from None
+        name = str(path)
+    if len(text) > INPUT_BYTES_MAX:
+        raise RaidlabError(INPUT_LABEL, f"{name}: larger than {INPUT_BYTES_MAX >> 20} MiB")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RaidlabError(
+            INPUT_LABEL,
+            f"{name} is not JSON ({error.msg} at line {error.lineno} column {error.colno}); "
+            "give a command's --format json output",
+        ) from None
+
+
+def loaders() -> dict[str, Callable[[Path], Any]]:
+    """Loaders of inputs that are not JSON, by file suffix (JSON is the default)."""
+    from raidlab.report.html import sweep
+
+    return {".csv": sweep.load_csv, ".parquet": sweep.load_parquet}
+
+
+def load_input(path: str | Path) -> Any:
+    """The document at ``path`` (``-``: standard input, JSON)."""
+    loader = loaders().get(Path(str(path)).suffix.lower())
+    return loader(Path(path)) if loader is not None and str(path) != "-" else load_json(path)
+
+
+# --- helpers the kinds use to check what they read ------------------------------------
+
+
+def need(row: Any, keys: Sequence[str], where: str) -> Mapping[str, Any]:
+    """``row`` if it is an object with every key of ``keys``, else an error naming the
+    first missing one (``records[3].qd``)."""
+    if not isinstance(row, Mapping):
+        raise RaidlabError(INPUT_LABEL, f"{where}: expected an object")
+    for key in keys:
+        if key not in row:
+            raise RaidlabError(
+                INPUT_LABEL, f"{where}.{key}: missing (the row needs {', '.join(keys)})"
+            )
+    return row
+
+
+def need_rows(document: Mapping[str, Any], keys: Sequence[str]) -> list[Mapping[str, Any]]:
+    records = document.get("records")
+    if not isinstance(records, list) or not records:
+        raise RaidlabError(INPUT_LABEL, "records: expected a non-empty list of rows")
+    return [need(row, keys, f"records[{index}]") for index, row in enumerate(records)]
+
+
+def need_number(row: Mapping[str, Any], key: str, where: str, allow_none: bool = False) -> None:
+    value = row.get(key)
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RaidlabError(INPUT_LABEL, f"{where}.{key}: expected a number, got {value!r}")
