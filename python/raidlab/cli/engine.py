@@ -254,17 +254,21 @@ def serve(
     ] = None,
     tls_cert: Annotated[
         str | None,
-        typer.Option("--tls-cert", help="TLS certificate chain (PEM) for NBD_OPT_STARTTLS."),
+        typer.Option(
+            "--tls-cert",
+            help="TLS certificate chain (PEM) for NBD_OPT_STARTTLS (default: none, no TLS).",
+        ),
     ] = None,
     tls_key: Annotated[
-        str | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+        str | None,
+        typer.Option("--tls-key", help="Private key (PEM) of --tls-cert (default: none)."),
     ] = None,
     tls: Annotated[
         str | None,
         typer.Option(
             "--tls",
             help="off, on (for clients that ask) or required (refuse plain clients); "
-            "on when --tls-cert is given.",
+            "on when --tls-cert is given (default: off without a certificate).",
         ),
     ] = None,
     journal: JournalOption = None,
