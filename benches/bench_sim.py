@@ -36,7 +36,7 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
     },
-    "ssd-raid5x4-randwrite-4k-qd32": {
+    "raid5x4-randwrite-4k-qd32": {
         "array": {
             "drive": "adata-sp900-128g",
             "controller": "linux-md",
@@ -45,6 +45,49 @@ CASES: dict[str, dict[str, Any]] = {
             "level": 5,
         },
         "workload": {"rw": "randwrite", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
+    # One HDD, 4 KiB random reads at QD 32: NCQ weighs every queued command at every
+    # dispatch (issue 21's HDD path; DiskSim's case in benches/peers).
+    "hdd-1-randread-4k-qd32": {
+        "array": {
+            "drive": "hitachi-deskstar-250g",
+            "controller": "hba",
+            "drives": 1,
+            "stripe_unit": "64K",
+        },
+        "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
+    # Cost per I/O against the member count: each pair below is printed as a ratio.
+    "raid0x256-randread-4k-qd32": {
+        "array": {
+            "drive": "adata-sp900-128g",
+            "controller": "hba",
+            "drives": 256,
+            "stripe_unit": "64K",
+        },
+        "workload": {"rw": "randread", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
+    "raid6x4-randwrite-4k": {
+        "array": {
+            "drive": "adata-sp900-128g",
+            "controller": "linux-md",
+            "drives": 4,
+            "stripe_unit": "64K",
+            "level": 6,
+        },
+        "workload": {"rw": "randwrite", "bs": "4K", "iodepth": 32, "size": "16G"},
+        "ios_share": 0.2,
+    },
+    "raid6x256-randwrite-4k": {
+        "array": {
+            "drive": "adata-sp900-128g",
+            "controller": "linux-md",
+            "drives": 256,
+            "stripe_unit": "64K",
+            "level": 6,
+        },
+        "workload": {"rw": "randwrite", "bs": "4K", "iodepth": 32, "size": "16G"},
+        "ios_share": 0.2,
     },
     "hdd-raid0x4-seqread-64k-qd4": {
         "array": {
@@ -56,6 +99,13 @@ CASES: dict[str, dict[str, Any]] = {
         "workload": {"rw": "read", "bs": "64K", "iodepth": 4, "size": "16G"},
     },
 }
+
+# (few members, many members): printed as the growth of the cost per I/O, which issue 21
+# bounds at 1.5x from 4 to 256 drives.
+SCALING: list[tuple[str, str]] = [
+    ("ssd-raid0x4-randread-4k-qd32", "raid0x256-randread-4k-qd32"),
+    ("raid6x4-randwrite-4k", "raid6x256-randwrite-4k"),
+]
 
 
 def scenario(case: str, ios: int) -> dict[str, Any]:
@@ -165,15 +215,21 @@ def main() -> None:
         f"{'case':32} {'host I/Os':>10} {'wall s':>8} {'I/Os per s':>12} {'events/IO':>9} "
         f"{'peak MiB':>9} {'peak MiB @N/10':>15}"
     )
-    for case in CASES:
-        small = measure(case, max(1, args.ios // 10))
-        big = measure(case, args.ios)
+    rates: dict[str, float] = {}
+    for case, spec in CASES.items():
+        # The slowest cases (parity writes over 256 drives) run a share of N.
+        ios = max(1, int(args.ios * spec.get("ios_share", 1.0)))
+        small = measure(case, max(1, ios // 10))
+        big = measure(case, ios)
         rate = big["ios"] / big["wall_s"]
+        rates[case] = rate
         print(
             f"{case:32} {big['ios']:>10} {big['wall_s']:>8.2f} {rate:>12,.0f} "
             f"{big['events'] / big['ios']:>9.2f} {big['peak_rss_kib'] / 1024:>9.1f} "
             f"{small['peak_rss_kib'] / 1024:>15.1f}"
         )
+    for few, many in SCALING:
+        print(f"cost per I/O, {many} / {few}: {rates[few] / rates[many]:.2f}x")
     if args.trace_lines:
         small = measure_trace(max(1, args.trace_lines // 10))
         big = measure_trace(args.trace_lines)

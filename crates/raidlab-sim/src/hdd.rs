@@ -11,6 +11,8 @@
 
 use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::HddSpec;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// A queued command.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +25,11 @@ struct Command {
     /// A write whose data the buffer cannot take yet (write cache off): not ready
     /// until a write ahead of it reaches the platter and frees room.
     awaiting_buffer: bool,
+    /// Where its first sector is (`Hdd::locate`), worked out once at submission: NCQ
+    /// weighs every queued command at every dispatch, and the zone lookup and the
+    /// divisions by the track length would otherwise be redone each time.
+    track: u64,
+    angle_ns: u64,
 }
 
 /// A zone: tracks of equal length.
@@ -33,18 +40,68 @@ struct Zone {
     track_bytes: u64,
 }
 
+/// Seek distances whose times a drive remembers (16 MiB of table at most; a 250 GB
+/// drive has about 300,000 tracks).
+const SEEK_MEMO_DISTANCES_MAX: u64 = 1 << 22;
+
+/// A seek curve, `seek(d) = t2t + b*sqrt(d-1) + c*(d-1)` across d tracks, and the time
+/// of each distance once worked out.
+#[derive(Debug, Clone)]
+struct SeekCurve {
+    t2t_ns: f64,
+    sqrt_coef: f64,
+    linear_coef: f64,
+    /// `seek_ns + 1` by distance, 0 until computed. NCQ weighs every queued command at
+    /// every dispatch, and a square root with its float conversions per command was
+    /// most of an HDD simulation's time. A value depends on the distance alone, so a
+    /// remembered one is the computed one bit for bit, and drives of one model share
+    /// the table (a cloned drive shares it): an array fills one. It starts zeroed, so
+    /// the pages of distances never reached are never touched.
+    memo: Rc<RefCell<Vec<u32>>>,
+}
+
+impl SeekCurve {
+    fn compute_ns(&self, distance: u64) -> u64 {
+        if distance == 0 {
+            return 0;
+        }
+        let x = (distance - 1) as f64;
+        let t = self.t2t_ns + self.sqrt_coef * x.sqrt() + self.linear_coef * x;
+        t.max(self.t2t_ns) as u64
+    }
+
+    /// Seek time across `distance` tracks, from `memo` (this curve's table, borrowed
+    /// once by the caller for all the commands it weighs).
+    #[inline]
+    fn ns(&self, memo: &mut [u32], distance: u64) -> u64 {
+        let Some(slot) = memo.get_mut(distance as usize) else {
+            return self.compute_ns(distance);
+        };
+        if *slot != 0 {
+            return u64::from(*slot - 1);
+        }
+        let ns = self.compute_ns(distance);
+        // A seek of 4 s or more (none on any drive) is recomputed each time.
+        if let Ok(stored) = u32::try_from(ns + 1) {
+            *slot = stored;
+        }
+        ns
+    }
+}
+
 /// One hard disk: its zones and seek curve (from its spec), where the head and the
 /// platter are, the commands it has queued (NCQ picks the shortest positioning time),
 /// its read-ahead buffer and write cache, and its busy time. Times are simulated ns.
-#[derive(Debug)]
+///
+/// A clone is a second drive of the same model in the same state; the two share their
+/// table of seek times (`SeekCurve`), which is how an array's drives are built.
+#[derive(Debug, Clone)]
 pub struct Hdd {
     zones: Vec<Zone>,
     zone_bytes: u64,
     tracks: u64,
     revolution_ns: u64,
-    seek_t2t_ns: f64,
-    seek_sqrt_coef: f64,
-    seek_linear_coef: f64,
+    seek: SeekCurve,
     command_overhead_ns: u64,
     link_ps: u64,
     read_ahead_bytes: u64,
@@ -138,9 +195,16 @@ impl Hdd {
             zone_bytes,
             tracks,
             revolution_ns,
-            seek_t2t_ns: t2t,
-            seek_sqrt_coef: b,
-            seek_linear_coef: c,
+            seek: SeekCurve {
+                t2t_ns: t2t,
+                sqrt_coef: b,
+                linear_coef: c,
+                memo: Rc::new(RefCell::new(vec![
+                    0;
+                    tracks.min(SEEK_MEMO_DISTANCES_MAX)
+                        as usize
+                ])),
+            },
             command_overhead_ns: spec.command_overhead_ns,
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
             read_ahead_bytes: spec.read_ahead_bytes,
@@ -188,14 +252,8 @@ impl Hdd {
     }
 
     /// Seek time across `distance` tracks.
-    #[inline]
     pub fn seek_ns(&self, distance: u64) -> u64 {
-        if distance == 0 {
-            return 0;
-        }
-        let x = (distance - 1) as f64;
-        let t = self.seek_t2t_ns + self.seek_sqrt_coef * x.sqrt() + self.seek_linear_coef * x;
-        t.max(self.seek_t2t_ns) as u64
+        self.seek.ns(&mut self.seek.memo.borrow_mut(), distance)
     }
 
     /// Tracks on the drive.
@@ -243,18 +301,58 @@ impl Hdd {
         }
     }
 
-    /// Seek plus rotational wait to reach `offset_bytes` when starting at `t_ns`.
+    /// Seek plus rotational wait to reach command `c`'s first sector when starting at
+    /// `t_ns`.
+    fn positioning_ns(&self, t_ns: u64, c: &Command) -> u64 {
+        let from = (self.head_at(t_ns), t_ns % self.revolution_ns);
+        self.positioning_from(&mut self.seek.memo.borrow_mut(), from, c.track, c.angle_ns)
+    }
+
+    /// Seek plus rotational wait to reach the sector at `angle_ns` on `track` for a head
+    /// on `head_track` that starts when the platter is at `start_angle_ns` (the start
+    /// time modulo a revolution): the caller reduces its start time once for every
+    /// command it weighs.
     #[inline]
-    fn positioning_ns(&self, t_ns: u64, offset_bytes: u64) -> u64 {
-        let (track, angle_ns, _) = self.locate(offset_bytes);
-        let seek = self.seek_ns(track.abs_diff(self.head_at(t_ns)));
-        let arrive = t_ns + seek;
-        let head_angle = arrive % self.revolution_ns;
-        let mut wait = (angle_ns + self.revolution_ns - head_angle) % self.revolution_ns;
-        if wait > self.revolution_ns - ON_TIME_SLACK_NS {
+    fn positioning_from(
+        &self,
+        seek_memo: &mut [u32],
+        (head_track, start_angle_ns): (u64, u64),
+        track: u64,
+        angle_ns: u64,
+    ) -> u64 {
+        let seek = self.seek.ns(seek_memo, track.abs_diff(head_track));
+        self.seek_and_wait_ns(start_angle_ns, seek, angle_ns)
+    }
+
+    /// `seek_ns` plus the rotational wait, after a seek begun at platter angle
+    /// `start_angle_ns`, for the sector at `angle_ns` to come under the head. The
+    /// platter's angle at arrival is `(t + seek) mod revolution` of the start time `t`,
+    /// which is `(start angle + seek) mod revolution`.
+    #[inline]
+    fn seek_and_wait_ns(&self, start_angle_ns: u64, seek_ns: u64, angle_ns: u64) -> u64 {
+        let rev = self.revolution_ns;
+        debug_assert!(start_angle_ns < rev && angle_ns < rev);
+        // A seek is a few revolutions at most on any real drive: subtracting is the
+        // remainder without a division, and the `%` stays for a curve slower than that.
+        let mut head_angle = start_angle_ns + seek_ns;
+        for _ in 0..2 {
+            head_angle = if head_angle >= rev {
+                head_angle - rev
+            } else {
+                head_angle
+            };
+        }
+        if head_angle >= rev {
+            head_angle %= rev;
+        }
+        // Both angles are below a revolution, so the sum lies in (0, 2 rev): one
+        // subtraction is the `% rev`.
+        let mut wait = angle_ns + rev - head_angle;
+        wait = if wait >= rev { wait - rev } else { wait };
+        if wait > rev - ON_TIME_SLACK_NS {
             wait = 0;
         }
-        seek + wait
+        seek_ns + wait
     }
 
     /// Queue a member operation arriving at `now_ns`; starts it if the drive is idle.
@@ -291,6 +389,7 @@ impl Hdd {
                 .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
             ready_ns = ready_ns.max(data_in);
         }
+        let (track, angle_ns, _) = self.locate(offset_bytes);
         self.queue.push(Command {
             op,
             offset_bytes,
@@ -298,6 +397,8 @@ impl Hdd {
             write,
             ready_ns,
             awaiting_buffer,
+            track,
+            angle_ns,
         });
         if self.busy {
             None
@@ -357,32 +458,8 @@ impl Hdd {
         // a media transfer follows it on the platter without a gap. A read-ahead hit
         // waits for the link, which is busy until `now_ns`.
         let mech_t0 = self.mechanism.free_at_ns();
-        let t0 = now_ns.max(self.mechanism.free_at_ns());
-        // Shortest positioning time first (the earliest a command's data can start);
-        // read-ahead hits cost no positioning, and a write the cache takes needs no
-        // mechanism at all. Ties go to the oldest command.
-        let mut best = 0;
-        let mut best_at = u64::MAX;
-        for (i, c) in self.queue.iter().enumerate() {
-            if c.awaiting_buffer {
-                continue;
-            }
-            let at = if self.is_cached_write(c) {
-                0
-            } else if self.is_ra_hit(c) {
-                t0.max(c.ready_ns)
-            } else {
-                let start = mech_t0.max(c.ready_ns);
-                start + self.positioning_ns(start, c.offset_bytes)
-            };
-            if at < best_at {
-                best_at = at;
-                best = i;
-            }
-        }
-        // Room in the buffer always frees for the oldest waiting write: with none
-        // admitted the buffer is empty and takes it.
-        debug_assert!(best_at < u64::MAX, "a queued command can start");
+        let t0 = now_ns.max(mech_t0);
+        let best = self.shortest_positioning_first(mech_t0, t0);
         let c = self.queue.remove(best);
         self.busy = true;
         if self.is_cached_write(&c) {
@@ -394,6 +471,47 @@ impl Hdd {
             mech_t0.max(c.ready_ns)
         };
         Some(self.serve(start, c))
+    }
+
+    /// The queued command NCQ serves next when the mechanism frees at `mech_t0` (and
+    /// the link at `t0`): the one whose data can start earliest. Read-ahead hits cost
+    /// no positioning, and a write the cache takes needs no mechanism at all. Ties go
+    /// to the oldest command.
+    fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> usize {
+        // Every command decoded by the time the mechanism frees starts from the same
+        // head position at the same platter angle: both are worked out once here, not
+        // once per queued command (the head position follows the read-ahead stream,
+        // which costs a zone lookup and divisions).
+        let head_t0 = self.head_at(mech_t0);
+        let angle_t0 = mech_t0 % self.revolution_ns;
+        let mut memo = self.seek.memo.borrow_mut();
+        let mut best = 0;
+        let mut best_at = u64::MAX;
+        for (i, c) in self.queue.iter().enumerate() {
+            if c.awaiting_buffer {
+                continue;
+            }
+            let at = if self.is_cached_write(c) {
+                0
+            } else if self.is_ra_hit(c) {
+                t0.max(c.ready_ns)
+            } else if c.ready_ns <= mech_t0 {
+                let from = (head_t0, angle_t0);
+                mech_t0 + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+            } else {
+                let start = c.ready_ns;
+                let from = (self.head_at(start), start % self.revolution_ns);
+                start + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+            };
+            if at < best_at {
+                best_at = at;
+                best = i;
+            }
+        }
+        // Room in the buffer always frees for the oldest waiting write: with none
+        // admitted the buffer is empty and takes it.
+        debug_assert!(best_at < u64::MAX, "a queued command can start");
+        best
     }
 
     #[inline]
@@ -409,7 +527,7 @@ impl Hdd {
         let link_ns = transfer_ns(c.len_bytes, self.link_ps);
         let media_from = start_ns.max(self.mechanism.free_at_ns());
         self.ra_active = false;
-        let positioning = self.positioning_ns(media_from, c.offset_bytes);
+        let positioning = self.positioning_ns(media_from, &c);
         let media_end = media_from + positioning + self.media_ns(c.offset_bytes, c.len_bytes);
         self.mechanism.occupy(media_from, media_end);
         self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
@@ -454,7 +572,7 @@ impl Hdd {
                 done_ns: done,
             };
         }
-        let positioning = self.positioning_ns(start_ns, c.offset_bytes);
+        let positioning = self.positioning_ns(start_ns, &c);
         let media_start = start_ns + positioning;
         let media_end = media_start + self.media_ns(c.offset_bytes, c.len_bytes);
         self.mechanism.occupy(start_ns, media_end);

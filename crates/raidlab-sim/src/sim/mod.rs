@@ -209,10 +209,15 @@ impl Simulation {
         let layout_full_stripe = layout.full_stripe_bytes().max(layout.stripe_unit_bytes());
         // The controller may keep fewer commands outstanding on a member than it queues.
         let member_depth = |ncq: u32| ncq.min(c.member_queue_depth.unwrap_or(u32::MAX));
+        // Drives of one model are copies of one: HDDs share their table of seek times.
+        let hdd = match &a.drive {
+            DriveSpec::Hdd(h) => Some(Hdd::new(h, c.port_rate_bytes_per_s)),
+            DriveSpec::Ssd(_) => None,
+        };
         let drives = (0..a.drive_count)
             .map(|i| match &a.drive {
                 DriveSpec::Hdd(h) => Drive {
-                    model: DriveModel::Hdd(Hdd::new(h, c.port_rate_bytes_per_s)),
+                    model: DriveModel::Hdd(hdd.clone().expect("built above for an HDD")),
                     ncq_depth: member_depth(h.ncq_depth),
                     outstanding: 0,
                     waiting: VecDeque::new(),
