@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	cargo build --quiet --profile $(PROFILE) -p raidlab-engine & cargo=$$!; \
 	$(QUIET_PIP) $(PY) -m pip install --upgrade pip && \
-	$(QUIET_PIP) $(PY) -m pip install --no-compile "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12" "rich>=13" "pyarrow>=14" "dask[distributed]>=2024.1" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"; \
+	$(QUIET_PIP) $(PY) -m pip install --no-compile "maturin>=1.5,<2" "pandas>=2" "matplotlib>=3.7" "typer>=0.12,<0.29" "rich>=13" "pyarrow>=14" "dask[distributed]>=2024.1" "pytest>=7" "ruff>=0.4" "fio-plot>=1.1.21"; \
 	pip=$$?; wait $$cargo && exit $$pip
 	$(PY) -m compileall -q -j 0 -x '/(tests?|testing)/' $(VENV)/lib >/dev/null || true
 	touch $@
