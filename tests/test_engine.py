@@ -342,7 +342,9 @@ def test_serve_that_cannot_start_raises_with_the_servers_message(
     assert raised.value.field == str(tmp_path / "absent.img")
     with engine.serve(raid5), pytest.raises(RaidlabError) as raised:
         engine.serve(raid5, timeout_s=10)
-    assert "already being served" in str(raised.value)
+    # One owner per member: the second serve names the first one's process.
+    assert "in use by pid" in str(raised.value)
+    assert "one process owns a member at a time" in str(raised.value)
 
 
 @needs_nbd_client
