@@ -34,10 +34,22 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Where the server of array `uuid` listens: `<uuid>.sock` in this user's private
-/// directory, `$XDG_RUNTIME_DIR/raidlab/` or else `$TMPDIR/raidlab-<uid>/`.
+/// directory, `$XDG_RUNTIME_DIR/raidlab/` or else `$TMPDIR/raidlab-<uid>/`. A path
+/// too long for a Unix socket address (a deep `$TMPDIR`) moves to `/tmp/raidlab-<uid>/`;
+/// client and server apply the same rule, so they still meet.
 pub fn socket_path(uuid: u128) -> PathBuf {
-    private_socket::socket_dir().join(format!("{uuid:032x}.sock"))
+    let name = format!("{uuid:032x}.sock");
+    let path = private_socket::socket_dir().join(&name);
+    if path.as_os_str().len() < SUN_PATH_BYTES {
+        return path;
+    }
+    PathBuf::from("/tmp")
+        .join(format!("raidlab-{}", private_socket::our_uid()))
+        .join(name)
 }
+
+/// `sizeof(sockaddr_un.sun_path)` on Linux, its terminating NUL included.
+const SUN_PATH_BYTES: usize = 108;
 
 /// The report of `status` (and of `create`, `fail`, `replace`) of an array no server
 /// holds: `served` is false, and `dirty` means it was stopped uncleanly.
