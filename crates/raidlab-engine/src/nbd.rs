@@ -13,13 +13,24 @@
 //! a bad request magic closes the connection. TRIM is accepted and does nothing (the
 //! data stays readable, parity stays consistent); WRITE_ZEROES writes zeroes through
 //! the array.
+//!
+//! Against hostile clients ([`ServeOptions`]): a handshake must end within its deadline
+//! and takes a handshake slot, never a transmission one (when the handshake slots are
+//! full the oldest unfinished handshake is closed for the newcomer); an idle
+//! connection may be closed; one [`Budget`] bounds the request and reply buffers of all
+//! connections (a request waits for its bytes, the socket unread meanwhile); a reply the
+//! client does not take, or a request whose rest does not come, for the I/O timeout
+//! closes the connection; refusals and protocol errors are logged rate-limited.
 
+use crate::budget::{Budget, Buffer};
+use crate::log_limit::{LogLimit, LINES_PER_SECOND};
 use crate::Array;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `NBDMAGIC`: the first 8 bytes the server sends, opening the newstyle handshake.
 pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -58,8 +69,13 @@ pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
 /// Option reply `NBD_REP_ERR_UNSUP`: the option is not supported.
 pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
+/// Option reply `NBD_REP_ERR_POLICY`: refused by the server's policy (here: every
+/// transmission slot is taken).
+pub const REP_ERR_POLICY: u32 = 0x8000_0002;
 /// Option reply `NBD_REP_ERR_INVALID`: the option's payload is malformed.
 pub const REP_ERR_INVALID: u32 = 0x8000_0003;
+/// Option reply `NBD_REP_ERR_UNKNOWN`: no export of that name.
+pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
 
 /// Information item `NBD_INFO_EXPORT`: export size in bytes and transmission flags.
 pub const INFO_EXPORT: u16 = 0;
@@ -100,8 +116,19 @@ pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 /// Command `NBD_CMD_WRITE_ZEROES`: the range reads back as zeros.
 pub const CMD_WRITE_ZEROES: u16 = 6;
-/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply.
+/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply (accepted on
+/// every command, as the protocol asks once SEND_FUA is advertised).
 pub const CMD_FLAG_FUA: u16 = 1;
+/// Command flag `NBD_CMD_FLAG_NO_HOLE`: WRITE_ZEROES must allocate (it always does here).
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+
+/// The command flags this server knows for `cmd`; any other flag gets EINVAL.
+pub fn command_flags_known(cmd: u16) -> u16 {
+    match cmd {
+        CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+        _ => CMD_FLAG_FUA,
+    }
+}
 
 /// Error reply `EIO`: the export's read, write or flush failed (for the array, more
 /// member failures than its level tolerates).
@@ -116,7 +143,8 @@ pub const ENOSPC: u32 = 28;
 pub const BLOCK_BYTES_MIN: u32 = 512;
 /// Preferred block in bytes announced to clients (a page).
 pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
-/// Largest request in bytes: [`crate::array::REQUEST_BYTES_MAX`].
+/// Largest request in bytes: [`crate::array::REQUEST_BYTES_MAX`]; a smaller
+/// [`ServeOptions::memory_limit_bytes`] lowers it ([`max_payload_bytes`]).
 pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
 /// Requests of one connection served at once (by as many worker threads) unless told
 /// otherwise: a client that keeps several requests in flight reaches several members
@@ -128,8 +156,85 @@ pub const REQUESTS_IN_FLIGHT_LIMIT: usize = 64;
 pub const OPTION_BYTES_MAX: u32 = 64 << 10;
 /// Most options one handshake may send before the connection is closed.
 pub const OPTIONS_MAX: usize = 64;
-/// Export name announced by NBD_OPT_LIST (any name is accepted).
+/// Export name announced by NBD_OPT_LIST unless `serve --name` says otherwise. The
+/// empty name (the protocol's default export) names the export too.
 pub const EXPORT_NAME: &str = "raidlab";
+/// Longest export name `--name` accepts (the protocol's string limit).
+pub const EXPORT_NAME_BYTES_MAX: usize = 4096;
+/// Seconds a connection may take to finish its handshake unless told otherwise.
+pub const HANDSHAKE_TIMEOUT_S_DEFAULT: u64 = 10;
+/// Connections in their handshake at once unless told otherwise.
+pub const HANDSHAKES_MAX_DEFAULT: usize = 64;
+/// Seconds a reply may wait for a client that does not read it (or the rest of a
+/// started request for a client that does not send it) unless told otherwise.
+pub const IO_TIMEOUT_S_DEFAULT: u64 = 30;
+/// Bytes of the buffer budget unless told otherwise (256 MiB).
+pub const MEMORY_LIMIT_DEFAULT: u64 = 256 << 20;
+/// Smallest `--memory-limit` (1 MiB): room for the largest request of most clients.
+pub const MEMORY_LIMIT_MIN: u64 = 1 << 20;
+/// How often a transmission-phase reader wakes to check its idle time and the stop.
+const READ_TICK: Duration = Duration::from_millis(500);
+
+/// Refusals and per-connection errors: rate-limited, so a flood prints a few lines.
+static REFUSALS: LogLimit = LogLimit::new(LINES_PER_SECOND);
+
+/// How [`serve`] treats its clients.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Connections in transmission at once; a client past it is closed at accept, or
+    /// refused with `NBD_REP_ERR_POLICY` at its GO.
+    pub connections_max: usize,
+    /// Connections still in their handshake at once, counted apart: a newcomer past it
+    /// closes the oldest unfinished handshake.
+    pub handshakes_max: usize,
+    /// Requests of one connection served at once.
+    pub requests_in_flight: usize,
+    /// Time to finish the handshake, from accept.
+    pub handshake_timeout: Duration,
+    /// Time a transmission-phase connection with no request in flight may send none;
+    /// `None`: no limit.
+    pub idle_timeout: Option<Duration>,
+    /// Time a reply may make no progress to the client, or a started request may make
+    /// none from it, before the connection is closed.
+    pub io_timeout: Duration,
+    /// The byte budget over every request payload and reply buffer of all connections.
+    pub memory_limit_bytes: u64,
+    /// The export's name (the empty name is accepted too).
+    pub export_name: String,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            connections_max: 16,
+            handshakes_max: HANDSHAKES_MAX_DEFAULT,
+            requests_in_flight: REQUESTS_IN_FLIGHT_DEFAULT,
+            handshake_timeout: Duration::from_secs(HANDSHAKE_TIMEOUT_S_DEFAULT),
+            idle_timeout: None,
+            io_timeout: Duration::from_secs(IO_TIMEOUT_S_DEFAULT),
+            memory_limit_bytes: MEMORY_LIMIT_DEFAULT,
+            export_name: EXPORT_NAME.to_string(),
+        }
+    }
+}
+
+/// The largest request payload under a budget of `memory_limit_bytes`: 32 MiB, or the
+/// budget (rounded down to whole sectors) when smaller, so one request always fits.
+pub fn max_payload_bytes(memory_limit_bytes: u64) -> u32 {
+    let sector = u64::from(BLOCK_BYTES_MIN);
+    (memory_limit_bytes / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
+}
+
+/// The warning `serve` prints when it listens on `addr` in plain text: `None` on a
+/// loopback address.
+pub fn plaintext_warning(addr: &SocketAddr) -> Option<String> {
+    (!addr.ip().is_loopback()).then(|| {
+        format!(
+            "raidlab-engine: warning: nbd://{addr} is not a loopback address and the \
+             export has no TLS: anyone who reaches it can read and write the array"
+        )
+    })
+}
 
 /// What an NBD export needs. [`Array`] implements it.
 pub trait Export: Send + Sync {
@@ -178,6 +283,18 @@ fn protocol(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
+fn timed_out(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, msg.into())
+}
+
+/// A socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO` expiring reads `EAGAIN` on Linux).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
 fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
     let mut b = Vec::with_capacity(20 + data.len());
     b.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
@@ -196,6 +313,29 @@ enum Handshake {
     Done,
 }
 
+/// What one connection is served with, besides its socket.
+struct Session<'a> {
+    export: &'a dyn Export,
+    /// The export's name; the empty name is accepted too.
+    name: &'a str,
+    budget: &'a Budget,
+    /// The largest request payload (advertised in NBD_INFO_BLOCK_SIZE).
+    max_payload: u32,
+    in_flight: usize,
+    idle_timeout: Option<Duration>,
+    io_timeout: Duration,
+    /// The server stops: waits give up.
+    stop: &'a AtomicBool,
+    /// Called at GO or EXPORT_NAME: takes a transmission slot; false when none is free.
+    admit: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl Session<'_> {
+    fn knows(&self, name: &[u8]) -> bool {
+        name.is_empty() || name == self.name.as_bytes()
+    }
+}
+
 /// Serves one connection: handshake, then requests until DISC or EOF. Returns `Ok` on
 /// an orderly end, an error on a protocol violation or I/O error of the socket (the
 /// caller closes the connection). Never panics on any input.
@@ -208,20 +348,35 @@ pub fn handle_connection(
 }
 
 /// [`handle_connection`] serving at most `in_flight` requests at once (1: one after
-/// the other, the least CPU per request when the members answer in microseconds).
+/// the other, the least CPU per request when the members answer in microseconds), with
+/// the defaults of [`ServeOptions`] and a budget of its own.
 pub fn handle_connection_with(
     export: &dyn Export,
     reader: &mut (impl Read + Send),
     writer: &mut (impl Write + Send),
     in_flight: usize,
 ) -> io::Result<()> {
-    match handshake(export, reader, writer)? {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    let options = ServeOptions::default();
+    let budget = Budget::new(options.memory_limit_bytes);
+    let session = Session {
+        export,
+        name: &options.export_name,
+        budget: &budget,
+        max_payload: max_payload_bytes(options.memory_limit_bytes),
+        in_flight: in_flight.max(1),
+        idle_timeout: None,
+        io_timeout: options.io_timeout,
+        stop: &NEVER,
+        admit: &|| true,
+    };
+    match handshake(&session, reader, writer)? {
         Handshake::Done => Ok(()),
-        Handshake::Transmit => transmission(export, reader, writer, in_flight.max(1)),
+        Handshake::Transmit => transmission(&session, reader, writer),
     }
 }
 
-fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::Result<Handshake> {
+fn handshake(s: &Session, r: &mut impl Read, w: &mut impl Write) -> io::Result<Handshake> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBD_MAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -244,9 +399,19 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
         }
         let mut data = vec![0u8; len as usize];
         r.read_exact(&mut data)?;
-        let size = export.size_bytes();
+        let size = s.export.size_bytes();
         match opt {
             OPT_EXPORT_NAME => {
+                // The protocol leaves no way to answer an error here but hanging up.
+                if !s.knows(&data) {
+                    return Err(protocol(format!(
+                        "unknown export name {:?}",
+                        String::from_utf8_lossy(&data)
+                    )));
+                }
+                if !(s.admit)() {
+                    return Err(protocol("refused: every transmission slot is taken"));
+                }
                 let mut b = Vec::with_capacity(134);
                 b.extend_from_slice(&size.to_be_bytes());
                 b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
@@ -266,22 +431,37 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
                 if len != 0 {
                     opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
                 } else {
-                    let mut b = (EXPORT_NAME.len() as u32).to_be_bytes().to_vec();
-                    b.extend_from_slice(EXPORT_NAME.as_bytes());
+                    let mut b = (s.name.len() as u32).to_be_bytes().to_vec();
+                    b.extend_from_slice(s.name.as_bytes());
                     opt_reply(w, opt, REP_SERVER, &b)?;
                     opt_reply(w, opt, REP_ACK, &[])?;
                 }
             }
-            OPT_INFO | OPT_GO => {
-                if !info_request_valid(&data) {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?;
-                } else {
+            OPT_INFO | OPT_GO => match info_request_name(&data) {
+                None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
+                Some(name) if !s.knows(name) => {
+                    let text = format!(
+                        "no export named {:?} (this server's: {:?} or the empty name)",
+                        String::from_utf8_lossy(name),
+                        s.name
+                    );
+                    opt_reply(w, opt, REP_ERR_UNKNOWN, text.as_bytes())?;
+                }
+                Some(_) if opt == OPT_GO && !(s.admit)() => {
+                    opt_reply(
+                        w,
+                        opt,
+                        REP_ERR_POLICY,
+                        b"every transmission slot is taken, retry later",
+                    )?;
+                }
+                Some(_) => {
                     let mut b = INFO_EXPORT.to_be_bytes().to_vec();
                     b.extend_from_slice(&size.to_be_bytes());
                     b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
                     opt_reply(w, opt, REP_INFO, &b)?;
                     let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, BLOCK_BYTES_MAX] {
+                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, s.max_payload] {
                         b.extend_from_slice(&v.to_be_bytes());
                     }
                     opt_reply(w, opt, REP_INFO, &b)?;
@@ -291,7 +471,7 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
                         return Ok(Handshake::Transmit);
                     }
                 }
-            }
+            },
             _ => opt_reply(w, opt, REP_ERR_UNSUP, &[])?,
         }
         w.flush()?;
@@ -299,25 +479,20 @@ fn handshake(export: &dyn Export, r: &mut impl Read, w: &mut impl Write) -> io::
     Err(protocol(format!("more than {OPTIONS_MAX} options")))
 }
 
-/// `u32 name length, name, u16 count, count x u16`, exactly filling the option.
-fn info_request_valid(data: &[u8]) -> bool {
+/// The export name of an NBD_OPT_INFO/GO payload (`u32 name length, name, u16 count,
+/// count x u16`, exactly filling the option); `None` when malformed.
+fn info_request_name(data: &[u8]) -> Option<&[u8]> {
     if data.len() < 6 {
-        return false;
+        return None;
     }
     let name_len = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
-    let Some(rest) = data
-        .len()
-        .checked_sub(4)
-        .and_then(|x| x.checked_sub(name_len))
-    else {
-        return false;
-    };
+    let rest = data.len().checked_sub(4)?.checked_sub(name_len)?;
     if rest < 2 {
-        return false;
+        return None;
     }
     let at = 4 + name_len;
     let count = u16::from_be_bytes([data[at], data[at + 1]]) as usize;
-    rest == 2 + 2 * count
+    (rest == 2 + 2 * count).then(|| &data[4..at])
 }
 
 fn reply(w: &mut impl Write, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
@@ -344,10 +519,13 @@ fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Opt
     }
 }
 
+/// Bytes of the buffer WRITE_ZEROES writes its zeroes from, piece by piece.
+const ZEROES_PIECE_BYTES: u32 = 4 << 20;
+
 /// What the threads of one connection share: the socket's reading half (taken in
 /// turns), its writing half, and the requests being served.
 struct Connection<'a, R, W> {
-    export: &'a dyn Export,
+    session: &'a Session<'a>,
     reader: Mutex<&'a mut R>,
     writer: Mutex<&'a mut W>,
     /// Requests taken off the wire and not yet answered.
@@ -355,23 +533,69 @@ struct Connection<'a, R, W> {
     answered: Condvar,
     /// Set at DISC, EOF or an error: the threads stop taking requests.
     closing: AtomicBool,
+    /// A reply failed to go out: later replies are not tried.
+    broken: AtomicBool,
+    /// When the last request came or the last reply went (the idle timeout's start).
+    last_activity: Mutex<Instant>,
 }
 
 /// One request, read under the reader lock.
-struct Request {
+struct Request<'b> {
     cmd: u16,
     fua: bool,
     cookie: u64,
     offset: u64,
     len: u32,
-    /// A write's payload.
-    data: Vec<u8>,
+    /// The budget's buffer: a write's payload, a read's reply, write zeroes' zeroes.
+    buf: Option<Buffer<'b>>,
 }
 
-impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
+impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     fn send(&self, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "an earlier reply failed",
+            ));
+        }
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        reply(&mut **w, error, cookie, data)
+        let sent = reply(&mut **w, error, cookie, data);
+        drop(w);
+        match sent {
+            Ok(()) => {
+                self.touch();
+                Ok(())
+            }
+            Err(e) => {
+                self.broken.store(true, Ordering::Relaxed);
+                self.closing.store(true, Ordering::Relaxed);
+                Err(if is_timeout(&e) {
+                    timed_out(format!(
+                        "closed: the client took no reply data for {} s",
+                        self.session.io_timeout.as_secs()
+                    ))
+                } else {
+                    e
+                })
+            }
+        }
+    }
+
+    fn touch(&self) {
+        *self.last_activity.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn giving_up(&self) -> bool {
+        self.closing.load(Ordering::Relaxed) || self.session.stop.load(Ordering::Relaxed)
+    }
+
+    /// A buffer of `len` bytes from the budget, waiting for it (the caller holds the
+    /// reader: the socket is not read meanwhile); `None` when the connection closes or
+    /// the server stops first.
+    fn buffer(&self, len: u32) -> Option<Buffer<'a>> {
+        self.session
+            .budget
+            .buffer(len as usize, &|| self.giving_up())
     }
 
     /// Waits until no request but the caller's is being served.
@@ -386,7 +610,6 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
     /// another thread reads the next one), serve the request, reply. Returns at DISC,
     /// EOF or an error, which it also tells the other threads.
     fn run(&self) -> io::Result<()> {
-        let mut buf: Vec<u8> = Vec::new();
         loop {
             let request = {
                 let mut r = self.reader.lock().unwrap_or_else(|p| p.into_inner());
@@ -396,6 +619,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                 match self.read_request(&mut **r) {
                     Ok(Some(request)) => {
                         *self.in_flight.lock().expect("in-flight lock") += 1;
+                        self.touch();
                         // FLUSH and TRIM with FUA wait for the requests before them;
                         // holding the reader meanwhile keeps later ones out.
                         if request.cmd == CMD_FLUSH || (request.cmd == CMD_TRIM && request.fua) {
@@ -413,7 +637,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                     }
                 }
             };
-            let outcome = self.serve(request, &mut buf);
+            let outcome = self.serve(request);
             *self.in_flight.lock().expect("in-flight lock") -= 1;
             self.answered.notify_all();
             if let Err(e) = outcome {
@@ -423,17 +647,83 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
         }
     }
 
-    /// Reads the next request; `None` at DISC or EOF. Requests answered at once
-    /// (invalid ones) are answered here and the next one read.
-    fn read_request(&self, r: &mut R) -> io::Result<Option<Request>> {
+    /// Waits for the first byte of a request: `false` at EOF, or when the connection
+    /// closes or the server stops while it waits; an error when the connection stays
+    /// idle past the idle timeout. Wakes every read tick (the socket's read timeout).
+    fn await_request(&self, r: &mut R, first: &mut [u8]) -> io::Result<bool> {
+        loop {
+            match r.read(first) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => {
+                    if self.giving_up() {
+                        return Ok(false);
+                    }
+                    if let Some(idle) = self.session.idle_timeout {
+                        let busy = *self.in_flight.lock().expect("in-flight lock") > 0;
+                        let since = self
+                            .last_activity
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .elapsed();
+                        if !busy && since >= idle {
+                            return Err(timed_out(format!(
+                                "closed: idle for {} s",
+                                idle.as_secs()
+                            )));
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Fills `buf` from the rest of a started request; an error when no byte comes for
+    /// the I/O timeout (a client stalling mid-request, holding its buffer).
+    fn read_rest(&self, r: &mut R, buf: &mut [u8]) -> io::Result<()> {
+        let mut at = 0;
+        let mut progress = Instant::now();
+        while at < buf.len() {
+            match r.read(&mut buf[at..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    at += n;
+                    progress = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => {
+                    if self.session.stop.load(Ordering::Relaxed) {
+                        return Err(e);
+                    }
+                    if progress.elapsed() >= self.session.io_timeout {
+                        return Err(timed_out(format!(
+                            "closed: a request stalled for {} s",
+                            self.session.io_timeout.as_secs()
+                        )));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the next request; `None` at DISC or EOF (or the connection closing or the
+    /// server stopping while it waits). Requests answered at once (invalid ones) are
+    /// answered here and the next one read. The buffer a request needs is taken from
+    /// the budget here, before its payload is read.
+    fn read_request(&self, r: &mut R) -> io::Result<Option<Request<'a>>> {
+        let export = self.session.export;
+        let max = self.session.max_payload;
         loop {
             let mut head = [0u8; 28];
             // EOF before a request is an orderly (if impolite) end.
-            match r.read(&mut head[..1]) {
-                Ok(0) => return Ok(None),
-                Ok(_) => r.read_exact(&mut head[1..])?,
-                Err(e) => return Err(e),
+            if !self.await_request(r, &mut head[..1])? {
+                return Ok(None);
             }
+            self.read_rest(r, &mut head[1..])?;
             let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
             if magic != REQUEST_MAGIC {
                 return Err(protocol(format!("bad request magic {magic:#x}")));
@@ -445,35 +735,63 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                 cookie: u64::from_be_bytes(head[8..16].try_into().expect("8")),
                 offset: u64::from_be_bytes(head[16..24].try_into().expect("8")),
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
-                data: Vec::new(),
+                buf: None,
             };
             let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+            let flags_known = flags & !command_flags_known(request.cmd) == 0;
             match request.cmd {
                 CMD_DISC => return Ok(None),
                 CMD_READ => {
-                    if let Some(e) = (len > BLOCK_BYTES_MAX)
+                    if let Some(e) = (len > max || !flags_known)
                         .then_some(EINVAL)
-                        .or_else(|| range_error(self.export, offset, len, EINVAL))
+                        .or_else(|| range_error(export, offset, len, EINVAL))
                     {
                         self.send(e, cookie, &[])?;
                         continue;
                     }
+                    let Some(buf) = self.buffer(len) else {
+                        return Ok(None);
+                    };
+                    return Ok(Some(Request {
+                        buf: Some(buf),
+                        ..request
+                    }));
                 }
                 CMD_WRITE => {
-                    if len > BLOCK_BYTES_MAX {
+                    if len > max {
                         // The payload cannot be skipped safely: refuse and hang up.
                         self.send(EINVAL, cookie, &[])?;
                         return Err(protocol(format!("write of {len} B")));
                     }
-                    let mut data = vec![0u8; len as usize];
-                    r.read_exact(&mut data)?;
-                    if let Some(e) = range_error(self.export, offset, len, ENOSPC) {
+                    let Some(mut buf) = self.buffer(len) else {
+                        return Ok(None);
+                    };
+                    self.read_rest(r, &mut buf[..len as usize])?;
+                    let refused = (!flags_known)
+                        .then_some(EINVAL)
+                        .or_else(|| range_error(export, offset, len, ENOSPC));
+                    if let Some(e) = refused {
+                        drop(buf);
                         self.send(e, cookie, &[])?;
                         continue;
                     }
-                    return Ok(Some(Request { data, ..request }));
+                    return Ok(Some(Request {
+                        buf: Some(buf),
+                        ..request
+                    }));
                 }
-                CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES => {}
+                CMD_WRITE_ZEROES if flags_known => {
+                    if range_error(export, offset, len, ENOSPC).is_none() {
+                        let Some(buf) = self.buffer(len.min(ZEROES_PIECE_BYTES).min(max)) else {
+                            return Ok(None);
+                        };
+                        return Ok(Some(Request {
+                            buf: Some(buf),
+                            ..request
+                        }));
+                    }
+                }
+                CMD_FLUSH | CMD_TRIM if flags_known => {}
                 _ => {
                     self.send(EINVAL, cookie, &[])?;
                     continue;
@@ -483,30 +801,35 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
         }
     }
 
-    /// Serves a request read by [`Connection::read_request`] and replies.
-    fn serve(&self, q: Request, buf: &mut Vec<u8>) -> io::Result<()> {
-        let export = self.export;
-        let err = match q.cmd {
-            CMD_READ => {
-                buf.resize(q.len as usize, 0);
-                let err = export.read_at(q.offset, buf).map_or(EIO, |()| 0);
-                return self.send(err, q.cookie, buf);
+    /// Serves a request read by [`Connection::read_request`] and replies; its buffer
+    /// goes back to the budget once the reply is sent.
+    fn serve(&self, q: Request<'a>) -> io::Result<()> {
+        let export = self.session.export;
+        let len = q.len as usize;
+        let err = match (q.cmd, q.buf) {
+            (CMD_READ, Some(mut buf)) => {
+                let err = export.read_at(q.offset, &mut buf[..len]).map_or(EIO, |()| 0);
+                return self.send(err, q.cookie, &buf[..len]);
             }
-            CMD_WRITE => export
-                .write_at(q.offset, &q.data, q.fua)
-                .map_or(EIO, |()| 0),
-            CMD_FLUSH => export.flush().map_or(EIO, |()| 0),
-            CMD_TRIM => match range_error(export, q.offset, q.len, EINVAL) {
+            (CMD_WRITE, Some(buf)) => {
+                let err = export
+                    .write_at(q.offset, &buf[..len], q.fua)
+                    .map_or(EIO, |()| 0);
+                drop(buf);
+                err
+            }
+            (CMD_FLUSH, _) => export.flush().map_or(EIO, |()| 0),
+            (CMD_TRIM, _) => match range_error(export, q.offset, q.len, EINVAL) {
                 Some(e) => e,
                 None if q.fua => export.flush().map_or(EIO, |()| 0),
                 None => 0,
             },
-            CMD_WRITE_ZEROES => match range_error(export, q.offset, q.len, ENOSPC) {
-                Some(e) => e,
-                None => {
-                    let piece = (q.len as usize).min(4 << 20);
-                    buf.clear();
-                    buf.resize(piece, 0);
+            (CMD_WRITE_ZEROES, buf) => match (range_error(export, q.offset, q.len, ENOSPC), buf) {
+                (Some(e), _) => e,
+                (None, None) => EINVAL,
+                (None, Some(mut buf)) => {
+                    let piece = (q.len as usize).min(buf.len());
+                    buf[..piece].fill(0);
                     let mut err = 0;
                     let mut at = 0u64;
                     while at < u64::from(q.len) && err == 0 {
@@ -525,7 +848,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
     }
 }
 
-/// The transmission phase, served by `threads` threads in turns: one
+/// The transmission phase, served by `session.in_flight` threads in turns: one
 /// reads a request and lets the socket go to the next while it serves it, so a client
 /// that keeps several requests in flight has them served at once, and replies come as
 /// requests finish (an NBD reply carries its request's cookie). A client that waits for
@@ -533,21 +856,22 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
 /// wait for every request before them, so a flush covers every write the client sent
 /// before it, more than the protocol asks. Returning waits for the requests in flight.
 fn transmission<R: Read + Send, W: Write + Send>(
-    export: &dyn Export,
+    session: &Session,
     r: &mut R,
     w: &mut W,
-    threads: usize,
 ) -> io::Result<()> {
     let connection = Connection {
-        export,
+        session,
         reader: Mutex::new(r),
         writer: Mutex::new(w),
         in_flight: Mutex::new(0),
         answered: Condvar::new(),
         closing: AtomicBool::new(false),
+        broken: AtomicBool::new(false),
+        last_activity: Mutex::new(Instant::now()),
     };
     std::thread::scope(|scope| {
-        let others: Vec<_> = (1..threads)
+        let others: Vec<_> = (1..session.in_flight.max(1))
             .map(|_| scope.spawn(|| connection.run()))
             .collect();
         let mut outcome = connection.run();
@@ -563,61 +887,131 @@ fn transmission<R: Read + Send, W: Write + Send>(
     })
 }
 
+/// Connections in their handshake: id, a handle to close it, its peer; oldest first.
+type Handshaking = Mutex<VecDeque<(u64, TcpStream, SocketAddr)>>;
+
 /// Accepts connections until `stop` is set, a thread per connection (serving up to
-/// `in_flight` of its requests at once), at most `connections_max` connections at once
-/// (more are closed at once). Polls `stop` every 100 ms.
+/// `options.requests_in_flight` of its requests at once). A connection first takes a
+/// handshake slot (`handshakes_max`; a newcomer past it closes the oldest unfinished
+/// handshake), then at GO a transmission slot (`connections_max`; while every one is
+/// taken, new connections are closed at accept). Polls `stop` every 100 ms.
 /// Before it returns, every open connection is shut down and its thread joined: a
 /// request in progress finishes, so the caller can flush and mark the array clean
 /// knowing no write is still moving.
 pub fn serve(
     export: Arc<dyn Export>,
     listener: TcpListener,
-    connections_max: usize,
-    in_flight: usize,
+    options: &ServeOptions,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
+    let options = Arc::new(options.clone());
+    let budget = Arc::new(Budget::new(options.memory_limit_bytes));
     let active = Arc::new(AtomicUsize::new(0));
+    let handshaking: Arc<Handshaking> = Arc::new(Mutex::new(VecDeque::new()));
+    // Set when this returns: connection threads waiting on the budget give up.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut next_id = 0u64;
     let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
+                let connections_max = options.connections_max;
                 if active.load(Ordering::Relaxed) >= connections_max {
-                    eprintln!(
+                    REFUSALS.log(&format!(
                         "raidlab-engine: {peer}: refused, {connections_max} connections open"
-                    );
+                    ));
                     continue;
                 }
-                let Ok(handle_side) = stream.try_clone() else {
+                // Kept to shut the connection down at stop, and to close it when a
+                // newcomer needs its handshake slot.
+                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone())
+                else {
                     continue;
                 };
-                active.fetch_add(1, Ordering::Relaxed);
-                let export = export.clone();
-                let active = active.clone();
-                // The clone kept here (to shut the connection down at stop) holds the
-                // socket open: the thread shuts it down itself when it is done, so the
-                // client sees the end of the connection at once.
-                let closer = handle_side.try_clone().ok();
-                let thread = std::thread::spawn(move || {
-                    match serve_stream(&*export, stream, in_flight) {
-                        // A client that hangs up mid-handshake (a port probe), or a
-                        // connection shut down at stop, is no news.
-                        Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
-                            eprintln!("raidlab-engine: {peer}: {e}");
+                let id = next_id;
+                next_id += 1;
+                {
+                    let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
+                    while h.len() >= options.handshakes_max.max(1) {
+                        let Some((_, oldest, oldest_peer)) = h.pop_front() else {
+                            break;
+                        };
+                        let _ = oldest.shutdown(std::net::Shutdown::Both);
+                        REFUSALS.log(&format!(
+                            "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
+                             with {} handshakes open",
+                            options.handshakes_max
+                        ));
+                    }
+                    h.push_back((id, registered, peer));
+                }
+                let thread = {
+                    let (export, options, budget) =
+                        (export.clone(), options.clone(), budget.clone());
+                    let (active, handshaking, stopping) =
+                        (active.clone(), handshaking.clone(), stopping.clone());
+                    std::thread::spawn(move || {
+                        let closer = stream.try_clone().ok();
+                        let admitted = AtomicBool::new(false);
+                        let admit = || {
+                            let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
+                            // Closed for a newcomer: its socket is shut already.
+                            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
+                                return false;
+                            };
+                            let max = options.connections_max;
+                            let took = active
+                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                                    (n < max).then_some(n + 1)
+                                })
+                                .is_ok();
+                            if took {
+                                h.remove(at);
+                                admitted.store(true, Ordering::SeqCst);
+                            }
+                            took
+                        };
+                        let session = Session {
+                            export: &*export,
+                            name: &options.export_name,
+                            budget: &budget,
+                            max_payload: max_payload_bytes(options.memory_limit_bytes),
+                            in_flight: options.requests_in_flight.max(1),
+                            idle_timeout: options.idle_timeout,
+                            io_timeout: options.io_timeout,
+                            stop: &stopping,
+                            admit: &admit,
+                        };
+                        match serve_stream(&session, stream, options.handshake_timeout) {
+                            // A client that hangs up mid-handshake (a port probe), or a
+                            // connection shut down at stop, is no news.
+                            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
+                                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
+                            }
+                            _ => {}
                         }
-                        _ => {}
-                    }
-                    if let Some(c) = closer {
-                        let _ = c.shutdown(std::net::Shutdown::Both);
-                    }
-                    active.fetch_sub(1, Ordering::Relaxed);
-                });
+                        // The clone kept by the accept loop holds the socket open: shut
+                        // it down here, so the client sees the end at once.
+                        if let Some(c) = closer {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                        }
+                        handshaking
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .retain(|(i, ..)| *i != id);
+                        if admitted.load(Ordering::SeqCst) {
+                            active.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    })
+                };
                 open.retain(|(_, t)| !t.is_finished());
-                open.push((handle_side, thread));
+                open.push((closer, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 open.retain(|(_, t)| !t.is_finished());
+                REFUSALS.flush();
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -627,19 +1021,90 @@ pub fn serve(
             }
         }
     }
+    stopping.store(true, Ordering::Relaxed);
     for (stream, _) in &open {
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
     for (_, thread) in open {
         let _ = thread.join();
     }
+    REFUSALS.flush();
     outcome
 }
 
-fn serve_stream(export: &dyn Export, stream: TcpStream, in_flight: usize) -> io::Result<()> {
+/// Reads and writes of the handshake, which must end by `until` (from accept).
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+    timeout: Duration,
+}
+
+impl Deadline<'_> {
+    /// Time left, or the timeout error when none is.
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.expired())
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn expired(&self) -> io::Error {
+        timed_out(format!(
+            "closed: handshake not finished in {} s",
+            self.timeout.as_secs()
+        ))
+    }
+
+    fn check<T>(&self, r: io::Result<T>) -> io::Result<T> {
+        r.map_err(|e| if is_timeout(&e) { self.expired() } else { e })
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        let r = s.read(buf);
+        self.check(r)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        let r = s.write(buf);
+        self.check(r)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One connection on its socket: the handshake by its deadline (unbuffered, so
+/// nothing of the transmission is read ahead and no large buffer is held by a
+/// connection that has not finished it), then transmission through 256 KiB buffers,
+/// the socket waking its reader every read tick.
+fn serve_stream(session: &Session, stream: TcpStream, handshake_timeout: Duration) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
+    let until = Instant::now() + handshake_timeout;
+    let ended = {
+        let deadline = |stream| Deadline {
+            stream,
+            until,
+            timeout: handshake_timeout,
+        };
+        handshake(session, &mut deadline(&stream), &mut deadline(&stream))?
+    };
+    if let Handshake::Done = ended {
+        return Ok(());
+    }
+    stream.set_read_timeout(Some(READ_TICK))?;
+    stream.set_write_timeout(Some(session.io_timeout.max(Duration::from_millis(1))))?;
     let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
     let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
-    handle_connection_with(export, &mut reader, &mut writer, in_flight)
+    transmission(session, &mut reader, &mut writer)
 }

@@ -39,6 +39,9 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let control_socket = control::bind(array.status().uuid)?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
+    if let Some(warning) = listener.local_addr().ok().and_then(|a| nbd::plaintext_warning(&a)) {
+        eprintln!("{warning}");
+    }
     recover_unclean_stop(&array)?;
     array.open_for_writes()?;
     let _signals = SignalHandlers::install();
@@ -62,13 +65,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         let delay_s = a.bitmap_delay;
         std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
     };
-    let served = nbd::serve(
-        array.clone(),
-        listener,
-        a.connections_max,
-        a.requests_in_flight,
-        &STOP,
-    );
+    let served = nbd::serve(array.clone(), listener, &serve_options(a), &STOP);
     STOP.store(true, Ordering::SeqCst);
     let _ = control_thread.join();
     let _ = cleaner.join();
@@ -76,6 +73,20 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
+}
+
+/// The NBD server's options from `serve`'s flags.
+fn serve_options(a: &ServeArgs) -> nbd::ServeOptions {
+    nbd::ServeOptions {
+        connections_max: a.connections_max,
+        handshakes_max: a.handshakes_max,
+        requests_in_flight: a.requests_in_flight,
+        handshake_timeout: Duration::from_secs(a.handshake_timeout),
+        idle_timeout: a.idle_timeout.map(Duration::from_secs),
+        io_timeout: Duration::from_secs(a.io_timeout),
+        memory_limit_bytes: a.memory_limit,
+        export_name: a.name.clone(),
+    }
 }
 
 /// `clean` or `degraded`, as the ready and stopped lines say it.
