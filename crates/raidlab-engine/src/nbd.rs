@@ -22,7 +22,7 @@
 //! client does not take, or a request whose rest does not come, for the I/O timeout
 //! closes the connection; refusals and protocol errors are logged rate-limited.
 
-use crate::budget::{Budget, Buffer};
+use crate::budget::{Budget, Buffer, Reserve};
 use crate::log_limit::{LogLimit, LINES_PER_SECOND};
 use crate::Array;
 use std::collections::VecDeque;
@@ -218,11 +218,11 @@ impl Default for ServeOptions {
     }
 }
 
-/// The largest request payload under a budget of `memory_limit_bytes`: 32 MiB, or the
-/// budget (rounded down to whole sectors) when smaller, so one request always fits.
-pub fn max_payload_bytes(memory_limit_bytes: u64) -> u32 {
+/// The largest request payload under `budget`: 32 MiB, or the budget's shared part
+/// (rounded down to whole sectors) when smaller, so one request always fits.
+pub fn max_payload_bytes(budget: &Budget) -> u32 {
     let sector = u64::from(BLOCK_BYTES_MIN);
-    (memory_limit_bytes / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
+    (budget.shared_bytes() / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
 }
 
 /// The warning `serve` prints when it listens on `addr` in plain text: `None` on a
@@ -358,12 +358,12 @@ pub fn handle_connection_with(
 ) -> io::Result<()> {
     static NEVER: AtomicBool = AtomicBool::new(false);
     let options = ServeOptions::default();
-    let budget = Budget::new(options.memory_limit_bytes);
+    let budget = Budget::new(options.memory_limit_bytes, 1);
     let session = Session {
         export,
         name: &options.export_name,
         budget: &budget,
-        max_payload: max_payload_bytes(options.memory_limit_bytes),
+        max_payload: max_payload_bytes(&budget),
         in_flight: in_flight.max(1),
         idle_timeout: None,
         io_timeout: options.io_timeout,
@@ -537,6 +537,8 @@ struct Connection<'a, R, W> {
     broken: AtomicBool,
     /// When the last request came or the last reply went (the idle timeout's start).
     last_activity: Mutex<Instant>,
+    /// What this connection has taken of its reserve in the budget.
+    reserve: &'a Reserve,
 }
 
 /// One request, read under the reader lock.
@@ -595,7 +597,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     fn buffer(&self, len: u32) -> Option<Buffer<'a>> {
         self.session
             .budget
-            .buffer(len as usize, &|| self.giving_up())
+            .buffer(len as usize, self.reserve, &|| self.giving_up())
     }
 
     /// Waits until no request but the caller's is being served.
@@ -860,8 +862,10 @@ fn transmission<R: Read + Send, W: Write + Send>(
     r: &mut R,
     w: &mut W,
 ) -> io::Result<()> {
+    let reserve = Reserve::new();
     let connection = Connection {
         session,
+        reserve: &reserve,
         reader: Mutex::new(r),
         writer: Mutex::new(w),
         in_flight: Mutex::new(0),
@@ -906,7 +910,10 @@ pub fn serve(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let options = Arc::new(options.clone());
-    let budget = Arc::new(Budget::new(options.memory_limit_bytes));
+    let budget = Arc::new(Budget::new(
+        options.memory_limit_bytes,
+        options.connections_max,
+    ));
     let active = Arc::new(AtomicUsize::new(0));
     let handshaking: Arc<Handshaking> = Arc::new(Mutex::new(VecDeque::new()));
     // Set when this returns: connection threads waiting on the budget give up.
@@ -977,7 +984,7 @@ pub fn serve(
                             export: &*export,
                             name: &options.export_name,
                             budget: &budget,
-                            max_payload: max_payload_bytes(options.memory_limit_bytes),
+                            max_payload: max_payload_bytes(&budget),
                             in_flight: options.requests_in_flight.max(1),
                             idle_timeout: options.idle_timeout,
                             io_timeout: options.io_timeout,
