@@ -77,8 +77,7 @@ impl Budget {
     pub fn new(limit_bytes: u64, connections: usize) -> Self {
         let limit_bytes = limit_bytes.max(BUFFER_BYTES_MIN);
         let connections = connections.max(1) as u64;
-        let reserve_bytes = (limit_bytes / (2 * connections) / BUFFER_BYTES_MIN
-            * BUFFER_BYTES_MIN)
+        let reserve_bytes = (limit_bytes / (2 * connections) / BUFFER_BYTES_MIN * BUFFER_BYTES_MIN)
             .min(RESERVE_BYTES_MAX);
         Self {
             limit_bytes,
@@ -287,7 +286,11 @@ mod tests {
         let reserve = Reserve::new();
         let a = budget.buffer(40 << 10, &reserve, &|| false).unwrap();
         assert!(a.len() >= 40 << 10);
-        assert_eq!(budget.used_bytes(), 64 << 10, "40 KiB takes its 64 KiB class");
+        assert_eq!(
+            budget.used_bytes(),
+            64 << 10,
+            "40 KiB takes its 64 KiB class"
+        );
         let waited = {
             let budget = budget.clone();
             std::thread::spawn(move || {
@@ -313,12 +316,18 @@ mod tests {
         let held: Vec<_> = (0..3)
             .map(|_| budget.buffer(16 << 20, &hog, &|| false).unwrap())
             .collect();
-        assert!(budget.buffer(16 << 20, &hog, &|| true).is_none(), "shared full");
+        assert!(
+            budget.buffer(16 << 20, &hog, &|| true).is_none(),
+            "shared full"
+        );
         // Up to its reserve, a connection is served at once.
         let mine: Vec<_> = (0..256)
             .map(|_| budget.buffer(4096, &small, &|| true).unwrap())
             .collect();
-        assert!(budget.buffer(4096, &small, &|| true).is_none(), "reserve spent");
+        assert!(
+            budget.buffer(4096, &small, &|| true).is_none(),
+            "reserve spent"
+        );
         assert!(budget.used_bytes() <= 64 << 20);
         drop(mine);
         drop(held);
@@ -354,7 +363,9 @@ mod tests {
         drop(budget.buffer(64 << 10, &reserve, &|| false).unwrap());
         assert!(budget.used_bytes() > 0, "kept for reuse");
         let whole = budget.buffer(1 << 20, &reserve, &|| true).unwrap();
-        let more = budget.buffer(1 << 20, &reserve, &|| true).expect("pool freed");
+        let more = budget
+            .buffer(1 << 20, &reserve, &|| true)
+            .expect("pool freed");
         assert_eq!((whole.len(), more.len()), (1 << 20, 1 << 20));
         assert_eq!(budget.used_bytes(), 2 << 20);
     }

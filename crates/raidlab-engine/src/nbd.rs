@@ -553,12 +553,11 @@ struct Request<'b> {
 }
 
 impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
+    /// Sends a reply. After a reply failed (the thread that saw it returns its error
+    /// and the connection closes), later ones are dropped unsent.
     fn send(&self, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
         if self.broken.load(Ordering::Relaxed) {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "an earlier reply failed",
-            ));
+            return Ok(());
         }
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let sent = reply(&mut **w, error, cookie, data);
@@ -810,7 +809,9 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         let len = q.len as usize;
         let err = match (q.cmd, q.buf) {
             (CMD_READ, Some(mut buf)) => {
-                let err = export.read_at(q.offset, &mut buf[..len]).map_or(EIO, |()| 0);
+                let err = export
+                    .read_at(q.offset, &mut buf[..len])
+                    .map_or(EIO, |()| 0);
                 return self.send(err, q.cookie, &buf[..len]);
             }
             (CMD_WRITE, Some(buf)) => {
@@ -898,7 +899,7 @@ type Handshaking = Mutex<VecDeque<(u64, TcpStream, SocketAddr)>>;
 /// `options.requests_in_flight` of its requests at once). A connection first takes a
 /// handshake slot (`handshakes_max`; a newcomer past it closes the oldest unfinished
 /// handshake), then at GO a transmission slot (`connections_max`; while every one is
-/// taken, new connections are closed at accept). Polls `stop` every 100 ms.
+/// taken, new connections are closed at accept). Looks at `stop` every 100 ms.
 /// Before it returns, every open connection is shut down and its thread joined: a
 /// request in progress finishes, so the caller can flush and mark the array clean
 /// knowing no write is still moving.
@@ -933,8 +934,7 @@ pub fn serve(
                 }
                 // Kept to shut the connection down at stop, and to close it when a
                 // newcomer needs its handshake slot.
-                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone())
-                else {
+                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
                     continue;
                 };
                 let id = next_id;
@@ -1019,7 +1019,7 @@ pub fn serve(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 open.retain(|(_, t)| !t.is_finished());
                 REFUSALS.flush();
-                std::thread::sleep(Duration::from_millis(100));
+                wait_readable(&listener, Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => {
@@ -1037,6 +1037,22 @@ pub fn serve(
     }
     REFUSALS.flush();
     outcome
+}
+
+/// Waits until `listener` has a connection to accept, `timeout` at most.
+fn wait_readable(listener: &TcpListener, timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the listener, which outlives the call.
+    let ready = unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as libc::c_int) };
+    if ready < 0 {
+        // EINTR (a signal: the caller looks at the stop flag) or worse: no busy loop.
+        std::thread::sleep(timeout.min(Duration::from_millis(10)));
+    }
 }
 
 /// Reads and writes of the handshake, which must end by `until` (from accept).
@@ -1094,7 +1110,11 @@ impl Write for Deadline<'_> {
 /// nothing of the transmission is read ahead and no large buffer is held by a
 /// connection that has not finished it), then transmission through 256 KiB buffers,
 /// the socket waking its reader every read tick.
-fn serve_stream(session: &Session, stream: TcpStream, handshake_timeout: Duration) -> io::Result<()> {
+fn serve_stream(
+    session: &Session,
+    stream: TcpStream,
+    handshake_timeout: Duration,
+) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     let until = Instant::now() + handshake_timeout;

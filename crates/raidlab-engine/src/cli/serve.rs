@@ -39,7 +39,11 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let control_socket = control::bind(array.status().uuid)?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
-    if let Some(warning) = listener.local_addr().ok().and_then(|a| nbd::plaintext_warning(&a)) {
+    if let Some(warning) = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| nbd::plaintext_warning(&a))
+    {
         eprintln!("{warning}");
     }
     recover_unclean_stop(&array)?;
