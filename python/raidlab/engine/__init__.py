@@ -560,6 +560,31 @@ def inject_fault(
 # ---------------------------------------------------------------------------- serving
 
 
+@dataclass(frozen=True)
+class NbdLimits:
+    """``serve``'s export name and defences against hostile clients; ``None`` keeps
+    the engine's default (see docs/engine.md, NBD)."""
+
+    name: str | None = None
+    memory_limit: int | str | None = None
+    handshake_timeout_s: int | str | None = None
+    handshakes_max: int | str | None = None
+    idle_timeout_s: int | str | None = None
+    io_timeout_s: int | str | None = None
+
+    def args(self) -> list[str]:
+        """The ``serve`` flags for the values set."""
+        flags = {
+            "--name": self.name,
+            "--memory-limit": self.memory_limit,
+            "--handshake-timeout": self.handshake_timeout_s,
+            "--handshakes-max": self.handshakes_max,
+            "--idle-timeout": self.idle_timeout_s,
+            "--io-timeout": self.io_timeout_s,
+        }
+        return [x for flag, v in flags.items() if v is not None for x in (flag, str(v))]
+
+
 class Server:
     """A running ``raidlab-engine serve``: use as a context manager, or call ``stop``.
 
@@ -578,6 +603,7 @@ class Server:
         journal: Member | None = None,
         requests_in_flight: int | str | None = None,
         bitmap_delay_s: int | str | None = None,
+        limits: NbdLimits | None = None,
     ) -> None:
         args = ["serve", "--listen", listen, *_journal(journal)]
         if connections_max is not None:
@@ -586,6 +612,7 @@ class Server:
             args += ["--requests-in-flight", str(requests_in_flight)]
         if bitmap_delay_s is not None:
             args += ["--bitmap-delay", str(bitmap_delay_s)]
+        args += (limits or NbdLimits()).args()
         self.members = _members(members)
         self.command = [str(engine_path()), *args, *self.members]
         self._log = log
@@ -731,6 +758,7 @@ def serve(
     journal: Member | None = None,
     requests_in_flight: int | str | None = None,
     bitmap_delay_s: int | str | None = None,
+    limits: NbdLimits | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
@@ -738,7 +766,9 @@ def serve(
     it back from ``Server.uri``. ``log`` receives each line the server prints on
     stderr after it is ready. ``requests_in_flight`` (default 8) is how many requests
     of one connection are served at once; ``bitmap_delay_s`` (default 5) how often the
-    write-intent bits of regions no longer written are cleared.
+    write-intent bits of regions no longer written are cleared. ``limits`` sets the
+    export name and the defences against hostile clients (the engine's defaults
+    without it).
     """
     return Server(
         members,
@@ -749,6 +779,7 @@ def serve(
         journal,
         requests_in_flight,
         bitmap_delay_s,
+        limits,
     )
 
 
@@ -775,6 +806,7 @@ __all__ = [
     "ArrayStatus",
     "Fault",
     "MemberStatus",
+    "NbdLimits",
     "RebuildStatus",
     "ScrubReport",
     "Server",
