@@ -534,7 +534,7 @@ fn slowloris_handshakes_are_cut_at_the_deadline_and_lock_no_one_out() {
     watch.assert_bounded("slowloris");
     // A connection lives until the deadline (3 s) and the attacker's next byte.
     assert!(
-        longest >= Duration::from_secs(3) && longest < Duration::from_secs(7),
+        longest >= Duration::from_secs(3) && longest < Duration::from_secs(10),
         "a slowloris connection lived {longest:?} with a 3 s deadline"
     );
     server.stop();
@@ -549,6 +549,7 @@ fn oversized_options_are_refused_at_once_and_logged_rate_limited() {
     warm_up(&uri);
     let watch = RssWatch::start(server.0.id());
     let stop = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
     let floods: Vec<_> = (0..3)
         .map(|_| {
             let (addr, stop) = (addr(&server), stop.clone());
@@ -590,6 +591,7 @@ fn oversized_options_are_refused_at_once_and_logged_rate_limited() {
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::Relaxed);
     let refused: u32 = floods.into_iter().map(|f| f.join().unwrap()).sum();
+    let flooded_s = t0.elapsed().as_secs() as usize + 1;
     watch.assert_bounded("oversized options");
     assert!(refused >= 20, "only {refused} oversized options sent");
     let stderr = server.stop_with_stderr();
@@ -598,10 +600,10 @@ fn oversized_options_are_refused_at_once_and_logged_rate_limited() {
         stderr.contains("similar messages"),
         "{refused} refusals and no suppression: {stderr}"
     );
-    // At most 10 lines a second (and the attack ran for a few seconds).
+    // At most 10 lines a second while the attack ran.
     assert!(
-        refusals < refused as usize && refusals <= 60,
-        "{refusals} refusal lines for {refused} refusals"
+        refusals < refused as usize && refusals <= 10 * flooded_s,
+        "{refusals} refusal lines for {refused} refusals in {flooded_s} s"
     );
 }
 
