@@ -195,12 +195,13 @@ impl Budget {
         }
     }
 
-    /// A pooled buffer of `bytes` (already granted), or a new one after freeing
-    /// pooled buffers (the largest first) to make room for it.
+    /// A pooled buffer of `bytes` (already granted; the one freed last, likely still
+    /// in a cache), or a new one after freeing pooled buffers (the largest first) to
+    /// make room for it.
     fn allocate(&self, s: &mut State, bytes: u64) -> Vec<u8> {
-        if let Some(i) = s.pool.iter().position(|b| b.len() as u64 == bytes) {
+        if let Some(i) = s.pool.iter().rposition(|b| b.len() as u64 == bytes) {
             s.pooled -= bytes;
-            return s.pool.swap_remove(i);
+            return s.pool.remove(i);
         }
         s.pool.sort_by_key(|b| b.len());
         while s.shared + s.reserved + s.pooled > self.limit_bytes {

@@ -1022,6 +1022,18 @@ pub fn serve(
                 wait_readable(&listener, Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Out of descriptors or memory (a flood), or a peer gone before accept:
+            // the connections open still get served; accept again shortly.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                        | Some(libc::ECONNABORTED)
+                ) =>
+            {
+                REFUSALS.log(&format!("raidlab-engine: accept: {e}"));
+                std::thread::sleep(Duration::from_millis(100));
+            }
             Err(e) => {
                 outcome = Err(e);
                 break;

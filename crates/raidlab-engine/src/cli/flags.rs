@@ -190,7 +190,8 @@ pub struct ServeArgs {
     )]
     pub io_timeout: u64,
     /// One budget over every buffered request payload and reply of all connections; a
-    /// request that does not fit waits. Requests above it (or above 32M) get EINVAL.
+    /// request that does not fit waits. Each connection has a small reserve in it; a
+    /// request larger than the rest (or than 32M) gets EINVAL (the maximum is advertised).
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
     pub memory_limit: u64,
     /// The array.
