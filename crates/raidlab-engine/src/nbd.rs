@@ -7,10 +7,12 @@
 //! ```
 //!
 //! Limits (clear errors, never a panic): requests must be 512 B-aligned and inside the
-//! export (else EINVAL, ENOSPC for writes past the end), at most [`BLOCK_BYTES_MAX`]
-//! (a larger WRITE cannot be skipped safely: EINVAL, then the connection closes),
-//! option payloads at most [`OPTION_BYTES_MAX`], [`OPTIONS_MAX`] options per handshake,
-//! a bad request magic closes the connection. TRIM is accepted and does nothing (the
+//! export (else EINVAL, ENOSPC for writes past the end), at most [`max_payload_bytes`]
+//! ([`BLOCK_BYTES_MAX`] or less; a larger WRITE cannot be skipped safely: EINVAL, then
+//! the connection closes), known command flags only (else EINVAL), option payloads at
+//! most [`OPTION_BYTES_MAX`], [`OPTIONS_MAX`] options per handshake, export names the
+//! server's or the empty one (else NBD_REP_ERR_UNKNOWN), a bad request magic closes
+//! the connection. TRIM is accepted and does nothing (the
 //! data stays readable, parity stays consistent); WRITE_ZEROES writes zeroes through
 //! the array.
 //!
