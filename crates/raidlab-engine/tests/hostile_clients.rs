@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{engine, free_listen_address, have, spawn_server_with, wait_listening, Server};
+use common::{engine, free_listen_address, have, spawn_server_with, Server};
 use raidlab_engine::nbd;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -763,25 +763,44 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
     server.stop();
 }
 
+/// `serve --listen listen` on `members`: what it printed on stderr from its start to
+/// its clean stop (SIGINT once it said it is serving, so its handlers are in place).
+fn serve_stderr(d: &Path, listen: &str, members: &[&str]) -> String {
+    use std::io::BufRead;
+    let mut c = common::engine_command(d);
+    c.args(["serve", "--listen", listen])
+        .args(members)
+        .stderr(Stdio::piped());
+    let port = listen.rsplit(':').next().unwrap().parse().unwrap();
+    let mut server = Server(c.spawn().unwrap(), port);
+    let mut err = std::io::BufReader::new(server.0.stderr.take().unwrap());
+    let mut text = String::new();
+    while !text.contains("serving") {
+        assert!(err.read_line(&mut text).unwrap() > 0, "exited: {text}");
+    }
+    let pid = server.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    err.read_to_string(&mut text).unwrap();
+    assert!(server.0.wait().unwrap().success(), "{text}");
+    text
+}
+
 #[test]
 fn listening_off_loopback_without_tls_warns() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let members = create(d);
     let (_, port) = free_listen_address();
-    let listen = format!("0.0.0.0:{port}");
-    let mut c = common::engine_command(d);
-    c.args(["serve", "--listen", &listen])
-        .args(members)
-        .stderr(Stdio::piped());
-    let server = Server(c.spawn().unwrap(), port);
-    wait_listening(&format!("127.0.0.1:{port}"));
-    let stderr = server.stop_with_stderr();
+    let stderr = serve_stderr(d, &format!("0.0.0.0:{port}"), &members);
     assert!(
         stderr.contains("warning: nbd://0.0.0.0") && stderr.contains("no TLS"),
         "{stderr}"
     );
-    let server = spawn_server_with(d, &[], &members, true);
-    let stderr = server.stop_with_stderr();
+    let (listen, _) = free_listen_address();
+    let stderr = serve_stderr(d, &listen, &members);
     assert!(!stderr.contains("warning"), "{stderr}");
 }
