@@ -1001,17 +1001,19 @@ pub fn serve(
                             }
                             _ => {}
                         }
-                        // The clone kept by the accept loop holds the socket open: shut
-                        // it down here, so the client sees the end at once.
-                        if let Some(c) = closer {
-                            let _ = c.shutdown(std::net::Shutdown::Both);
-                        }
+                        // Its slot is free before the client sees the end, so a client
+                        // that reconnects at once finds it.
                         handshaking
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .retain(|(i, ..)| *i != id);
                         if admitted.load(Ordering::SeqCst) {
                             active.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        // The clone kept by the accept loop holds the socket open: shut
+                        // it down here, so the client sees the end at once.
+                        if let Some(c) = closer {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
                         }
                     })
                 };
