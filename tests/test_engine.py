@@ -334,6 +334,40 @@ def test_a_served_array_clears_the_bitmap_of_regions_no_longer_written(
         assert engine.status(raid5).dirty
 
 
+def _nbd_export_names(uri: str) -> list[str]:
+    """The names NBD_OPT_LIST answers on the server at ``uri``."""
+    import socket
+    import struct
+
+    host, port = uri.removeprefix("nbd://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        stream = s.makefile("rwb")
+        assert stream.read(18)[:8] == b"NBDMAGIC"
+        stream.write(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 3, 0))
+        stream.flush()
+        names = []
+        while True:
+            _, _, kind, length = struct.unpack(">QIII", stream.read(20))
+            data = stream.read(length)
+            if kind != 2:  # NBD_REP_SERVER
+                return names
+            names.append(data[4:].decode())
+
+
+def test_serve_forwards_the_export_name_and_limits(raid5: list[Path]) -> None:
+    limits = engine.NbdLimits(
+        name="vol0", memory_limit="2M", handshake_timeout_s=5, idle_timeout_s=60
+    )
+    assert limits.args() == [
+        "--name", "vol0", "--memory-limit", "2M", "--handshake-timeout", "5",
+        "--idle-timeout", "60",
+    ]  # fmt: skip
+    with engine.serve(raid5, limits=limits) as server:
+        assert _nbd_export_names(server.uri) == ["vol0"]
+    with engine.serve(raid5) as server:
+        assert _nbd_export_names(server.uri) == ["raidlab"]
+
+
 def test_serve_that_cannot_start_raises_with_the_servers_message(
     raid5: list[Path], tmp_path: Path
 ) -> None:

@@ -32,11 +32,13 @@
 #![deny(missing_docs)]
 
 pub mod array;
+pub mod budget;
 pub mod cli;
 pub mod control;
 pub mod crc32c;
 pub mod error;
 pub mod journal;
+pub mod log_limit;
 pub mod nbd;
 pub mod nbd_structured;
 pub mod ppl;

@@ -10,21 +10,36 @@
 //! ```
 //!
 //! Limits (clear errors, never a panic): requests must be 512 B-aligned and inside the
-//! export (else EINVAL, ENOSPC for writes past the end), at most [`BLOCK_BYTES_MAX`]
-//! (a larger WRITE cannot be skipped safely: EINVAL, then the connection closes),
-//! option payloads at most [`OPTION_BYTES_MAX`], [`OPTIONS_MAX`] options per handshake,
-//! a bad request magic closes the connection. TRIM is accepted and does nothing (the
+//! export (else EINVAL, ENOSPC for writes past the end), at most [`max_payload_bytes`]
+//! ([`BLOCK_BYTES_MAX`] or less; a larger WRITE cannot be skipped safely: EINVAL, then
+//! the connection closes), known command flags only (else EINVAL), option payloads at
+//! most [`OPTION_BYTES_MAX`], [`OPTIONS_MAX`] options per handshake, export names the
+//! server's or the empty one (else NBD_REP_ERR_UNKNOWN), a bad request magic closes
+//! the connection. TRIM is accepted and does nothing (the
 //! data stays readable, parity stays consistent); WRITE_ZEROES writes zeroes through
 //! the array.
+//!
+//! Against hostile clients ([`ServeOptions`]): a handshake must end within its deadline
+//! and takes a handshake slot, never a transmission one (when the handshake slots are
+//! full the oldest unfinished handshake is closed for the newcomer); an idle
+//! connection may be closed; one [`Budget`] bounds the request and reply buffers of all
+//! connections (a request waits for its bytes, the socket unread meanwhile); a reply the
+//! client does not take, or a request whose rest does not come, for the I/O timeout
+//! closes the connection; refusals and protocol errors are logged rate-limited. Over
+//! TLS the same holds: the TLS handshake and the options after it count against the
+//! handshake deadline, and the transmission's buffers come from the same budget.
 
+use crate::budget::{Budget, Buffer, Reserve};
+use crate::log_limit::{LogLimit, LINES_PER_SECOND};
 use crate::nbd_structured::{self as structured, Negotiated};
 use crate::tls::{self, TlsMode, TlsServer};
 use crate::Array;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `NBDMAGIC`: the first 8 bytes the server sends, opening the newstyle handshake.
 pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -63,8 +78,13 @@ pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
 /// Option reply `NBD_REP_ERR_UNSUP`: the option is not supported.
 pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
+/// Option reply `NBD_REP_ERR_POLICY`: refused by the server's policy (here: every
+/// transmission slot is taken).
+pub const REP_ERR_POLICY: u32 = 0x8000_0002;
 /// Option reply `NBD_REP_ERR_INVALID`: the option's payload is malformed.
 pub const REP_ERR_INVALID: u32 = 0x8000_0003;
+/// Option reply `NBD_REP_ERR_UNKNOWN`: no export of that name.
+pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
 
 /// Information item `NBD_INFO_EXPORT`: export size in bytes and transmission flags.
 pub const INFO_EXPORT: u16 = 0;
@@ -105,8 +125,20 @@ pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 /// Command `NBD_CMD_WRITE_ZEROES`: the range reads back as zeros.
 pub const CMD_WRITE_ZEROES: u16 = 6;
-/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply.
+/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply (accepted on
+/// every command, as the protocol asks once SEND_FUA is advertised).
 pub const CMD_FLAG_FUA: u16 = 1;
+/// Command flag `NBD_CMD_FLAG_NO_HOLE`: WRITE_ZEROES must allocate (it always does here).
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+
+/// The command flags this server knows for `cmd`; any other flag gets EINVAL.
+pub fn command_flags_known(cmd: u16) -> u16 {
+    match cmd {
+        CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+        structured::CMD_BLOCK_STATUS => CMD_FLAG_FUA | structured::CMD_FLAG_REQ_ONE,
+        _ => CMD_FLAG_FUA,
+    }
+}
 
 /// Error reply `EIO`: the export's read, write or flush failed (for the array, more
 /// member failures than its level tolerates).
@@ -121,7 +153,8 @@ pub const ENOSPC: u32 = 28;
 pub const BLOCK_BYTES_MIN: u32 = 512;
 /// Preferred block in bytes announced to clients (a page).
 pub const BLOCK_BYTES_PREFERRED: u32 = 4096;
-/// Largest request in bytes: [`crate::array::REQUEST_BYTES_MAX`].
+/// Largest request in bytes: [`crate::array::REQUEST_BYTES_MAX`]; a smaller
+/// [`ServeOptions::memory_limit_bytes`] lowers it ([`max_payload_bytes`]).
 pub const BLOCK_BYTES_MAX: u32 = 32 << 20;
 /// Requests of one connection served at once (by as many worker threads) unless told
 /// otherwise: a client that keeps several requests in flight reaches several members
@@ -133,8 +166,77 @@ pub const REQUESTS_IN_FLIGHT_LIMIT: usize = 64;
 pub const OPTION_BYTES_MAX: u32 = 64 << 10;
 /// Most options one handshake may send before the connection is closed.
 pub const OPTIONS_MAX: usize = 64;
-/// Export name announced by NBD_OPT_LIST (any name is accepted).
+/// Export name announced by NBD_OPT_LIST unless `serve --name` says otherwise. The
+/// empty name (the protocol's default export) names the export too.
 pub const EXPORT_NAME: &str = "raidlab";
+/// Longest export name `--name` accepts (the protocol's string limit).
+pub const EXPORT_NAME_BYTES_MAX: usize = 4096;
+/// Seconds a connection may take to finish its handshake unless told otherwise.
+pub const HANDSHAKE_TIMEOUT_S_DEFAULT: u64 = 10;
+/// Connections in their handshake at once unless told otherwise.
+pub const HANDSHAKES_MAX_DEFAULT: usize = 64;
+/// Seconds a reply may wait for a client that does not read it (or the rest of a
+/// started request for a client that does not send it) unless told otherwise.
+pub const IO_TIMEOUT_S_DEFAULT: u64 = 30;
+/// Bytes of the buffer budget unless told otherwise (256 MiB).
+pub const MEMORY_LIMIT_DEFAULT: u64 = 256 << 20;
+/// Smallest `--memory-limit` (1 MiB): room for the largest request of most clients.
+pub const MEMORY_LIMIT_MIN: u64 = 1 << 20;
+/// How often a transmission-phase reader wakes to check its idle time and the stop.
+const READ_TICK: Duration = Duration::from_millis(500);
+
+/// Refusals and per-connection errors: rate-limited, so a flood prints a few lines.
+static REFUSALS: LogLimit = LogLimit::new(LINES_PER_SECOND);
+
+/// How [`serve`] treats its clients.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Connections in transmission at once; a client past it is closed at accept, or
+    /// refused with `NBD_REP_ERR_POLICY` at its GO.
+    pub connections_max: usize,
+    /// Connections still in their handshake at once, counted apart: a newcomer past it
+    /// closes the oldest unfinished handshake.
+    pub handshakes_max: usize,
+    /// Requests of one connection served at once.
+    pub requests_in_flight: usize,
+    /// Time to finish the handshake, from accept.
+    pub handshake_timeout: Duration,
+    /// Time a transmission-phase connection with no request in flight may send none;
+    /// `None`: no limit.
+    pub idle_timeout: Option<Duration>,
+    /// Time a reply may make no progress to the client, or a started request may make
+    /// none from it, before the connection is closed.
+    pub io_timeout: Duration,
+    /// The byte budget over every request payload and reply buffer of all connections.
+    pub memory_limit_bytes: u64,
+    /// The export's name (the empty name is accepted too).
+    pub export_name: String,
+    /// TLS offered or required (`NBD_OPT_STARTTLS`); `None`: plain text only.
+    pub tls: Option<Arc<TlsServer>>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            connections_max: 16,
+            handshakes_max: HANDSHAKES_MAX_DEFAULT,
+            requests_in_flight: REQUESTS_IN_FLIGHT_DEFAULT,
+            handshake_timeout: Duration::from_secs(HANDSHAKE_TIMEOUT_S_DEFAULT),
+            idle_timeout: None,
+            io_timeout: Duration::from_secs(IO_TIMEOUT_S_DEFAULT),
+            memory_limit_bytes: MEMORY_LIMIT_DEFAULT,
+            export_name: EXPORT_NAME.to_string(),
+            tls: None,
+        }
+    }
+}
+
+/// The largest request payload under `budget`: 32 MiB, or the budget's shared part
+/// (rounded down to whole sectors) when smaller, so one request always fits.
+pub fn max_payload_bytes(budget: &Budget) -> u32 {
+    let sector = u64::from(BLOCK_BYTES_MIN);
+    (budget.shared_bytes() / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
+}
 
 /// What an NBD export needs. [`Array`] implements it.
 pub trait Export: Send + Sync {
@@ -213,6 +315,18 @@ fn protocol(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
+fn timed_out(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, msg.into())
+}
+
+/// A socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO` expiring reads `EAGAIN` on Linux).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
 /// Sends one option reply (`NBD_REP_*`) with its data.
 pub(crate) fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
     let mut b = Vec::with_capacity(20 + data.len());
@@ -234,12 +348,38 @@ enum Handshake {
     StartTls,
 }
 
-/// What one connection's handshake has agreed so far.
-struct Session<'a> {
+/// What one connection is served with, besides its socket: the server's side, the same
+/// for the handshake (plain or over TLS) and the transmission.
+struct Context<'a> {
+    export: &'a dyn Export,
+    /// The export's name; the empty name is accepted too.
+    name: &'a str,
+    budget: &'a Budget,
+    /// The largest request payload (advertised in NBD_INFO_BLOCK_SIZE).
+    max_payload: u32,
+    in_flight: usize,
+    idle_timeout: Option<Duration>,
+    io_timeout: Duration,
+    /// The server stops: waits give up.
+    stop: &'a AtomicBool,
+    /// Called at GO or EXPORT_NAME: takes a transmission slot; false when none is free.
+    admit: &'a (dyn Fn() -> bool + Sync),
     /// The server's TLS, if it offers it.
     tls: Option<&'a TlsServer>,
+}
+
+impl Context<'_> {
+    fn knows(&self, name: &[u8]) -> bool {
+        name.is_empty() || name == self.name.as_bytes()
+    }
+}
+
+/// What one connection's handshake has agreed so far: the client's side.
+struct HandshakeState {
     /// The connection runs over TLS now.
     tls_active: bool,
+    /// TLS is required (`--tls required`).
+    tls_required: bool,
     /// The client asked for no 124 zero bytes after NBD_OPT_EXPORT_NAME.
     no_zeroes: bool,
     /// Options received, over plain and TLS.
@@ -247,12 +387,12 @@ struct Session<'a> {
     neg: Negotiated,
 }
 
-impl<'a> Session<'a> {
+impl HandshakeState {
     /// A new connection's: nothing agreed, in the clear.
-    fn new(tls: Option<&'a TlsServer>) -> Self {
+    fn new(tls: Option<&TlsServer>) -> Self {
         Self {
-            tls,
             tls_active: false,
+            tls_required: tls.is_some_and(|t| t.mode == TlsMode::Required),
             no_zeroes: false,
             options: 0,
             neg: Negotiated::default(),
@@ -260,8 +400,8 @@ impl<'a> Session<'a> {
     }
 
     /// TLS is required and not running yet.
-    fn tls_required(&self) -> bool {
-        !self.tls_active && self.tls.is_some_and(|t| t.mode == TlsMode::Required)
+    fn tls_missing(&self) -> bool {
+        self.tls_required && !self.tls_active
     }
 }
 
@@ -277,27 +417,43 @@ pub fn handle_connection(
 }
 
 /// [`handle_connection`] serving at most `in_flight` requests at once (1: one after
-/// the other, the least CPU per request when the members answer in microseconds).
+/// the other, the least CPU per request when the members answer in microseconds), with
+/// the defaults of [`ServeOptions`] and a budget of its own.
 pub fn handle_connection_with(
     export: &dyn Export,
     reader: &mut (impl Read + Send),
     writer: &mut (impl Write + Send),
     in_flight: usize,
 ) -> io::Result<()> {
-    let mut session = Session::new(None);
-    match handshake(export, reader, writer, &mut session)? {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    let options = ServeOptions::default();
+    let budget = Budget::new(options.memory_limit_bytes, 1);
+    let ctx = Context {
+        export,
+        name: &options.export_name,
+        budget: &budget,
+        max_payload: max_payload_bytes(&budget),
+        in_flight: in_flight.max(1),
+        idle_timeout: None,
+        io_timeout: options.io_timeout,
+        stop: &NEVER,
+        admit: &|| true,
+        tls: None,
+    };
+    let mut state = HandshakeState::new(None);
+    match handshake(&ctx, &mut state, reader, writer)? {
         Handshake::Done => Ok(()),
         Handshake::StartTls => Err(protocol("NBD_OPT_STARTTLS without TLS")),
-        Handshake::Transmit => transmission(export, reader, writer, in_flight.max(1), session.neg),
+        Handshake::Transmit => transmission(&ctx, state.neg, reader, writer),
     }
 }
 
 /// The greeting, then the options.
 fn handshake(
-    export: &dyn Export,
+    ctx: &Context,
+    state: &mut HandshakeState,
     r: &mut impl Read,
     w: &mut impl Write,
-    session: &mut Session,
 ) -> io::Result<Handshake> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBD_MAGIC.to_be_bytes());
@@ -309,20 +465,29 @@ fn handshake(
     if client & !u32::from(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES) != 0 {
         return Err(protocol(format!("unknown client flags {client:#x}")));
     }
-    session.no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
-    options(export, r, w, session)
+    state.no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
+    options(ctx, state, r, w)
 }
 
-/// The option haggling, until transmission, abort or STARTTLS.
+/// The reply to an export name this server does not have.
+fn unknown_name(ctx: &Context, name: &[u8]) -> String {
+    format!(
+        "no export named {:?} (this server's: {:?} or the empty name)",
+        String::from_utf8_lossy(name),
+        ctx.name
+    )
+}
+
+/// The option haggling, until transmission, abort or STARTTLS; over TLS, the same
+/// again (the options count over both).
 fn options(
-    export: &dyn Export,
+    ctx: &Context,
+    state: &mut HandshakeState,
     r: &mut impl Read,
     w: &mut impl Write,
-    session: &mut Session,
 ) -> io::Result<Handshake> {
-    let no_zeroes = session.no_zeroes;
-    while session.options < OPTIONS_MAX {
-        session.options += 1;
+    while state.options < OPTIONS_MAX {
+        state.options += 1;
         if read_u64(r)? != IHAVEOPT {
             return Err(protocol("option without IHAVEOPT"));
         }
@@ -333,8 +498,8 @@ fn options(
         }
         let mut data = vec![0u8; len as usize];
         r.read_exact(&mut data)?;
-        let size = export.size_bytes();
-        if session.tls_required() && opt != structured::OPT_STARTTLS && opt != OPT_ABORT {
+        let size = ctx.export.size_bytes();
+        if state.tls_missing() && opt != structured::OPT_STARTTLS && opt != OPT_ABORT {
             if opt == OPT_EXPORT_NAME {
                 // No reply can refuse it: hang up, as qemu-nbd does.
                 return Err(protocol("NBD_OPT_EXPORT_NAME before TLS (--tls required)"));
@@ -347,10 +512,10 @@ fn options(
             structured::OPT_STARTTLS => {
                 if len != 0 {
                     opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
-                } else if session.tls_active {
+                } else if state.tls_active {
                     opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
-                } else if session.tls.is_none() {
-                    opt_reply(w, opt, structured::REP_ERR_POLICY, b"TLS is not configured")?;
+                } else if ctx.tls.is_none() {
+                    opt_reply(w, opt, REP_ERR_POLICY, b"TLS is not configured")?;
                 } else {
                     opt_reply(w, opt, REP_ACK, &[])?;
                     w.flush()?;
@@ -358,16 +523,35 @@ fn options(
                 }
             }
             structured::OPT_STRUCTURED_REPLY => {
-                structured::structured_reply_option(w, opt, &data, &mut session.neg)?
+                structured::structured_reply_option(w, opt, &data, &mut state.neg)?
             }
             structured::OPT_LIST_META_CONTEXT | structured::OPT_SET_META_CONTEXT => {
-                structured::meta_context_option(w, opt, &data, &mut session.neg)?
+                match structured::meta_export_name(&data) {
+                    // The export name is checked as INFO/GO check it.
+                    Some(name) if state.neg.structured && !ctx.knows(name) => {
+                        if opt == structured::OPT_SET_META_CONTEXT {
+                            state.neg.base_allocation = false;
+                        }
+                        opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
+                    }
+                    _ => structured::meta_context_option(w, opt, &data, &mut state.neg)?,
+                }
             }
             OPT_EXPORT_NAME => {
+                // The protocol leaves no way to answer an error here but hanging up.
+                if !ctx.knows(&data) {
+                    return Err(protocol(format!(
+                        "unknown export name {:?}",
+                        String::from_utf8_lossy(&data)
+                    )));
+                }
+                if !(ctx.admit)() {
+                    return Err(protocol("refused: every transmission slot is taken"));
+                }
                 let mut b = Vec::with_capacity(134);
                 b.extend_from_slice(&size.to_be_bytes());
                 b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                if !no_zeroes {
+                if !state.no_zeroes {
                     b.extend_from_slice(&[0u8; 124]);
                 }
                 w.write_all(&b)?;
@@ -383,22 +567,32 @@ fn options(
                 if len != 0 {
                     opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
                 } else {
-                    let mut b = (EXPORT_NAME.len() as u32).to_be_bytes().to_vec();
-                    b.extend_from_slice(EXPORT_NAME.as_bytes());
+                    let mut b = (ctx.name.len() as u32).to_be_bytes().to_vec();
+                    b.extend_from_slice(ctx.name.as_bytes());
                     opt_reply(w, opt, REP_SERVER, &b)?;
                     opt_reply(w, opt, REP_ACK, &[])?;
                 }
             }
-            OPT_INFO | OPT_GO => {
-                if !info_request_valid(&data) {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?;
-                } else {
+            OPT_INFO | OPT_GO => match info_request_name(&data) {
+                None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
+                Some(name) if !ctx.knows(name) => {
+                    opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
+                }
+                Some(_) if opt == OPT_GO && !(ctx.admit)() => {
+                    opt_reply(
+                        w,
+                        opt,
+                        REP_ERR_POLICY,
+                        b"every transmission slot is taken, retry later",
+                    )?;
+                }
+                Some(_) => {
                     let mut b = INFO_EXPORT.to_be_bytes().to_vec();
                     b.extend_from_slice(&size.to_be_bytes());
                     b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
                     opt_reply(w, opt, REP_INFO, &b)?;
                     let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, BLOCK_BYTES_MAX] {
+                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, ctx.max_payload] {
                         b.extend_from_slice(&v.to_be_bytes());
                     }
                     opt_reply(w, opt, REP_INFO, &b)?;
@@ -408,7 +602,7 @@ fn options(
                         return Ok(Handshake::Transmit);
                     }
                 }
-            }
+            },
             _ => opt_reply(w, opt, REP_ERR_UNSUP, &[])?,
         }
         w.flush()?;
@@ -416,25 +610,20 @@ fn options(
     Err(protocol(format!("more than {OPTIONS_MAX} options")))
 }
 
-/// `u32 name length, name, u16 count, count x u16`, exactly filling the option.
-fn info_request_valid(data: &[u8]) -> bool {
+/// The export name of an NBD_OPT_INFO/GO payload (`u32 name length, name, u16 count,
+/// count x u16`, exactly filling the option); `None` when malformed.
+fn info_request_name(data: &[u8]) -> Option<&[u8]> {
     if data.len() < 6 {
-        return false;
+        return None;
     }
     let name_len = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
-    let Some(rest) = data
-        .len()
-        .checked_sub(4)
-        .and_then(|x| x.checked_sub(name_len))
-    else {
-        return false;
-    };
+    let rest = data.len().checked_sub(4)?.checked_sub(name_len)?;
     if rest < 2 {
-        return false;
+        return None;
     }
     let at = 4 + name_len;
     let count = u16::from_be_bytes([data[at], data[at + 1]]) as usize;
-    rest == 2 + 2 * count
+    (rest == 2 + 2 * count).then(|| &data[4..at])
 }
 
 fn reply(w: &mut impl Write, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
@@ -461,10 +650,15 @@ fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Opt
     }
 }
 
+/// Bytes of the buffer WRITE_ZEROES writes its zeroes from, piece by piece.
+const ZEROES_PIECE_BYTES: u32 = 4 << 20;
+
 /// What the threads of one connection share: the socket's reading half (taken in
 /// turns), its writing half, and the requests being served.
 struct Connection<'a, R, W> {
-    export: &'a dyn Export,
+    ctx: &'a Context<'a>,
+    /// Structured replies and metadata contexts agreed in the handshake.
+    neg: Negotiated,
     reader: Mutex<&'a mut R>,
     writer: Mutex<&'a mut W>,
     /// Requests taken off the wire and not yet answered.
@@ -472,12 +666,16 @@ struct Connection<'a, R, W> {
     answered: Condvar,
     /// Set at DISC, EOF or an error: the threads stop taking requests.
     closing: AtomicBool,
-    /// Structured replies and metadata contexts agreed in the handshake.
-    neg: Negotiated,
+    /// A reply failed to go out: later replies are not tried.
+    broken: AtomicBool,
+    /// When the last request came or the last reply went (the idle timeout's start).
+    last_activity: Mutex<Instant>,
+    /// What this connection has taken of its reserve in the budget.
+    reserve: &'a Reserve,
 }
 
 /// One request, read under the reader lock.
-struct Request {
+struct Request<'b> {
     cmd: u16,
     fua: bool,
     /// BLOCK_STATUS's `NBD_CMD_FLAG_REQ_ONE`.
@@ -485,14 +683,44 @@ struct Request {
     cookie: u64,
     offset: u64,
     len: u32,
-    /// A write's payload.
-    data: Vec<u8>,
+    /// The budget's buffer: a write's payload, a read's reply, write zeroes' zeroes,
+    /// a block status reply.
+    buf: Option<Buffer<'b>>,
 }
 
-impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
+impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
+    /// Sends a reply. After a reply failed (the thread that saw it returns its error
+    /// and the connection closes), later ones are dropped unsent.
     fn send(&self, error: u32, cookie: u64, data: &[u8]) -> io::Result<()> {
+        self.send_with(|w| reply(w, error, cookie, data))
+    }
+
+    /// Sends a reply `write` writes (simple or structured), as [`Connection::send`].
+    fn send_with(&self, write: impl FnOnce(&mut W) -> io::Result<()>) -> io::Result<()> {
+        if self.broken.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        reply(&mut **w, error, cookie, data)
+        let sent = write(&mut **w);
+        drop(w);
+        match sent {
+            Ok(()) => {
+                self.touch();
+                Ok(())
+            }
+            Err(e) => {
+                self.broken.store(true, Ordering::Relaxed);
+                self.closing.store(true, Ordering::Relaxed);
+                Err(if is_timeout(&e) {
+                    timed_out(format!(
+                        "closed: the client took no reply data for {} s",
+                        self.ctx.io_timeout.as_secs()
+                    ))
+                } else {
+                    e
+                })
+            }
+        }
     }
 
     /// Replies to a READ or BLOCK_STATUS: a structured chunk once structured replies
@@ -501,23 +729,64 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
         if !self.neg.structured {
             return self.send(error, cookie, data);
         }
-        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        if error != 0 {
-            structured::write_error(&mut **w, cookie, error, structured::error_message(error))
-        } else {
-            structured::write_offset_data(&mut **w, cookie, offset, data)
+        self.send_with(|w| {
+            if error != 0 {
+                structured::write_error(w, cookie, error, structured::error_message(error))
+            } else {
+                structured::write_offset_data(w, cookie, offset, data)
+            }
+        })
+    }
+
+    /// Most extents in one BLOCK_STATUS reply: its chunk fits the max payload (and the
+    /// budget's buffer [`Connection::read_request`] took for it).
+    fn extents_max(&self, req_one: bool) -> usize {
+        if req_one {
+            return 1;
+        }
+        let room =
+            (self.ctx.max_payload as usize).saturating_sub(structured::BLOCK_STATUS_HEAD_BYTES);
+        (room / structured::EXTENT_BYTES).clamp(1, structured::EXTENTS_MAX)
+    }
+
+    /// Serves BLOCK_STATUS (checked by [`Connection::read_request`]) into `buf`, the
+    /// budget's buffer for its reply.
+    fn block_status(
+        &self,
+        cookie: u64,
+        offset: u64,
+        len: u32,
+        req_one: bool,
+        buf: &mut [u8],
+    ) -> io::Result<()> {
+        let max = self.extents_max(req_one);
+        match structured::extents(self.ctx.export, offset, len, max) {
+            Ok(extents) => {
+                let n = structured::encode_block_status(buf, cookie, &extents);
+                self.send_with(|w| {
+                    w.write_all(&buf[..n])?;
+                    w.flush()
+                })
+            }
+            Err(_) => self.send_chunk(EIO, cookie, offset, &[]),
         }
     }
 
-    /// Serves BLOCK_STATUS (checked by [`Connection::read_request`]).
-    fn block_status(&self, q: &Request) -> io::Result<()> {
-        match structured::extents(self.export, q.offset, q.len, q.req_one) {
-            Ok(extents) => {
-                let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-                structured::write_block_status(&mut **w, q.cookie, &extents)
-            }
-            Err(_) => self.send_chunk(EIO, q.cookie, q.offset, &[]),
-        }
+    fn touch(&self) {
+        *self.last_activity.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn giving_up(&self) -> bool {
+        self.closing.load(Ordering::Relaxed) || self.ctx.stop.load(Ordering::Relaxed)
+    }
+
+    /// A buffer of `len` bytes from the budget, waiting for it (the caller holds the
+    /// reader: the socket is not read meanwhile); `None` when the connection closes or
+    /// the server stops first.
+    fn buffer(&self, len: u32) -> Option<Buffer<'a>> {
+        self.ctx
+            .budget
+            .buffer(len as usize, self.reserve, &|| self.giving_up())
     }
 
     /// Waits until no request but the caller's is being served.
@@ -532,7 +801,6 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
     /// another thread reads the next one), serve the request, reply. Returns at DISC,
     /// EOF or an error, which it also tells the other threads.
     fn run(&self) -> io::Result<()> {
-        let mut buf: Vec<u8> = Vec::new();
         loop {
             let request = {
                 let mut r = self.reader.lock().unwrap_or_else(|p| p.into_inner());
@@ -542,6 +810,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                 match self.read_request(&mut **r) {
                     Ok(Some(request)) => {
                         *self.in_flight.lock().expect("in-flight lock") += 1;
+                        self.touch();
                         // FLUSH and TRIM with FUA wait for the requests before them;
                         // holding the reader meanwhile keeps later ones out.
                         if request.cmd == CMD_FLUSH || (request.cmd == CMD_TRIM && request.fua) {
@@ -559,7 +828,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                     }
                 }
             };
-            let outcome = self.serve(request, &mut buf);
+            let outcome = self.serve(request);
             *self.in_flight.lock().expect("in-flight lock") -= 1;
             self.answered.notify_all();
             if let Err(e) = outcome {
@@ -569,17 +838,83 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
         }
     }
 
-    /// Reads the next request; `None` at DISC or EOF. Requests answered at once
-    /// (invalid ones) are answered here and the next one read.
-    fn read_request(&self, r: &mut R) -> io::Result<Option<Request>> {
+    /// Waits for the first byte of a request: `false` at EOF, or when the connection
+    /// closes or the server stops while it waits; an error when the connection stays
+    /// idle past the idle timeout. Wakes every read tick (the socket's read timeout).
+    fn await_request(&self, r: &mut R, first: &mut [u8]) -> io::Result<bool> {
+        loop {
+            match r.read(first) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => {
+                    if self.giving_up() {
+                        return Ok(false);
+                    }
+                    if let Some(idle) = self.ctx.idle_timeout {
+                        let busy = *self.in_flight.lock().expect("in-flight lock") > 0;
+                        let since = self
+                            .last_activity
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .elapsed();
+                        if !busy && since >= idle {
+                            return Err(timed_out(format!(
+                                "closed: idle for {} s",
+                                idle.as_secs()
+                            )));
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Fills `buf` from the rest of a started request; an error when no byte comes for
+    /// the I/O timeout (a client stalling mid-request, holding its buffer).
+    fn read_rest(&self, r: &mut R, buf: &mut [u8]) -> io::Result<()> {
+        let mut at = 0;
+        let mut progress = Instant::now();
+        while at < buf.len() {
+            match r.read(&mut buf[at..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    at += n;
+                    progress = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => {
+                    if self.ctx.stop.load(Ordering::Relaxed) {
+                        return Err(e);
+                    }
+                    if progress.elapsed() >= self.ctx.io_timeout {
+                        return Err(timed_out(format!(
+                            "closed: a request stalled for {} s",
+                            self.ctx.io_timeout.as_secs()
+                        )));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the next request; `None` at DISC or EOF (or the connection closing or the
+    /// server stopping while it waits). Requests answered at once (invalid ones) are
+    /// answered here and the next one read. The buffer a request needs is taken from
+    /// the budget here, before its payload is read.
+    fn read_request(&self, r: &mut R) -> io::Result<Option<Request<'a>>> {
+        let export = self.ctx.export;
+        let max = self.ctx.max_payload;
         loop {
             let mut head = [0u8; 28];
             // EOF before a request is an orderly (if impolite) end.
-            match r.read(&mut head[..1]) {
-                Ok(0) => return Ok(None),
-                Ok(_) => r.read_exact(&mut head[1..])?,
-                Err(e) => return Err(e),
+            if !self.await_request(r, &mut head[..1])? {
+                return Ok(None);
             }
+            self.read_rest(r, &mut head[1..])?;
             let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
             if magic != REQUEST_MAGIC {
                 return Err(protocol(format!("bad request magic {magic:#x}")));
@@ -592,45 +927,82 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
                 cookie: u64::from_be_bytes(head[8..16].try_into().expect("8")),
                 offset: u64::from_be_bytes(head[16..24].try_into().expect("8")),
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
-                data: Vec::new(),
+                buf: None,
             };
             let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+            let flags_known = flags & !command_flags_known(request.cmd) == 0;
             match request.cmd {
                 CMD_DISC => return Ok(None),
                 CMD_READ => {
-                    if let Some(e) = (len > BLOCK_BYTES_MAX)
+                    if let Some(e) = (len > max || !flags_known)
                         .then_some(EINVAL)
-                        .or_else(|| range_error(self.export, offset, len, EINVAL))
+                        .or_else(|| range_error(export, offset, len, EINVAL))
                     {
                         self.send_chunk(e, cookie, offset, &[])?;
                         continue;
                     }
+                    let Some(buf) = self.buffer(len) else {
+                        return Ok(None);
+                    };
+                    return Ok(Some(Request {
+                        buf: Some(buf),
+                        ..request
+                    }));
+                }
+                CMD_WRITE => {
+                    if len > max {
+                        // The payload cannot be skipped safely: refuse and hang up.
+                        self.send(EINVAL, cookie, &[])?;
+                        return Err(protocol(format!("write of {len} B")));
+                    }
+                    let Some(mut buf) = self.buffer(len) else {
+                        return Ok(None);
+                    };
+                    self.read_rest(r, &mut buf[..len as usize])?;
+                    let refused = (!flags_known)
+                        .then_some(EINVAL)
+                        .or_else(|| range_error(export, offset, len, ENOSPC));
+                    if let Some(e) = refused {
+                        drop(buf);
+                        self.send(e, cookie, &[])?;
+                        continue;
+                    }
+                    return Ok(Some(Request {
+                        buf: Some(buf),
+                        ..request
+                    }));
                 }
                 structured::CMD_BLOCK_STATUS => {
                     // Any byte range inside the export, in a selected context.
                     let inside = offset
                         .checked_add(u64::from(len))
-                        .is_some_and(|end| end <= self.export.size_bytes());
-                    if !self.neg.base_allocation || len == 0 || !inside {
+                        .is_some_and(|end| end <= export.size_bytes());
+                    if !self.neg.base_allocation || !flags_known || len == 0 || !inside {
                         self.send_chunk(EINVAL, cookie, offset, &[])?;
                         continue;
                     }
+                    // The reply's bytes, from the budget as a read's are.
+                    let bytes = structured::block_status_bytes(self.extents_max(request.req_one));
+                    let Some(buf) = self.buffer(bytes as u32) else {
+                        return Ok(None);
+                    };
+                    return Ok(Some(Request {
+                        buf: Some(buf),
+                        ..request
+                    }));
                 }
-                CMD_WRITE => {
-                    if len > BLOCK_BYTES_MAX {
-                        // The payload cannot be skipped safely: refuse and hang up.
-                        self.send(EINVAL, cookie, &[])?;
-                        return Err(protocol(format!("write of {len} B")));
+                CMD_WRITE_ZEROES if flags_known => {
+                    if range_error(export, offset, len, ENOSPC).is_none() {
+                        let Some(buf) = self.buffer(len.min(ZEROES_PIECE_BYTES).min(max)) else {
+                            return Ok(None);
+                        };
+                        return Ok(Some(Request {
+                            buf: Some(buf),
+                            ..request
+                        }));
                     }
-                    let mut data = vec![0u8; len as usize];
-                    r.read_exact(&mut data)?;
-                    if let Some(e) = range_error(self.export, offset, len, ENOSPC) {
-                        self.send(e, cookie, &[])?;
-                        continue;
-                    }
-                    return Ok(Some(Request { data, ..request }));
                 }
-                CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES => {}
+                CMD_FLUSH | CMD_TRIM if flags_known => {}
                 _ => {
                     self.send(EINVAL, cookie, &[])?;
                     continue;
@@ -640,38 +1012,47 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
         }
     }
 
-    /// Serves a request read by [`Connection::read_request`] and replies.
-    fn serve(&self, q: Request, buf: &mut Vec<u8>) -> io::Result<()> {
-        let export = self.export;
-        let err = match q.cmd {
-            CMD_READ => {
-                buf.resize(q.len as usize, 0);
-                let err = export.read_at(q.offset, buf).map_or(EIO, |()| 0);
-                return self.send_chunk(err, q.cookie, q.offset, buf);
+    /// Serves a request read by [`Connection::read_request`] and replies; its buffer
+    /// goes back to the budget once the reply is sent.
+    fn serve(&self, q: Request<'a>) -> io::Result<()> {
+        let export = self.ctx.export;
+        let len = q.len as usize;
+        let err = match (q.cmd, q.buf) {
+            (CMD_READ, Some(mut buf)) => {
+                let err = export
+                    .read_at(q.offset, &mut buf[..len])
+                    .map_or(EIO, |()| 0);
+                return self.send_chunk(err, q.cookie, q.offset, &buf[..len]);
             }
-            structured::CMD_BLOCK_STATUS => return self.block_status(&q),
-            CMD_WRITE => export
-                .write_at(q.offset, &q.data, q.fua)
-                .map_or_else(write_errno, |()| 0),
-            CMD_FLUSH => export.flush().map_or_else(write_errno, |()| 0),
-            CMD_TRIM => match range_error(export, q.offset, q.len, EINVAL) {
+            (structured::CMD_BLOCK_STATUS, Some(mut buf)) => {
+                return self.block_status(q.cookie, q.offset, q.len, q.req_one, &mut buf);
+            }
+            (CMD_WRITE, Some(buf)) => {
+                let err = export
+                    .write_at(q.offset, &buf[..len], q.fua)
+                    .map_or_else(write_errno, |()| 0);
+                drop(buf);
+                err
+            }
+            (CMD_FLUSH, _) => export.flush().map_or_else(write_errno, |()| 0),
+            (CMD_TRIM, _) => match range_error(export, q.offset, q.len, EINVAL) {
                 Some(e) => e,
                 None if q.fua => export.flush().map_or(EIO, |()| 0),
                 None => 0,
             },
-            CMD_WRITE_ZEROES => match range_error(export, q.offset, q.len, ENOSPC) {
-                Some(e) => e,
-                None => {
-                    let piece = (q.len as usize).min(4 << 20);
-                    buf.clear();
-                    buf.resize(piece, 0);
+            (CMD_WRITE_ZEROES, buf) => match (range_error(export, q.offset, q.len, ENOSPC), buf) {
+                (Some(e), _) => e,
+                (None, None) => EINVAL,
+                (None, Some(mut buf)) => {
+                    let piece = (q.len as usize).min(buf.len());
+                    buf[..piece].fill(0);
                     let mut err = 0;
                     let mut at = 0u64;
                     while at < u64::from(q.len) && err == 0 {
                         let n = (u64::from(q.len) - at).min(piece as u64) as usize;
                         err = export
                             .write_at(q.offset + at, &buf[..n], q.fua)
-                            .map_or_else(write_errno, |()| 0);
+                            .map_or(EIO, |()| 0);
                         at += n as u64;
                     }
                     err
@@ -683,7 +1064,7 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
     }
 }
 
-/// The transmission phase, served by `threads` threads in turns: one
+/// The transmission phase, served by `ctx.in_flight` threads in turns: one
 /// reads a request and lets the socket go to the next while it serves it, so a client
 /// that keeps several requests in flight has them served at once, and replies come as
 /// requests finish (an NBD reply carries its request's cookie). A client that waits for
@@ -691,23 +1072,26 @@ impl<R: Read + Send, W: Write + Send> Connection<'_, R, W> {
 /// wait for every request before them, so a flush covers every write the client sent
 /// before it, more than the protocol asks. Returning waits for the requests in flight.
 fn transmission<R: Read + Send, W: Write + Send>(
-    export: &dyn Export,
+    ctx: &Context,
+    neg: Negotiated,
     r: &mut R,
     w: &mut W,
-    threads: usize,
-    neg: Negotiated,
 ) -> io::Result<()> {
+    let reserve = Reserve::new();
     let connection = Connection {
-        export,
+        ctx,
+        neg,
+        reserve: &reserve,
         reader: Mutex::new(r),
         writer: Mutex::new(w),
         in_flight: Mutex::new(0),
         answered: Condvar::new(),
         closing: AtomicBool::new(false),
-        neg,
+        broken: AtomicBool::new(false),
+        last_activity: Mutex::new(Instant::now()),
     };
     std::thread::scope(|scope| {
-        let others: Vec<_> = (1..threads)
+        let others: Vec<_> = (1..ctx.in_flight.max(1))
             .map(|_| scope.spawn(|| connection.run()))
             .collect();
         let mut outcome = connection.run();
@@ -723,132 +1107,319 @@ fn transmission<R: Read + Send, W: Write + Send>(
     })
 }
 
+/// Connections in their handshake: id, a handle to close it, its peer; oldest first.
+type Handshaking = Mutex<VecDeque<(u64, TcpStream, SocketAddr)>>;
+
 /// Accepts connections until `stop` is set, a thread per connection (serving up to
-/// `in_flight` of its requests at once), at most `connections_max` connections at once
-/// (more are closed at once). Polls `stop` every 100 ms.
+/// `options.requests_in_flight` of its requests at once). A connection first takes a
+/// handshake slot (`handshakes_max`; a newcomer past it closes the oldest unfinished
+/// handshake), then at GO a transmission slot (`connections_max`; while every one is
+/// taken, new connections are closed at accept). Looks at `stop` every 100 ms.
 /// Before it returns, every open connection is shut down and its thread joined: a
 /// request in progress finishes, so the caller can flush and mark the array clean
 /// knowing no write is still moving.
 pub fn serve(
     export: Arc<dyn Export>,
     listener: TcpListener,
-    connections_max: usize,
-    in_flight: usize,
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    serve_tls(export, listener, connections_max, in_flight, None, stop)
-}
-
-/// [`serve`], offering TLS (`NBD_OPT_STARTTLS`) or requiring it as `tls` says.
-pub fn serve_tls(
-    export: Arc<dyn Export>,
-    listener: TcpListener,
-    connections_max: usize,
-    in_flight: usize,
-    tls: Option<Arc<TlsServer>>,
+    options: &ServeOptions,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
+    let options = Arc::new(options.clone());
+    let budget = Arc::new(Budget::new(
+        options.memory_limit_bytes,
+        options.connections_max,
+    ));
     let active = Arc::new(AtomicUsize::new(0));
+    let handshaking: Arc<Handshaking> = Arc::new(Mutex::new(VecDeque::new()));
+    // Set when this returns: connection threads waiting on the budget give up.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut next_id = 0u64;
     let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
+                let connections_max = options.connections_max;
                 if active.load(Ordering::Relaxed) >= connections_max {
-                    eprintln!(
+                    REFUSALS.log(&format!(
                         "raidlab-engine: {peer}: refused, {connections_max} connections open"
-                    );
+                    ));
                     continue;
                 }
-                let Ok(handle_side) = stream.try_clone() else {
+                // Kept to shut the connection down at stop, and to close it when a
+                // newcomer needs its handshake slot.
+                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
                     continue;
                 };
-                active.fetch_add(1, Ordering::Relaxed);
-                let export = export.clone();
-                let active = active.clone();
-                let tls = tls.clone();
-                // The clone kept here (to shut the connection down at stop) holds the
-                // socket open: the thread shuts it down itself when it is done, so the
-                // client sees the end of the connection at once.
-                let closer = handle_side.try_clone().ok();
-                let thread = std::thread::spawn(move || {
-                    match serve_stream(&*export, stream, in_flight, tls.as_deref()) {
-                        // A client that hangs up mid-handshake (a port probe), or a
-                        // connection shut down at stop, is no news.
-                        Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
-                            eprintln!("raidlab-engine: {peer}: {e}");
+                let id = next_id;
+                next_id += 1;
+                {
+                    let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
+                    while h.len() >= options.handshakes_max.max(1) {
+                        let Some((_, oldest, oldest_peer)) = h.pop_front() else {
+                            break;
+                        };
+                        let _ = oldest.shutdown(std::net::Shutdown::Both);
+                        REFUSALS.log(&format!(
+                            "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
+                             with {} handshakes open",
+                            options.handshakes_max
+                        ));
+                    }
+                    h.push_back((id, registered, peer));
+                }
+                let thread = {
+                    let (export, options, budget) =
+                        (export.clone(), options.clone(), budget.clone());
+                    let (active, handshaking, stopping) =
+                        (active.clone(), handshaking.clone(), stopping.clone());
+                    std::thread::spawn(move || {
+                        let closer = stream.try_clone().ok();
+                        let admitted = AtomicBool::new(false);
+                        let admit = || {
+                            let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
+                            // Closed for a newcomer: its socket is shut already.
+                            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
+                                return false;
+                            };
+                            let max = options.connections_max;
+                            let took = active
+                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                                    (n < max).then_some(n + 1)
+                                })
+                                .is_ok();
+                            if took {
+                                h.remove(at);
+                                admitted.store(true, Ordering::SeqCst);
+                            }
+                            took
+                        };
+                        let ctx = Context {
+                            export: &*export,
+                            name: &options.export_name,
+                            budget: &budget,
+                            max_payload: max_payload_bytes(&budget),
+                            in_flight: options.requests_in_flight.max(1),
+                            idle_timeout: options.idle_timeout,
+                            io_timeout: options.io_timeout,
+                            stop: &stopping,
+                            admit: &admit,
+                            tls: options.tls.as_deref(),
+                        };
+                        match serve_stream(&ctx, stream, options.handshake_timeout) {
+                            // A client that hangs up mid-handshake (a port probe), or a
+                            // connection shut down at stop, is no news.
+                            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
+                                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
+                            }
+                            _ => {}
                         }
-                        _ => {}
-                    }
-                    if let Some(c) = closer {
-                        let _ = c.shutdown(std::net::Shutdown::Both);
-                    }
-                    active.fetch_sub(1, Ordering::Relaxed);
-                });
+                        // Its slot is free before the client sees the end, so a client
+                        // that reconnects at once finds it.
+                        handshaking
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .retain(|(i, ..)| *i != id);
+                        if admitted.load(Ordering::SeqCst) {
+                            active.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        // The clone kept by the accept loop holds the socket open: shut
+                        // it down here, so the client sees the end at once.
+                        if let Some(c) = closer {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                        }
+                    })
+                };
                 open.retain(|(_, t)| !t.is_finished());
-                open.push((handle_side, thread));
+                open.push((closer, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 open.retain(|(_, t)| !t.is_finished());
-                std::thread::sleep(Duration::from_millis(100));
+                REFUSALS.flush();
+                wait_readable(&listener, Duration::from_millis(100));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Out of descriptors or memory (a flood), or a peer gone before accept:
+            // the connections open still get served; accept again shortly.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                        | Some(libc::ECONNABORTED)
+                ) =>
+            {
+                REFUSALS.log(&format!("raidlab-engine: accept: {e}"));
+                std::thread::sleep(Duration::from_millis(100));
+            }
             Err(e) => {
                 outcome = Err(e);
                 break;
             }
         }
     }
+    stopping.store(true, Ordering::Relaxed);
     for (stream, _) in &open {
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
     for (_, thread) in open {
         let _ = thread.join();
     }
+    REFUSALS.flush();
     outcome
 }
 
-fn serve_stream(
-    export: &dyn Export,
-    stream: TcpStream,
-    in_flight: usize,
-    tls: Option<&TlsServer>,
-) -> io::Result<()> {
+/// Waits until `listener` has a connection to accept, `timeout` at most.
+fn wait_readable(listener: &TcpListener, timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the listener, which outlives the call.
+    let ready = unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as libc::c_int) };
+    if ready < 0 {
+        // EINTR (a signal: the caller looks at the stop flag) or worse: no busy loop.
+        std::thread::sleep(timeout.min(Duration::from_millis(10)));
+    }
+}
+
+/// Reads and writes of the handshake through `inner` (the socket, or TLS over it),
+/// which must end by `until` (from accept): the socket's timeouts are set to the time
+/// left before each call.
+struct Deadline<'a, S> {
+    socket: &'a TcpStream,
+    inner: S,
+    until: Instant,
+    timeout: Duration,
+}
+
+impl<S> Deadline<'_, S> {
+    /// Time left, or the timeout error when none is.
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.expired())
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn expired(&self) -> io::Error {
+        timed_out(format!(
+            "closed: handshake not finished in {} s",
+            self.timeout.as_secs()
+        ))
+    }
+
+    fn check<T>(&self, r: io::Result<T>) -> io::Result<T> {
+        r.map_err(|e| if is_timeout(&e) { self.expired() } else { e })
+    }
+}
+
+impl<S: Read> Read for Deadline<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.socket.set_read_timeout(Some(self.left()?))?;
+        let r = self.inner.read(buf);
+        self.check(r)
+    }
+}
+
+impl<S: Write> Write for Deadline<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.socket.set_write_timeout(Some(self.left()?))?;
+        let r = self.inner.write(buf);
+        self.check(r)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.socket.set_write_timeout(Some(self.left()?))?;
+        let r = self.inner.flush();
+        self.check(r)
+    }
+}
+
+/// The socket's timeouts for the transmission phase: the reader wakes every read tick,
+/// a reply may wait for the client the I/O timeout.
+fn transmission_timeouts(ctx: &Context, stream: &TcpStream) -> io::Result<()> {
+    stream.set_read_timeout(Some(READ_TICK))?;
+    stream.set_write_timeout(Some(ctx.io_timeout.max(Duration::from_millis(1))))
+}
+
+/// One connection on its socket: the handshake by its deadline (unbuffered, so
+/// nothing of the transmission is read ahead and no large buffer is held by a
+/// connection that has not finished it), then transmission through 256 KiB buffers,
+/// the socket waking its reader every read tick. After STARTTLS, the TLS handshake and
+/// the options over TLS keep the same deadline (the TLS reader checks it before every
+/// read of the socket, so a client trickling a record cannot outlast it), then the
+/// transmission runs over TLS with the same timeouts and budget.
+fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
-    let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
-    let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
-    let mut session = Session::new(tls);
-    match handshake(export, &mut reader, &mut writer, &mut session)? {
+    let until = Instant::now() + handshake_timeout;
+    fn deadline<S>(
+        socket: &TcpStream,
+        inner: S,
+        until: Instant,
+        timeout: Duration,
+    ) -> Deadline<'_, S> {
+        Deadline {
+            socket,
+            inner,
+            until,
+            timeout,
+        }
+    }
+    let t = handshake_timeout;
+    let mut state = HandshakeState::new(ctx.tls);
+    match handshake(
+        ctx,
+        &mut state,
+        &mut deadline(&stream, &stream, until, t),
+        &mut deadline(&stream, &stream, until, t),
+    )? {
         Handshake::Done => Ok(()),
-        Handshake::Transmit => transmission(
-            export,
-            &mut reader,
-            &mut writer,
-            in_flight.max(1),
-            session.neg,
-        ),
+        Handshake::Transmit => {
+            transmission_timeouts(ctx, &stream)?;
+            let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
+            let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
+            transmission(ctx, state.neg, &mut reader, &mut writer)
+        }
         Handshake::StartTls => {
-            let server = tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
-            // Bytes the client sent after STARTTLS belong to the TLS handshake.
-            let (mut reader, writer) = tls::accept(server, stream, reader.buffer())?;
-            let mut writer = io::BufWriter::with_capacity(256 << 10, writer);
-            session.tls_active = true;
+            let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
+            // The handshake is read unbuffered: nothing of the TLS handshake was taken
+            // off the socket yet.
+            let (mut reader, mut writer) = tls::accept(
+                server,
+                stream.try_clone()?,
+                &[],
+                &mut deadline(&stream, &stream, until, t),
+            )?;
+            reader.set_deadline(Some(until));
+            state.tls_active = true;
             // Nothing agreed in the clear carries over into TLS.
-            session.neg = Negotiated::default();
-            let outcome = match options(export, &mut reader, &mut writer, &mut session)? {
-                Handshake::Transmit => transmission(
-                    export,
-                    &mut reader,
-                    &mut writer,
-                    in_flight.max(1),
-                    session.neg,
-                ),
-                _ => Ok(()),
+            state.neg = Negotiated::default();
+            let ended = options(
+                ctx,
+                &mut state,
+                &mut deadline(&stream, &mut reader, until, t),
+                &mut deadline(&stream, &mut writer, until, t),
+            );
+            let outcome = match ended {
+                Ok(Handshake::Transmit) => {
+                    reader.set_deadline(None);
+                    transmission_timeouts(ctx, &stream)?;
+                    let mut buffered = io::BufWriter::with_capacity(256 << 10, &mut writer);
+                    let outcome = transmission(ctx, state.neg, &mut reader, &mut buffered);
+                    drop(buffered);
+                    outcome
+                }
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
             };
-            if let Ok(mut w) = writer.into_inner() {
-                let _ = w.close();
+            // close_notify, unless the client is gone or stuck (the write would wait).
+            if outcome.is_ok() {
+                let _ = writer.close();
             }
             outcome
         }

@@ -58,8 +58,18 @@ pub const BASE_ALLOCATION: &str = "base:allocation";
 /// Its context id in `NBD_REP_META_CONTEXT` and BLOCK_STATUS chunks.
 pub const BASE_ALLOCATION_ID: u32 = 1;
 /// Most extents in one BLOCK_STATUS chunk (8 B each); the chunk then covers a prefix
-/// of the range, which the protocol allows.
+/// of the range, which the protocol allows. The server lowers it so that the chunk
+/// fits its max payload.
 pub const EXTENTS_MAX: usize = 4096;
+/// Bytes of one extent in a BLOCK_STATUS chunk.
+pub const EXTENT_BYTES: usize = 8;
+/// Bytes of a BLOCK_STATUS chunk before its extents: the chunk head and context id.
+pub const BLOCK_STATUS_HEAD_BYTES: usize = 24;
+
+/// Bytes of a BLOCK_STATUS chunk of at most `extents` extents.
+pub fn block_status_bytes(extents: usize) -> usize {
+    BLOCK_STATUS_HEAD_BYTES + EXTENT_BYTES * extents
+}
 /// Most bytes one BLOCK_STATUS looks at (a few `lseek`s per chunk of every copy); a
 /// longer request is answered for its first this many bytes, as the protocol allows.
 pub const BLOCK_STATUS_SCAN_MAX: u32 = 1 << 30;
@@ -111,6 +121,14 @@ fn meta_queries(data: &[u8]) -> Option<Vec<&[u8]>> {
         queries.push(take(len)?);
     }
     (at == data.len()).then_some(queries)
+}
+
+/// The export name of a META_CONTEXT option (`u32 name length, name, ...`); `None`
+/// when the option is malformed (then [`meta_context_option`] answers it).
+pub fn meta_export_name(data: &[u8]) -> Option<&[u8]> {
+    meta_queries(data)?;
+    let name_len = u32::from_be_bytes(data.get(..4)?.try_into().ok()?) as usize;
+    data.get(4..4 + name_len)
 }
 
 /// Answers `NBD_OPT_LIST_META_CONTEXT` and `NBD_OPT_SET_META_CONTEXT`: both need
@@ -206,15 +224,14 @@ pub fn error_message(error: u32) -> &'static str {
 
 /// The `base:allocation` extents of `len` bytes at `offset`: `(length, flags)` pairs
 /// covering the range from its start (a prefix of it when there are more than
-/// [`EXTENTS_MAX`] or it is longer than [`BLOCK_STATUS_SCAN_MAX`], exactly one with
-/// `req_one`).
+/// `max` (1 for `NBD_CMD_FLAG_REQ_ONE`) or it is longer than [`BLOCK_STATUS_SCAN_MAX`]).
 pub fn extents(
     export: &dyn Export,
     offset: u64,
     len: u32,
-    req_one: bool,
+    max: usize,
 ) -> io::Result<Vec<(u32, u32)>> {
-    let max = if req_one { 1 } else { EXTENTS_MAX };
+    let max = max.clamp(1, EXTENTS_MAX);
     let len = len.min(BLOCK_STATUS_SCAN_MAX);
     let runs = export.allocation(offset, u64::from(len), max)?;
     let mut out: Vec<(u32, u32)> = Vec::with_capacity(runs.len().min(max));
@@ -234,24 +251,29 @@ pub fn extents(
     Ok(out)
 }
 
-/// A BLOCK_STATUS reply: one chunk for `base:allocation`, the last chunk.
+/// A BLOCK_STATUS reply (one chunk for `base:allocation`, the last chunk) encoded
+/// into `buf`, at least [`block_status_bytes`]`(extents.len())` long; returns its bytes.
+pub fn encode_block_status(buf: &mut [u8], cookie: u64, extents: &[(u32, u32)]) -> usize {
+    let n = block_status_bytes(extents.len());
+    let head = chunk_head(REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS, cookie, n - 20);
+    buf[..20].copy_from_slice(&head);
+    buf[20..24].copy_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
+    for (i, (len, flags)) in extents.iter().enumerate() {
+        let at = BLOCK_STATUS_HEAD_BYTES + EXTENT_BYTES * i;
+        buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        buf[at + 4..at + 8].copy_from_slice(&flags.to_be_bytes());
+    }
+    n
+}
+
+/// A BLOCK_STATUS reply written to `w` (see [`encode_block_status`]).
 pub fn write_block_status(
     w: &mut impl Write,
     cookie: u64,
     extents: &[(u32, u32)],
 ) -> io::Result<()> {
-    let mut b = chunk_head(
-        REPLY_FLAG_DONE,
-        REPLY_TYPE_BLOCK_STATUS,
-        cookie,
-        4 + 8 * extents.len(),
-    )
-    .to_vec();
-    b.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
-    for (len, flags) in extents {
-        b.extend_from_slice(&len.to_be_bytes());
-        b.extend_from_slice(&flags.to_be_bytes());
-    }
+    let mut b = vec![0u8; block_status_bytes(extents.len())];
+    encode_block_status(&mut b, cookie, extents);
     w.write_all(&b)?;
     w.flush()
 }

@@ -24,6 +24,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// Whether a server offers TLS and whether it insists on it (`serve --tls`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,16 +97,33 @@ impl TlsServer {
     }
 }
 
-/// Prints a warning when `addr` is reachable from other hosts (not loopback) and
-/// `tls_on` is false (the server does not insist on TLS): plain NBD carries the
-/// array's bytes in the clear, and anyone who reaches the port may write them.
-pub fn warn_if_plain_on_network(addr: SocketAddr, tls_on: bool) {
-    if !tls_on && !addr.ip().is_loopback() {
-        eprintln!(
-            "raidlab-engine: warning: {addr} is not a loopback address and TLS is not \
-             required: clients on the network read and write the array in the clear \
-             (--tls-cert, --tls-key, --tls required)"
-        );
+/// The one warning `serve` prints about plain text on the network: `None` when `addr`
+/// is a loopback address or TLS is required (`mode`); else what it risks: with no TLS
+/// at all, anyone who reaches the port reads and writes the array in the clear; with
+/// TLS offered but not required (`on`), plain clients still do.
+pub fn plaintext_warning(addr: &SocketAddr, mode: TlsMode) -> Option<String> {
+    if mode == TlsMode::Required || addr.ip().is_loopback() {
+        return None;
+    }
+    Some(if mode == TlsMode::Off {
+        format!(
+            "raidlab-engine: warning: nbd://{addr} is not a loopback address and the \
+             export has no TLS: anyone who reaches it can read and write the array in the \
+             clear (--tls-cert, --tls-key, --tls required)"
+        )
+    } else {
+        format!(
+            "raidlab-engine: warning: nbd://{addr} is not a loopback address and TLS is \
+             not required: plain clients on the network read and write the array in the \
+             clear (--tls required)"
+        )
+    })
+}
+
+/// Prints [`plaintext_warning`] on stderr, if any.
+pub fn warn_if_plain_on_network(addr: SocketAddr, mode: TlsMode) {
+    if let Some(warning) = plaintext_warning(&addr, mode) {
+        eprintln!("{warning}");
     }
 }
 
@@ -142,6 +160,9 @@ pub struct TlsReader {
     at: usize,
     filled: usize,
     eof: bool,
+    /// While set (the NBD handshake), the socket is read only until then: each read
+    /// waits the time left at most, and none is tried once it has passed.
+    deadline: Option<Instant>,
 }
 
 /// The plaintext writing half of a TLS connection: every `write` is encrypted and sent
@@ -150,12 +171,15 @@ pub struct TlsWriter {
     shared: Arc<Shared>,
 }
 
-/// Runs the TLS handshake on `socket` as the server. `early` is ciphertext the client
-/// sent after `NBD_OPT_STARTTLS` that the plain reader already took off the socket.
+/// Runs the TLS handshake on `socket` as the server, its records read and written
+/// through `io` (the socket itself, or a wrapper that bounds the time, as the NBD
+/// server's handshake deadline). `early` is ciphertext the client sent after
+/// `NBD_OPT_STARTTLS` that the plain reader already took off the socket.
 pub fn accept(
     server: &TlsServer,
     socket: TcpStream,
     early: &[u8],
+    io: &mut (impl Read + Write),
 ) -> io::Result<(TlsReader, TlsWriter)> {
     let mut conn = ServerConnection::new(server.config.clone()).map_err(io::Error::other)?;
     let mut rest = early;
@@ -163,9 +187,8 @@ pub fn accept(
         conn.read_tls(&mut rest)?;
         conn.process_new_packets().map_err(tls_error)?;
     }
-    let mut s = &socket;
     while conn.is_handshaking() {
-        let (read, _) = match conn.complete_io(&mut s) {
+        let (read, _) = match conn.complete_io(io) {
             Ok(n) => n,
             Err(e) => {
                 // Tell the client why (an alert), if it still listens.
@@ -193,6 +216,7 @@ pub fn accept(
             at: 0,
             filled: 0,
             eof: false,
+            deadline: None,
         },
         TlsWriter { shared },
     ))
@@ -233,6 +257,16 @@ impl Read for TlsReader {
                     return Ok(0);
                 }
             }
+            if let Some(until) = self.deadline {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the deadline passed during TLS",
+                    ));
+                }
+                self.socket.set_read_timeout(Some(left))?;
+            }
             // The socket is read without the lock: writers go on meanwhile.
             let n = loop {
                 match (&self.socket).read(&mut self.pending) {
@@ -245,6 +279,14 @@ impl Read for TlsReader {
                 self.eof = true;
             }
         }
+    }
+}
+
+impl TlsReader {
+    /// Bounds every later read of the socket by `until` (`None`: by the socket's own
+    /// read timeout only).
+    pub fn set_deadline(&mut self, until: Option<Instant>) {
+        self.deadline = until;
     }
 }
 

@@ -155,9 +155,7 @@ fn start(array: Arc<Array>) -> (std::net::SocketAddr, Arc<AtomicBool>) {
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    std::thread::spawn(move || {
-        nbd::serve(array, listener, 8, nbd::REQUESTS_IN_FLIGHT_DEFAULT, &s2).unwrap()
-    });
+    std::thread::spawn(move || nbd::serve(array, listener, &eight_connections(), &s2).unwrap());
     (addr, stop)
 }
 
@@ -394,9 +392,8 @@ fn requests_in_flight_on_one_connection_run_at_once() {
         second_done: std::sync::Mutex::new(false),
         changed: std::sync::Condvar::new(),
     });
-    let server = std::thread::spawn(move || {
-        nbd::serve(gate, listener, 8, nbd::REQUESTS_IN_FLIGHT_DEFAULT, &s2).unwrap()
-    });
+    let server =
+        std::thread::spawn(move || nbd::serve(gate, listener, &eight_connections(), &s2).unwrap());
     let mut c = Client::connect(addr, true);
     // Two reads sent back to back, the first of which cannot finish before the second.
     for (cookie, offset) in [(1u64, 0u64), (2, 4096)] {
@@ -431,4 +428,12 @@ fn requests_in_flight_on_one_connection_run_at_once() {
     c.disconnect();
     stop.store(true, Ordering::Relaxed);
     server.join().unwrap();
+}
+
+/// The server's defaults with 8 connections at most.
+fn eight_connections() -> nbd::ServeOptions {
+    nbd::ServeOptions {
+        connections_max: 8,
+        ..nbd::ServeOptions::default()
+    }
 }

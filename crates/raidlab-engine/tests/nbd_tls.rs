@@ -397,3 +397,94 @@ fn plain_service_on_a_network_address_warns() {
     let err = serve_stderr_on(d, "0.0.0.0:PORT", &tls);
     assert!(!err.contains("warning"), "{err}");
 }
+
+/// The defences against hostile clients hold over TLS too: a client that stalls in the
+/// TLS handshake, or trickles a TLS record byte by byte, is cut at the handshake
+/// deadline. Over TLS, NBD_INFO_BLOCK_SIZE advertises the budget's max payload, a
+/// meta-context query names the export as INFO/GO do (else NBD_REP_ERR_UNKNOWN), and
+/// BLOCK_STATUS takes NBD_CMD_FLAG_REQ_ONE but no unknown flag.
+#[test]
+fn tls_keeps_the_handshake_deadline_the_max_payload_names_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pki = make_pki(d);
+    engine(d, &["create", "--level", "1", "--size", "16M", "a", "b"]);
+    let cert = pki.join("server-cert.pem");
+    let key = pki.join("server-key.pem");
+    let s = spawn_server_with(
+        d,
+        &[
+            "--tls",
+            "required",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--handshake-timeout",
+            "3",
+            // 2 x 512 KiB reserves, 1 MiB shared: the max payload is 1 MiB.
+            "--memory-limit",
+            "2M",
+            "--connections-max",
+            "2",
+        ],
+        &["a", "b"],
+        false,
+    );
+
+    // STARTTLS acknowledged, then silence: closed at the deadline.
+    let start = std::time::Instant::now();
+    let mut stalled = Client::greet(connect(s.1));
+    assert_eq!(stalled.option(OPT_STARTTLS, &[]), vec![(REP_ACK, vec![])]);
+    stalled
+        .s
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = stalled.s.read_to_end(&mut rest);
+    let took = start.elapsed().as_secs_f64();
+    assert!((2.5..12.0).contains(&took), "closed after {took:.1} s");
+
+    // A TLS record header announcing 16 KiB, then a byte every 200 ms: closed at the
+    // deadline too, long before the record is complete.
+    let start = std::time::Instant::now();
+    let mut trickle = Client::greet(connect(s.1));
+    assert_eq!(trickle.option(OPT_STARTTLS, &[]), vec![(REP_ACK, vec![])]);
+    let mut sent = trickle.s.write_all(&[0x16, 0x03, 0x01, 0x40, 0x00]).is_ok();
+    while sent && start.elapsed().as_secs() < 15 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        sent = trickle.s.write_all(&[0x01]).is_ok();
+    }
+    let took = start.elapsed().as_secs_f64();
+    assert!(!sent, "still open after {took:.1} s");
+    assert!((2.5..12.0).contains(&took), "closed after {took:.1} s");
+
+    // Over TLS: the block sizes, the export name of meta-context queries, the flags.
+    let mut c = tls_client(s.1, &pki);
+    let info = c.option(OPT_INFO, &[0, 0, 0, 0, 0, 0]);
+    let sizes = info
+        .iter()
+        .find(|(kind, data)| *kind == REP_INFO && data[..2] == [0, 3])
+        .unwrap_or_else(|| panic!("no NBD_INFO_BLOCK_SIZE: {info:?}"));
+    let word = |i: usize| u32::from_be_bytes(sizes.1[2 + 4 * i..6 + 4 * i].try_into().unwrap());
+    assert_eq!((word(0), word(1), word(2)), (512, 4096, MIB as u32));
+    assert_eq!(c.option(OPT_STRUCTURED_REPLY, &[]), vec![(REP_ACK, vec![])]);
+    let mut named = 4u32.to_be_bytes().to_vec();
+    named.extend_from_slice(b"nope");
+    named.extend_from_slice(&meta_query(&["base:allocation"])[4..]);
+    let r = c.option(OPT_SET_META_CONTEXT, &named);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].0, 0x8000_0006, "NBD_REP_ERR_UNKNOWN");
+    c.structured_with_base_allocation();
+    c.go();
+    assert_eq!(c.block_status(0, 8 * MIB as u32, CMD_FLAG_REQ_ONE).len(), 1);
+    c.request(CMD_BLOCK_STATUS, 1 << 4, 7, 0, MIB as u32, &[]);
+    let r = c.reply(0);
+    assert_eq!((r.cookie, r.error), (7, EINVAL));
+    c.request(CMD_READ, 0, 8, 0, MIB as u32 + 512, &[]);
+    let r = c.reply(0);
+    assert_eq!((r.cookie, r.error), (8, EINVAL), "past the max payload");
+    assert_eq!(c.read(0, MIB as u32).len(), MIB as usize);
+    c.disconnect();
+    s.stop();
+}

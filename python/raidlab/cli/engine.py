@@ -271,6 +271,36 @@ def serve(
             "on when --tls-cert is given (default: off without a certificate).",
         ),
     ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Export name (default: raidlab; the empty name works too)."),
+    ] = None,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-limit",
+            help="One budget over all request and reply buffers, e.g. 256M (the default).",
+        ),
+    ] = None,
+    handshake_timeout: Annotated[
+        str | None,
+        typer.Option("--handshake-timeout", help="Seconds to finish a handshake (default: 10)."),
+    ] = None,
+    handshakes_max: Annotated[
+        str | None,
+        typer.Option("--handshakes-max", help="Handshakes at once (default: 64)."),
+    ] = None,
+    idle_timeout: Annotated[
+        str | None,
+        typer.Option("--idle-timeout", help="Seconds before an idle connection is closed."),
+    ] = None,
+    io_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--io-timeout",
+            help="Seconds a reply (or a started request) may stall (default: 30).",
+        ),
+    ] = None,
     journal: JournalOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
@@ -288,6 +318,14 @@ def serve(
             tls_cert=tls_cert,
             tls_key=tls_key,
             tls=tls,
+            limits=engine.NbdLimits(
+                name=name,
+                memory_limit=memory_limit,
+                handshake_timeout_s=handshake_timeout,
+                handshakes_max=handshakes_max,
+                idle_timeout_s=idle_timeout,
+                io_timeout_s=io_timeout,
+            ),
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}

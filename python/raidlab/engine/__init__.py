@@ -582,6 +582,31 @@ def inject_fault(
 # ---------------------------------------------------------------------------- serving
 
 
+@dataclass(frozen=True)
+class NbdLimits:
+    """``serve``'s export name and defences against hostile clients; ``None`` keeps
+    the engine's default (see docs/engine.md, NBD)."""
+
+    name: str | None = None
+    memory_limit: int | str | None = None
+    handshake_timeout_s: int | str | None = None
+    handshakes_max: int | str | None = None
+    idle_timeout_s: int | str | None = None
+    io_timeout_s: int | str | None = None
+
+    def args(self) -> list[str]:
+        """The ``serve`` flags for the values set."""
+        flags = {
+            "--name": self.name,
+            "--memory-limit": self.memory_limit,
+            "--handshake-timeout": self.handshake_timeout_s,
+            "--handshakes-max": self.handshakes_max,
+            "--idle-timeout": self.idle_timeout_s,
+            "--io-timeout": self.io_timeout_s,
+        }
+        return [x for flag, v in flags.items() if v is not None for x in (flag, str(v))]
+
+
 class Server:
     """A running ``raidlab-engine serve``: use as a context manager, or call ``stop``.
 
@@ -603,6 +628,7 @@ class Server:
         tls_cert: Member | None = None,
         tls_key: Member | None = None,
         tls: str | None = None,
+        limits: NbdLimits | None = None,
     ) -> None:
         args = ["serve", "--listen", listen, *_journal(journal)]
         for flag, value in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
@@ -616,6 +642,7 @@ class Server:
             args += ["--requests-in-flight", str(requests_in_flight)]
         if bitmap_delay_s is not None:
             args += ["--bitmap-delay", str(bitmap_delay_s)]
+        args += (limits or NbdLimits()).args()
         self.members = _members(members)
         self.command = [str(engine_path()), *args, *self.members]
         self._log = log
@@ -764,6 +791,7 @@ def serve(
     tls_cert: Member | None = None,
     tls_key: Member | None = None,
     tls: str | None = None,
+    limits: NbdLimits | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
@@ -773,7 +801,8 @@ def serve(
     of one connection are served at once; ``bitmap_delay_s`` (default 5) how often the
     write-intent bits of regions no longer written are cleared. ``tls_cert`` and
     ``tls_key`` (PEM files) offer TLS through NBD_OPT_STARTTLS; ``tls`` is ``"off"``,
-    ``"on"`` or ``"required"`` (refuse plain clients).
+    ``"on"`` or ``"required"`` (refuse plain clients). ``limits`` sets the export name
+    and the defences against hostile clients (the engine's defaults without it).
     """
     return Server(
         members,
@@ -787,6 +816,7 @@ def serve(
         tls_cert,
         tls_key,
         tls,
+        limits,
     )
 
 
@@ -813,6 +843,7 @@ __all__ = [
     "ArrayStatus",
     "Fault",
     "MemberStatus",
+    "NbdLimits",
     "RebuildStatus",
     "ScrubReport",
     "Server",

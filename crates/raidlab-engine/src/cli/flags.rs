@@ -195,6 +195,45 @@ pub struct ServeArgs {
     /// other option before TLS is refused). On when --tls-cert is given, else off.
     #[arg(long, value_name = "MODE", value_parser = crate::tls::TlsMode::parse)]
     pub tls: Option<crate::tls::TlsMode>,
+    /// Name of the export (NBD_OPT_LIST shows it); the empty name, the protocol's
+    /// default export, is accepted too; other names get NBD_REP_ERR_UNKNOWN.
+    #[arg(long, value_name = "NAME", default_value = nbd::EXPORT_NAME, value_parser = values::export_name)]
+    pub name: String,
+    /// Seconds a connection may take to finish its handshake before it is closed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = nbd::HANDSHAKE_TIMEOUT_S_DEFAULT,
+        value_parser = values::bounded(1..=3600u64)
+    )]
+    pub handshake_timeout: u64,
+    /// Connections in their handshake at once, apart from --connections-max; a newcomer
+    /// past it closes the oldest unfinished handshake.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = nbd::HANDSHAKES_MAX_DEFAULT,
+        value_parser = values::bounded(1..=1024usize)
+    )]
+    pub handshakes_max: usize,
+    /// Seconds a connection with no request in flight may send none before it is
+    /// closed (no limit without it).
+    #[arg(long, value_name = "SECONDS", value_parser = values::bounded(1..=86400u64))]
+    pub idle_timeout: Option<u64>,
+    /// Seconds a reply may wait for a client that does not read it, or a started
+    /// request for the rest of its bytes, before the connection is closed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = nbd::IO_TIMEOUT_S_DEFAULT,
+        value_parser = values::bounded(1..=3600u64)
+    )]
+    pub io_timeout: u64,
+    /// One budget over every buffered request payload and reply of all connections; a
+    /// request that does not fit waits. Each connection has a small reserve in it; a
+    /// request larger than the rest (or than 32M) gets EINVAL (the maximum is advertised).
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
+    pub memory_limit: u64,
     /// The array.
     #[command(flatten)]
     pub array: Members,
