@@ -121,7 +121,10 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
         })
         .collect();
     let mut writer = qemu_io_in_background(&s.uri(), &cmds);
-    std::thread::sleep(Duration::from_millis(700));
+    // Long enough for qemu-io to connect and have writes in flight at the kill (700 ms
+    // was not, once the server grew its handshake checks); the assert below fails loudly
+    // if the writes are already over.
+    std::thread::sleep(Duration::from_millis(2000));
     assert!(
         writer.try_wait().unwrap().is_none(),
         "writes over before the kill"
