@@ -364,13 +364,7 @@ impl Array {
         let inside = |l: u64, len: u64| l >= req.offset_bytes && l + len <= end;
         let mut records: Vec<Record> = Vec::new();
         for sp in &plan.stripes {
-            if !matches!(
-                sp.kind,
-                StripeKind::Rmw
-                    | StripeKind::Rcw
-                    | StripeKind::FullStripe
-                    | StripeKind::DegradedWrite
-            ) {
+            if !writes_parity(sp.kind) {
                 continue;
             }
             let id = StripeId {
@@ -491,13 +485,7 @@ impl Array {
             at = piece_end;
         }
         for sp in &plan.stripes {
-            if !matches!(
-                sp.kind,
-                StripeKind::Rmw
-                    | StripeKind::Rcw
-                    | StripeKind::FullStripe
-                    | StripeKind::DegradedWrite
-            ) {
+            if !writes_parity(sp.kind) {
                 continue;
             }
             let id = StripeId {
@@ -651,4 +639,13 @@ impl Array {
             source,
         }
     }
+}
+
+/// Whether a stripe of this kind writes its parity (and so needs it made consistent):
+/// the write kinds, not reads or a degraded read.
+fn writes_parity(kind: StripeKind) -> bool {
+    matches!(
+        kind,
+        StripeKind::Rmw | StripeKind::Rcw | StripeKind::FullStripe | StripeKind::DegradedWrite
+    )
 }
