@@ -464,18 +464,7 @@ impl Array {
             } else if failed.contains(role) {
                 MemberState::Failed
             } else {
-                let bytes = device_bytes(file, path)?;
-                if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
-                    return Err(member_err(
-                        path,
-                        format!(
-                            "holds {bytes} B, the array needs {} B per member",
-                            DATA_OFFSET_BYTES + geo.member_used_bytes()
-                        ),
-                    ));
-                }
-                files[role as usize] =
-                    Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                files[role as usize] = Some(data_member(file, path, &geo)?);
                 MemberState::Active
             };
             members[role as usize] = (Some(path.clone()), state);
@@ -507,18 +496,7 @@ impl Array {
             if geo.tolerates(&trial) {
                 for (events, role) in needed {
                     let (path, file, _) = &found[by_role[role as usize].expect("present")];
-                    let bytes = device_bytes(file, path)?;
-                    if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
-                        return Err(member_err(
-                            path,
-                            format!(
-                                "holds {bytes} B, the array needs {} B per member",
-                                DATA_OFFSET_BYTES + geo.member_used_bytes()
-                            ),
-                        ));
-                    }
-                    files[role as usize] =
-                        Some(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?));
+                    files[role as usize] = Some(data_member(file, path, &geo)?);
                     members[role as usize].1 = MemberState::Active;
                     failed.remove(role);
                     forced.push(Forced {
@@ -724,4 +702,19 @@ impl Array {
         j.retire()?;
         Ok(records.len() as u64)
     }
+}
+
+/// A member's file for data I/O, once it is checked to hold the array's data area.
+fn data_member(file: &File, path: &Path, geo: &Geometry) -> Result<Arc<File>> {
+    let bytes = device_bytes(file, path)?;
+    if bytes < DATA_OFFSET_BYTES + geo.member_used_bytes() {
+        return Err(member_err(
+            path,
+            format!(
+                "holds {bytes} B, the array needs {} B per member",
+                DATA_OFFSET_BYTES + geo.member_used_bytes()
+            ),
+        ));
+    }
+    Ok(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?))
 }
