@@ -292,7 +292,10 @@ def serve(
     ] = None,
     idle_timeout: Annotated[
         str | None,
-        typer.Option("--idle-timeout", help="Seconds before an idle connection is closed."),
+        typer.Option(
+            "--idle-timeout",
+            help="Seconds before an idle connection is closed (default: never).",
+        ),
     ] = None,
     io_timeout: Annotated[
         str | None,
