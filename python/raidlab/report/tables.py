@@ -93,19 +93,23 @@ def study_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+# The columns of advise's table, on the terminal and in `raidlab report`'s page.
+ADVISE_HEADER = (
+    "rank",
+    "level",
+    "stripe unit",
+    "write cache",
+    "usable",
+    "tolerates",
+    "IOPS",
+    "MB/s",
+    "lat p99 us",
+    "bottleneck (or longest stage)",
+)
+
+
 def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    header = [
-        "rank",
-        "level",
-        "stripe unit",
-        "write cache",
-        "usable",
-        "tolerates",
-        "IOPS",
-        "MB/s",
-        "lat p99 us",
-        "bottleneck (or longest stage)",
-    ]
+    header = list(ADVISE_HEADER)
     body = [
         [
             str(row.rank),

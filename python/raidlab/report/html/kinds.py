@@ -14,6 +14,7 @@ from raidlab.report.html.charts import explain_figures, ranking_figure, transfer
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
 from raidlab.report.html.readers import INPUT_LABEL, need, need_number, need_rows
 from raidlab.report.html.svg import Bar, BarChart, LegendItem, bar_chart, number_text
+from raidlab.report.tables import ADVISE_HEADER
 from raidlab.units import format_size
 
 RESULT_CSS = {"PASS": "pass", "FAIL": "fail"}
@@ -500,18 +501,7 @@ def _advise_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         )
     return Table(
         "candidate arrays (click a header to sort)",
-        (
-            "rank",
-            "level",
-            "stripe unit",
-            "write cache",
-            "usable",
-            "tolerates",
-            "IOPS",
-            "MB/s",
-            "lat p99 us",
-            "bottleneck (or longest stage)",
-        ),
+        ADVISE_HEADER,
         tuple(body),
         frozenset(
             {"rank", "level", "stripe unit", "usable", "tolerates", "IOPS", "MB/s", "lat p99 us"}
