@@ -23,6 +23,18 @@ _GROUPS: dict[str, str] = {
     "host": "hosts.toml",
 }
 
+# A drive preset's `[NAME.reliability]` table: figures about endurance and failure, not
+# about performance, so they never reach the simulator's drive spec. Keys (all optional,
+# each citing its source like every preset figure):
+#   mtbf_hours       datasheet MTBF
+#   afr_percent      annualised failure rate, % per year
+#   ure_per_bits     one unrecoverable read error per this many bits read (1e14, 1e15)
+#   tbw_bytes        rated endurance, bytes written by the host
+#   dwpd             rated drive writes per day over warranty_years
+#   warranty_years   the warranty the endurance figures are rated over
+#   rated_pe_cycles  NAND program/erase cycles the flash is rated for
+RELIABILITY_TABLE = "reliability"
+
 DEFAULT_CONTROLLER = "hba"
 DEFAULT_HOST = "default"
 
@@ -39,11 +51,22 @@ def preset_names(group: str) -> list[str]:
 
 
 def preset(group: str, name: str, field: str) -> dict[str, Any]:
-    """A copy of one preset; an unknown name is a RaidlabError with a suggestion."""
+    """A copy of one preset (without its reliability table); an unknown name is a
+    RaidlabError with a suggestion."""
     table = _load_group(group)
     if name not in table:
         raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(table)))
-    return dict(table[name])
+    entry = dict(table[name])
+    entry.pop(RELIABILITY_TABLE, None)
+    return entry
+
+
+def reliability(name: str, field: str = "drive") -> dict[str, Any]:
+    """A drive preset's `[NAME.reliability]` figures (empty where it has none)."""
+    table = _load_group("drive")
+    if name not in table:
+        raise RaidlabError(field, unknown_name_message("drive preset", name, list(table)))
+    return dict(table[name].get(RELIABILITY_TABLE, {}))
 
 
 def unknown_name_message(what: str, name: str, known: list[str]) -> str:
