@@ -9,8 +9,8 @@ from typing import Any
 from raidlab.report.tables import number
 
 
-def _gb(value: float) -> str:
-    return f"{value / 1e9:,.2f}"
+def _mb(value: float) -> str:
+    return f"{value / 1e6:,.1f}"
 
 
 def _smart_text(smart: Mapping[str, Any]) -> str:
@@ -40,8 +40,8 @@ def wear_lines(explain: Mapping[str, Any]) -> list[str]:
             else ""
         )
         lines.append(
-            f"  member {member['member']}: host {_gb(member['host_write_bytes'])} GB, "
-            f"NAND {_gb(member['nand_write_bytes'])} GB, "
+            f"  member {member['member']}: host {_mb(member['host_write_bytes'])} MB, "
+            f"NAND {_mb(member['nand_write_bytes'])} MB, "
             f"WA {float(member['write_amplification']):.2f}, "
             f"{int(member['erased_blocks']):,} blocks erased; P/E cycles used "
             f"{float(member['erase_count_mean']):.3e} mean, "
@@ -56,7 +56,7 @@ def wear_lines(explain: Mapping[str, Any]) -> list[str]:
 
 
 def _years(value: float | None) -> str:
-    return "-" if value is None else number(value, 1)
+    return "-" if value is None else f"{value:.3g}"
 
 
 def life_table_rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -106,6 +106,16 @@ def life_notes(report: Mapping[str, Any]) -> list[str]:
         f"years = {first.get('basis', '-')}; {report['note']} "
         f"({report['simulated_seconds']:.3g} s simulated)",
     ]
+    unerased = [
+        str(d["member"])
+        for d in drives
+        if d["host_write_bytes_per_day"] > 0 and d["pe_cycles_per_day"] == 0
+    ]
+    if unerased:
+        lines.append(
+            f"member {', '.join(unerased)}: no block erased in the run, too short to project "
+            "P/E wear (give more --ios or a longer trace)"
+        )
     if report.get("warranty_years"):
         lines.append(f"warranty: {report['warranty_years']} years")
     return lines
