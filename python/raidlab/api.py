@@ -50,6 +50,7 @@ from raidlab.scenario.workloads import (
     run_frame,
     run_rows,
 )
+from raidlab.studies.wear import annotate_wear
 from raidlab.units import format_size, parse_sizes
 
 # pandas loads where a frame is built, not with the module: the command line starts
@@ -226,6 +227,11 @@ def run_workload_rows(
         with_rebuild = sum(op["iops"] for op in results["ops"].values())
         without = sum(op["iops"] for op in baseline[0]["ops"].values())
         results["rebuild"]["foreground_slowdown_pct"] = 100.0 * (1.0 - with_rebuild / without)
+    annotate_wear(
+        results.get("explain"),
+        array["drive"],
+        int(results["ops"].get("write", {}).get("bytes", 0)),
+    )
     return RunRows(
         run_rows(results),
         {

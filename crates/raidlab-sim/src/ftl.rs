@@ -62,6 +62,52 @@ pub struct Ftl {
     /// Units programmed, host and garbage collection together (since the last reset);
     /// `programmed_units / host_units` is the write amplification.
     pub programmed_units: u64,
+    /// Times each block was erased since the FTL was made (its P/E cycles in the
+    /// scaled state), preconditioning included.
+    erase_counts: Vec<u32>,
+}
+
+/// Erase counts of a drive's blocks over an interval: what wear levelling sees.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EraseStats {
+    /// Erases per block, mean over the blocks.
+    pub mean: f64,
+    /// Erases of the most erased block.
+    pub max: u32,
+    /// Erases in all.
+    pub total: u64,
+}
+
+impl EraseStats {
+    /// Each block's erases since the FTL was made (`counts`: [`Ftl::erase_counts`]).
+    pub fn lifetime(counts: &[u32]) -> Self {
+        let mut stats = Self::default();
+        for &erased in counts {
+            stats.total += u64::from(erased);
+            stats.max = stats.max.max(erased);
+        }
+        if !counts.is_empty() {
+            stats.mean = stats.total as f64 / counts.len() as f64;
+        }
+        stats
+    }
+
+    /// The erases each block had between `before` (a snapshot of
+    /// [`Ftl::erase_counts`]) and `now`; both list the same blocks.
+    pub fn between(before: &[u32], now: &[u32]) -> Self {
+        assert_eq!(before.len(), now.len(), "two snapshots of one FTL");
+        let mut stats = Self::default();
+        for (&b, &n) in before.iter().zip(now) {
+            debug_assert!(n >= b, "erase counts only grow");
+            let erased = n - b;
+            stats.total += u64::from(erased);
+            stats.max = stats.max.max(erased);
+        }
+        if !now.is_empty() {
+            stats.mean = stats.total as f64 / now.len() as f64;
+        }
+        stats
+    }
 }
 
 impl Ftl {
@@ -93,6 +139,7 @@ impl Ftl {
             clock: 0,
             host_units: 0,
             programmed_units: 0,
+            erase_counts: vec![0; blocks as usize],
         };
         ftl.stamp[0] = 0;
         ftl
@@ -101,6 +148,16 @@ impl Ftl {
     /// Units per erase block.
     pub fn units_per_block(&self) -> u32 {
         self.units_per_block
+    }
+
+    /// Erase blocks of the scaled state.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Times each block has been erased since the FTL was made.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_counts
     }
 
     /// Write amplification so far (1 before any write).
@@ -210,6 +267,7 @@ impl Ftl {
             }
         }
         debug_assert_eq!(self.valid[victim as usize], 0);
+        self.erase_counts[victim as usize] += 1;
         self.free.insert(0, victim);
         work.erased_blocks += 1;
     }
@@ -282,6 +340,48 @@ mod tests {
         };
         let (kept, trimmed) = (run(false), run(true));
         assert!(kept > 2.0 && trimmed < 1.3, "{kept} {trimmed}");
+    }
+
+    #[test]
+    fn erase_stats_count_each_blocks_erases_between_two_snapshots() {
+        let stats = EraseStats::between(&[1, 0, 4, 2], &[3, 0, 4, 7]);
+        assert_eq!(stats.total, 7);
+        assert_eq!(stats.max, 5);
+        assert!((stats.mean - 1.75).abs() < 1e-12);
+        assert_eq!(EraseStats::between(&[], &[]), EraseStats::default());
+        let life = EraseStats::lifetime(&[3, 0, 4, 7]);
+        assert_eq!((life.total, life.max), (14, 7));
+        assert!((life.mean - 3.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn every_erase_garbage_collection_reports_is_counted_on_a_block() {
+        let units = 1 << 14;
+        let mut ftl = Ftl::new(units, 0.1, 256, GcPolicy::Greedy);
+        let mut rng = Rng::new(3);
+        let mut erased = 0;
+        for u in 0..units {
+            erased += ftl.write(u).erased_blocks;
+        }
+        let before = ftl.erase_counts().to_vec();
+        ftl.reset_counters();
+        let mut erased_after = 0;
+        for _ in 0..4 * units {
+            erased_after += ftl.write(rng.below(u64::from(units)) as u32).erased_blocks;
+        }
+        let total: u64 = ftl.erase_counts().iter().map(|&c| u64::from(c)).sum();
+        assert_eq!(total, erased + erased_after);
+        let stats = EraseStats::between(&before, ftl.erase_counts());
+        assert_eq!(stats.total, erased_after);
+        // Programmed units land in erased blocks: over a long run each erase makes
+        // room for one block's worth of programs.
+        let programs = ftl.programmed_units as f64;
+        let per_block = programs / f64::from(ftl.units_per_block());
+        assert!(
+            (stats.total as f64 / per_block - 1.0).abs() < 0.05,
+            "{stats:?}"
+        );
+        assert!(f64::from(stats.max) >= stats.mean && stats.mean > 0.0);
     }
 
     #[test]

@@ -129,6 +129,43 @@ pub struct Explain {
     /// Absent from documents written before it existed.
     #[serde(default)]
     pub members: Vec<MemberCounters>,
+    /// Flash wear of every member with an FTL over the measured interval, in member
+    /// order (empty, and absent from the JSON, when no member has one).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub wear: Vec<MemberWear>,
+}
+
+/// One SSD member's flash wear over the measured interval, from its FTL: what its
+/// SMART counters would have moved by (docs/wear.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberWear {
+    /// The member, as in [`Explain::members`].
+    pub member: u32,
+    /// The FTL's mapping unit: host writes are counted in whole units.
+    pub map_unit_bytes: u64,
+    /// Bytes the array wrote to the drive, in whole mapping units.
+    pub host_write_bytes: u64,
+    /// Bytes programmed into flash: the host's and garbage collection's copies.
+    pub nand_write_bytes: u64,
+    /// `nand_write_bytes / host_write_bytes` (1 with no writes).
+    pub write_amplification: f64,
+    /// Blocks erased.
+    pub erased_blocks: u64,
+    /// Erase blocks of the drive's flash (rated capacity plus spare).
+    pub flash_blocks: u64,
+    /// P/E cycles used per block, mean over the flash (`erased_blocks / flash_blocks`).
+    pub erase_count_mean: f64,
+    /// P/E cycles used by the most erased block: the mean times `erase_count_spread`.
+    pub erase_count_max: f64,
+    /// Erases of the most erased block over the mean, in the scaled FTL state over its
+    /// whole life (preconditioning included; a short run erases too few blocks to
+    /// show a spread of its own). No wear levelling is modelled beyond what greedy or
+    /// cost-benefit victim choice does.
+    pub erase_count_spread: f64,
+    /// Blocks of the scaled FTL state the spread is taken from.
+    pub scaled_blocks: u32,
+    /// Erases the scaled state did over the interval.
+    pub scaled_erases: u64,
 }
 
 /// One member's commands over the measured interval, counted when the drive completes

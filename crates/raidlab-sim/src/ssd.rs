@@ -16,8 +16,9 @@
 //! garbage collection, over-provisioning) sits between `write` and the die
 //! reservations: the copies and erases a write causes are paced onto the dies.
 
-use crate::ftl::{Ftl, GcPolicy, GcWork};
+use crate::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
+use crate::results::MemberWear;
 use crate::rng::Rng;
 use crate::scenario::{FtlGc, Precondition, SsdSpec};
 use std::collections::VecDeque;
@@ -134,6 +135,12 @@ struct DriveFtl {
     erase_debt_blocks: f64,
     host_units: u64,
     copied_units: u64,
+    /// Blocks erased on the dies since the last reset (drive blocks, as the work done).
+    erased_blocks: u64,
+    /// Erase blocks of the whole drive's flash (rated capacity plus spare).
+    flash_blocks: u64,
+    /// The scaled state's erase counts when counting last started.
+    erase_counts_at_reset: Vec<u32>,
 }
 
 /// What a die's page register holds: the last page sensed, until its data has left.
@@ -234,7 +241,13 @@ impl Ssd {
                     }
                 }
                 state.reset_counters();
+                let block_bytes = u64::from(f.pages_per_block) * spec.page_bytes;
+                let flash_bytes =
+                    spec.raw_capacity_bytes() as f64 * (1.0 + f.spare_percent / 100.0);
                 DriveFtl {
+                    erased_blocks: 0,
+                    flash_blocks: ((flash_bytes / block_bytes as f64) as u64).max(1),
+                    erase_counts_at_reset: state.erase_counts().to_vec(),
                     state,
                     unit_bytes: f.map_unit_bytes,
                     scale: f64::from(units) / drive_units as f64,
@@ -563,6 +576,7 @@ impl Ssd {
         }
         while ftl.erase_debt_blocks >= 1.0 {
             ftl.erase_debt_blocks -= 1.0;
+            ftl.erased_blocks += 1;
             let die = (self.next_log_page % dies) as usize;
             self.dies[die].program(now_ns, at_ns, erase_ns);
         }
@@ -617,12 +631,48 @@ impl Ssd {
         })
     }
 
-    /// Start counting write amplification afresh (at the start of measurement).
+    /// Start counting write amplification and wear afresh (at the start of
+    /// measurement).
     pub fn reset_write_amplification(&mut self) {
         if let Some(f) = self.ftl.as_mut() {
             f.host_units = 0;
             f.copied_units = 0;
+            f.erased_blocks = 0;
+            f.erase_counts_at_reset.clear();
+            f.erase_counts_at_reset
+                .extend_from_slice(f.state.erase_counts());
         }
+    }
+
+    /// The flash wear since the last reset, as `member` of an array (None without an
+    /// FTL). Programs and erases are those done on the dies. The spread of erases over
+    /// blocks is the scaled state's over its whole life, preconditioning included: its
+    /// blocks stand for the drive's in proportion, and a short run erases too few of
+    /// them to show a spread of its own.
+    pub fn wear(&self, member: u32) -> Option<MemberWear> {
+        let f = self.ftl.as_ref()?;
+        let scaled = EraseStats::between(&f.erase_counts_at_reset, f.state.erase_counts());
+        let life = EraseStats::lifetime(f.state.erase_counts());
+        let erase_count_mean = f.erased_blocks as f64 / f.flash_blocks as f64;
+        let max_over_mean = if life.total > 0 {
+            f64::from(life.max) / life.mean
+        } else {
+            1.0
+        };
+        Some(MemberWear {
+            member,
+            map_unit_bytes: f.unit_bytes,
+            host_write_bytes: f.host_units * f.unit_bytes,
+            nand_write_bytes: (f.host_units + f.copied_units) * f.unit_bytes,
+            write_amplification: self.write_amplification().unwrap_or(1.0),
+            erased_blocks: f.erased_blocks,
+            flash_blocks: f.flash_blocks,
+            erase_count_mean,
+            erase_count_max: erase_count_mean * max_over_mean,
+            erase_count_spread: max_over_mean,
+            scaled_blocks: f.state.blocks(),
+            scaled_erases: scaled.total,
+        })
     }
 
     /// Busy time of (firmware, link, dies summed, channels summed).

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from raidlab.report.output import stderr, stdout
+from raidlab.report.wear import wear_lines
 from raidlab.units import format_size
 
 
@@ -46,6 +47,7 @@ def explain_lines(
             f"SSD write amplification: {float(explain['ssd_write_amplification']):.2f} "
             "(flash programs per host write, garbage collection included)"
         )
+    lines.extend(wear_lines(explain))
     lines.extend(scheduler_lines(explain))
     return lines + rebuild_lines(rebuild)
 

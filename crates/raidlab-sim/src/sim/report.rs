@@ -363,6 +363,15 @@ impl Simulation {
                 drive_read_ahead_hits,
                 parity_bytes_per_host_byte: parity_bytes,
                 members,
+                wear: self
+                    .drives
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, d)| match &d.model {
+                        DriveModel::Ssd(ssd) => ssd.wear(i as u32),
+                        DriveModel::Hdd(_) => None,
+                    })
+                    .collect(),
                 ssd_write_amplification: {
                     let was: Vec<f64> = self
                         .drives

@@ -1,0 +1,146 @@
+"""`raidlab life`: years each SSD of an array lasts to its rated endurance under a
+workload at a duty cycle (docs/wear.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from raidlab.cli.app import app
+from raidlab.cli.flags import RUN_FLAGS, ArrayFlags, SeedOption, opt, with_array_flags
+from raidlab.errors import RaidlabError, user_errors
+from raidlab.report.output import print_json, stdout
+from raidlab.report.tables import print_table
+from raidlab.report.wear import life_notes, life_table_rows
+from raidlab.scenario.array import parse_seed
+from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.studies import wear
+
+LIFE_FORMATS = ("table", "json")
+TRACE_LABELS = {"iodepth": "--iodepth"}
+
+
+def _rates(duty: str | None, tb_per_day: str | None) -> tuple[float | None, float | None]:
+    if duty is not None and tb_per_day is not None:
+        raise RaidlabError("--tb-per-day", "give --duty or --tb-per-day, not both")
+    if tb_per_day is not None:
+        return None, wear.parse_tb_per_day(tb_per_day, "--tb-per-day")
+    return wear.parse_duty_hours(duty or "24h/day", "--duty"), None
+
+
+def _scenarios(
+    array: dict[str, Any],
+    request: WorkloadRequest,
+    fio: Path | None,
+    trace: Path | None,
+    trace_format: str,
+    mode: str,
+    seed: int,
+) -> list[dict[str, Any]]:
+    if fio is not None and trace is not None:
+        raise RaidlabError("--trace", "give --fio or --trace, not both")
+    if fio is not None:
+        return wear.fio_scenarios(array, fio, seed)
+    if trace is not None:
+        return wear.trace_scenarios(
+            array, trace, trace_format, mode, request.iodepth, seed, TRACE_LABELS
+        )
+    return wear.workload_scenarios(array, request, seed)
+
+
+@app.command(
+    epilog="""Examples:
+
+\b
+  raidlab life --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --rw randwrite --bs 4K --iodepth 16 --numjobs 2 --duty 8h/day
+  raidlab life --drive intel-dc-s3500-80g --controller linux-md --level 5 \\
+      --drives 4 --fio examples/tuning-randwrite.fio --tb-per-day 0.5 --format json
+  raidlab life --drive intel-dc-s3500-80g --level 1 --drives 2 \\
+      --trace tests/data/traces/small.msr.csv --duty 24h/day
+"""
+)
+@with_array_flags
+def life(
+    duty: Annotated[
+        str | None,
+        opt("--duty", "Hours a day the workload runs, e.g. 8h/day (default: 24h/day)."),
+    ] = None,
+    tb_per_day: Annotated[
+        str | None,
+        opt(
+            "--tb-per-day",
+            "Instead of --duty: terabytes (10^12 B) the host writes to the array a day "
+            "(default: none, --duty sets the rate).",
+        ),
+    ] = None,
+    fio: Annotated[
+        Path | None,
+        opt("--fio", "Run this fio job file instead of the workload flags (default: none)."),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        opt("--trace", "Replay this block trace instead of the workload flags (default: none)."),
+    ] = None,
+    trace_format: Annotated[
+        str, opt("--trace-format", "With --trace: msr (MSR Cambridge CSV) or blkparse.")
+    ] = "msr",
+    mode: Annotated[
+        str, opt("--mode", "With --trace: open (at trace timestamps) or closed (at --iodepth).")
+    ] = "open",
+    rw: Annotated[
+        str,
+        opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
+    ] = "randwrite",
+    bs: Annotated[str, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
+    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per job.")] = "1",
+    numjobs: Annotated[str, opt("--numjobs", "Independent jobs.")] = "1",
+    rwmixread: Annotated[str, opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
+    ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
+    warmup_ios: Annotated[
+        str | None,
+        opt("--warmup-ios", "Host I/Os before measuring (default: the workload's warm-up)."),
+    ] = None,
+    runtime: Annotated[
+        str | None,
+        opt("--runtime", "Measured simulated time, e.g. 10s (default: no limit, --ios ends it)."),
+    ] = None,
+    size: Annotated[str | None, opt("--size", "Region size (default: whole array).")] = None,
+    offset: Annotated[str, opt("--offset", "Region start.")] = "0",
+    seed: SeedOption = "1",
+    output_format: Annotated[str, opt("--format", "table or json.")] = "table",
+    *,
+    flags: ArrayFlags,
+) -> None:
+    """Years each SSD lasts to its rated endurance under a workload at a duty cycle,
+    projected from the steady-state flash wear the simulator counts."""
+    with user_errors():
+        if output_format not in LIFE_FORMATS:
+            raise RaidlabError(
+                "--format", f"must be one of {', '.join(LIFE_FORMATS)}, got {output_format!r}"
+            )
+        duty_hours, tb = _rates(duty, tb_per_day)
+        array = wear.steady(flags.build())
+        request = WorkloadRequest(
+            rw=rw,
+            bs=bs,
+            rwmixread=rwmixread,
+            iodepth=iodepth,
+            numjobs=numjobs,
+            offset=offset,
+            size=size,
+            ios=ios,
+            warmup_ios=warmup_ios,
+            runtime_ns=runtime,
+            labels=RUN_FLAGS,
+        )
+        seed_value = parse_seed(seed, "--seed")
+        scenarios = _scenarios(array, request, fio, trace, trace_format, mode, seed_value)
+        results = wear.life_results(scenarios)
+        report = wear.project_life(results, array, duty_hours, tb)
+        if output_format == "json":
+            print_json({**report, "seed": seed_value, "scenarios": scenarios})
+            return
+        print_table(life_table_rows(report), title=f"years to rated endurance (seed {seed_value})")
+        for line in life_notes(report):
+            stdout.print(line, highlight=False, markup=False)
