@@ -55,6 +55,26 @@ impl MemberSet {
         member < MEMBERS_MAX && self.words[member as usize / 64] & (1 << (member % 64)) != 0
     }
 
+    /// The members `first..first + count` (a span or a whole array), clipped at
+    /// [`MEMBERS_MAX`]; built a word at a time, so its cost does not grow with `count`.
+    pub fn range(first: u32, count: u32) -> Self {
+        let end = first.saturating_add(count).min(MEMBERS_MAX);
+        let mut words = [0u64; 4];
+        for (w, word) in words.iter_mut().enumerate() {
+            let (lo, hi) = (w as u32 * 64, w as u32 * 64 + 64);
+            let (a, b) = (first.max(lo), end.min(hi));
+            if a < b {
+                let upper = if b - lo == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << (b - lo)) - 1
+                };
+                *word = upper & !((1u64 << (a - lo)) - 1);
+            }
+        }
+        Self { words }
+    }
+
     /// Number of members in the set.
     pub fn len(&self) -> u32 {
         self.words.iter().map(|w| w.count_ones()).sum()
@@ -118,6 +138,15 @@ impl MemberSet {
         Self { words }
     }
 
+    /// Members of this set that are not in `other`.
+    pub fn difference(&self, other: &Self) -> Self {
+        let mut words = self.words;
+        for (w, o) in words.iter_mut().zip(other.words) {
+            *w &= !o;
+        }
+        Self { words }
+    }
+
     /// Members in either set.
     pub fn union(&self, other: &Self) -> Self {
         let mut words = self.words;
@@ -145,6 +174,28 @@ impl std::fmt::Display for MemberSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_and_difference_match_member_by_member_sets() {
+        for (first, count) in [
+            (0, 0),
+            (0, 1),
+            (3, 61),
+            (60, 10),
+            (0, 256),
+            (64, 64),
+            (200, 100),
+        ] {
+            let expected: Vec<u32> = (first..(first + count).min(MEMBERS_MAX)).collect();
+            assert_eq!(
+                MemberSet::range(first, count).iter().collect::<Vec<_>>(),
+                expected
+            );
+        }
+        let a = MemberSet::from_members(&[1, 64, 65, 200]);
+        let b = MemberSet::from_members(&[64, 200, 7]);
+        assert_eq!(a.difference(&b), MemberSet::from_members(&[1, 65]));
+    }
 
     #[test]
     fn insert_contains_remove_over_all_words() {

@@ -22,16 +22,17 @@ impl Geometry {
         for p in [self.p_member(id), self.q_member(id)].into_iter().flatten() {
             parity.insert(p);
         }
+        // The written data members are looked up one by one (a small write touches one);
+        // the unwritten ones are the rest of the span less its parity, as whole words, so
+        // a small write to a wide array does not pay for every data member.
         let mut written_data = MemberSet::new();
-        let mut unwritten_data = MemberSet::new();
-        for k in 0..d {
-            let member = self.data_member(id, k);
-            if (seg.w0..=seg.w1).contains(&k) {
-                written_data.insert(member);
-            } else {
-                unwritten_data.insert(member);
-            }
+        for k in seg.w0..=seg.w1 {
+            written_data.insert(self.data_member(id, k));
         }
+        let span = self.span_members(id.span);
+        let unwritten_data = MemberSet::range(span.start, span.end - span.start)
+            .difference(&parity)
+            .difference(&written_data);
         let w = seg.w1 - seg.w0 + 1;
         let surviving_parity = parity.len() - parity.intersection(&lost).len();
         let mut sp = StripePlan {
