@@ -563,6 +563,61 @@ def advise(
     )
 
 
+# The workload a rebuild competes with in `risk` when none is given: a light mixed load
+# (one outstanding 4 KiB request, 70 % reads), so the rebuild runs near its rate limit.
+RISK_WORKLOAD: dict[str, str] = {
+    "rw": "randrw",
+    "bs": "4K",
+    "rwmixread": "70",
+    "iodepth": "1",
+    "numjobs": "1",
+}
+RISK_IOS_DEFAULT = 5_000
+
+
+def risk(
+    array: Mapping[str, Any],
+    drive_preset: str | None,
+    workload: WorkloadRequest | None = None,
+    options: Any = None,
+    rebuild_rate: Any = None,
+    rebuild_hours: Any = None,
+    seed: Any = 1,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Data-loss risk of a healthy ``array`` (docs/reliability.md): MTTDL without and
+    with unrecoverable read errors and the probability of loss over the mission, from
+    the Markov model and a Monte Carlo (``monte_carlo``). ``options`` is a
+    ``raidlab.reliability.RiskOptions`` (MTBF/AFR, URE rate, mission, replacement
+    delay, hot spare, scrub, ...); figures not given come from the drive preset's
+    ``[NAME.reliability]`` table. The rebuild is simulated under ``workload``
+    (default RISK_WORKLOAD) at ``rebuild_rate`` (default md's speed_limit_max) unless
+    ``rebuild_hours`` gives its time."""
+    from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S, RiskOptions, assess
+    from raidlab.scenario.array import parse_rebuild_rate
+
+    labels = dict(labels or {})
+    options = options or RiskOptions(labels=labels)
+    rate = (
+        MD_SPEED_LIMIT_MAX_BYTES_PER_S
+        if rebuild_rate is None
+        else parse_rebuild_rate(rebuild_rate, labels.get("rebuild_rate", "rebuild_rate"))
+    )
+    seed = parse_seed(seed, labels.get("seed", "seed"))
+    workload = workload or WorkloadRequest(**RISK_WORKLOAD, ios=RISK_IOS_DEFAULT)
+    document = assess(array, drive_preset, workload, options, rate, rebuild_hours, seed)
+    return {
+        "level": array["level"],
+        "drives": array["drive_count"],
+        "drive": drive_preset,
+        **document,
+        "workload": {
+            key: getattr(workload, key) for key in ("rw", "bs", "rwmixread", "iodepth", "ios")
+        },
+        "seed": seed,
+    }
+
+
 def sweep(
     path: str | Path,
     out: str | Path | None = None,
@@ -814,6 +869,7 @@ __all__: list[str] = [
     "presets",
     "reproduce",
     "resolve_array",
+    "risk",
     "run",
     "run_workload",
     "run_workload_rows",

@@ -20,6 +20,7 @@ from raidlab.cli import simulate, studies, suites, sweep  # noqa: F401  (they re
 from raidlab.cli.app import app
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.cli.report import report as report_command  # noqa: F401  (registers it)
+from raidlab.cli.risk import risk as risk_command  # noqa: F401  (registers it)
 from raidlab.errors import RaidlabError
 
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
