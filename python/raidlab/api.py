@@ -515,20 +515,38 @@ def advise(
     scheduler: str | None = None,
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
+    risk: Any = None,
+    rebuild_rate: Any = None,
+    max_loss_probability: Any = None,
 ) -> pd.DataFrame:
     """Rank the RAID levels, stripe units and cache settings ``drives`` x ``drive``
     allow for a workload: fio-style (``workload``, default randrw 4K 70 % reads QD 32),
     a fio job file (``job``: its jobs run together, each capped at ``ios``) or an
     IOMeter preset/access specification (``access_spec``). Only candidates with
     ``capacity`` usable bytes that survive ``tolerate`` failures in every case are
-    tried. Best first by ``metric`` (iops, mbps or lat_p99_us); ``.attrs["why"]``
-    explains the winner against the runner-up."""
+    tried. Best first by ``metric`` (iops, mbps, lat_p99_us, or risk: the probability
+    of data loss over the mission); ``.attrs["why"]`` explains the winner against the
+    runner-up. Reliability columns (``mttr_hours``, ``mttdl_with_ure_hours``,
+    ``p_loss``) come from ``risk`` (a ``raidlab.reliability.RiskOptions``) or the
+    drive preset's figures, the rebuild simulated at ``rebuild_rate`` (default md's
+    speed_limit_max); ``max_loss_probability`` drops the candidates above it."""
+    from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S
+    from raidlab.scenario.array import parse_rebuild_rate
     from raidlab.studies import advise as advising
 
     labels = dict(labels or {})
 
     def label(key: str) -> str:
         return labels.get(key, key)
+
+    rate = (
+        MD_SPEED_LIMIT_MAX_BYTES_PER_S
+        if rebuild_rate is None
+        else parse_rebuild_rate(rebuild_rate, label("rebuild_rate"))
+    )
+    max_loss = None
+    if max_loss_probability is not None:
+        max_loss = _probability(max_loss_probability, label("max_loss_probability"))
 
     if job is not None and access_spec is not None:
         raise RaidlabError(label("job"), f"give {label('job')} or {label('access_spec')}, not both")
@@ -560,7 +578,21 @@ def advise(
         progress=progress,
         labels=labels,
         scheduler=scheduler,
+        risk=risk,
+        rebuild_rate=rate,
+        max_loss_probability=max_loss,
     )
+
+
+def _probability(value: Any, label: str) -> float:
+    """A probability, 0..=1."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}")
+    return number
 
 
 # The workload a rebuild competes with in `risk` when none is given: a light mixed load

@@ -19,6 +19,7 @@ from raidlab.reliability.rebuild import (
     member_bytes,
     rebuild_estimate,
     rebuild_scenario,
+    rebuilding_array,
 )
 from raidlab.reliability.risk import (
     HOURS_PER_YEAR,
@@ -77,6 +78,7 @@ __all__ = [
     "parse_hours",
     "rebuild_estimate",
     "rebuild_scenario",
+    "rebuilding_array",
     "resolve_options",
     "risk_document",
 ]

@@ -124,9 +124,7 @@ def _scrub_age(model: GroupModel, n: int, rng: np.random.Generator) -> np.ndarra
     return rng.random(n) * span
 
 
-def _biased_check(
-    p: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+def _biased_check(p: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Whether each check fails (drawn with a bias) and the likelihood ratio."""
     biased = np.where((p > 0.0) & (p < CHECK_BIAS), CHECK_BIAS, p)
     failed = rng.random(p.size) < biased

@@ -69,12 +69,17 @@ def rebuild_scenario(
         float(rate_bytes_per_s),
         rate_label,
     )
-    degraded = {
+    degraded = rebuilding_array(array, rate_bytes_per_s)
+    return build_scenario(degraded, build_workload(workload, degraded), seed)
+
+
+def rebuilding_array(array: Mapping[str, Any], rate_bytes_per_s: float) -> dict[str, Any]:
+    """``array`` (healthy) with member 0 failed and being rebuilt at ``rate_bytes_per_s``."""
+    return {
         **{key: value for key, value in array.items() if key not in ("failed", "rebuild")},
         "failed": [FAILED_MEMBER],
         "rebuild": {"member": FAILED_MEMBER, "rate_bytes_per_s": float(rate_bytes_per_s)},
     }
-    return build_scenario(degraded, build_workload(workload, degraded), seed)
 
 
 def rebuild_estimate(

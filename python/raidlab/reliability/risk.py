@@ -165,8 +165,7 @@ def drive_figures(drive_preset: str | None, options: RiskOptions) -> DriveFigure
         )
     sources: dict[str, str] = {}
     if options.mtbf_hours is not None:
-        mtbf = _number(options.mtbf_hours, options.label("mtbf_hours"), *MTBF_HOURS_RANGE,
-                       "hours")
+        mtbf = _number(options.mtbf_hours, options.label("mtbf_hours"), *MTBF_HOURS_RANGE, "hours")
         sources["mtbf_hours"] = options.label("mtbf_hours")
     elif options.afr is not None:
         afr = _number(options.afr, options.label("afr"), 1e-6, 99.0, "a percentage per year")
@@ -185,8 +184,12 @@ def drive_figures(drive_preset: str | None, options: RiskOptions) -> DriveFigure
             f"or {options.label('afr')}",
         )
     if options.ure is not None:
-        ure = _number(options.ure, options.label("ure"), *URE_PER_BITS_RANGE,
-                      "bits read per unrecoverable error, like 1e14 or 1e15")
+        ure = _number(
+            options.ure,
+            options.label("ure"),
+            *URE_PER_BITS_RANGE,
+            "bits read per unrecoverable error, like 1e14 or 1e15",
+        )
         sources["ure_per_bits"] = options.label("ure")
     elif "ure_per_bits" in table:
         ure = float(table["ure_per_bits"])
@@ -210,26 +213,28 @@ def resolve_options(options: RiskOptions) -> ResolvedRisk:
         )
     latent = None
     if options.latent_defect_hours is not None:
-        latent = _number(options.latent_defect_hours, label("latent_defect_hours"),
-                         1.0, 1e12, "hours")
+        latent = _number(
+            options.latent_defect_hours, label("latent_defect_hours"), 1.0, 1e12, "hours"
+        )
     scrub = None
     if options.scrub_interval is not None:
         scrub = parse_hours(options.scrub_interval, label("scrub_interval"))
         if scrub <= 0:
             raise RaidlabError(label("scrub_interval"), "must be longer than 0")
-    episodes = _number(options.episodes, label("episodes"), EPISODES_MIN, EPISODES_MAX,
-                       "a number of episodes")
+    episodes = _number(
+        options.episodes, label("episodes"), EPISODES_MIN, EPISODES_MAX, "a number of episodes"
+    )
     seed = _number(options.seed, label("seed"), 0, 2**63 - 1, "a whole number")
     return ResolvedRisk(
-        mission_hours=HOURS_PER_YEAR * _number(
-            options.mission_years, label("mission_years"), 1e-3, MISSION_YEARS_MAX, "years"
-        ),
+        mission_hours=HOURS_PER_YEAR
+        * _number(options.mission_years, label("mission_years"), 1e-3, MISSION_YEARS_MAX, "years"),
         replace_after_hours=parse_hours(options.replace_after, label("replace_after")),
         hot_spare=bool(options.hot_spare),
         scrub_interval_hours=scrub,
         latent_per_hour=0.0 if latent is None else 1.0 / latent,
-        batch_factor=_number(options.batch_factor, label("batch_factor"), 1.0,
-                             BATCH_FACTOR_MAX, "a factor"),
+        batch_factor=_number(
+            options.batch_factor, label("batch_factor"), 1.0, BATCH_FACTOR_MAX, "a factor"
+        ),
         repair=options.repair,
         episodes=int(episodes),
         seed=int(seed),
@@ -242,9 +247,11 @@ def risk_document(
     figures: DriveFigures,
     rebuild: RebuildEstimate | float | None,
     resolved: ResolvedRisk,
+    monte_carlo: bool = True,
 ) -> dict[str, Any]:
     """The risk of an array of ``shape``: ``rebuild`` is the simulated rebuild (or its
-    hours, given), None for RAID 0 (nothing to rebuild)."""
+    hours, given), None for RAID 0 (nothing to rebuild). ``monte_carlo=False`` leaves
+    the Monte Carlo out (``monte_carlo`` is None)."""
     lam = 1.0 / figures.mtbf_hours
     g, t = shape.members, shape.tolerance
     rebuild_hours = None
@@ -268,24 +275,8 @@ def risk_document(
         "mttdl_with_ure_closed_form_hours": closed_form_mttdl_hours(g, t, lam, mu, p_ure)
         / shape.groups,
     }
-    monte_carlo = _monte_carlo(shape, lam, mttr or 1.0, p_ure, resolved)
     mission = resolved.mission_hours
-    chain_only = (
-        resolved.repair == "markov"
-        and resolved.latent_per_hour == 0.0
-        and resolved.batch_factor == 1.0
-    )
-    agrees = None
-    if chain_only:
-        agrees = all(
-            low <= markov[key] <= high
-            for key, (low, high) in (
-                ("mttdl_hours", monte_carlo["mttdl_ci95_hours"]),
-                ("mttdl_with_ure_hours", monte_carlo["mttdl_with_ure_ci95_hours"]),
-            )
-        )
-    monte_carlo["agrees_with_markov"] = agrees
-    return {
+    document = {
         "groups": shape.groups,
         "group_members": g,
         "tolerated_failures": t,
@@ -305,8 +296,27 @@ def risk_document(
         "mission_years": mission / HOURS_PER_YEAR,
         "p_loss": loss_probability(markov["mttdl_with_ure_hours"], mission),
         "p_loss_without_ure": loss_probability(markov["mttdl_hours"], mission),
-        "monte_carlo": monte_carlo,
+        "monte_carlo": None,
     }
+    if not monte_carlo:
+        return document
+    mc = _monte_carlo(shape, lam, mttr or 1.0, p_ure, resolved)
+    chain_only = (
+        resolved.repair == "markov"
+        and resolved.latent_per_hour == 0.0
+        and resolved.batch_factor == 1.0
+    )
+    agrees = None
+    if chain_only:
+        agrees = all(
+            low <= markov[key] <= high
+            for key, (low, high) in (
+                ("mttdl_hours", mc["mttdl_ci95_hours"]),
+                ("mttdl_with_ure_hours", mc["mttdl_with_ure_ci95_hours"]),
+            )
+        )
+    mc["agrees_with_markov"] = agrees
+    return {**document, "monte_carlo": mc}
 
 
 def _monte_carlo(
@@ -322,8 +332,7 @@ def _monte_carlo(
         latent_age_hours_max=resolved.mission_hours,
         batch_factor=resolved.batch_factor,
     )
-    bare = GroupModel(model.members, model.tolerance, lam, mttr,
-                      batch_factor=resolved.batch_factor)
+    bare = GroupModel(model.members, model.tolerance, lam, mttr, batch_factor=resolved.batch_factor)
     with_errors = GroupModel(**{**model.__dict__, "p_ure": p_ure})
     runs = {
         "": simulate_group(bare, resolved.episodes, 2 * resolved.seed, resolved.repair),
