@@ -73,6 +73,8 @@ def resolve_array(
     rebuild_rate: Any = None,
     host: Mapping[str, Any] | None = None,
     labels: Mapping[str, str] | None = None,
+    spares: Any = None,
+    fail_at: Any = None,
 ) -> dict[str, Any]:
     """The scenario's ``array``: the TOML file ``config`` (if any) with the given
     arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags).
@@ -80,7 +82,9 @@ def resolve_array(
     RAID levels: ``level`` 0, 1, 4, 5, 6, 10, 50, 60 or ``"concat"``; ``layout``
     (RAID 5/6/50/60 parity layouts, RAID 10 near/far/offset), ``copies`` (RAID 10),
     ``spans`` (RAID 50/60), ``failed`` (member indices, ``"1,3"`` or a list) and
-    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member)."""
+    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member);
+    ``spares`` (hot spares) and ``fail_at`` (with a spare: the rebuilt member fails this
+    far into the run, ``"2ms"``, and the spare's rebuild starts at once)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
     request = request.overridden(
         {
@@ -95,6 +99,8 @@ def resolve_array(
             "failed": failed,
             "rebuild_rate": rebuild_rate,
             "host": host,
+            "spares": spares,
+            "fail_at": fail_at,
         },
         dict(labels or {}),
     )

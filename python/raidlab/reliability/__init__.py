@@ -58,7 +58,9 @@ def assess(
             rebuild = parse_hours(rebuild_hours, options.label("rebuild_hours"))
         else:
             label = options.label("rebuild_rate")
-            scenario = rebuild_scenario(array, workload, rebuild_rate, seed, label)
+            scenario = rebuild_scenario(
+                array, workload, rebuild_rate, seed, label, resolved.hot_spare
+            )
             rebuild = rebuild_estimate(simulate(scenario), rebuild_rate, label)
     return risk_document(shape, member_bytes(array), figures, rebuild, resolved)
 

@@ -61,25 +61,33 @@ def rebuild_scenario(
     rate_bytes_per_s: float,
     seed: int,
     rate_label: str = "rebuild_rate",
+    hot_spare: bool = False,
 ) -> dict[str, Any]:
     """The scenario of ``array`` (healthy) with member 0 failed and being rebuilt at
-    ``rate_bytes_per_s`` while ``workload`` runs."""
+    ``rate_bytes_per_s`` while ``workload`` runs (onto a hot spare with ``hot_spare``)."""
     limits.check(
         limits.field("array.rebuild.rate_bytes_per_s"),
         float(rate_bytes_per_s),
         rate_label,
     )
-    degraded = rebuilding_array(array, rate_bytes_per_s)
+    degraded = rebuilding_array(array, rate_bytes_per_s, hot_spare)
     return build_scenario(degraded, build_workload(workload, degraded), seed)
 
 
-def rebuilding_array(array: Mapping[str, Any], rate_bytes_per_s: float) -> dict[str, Any]:
-    """``array`` (healthy) with member 0 failed and being rebuilt at ``rate_bytes_per_s``."""
-    return {
+def rebuilding_array(
+    array: Mapping[str, Any], rate_bytes_per_s: float, hot_spare: bool = False
+) -> dict[str, Any]:
+    """``array`` (healthy) with member 0 failed and being rebuilt at ``rate_bytes_per_s``
+    (onto a hot spare, ``array.spares``, with ``hot_spare``). The failure is at the
+    run's start: when it happens does not change the rate the rebuild reaches."""
+    degraded = {
         **{key: value for key, value in array.items() if key not in ("failed", "rebuild")},
         "failed": [FAILED_MEMBER],
         "rebuild": {"member": FAILED_MEMBER, "rate_bytes_per_s": float(rate_bytes_per_s)},
     }
+    if hot_spare:
+        degraded["spares"] = max(1, int(array.get("spares", 0)))
+    return degraded
 
 
 def rebuild_estimate(

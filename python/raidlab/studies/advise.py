@@ -290,7 +290,10 @@ def advise(
                     _warmed(w, cache_bytes, count) for w in scenario["workloads"]
                 ]
         scenarios.append(scenario)
-    rebuilds = _rebuild_scenarios(candidates, workload, seed, rebuild_rate) if reliability else {}
+    rebuilds = {}
+    if reliability is not None:
+        hot_spare = reliability[1].hot_spare
+        rebuilds = _rebuild_scenarios(candidates, workload, seed, rebuild_rate, hot_spare)
     results = run_scenarios(
         [*scenarios, *rebuilds.values()], jobs=jobs, progress=progress, description="candidates"
     )
@@ -359,6 +362,7 @@ def _rebuild_scenarios(
     workload: WorkloadRequest | WorkloadSource,
     seed: int,
     rate: float,
+    hot_spare: bool,
 ) -> dict[tuple[int, str], dict[str, Any]]:
     """One simulated rebuild per level and stripe unit (write-through, the same
     workload): the rebuild's time is the candidate's MTTR less the replacement delay."""
@@ -367,7 +371,7 @@ def _rebuild_scenarios(
         key = _rebuild_key(candidate)
         if key in out or candidate.cache != "wt" or group_shape(array).tolerance == 0:
             continue
-        degraded = rebuilding_array(array, rate)
+        degraded = rebuilding_array(array, rate, hot_spare)
         if isinstance(workload, WorkloadRequest):
             out[key] = build_scenario(degraded, build_workload(workload, degraded), seed)
         else:
