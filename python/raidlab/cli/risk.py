@@ -64,7 +64,11 @@ def risk(
     ] = None,
     afr: Annotated[
         str | None,
-        opt("--afr", "Per-drive annualised failure rate, % per year, instead of --mtbf-hours."),
+        opt(
+            "--afr",
+            "Per-drive annualised failure rate, % per year, instead of --mtbf-hours "
+            "(default: the drive preset's).",
+        ),
     ] = None,
     ure: Annotated[
         str | None,

@@ -163,7 +163,8 @@ def advise(
         opt("--mtbf-hours", "Per-drive MTBF in hours for the risk column (default: preset's)."),
     ] = None,
     afr: Annotated[
-        str | None, opt("--afr", "Per-drive AFR, % per year, instead of --mtbf-hours.")
+        str | None,
+        opt("--afr", "Per-drive AFR, % per year, instead of --mtbf-hours (default: preset's)."),
     ] = None,
     ure: Annotated[
         str | None,
@@ -184,7 +185,10 @@ def advise(
     ] = None,
     max_loss_probability: Annotated[
         str | None,
-        opt("--max-loss-probability", "Only candidates whose P(loss) is at most this."),
+        opt(
+            "--max-loss-probability",
+            "Only candidates whose P(loss) is at most this (default: no limit).",
+        ),
     ] = None,
 ) -> None:
     """Simulate the RAID levels, stripe units and cache settings (write-through,

@@ -11,7 +11,7 @@ is a scenario like any other, so they run in parallel and the ranking is reprodu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from raidlab.errors import RaidlabError
@@ -373,10 +373,24 @@ def _rebuild_scenarios(
             continue
         degraded = rebuilding_array(array, rate, hot_spare)
         if isinstance(workload, WorkloadRequest):
-            out[key] = build_scenario(degraded, build_workload(workload, degraded), seed)
+            # A rebuild's rate settles within a few thousand host I/Os; the ranking's
+            # own runs keep their length.
+            sample = replace(workload, ios=min(_ios(workload.ios), REBUILD_SAMPLE_IOS))
+            out[key] = build_scenario(degraded, build_workload(sample, degraded), seed)
         else:
             out[key] = workload.scenario(degraded, seed)
     return out
+
+
+REBUILD_SAMPLE_IOS = 5_000
+
+
+def _ios(value: Any) -> int:
+    """A request's I/O count (the runs that use it validate it); the sample when unset."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return REBUILD_SAMPLE_IOS
 
 
 def _risk_columns(
