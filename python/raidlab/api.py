@@ -10,6 +10,7 @@ drive, stripe unit 64K, controller ``hba``, host preset ``default``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -590,6 +591,17 @@ def advise(
     )
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with infinite figures (an MTTDL of never) as None, so its JSON is JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _probability(value: Any, label: str) -> float:
     """A probability, 0..=1."""
     try:
@@ -643,7 +655,7 @@ def risk(
     )
     seed = parse_seed(seed, labels.get("seed", "seed"))
     workload = workload or WorkloadRequest(**RISK_WORKLOAD, ios=RISK_IOS_DEFAULT)
-    document = assess(array, drive_preset, workload, options, rate, rebuild_hours, seed)
+    document = _finite(assess(array, drive_preset, workload, options, rate, rebuild_hours, seed))
     return {
         "level": array["level"],
         "drives": array["drive_count"],

@@ -16,7 +16,9 @@ def hours_text(hours: float | None) -> str:
     return f"{hours:.3g} h ({hours / 8766:,.3g} y)"
 
 
-def _interval(low: float, high: float, years: bool = True) -> str:
+def _interval(low: float | None, high: float | None, years: bool = True) -> str:
+    if low is None or high is None:
+        return "[-, -]"  # never: an infinite bound
     if years:
         return f"[{low:.3g}, {high:.3g}] h"
     return f"[{low:.3g}, {high:.3g}]"
