@@ -295,3 +295,17 @@ def test_advise_max_loss_probability_no_candidate_meets_is_one_line() -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert result.output.strip().startswith("error: --max-loss-probability: no candidate")
+
+
+def test_an_array_with_a_hot_spare_fails_a_member_during_the_run() -> None:
+    from raidlab import api
+
+    common = {"drive": "intel-dc-s3500-80g", "level": 5, "drives": 4, "failed": "1"}
+    array = api.resolve_array(**common, rebuild_rate="100M", spares=1, fail_at="5ms")
+    assert array["spares"] == 1
+    assert array["rebuild"] == {"member": 1, "rate_bytes_per_s": 100 * 2**20,
+                                "failed_at_ns": 5_000_000}  # fmt: skip
+    with pytest.raises(RaidlabError, match="hot spare"):
+        api.resolve_array(**common, rebuild_rate="100M", fail_at="5ms")
+    # Arrays without spares read as before: no key.
+    assert "spares" not in api.resolve_array(**common, rebuild_rate="100M")
