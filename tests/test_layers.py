@@ -17,13 +17,20 @@ ALLOWED: dict[str, set[str]] = {
     "raidlab.scenario": set(),
     "raidlab.engine": set(),
     "raidlab.frontends": {"raidlab.scenario"},
-    "raidlab.studies": {"raidlab.scenario", "raidlab.frontends"},
-    "raidlab.report": {"raidlab.scenario", "raidlab.frontends", "raidlab.studies"},
+    "raidlab.reliability": {"raidlab.scenario"},
+    "raidlab.studies": {"raidlab.scenario", "raidlab.frontends", "raidlab.reliability"},
+    "raidlab.report": {
+        "raidlab.scenario",
+        "raidlab.frontends",
+        "raidlab.studies",
+        "raidlab.reliability",
+    },
     "raidlab.api": {
         "raidlab.scenario",
         "raidlab.frontends",
         "raidlab.studies",
         "raidlab.report",
+        "raidlab.reliability",
     },
 }
 

@@ -41,6 +41,12 @@ RUN_FLAGS: dict[str, tuple[str, list[str]]] = {
         ["--level", "1", "--drives", "2", "--failed", "0"],
     ),
     "array.deleted_percent": ("--deleted", []),
+    "array.spares": ("--spares", []),
+    "array.rebuild.failed_at_ns": (
+        "--fail-at",
+        ["--level", "1", "--drives", "2", "--failed", "0", "--rebuild-rate", "100M"]
+        + ["--spares", "1"],
+    ),
     "workload.rw": ("--rw", []),
     "workload.bs": ("--bs", []),
     "workload.rwmixread": ("--rwmixread", []),

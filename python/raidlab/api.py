@@ -10,6 +10,7 @@ drive, stripe unit 64K, controller ``hba``, host preset ``default``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -74,6 +75,8 @@ def resolve_array(
     rebuild_rate: Any = None,
     host: Mapping[str, Any] | None = None,
     labels: Mapping[str, str] | None = None,
+    spares: Any = None,
+    fail_at: Any = None,
 ) -> dict[str, Any]:
     """The scenario's ``array``: the TOML file ``config`` (if any) with the given
     arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags).
@@ -81,7 +84,9 @@ def resolve_array(
     RAID levels: ``level`` 0, 1, 4, 5, 6, 10, 50, 60 or ``"concat"``; ``layout``
     (RAID 5/6/50/60 parity layouts, RAID 10 near/far/offset), ``copies`` (RAID 10),
     ``spans`` (RAID 50/60), ``failed`` (member indices, ``"1,3"`` or a list) and
-    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member)."""
+    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member);
+    ``spares`` (hot spares) and ``fail_at`` (with a spare: the rebuilt member fails this
+    far into the run, ``"2ms"``, and the spare's rebuild starts at once)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
     request = request.overridden(
         {
@@ -96,6 +101,8 @@ def resolve_array(
             "failed": failed,
             "rebuild_rate": rebuild_rate,
             "host": host,
+            "spares": spares,
+            "fail_at": fail_at,
         },
         dict(labels or {}),
     )
@@ -521,20 +528,38 @@ def advise(
     scheduler: str | None = None,
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
+    risk: Any = None,
+    rebuild_rate: Any = None,
+    max_loss_probability: Any = None,
 ) -> pd.DataFrame:
     """Rank the RAID levels, stripe units and cache settings ``drives`` x ``drive``
     allow for a workload: fio-style (``workload``, default randrw 4K 70 % reads QD 32),
     a fio job file (``job``: its jobs run together, each capped at ``ios``) or an
     IOMeter preset/access specification (``access_spec``). Only candidates with
     ``capacity`` usable bytes that survive ``tolerate`` failures in every case are
-    tried. Best first by ``metric`` (iops, mbps or lat_p99_us); ``.attrs["why"]``
-    explains the winner against the runner-up."""
+    tried. Best first by ``metric`` (iops, mbps, lat_p99_us, or risk: the probability
+    of data loss over the mission); ``.attrs["why"]`` explains the winner against the
+    runner-up. Reliability columns (``mttr_hours``, ``mttdl_with_ure_hours``,
+    ``p_loss``) come from ``risk`` (a ``raidlab.reliability.RiskOptions``) or the
+    drive preset's figures, the rebuild simulated at ``rebuild_rate`` (default md's
+    speed_limit_max); ``max_loss_probability`` drops the candidates above it."""
+    from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S
+    from raidlab.scenario.array import parse_rebuild_rate
     from raidlab.studies import advise as advising
 
     labels = dict(labels or {})
 
     def label(key: str) -> str:
         return labels.get(key, key)
+
+    rate = (
+        MD_SPEED_LIMIT_MAX_BYTES_PER_S
+        if rebuild_rate is None
+        else parse_rebuild_rate(rebuild_rate, label("rebuild_rate"))
+    )
+    max_loss = None
+    if max_loss_probability is not None:
+        max_loss = _probability(max_loss_probability, label("max_loss_probability"))
 
     if job is not None and access_spec is not None:
         raise RaidlabError(label("job"), f"give {label('job')} or {label('access_spec')}, not both")
@@ -566,7 +591,87 @@ def advise(
         progress=progress,
         labels=labels,
         scheduler=scheduler,
+        risk=risk,
+        rebuild_rate=rate,
+        max_loss_probability=max_loss,
     )
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with infinite figures (an MTTDL of never) as None, so its JSON is JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _probability(value: Any, label: str) -> float:
+    """A probability, 0..=1."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}")
+    return number
+
+
+# The workload a rebuild competes with in `risk` when none is given: a light mixed load
+# (one outstanding 4 KiB request, 70 % reads), so the rebuild runs near its rate limit.
+RISK_WORKLOAD: dict[str, str] = {
+    "rw": "randrw",
+    "bs": "4K",
+    "rwmixread": "70",
+    "iodepth": "1",
+    "numjobs": "1",
+}
+RISK_IOS_DEFAULT = 5_000
+
+
+def risk(
+    array: Mapping[str, Any],
+    drive_preset: str | None,
+    workload: WorkloadRequest | None = None,
+    options: Any = None,
+    rebuild_rate: Any = None,
+    rebuild_hours: Any = None,
+    seed: Any = 1,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Data-loss risk of a healthy ``array`` (docs/reliability.md): MTTDL without and
+    with unrecoverable read errors and the probability of loss over the mission, from
+    the Markov model and a Monte Carlo (``monte_carlo``). ``options`` is a
+    ``raidlab.reliability.RiskOptions`` (MTBF/AFR, URE rate, mission, replacement
+    delay, hot spare, scrub, ...); figures not given come from the drive preset's
+    ``[NAME.reliability]`` table. The rebuild is simulated under ``workload``
+    (default RISK_WORKLOAD) at ``rebuild_rate`` (default md's speed_limit_max) unless
+    ``rebuild_hours`` gives its time."""
+    from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S, RiskOptions, assess
+    from raidlab.scenario.array import parse_rebuild_rate
+
+    labels = dict(labels or {})
+    options = options or RiskOptions(labels=labels)
+    rate = (
+        MD_SPEED_LIMIT_MAX_BYTES_PER_S
+        if rebuild_rate is None
+        else parse_rebuild_rate(rebuild_rate, labels.get("rebuild_rate", "rebuild_rate"))
+    )
+    seed = parse_seed(seed, labels.get("seed", "seed"))
+    workload = workload or WorkloadRequest(**RISK_WORKLOAD, ios=RISK_IOS_DEFAULT)
+    document = _finite(assess(array, drive_preset, workload, options, rate, rebuild_hours, seed))
+    return {
+        "level": array["level"],
+        "drives": array["drive_count"],
+        "drive": drive_preset,
+        **document,
+        "workload": {
+            key: getattr(workload, key) for key in ("rw", "bs", "rwmixread", "iodepth", "ios")
+        },
+        "seed": seed,
+    }
 
 
 def sweep(
@@ -820,6 +925,7 @@ __all__: list[str] = [
     "presets",
     "reproduce",
     "resolve_array",
+    "risk",
     "run",
     "run_workload",
     "run_workload_rows",

@@ -26,6 +26,8 @@ pub enum EventKind {
     SchedulerInsert,
     /// The I/O scheduler's idle timer of generation `target` fires.
     SchedulerTimer,
+    /// The member being rebuilt fails; the hot spare's rebuild starts.
+    MemberFails,
 }
 
 /// One scheduled event, 24 bytes.

@@ -198,6 +198,7 @@ fn case(seed: u64) -> Scenario {
             s.array.rebuild = Some(RebuildSpec {
                 member,
                 rate_bytes_per_s: declared("array.rebuild.rate_bytes_per_s", Scope::Always, rate),
+                failed_at_ns: None,
             });
         }
     }

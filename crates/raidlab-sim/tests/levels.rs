@@ -82,6 +82,7 @@ fn a_rebuild_runs_at_its_rate_and_slows_the_workload() {
     s.array.rebuild = Some(RebuildSpec {
         member: 1,
         rate_bytes_per_s: 200e6,
+        failed_at_ns: None,
     });
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
@@ -114,10 +115,58 @@ fn a_small_array_rebuilds_completely_and_is_healthy_again() {
     s.array.rebuild = Some(RebuildSpec {
         member: 0,
         rate_bytes_per_s: 1e9,
+        failed_at_ns: None,
     });
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
     assert!(rebuild.finished, "{rebuild:?}");
+}
+
+/// RAID 5 of 4 with member 1 rebuilt at 100 MB/s under a light load, failing at
+/// `failed_at_ns` onto a hot spare (None: failed before the run).
+fn spare_rebuild(failed_at_ns: Option<u64>, spares: u32) -> Scenario {
+    let mut s = raid(5, 4, Rw::Randread, 4096, 1);
+    w(&mut s).ios = 20_000;
+    s.array.failed = vec![1];
+    s.array.spares = spares;
+    s.array.rebuild = Some(RebuildSpec {
+        member: 1,
+        rate_bytes_per_s: 100e6,
+        failed_at_ns,
+    });
+    s
+}
+
+#[test]
+fn a_hot_spare_starts_its_rebuild_at_the_failure() {
+    let before = simulate(&spare_rebuild(None, 1));
+    let half = before.sim_time_ns / 2;
+    let during = simulate(&spare_rebuild(Some(half), 1));
+    let (whole, spare) = (before.rebuild.clone().unwrap(), during.rebuild.clone().unwrap());
+    // The spare's rebuild ran only after the failure, at the same rate limit ...
+    assert!(spare.bytes_done < whole.bytes_done * 3 / 4, "{spare:?} vs {whole:?}");
+    assert!(spare.bytes_done > 0);
+    assert!((spare.mbps / whole.mbps - 1.0).abs() < 0.1, "{spare:?} vs {whole:?}");
+    // ... and until it, reads found the member whole: fewer member reads per host read.
+    let member_reads = |r: &raidlab_sim::Results| r.explain.member_ios_per_host_io["read"];
+    assert!(member_reads(&during) < member_reads(&before));
+}
+
+#[test]
+fn a_failure_at_time_zero_is_a_failure_before_the_run() {
+    let before = simulate(&spare_rebuild(None, 1));
+    let at_zero = simulate(&spare_rebuild(Some(0), 1));
+    assert_eq!(
+        serde_json::to_string(&before).unwrap(),
+        serde_json::to_string(&at_zero).unwrap()
+    );
+}
+
+#[test]
+fn a_rebuild_at_the_failure_needs_a_hot_spare() {
+    let err = spare_rebuild(Some(1_000_000), 0).validate().unwrap_err();
+    assert_eq!(err.field, "array.rebuild.failed_at_ns");
+    assert!(err.message.contains("hot spare"), "{err}");
 }
 
 #[test]

@@ -41,6 +41,8 @@ fn base_for(limit: &Limit) -> Value {
         array["level"] = json!(1);
         array["failed"] = json!([0]);
         array["rebuild"] = json!({"member": 0, "rate_bytes_per_s": 1e8});
+        // A failure during the run needs a hot spare to rebuild onto at once.
+        array["spares"] = json!(1);
     } else if path == "array.copies" {
         array["level"] = json!(10);
         array["drive_count"] = json!(4);

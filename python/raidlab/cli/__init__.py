@@ -1,9 +1,9 @@
 """The ``raidlab`` command line: thin commands over ``raidlab.api``.
 
 One module per command group: ``simulate`` (atto, run, replay), ``studies`` (presets,
-advise, reproduce), ``suites`` (fio, cdm, iometer, pts), ``sweep`` and ``engine`` (real arrays:
-create, status, serve, fail, replace, check, repair, inject). Shared flags live in
-``flags``; rendering in ``raidlab.report``.
+advise, reproduce), ``suites`` (fio, cdm, iometer, pts), ``sweep``, ``risk`` and
+``engine`` (real arrays: create, status, serve, fail, replace, check, repair, inject).
+Shared flags live in ``flags``; rendering in ``raidlab.report``.
 
 Bad input prints one line ``error: <field>: <what is allowed>`` on stderr and exits
 with status 2 (the same status click uses for its own usage errors); never a traceback.
@@ -21,6 +21,7 @@ from raidlab.cli.app import app
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.cli.life import life as life_command  # noqa: F401  (registers it)
 from raidlab.cli.report import report as report_command  # noqa: F401  (registers it)
+from raidlab.cli.risk import risk as risk_command  # noqa: F401  (registers it)
 from raidlab.errors import RaidlabError
 
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself

@@ -39,6 +39,8 @@ ARRAY_FLAGS = {
     "spans": "--spans",
     "failed": "--failed",
     "rebuild_rate": "--rebuild-rate",
+    "spares": "--spares",
+    "fail_at": "--fail-at",
 }
 
 
@@ -298,6 +300,22 @@ def cluster_scope(cluster: str | None, jobs: str | None) -> Iterator[None]:
 FormatOption = Annotated[str, typer.Option("--format", help="table, csv or json.")]
 
 
+SparesOption = Annotated[
+    str | None,
+    typer.Option("--spares", help="Hot spares standing by (default 0)."),
+]
+
+
+FailAtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-at",
+        help="With --spares: the rebuilt member fails this far into the run, e.g. 2ms, "
+        "and the spare's rebuild starts at once (default: failed before the run).",
+    ),
+]
+
+
 ExplainOption = Annotated[
     bool,
     typer.Option(
@@ -324,6 +342,8 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("spans", SpansOption),
     ("failed", FailedOption),
     ("rebuild_rate", RebuildRateOption),
+    ("spares", SparesOption),
+    ("fail_at", FailAtOption),
     ("write_cache", WriteCacheOption),
     ("bbu", BbuOption),
     ("read_ahead", ReadAheadOption),
@@ -351,6 +371,8 @@ class ArrayFlags:
     spans: str | None = None
     failed: str | None = None
     rebuild_rate: str | None = None
+    spares: str | None = None
+    fail_at: str | None = None
     write_cache: str | None = None
     bbu: str | None = None
     read_ahead: str | None = None
@@ -380,6 +402,8 @@ class ArrayFlags:
             failed=self.failed,
             rebuild_rate=self.rebuild_rate,
             labels=ARRAY_FLAGS,
+            spares=self.spares,
+            fail_at=self.fail_at,
         )
         tuning = Tuning(
             write_cache=self.write_cache,

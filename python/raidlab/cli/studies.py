@@ -28,6 +28,7 @@ from raidlab.cli.flags import (
 )
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
+from raidlab.reliability import RiskOptions
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import (
     advise_table_rows,
@@ -80,6 +81,13 @@ ADVISE_FLAGS = {
     "metric": "--metric",
     "seed": "--seed",
     "scheduler": "--scheduler",
+    "mtbf_hours": "--mtbf-hours",
+    "afr": "--afr",
+    "ure": "--ure",
+    "mission_years": "--mission-years",
+    "replace_after": "--replace-after",
+    "rebuild_rate": "--rebuild-rate",
+    "max_loss_probability": "--max-loss-probability",
 }
 
 
@@ -99,6 +107,8 @@ _DEFAULT = {key: f" (default: {value})." for key, value in api.ADVISE_WORKLOAD.i
       --job tests/data/fio/rwmix.fio --tolerate 1
   raidlab advise --drive wd-caviar-blue-500g --drives 4 --controller megaraid-9361 \\
       --workload database --tolerate 1 --metric lat_p99_us
+  raidlab advise --drive wd-caviar-blue-500g --drives 6 --mtbf-hours 1e6 --ure 1e14 \\
+      --metric risk --max-loss-probability 0.01
 """
 )
 def advise(
@@ -139,12 +149,47 @@ def advise(
     ] = "20000",
     capacity: Annotated[str, opt("--capacity", "Usable capacity needed, e.g. 500G.")] = "0",
     tolerate: Annotated[str, opt("--tolerate", "Drive failures to survive in every case.")] = "0",
-    metric: Annotated[str, opt("--metric", "Rank by iops, mbps or lat_p99_us.")] = "iops",
+    metric: Annotated[
+        str,
+        opt("--metric", "Rank by iops, mbps, lat_p99_us or risk (P(loss) over the mission)."),
+    ] = "iops",
     seed: SeedOption = "1",
     jobs: JobsOption = None,
     cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     scheduler: SchedulerOption = None,
+    mtbf_hours: Annotated[
+        str | None,
+        opt("--mtbf-hours", "Per-drive MTBF in hours for the risk column (default: preset's)."),
+    ] = None,
+    afr: Annotated[
+        str | None,
+        opt("--afr", "Per-drive AFR, % per year, instead of --mtbf-hours (default: preset's)."),
+    ] = None,
+    ure: Annotated[
+        str | None,
+        opt("--ure", "Bits read per unrecoverable read error, e.g. 1e14 (default: preset's)."),
+    ] = None,
+    mission_years: Annotated[
+        str, opt("--mission-years", "Years over which P(loss) is given.")
+    ] = "5",
+    replace_after: Annotated[
+        str, opt("--replace-after", "Detection and replacement delay before a rebuild.")
+    ] = "24h",
+    hot_spare: Annotated[
+        bool, opt("--hot-spare", "A hot spare rebuilds at once: no replacement delay.")
+    ] = False,
+    rebuild_rate: Annotated[
+        str | None,
+        opt("--rebuild-rate", "Rebuild rate limit, bytes/s (default: md's 200000K)."),
+    ] = None,
+    max_loss_probability: Annotated[
+        str | None,
+        opt(
+            "--max-loss-probability",
+            "Only candidates whose P(loss) is at most this (default: no limit).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate the RAID levels, stripe units and cache settings (write-through,
     write-back, FastPath where the controller has it) a set of drives allows for a
@@ -185,6 +230,17 @@ def advise(
             jobs=parse_jobs(jobs),
             scheduler=scheduler,
             labels=ADVISE_FLAGS,
+            risk=RiskOptions(
+                mtbf_hours=mtbf_hours,
+                afr=afr,
+                ure=ure,
+                mission_years=mission_years,
+                replace_after=replace_after,
+                hot_spare=hot_spare,
+                labels=ADVISE_FLAGS,
+            ),
+            rebuild_rate=rebuild_rate,
+            max_loss_probability=max_loss_probability,
         )
         if output_format == "table":
             print_table(advise_table_rows(frame), "candidate arrays, best first")

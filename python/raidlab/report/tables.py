@@ -110,6 +110,10 @@ ADVISE_HEADER = (
 
 def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = list(ADVISE_HEADER)
+    mission_years = frame.attrs.get("mission_years")
+    if mission_years is not None:
+        # The reliability column, where the drive's failure figures are known.
+        header.append(f"P(loss) {mission_years:g} y")
     body = [
         [
             str(row.rank),
@@ -124,6 +128,7 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             f"{row.bottleneck} ({100 * row.bottleneck_utilisation:.0f} %)"
             if row.bound == "resource"
             else f"latency: {row.stage_longest}",
+            *([f"{row.p_loss:.3g}"] if mission_years is not None else []),
         ]
         for row in frame.itertuples()
     ]

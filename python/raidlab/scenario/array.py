@@ -13,6 +13,9 @@ Array TOML file (see docs/config.md and examples/ssd-raid0.toml)::
     spans = 2                       # RAID 50/60 only: sub-arrays striped together
     failed = [1]                    # failed member indices (or "1,3")
     rebuild_rate = "50M"            # rebuild the lowest failed member at this many B/s
+    spares = 1                      # hot spares standing by (default 0)
+    fail_at = "2ms"                 # with a spare: the rebuilt member fails this far
+                                    #   into the run and the spare's rebuild starts then
     stripe_unit = "16K"             # power of two, 512 B ..= 1 GiB
     drive = "adata-sp900-128g"      # a drive preset name, or a table (below)
     controller = "intel-h97-rst"    # a controller preset name, or a table
@@ -54,7 +57,7 @@ from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.limits import parse_checked
 from raidlab.scenario.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
-from raidlab.units import parse_size
+from raidlab.units import parse_duration_ns, parse_size
 
 SCHEMA = 1
 UNLIMITED = limits.UNLIMITED
@@ -88,6 +91,8 @@ ARRAY_KEYS = (
     "spans",
     "failed",
     "rebuild_rate",
+    "spares",
+    "fail_at",
 )
 FILE_TABLES = ("array", "host")
 
@@ -107,6 +112,8 @@ REQUEST_PATHS = {
     "failed": "array.failed",
     "rebuild_rate": "array.rebuild",
     "host": "array.host",
+    "spares": "array.spares",
+    "fail_at": "array.rebuild.failed_at_ns",
 }
 
 
@@ -131,6 +138,8 @@ class ArrayRequest:
     spans: Any = None
     failed: Any = None
     rebuild_rate: Any = None
+    spares: Any = None
+    fail_at: Any = None
     host: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -421,6 +430,17 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
                 f"({request.label('failed')})",
             )
         rebuild = {"member": min(failed), "rate_bytes_per_s": rate}
+    if request.fail_at is not None:
+        if rebuild is None:
+            raise RaidlabError(
+                request.label("fail_at"),
+                "is when the rebuilt member fails: give a rebuild rate and failed members too",
+            )
+        rebuild["failed_at_ns"] = parse_duration_ns(request.fail_at, request.label("fail_at"))
+    spares = None
+    if request.spares is not None:
+        label = request.label("spares")
+        spares = parse_checked(request.spares, limits.field("array.spares"), label)
     stripe_unit_bytes = parse_stripe_unit(request.stripe_unit, request.label("stripe_unit"))
     drive = resolve_drive(request.drive, request.label("drive"))
     controller = resolve_controller(request.controller, request.label("controller"))
@@ -454,6 +474,8 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
             "host": host,
         }
     )
+    if spares:
+        array["spares"] = spares
     limits.refused(native.validate_array(array), request.path_labels())
     return array
 
@@ -472,7 +494,7 @@ def array_capacity_bytes(array: Mapping[str, Any]) -> int:
 def raw_capacity_bytes(array: Mapping[str, Any]) -> int:
     """Whole stripe units on every member together (what RAID 0 would offer), from the
     native layout code."""
-    level_keys = ("layout", "copies", "spans", "failed", "rebuild")
+    level_keys = ("layout", "copies", "spans", "failed", "rebuild", "spares")
     raid0 = {key: value for key, value in array.items() if key not in level_keys}
     return int(native.array_info({**raid0, "level": 0})["capacity_bytes"])
 

@@ -11,12 +11,24 @@ is a scenario like any other, so they run in parallel and the ranking is reprodu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import JobFile, plan_jobs
 from raidlab.frontends.suites import iometer_workloads, parse_access_spec
+from raidlab.reliability import (
+    MD_SPEED_LIMIT_MAX_BYTES_PER_S,
+    DriveFigures,
+    ResolvedRisk,
+    RiskOptions,
+    drive_figures,
+    group_shape,
+    rebuild_estimate,
+    rebuilding_array,
+    resolve_options,
+    risk_document,
+)
 from raidlab.scenario.array import ArrayRequest, build_array, build_scenario, schedulers
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
@@ -33,7 +45,10 @@ if TYPE_CHECKING:
 # Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
 LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}
 STRIPE_UNITS = ("16K", "64K", "256K")
-METRICS = ("iops", "mbps", "lat_p99_us")
+METRICS = ("iops", "mbps", "lat_p99_us", "risk")
+# The column each metric ranks by, and whether lower is better.
+METRIC_COLUMNS = {"iops": "iops", "mbps": "mbps", "lat_p99_us": "lat_p99_us", "risk": "p_loss"}
+LOWER_IS_BETTER = ("lat_p99_us", "p_loss")
 ADVISE_COLUMNS = [
     "rank",
     "level",
@@ -48,6 +63,9 @@ ADVISE_COLUMNS = [
     "bottleneck",
     "bottleneck_utilisation",
     "stage_longest",
+    "mttr_hours",
+    "mttdl_with_ure_hours",
+    "p_loss",
 ]
 
 
@@ -219,12 +237,21 @@ def advise(
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
     scheduler: str | None = None,
+    risk: RiskOptions | None = None,
+    rebuild_rate: float = MD_SPEED_LIMIT_MAX_BYTES_PER_S,
+    max_loss_probability: float | None = None,
 ) -> pd.DataFrame:
     """Rank the candidate arrays for ``workload`` (fio-style flags as a WorkloadRequest,
     a fio job file as FioJobs, an IOMeter access specification as AccessSpecWorkload);
     columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains the winner against
     the runner-up. ``scheduler`` is the host I/O scheduler every candidate runs behind
-    (default: none; a job file's ioscheduler= wins)."""
+    (default: none; a job file's ioscheduler= wins).
+
+    Reliability (docs/reliability.md): each candidate's MTTR (its rebuild simulated
+    under the same workload at ``rebuild_rate``), MTTDL with read errors and
+    probability of loss over the mission (``p_loss``), from ``risk``'s figures or the
+    drive preset's; NaN where the drive has none and neither ``metric="risk"`` nor
+    ``max_loss_probability`` (which drops candidates above it) asks for them."""
     import pandas as pd
     labels = dict(labels or {})
     if scheduler is not None and scheduler not in schedulers():
@@ -236,6 +263,8 @@ def advise(
         raise RaidlabError(
             labels.get("metric", "metric"), f"must be one of {', '.join(METRICS)}, got {metric!r}"
         )
+    asked = metric == "risk" or max_loss_probability is not None
+    reliability = _reliability(drive, risk or RiskOptions(labels=labels), asked)
     drive_count = int(drives)
     capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
     tolerated = int(tolerate)
@@ -261,9 +290,17 @@ def advise(
                     _warmed(w, cache_bytes, count) for w in scenario["workloads"]
                 ]
         scenarios.append(scenario)
-    results = run_scenarios(scenarios, jobs=jobs, progress=progress, description="candidates")
+    rebuilds = {}
+    if reliability is not None:
+        hot_spare = reliability[1].hot_spare
+        rebuilds = _rebuild_scenarios(candidates, workload, seed, rebuild_rate, hot_spare)
+    results = run_scenarios(
+        [*scenarios, *rebuilds.values()], jobs=jobs, progress=progress, description="candidates"
+    )
+    rebuild_results = dict(zip(rebuilds, results[len(scenarios) :], strict=True))
+    results = results[: len(scenarios)]
     rows = []
-    for (candidate, _), result in zip(candidates, results, strict=True):
+    for (candidate, array), result in zip(candidates, results, strict=True):
         ops = result["ops"].values()
         ios = sum(op["ios"] for op in ops)
         p99 = max(op["percentiles_ns"]["99.000000"] for op in ops) / 1e3
@@ -283,16 +320,118 @@ def advise(
                 "stage_longest": result["explain"].get("stage_longest", ""),
                 "_ios": ios,
                 "_member_ios": result["explain"]["member_ios_per_host_io"],
+                **_risk_columns(reliability, array, rebuild_results, candidate, rebuild_rate),
             }
         )
     frame = pd.DataFrame(rows)
-    frame = frame.sort_values(metric, ascending=(metric == "lat_p99_us"), kind="stable")
+    if max_loss_probability is not None:
+        frame = _within_risk(frame, max_loss_probability, labels)
+    column = METRIC_COLUMNS[metric]
+    frame = frame.sort_values(column, ascending=column in LOWER_IS_BETTER, kind="stable")
     frame.insert(0, "rank", range(1, len(frame) + 1))
-    why = _why(frame, metric)
+    why = _why(frame, column)
     frame = frame[ADVISE_COLUMNS].reset_index(drop=True)
     frame.attrs["why"] = why
     frame.attrs["metric"] = metric
+    if reliability is not None:
+        frame.attrs["mission_years"] = reliability[1].mission_hours / 8766.0
     return frame
+
+
+def _reliability(
+    drive: Any, options: RiskOptions, asked: bool
+) -> tuple[DriveFigures, ResolvedRisk] | None:
+    """The drive's failure figures and the risk options, or None where the drive has
+    no figures and the ranking does not ask for them."""
+    resolved = resolve_options(options)
+    preset_name = drive if isinstance(drive, str) else None
+    try:
+        return drive_figures(preset_name, options), resolved
+    except RaidlabError:
+        if asked:
+            raise
+        return None
+
+
+def _rebuild_key(candidate: Candidate) -> tuple[int, str]:
+    return candidate.level, candidate.stripe_unit
+
+
+def _rebuild_scenarios(
+    candidates: list[tuple[Candidate, dict[str, Any]]],
+    workload: WorkloadRequest | WorkloadSource,
+    seed: int,
+    rate: float,
+    hot_spare: bool,
+) -> dict[tuple[int, str], dict[str, Any]]:
+    """One simulated rebuild per level and stripe unit (write-through, the same
+    workload): the rebuild's time is the candidate's MTTR less the replacement delay."""
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+    for candidate, array in candidates:
+        key = _rebuild_key(candidate)
+        if key in out or candidate.cache != "wt" or group_shape(array).tolerance == 0:
+            continue
+        degraded = rebuilding_array(array, rate, hot_spare)
+        if isinstance(workload, WorkloadRequest):
+            # A rebuild's rate settles within a few thousand host I/Os; the ranking's
+            # own runs keep their length.
+            sample = replace(workload, ios=min(_ios(workload.ios), REBUILD_SAMPLE_IOS))
+            out[key] = build_scenario(degraded, build_workload(sample, degraded), seed)
+        else:
+            out[key] = workload.scenario(degraded, seed)
+    return out
+
+
+REBUILD_SAMPLE_IOS = 5_000
+
+
+def _ios(value: Any) -> int:
+    """A request's I/O count (the runs that use it validate it); the sample when unset."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return REBUILD_SAMPLE_IOS
+
+
+def _risk_columns(
+    reliability: tuple[DriveFigures, ResolvedRisk] | None,
+    array: Mapping[str, Any],
+    rebuild_results: Mapping[tuple[int, str], Mapping[str, Any]],
+    candidate: Candidate,
+    rate: float,
+) -> dict[str, float]:
+    nan = float("nan")
+    if reliability is None:
+        return {"mttr_hours": nan, "mttdl_with_ure_hours": nan, "p_loss": nan}
+    figures, resolved = reliability
+    key = _rebuild_key(candidate)
+    rebuild = None
+    if key in rebuild_results:
+        rebuild = rebuild_estimate(rebuild_results[key], rate, "rebuild_rate")
+    member = int(array_info(dict(array))["member_used_bytes"])
+    document = risk_document(
+        group_shape(array), member, figures, rebuild, resolved, monte_carlo=False
+    )
+    return {
+        "mttr_hours": nan if document["mttr_hours"] is None else document["mttr_hours"],
+        "mttdl_with_ure_hours": document["mttdl_with_ure_hours"],
+        "p_loss": document["p_loss"],
+    }
+
+
+def _within_risk(
+    frame: pd.DataFrame, max_loss_probability: float, labels: Mapping[str, str]
+) -> pd.DataFrame:
+    """The candidates whose probability of loss is at most ``max_loss_probability``."""
+    kept = frame[frame["p_loss"] <= max_loss_probability]
+    if kept.empty:
+        safest = frame.loc[frame["p_loss"].idxmin()]
+        raise RaidlabError(
+            labels.get("max_loss_probability", "max_loss_probability"),
+            f"no candidate loses data with probability at most {max_loss_probability:g}; "
+            f"the lowest is {safest['p_loss']:.3g} (RAID {safest['level']})",
+        )
+    return kept
 
 
 WARMUP_IOS_MAX = 5_000_000
@@ -319,16 +458,21 @@ def _fill_ios(workload: Mapping[str, Any], cache_bytes: int) -> int:
     return int(min(WARMUP_IOS_MAX, 2 * cache_bytes / mean_bytes / write_share))
 
 
+def _metric_text(value: float, metric: str) -> str:
+    return f"{value:.3g}" if metric == "p_loss" else f"{value:,.1f}"
+
+
 def _why(frame: pd.DataFrame, metric: str) -> str:
     best = frame.iloc[0]
     text = (
-        f"{_candidate_name(best)} wins on {metric}: {best[metric]:,.1f}; it is "
+        f"{_candidate_name(best)} wins on {metric}: {_metric_text(best[metric], metric)}; it is "
         f"{_limit(best)} and costs {_member_cost(best['_member_ios'])}."
     )
     if len(frame) > 1:
         second = frame.iloc[1]
         text += (
-            f" The runner-up, {_candidate_name(second)}, reaches {second[metric]:,.1f}, "
+            f" The runner-up, {_candidate_name(second)}, reaches "
+            f"{_metric_text(second[metric], metric)}, "
             f"{_limit(second)}, at {_member_cost(second['_member_ios'])}."
         )
     return text

@@ -41,10 +41,19 @@ pub struct ArraySpec {
     /// members' FTLs unmap it before the run starts; without, they never learn of it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub deleted_percent: f64,
+    /// Hot spares standing by: with one, a member that fails during the run
+    /// (`rebuild.failed_at_ns`) is rebuilt onto a spare at once, with no replacement
+    /// delay. Absent (0) in scenarios without spares, so they read as before.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub spares: u32,
 }
 
 fn is_zero(value: &f64) -> bool {
     *value == 0.0
+}
+
+fn is_zero_count(value: &u32) -> bool {
+    *value == 0
 }
 
 /// A RAID level as the scenario names it: a number, or `"concat"`.
@@ -65,4 +74,9 @@ pub struct RebuildSpec {
     pub member: u32,
     /// Rate limit of the rebuild stream.
     pub rate_bytes_per_s: f64,
+    /// When the member fails, ns into the run; a hot spare (`array.spares`) takes its
+    /// role and the rebuild starts at that instant. Absent: the member has failed
+    /// before the run and its replacement is in place when it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at_ns: Option<u64>,
 }

@@ -648,6 +648,9 @@ limits! {
         .ints(0, MEMBERS_MAX - 1);
     REBUILD_RATE = Limit::new("array.rebuild.rate_bytes_per_s", Always, Rate,
         "rate limit of the rebuild stream").reals(1024.0, RATE_MAX);
+    REBUILD_FAILED_AT = Limit::new("array.rebuild.failed_at_ns", Always, Ns,
+        "when the member fails, into the run; a hot spare rebuilds it at once")
+        .ints(0, NS_MAX).nullable();
     STRIPE_UNIT = Limit::new("array.stripe_unit_bytes", Always, Bytes, "chunk on one member")
         .ints(SECTOR_BYTES, BLOCK_BYTES_MAX).power_of_two();
     DRIVE_COUNT = Limit::new("array.drive_count", Always, Count, "members of the array")
@@ -658,6 +661,8 @@ limits! {
     DELETED = Limit::new("array.deleted_percent", Always, Percent,
         "share of the array the host deleted after preconditioning").reals(0.0, 99.0)
         .or(Real(0.0));
+    SPARES = Limit::new("array.spares", Always, Count, "hot spares standing by")
+        .ints(0, MEMBERS_MAX).or(Int(0));
 
     DRIVE_KIND = Limit::new("array.drive.kind", Always, Choice, "drive model").of(&["hdd", "ssd"]);
     DRIVE_MODEL = Limit::new("array.drive.model", Always, Text, "preset name, reported back")

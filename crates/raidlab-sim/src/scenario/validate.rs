@@ -217,6 +217,14 @@ impl ArraySpec {
                     ),
                 )?;
             }
+            if r.failed_at_ns.is_some() && self.spares == 0 {
+                refuse(
+                    "array.rebuild.failed_at_ns",
+                    "a rebuild that starts at the failure needs a hot spare (array.spares \
+                     at least 1); without one the replacement arrives after the run"
+                        .into(),
+                )?;
+            }
         }
         Ok(())
     }

@@ -272,7 +272,7 @@ impl Simulation {
             now_ns: 0,
             queue: EventQueue::with_capacity(4 * host_slots as usize + 64),
             rng: Rng::new(scenario.seed),
-            failed: MemberSet::from_members(&a.failed),
+            failed: rebuild::failed_at_start(a),
             read_balance: c.read_balance,
             round_robin: RoundRobin::new(),
             member_load: vec![0; a.drive_count as usize],
@@ -285,7 +285,7 @@ impl Simulation {
                 unit_bytes_now: 0,
                 bytes_done: 0,
                 bytes_at_start: 0,
-                started_ns: 0,
+                started_ns: r.failed_at_ns.unwrap_or(0),
                 finished_ns: None,
             }),
             rebuild_slot: host_slots + prefetch_slots,
@@ -399,8 +399,13 @@ impl Simulation {
     }
 
     fn run_events(&mut self) -> Option<Results> {
-        if self.rebuild.is_some() {
-            self.rebuild_next();
+        if let Some(rb) = &self.rebuild {
+            if rb.started_ns > 0 {
+                // A hot spare: the member fails during the run (rebuild.rs).
+                self.queue.push(rb.started_ns, EventKind::MemberFails, 0);
+            } else {
+                self.rebuild_next();
+            }
         }
         while !self.stopped {
             let Some(event) = self.queue.pop() else { break };
@@ -421,6 +426,7 @@ impl Simulation {
                 EventKind::TraceArrival => self.trace_arrival(),
                 EventKind::SchedulerInsert => self.scheduler_insert(event.target),
                 EventKind::SchedulerTimer => self.scheduler_timer(event.target),
+                EventKind::MemberFails => self.member_fails(),
             }
         }
         self.stopped.then(|| self.results())

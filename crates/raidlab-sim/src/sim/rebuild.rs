@@ -1,12 +1,29 @@
 //! A background rebuild of one failed member, one stripe unit of member space at a
 //! time, paced at its rate and competing with the workload for the same drives. Below
 //! the rebuild's frontier the member counts as whole again.
+//!
+//! With a hot spare (`array.spares`) the member may instead fail during the run
+//! (`rebuild.failed_at_ns`): it serves I/O until then, and at that instant the spare
+//! takes its role and the rebuild starts, with no replacement delay, as md does when a
+//! spare is present. Without that field the member failed before the run and its
+//! replacement is in place when it starts.
 
 use super::controller::op_count;
 use super::{Request, Simulation};
 use crate::queue::EventKind;
-use crate::scenario::ReadBalance;
-use raidlab_layout::LeastOutstanding;
+use crate::scenario::{ArraySpec, ReadBalance};
+use raidlab_layout::{LeastOutstanding, MemberSet};
+
+/// The members failed when the run starts: `failed`, less one that fails only during
+/// the run (a hot spare's rebuild).
+pub(super) fn failed_at_start(a: &ArraySpec) -> MemberSet {
+    let mut failed = MemberSet::from_members(&a.failed);
+    // Failing at 0 ns is failing before the run: the same as no failure time.
+    if let Some(r) = a.rebuild.as_ref().filter(|r| r.failed_at_ns.is_some_and(|t| t > 0)) {
+        failed.remove(r.member);
+    }
+    failed
+}
 
 /// A background rebuild of one member, a stripe unit of member space at a time, at a
 /// limited rate, competing with the workload for the same drives.
@@ -88,6 +105,14 @@ impl Simulation {
             self.queue.push(ready, EventKind::Dispatch, slot);
             return;
         }
+    }
+
+    /// The member fails; the hot spare takes its role and its rebuild starts now.
+    pub(super) fn member_fails(&mut self) {
+        let member = self.rebuild.as_ref().expect("a rebuild runs").member;
+        debug_assert!(!self.failed.contains(member), "a member fails once");
+        self.failed.insert(member);
+        self.rebuild_next();
     }
 
     pub(super) fn rebuild_unit_done(&mut self) {

@@ -406,7 +406,18 @@ impl Simulation {
             },
             rebuild: self.rebuild.as_ref().map(|rb| {
                 let bytes = rb.bytes_done - rb.bytes_at_start;
-                let rate = bytes as f64 / secs;
+                // A member that failed during the measurement (a hot spare's rebuild)
+                // has been rebuilt only since then.
+                let rate = if rb.started_ns > self.start_ns {
+                    let active_ns = self.end_ns.saturating_sub(rb.started_ns);
+                    if active_ns == 0 {
+                        0.0
+                    } else {
+                        bytes as f64 / (active_ns as f64 / 1e9)
+                    }
+                } else {
+                    bytes as f64 / secs
+                };
                 RebuildReport {
                     member: rb.member,
                     bytes_done: bytes,
