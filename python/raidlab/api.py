@@ -42,7 +42,17 @@ from raidlab.scenario.array import (
 )
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import simulate
-from raidlab.scenario.presets import preset, preset_names
+from raidlab.scenario.presets import (
+    drive_file_parameters,
+    group_names,
+    groups_of,
+    is_drive_file,
+    preset,
+    preset_names,
+    preset_parameters,
+    preset_table_notes,
+    unknown_name_message,
+)
 from raidlab.scenario.workloads import (
     RunRows,
     WorkloadRequest,
@@ -799,6 +809,64 @@ def presets() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PRESET_COLUMNS).convert_dtypes()
 
 
+def _preset_details(group: str, name: str) -> dict[str, Any]:
+    parameters = preset_parameters(group, name, "name")
+    values = {p.key: p.value for p in parameters if not p.table}
+    return {
+        "group": group,
+        "name": name,
+        "kind": values.get("kind", ""),
+        "description": values.get("description", ""),
+        "parameters": _parameter_records(parameters),
+        "notes": preset_table_notes(group, name),
+    }
+
+
+# A preset's keys that name it rather than give a figure (no source to cite).
+PRESET_LABEL_KEYS = ("kind", "description")
+
+
+def _parameter_records(parameters: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"parameter": p.name, "value": p.value, "source": p.source}
+        for p in parameters
+        if p.table or p.key not in PRESET_LABEL_KEYS
+    ]
+
+
+def preset_details(name: str | None = None, field: str = "name") -> list[dict[str, Any]]:
+    """Every parameter of presets with the source its comment cites: of the preset
+    ``name`` (drive, controller or host; or a drive file's path, ``my-drive.toml``), or
+    of every preset when ``name`` is None. One dict per preset: ``group``, ``name``,
+    ``kind``, ``description``, ``parameters`` (``parameter`` such as ``rpm`` or
+    ``ftl.spare_percent``, ``value``, ``source``: ``""`` where none is cited) and
+    ``notes`` (the comment lines inside its tables)."""
+    if name is None:
+        return [
+            _preset_details(group, preset_name)
+            for group in group_names()
+            for preset_name in preset_names(group)
+        ]
+    if is_drive_file(name):
+        drive, parameters, notes = drive_file_parameters(name, field)
+        return [
+            {
+                "group": "drive",
+                "name": drive.name,
+                "kind": drive.table.get("kind", ""),
+                "description": drive.table.get("description", ""),
+                "parameters": _parameter_records(parameters),
+                "notes": notes,
+                "file": str(name),
+            }
+        ]
+    groups = groups_of(name)
+    if not groups:
+        known = [n for group in group_names() for n in preset_names(group)]
+        raise RaidlabError(field, unknown_name_message("preset", name, known))
+    return [_preset_details(group, name) for group in groups]
+
+
 __all__: list[str] = [
     "FioRun",
     "advise",
@@ -812,6 +880,7 @@ __all__: list[str] = [
     "explain_lines",
     "rebuild_lines",
     "presets",
+    "preset_details",
     "reproduce",
     "resolve_array",
     "run",

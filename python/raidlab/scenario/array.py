@@ -53,7 +53,13 @@ from typing import Any
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.limits import parse_checked
-from raidlab.scenario.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
+from raidlab.scenario.presets import (
+    DEFAULT_CONTROLLER,
+    DEFAULT_HOST,
+    drive_file_preset,
+    is_drive_file,
+    preset,
+)
 from raidlab.units import parse_size
 
 SCHEMA = 1
@@ -212,9 +218,18 @@ def _parse_entry(value: Any, entry: limits.Field, scope: str, label: str) -> Any
 # --- drive, controller, host ---------------------------------------------------------
 
 
+def _drive_preset(name: str, label: str) -> dict[str, Any]:
+    """A drive preset by name, or a drive file (``my-drive.toml``, as ``raidlab
+    calibrate`` writes) by path."""
+    if is_drive_file(name):
+        return drive_file_preset(name, label)[1]
+    return preset("drive", name, label)
+
+
 def resolve_drive(value: Any, label: str) -> dict[str, Any]:
-    """The scenario's drive spec from a preset name or a table (``preset`` + overrides,
-    or ``kind`` + every field)."""
+    """The scenario's drive spec from a preset name, a drive file's path
+    (``my-drive.toml``), or a table (``preset`` + overrides, or ``kind`` + every
+    field)."""
     if value is None:
         raise RaidlabError(
             label,
@@ -222,13 +237,18 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
             "or a table with kind and fields",
         )
     if isinstance(value, str):
-        table: dict[str, Any] = preset("drive", value, label)
+        if is_drive_file(value):
+            # The file's keys are checked below; errors name the file and its table.
+            name, table = drive_file_preset(value, label)
+            label = f"{label}: {value}: {name}"
+        else:
+            table = preset("drive", value, label)
     elif isinstance(value, Mapping):
         table = dict(value)
         if "preset" in table:
             if not isinstance(table["preset"], str):
                 raise RaidlabError(f"{label}.preset", "expected a preset name")
-            base = preset("drive", table["preset"], f"{label}.preset")
+            base = _drive_preset(table["preset"], f"{label}.preset")
             if "kind" in table and table["kind"] != base["kind"]:
                 raise RaidlabError(
                     f"{label}.kind",
@@ -500,7 +520,14 @@ def load_array_file(path: str | Path) -> ArrayRequest:
                 f"{match['what'][:1].lower()}{match['what'][1:]}"
             )
         raise RaidlabError(str(path), message) from None
-    return array_request_from_document(document, str(path))
+    request = array_request_from_document(document, str(path))
+    drive = request.drive
+    if isinstance(drive, str) and is_drive_file(drive) and not Path(drive).is_absolute():
+        # `drive = "my-drive.toml"` is the file next to the array file.
+        beside = path.parent / drive
+        if beside.is_file():
+            request = replace(request, drive=str(beside))
+    return request
 
 
 def array_request_from_document(document: Mapping[str, Any], source: str) -> ArrayRequest:
