@@ -35,6 +35,8 @@ from raidlab.scenario.native import simulate
 FIT_IOS_DEFAULT = 3_000
 FIT_IOS_MIN = 100
 FIT_IOS_MAX = 1_000_000
+# A job that did at most this many I/Os is replayed whole, as fio ran it.
+REPLAY_IOS_MAX = 30_000
 MAX_EVALS_DEFAULT = 300
 MAX_EVALS_MIN = 1
 MAX_EVALS_MAX = 100_000
@@ -343,17 +345,22 @@ def job_models(
 
 
 def _fit_workload(model: JobModel, drive: Mapping[str, Any], fit_ios: int) -> dict[str, Any]:
+    """The job as the fit simulates it: as fio ran it (its ramp and runtime) when that
+    is at most ``REPLAY_IOS_MAX`` I/Os, so a short job's start (a write buffer filling)
+    is measured in both; else ``fit_ios`` I/Os after a warm-up that fills the buffer,
+    as a long job's ramp did."""
     workload = dict(model.workload)
-    if model.exact:
-        workload["runtime_ns"] = None
+    seconds = ((workload.get("runtime_ns") or 0) + workload.get("warmup_ns", 0)) / 1e9
+    if model.exact or model.measured.iops * seconds <= REPLAY_IOS_MAX:
         return workload
     block = workload["bs"][0][0]
     warmup = fit_ios // 5
     if model.measured.direction == "write":
-        # Past the write buffer: fio measured after its ramp, on a full buffer.
         buffer = int(drive.get("write_buffer_bytes") or drive.get("cache_bytes") or 0)
         warmup = max(warmup, min(4 * fit_ios, 2 * buffer // max(1, block)))
-    workload.update({"ios": fit_ios + warmup, "warmup_ios": warmup, "runtime_ns": None})
+    workload.update(
+        {"ios": fit_ios + warmup, "warmup_ios": warmup, "runtime_ns": None, "warmup_ns": 0}
+    )
     return workload
 
 
