@@ -60,7 +60,7 @@ from raidlab.scenario.workloads import (
     run_frame,
     run_rows,
 )
-from raidlab.units import format_size, parse_sizes
+from raidlab.units import format_size, parse_size, parse_sizes
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -867,11 +867,86 @@ def preset_details(name: str | None = None, field: str = "name") -> list[dict[st
     return [_preset_details(group, name) for group in groups]
 
 
+# --- calibrate: one's own drive from fio's measurements -------------------------------
+
+
+def calibration_jobs(kind: str = "ssd", quick: bool = False, size: str | None = None) -> str:
+    """The fio job file that measures a drive for :func:`calibrate` (``kind`` ssd or
+    hdd); ``quick``: one second a job (tests), ``size``: only the first SIZE of the
+    target (fio's ``size=``, e.g. ``1g``)."""
+    from raidlab.frontends import calibrate_jobs
+    from raidlab.frontends.fio_values import fio_size
+
+    calibrate_jobs.check_kind(kind)
+    if size is not None:
+        fio_size(size, "--size", "size")
+    return calibrate_jobs.job_file_text(kind, quick=quick, size=size)
+
+
+def calibrate(
+    files: Sequence[str | Path],
+    kind: str,
+    name: str,
+    capacity: Any = None,
+    max_evals: Any = None,
+    fit_ios: Any = None,
+    on_eval: Any = None,
+    labels: Mapping[str, str] | None = None,
+) -> Any:
+    """Fit the ``kind`` drive model to fio's JSON output ``files`` of the jobs of
+    :func:`calibration_jobs`; returns a ``Calibration`` (``table``: the preset,
+    ``sources``, ``jobs``: the fit error per job) whose TOML is
+    ``raidlab.frontends.calibrate.preset_toml(result)``. ``on_eval(count, cost)`` is
+    called after every simulation of the job set (a progress bar)."""
+    from raidlab.frontends import calibrate as calibration
+    from raidlab.frontends.calibrate_jobs import check_kind
+
+    labels = dict(labels or {})
+
+    def label(key: str) -> str:
+        return labels.get(key, key)
+
+    check_kind(kind, label("kind"))
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise RaidlabError(
+            label("name"), f"letters, digits, '-', '_' and '.' only (a TOML key), got {name!r}"
+        )
+    capacity_bytes = None
+    if capacity is not None:
+        capacity_bytes = parse_size(capacity, label("capacity"))
+        if capacity_bytes < 1 << 20:
+            raise RaidlabError(label("capacity"), f"at least 1M, got {capacity!r}")
+    evals = parse_int(
+        calibration.MAX_EVALS_DEFAULT if max_evals is None else max_evals,
+        label("max_evals"),
+        calibration.MAX_EVALS_MIN,
+        calibration.MAX_EVALS_MAX,
+    )
+    ios = parse_int(
+        calibration.FIT_IOS_DEFAULT if fit_ios is None else fit_ios,
+        label("fit_ios"),
+        calibration.FIT_IOS_MIN,
+        calibration.FIT_IOS_MAX,
+    )
+    jobs = calibration.read_measurements(files, kind)
+    return calibration.calibrate(
+        jobs,
+        kind,
+        name,
+        capacity=capacity_bytes,
+        max_evals=evals,
+        fit_ios=ios,
+        on_eval=on_eval or (lambda count, best: None),
+    )
+
+
 __all__: list[str] = [
     "FioRun",
     "advise",
     "atto",
     "atto_sweep",
+    "calibrate",
+    "calibration_jobs",
     "cdm",
     "fio",
     "iometer",

@@ -691,7 +691,8 @@ def calibrate(
         costs = {setting: evaluate_with(setting)(start) for setting in (True, False)}
         evals += 2
         write_cache = costs[True] <= costs[False]
-    if write_cache:
+    if kind == "hdd" and write_cache:
+        # A drive with its write cache on holds no separate write buffer (the model's).
         params = tuple(param for param in params if param.key != "write_buffer_bytes")
     search = Search(
         evaluate_with(write_cache),
