@@ -31,8 +31,7 @@ CALIBRATE_FLAGS = {
 @contextmanager
 def _progress_bar(total: int) -> Iterator[Callable[[int, float], None]]:
     """A bar over the fit's simulations of the job set (on a terminal only)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    from rich.progress import TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if not stderr.is_terminal:
         yield lambda count, best: None
@@ -77,7 +76,11 @@ def calibrate(
     ] = False,
     size: Annotated[
         str | None,
-        opt("--size", "With --print-jobs: only the first SIZE of the target (fio's size=, e.g. 8g)."),
+        opt(
+            "--size",
+            "With --print-jobs: only the first SIZE of the target (fio's size=, e.g. 8g; "
+            "default: all of it).",
+        ),
     ] = None,
     name: Annotated[
         str | None, opt("--name", "The preset's name (default: --out's file name, else my-drive).")
@@ -95,7 +98,10 @@ def calibrate(
     ] = None,
     max_evals: Annotated[
         str | None,
-        opt("--max-evals", f"Simulations of the job set the fit may run (default {MAX_EVALS_DEFAULT})."),
+        opt(
+            "--max-evals",
+            f"Simulations of the job set the fit may run (default {MAX_EVALS_DEFAULT}).",
+        ),
     ] = None,
     fit_ios: Annotated[
         str | None,

@@ -77,7 +77,9 @@ def _load_json(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise RaidlabError(str(path), f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+        raise RaidlabError(
+            str(path), f"cannot read: {getattr(error, 'strerror', None) or error}"
+        ) from None
     # fio may print notes before the document when --output is not used.
     start = text.find("{")
     try:
@@ -295,9 +297,7 @@ def drive_spec(
 def _seeks_in_order(values: Mapping[str, float]) -> bool:
     if "seek_ns_avg" not in values:
         return True
-    return (
-        values["seek_ns_track_to_track"] < values["seek_ns_avg"] < values["seek_ns_full_stroke"]
-    )
+    return values["seek_ns_track_to_track"] < values["seek_ns_avg"] < values["seek_ns_full_stroke"]
 
 
 # --- simulating the jobs ------------------------------------------------------------------
@@ -326,9 +326,7 @@ def _array(drive: Mapping[str, Any]) -> dict[str, Any]:
     return build_array(ArrayRequest(drive=dict(drive), labels={"drive": "calibrated drive"}))
 
 
-def job_models(
-    jobs: Sequence[MeasuredJob], kind: str, array: Mapping[str, Any]
-) -> list[JobModel]:
+def job_models(jobs: Sequence[MeasuredJob], kind: str, array: Mapping[str, Any]) -> list[JobModel]:
     """Each fitted job's workload on ``array`` (whose capacity places ``size=2%``)."""
     catalogue = job_by_name(kind)
     models = []
@@ -511,7 +509,9 @@ class Search:
         value = self.evaluate(values)
         return value
 
-    def _moved(self, values: dict[str, float], param: Param, step: float, sign: int) -> dict[str, float] | None:
+    def _moved(
+        self, values: dict[str, float], param: Param, step: float, sign: int
+    ) -> dict[str, float] | None:
         current = values[param.key]
         if param.log:
             target = current * math.exp(sign * step)
@@ -609,9 +609,7 @@ class Calibration:
         return max(self.jobs, key=lambda job: abs(job.error_pct))
 
 
-def _capacity(
-    jobs: Sequence[MeasuredJob], capacity: int | None
-) -> tuple[int, str]:
+def _capacity(jobs: Sequence[MeasuredJob], capacity: int | None) -> tuple[int, str]:
     if capacity is not None:
         return capacity, "given: --capacity"
     fill = _by_name(jobs).get("ssd-precondition")
@@ -673,7 +671,9 @@ def calibrate(
         if not _seeks_in_order(values):
             return None
         try:
-            return simulate_jobs(models, drive_spec(kind, values, capacity_bytes, write_cache), fit_ios)
+            return simulate_jobs(
+                models, drive_spec(kind, values, capacity_bytes, write_cache), fit_ios
+            )
         except RaidlabError:
             return None  # a drive the simulator refuses is not a candidate
 
@@ -829,9 +829,8 @@ def preset_toml(result: Calibration, command: str = "raidlab calibrate") -> str:
     table = dict(result.table)
     ftl = table.pop("ftl", None)
     lines.append(f"kind = {_toml_value(table.pop('kind'))}")
-    lines.append(
-        f"description = {_toml_value(f'{result.name}, calibrated from {names} by raidlab calibrate')}"
-    )
+    description = f"{result.name}, calibrated from {names} by raidlab calibrate"
+    lines.append(f"description = {_toml_value(description)}")
     for key, value in table.items():
         lines.append(_line(key, value, result.sources.get(key, "")))
     if ftl is not None:

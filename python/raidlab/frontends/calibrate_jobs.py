@@ -43,7 +43,7 @@ RUNTIME_S_QUICK = 1
 RAMP_S = 2
 STEADY_RUNTIME_S = 60
 STEADY_RAMP_S = 60
-STEADY_RUNTIME_S_QUICK = 2
+STEADY_RUNTIME_S_QUICK = 1
 # --quick fills this much of the drive instead of all of it (the fill is not fitted).
 PRECONDITION_BYTES_QUICK = "256m"
 
@@ -135,13 +135,17 @@ HDD_JOBS: tuple[CalibrationJob, ...] = (
     _job("hdd-randread-4k-qd32", "randread", "4k", 32, "NCQ reordering, firmware"),
     _job("hdd-randread-64k-qd1", "randread", "64k", 1, "media transfer at QD 1"),
     _job("hdd-read-1m-outer", "read", "1m", 4, "media rate, outer zone", size="2%"),
-    _job(
-        "hdd-read-1m-inner", "read", "1m", 4, "media rate, inner zone", offset="98%", size="2%"
-    ),
+    _job("hdd-read-1m-inner", "read", "1m", 4, "media rate, inner zone", offset="98%", size="2%"),
     _job("hdd-read-4k-qd1", "read", "4k", 1, "read-ahead hits: firmware + link", size="2%"),
     _job("hdd-write-1m-outer", "write", "1m", 4, "sequential writes, outer zone", size="2%"),
-    _job("hdd-write-4k-qd1", "write", "4k", 1, "write cache (a revolution per write without)",
-         size="2%"),
+    _job(
+        "hdd-write-4k-qd1",
+        "write",
+        "4k",
+        1,
+        "write cache (a revolution per write without)",
+        size="2%",
+    ),
     _job("hdd-randwrite-4k-qd1", "randwrite", "4k", 1, "random writes, write cache"),
 )
 

@@ -139,12 +139,15 @@ def load_drive_file(path: str | Path, field: str) -> DriveFile:
     path = Path(path)
     where = f"{field}: {path}"
     if not path.is_file():
-        raise RaidlabError(field, f"no such drive file: {path} (a drive preset name or a .toml file)")
+        raise RaidlabError(
+            field, f"no such drive file: {path} (a drive preset name or a .toml file)"
+        )
     try:
         text = path.read_text("utf-8")
         document = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as error:
-        raise RaidlabError(where, f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+        reason = getattr(error, "strerror", None) or error
+        raise RaidlabError(where, f"cannot read: {reason}") from None
     except tomllib.TOMLDecodeError as error:
         raise RaidlabError(where, f"malformed TOML: {error}") from None
     if "kind" in document:

@@ -141,7 +141,9 @@ def preset_parameters(
     return out
 
 
-def preset_notes(name: str, table: Mapping[str, Any], sources: Mapping[str, TableSources]) -> list[str]:
+def preset_notes(
+    name: str, table: Mapping[str, Any], sources: Mapping[str, TableSources]
+) -> list[str]:
     """The comment lines inside the preset's tables (its own, then its subtables')."""
     notes = list(sources.get(name, TableSources()).notes)
     for sub, value in table.items():
