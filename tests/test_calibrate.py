@@ -107,7 +107,8 @@ def _held_out_errors(preset: str, fitted: Path, ios: int) -> list[tuple[str, flo
             iops.append(float(frame["iops"].sum()))
         label = f"RAID {level} x{drives} {rw} {bs} QD {iodepth}"
         errors.append((label, (iops[1] / iops[0] - 1) * 100))
-        print(f"held out: {label}: preset {iops[0]:,.0f} IOPS, fitted {iops[1]:,.0f}")
+        print(f"held out: {label}: preset {iops[0]:,.0f} IOPS, fitted {iops[1]:,.0f}", end="")
+        print(f" ({errors[-1][1]:+.1f} %)")
     return errors
 
 
@@ -222,7 +223,7 @@ def test_a_real_fio_run_on_a_file_calibrates(tmp_path: Path) -> None:
     fit = runner.invoke(
         app,
         ["calibrate", str(measured), "--kind", "ssd", "--capacity", "64M", "--out", str(out)]
-        + ["--max-evals", "60", "--fit-ios", "500", "--format", "json"],
+        + ["--max-evals", "150", "--fit-ios", "500", "--format", "json"],
     )
     assert fit.exit_code == 0, fit.output
     document = json.loads(fit.stdout)
