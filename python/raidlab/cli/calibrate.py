@@ -16,7 +16,11 @@ from raidlab.cli.app import app
 from raidlab.cli.flags import FormatOption, check_format, opt
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.calibrate import FIT_IOS_DEFAULT, MAX_EVALS_DEFAULT, preset_toml
-from raidlab.report.calibrate import calibration_document, print_calibration_table
+from raidlab.report.calibrate import (
+    calibration_document,
+    print_calibration_table,
+    write_calibration_csv,
+)
 from raidlab.report.output import output_file, print_json, stderr, stdout
 
 CALIBRATE_FLAGS = {
@@ -125,6 +129,8 @@ def calibrate(
                 raise RaidlabError(flag, "only with --print-jobs (it shapes the job file)")
         if out is not None:
             output_file(out, "--out")
+        elif output_format == "csv":
+            raise RaidlabError("--format", "csv needs --out (stdout holds the CSV)")
         preset_name = name or (out.stem if out is not None else "my-drive")
         evals = MAX_EVALS_DEFAULT if max_evals is None else max_evals
         total = int(evals) if str(evals).isdigit() else MAX_EVALS_DEFAULT
@@ -144,6 +150,9 @@ def calibrate(
             out.write_text(toml)
         if output_format == "json":
             print_json(calibration_document(result))
+            return
+        if output_format == "csv":
+            write_calibration_csv(result, sys.stdout)
             return
         if out is None:
             sys.stdout.write(toml)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import csv
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -33,6 +34,23 @@ def calibration_document(result: Calibration) -> dict[str, Any]:
         "evaluations": result.evaluations,
         "toml": preset_toml(result),
     }
+
+
+def write_calibration_csv(result: Calibration, out: TextIO) -> None:
+    """The error per job as CSV: job, file, op, measured_iops, simulated_iops, error_pct."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["job", "file", "op", "measured_iops", "simulated_iops", "error_pct"])
+    for job in result.jobs:
+        writer.writerow(
+            [
+                job.name,
+                job.source,
+                job.direction,
+                job.measured_iops,
+                job.simulated_iops,
+                job.error_pct,
+            ]
+        )
 
 
 def print_calibration_table(result: Calibration, console: Console) -> None:
