@@ -624,13 +624,14 @@ def _capacity(jobs: Sequence[MeasuredJob], capacity: int | None) -> tuple[int, s
 
 
 def _sensitive_jobs(
-    kind: str,
     models: Sequence[JobModel],
     values: Mapping[str, float],
     base: Sequence[Simulated],
     param: Param,
     run: Callable[[dict[str, float]], list[Simulated] | None],
-) -> list[str]:
+) -> tuple[list[str], int]:
+    """The jobs whose simulated IOPS move by more than ``SENSITIVE_PCT`` when
+    ``param`` moves by ``SENSITIVITY_STEP`` either way, and the simulations it took."""
     current = values[param.key]
     if param.log or current:
         targets = [current * SENSITIVITY_STEP, current / SENSITIVITY_STEP]
@@ -639,15 +640,19 @@ def _sensitive_jobs(
     if param.integer:
         targets = [current + 1, max(param.low, current - 1)]
     names: list[str] = []
+    runs = 0
     for target in targets:
         trial = {**values, param.key: min(param.high, max(param.low, target))}
-        results = run(trial) if trial[param.key] != current else None
+        results = None
+        if trial[param.key] != current:
+            results = run(trial)
+            runs += 1
         for model, before, after in zip(models, base, results or [], strict=False):
             if before.iops > 0 and abs(after.iops / before.iops - 1) * 100 > SENSITIVE_PCT:
                 if model.measured.name not in names:
                     names.append(model.measured.name)
     order = [model.measured.name for model in models]
-    return sorted(names, key=order.index)
+    return sorted(names, key=order.index), runs
 
 
 def calibrate(
@@ -713,10 +718,10 @@ def calibrate(
     evals += 1
     fitted_from: dict[str, list[str]] = {}
     for param in params:
-        fitted_from[param.key] = _sensitive_jobs(
-            kind, models, best, results, param, lambda values: run(values, write_cache)
+        fitted_from[param.key], runs = _sensitive_jobs(
+            models, best, results, param, lambda values: run(values, write_cache)
         )
-        evals += 1
+        evals += runs
     table = drive_spec(kind, best, capacity_bytes, write_cache)
     files = list(dict.fromkeys(job.source for job in jobs))
     sources = _sources(kind, fitted_from, capacity_source, files, write_cache)
