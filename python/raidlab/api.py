@@ -60,7 +60,7 @@ from raidlab.scenario.workloads import (
     run_frame,
     run_rows,
 )
-from raidlab.units import format_size, parse_size, parse_sizes
+from raidlab.units import format_size, parse_sizes
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -900,6 +900,7 @@ def calibrate(
     called after every simulation of the job set (a progress bar)."""
     from raidlab.frontends import calibrate as calibration
     from raidlab.frontends.calibrate_jobs import check_kind
+    from raidlab.units import parse_size
 
     labels = dict(labels or {})
 

@@ -50,16 +50,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import raidlab.scenario.presets as drive_files  # drive files: my-drive.toml
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.limits import parse_checked
-from raidlab.scenario.presets import (
-    DEFAULT_CONTROLLER,
-    DEFAULT_HOST,
-    drive_file_preset,
-    is_drive_file,
-    preset,
-)
+from raidlab.scenario.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
 from raidlab.units import parse_size
 
 SCHEMA = 1
@@ -221,8 +216,8 @@ def _parse_entry(value: Any, entry: limits.Field, scope: str, label: str) -> Any
 def _drive_preset(name: str, label: str) -> dict[str, Any]:
     """A drive preset by name, or a drive file (``my-drive.toml``, as ``raidlab
     calibrate`` writes) by path."""
-    if is_drive_file(name):
-        return drive_file_preset(name, label)[1]
+    if drive_files.is_drive_file(name):
+        return drive_files.drive_file_preset(name, label)[1]
     return preset("drive", name, label)
 
 
@@ -237,9 +232,9 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
             "or a table with kind and fields",
         )
     if isinstance(value, str):
-        if is_drive_file(value):
+        if drive_files.is_drive_file(value):
             # The file's keys are checked below; errors name the file and its table.
-            name, table = drive_file_preset(value, label)
+            name, table = drive_files.drive_file_preset(value, label)
             label = f"{label}: {value}: {name}"
         else:
             table = preset("drive", value, label)
@@ -522,7 +517,7 @@ def load_array_file(path: str | Path) -> ArrayRequest:
         raise RaidlabError(str(path), message) from None
     request = array_request_from_document(document, str(path))
     drive = request.drive
-    if isinstance(drive, str) and is_drive_file(drive) and not Path(drive).is_absolute():
+    if isinstance(drive, str) and drive_files.is_drive_file(drive) and not Path(drive).is_absolute():
         # `drive = "my-drive.toml"` is the file next to the array file.
         beside = path.parent / drive
         if beside.is_file():
