@@ -517,7 +517,8 @@ def load_array_file(path: str | Path) -> ArrayRequest:
         raise RaidlabError(str(path), message) from None
     request = array_request_from_document(document, str(path))
     drive = request.drive
-    if isinstance(drive, str) and drive_files.is_drive_file(drive) and not Path(drive).is_absolute():
+    relative = isinstance(drive, str) and not Path(drive).is_absolute()
+    if relative and drive_files.is_drive_file(drive):
         # `drive = "my-drive.toml"` is the file next to the array file.
         beside = path.parent / drive
         if beside.is_file():
