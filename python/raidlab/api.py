@@ -43,7 +43,17 @@ from raidlab.scenario.array import (
 )
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import simulate
-from raidlab.scenario.presets import preset, preset_names
+from raidlab.scenario.presets import (
+    drive_file_parameters,
+    group_names,
+    groups_of,
+    is_drive_file,
+    preset,
+    preset_names,
+    preset_parameters,
+    preset_table_notes,
+    unknown_name_message,
+)
 from raidlab.scenario.workloads import (
     RunRows,
     WorkloadRequest,
@@ -910,11 +920,145 @@ def presets() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PRESET_COLUMNS).convert_dtypes()
 
 
+def _preset_details(group: str, name: str) -> dict[str, Any]:
+    parameters = preset_parameters(group, name, "name")
+    values = {p.key: p.value for p in parameters if not p.table}
+    return {
+        "group": group,
+        "name": name,
+        "kind": values.get("kind", ""),
+        "description": values.get("description", ""),
+        "parameters": _parameter_records(parameters),
+        "notes": preset_table_notes(group, name),
+    }
+
+
+# A preset's keys that name it rather than give a figure (no source to cite).
+PRESET_LABEL_KEYS = ("kind", "description")
+
+
+def _parameter_records(parameters: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"parameter": p.name, "value": p.value, "source": p.source}
+        for p in parameters
+        if p.table or p.key not in PRESET_LABEL_KEYS
+    ]
+
+
+def preset_details(name: str | None = None, field: str = "name") -> list[dict[str, Any]]:
+    """Every parameter of presets with the source its comment cites: of the preset
+    ``name`` (drive, controller or host; or a drive file's path, ``my-drive.toml``), or
+    of every preset when ``name`` is None. One dict per preset: ``group``, ``name``,
+    ``kind``, ``description``, ``parameters`` (``parameter`` such as ``rpm`` or
+    ``ftl.spare_percent``, ``value``, ``source``: ``""`` where none is cited) and
+    ``notes`` (the comment lines inside its tables)."""
+    if name is None:
+        return [
+            _preset_details(group, preset_name)
+            for group in group_names()
+            for preset_name in preset_names(group)
+        ]
+    if is_drive_file(name):
+        drive, parameters, notes = drive_file_parameters(name, field)
+        return [
+            {
+                "group": "drive",
+                "name": drive.name,
+                "kind": drive.table.get("kind", ""),
+                "description": drive.table.get("description", ""),
+                "parameters": _parameter_records(parameters),
+                "notes": notes,
+                "file": str(name),
+            }
+        ]
+    groups = groups_of(name)
+    if not groups:
+        known = [n for group in group_names() for n in preset_names(group)]
+        raise RaidlabError(field, unknown_name_message("preset", name, known))
+    return [_preset_details(group, name) for group in groups]
+
+
+# --- calibrate: one's own drive from fio's measurements -------------------------------
+
+
+def calibration_jobs(kind: str = "ssd", quick: bool = False, size: str | None = None) -> str:
+    """The fio job file that measures a drive for :func:`calibrate` (``kind`` ssd or
+    hdd); ``quick``: one second a job (tests), ``size``: only the first SIZE of the
+    target (fio's ``size=``, e.g. ``1g``)."""
+    from raidlab.frontends import calibrate_jobs
+    from raidlab.frontends.fio_values import fio_size
+
+    calibrate_jobs.check_kind(kind)
+    if size is not None:
+        fio_size(size, "--size", "size")
+    return calibrate_jobs.job_file_text(kind, quick=quick, size=size)
+
+
+def calibrate(
+    files: Sequence[str | Path],
+    kind: str,
+    name: str,
+    capacity: Any = None,
+    max_evals: Any = None,
+    fit_ios: Any = None,
+    on_eval: Any = None,
+    labels: Mapping[str, str] | None = None,
+) -> Any:
+    """Fit the ``kind`` drive model to fio's JSON output ``files`` of the jobs of
+    :func:`calibration_jobs`; returns a ``Calibration`` (``table``: the preset,
+    ``sources``, ``jobs``: the fit error per job) whose TOML is
+    ``raidlab.frontends.calibrate.preset_toml(result)``. ``on_eval(count, cost)`` is
+    called after every simulation of the job set (a progress bar)."""
+    from raidlab.frontends import calibrate as calibration
+    from raidlab.frontends.calibrate_jobs import check_kind
+    from raidlab.units import parse_size
+
+    labels = dict(labels or {})
+
+    def label(key: str) -> str:
+        return labels.get(key, key)
+
+    check_kind(kind, label("kind"))
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise RaidlabError(
+            label("name"), f"letters, digits, '-', '_' and '.' only (a TOML key), got {name!r}"
+        )
+    capacity_bytes = None
+    if capacity is not None:
+        capacity_bytes = parse_size(capacity, label("capacity"))
+        if capacity_bytes < 1 << 20:
+            raise RaidlabError(label("capacity"), f"at least 1M, got {capacity!r}")
+    evals = parse_int(
+        calibration.MAX_EVALS_DEFAULT if max_evals is None else max_evals,
+        label("max_evals"),
+        calibration.MAX_EVALS_MIN,
+        calibration.MAX_EVALS_MAX,
+    )
+    ios = parse_int(
+        calibration.FIT_IOS_DEFAULT if fit_ios is None else fit_ios,
+        label("fit_ios"),
+        calibration.FIT_IOS_MIN,
+        calibration.FIT_IOS_MAX,
+    )
+    jobs = calibration.read_measurements(files, kind)
+    return calibration.calibrate(
+        jobs,
+        kind,
+        name,
+        capacity=capacity_bytes,
+        max_evals=evals,
+        fit_ios=ios,
+        on_eval=on_eval or (lambda count, best: None),
+    )
+
+
 __all__: list[str] = [
     "FioRun",
     "advise",
     "atto",
     "atto_sweep",
+    "calibrate",
+    "calibration_jobs",
     "cdm",
     "fio",
     "iometer",
@@ -923,6 +1067,7 @@ __all__: list[str] = [
     "explain_lines",
     "rebuild_lines",
     "presets",
+    "preset_details",
     "reproduce",
     "resolve_array",
     "risk",

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 
 import typer
 
-from raidlab.cli import simulate, studies, suites, sweep  # noqa: F401  (they register commands)
+from raidlab.cli import (  # noqa: F401  (they register commands)
+    calibrate,
+    simulate,
+    studies,
+    suites,
+    sweep,
+)
 from raidlab.cli.app import app
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.cli.life import life as life_command  # noqa: F401  (registers it)

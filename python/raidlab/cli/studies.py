@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -30,6 +30,7 @@ from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT
 from raidlab.reliability import RiskOptions
 from raidlab.report.output import print_json, records, stderr, stdout
+from raidlab.report.presets import print_preset_details
 from raidlab.report.tables import (
     advise_table_rows,
     print_frame,
@@ -47,20 +48,45 @@ from raidlab.studies import CLAIMS_IOS_DEFAULT, STUDY_NAMES
 \b
   raidlab presets
   raidlab presets --format csv
+  raidlab presets --format json
+  raidlab presets show intel-dc-s3500-80g
+  raidlab presets show megaraid-9361 --format json
+  raidlab presets show my-drive.toml
 """
 )
-def presets(output_format: FormatOption = "table") -> None:
+def presets(
+    action: Annotated[
+        str | None,
+        typer.Argument(help="show: every parameter of one preset with its source."),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="The preset to show: a drive, controller or host preset, or a drive file "
+            "(my-drive.toml, as `raidlab calibrate` writes)."
+        ),
+    ] = None,
+    output_format: FormatOption = "table",
+) -> None:
     """List drive and controller presets with their key figures (CSV and JSON: one
-    column per figure, named by its preset key)."""
+    column per figure, named by its preset key; JSON also every parameter of every
+    preset, hosts included, with its source), or show one preset's parameters."""
     with user_errors():
         output_format = check_format(output_format)
+        if action is not None:
+            if action != "show":
+                raise RaidlabError("ACTION", f"must be show, got {action!r}")
+            if name is None:
+                raise RaidlabError("NAME", "give the preset to show (see `raidlab presets`)")
+            print_preset_details(api.preset_details(name, "NAME"), output_format)
+            return
         frame = api.presets()
         # Programs get the figures as columns; the text form is for people.
         figures = frame.drop(columns=["key_figures"])
         if output_format == "csv":
             sys.stdout.write(figures.to_csv(index=False))
         elif output_format == "json":
-            print_json({"records": records(figures)})
+            print_json({"records": _records_with_sources(records(figures))})
         else:
             table = Table(title="presets (sources: comments in raidlab/scenario/presets/*.toml)")
             for column in ("group", "name", "kind", "key_figures"):
@@ -68,6 +94,28 @@ def presets(output_format: FormatOption = "table") -> None:
             for row in frame.itertuples():
                 table.add_row(row.group, row.name, row.kind, row.key_figures)
             stdout.print(table)
+
+
+def _records_with_sources(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The key-figure records with each preset's every parameter and source added, and
+    the presets with no key-figure row (hosts) after them."""
+    details = {(entry["group"], entry["name"]): entry for entry in api.preset_details()}
+    out = []
+    for row in rows:
+        entry = details.pop((row["group"], row["name"]))
+        out.append({**row, "parameters": entry["parameters"], "notes": entry["notes"]})
+    for entry in details.values():
+        out.append(
+            {
+                "group": entry["group"],
+                "name": entry["name"],
+                "kind": entry["kind"] or None,
+                "description": entry["description"],
+                "parameters": entry["parameters"],
+                "notes": entry["notes"],
+            }
+        )
+    return out
 
 
 ADVISE_FLAGS = {

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import raidlab.scenario.presets as drive_files  # drive files: my-drive.toml
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.limits import parse_checked
@@ -221,9 +222,18 @@ def _parse_entry(value: Any, entry: limits.Field, scope: str, label: str) -> Any
 # --- drive, controller, host ---------------------------------------------------------
 
 
+def _drive_preset(name: str, label: str) -> dict[str, Any]:
+    """A drive preset by name, or a drive file (``my-drive.toml``, as ``raidlab
+    calibrate`` writes) by path."""
+    if drive_files.is_drive_file(name):
+        return drive_files.drive_file_preset(name, label)[1]
+    return preset("drive", name, label)
+
+
 def resolve_drive(value: Any, label: str) -> dict[str, Any]:
-    """The scenario's drive spec from a preset name or a table (``preset`` + overrides,
-    or ``kind`` + every field)."""
+    """The scenario's drive spec from a preset name, a drive file's path
+    (``my-drive.toml``), or a table (``preset`` + overrides, or ``kind`` + every
+    field)."""
     if value is None:
         raise RaidlabError(
             label,
@@ -231,13 +241,18 @@ def resolve_drive(value: Any, label: str) -> dict[str, Any]:
             "or a table with kind and fields",
         )
     if isinstance(value, str):
-        table: dict[str, Any] = preset("drive", value, label)
+        if drive_files.is_drive_file(value):
+            # The file's keys are checked below; errors name the file and its table.
+            name, table = drive_files.drive_file_preset(value, label)
+            label = f"{label}: {value}: {name}"
+        else:
+            table = preset("drive", value, label)
     elif isinstance(value, Mapping):
         table = dict(value)
         if "preset" in table:
             if not isinstance(table["preset"], str):
                 raise RaidlabError(f"{label}.preset", "expected a preset name")
-            base = preset("drive", table["preset"], f"{label}.preset")
+            base = _drive_preset(table["preset"], f"{label}.preset")
             if "kind" in table and table["kind"] != base["kind"]:
                 raise RaidlabError(
                     f"{label}.kind",
@@ -522,7 +537,15 @@ def load_array_file(path: str | Path) -> ArrayRequest:
                 f"{match['what'][:1].lower()}{match['what'][1:]}"
             )
         raise RaidlabError(str(path), message) from None
-    return array_request_from_document(document, str(path))
+    request = array_request_from_document(document, str(path))
+    drive = request.drive
+    relative = isinstance(drive, str) and not Path(drive).is_absolute()
+    if relative and drive_files.is_drive_file(drive):
+        # `drive = "my-drive.toml"` is the file next to the array file.
+        beside = path.parent / drive
+        if beside.is_file():
+            request = replace(request, drive=str(beside))
+    return request
 
 
 def array_request_from_document(document: Mapping[str, Any], source: str) -> ArrayRequest:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import difflib
 import tomllib
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario.presets.sources import Parameter, parse_sources, preset_notes
+from raidlab.scenario.presets.sources import preset_parameters as parameters_of
 
 PresetTable = dict[str, dict[str, Any]]
 
@@ -75,3 +79,113 @@ def unknown_name_message(what: str, name: str, known: list[str]) -> str:
     if close:
         return f"unknown {what} '{name}': did you mean {close[0]}?"
     return f"unknown {what} '{name}'; known: {', '.join(known)}"
+
+
+# --- sources: the comments next to every figure ---------------------------------------
+
+
+def group_names() -> list[str]:
+    """The preset groups: ``drive``, ``controller``, ``host``."""
+    return list(_GROUPS)
+
+
+@cache
+def _group_text(group: str) -> str:
+    return resources.files("raidlab.scenario.presets").joinpath(_GROUPS[group]).read_text("utf-8")
+
+
+def preset_parameters(group: str, name: str, field: str) -> list[Parameter]:
+    """Every parameter of one preset, subtables (``ftl``, ``reliability``) included,
+    each with the source its trailing comment cites (``""`` where it cites none)."""
+    table = _load_group(group)
+    if name not in table:
+        raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(table)))
+    return parameters_of(name, table[name], parse_sources(_group_text(group)))
+
+
+def preset_table_notes(group: str, name: str) -> list[str]:
+    """The comment lines inside one preset's tables (what its figures rest on)."""
+    return preset_notes(name, _load_group(group)[name], parse_sources(_group_text(group)))
+
+
+def groups_of(name: str) -> list[str]:
+    """The groups that hold a preset called ``name`` (usually one, or none)."""
+    return [group for group in _GROUPS if name in _load_group(group)]
+
+
+# --- drive files: a preset of one's own drive (`raidlab calibrate` writes them) --------
+
+
+def is_drive_file(value: str) -> bool:
+    """Whether ``--drive VALUE`` names a TOML file rather than a preset: it ends in
+    ``.toml`` or has a directory part (preset names have neither)."""
+    return value.lower().endswith(".toml") or "/" in value or "\\" in value
+
+
+@dataclass(frozen=True)
+class DriveFile:
+    """A drive preset file: the preset's ``name``, its ``table`` (as in drives.toml,
+    subtables included) and the file's ``text`` (for the sources in its comments)."""
+
+    name: str
+    table: dict[str, Any]
+    text: str
+
+
+def load_drive_file(path: str | Path, field: str) -> DriveFile:
+    """Read a drive preset file: one ``[NAME]`` table (with its ``[NAME.ftl]`` and
+    ``[NAME.reliability]`` subtables), as ``raidlab calibrate`` writes and drives.toml
+    holds, or the drive's keys at the top level. Errors name ``field`` and the file."""
+    path = Path(path)
+    where = f"{field}: {path}"
+    if not path.is_file():
+        raise RaidlabError(
+            field, f"no such drive file: {path} (a drive preset name or a .toml file)"
+        )
+    try:
+        text = path.read_text("utf-8")
+        document = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise RaidlabError(where, f"cannot read: {reason}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise RaidlabError(where, f"malformed TOML: {error}") from None
+    if "kind" in document:
+        return DriveFile(path.stem, document, text)
+    tables = [key for key, value in document.items() if isinstance(value, dict)]
+    if len(tables) != 1 or len(document) != 1:
+        found = ", ".join(tables) or "none"
+        raise RaidlabError(
+            where,
+            f"a drive file holds one drive table [NAME] (with kind = \"ssd\" or \"hdd\"); "
+            f"found tables: {found}",
+        )
+    name = tables[0]
+    table = document[name]
+    if "kind" not in table:
+        raise RaidlabError(f"{where}: {name}", 'missing kind ("ssd" or "hdd")')
+    return DriveFile(name, table, text)
+
+
+def drive_file_preset(path: str | Path, field: str) -> tuple[str, dict[str, Any]]:
+    """A drive file's preset name and table, as :func:`preset` gives a preset
+    (reliability left out)."""
+    drive = load_drive_file(path, field)
+    entry = dict(drive.table)
+    entry.pop(RELIABILITY_TABLE, None)
+    return drive.name, entry
+
+
+def drive_file_parameters(
+    path: str | Path, field: str
+) -> tuple[DriveFile, list[Parameter], list[str]]:
+    """A drive file, every parameter of it with its source comment, and the comment
+    lines inside its tables."""
+    drive = load_drive_file(path, field)
+    flat = "kind" in tomllib.loads(drive.text)  # the drive's keys at the top level
+    sources = parse_sources(drive.text, root=drive.name if flat else None)
+    return (
+        drive,
+        parameters_of(drive.name, drive.table, sources),
+        preset_notes(drive.name, drive.table, sources),
+    )
