@@ -160,7 +160,11 @@ impl Header {
         cache_bytes: u64,
         region_bytes: u64,
     ) -> Self {
-        let area_for = |slots: u64| ((2 * slots + 1) * RECORD_BYTES).max(1 << 20).next_multiple_of(4096);
+        let area_for = |slots: u64| {
+            ((2 * slots + 1) * RECORD_BYTES)
+                .max(1 << 20)
+                .next_multiple_of(4096)
+        };
         let mib = 1u64 << 20;
         // Slots fill what the header and log areas leave; the areas grow with the
         // slots, so solve by shrinking from the upper bound.
@@ -211,14 +215,19 @@ impl Header {
     pub fn decode(b: &[u8]) -> Result<Self> {
         let bad = |what: &str| Error::Input(format!("cache-members: {what}"));
         if b.len() < HEADER_BYTES as usize || b[0..8] != MAGIC {
-            return Err(bad("no raidlab cache header on the cache mirror (not a cache, or wiped)"));
+            return Err(bad(
+                "no raidlab cache header on the cache mirror (not a cache, or wiped)",
+            ));
         }
         let n = HEADER_BYTES as usize;
         if u32_at(b, n - 4) != crc32c(&b[..n - 4]) {
             return Err(bad("cache header checksum mismatch"));
         }
         if u32_at(b, 8) != VERSION {
-            return Err(bad(&format!("cache header version {}, this build reads {VERSION}", u32_at(b, 8))));
+            return Err(bad(&format!(
+                "cache header version {}, this build reads {VERSION}",
+                u32_at(b, 8)
+            )));
         }
         let h = Self {
             policy: b[12],
@@ -306,7 +315,10 @@ struct Candidate {
 /// The cached blocks the records describe: for every block the newest mapping whose
 /// slot still holds its bytes (`slot_crc(slot)`: CRC32C of the slot's bytes now); a
 /// slot two blocks claim goes to the newer claim. In replay order (`seq`).
-pub fn resolve(records: &[Record], mut slot_crc: impl FnMut(u64) -> Result<u32>) -> Result<Vec<Entry>> {
+pub fn resolve(
+    records: &[Record],
+    mut slot_crc: impl FnMut(u64) -> Result<u32>,
+) -> Result<Vec<Entry>> {
     let mut cands: BTreeMap<u64, Vec<Candidate>> = BTreeMap::new();
     for (seq, r) in records.iter().enumerate() {
         let seq = seq as u64;
@@ -376,7 +388,11 @@ mod tests {
 
     fn map(block: u64, slot: u64, dirty: bool, crc: u32) -> Record {
         Record {
-            kind: if dirty { Kind::MapDirty } else { Kind::MapClean },
+            kind: if dirty {
+                Kind::MapDirty
+            } else {
+                Kind::MapClean
+            },
             block,
             slot,
             data_crc: crc,
@@ -439,7 +455,17 @@ mod tests {
         // the older mapping still holds its bytes and is the one kept.
         let recs = [map(1, 0, true, 10), map(1, 1, true, 11)];
         let e = resolve(&recs, |s| Ok([10, 99][s as usize])).unwrap();
-        assert_eq!(e, vec![Entry { block: 1, slot: 0, dirty: true, data_crc: 10, area: 0, seq: 0 }]);
+        assert_eq!(
+            e,
+            vec![Entry {
+                block: 1,
+                slot: 0,
+                dirty: true,
+                data_crc: 10,
+                area: 0,
+                seq: 0
+            }]
+        );
         let e = resolve(&recs, |s| Ok([10, 11][s as usize])).unwrap();
         assert_eq!(e[0].slot, 1);
     }
@@ -448,12 +474,28 @@ mod tests {
     fn clean_and_drop_records_apply_to_their_block() {
         let recs = [
             map(1, 0, true, 10),
-            Record { kind: Kind::Clean, ..map(1, 0, false, 0) },
+            Record {
+                kind: Kind::Clean,
+                ..map(1, 0, false, 0)
+            },
             map(2, 1, true, 11),
-            Record { kind: Kind::Drop, ..map(2, 1, false, 0) },
+            Record {
+                kind: Kind::Drop,
+                ..map(2, 1, false, 0)
+            },
         ];
         let e = resolve(&recs, |s| Ok([10, 11][s as usize])).unwrap();
-        assert_eq!(e, vec![Entry { block: 1, slot: 0, dirty: false, data_crc: 10, area: 0, seq: 0 }]);
+        assert_eq!(
+            e,
+            vec![Entry {
+                block: 1,
+                slot: 0,
+                dirty: false,
+                data_crc: 10,
+                area: 0,
+                seq: 0
+            }]
+        );
     }
 
     #[test]
@@ -461,7 +503,17 @@ mod tests {
         // Zero blocks: both claims match the bytes; the newer one owns the slot.
         let recs = [map(1, 0, false, 5), map(2, 0, true, 5)];
         let e = resolve(&recs, |_| Ok(5)).unwrap();
-        assert_eq!(e, vec![Entry { block: 2, slot: 0, dirty: true, data_crc: 5, area: 0, seq: 1 }]);
+        assert_eq!(
+            e,
+            vec![Entry {
+                block: 2,
+                slot: 0,
+                dirty: true,
+                data_crc: 5,
+                area: 0,
+                seq: 1
+            }]
+        );
     }
 
     #[test]

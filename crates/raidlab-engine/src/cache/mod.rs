@@ -148,7 +148,15 @@ impl CachedArray {
         // before anything is written to the members is not possible (the mirror's
         // capacity is known once created), so an error leaves a created, empty cache.
         let region = region_bytes.unwrap_or(0);
-        let mut store = Store::create(paths, member_bytes, uuid, policy_code(policy), LINE_BYTES, region, force)?;
+        let mut store = Store::create(
+            paths,
+            member_bytes,
+            uuid,
+            policy_code(policy),
+            LINE_BYTES,
+            region,
+            force,
+        )?;
         let slots = store.header().slots;
         let region = region_bytes.unwrap_or_else(|| region_bytes_default(slots * LINE_BYTES));
         store.set_region_bytes(region)?;
@@ -228,14 +236,19 @@ impl CachedArray {
     }
 
     /// Runs `f` on the cache mirror (status, failing a member).
-    pub fn with_mirror<T>(&self, f: impl FnOnce(&Array) -> T) -> T {
+    pub fn with_mirror<T>(&self, f: impl FnOnce(&Arc<Array>) -> T) -> T {
         let inner = self.inner.lock().expect("cache lock");
         f(inner.store.mirror())
     }
 
     /// The policy's counters now.
     pub fn policy_counters(&self) -> raidlab_cache::Counters {
-        self.inner.lock().expect("cache lock").cache.counters().clone()
+        self.inner
+            .lock()
+            .expect("cache lock")
+            .cache
+            .counters()
+            .clone()
     }
 
     /// The engine's counters now.
@@ -363,7 +376,7 @@ impl CachedArray {
 
     /// Marks the mirror open for writes (see [`Array::open_for_writes`]).
     pub fn open_for_writes(&self) -> Result<()> {
-        self.with_mirror(Array::open_for_writes)
+        self.with_mirror(|m| m.open_for_writes())
     }
 
     /// Destages every dirty line the log knows (LBA order), syncs the array, and
@@ -416,7 +429,10 @@ impl CachedArray {
         let records = std::mem::take(&mut inner.records);
         let r = {
             let Inner {
-                store, slots, cache, ..
+                store,
+                slots,
+                cache,
+                ..
             } = &mut *inner;
             store.append(&records, || snapshot_entries(cache, slots))
         };
@@ -425,7 +441,13 @@ impl CachedArray {
         r
     }
 
-    fn execute(&self, inner: &mut Inner, actions: &[Action], base: u64, mut host: Host) -> Result<()> {
+    fn execute(
+        &self,
+        inner: &mut Inner,
+        actions: &[Action],
+        base: u64,
+        mut host: Host,
+    ) -> Result<()> {
         for a in actions {
             match *a {
                 Action::CacheRead {
@@ -558,7 +580,11 @@ impl CachedArray {
                 },
             );
             inner.records.push(Record {
-                kind: if dirty { Kind::MapDirty } else { Kind::MapClean },
+                kind: if dirty {
+                    Kind::MapDirty
+                } else {
+                    Kind::MapClean
+                },
                 block,
                 slot,
                 data_crc,
@@ -611,7 +637,10 @@ impl CachedArray {
     /// (a dirty one among them was destaged before, by the policy's pass-through or by
     /// [`Self::put_lines`]' guard, or is overwritten whole by these).
     fn drop_lines(&self, inner: &mut Inner, lba_bytes: u64, len_bytes: u64) {
-        let (lo, hi) = (lba_bytes / LINE_BYTES, (lba_bytes + len_bytes).div_ceil(LINE_BYTES));
+        let (lo, hi) = (
+            lba_bytes / LINE_BYTES,
+            (lba_bytes + len_bytes).div_ceil(LINE_BYTES),
+        );
         let gone: Vec<(u64, u64)> = inner.lines.range(lo..hi).map(|(&b, &s)| (b, s)).collect();
         for (block, slot) in gone {
             inner.lines.remove(&block);
@@ -698,15 +727,22 @@ fn snapshot_entries(cache: &Cache, slots: &BTreeMap<u64, Entry>) -> Vec<Entry> {
 }
 
 /// The policy's entries for replayed lines: areas as recorded; raidix regions get
-/// their fill order back from the order their lines were recorded in.
-fn restore_entries(policy: Policy, entries: &[Entry], region_bytes: u64) -> Vec<raidlab_cache::Entry> {
+/// their fill order back (epochs from 1) from the order their lines were recorded in.
+/// Clean lines of raidix's write area are left out: the array has them, and that
+/// area holds dirty lines only (its regions are freed once destaged).
+fn restore_entries(
+    policy: Policy,
+    entries: &[Entry],
+    region_bytes: u64,
+) -> Vec<raidlab_cache::Entry> {
     let mut epochs: BTreeMap<u64, u64> = BTreeMap::new();
     entries
         .iter()
+        .filter(|e| !(policy == Policy::Raidix && area_of_code(e.area) == Area::Rwc && !e.dirty))
         .map(|e| {
             let offset = e.slot * LINE_BYTES;
             let region_epoch = if policy == Policy::Raidix && region_bytes > 0 {
-                let n = epochs.len() as u64;
+                let n = epochs.len() as u64 + 1;
                 *epochs.entry(offset / region_bytes).or_insert(n)
             } else {
                 0

@@ -55,7 +55,8 @@ impl Store {
         region_bytes: u64,
         force: bool,
     ) -> Result<Self> {
-        let mut opts = CreateOptions::new(mirror_level(paths.len())?, MIRROR_CHUNK_BYTES, member_bytes);
+        let mut opts =
+            CreateOptions::new(mirror_level(paths.len())?, MIRROR_CHUNK_BYTES, member_bytes);
         opts.force = force;
         let mirror = Arc::new(Array::create(paths, &opts)?);
         let header = Header::layout(
@@ -119,13 +120,18 @@ impl Store {
             let mut image = vec![0u8; header.area_bytes as usize];
             read_big(&mirror, header.area_offset_bytes(k), &mut image)?;
             if let Some(log) = meta::read_area(&image) {
-                if best.as_ref().is_none_or(|(_, b)| log.generation > b.generation) {
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, b)| log.generation > b.generation)
+                {
                     best = Some((k, log));
                 }
             }
         }
         let (area, log) = best.ok_or_else(|| {
-            Error::Input("cache-members: neither log area of the cache holds a whole snapshot".into())
+            Error::Input(
+                "cache-members: neither log area of the cache holds a whole snapshot".into(),
+            )
         })?;
         let mut store = Self {
             mirror,
@@ -172,14 +178,22 @@ impl Store {
     /// cache-device offset: slot `s` is at `s * block_bytes`).
     pub fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<()> {
         assert!(offset_bytes + buf.len() as u64 <= self.header.slots * self.header.block_bytes);
-        read_big(&self.mirror, self.header.data_offset_bytes + offset_bytes, buf)
+        read_big(
+            &self.mirror,
+            self.header.data_offset_bytes + offset_bytes,
+            buf,
+        )
     }
 
     /// Writes `data` into the data area at `offset_bytes` (as [`Store::read_at`]).
     pub fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> Result<()> {
         assert!(offset_bytes + data.len() as u64 <= self.header.slots * self.header.block_bytes);
         self.unsynced = true;
-        write_big(&self.mirror, self.header.data_offset_bytes + offset_bytes, data)
+        write_big(
+            &self.mirror,
+            self.header.data_offset_bytes + offset_bytes,
+            data,
+        )
     }
 
     /// Records the policy's region size in the header (once, at creation: it depends
@@ -197,7 +211,11 @@ impl Store {
     /// Appends `records` to the log; when the area has no room for them, writes a
     /// snapshot of `entries()` (the state with them applied, in the policy's order) to
     /// the other area instead and syncs it.
-    pub fn append(&mut self, records: &[Record], entries: impl FnOnce() -> Vec<Entry>) -> Result<()> {
+    pub fn append(
+        &mut self,
+        records: &[Record],
+        entries: impl FnOnce() -> Vec<Entry>,
+    ) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }
@@ -221,7 +239,9 @@ impl Store {
     pub fn snapshot(&mut self, entries: &[Entry]) -> Result<()> {
         let count = entries.len() as u64;
         if (count + 1) * RECORD_BYTES > self.header.area_bytes {
-            return Err(Error::Input("cache: snapshot larger than a log area".into()));
+            return Err(Error::Input(
+                "cache: snapshot larger than a log area".into(),
+            ));
         }
         // What was written before must be on the mirror before the old area may be
         // outdated (its records may describe slots the snapshot no longer lists).
@@ -241,7 +261,11 @@ impl Store {
         for e in entries {
             seq += 1;
             let r = Record {
-                kind: if e.dirty { Kind::MapDirty } else { Kind::MapClean },
+                kind: if e.dirty {
+                    Kind::MapDirty
+                } else {
+                    Kind::MapClean
+                },
                 block: e.block,
                 slot: e.slot,
                 data_crc: e.data_crc,
@@ -269,7 +293,8 @@ impl Store {
         let hi = end.next_multiple_of(512);
         let mut sectors = vec![0u8; (hi - lo) as usize];
         let have = (self.tail.image.len() as u64).min(hi);
-        sectors[..(have - lo) as usize].copy_from_slice(&self.tail.image[lo as usize..have as usize]);
+        sectors[..(have - lo) as usize]
+            .copy_from_slice(&self.tail.image[lo as usize..have as usize]);
         let at = self.header.area_offset_bytes(self.tail.area) + lo;
         write_big(&self.mirror, at, &sectors)
     }
@@ -289,7 +314,10 @@ impl Store {
 
 /// Reads a range of any length from `array` in pieces it takes.
 pub(super) fn read_big(array: &Array, offset: u64, buf: &mut [u8]) -> Result<()> {
-    for (i, piece) in buf.chunks_mut(crate::array::REQUEST_BYTES_MAX as usize).enumerate() {
+    for (i, piece) in buf
+        .chunks_mut(crate::array::REQUEST_BYTES_MAX as usize)
+        .enumerate()
+    {
         array.read(offset + i as u64 * crate::array::REQUEST_BYTES_MAX, piece)?;
     }
     Ok(())
@@ -297,8 +325,15 @@ pub(super) fn read_big(array: &Array, offset: u64, buf: &mut [u8]) -> Result<()>
 
 /// Writes a range of any length to `array` in pieces it takes.
 pub(super) fn write_big(array: &Array, offset: u64, data: &[u8]) -> Result<()> {
-    for (i, piece) in data.chunks(crate::array::REQUEST_BYTES_MAX as usize).enumerate() {
-        array.write(offset + i as u64 * crate::array::REQUEST_BYTES_MAX, piece, false)?;
+    for (i, piece) in data
+        .chunks(crate::array::REQUEST_BYTES_MAX as usize)
+        .enumerate()
+    {
+        array.write(
+            offset + i as u64 * crate::array::REQUEST_BYTES_MAX,
+            piece,
+            false,
+        )?;
     }
     Ok(())
 }

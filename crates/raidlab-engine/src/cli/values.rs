@@ -189,3 +189,14 @@ mod tests {
         assert!(mask("100").is_err());
     }
 }
+
+/// A cache policy: raidix, lru, smq or bcache.
+pub fn cache_policy(s: &str) -> Result<raidlab_cache::Policy, String> {
+    raidlab_cache::Policy::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = raidlab_cache::Policy::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("one of {}, got {s:?}", names.join(", "))
+    })
+}
