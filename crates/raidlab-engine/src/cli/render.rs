@@ -107,7 +107,13 @@ fn cache_lines(c: &Value) -> String {
         u("line_bytes"),
         u("dirty_lines"),
         match c["mirror_failed"].as_array() {
-            Some(f) if !f.is_empty() => format!(", cache members failed {f:?}"),
+            Some(f) if !f.is_empty() => format!(
+                ", cache members failed {{{}}}",
+                f.iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             _ => String::new(),
         }
     );
