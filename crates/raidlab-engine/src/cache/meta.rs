@@ -238,7 +238,10 @@ impl Header {
             data_offset_bytes: u64_at(b, 56),
             region_bytes: u64_at(b, 64),
         };
-        if h.block_bytes == 0 || h.block_bytes % 512 != 0 || h.area_bytes % 4096 != 0 {
+        if h.block_bytes == 0
+            || !h.block_bytes.is_multiple_of(512)
+            || !h.area_bytes.is_multiple_of(4096)
+        {
             return Err(bad("cache header fields out of range"));
         }
         Ok(h)

@@ -536,8 +536,10 @@ impl CachedArray {
         dirty: bool,
         area: u8,
     ) -> Result<()> {
-        assert!(lba_bytes % LINE_BYTES == 0 && cache_offset_bytes % LINE_BYTES == 0);
-        assert!(data.len() as u64 % LINE_BYTES == 0);
+        assert!(
+            lba_bytes.is_multiple_of(LINE_BYTES) && cache_offset_bytes.is_multiple_of(LINE_BYTES)
+        );
+        assert!((data.len() as u64).is_multiple_of(LINE_BYTES));
         let n = data.len() as u64 / LINE_BYTES;
         let (first_block, first_slot) = (lba_bytes / LINE_BYTES, cache_offset_bytes / LINE_BYTES);
         for i in 0..n {
