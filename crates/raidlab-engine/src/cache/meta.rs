@@ -435,7 +435,7 @@ mod tests {
     fn replay_stops_at_a_torn_record_and_at_an_old_generation() {
         let recs = [map(1, 0, true, 1), map(2, 1, true, 2), map(3, 2, true, 3)];
         let mut b = area(&recs, 5, 0);
-        b[64 * 3 + 5] ^= 0xff; // third record torn
+        b[64 * 2 + 5] ^= 0xff; // the second record torn: the third, whole, is past the gap
         assert_eq!(read_area(&b).unwrap().records.len(), 1);
         let old = area(&recs, 4, 0);
         let mut mixed = area(&recs[..1], 5, 0);
