@@ -473,3 +473,55 @@ fn cache_flags_without_cache_members_are_refused() {
     );
     assert!(e.contains("--cache-policy"), "{e}");
 }
+
+#[test]
+fn attach_cache_puts_an_empty_cache_in_front_of_an_existing_array() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    engine(d, &["create", "--level", "1", "--size", "16M", "m0", "m1"]);
+    let server = serve(d, &["m0", "m1"]);
+    qemu_io(&server.uri(), &["write -P 0x11 0 64k", "flush"]);
+    server.stop();
+    let attached = engine_json(
+        d,
+        &[
+            "attach-cache",
+            "m0",
+            "m1",
+            "--cache-members",
+            "ssd0,ssd1,ssd2,ssd3",
+            "--cache-size",
+            "8M",
+            "--cache-policy",
+            "lru",
+        ],
+    );
+    assert_eq!(attached["cache"]["mirror_level"], "RAID 10", "{attached}");
+    assert_eq!(attached["cache"]["cached_lines"], 0, "{attached}");
+    let m = ["m0", "m1", "--cache-members", "ssd0,ssd1,ssd2,ssd3"];
+    let server = serve(d, &m);
+    let out = qemu_io(
+        &server.uri(),
+        &[
+            "read -P 0x11 0 64k",
+            "read -P 0x11 0 64k",
+            "write -P 0x22 64k 4k",
+            "flush",
+        ],
+    );
+    assert!(!out.contains("failed"), "{out}");
+    // lru admits the first read's 16 lines; the second read hits all of them.
+    let s = status(d, &m);
+    assert_eq!(s["cache"]["read_hit_lines"], 16, "{s}");
+    server.stop();
+    let s = status(d, &m);
+    assert_eq!(
+        s["cache"]["dirty_lines"], 1,
+        "the write stays in the cache: {s}"
+    );
+    let e = refused(d, &["attach-cache", "m0", "m1"]);
+    assert!(e.contains("--cache-members"), "{e}");
+}

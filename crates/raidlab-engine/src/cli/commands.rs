@@ -4,7 +4,9 @@
 //! on each: while a server holds them (its socket in another directory, say) that is
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
-use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs};
+use super::flags::{
+    ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs,
+};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::cache::CachedArray;
@@ -38,6 +40,43 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
         s["cache"] = tier.stats_json();
         tier.close()?;
     }
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `attach-cache`: an empty cache in front of an array no server holds.
+pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
+    let members = absolute(&a.array.members)?;
+    let Some(paths) = &a.array.cache_members else {
+        return Err(Error::Input(
+            "--cache-members: needed: the new cache's members, SSD,SSD".into(),
+        ));
+    };
+    let paths = absolute(paths)?;
+    crate::cache::store::mirror_level(paths.len())?;
+    if let Some(p) = paths.iter().find(|p| members.contains(p)) {
+        return Err(Error::Input(format!(
+            "--cache-members: {} is a member of the array too",
+            p.display()
+        )));
+    }
+    if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
+        return Err(Error::Input(
+            "MEMBER: these members are being served; stop the server first".into(),
+        ));
+    }
+    let array = assemble(&members, &a.array)?;
+    let mut s = control::status_json(&array.status());
+    let tier = CachedArray::create(
+        Arc::new(array),
+        &paths,
+        a.cache_size,
+        a.cache_policy.unwrap_or(raidlab_cache::Policy::Raidix),
+        a.cache_region,
+        a.force,
+    )?;
+    s["cache"] = tier.stats_json();
+    tier.close()?;
     render::report(a.json, &s, render::status);
     Ok(0)
 }

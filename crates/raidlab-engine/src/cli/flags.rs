@@ -77,6 +77,37 @@ pub enum Command {
     /// rewrites it from the others, as md does.
     #[command(args_override_self = true)]
     Inject(InjectArgs),
+    /// Put a new SSD cache (--cache-members) in front of an existing array.
+    ///
+    /// The cache members become a mirror of their own (RAID 1 of 2, RAID 10 of 4 or
+    /// more), empty; from then on the array is served with its --cache-members.
+    #[command(args_override_self = true)]
+    AttachCache(AttachCacheArgs),
+}
+
+/// Arguments of `attach-cache`.
+#[derive(Debug, Args)]
+pub struct AttachCacheArgs {
+    /// The cache tier's policy: raidix (the default), lru, smq or bcache.
+    #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
+    pub cache_policy: Option<raidlab_cache::Policy>,
+    /// Size of every cache member, its metadata included (files are created or
+    /// extended); without it the cache members are used as they are.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_size: Option<u64>,
+    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
+    /// 1G, without it.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_region: Option<u64>,
+    /// Overwrite cache members that carry a raidlab superblock.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// The array and its new cache members.
+    #[command(flatten)]
+    pub array: Members,
 }
 
 /// The members of an array and how to assemble them.
