@@ -316,6 +316,7 @@ impl CachedArray {
             "destage_syncs": c.destage_syncs,
             "engine_read_hit_lines": c.read_hit_lines,
             "engine_guarded_destages": c.guarded_destages,
+            "log_generation": inner.store.generation(),
         })
     }
 
@@ -706,7 +707,7 @@ impl Host<'_> {
 /// The entries of a snapshot, in the policy's order (LRU first, regions oldest first)
 /// with the log's CRCs: what a restore gives back.
 fn snapshot_entries(cache: &Cache, slots: &BTreeMap<u64, Entry>) -> Vec<Entry> {
-    cache
+    let mut out: Vec<Entry> = cache
         .entries()
         .iter()
         .enumerate()
@@ -725,7 +726,22 @@ fn snapshot_entries(cache: &Cache, slots: &BTreeMap<u64, Entry>) -> Vec<Entry> {
                 seq: i as u64,
             })
         })
-        .collect()
+        .collect();
+    // A dirty line the policy no longer lists (it should not happen: the policy
+    // destages before it lets one go) stays in the log: its bytes are nowhere else.
+    let listed: std::collections::BTreeSet<u64> = out.iter().map(|e| e.slot).collect();
+    let n = out.len() as u64;
+    out.extend(
+        slots
+            .values()
+            .filter(|e| e.dirty && !listed.contains(&e.slot))
+            .enumerate()
+            .map(|(i, e)| Entry {
+                seq: n + i as u64,
+                ..*e
+            }),
+    );
+    out
 }
 
 /// The policy's entries for replayed lines: areas as recorded; raidix regions get

@@ -306,6 +306,12 @@ impl Store {
         Ok(())
     }
 
+    /// The log's generation: one more for every snapshot written (at creation, at
+    /// every open, and each time an area fills).
+    pub fn generation(&self) -> u64 {
+        self.tail.generation
+    }
+
     /// Whether records or slots were written since the last sync.
     pub fn unsynced(&self) -> bool {
         self.unsynced
