@@ -797,3 +797,59 @@ impl Export for CachedArray {
         CachedArray::flush(self).map_err(to_io)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(block: u64, slot: u64, dirty: bool, area: Area, seq: u64) -> Entry {
+        Entry {
+            block,
+            slot,
+            dirty,
+            data_crc: 0,
+            area: area_code(area),
+            seq,
+        }
+    }
+
+    #[test]
+    fn restored_raidix_regions_get_epochs_from_1_in_the_order_they_were_filled() {
+        // Regions of 4 lines: slots 8.. (region 2) were recorded before slots 0.. (region 0).
+        let region = 4 * LINE_BYTES;
+        let e = [
+            entry(100, 8, true, Area::Rwc, 0),
+            entry(101, 9, true, Area::Rwc, 1),
+            entry(7, 0, false, Area::Rrc, 2),
+        ];
+        let r = restore_entries(Policy::Raidix, &e, region);
+        let epochs: Vec<u64> = r.iter().map(|x| x.region_epoch).collect();
+        assert_eq!(epochs, [1, 1, 2]);
+        assert_eq!(r[2].area, Area::Rrc);
+        assert_eq!(r[0].lba_bytes, 100 * LINE_BYTES);
+        assert_eq!(r[0].cache_offset_bytes, 8 * LINE_BYTES);
+    }
+
+    #[test]
+    fn clean_lines_of_the_write_cache_are_not_restored() {
+        let e = [
+            entry(1, 0, false, Area::Rwc, 0),
+            entry(2, 1, true, Area::Rwc, 1),
+        ];
+        let r = restore_entries(Policy::Raidix, &e, 4 * LINE_BYTES);
+        assert_eq!(r.len(), 1);
+        assert!(r[0].dirty && r[0].lba_bytes == 2 * LINE_BYTES);
+        // Other policies keep every line, epoch 0, in recorded (LRU) order.
+        let r = restore_entries(Policy::Lru, &[entry(3, 5, false, Area::Main, 0)], 0);
+        assert_eq!((r[0].region_epoch, r[0].area), (0, Area::Main));
+    }
+
+    #[test]
+    fn policy_codes_round_trip_and_unknown_ones_are_none() {
+        for p in Policy::ALL {
+            assert_eq!(policy_of_code(policy_code(p)), Some(p));
+        }
+        assert_eq!(policy_of_code(0), None);
+        assert_eq!(policy_of_code(99), None);
+    }
+}
