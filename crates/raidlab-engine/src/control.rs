@@ -73,7 +73,7 @@ fn status_report(s: &Status, served: bool) -> Value {
     } else {
         "degraded"
     };
-    json!({
+    let mut report = json!({
         "uuid": format!("{:032x}", s.uuid),
         "level": g.level().to_string(),
         "layout": g.layout().map(|l| l.to_string()),
@@ -99,7 +99,11 @@ fn status_report(s: &Status, served: bool) -> Value {
             "state": st.to_string(),
             "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
         })).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(c) = &s.cache {
+        report["cache"] = c.clone();
+    }
+    report
 }
 
 fn fault_json(f: &Fault) -> Value {

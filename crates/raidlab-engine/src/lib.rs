@@ -33,6 +33,7 @@
 
 pub mod array;
 pub mod budget;
+pub mod cache;
 pub mod cli;
 pub mod control;
 pub mod crc32c;

@@ -48,12 +48,24 @@ MembersArgument = Annotated[
     typer.Argument(help="Member files or block devices, in any order.", show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON report on stdout.")]
+CacheMembersOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-members",
+        help="SSD cache members, comma-separated (2: RAID 1, 4+: RAID 10); an array "
+        "created with a cache needs them wherever it is served (default: no cache).",
+    ),
+]
 JournalOption = Annotated[
     Path | None,
     typer.Option(
         "--journal", help="The array's write journal (needed if created with one; default: none)."
     ),
 ]
+
+
+def _cache_members(value: str | None) -> list[Path] | None:
+    return None if value is None else [Path(p) for p in value.split(",") if p]
 
 
 def _print_json(document: Any) -> None:
@@ -83,6 +95,19 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         summary += (
             f"\nwrite journal {status.journal} "
             f"({status.journal_replayed} records replayed at assembly)"
+        )
+    cache = status.raw.get("cache")
+    if isinstance(cache, dict):
+        summary += (
+            f"\ncache {cache.get('policy')} ({cache.get('mirror_level')}): "
+            f"{cache.get('cached_lines')} of {cache.get('slots')} lines cached, "
+            f"{cache.get('dirty_lines')} dirty; read hits {cache.get('read_hit_ratio', 0):.1%} "
+            f"(RRC {cache.get('read_hit_lines_rrc')}, RWC {cache.get('read_hit_lines_rwc')}, "
+            f"main {cache.get('read_hit_lines_main')}), write hits "
+            f"{cache.get('write_hit_ratio', 0):.1%}; admitted {cache.get('read_admitted_lines')}, "
+            f"evicted {cache.get('evicted_clean_lines')} clean + "
+            f"{cache.get('evicted_dirty_lines')} dirty lines, "
+            f"destaged {cache.get('destaged_bytes')} B"
         )
     for fault in status.faults:
         where = (
@@ -186,6 +211,24 @@ def create(
             "parity log, RAID 5 only).",
         ),
     ] = None,
+    cache_members: CacheMembersOption = None,
+    cache_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-policy", help="raidix (default), lru, smq or bcache (with --cache-members)."
+        ),
+    ] = None,
+    cache_size: Annotated[
+        str | None,
+        typer.Option("--cache-size", help="Size of every cache member (default: as they are)."),
+    ] = None,
+    cache_region: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-region",
+            help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an array on member files or devices; --journal adds a write journal that
@@ -208,6 +251,10 @@ def create(
             journal=journal,
             journal_size=journal_size,
             consistency_policy=consistency_policy,
+            cache_members=_cache_members(cache_members),
+            cache_policy=cache_policy,
+            cache_size=cache_size,
+            cache_region=cache_region,
         )
         _print_status(status, as_json)
 
@@ -223,11 +270,20 @@ def status(
             "assemble otherwise (then run check).",
         ),
     ] = False,
+    cache_members: CacheMembersOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Assemble the members (or ask their server) and show the array's state."""
     with user_errors():
-        _print_status(engine.status(_members(members), journal, force=force), as_json)
+        _print_status(
+            engine.status(
+                _members(members),
+                journal,
+                force=force,
+                cache_members=_cache_members(cache_members),
+            ),
+            as_json,
+        )
 
 
 def serve(
@@ -305,6 +361,7 @@ def serve(
         ),
     ] = None,
     journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
 ) -> None:
     """Serve the array over NBD in the foreground; Ctrl-C (or SIGTERM) stops it cleanly.
 
@@ -329,6 +386,7 @@ def serve(
                 idle_timeout_s=idle_timeout,
                 io_timeout_s=io_timeout,
             ),
+            cache_members=_cache_members(cache_members),
         )
         forward = {signal.SIGINT, signal.SIGTERM}
         previous = {signum: signal.getsignal(signum) for signum in forward}

@@ -370,6 +370,14 @@ def _journal(journal: Member | None) -> list[str]:
     return [] if journal is None else ["--journal", _arg(journal)]
 
 
+def _cache(cache_members: Sequence[Member] | None) -> list[str]:
+    """``--cache-members A,B``: an array created with an SSD cache needs it wherever it
+    is served."""
+    if not cache_members:
+        return []
+    return ["--cache-members", ",".join(_arg(m) for m in cache_members)]
+
+
 def _size_arg(value: int | str, flag: str) -> str:
     """Sizes are parsed here (raidlab's own syntax: 4K, 1.5M, 32GiB) and passed as bytes."""
     size_bytes = parse_size(value, flag)
@@ -396,6 +404,10 @@ def create(
     journal_size: int | str | None = None,
     sparse: bool = False,
     consistency_policy: str | None = None,
+    cache_members: Sequence[Member] | None = None,
+    cache_policy: str | None = None,
+    cache_size: int | str | None = None,
+    cache_region: int | str | None = None,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
@@ -404,7 +416,11 @@ def create(
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
     ``consistency_policy`` (mdadm's): ``resync``, ``bitmap`` (the default), ``journal``
-    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only)."""
+    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only).
+    ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
+    with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
+    members of ``cache_size`` each and log-structured regions of ``cache_region``; the
+    array then needs the same ``cache_members`` wherever it is served."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -431,19 +447,38 @@ def create(
         args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
     if consistency_policy is not None:
         args += ["--consistency-policy", consistency_policy]
+    args += _cache(cache_members)
+    if cache_policy is not None:
+        args += ["--cache-policy", cache_policy]
+    for flag, value in (("--cache-size", cache_size), ("--cache-region", cache_region)):
+        if value is not None:
+            args += [flag, _size_arg(value, flag)]
     result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
     return ArrayStatus.from_json(_json(result))
 
 
 def status(
-    members: Sequence[Member], journal: Member | None = None, force: bool = False
+    members: Sequence[Member],
+    journal: Member | None = None,
+    force: bool = False,
+    cache_members: Sequence[Member] | None = None,
 ) -> ArrayStatus:
     """Assemble ``members`` (or ask their server) and report the array's state.
     ``force`` (mdadm's ``--assemble --force``): put the freshest stale members back in
     when the array would not assemble otherwise (which ones: ``raw["forced"]``, also
-    said on stderr); run ``check`` after it."""
+    said on stderr); run ``check`` after it. With ``cache_members`` the report has the
+    cache tier's counters under ``raw["cache"]``."""
     force_args = ["--force"] if force else []
-    result = _run(["status", "--json", *force_args, *_journal(journal), *_members(members)])
+    result = _run(
+        [
+            "status",
+            "--json",
+            *force_args,
+            *_journal(journal),
+            *_cache(cache_members),
+            *_members(members),
+        ]
+    )
     if force and result.stderr:
         sys.stderr.write(result.stderr)
     return ArrayStatus.from_json(_json(result))
@@ -629,8 +664,9 @@ class Server:
         tls_key: Member | None = None,
         tls: str | None = None,
         limits: NbdLimits | None = None,
+        cache_members: Sequence[Member] | None = None,
     ) -> None:
-        args = ["serve", "--listen", listen, *_journal(journal)]
+        args = ["serve", "--listen", listen, *_journal(journal), *_cache(cache_members)]
         for flag, value in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
             if value is not None:
                 args += [flag, _arg(value)]
@@ -792,6 +828,7 @@ def serve(
     tls_key: Member | None = None,
     tls: str | None = None,
     limits: NbdLimits | None = None,
+    cache_members: Sequence[Member] | None = None,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
@@ -803,6 +840,7 @@ def serve(
     ``tls_key`` (PEM files) offer TLS through NBD_OPT_STARTTLS; ``tls`` is ``"off"``,
     ``"on"`` or ``"required"`` (refuse plain clients). ``limits`` sets the export name
     and the defences against hostile clients (the engine's defaults without it).
+    ``cache_members``: the SSD cache tier of an array created with one.
     """
     return Server(
         members,
@@ -817,6 +855,7 @@ def serve(
         tls_key,
         tls,
         limits,
+        cache_members,
     )
 
 

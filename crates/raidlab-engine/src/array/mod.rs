@@ -112,6 +112,9 @@ pub struct Status {
     /// Stripe parities the partial parity log recomputed when the array was assembled
     /// (writes an unclean stop had left half done; see [`crate::ppl`]).
     pub ppl_recovered: u64,
+    /// The report of the cache tier in front of the array, when one is attached (see
+    /// [`crate::cache`]).
+    pub cache: Option<serde_json::Value>,
 }
 
 struct State {
@@ -168,7 +171,12 @@ pub struct Array {
     ppl: Option<Ppl>,
     /// Stripe parities the PPL recomputed at assembly.
     ppl_recovered: u64,
+    /// The cache tier's report, when one is in front (set once by `serve`).
+    cache_report: std::sync::OnceLock<CacheReport>,
 }
+
+/// What gives the cache tier's report for [`Status::cache`].
+pub type CacheReport = Box<dyn Fn() -> Option<serde_json::Value> + Send + Sync>;
 
 impl Array {
     /// An array in `state`, nothing running, no faults.
@@ -187,6 +195,7 @@ impl Array {
                 .then(|| Ppl::new(uuid, geo.members(), geo.stripe_unit_bytes())),
             policy,
             ppl_recovered: 0,
+            cache_report: std::sync::OnceLock::new(),
             read_errors: (0..geo.members())
                 .map(|_| Mutex::new(ReadErrors::default()))
                 .collect(),
@@ -235,8 +244,10 @@ impl Array {
         // Lock order is bitmap, files, state (see `mark_regions`): never bitmap under state.
         let dirty_regions = self.dirty_regions();
         let rebuild = self.rebuild_progress();
+        let cache = self.cache_report.get().and_then(|f| f());
         let st = self.state.lock().expect("state lock");
         Status {
+            cache,
             rebuild,
             faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),
@@ -256,6 +267,12 @@ impl Array {
             dirty_regions,
             members: st.members.clone(),
         }
+    }
+
+    /// Has [`Array::status`] include the report of the cache tier in front of the
+    /// array (once; later calls are ignored).
+    pub fn set_cache_report(&self, report: CacheReport) {
+        let _ = self.cache_report.set(report);
     }
 
     /// Marks the array dirty (writes may be in flight until [`Array::close`]).

@@ -4,12 +4,16 @@
 //! on each: while a server holds them (its socket in another directory, say) that is
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
-use super::flags::{ArrayArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs};
+use super::flags::{
+    ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs,
+};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
+use crate::cache::CachedArray;
 use crate::{control, Array, Error, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `create`: refused while the members are served.
 pub fn create(a: &CreateArgs) -> Result<i32> {
@@ -21,10 +25,92 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
             "MEMBER: these members are being served; stop the server first".into(),
         ));
     }
+    let cache = cache_options(a)?;
     let array = Array::create(&members, &opts)?;
-    let s = control::status_json(&array.status());
+    let mut s = control::status_json(&array.status());
+    if let Some((paths, policy)) = cache {
+        let tier = CachedArray::create(
+            Arc::new(array),
+            &paths,
+            a.cache_size,
+            policy,
+            a.cache_region,
+            a.force,
+        )?;
+        s["cache"] = tier.stats_json();
+        tier.close()?;
+    }
     render::report(a.json, &s, render::status);
     Ok(0)
+}
+
+/// `attach-cache`: an empty cache in front of an array no server holds.
+pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
+    let members = absolute(&a.array.members)?;
+    let Some(paths) = &a.array.cache_members else {
+        return Err(Error::Input(
+            "--cache-members: needed: the new cache's members, SSD,SSD".into(),
+        ));
+    };
+    let paths = absolute(paths)?;
+    crate::cache::store::mirror_level(paths.len())?;
+    if let Some(p) = paths.iter().find(|p| members.contains(p)) {
+        return Err(Error::Input(format!(
+            "--cache-members: {} is a member of the array too",
+            p.display()
+        )));
+    }
+    if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
+        return Err(Error::Input(
+            "MEMBER: these members are being served; stop the server first".into(),
+        ));
+    }
+    let array = assemble(&members, &a.array)?;
+    let mut s = control::status_json(&array.status());
+    let tier = CachedArray::create(
+        Arc::new(array),
+        &paths,
+        a.cache_size,
+        a.cache_policy.unwrap_or(raidlab_cache::Policy::Raidix),
+        a.cache_region,
+        a.force,
+    )?;
+    s["cache"] = tier.stats_json();
+    tier.close()?;
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// The cache members and policy `create` was given, checked: the cache flags need
+/// `--cache-members`, which must not name an array member.
+fn cache_options(a: &CreateArgs) -> Result<Option<(Vec<PathBuf>, raidlab_cache::Policy)>> {
+    let Some(paths) = &a.array.cache_members else {
+        for (given, flag) in [
+            (a.cache_policy.is_some(), "--cache-policy"),
+            (a.cache_size.is_some(), "--cache-size"),
+            (a.cache_region.is_some(), "--cache-region"),
+        ] {
+            if given {
+                return Err(Error::Input(format!(
+                    "{flag}: needs --cache-members SSD,SSD"
+                )));
+            }
+        }
+        return Ok(None);
+    };
+    let paths = absolute(paths)?;
+    crate::cache::store::mirror_level(paths.len())?;
+    let members = absolute(&a.array.members)?;
+    if let Some(p) = paths.iter().find(|p| members.contains(p)) {
+        return Err(Error::Input(format!(
+            "--cache-members: {} is a member of the array too",
+            p.display()
+        )));
+    }
+    Ok(Some((
+        paths,
+        a.cache_policy.unwrap_or(raidlab_cache::Policy::Raidix),
+    )))
 }
 
 /// `status` (alias `assemble`); with `--force`, stale members may be forced in (said
@@ -65,6 +151,11 @@ pub fn status(args: &StatusArgs) -> Result<i32> {
                         })
                     })
                     .collect();
+            }
+            if let Some(paths) = &a.array.cache_members {
+                let tier = CachedArray::open(Arc::new(array), &absolute(paths)?)?;
+                report["cache"] = tier.stats_json();
+                tier.close()?;
             }
             report
         }

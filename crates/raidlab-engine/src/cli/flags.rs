@@ -18,7 +18,8 @@ server (control socket $XDG_RUNTIME_DIR/raidlab/<uuid>.sock, else
 $TMPDIR/raidlab-<uid>/<uuid>.sock; only its uid and root may use it): replace then
 rebuilds online, onto NEW opened by the client. Each member has one owner: a command
 on members another process holds is refused, naming its pid.
-An array created with --journal needs --journal PATH wherever it is assembled.
+An array created with --journal needs --journal PATH wherever it is assembled, and
+one created with --cache-members needs its --cache-members wherever it is served.
 Bad input: one line `error: FIELD: what is allowed` on stderr, exit code 2.";
 
 /// The whole command line.
@@ -76,6 +77,37 @@ pub enum Command {
     /// rewrites it from the others, as md does.
     #[command(args_override_self = true)]
     Inject(InjectArgs),
+    /// Put a new SSD cache (--cache-members) in front of an existing array.
+    ///
+    /// The cache members become a mirror of their own (RAID 1 of 2, RAID 10 of 4 or
+    /// more), empty; from then on the array is served with its --cache-members.
+    #[command(args_override_self = true)]
+    AttachCache(AttachCacheArgs),
+}
+
+/// Arguments of `attach-cache`.
+#[derive(Debug, Args)]
+pub struct AttachCacheArgs {
+    /// The cache tier's policy: raidix (the default), lru, smq or bcache.
+    #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
+    pub cache_policy: Option<raidlab_cache::Policy>,
+    /// Size of every cache member, its metadata included (files are created or
+    /// extended); without it the cache members are used as they are.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_size: Option<u64>,
+    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
+    /// 1G, without it.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_region: Option<u64>,
+    /// Overwrite cache members that carry a raidlab superblock.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// The array and its new cache members.
+    #[command(flatten)]
+    pub array: Members,
 }
 
 /// The members of an array and how to assemble them.
@@ -87,6 +119,11 @@ pub struct Members {
     /// The write journal of an array created with one.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// The SSD cache in front of the array: its members, comma-separated (2: RAID 1,
+    /// 4 or more, even: RAID 10). An array created with a cache needs them wherever it
+    /// is served: the cache may hold its newest (dirty) data.
+    #[arg(long, value_name = "SSD,SSD[,...]", value_delimiter = ',')]
+    pub cache_members: Option<Vec<PathBuf>>,
 }
 
 /// Arguments of `status`, `check` and `repair`.
@@ -157,6 +194,19 @@ pub struct CreateArgs {
     /// --journal, its default), ppl (md's partial parity log, RAID 5 only).
     #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<ConsistencyPolicy>())]
     pub consistency_policy: Option<ConsistencyPolicy>,
+    /// The cache tier's policy (with --cache-members): raidix (RAIDIX's random read and
+    /// write caches; the default), lru, smq (dm-cache-like) or bcache (writeback,
+    /// sequential cutoff).
+    #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
+    pub cache_policy: Option<raidlab_cache::Policy>,
+    /// Size of every cache member, its metadata included (files are created or
+    /// extended); without it the cache members are used as they are.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_size: Option<u64>,
+    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
+    /// 1G, without it.
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
+    pub cache_region: Option<u64>,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -234,6 +284,10 @@ pub struct ServeArgs {
     /// request larger than the rest (or than 32M) gets EINVAL (the maximum is advertised).
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
     pub memory_limit: u64,
+    /// Append every request the cache tier sees to PATH (`R|W OFFSET LEN` per line,
+    /// in the order its policy decided them), to replay the same trace elsewhere.
+    #[arg(long, value_name = "PATH")]
+    pub cache_trace: Option<PathBuf>,
     /// The array.
     #[command(flatten)]
     pub array: Members,

@@ -73,5 +73,6 @@ fn run(parsed: Parsed) -> crate::Result<i32> {
         Command::Check(a) => commands::scrub(&a, false),
         Command::Repair(a) => commands::scrub(&a, true),
         Command::Inject(a) => commands::inject(&a),
+        Command::AttachCache(a) => commands::attach_cache(&a),
     }
 }

@@ -13,6 +13,8 @@ use std::path::PathBuf;
 
 /// What the command line asks for.
 #[derive(Debug)]
+// Parsed once per process: the size of the command's arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed {
     /// Run a subcommand.
     Run(Command),

@@ -77,6 +77,72 @@ pub fn status(s: &Value) -> String {
     for m in s["members"].as_array().into_iter().flatten() {
         out.push_str(&member_line(m));
     }
+    if let Some(c) = s.get("cache").filter(|c| c.is_object()) {
+        out.push_str(&cache_lines(c));
+    }
+    out
+}
+
+/// The cache tier's lines: policy and size, hit ratios per area, admissions,
+/// evictions and destage traffic.
+fn cache_lines(c: &Value) -> String {
+    let u = |k: &str| c[k].as_u64().unwrap_or(0);
+    let pct = |k: &str| c[k].as_f64().unwrap_or(0.0) * 100.0;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  cache {} on {} ({}), {} of {} lines of {} B cached, {} dirty{}",
+        c["policy"].as_str().unwrap_or(""),
+        c["members"]
+            .as_array()
+            .map(|m| m
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","))
+            .unwrap_or_default(),
+        c["mirror_level"].as_str().unwrap_or(""),
+        u("cached_lines"),
+        u("slots"),
+        u("line_bytes"),
+        u("dirty_lines"),
+        match c["mirror_failed"].as_array() {
+            Some(f) if !f.is_empty() => format!(
+                ", cache members failed {{{}}}",
+                f.iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            _ => String::new(),
+        }
+    );
+    let _ = writeln!(
+        out,
+        "    read hits {:.1} % ({} of {} lines: RRC {}, RWC {}, main {}), write hits {:.1} % ({} of {} lines), {} written into the cache",
+        pct("read_hit_ratio"),
+        u("read_hit_lines"),
+        u("read_lines"),
+        u("read_hit_lines_rrc"),
+        u("read_hit_lines_rwc"),
+        u("read_hit_lines_main"),
+        pct("write_hit_ratio"),
+        u("write_hit_lines"),
+        u("write_lines"),
+        u("write_cached_lines"),
+    );
+    let _ = writeln!(
+        out,
+        "    admitted {} lines on read, {} refilled; evicted {} clean, {} dirty lines ({} RRC, {} RWC regions); {} invalidated; destaged {} B",
+        u("read_admitted_lines"),
+        u("refill_lines"),
+        u("evicted_clean_lines"),
+        u("evicted_dirty_lines"),
+        u("evicted_regions_rrc"),
+        u("evicted_regions_rwc"),
+        u("invalidated_lines"),
+        u("destaged_bytes"),
+    );
     out
 }
 

@@ -8,6 +8,7 @@
 
 use super::commands::absolute;
 use super::flags::ServeArgs;
+use crate::cache::CachedArray;
 use crate::tls::{self, TlsMode, TlsServer};
 use crate::{control, nbd, Array, Error, Result};
 use std::net::TcpListener;
@@ -45,12 +46,17 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         tls::warn_if_plain_on_network(addr, tls.as_ref().map_or(TlsMode::Off, |t| t.mode));
     }
     recover_unclean_stop(&array)?;
+    let tier = cache_tier(a, &array)?;
     array.open_for_writes()?;
     tune_malloc();
     let _signals = SignalHandlers::install();
     let control_thread = {
         let array = array.clone();
         std::thread::spawn(move || control::serve(array, control_socket, &STOP))
+    };
+    let mirror_control = match &tier {
+        Some(t) => Some(serve_mirror_control(t)?),
+        None => None,
     };
     eprintln!(
         "raidlab-engine: serving {} B ({} {}) on nbd://{} (control socket {})",
@@ -68,14 +74,59 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         let delay_s = a.bitmap_delay;
         std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
     };
-    let served = nbd::serve(array.clone(), listener, &serve_options(a, tls), &STOP);
+    let export: Arc<dyn nbd::Export> = match &tier {
+        Some(t) => t.clone(),
+        None => array.clone(),
+    };
+    let served = nbd::serve(export, listener, &serve_options(a, tls), &STOP);
     STOP.store(true, Ordering::SeqCst);
     let _ = control_thread.join();
+    if let Some(t) = mirror_control {
+        let _ = t.join();
+    }
     let _ = cleaner.join();
+    if let Some(t) = &tier {
+        t.close()?;
+    }
     array.close()?;
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
+}
+
+/// The cache tier of `--cache-members`, opened in front of `array` (its log replayed),
+/// its mirror open for writes, its report in the array's status.
+fn cache_tier(a: &ServeArgs, array: &Arc<Array>) -> Result<Option<Arc<CachedArray>>> {
+    let Some(paths) = &a.array.cache_members else {
+        if a.cache_trace.is_some() {
+            return Err(Error::Input("--cache-trace: needs --cache-members".into()));
+        }
+        return Ok(None);
+    };
+    let tier = Arc::new(CachedArray::open(array.clone(), &absolute(paths)?)?);
+    if let Some(path) = &a.cache_trace {
+        tier.record_trace(path)?;
+    }
+    tier.open_for_writes()?;
+    let weak = Arc::downgrade(&tier);
+    array.set_cache_report(Box::new(move || weak.upgrade().map(|t| t.stats_json())));
+    let (cached, dirty) = tier.occupancy();
+    eprintln!(
+        "raidlab-engine: cache tier ({}) on {} members: {cached} lines cached, {dirty} dirty",
+        tier.policy().name(),
+        paths.len()
+    );
+    Ok(Some(tier))
+}
+
+/// The cache mirror's own control socket (by its UUID): `status`, `fail` and
+/// `replace` given the cache members reach it while the array is served.
+fn serve_mirror_control(tier: &CachedArray) -> Result<std::thread::JoinHandle<()>> {
+    let mirror = tier.with_mirror(Arc::clone);
+    let socket = control::bind(mirror.status().uuid)?;
+    Ok(std::thread::spawn(move || {
+        control::serve(mirror, socket, &STOP)
+    }))
 }
 
 /// The TLS of `--tls`, `--tls-cert` and `--tls-key`: none for `--tls off` (the default

@@ -138,6 +138,17 @@ pub fn latency_us(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("a delay like 20ms or 500us (up to 60 s), got {s:?}"))
 }
 
+/// A cache policy: raidix, lru, smq or bcache.
+pub fn cache_policy(s: &str) -> Result<raidlab_cache::Policy, String> {
+    raidlab_cache::Policy::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = raidlab_cache::Policy::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("one of {}, got {s:?}", names.join(", "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
