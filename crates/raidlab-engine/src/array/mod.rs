@@ -46,6 +46,7 @@ mod owner;
 mod read_errors;
 mod rebuild;
 mod scrub;
+mod spares;
 mod stripe;
 mod stripe_locks;
 
@@ -56,6 +57,7 @@ pub use owner::open_member_file;
 pub use read_errors::MAX_READ_ERRORS;
 pub use rebuild::RebuildProgress;
 pub use scrub::ScrubReport;
+pub use spares::SPARES_MAX;
 
 use crate::error::Result;
 use crate::journal::Journal;
@@ -112,6 +114,8 @@ pub struct Status {
     /// Stripe parities the partial parity log recomputed when the array was assembled
     /// (writes an unclean stop had left half done; see [`crate::ppl`]).
     pub ppl_recovered: u64,
+    /// The hot spares: members with no role yet, first to take over first.
+    pub spares: Vec<PathBuf>,
 }
 
 struct State {
@@ -168,6 +172,8 @@ pub struct Array {
     ppl: Option<Ppl>,
     /// Stripe parities the PPL recomputed at assembly.
     ppl_recovered: u64,
+    /// The hot spares (see `spares`). Lock order: state, then this.
+    spares: Mutex<Vec<spares::Spare>>,
 }
 
 impl Array {
@@ -212,6 +218,7 @@ impl Array {
             sparse: (0..geo.members()).map(|_| Default::default()).collect(),
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
+            spares: Mutex::new(Vec::new()),
         })
     }
 
@@ -235,8 +242,10 @@ impl Array {
         // Lock order is bitmap, files, state (see `mark_regions`): never bitmap under state.
         let dirty_regions = self.dirty_regions();
         let rebuild = self.rebuild_progress();
+        let spares = self.spares();
         let st = self.state.lock().expect("state lock");
         Status {
+            spares,
             rebuild,
             faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),

@@ -77,6 +77,9 @@ pub fn status(s: &Value) -> String {
     for m in s["members"].as_array().into_iter().flatten() {
         out.push_str(&member_line(m));
     }
+    for p in s["spares"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  spare: {} (no role until a member fails)", p.as_str().unwrap_or("-"));
+    }
     out
 }
 
