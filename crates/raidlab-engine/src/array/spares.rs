@@ -156,7 +156,8 @@ impl Array {
     /// still holds the data, no rebuild is running or waiting to resume, and a spare is
     /// there, takes the first spare out of the list for the lowest such role and returns
     /// `(role, spare path, spare file)` for [`Array::rebuild_onto`]; the caller runs the
-    /// rebuild. `None` when there is nothing to do.
+    /// rebuild. Faults injected into that role are removed: they were the failed
+    /// disk's. `None` when there is nothing to do.
     pub fn take_spare(&self) -> Option<(u32, PathBuf, File)> {
         if self.geo.tolerated_failures() == 0
             || self.rebuild_progress().is_some()
@@ -179,6 +180,13 @@ impl Array {
             return None;
         }
         let s = spares.remove(0);
+        drop(spares);
+        // The faults injected into the role were the failed disk's: it leaves the array,
+        // the spare in its slot does not inherit them.
+        let mut faults = self.faults.write().expect("faults lock");
+        faults.retain(|f| f.member() != role);
+        self.any_fault
+            .store(!faults.is_empty(), std::sync::atomic::Ordering::Relaxed);
         Some((role, s.path, s.file))
     }
 }
