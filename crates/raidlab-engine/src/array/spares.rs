@@ -199,3 +199,87 @@ fn role_name(role: u32) -> String {
         format!("role {role}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::CreateOptions;
+    use raidlab_layout::Level;
+
+    const MEMBER_BYTES: u64 = DATA_OFFSET_BYTES + (1 << 20);
+
+    /// A RAID 5 (or `level`) of three members with `spares` spares, in `dir`.
+    fn array(dir: &Path, level: Level, spares: usize) -> (Vec<PathBuf>, Array) {
+        let members: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("m{i}"))).collect();
+        let mut opts = CreateOptions::new(level, 16 << 10, Some(MEMBER_BYTES));
+        opts.spares = (0..spares).map(|i| dir.join(format!("s{i}"))).collect();
+        let a = Array::create(&members, &opts).unwrap();
+        (members, a)
+    }
+
+    #[test]
+    fn the_first_spare_takes_the_lowest_failed_role_and_its_faults_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = array(dir.path(), Level::Raid5, 2);
+        assert!(a.take_spare().is_none(), "nothing failed");
+        a.inject_fault(crate::array::Fault::WriteError {
+            member: 2,
+            offset_bytes: 0,
+            len_bytes: 4096,
+        })
+        .unwrap();
+        a.fail_member(2).unwrap();
+        let (role, path, _file) = a.take_spare().unwrap();
+        assert_eq!((role, path), (2, dir.path().join("s0")));
+        assert!(a.status().faults.is_empty());
+        assert_eq!(a.spares(), [dir.path().join("s1")]);
+    }
+
+    #[test]
+    fn no_spare_is_taken_without_redundancy_or_past_the_level_tolerance() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = array(dir.path(), Level::Raid0, 1);
+        assert!(a.take_spare().is_none(), "RAID 0 has nothing to rebuild from");
+        assert_eq!(a.spares().len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = array(dir.path(), Level::Raid5, 1);
+        a.fail_member(0).unwrap();
+        // An I/O error fails a member even past the tolerance: then nothing rebuilds.
+        a.member_io_failed(1, &std::io::Error::other("test"));
+        assert!(a.take_spare().is_none());
+        assert_eq!(a.spares().len(), 1);
+    }
+
+    #[test]
+    fn a_spare_superblock_follows_the_event_counter() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = array(dir.path(), Level::Raid5, 1);
+        a.fail_member(1).unwrap();
+        let sb = super::super::read_superblock(&dir.path().join("s0")).unwrap();
+        assert!(sb.is_spare());
+        assert_eq!(sb.events, a.status().events);
+        assert!(sb.failed.contains(1));
+    }
+
+    #[test]
+    fn add_spare_refuses_members_spares_and_small_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (members, a) = array(dir.path(), Level::Raid5, 1);
+        let open = |p: &Path| crate::array::open_member_file(p, true).unwrap();
+        let e = a.add_spare(open(&members[0]), &members[0]).unwrap_err();
+        assert!(e.to_string().contains("is member 0"), "{e}");
+        let s0 = dir.path().join("s0");
+        let e = a.add_spare(open(&s0), &s0).unwrap_err();
+        assert!(e.to_string().contains("spare of this array already"), "{e}");
+        let small = dir.path().join("small");
+        let f = open(&small);
+        f.set_len(MEMBER_BYTES - 4096).unwrap();
+        let e = a.add_spare(f, &small).unwrap_err();
+        assert!(e.to_string().contains("smaller than"), "{e}");
+        let big = dir.path().join("big");
+        let f = open(&big);
+        f.set_len(MEMBER_BYTES).unwrap();
+        a.add_spare(f, &big).unwrap();
+        assert_eq!(a.spares(), [s0, big]);
+    }
+}
