@@ -301,7 +301,9 @@ fn start_spare_rebuild(array: &Arc<Array>, rebuild: &Arc<Mutex<Option<JoinHandle
     let array = array.clone();
     *slot = Some(std::thread::spawn(move || {
         match array.rebuild_onto(role, file, &path, None, |_, _| {}) {
-            Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt onto the hot spare, array clean"),
+            Ok(()) => {
+                eprintln!("raidlab-engine: member {role} rebuilt onto the hot spare, array clean")
+            }
             Err(e) => eprintln!(
                 "raidlab-engine: rebuild of member {role} onto hot spare {}: {e}",
                 path.display()

@@ -52,7 +52,12 @@ fn member_names(st: &Value) -> Vec<String> {
 
 /// The spares of a status report, as file names, sorted.
 fn spare_names(st: &Value) -> Vec<String> {
-    let mut v: Vec<String> = st["spares"].as_array().unwrap().iter().map(file_name).collect();
+    let mut v: Vec<String> = st["spares"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(file_name)
+        .collect();
     v.sort();
     v
 }
@@ -67,7 +72,12 @@ fn file_name(p: &Value) -> String {
 
 /// Polls `status` of `members` (through the server) until `done` holds, at most
 /// `limit`; returns the last report.
-fn wait_status(d: &Path, members: &[&str], limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+fn wait_status(
+    d: &Path,
+    members: &[&str],
+    limit: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let t0 = Instant::now();
     loop {
         let st = json(d, "status", members);
@@ -95,7 +105,10 @@ impl Killed {
             std::thread::sleep(Duration::from_millis(50));
         }
         let o = child.wait_with_output().unwrap();
-        (o.status.success(), String::from_utf8_lossy(&o.stdout).to_string())
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+        )
     }
 }
 
@@ -144,11 +157,14 @@ fn create_with_spares_then_assemble_in_any_member_order() {
     }
     // Without its spares the array is whole; given alone, spares are no array.
     let st = json(d, "status", &["m2", "m0", "m1"]);
-    assert_eq!((st["state"].as_str(), spare_names(&st).len()), (Some("clean"), 0));
+    assert_eq!(
+        (st["state"].as_str(), spare_names(&st).len()),
+        (Some("clean"), 0)
+    );
     let e = refused(d, &["status", "s0", "s1"]);
     assert!(e.contains("only hot spares"), "{e}");
-    let text = String::from_utf8_lossy(&engine(d, &["status", "m0", "m1", "m2", "s0"]).stdout)
-        .to_string();
+    let text =
+        String::from_utf8_lossy(&engine(d, &["status", "m0", "m1", "m2", "s0"]).stdout).to_string();
     assert!(text.contains("spare: ") && text.contains("s0"), "{text}");
 }
 
@@ -170,17 +186,28 @@ fn a_spare_smaller_than_the_members_is_refused() {
     // At create (members used as they are)...
     let e = refused(
         d,
-        &["create", "--level", "5", "--spares", "small", "m0", "m1", "m2"],
+        &[
+            "create", "--level", "5", "--spares", "small", "m0", "m1", "m2",
+        ],
     );
-    assert!(e.contains("small: spare holds") && e.contains("smaller than"), "{e}");
+    assert!(
+        e.contains("small: spare holds") && e.contains("smaller than"),
+        "{e}"
+    );
     // Nothing was created: the members carry no superblock.
     let o = common::engine_output(d, &["status", "m0", "m1", "m2"]);
     assert_eq!(o.status.code(), Some(2));
     // ... and when added.
     engine(d, &["create", "--level", "5", "m0", "m1", "m2"]);
     let e = refused(d, &["add-spare", "small", "m0", "m1", "m2"]);
-    assert!(e.contains("small: spare holds") && e.contains("smaller than"), "{e}");
-    assert_eq!(spare_names(&json(d, "status", &["m0", "m1", "m2"])).len(), 0);
+    assert!(
+        e.contains("small: spare holds") && e.contains("smaller than"),
+        "{e}"
+    );
+    assert_eq!(
+        spare_names(&json(d, "status", &["m0", "m1", "m2"])).len(),
+        0
+    );
 }
 
 #[test]
@@ -228,7 +255,10 @@ fn add_spare_online_rebuilds_a_degraded_array_onto_it() {
         .set_len(DATA_OFFSET_BYTES + MEMBER_DATA)
         .unwrap();
     let st = json(d, "add-spare", &["s1", "m0", "m1"]);
-    assert_eq!((st["state"].as_str(), spare_names(&st)), (Some("clean"), vec!["s1".to_string()]));
+    assert_eq!(
+        (st["state"].as_str(), spare_names(&st)),
+        (Some("clean"), vec!["s1".to_string()])
+    );
     s.stop();
     // Its superblock says spare: the next assembly finds it.
     let st = json(d, "status", &["s1", "s0", "m1", "m0"]);
@@ -248,14 +278,20 @@ fn a_member_failed_offline_is_taken_over_when_serve_starts() {
         .unwrap();
     // Offline: recorded, and the array stays degraded until it is served.
     let st = json(d, "add-spare", &["s0", "m1", "m2"]);
-    assert_eq!((st["state"].as_str(), spare_names(&st)), (Some("degraded"), vec!["s0".to_string()]));
+    assert_eq!(
+        (st["state"].as_str(), spare_names(&st)),
+        (Some("degraded"), vec!["s0".to_string()])
+    );
     let s = spawn_server(d, &["m1", "s0", "m2"], true);
     let st = wait_status(d, &["m1", "m2"], Duration::from_secs(60), |st| {
         st["state"] == "clean"
     });
     assert_eq!(member_names(&st), ["s0", "m1", "m2"], "{st}");
     let err = s.stop_with_stderr();
-    assert!(err.contains("hot spare") && err.contains("takes its role"), "{err}");
+    assert!(
+        err.contains("hot spare") && err.contains("takes its role"),
+        "{err}"
+    );
 }
 
 /// The acceptance: fio writes and verifies (crc32c) through the export while a
@@ -277,15 +313,24 @@ fn hot_spare_takes_over_a_failed_member_while_fio_writes_and_verifies() {
     let size = 6 << 20;
     assert!(size <= export);
     let writer = Killed(Some(
-        fio(d, &uri, size, &["--rw=randwrite", "--rate=2m", "--do_verify=1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+        fio(
+            d,
+            &uri,
+            size,
+            &["--rw=randwrite", "--rate=2m", "--do_verify=1"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
     ));
     std::thread::sleep(Duration::from_millis(500));
     // Every write to member 1 fails from now on: the next one fails the member.
-    let inject = json(d, "inject", &["m1", "--write-error", &format!("0+{MEMBER_DATA}")]);
+    let inject = json(
+        d,
+        "inject",
+        &["m1", "--write-error", &format!("0+{MEMBER_DATA}")],
+    );
     assert_eq!(inject["faults"].as_array().unwrap().len(), 1, "{inject}");
     let st = wait_status(d, &["m0", "m2"], Duration::from_secs(30), |st| {
         member_names(st)[1] == "s0"
@@ -307,16 +352,26 @@ fn hot_spare_takes_over_a_failed_member_while_fio_writes_and_verifies() {
     let r = json(d, "check", &["m0", "m2"]);
     assert_eq!(r["mismatched_stripes"], 0, "{r}");
     // Everything fio wrote reads back verified, now partly from the spare.
-    let t = common::run(&mut fio(d, &uri, size, &["--rw=randwrite", "--verify_only=1"]));
+    let t = common::run(&mut fio(
+        d,
+        &uri,
+        size,
+        &["--rw=randwrite", "--verify_only=1"],
+    ));
     assert!(t.contains("err= 0"), "{t}");
     let err = s.stop_with_stderr();
     assert!(
-        err.contains("member 1") && err.contains("hot spare") && err.contains("rebuilt onto the hot spare"),
+        err.contains("member 1")
+            && err.contains("hot spare")
+            && err.contains("rebuilt onto the hot spare"),
         "{err}"
     );
     // Offline, the spare is member 1 for good.
     let st = json(d, "status", &["s0", "m2", "m0"]);
-    assert_eq!((st["state"].as_str(), member_names(&st)), (Some("clean"), vec!["m0".into(), "s0".into(), "m2".into()]));
+    assert_eq!(
+        (st["state"].as_str(), member_names(&st)),
+        (Some("clean"), vec!["m0".into(), "s0".into(), "m2".into()])
+    );
     let r = json(d, "check", &["s0", "m2", "m0"]);
     assert_eq!(r["mismatched_stripes"], 0, "{r}");
 }

@@ -72,10 +72,7 @@ impl Array {
     pub fn add_spare(&self, file: File, path: &Path) -> Result<()> {
         let meta = file.metadata().map_err(io_err(path, "stat"))?;
         let id = (meta.dev(), meta.ino());
-        let same = |f: &File| {
-            f.metadata()
-                .is_ok_and(|m| (m.dev(), m.ino()) == id)
-        };
+        let same = |f: &File| f.metadata().is_ok_and(|m| (m.dev(), m.ino()) == id);
         if let Some(r) = self
             .files
             .read()
@@ -239,7 +236,10 @@ mod tests {
     fn no_spare_is_taken_without_redundancy_or_past_the_level_tolerance() {
         let dir = tempfile::tempdir().unwrap();
         let (_, a) = array(dir.path(), Level::Raid0, 1);
-        assert!(a.take_spare().is_none(), "RAID 0 has nothing to rebuild from");
+        assert!(
+            a.take_spare().is_none(),
+            "RAID 0 has nothing to rebuild from"
+        );
         assert_eq!(a.spares().len(), 1);
         let dir = tempfile::tempdir().unwrap();
         let (_, a) = array(dir.path(), Level::Raid5, 1);

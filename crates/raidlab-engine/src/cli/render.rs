@@ -78,7 +78,11 @@ pub fn status(s: &Value) -> String {
         out.push_str(&member_line(m));
     }
     for p in s["spares"].as_array().into_iter().flatten() {
-        let _ = writeln!(out, "  spare: {} (no role until a member fails)", p.as_str().unwrap_or("-"));
+        let _ = writeln!(
+            out,
+            "  spare: {} (no role until a member fails)",
+            p.as_str().unwrap_or("-")
+        );
     }
     out
 }
