@@ -368,12 +368,12 @@ fn served_role(array: &Array, req: &Value, field: &str) -> Result<u32> {
     }
 }
 
-/// The new member of a `replace`, as the client opened it: a regular file or block
-/// device open for reading and writing.
+/// The new member of a `replace` (or the spare of an `add-spare`), as the client opened
+/// it: a regular file or block device open for reading and writing.
 fn passed_member(fd: Option<OwnedFd>, label: &Path) -> Result<File> {
     let Some(fd) = fd else {
         return Err(Error::Input(
-            "replace: the new member must come as an open file descriptor (SCM_RIGHTS); \
+            "replace, add-spare: the new member must come as an open file descriptor (SCM_RIGHTS); \
              this server opens no path for a client"
                 .into(),
         ));
