@@ -727,3 +727,36 @@ def test_serve_forwards_the_tls_flags(raid5: list[Path], tmp_path: Path) -> None
         )
     assert raised.value.field == "--tls-cert"
     assert "cannot read" in str(raised.value)
+
+
+def test_a_hot_spare_takes_a_failed_members_role_online(tmp_path: Path) -> None:
+    members = members_in(tmp_path, 3)
+    spare = tmp_path / "s0.img"
+    created = engine.create(members, level=5, size=MEMBER_BYTES, spares=[spare])
+    assert created.spares == (str(spare),)
+    # Assembly finds the spare among the members, in any order.
+    assert engine.status([spare, *reversed(members)]).spares == (str(spare),)
+    with engine.serve([*members, spare]):
+        assert engine.fail(members[1], members).failed == (1,)
+        # The server starts the spare's rebuild by itself: wait (bounded) until clean.
+        deadline = time.monotonic() + 60
+        finished = engine.status([members[0], members[2]])
+        while finished.state != "clean":
+            assert time.monotonic() < deadline, finished
+            time.sleep(0.1)
+            finished = engine.status([members[0], members[2]])
+        assert finished.members[1].path == str(spare)
+        assert finished.spares == ()
+        late = tmp_path / "s1.img"
+        late.write_bytes(b"")
+        os.truncate(late, MEMBER_BYTES)
+        assert engine.add_spare(late, [members[0], members[2]]).spares == (str(late),)
+        assert engine.check([members[0], members[2]]).clean
+
+
+def test_cli_refuses_a_spare_smaller_than_a_member_in_one_line(raid5: list[Path]) -> None:
+    small = raid5[0].parent / "small.img"
+    small.write_bytes(b"")
+    os.truncate(small, MEMBER_BYTES // 2)
+    line = cli_error_line(["add-spare", str(small), *map(str, raid5)])
+    assert line.startswith("error: ") and "smaller than" in line, line

@@ -1,7 +1,7 @@
 //! The control socket of a served array, and the JSON every command reports in.
 //!
 //! While `serve` runs it owns the members (it holds an exclusive lock on each): `status`,
-//! `fail`, `replace`, `check` and `repair` given the same members find the server by the
+//! `fail`, `replace`, `add-spare`, `check` and `repair` given the same members find the server by the
 //! array's UUID ([`socket_path`]) and ask it, so a member is failed, replaced and
 //! rebuilt online while NBD clients keep working.
 //!
@@ -99,6 +99,7 @@ fn status_report(s: &Status, served: bool) -> Value {
             "state": st.to_string(),
             "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
         })).collect::<Vec<_>>(),
+        "spares": s.spares.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
     });
     if let Some(c) = &s.cache {
         report["cache"] = c.clone();
@@ -258,6 +259,7 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
                     }));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    start_spare_rebuild(&array, &rebuild);
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -279,6 +281,39 @@ pub fn serve(array: Arc<Array>, listener: UnixListener, stop: &'static AtomicBoo
     if let Some(p) = path {
         let _ = std::fs::remove_file(p);
     }
+}
+
+/// md's spare recovery, on the control thread's tick: when a member is failed and a hot
+/// spare is there (see [`Array::take_spare`]), the spare takes the member's role and
+/// its rebuild starts, online, in the rebuild slot a `replace` would use. Nothing while
+/// a rebuild runs or its thread has not finished.
+fn start_spare_rebuild(array: &Arc<Array>, rebuild: &Arc<Mutex<Option<JoinHandle<()>>>>) {
+    let mut slot = rebuild.lock().expect("rebuild handle");
+    if slot.as_ref().is_some_and(|h| !h.is_finished()) {
+        return;
+    }
+    let Some((role, path, file)) = array.take_spare() else {
+        return;
+    };
+    if let Some(h) = slot.take() {
+        let _ = h.join();
+    }
+    eprintln!(
+        "raidlab-engine: member {role} failed: hot spare {} takes its role, rebuilding",
+        path.display()
+    );
+    let array = array.clone();
+    *slot = Some(std::thread::spawn(move || {
+        match array.rebuild_onto(role, file, &path, None, |_, _| {}) {
+            Ok(()) => {
+                eprintln!("raidlab-engine: member {role} rebuilt onto the hot spare, array clean")
+            }
+            Err(e) => eprintln!(
+                "raidlab-engine: rebuild of member {role} onto hot spare {}: {e}",
+                path.display()
+            ),
+        }
+    }));
 }
 
 fn send(stream: &mut UnixStream, v: &Value) -> std::io::Result<()> {
@@ -337,12 +372,12 @@ fn served_role(array: &Array, req: &Value, field: &str) -> Result<u32> {
     }
 }
 
-/// The new member of a `replace`, as the client opened it: a regular file or block
-/// device open for reading and writing.
+/// The new member of a `replace` (or the spare of an `add-spare`), as the client opened
+/// it: a regular file or block device open for reading and writing.
 fn passed_member(fd: Option<OwnedFd>, label: &Path) -> Result<File> {
     let Some(fd) = fd else {
         return Err(Error::Input(
-            "replace: the new member must come as an open file descriptor (SCM_RIGHTS); \
+            "replace, add-spare: the new member must come as an open file descriptor (SCM_RIGHTS); \
              this server opens no path for a client"
                 .into(),
         ));
@@ -412,6 +447,12 @@ fn execute(
                     )))
                 }
             }
+            Ok(served_status_json(&array.status()))
+        }
+        "add-spare" => {
+            let path = PathBuf::from(text(req, "spare")?);
+            let file = passed_member(fd, &path)?;
+            array.add_spare(file, &path)?;
             Ok(served_status_json(&array.status()))
         }
         "check" | "repair" => {
@@ -488,7 +529,7 @@ fn execute(
             }
         }
         other => Err(Error::Input(format!(
-            "control request: unknown cmd {other:?}; allowed: status, fail, replace, inject, check, repair"
+            "control request: unknown cmd {other:?}; allowed: status, fail, replace, add-spare, inject, check, repair"
         ))),
     }
 }

@@ -22,7 +22,8 @@
 //!     48    8 stripe_unit_bytes     chunk size
 //!     56    8 member_capacity_bytes data bytes per member the geometry was built with
 //!     64    8 data_offset_bytes     DATA_OFFSET_BYTES
-//!     72    4 role                  this member's index, below member_count
+//!     72    4 role                  this member's index, below member_count, or
+//!                                   ROLE_SPARE (0xffffffff): a hot spare, no role yet
 //!     76    4 flags                 bit 0: dirty (writes may be in flight);
 //!                                   bit 1: journaled (needs its write journal to assemble);
 //!                                   bit 2: recovering (a rebuild of this member stopped)
@@ -68,6 +69,11 @@ pub const FLAG_JOURNAL: u32 = 2;
 /// Flag bit: this member is being rebuilt; its data below `recovery_offset_bytes` is
 /// current, so a rebuild stopped cleanly resumes there (md's `recovery_offset`).
 pub const FLAG_RECOVERING: u32 = 4;
+
+/// The role of a hot spare: a member of the array that holds no data and has no role
+/// until a member fails and it takes that member's place. md's v1 superblock says the
+/// same with role 0xffff (`MD_DISK_ROLE_SPARE` in `dev_roles[]`, md_p.h).
+pub const ROLE_SPARE: u32 = u32::MAX;
 
 /// What makes parity agree with data again after an unclean stop (mdadm's
 /// `--consistency-policy`).
@@ -217,6 +223,11 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl Superblock {
+    /// Whether this is a hot spare's superblock (role [`ROLE_SPARE`]).
+    pub fn is_spare(&self) -> bool {
+        self.role == ROLE_SPARE
+    }
+
     /// The 4 KiB on-disk image, checksum included.
     pub fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
         let mut b = [0u8; SUPERBLOCK_BYTES];
@@ -294,7 +305,7 @@ impl Superblock {
             return Err(SuperblockError::Field("member_count", drive_count.into()));
         }
         let role = u32_at(b, 72);
-        if role >= drive_count {
+        if role >= drive_count && role != ROLE_SPARE {
             return Err(SuperblockError::Field("role", role.into()));
         }
         let data_offset = u64_at(b, 64);
@@ -453,6 +464,26 @@ mod tests {
         assert_eq!(
             Superblock::decode(&[0u8; SUPERBLOCK_BYTES]),
             Err(SuperblockError::NoMagic)
+        );
+    }
+
+    #[test]
+    fn a_spare_has_role_spare_and_no_other_role_past_the_members_decodes() {
+        let spare = Superblock {
+            role: ROLE_SPARE,
+            ..sample()
+        };
+        let back = Superblock::decode(&spare.encode()).unwrap();
+        assert!(back.is_spare());
+        assert_eq!(back, spare);
+        assert!(!sample().is_spare());
+        let past = Superblock {
+            role: 6,
+            ..sample()
+        };
+        assert_eq!(
+            Superblock::decode(&past.encode()),
+            Err(SuperblockError::Field("role", 6))
         );
     }
 }

@@ -142,11 +142,20 @@ fn a_hot_spare_starts_its_rebuild_at_the_failure() {
     let before = simulate(&spare_rebuild(None, 1));
     let half = before.sim_time_ns / 2;
     let during = simulate(&spare_rebuild(Some(half), 1));
-    let (whole, spare) = (before.rebuild.clone().unwrap(), during.rebuild.clone().unwrap());
+    let (whole, spare) = (
+        before.rebuild.clone().unwrap(),
+        during.rebuild.clone().unwrap(),
+    );
     // The spare's rebuild ran only after the failure, at the same rate limit ...
-    assert!(spare.bytes_done < whole.bytes_done * 3 / 4, "{spare:?} vs {whole:?}");
+    assert!(
+        spare.bytes_done < whole.bytes_done * 3 / 4,
+        "{spare:?} vs {whole:?}"
+    );
     assert!(spare.bytes_done > 0);
-    assert!((spare.mbps / whole.mbps - 1.0).abs() < 0.1, "{spare:?} vs {whole:?}");
+    assert!(
+        (spare.mbps / whole.mbps - 1.0).abs() < 0.1,
+        "{spare:?} vs {whole:?}"
+    );
     // ... and until it, reads found the member whole: fewer member reads per host read.
     let member_reads = |r: &raidlab_sim::Results| r.explain.member_ios_per_host_io["read"];
     assert!(member_reads(&during) < member_reads(&before));

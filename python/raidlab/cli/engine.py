@@ -1,4 +1,5 @@
-"""``raidlab create/assemble/status/serve/fail/replace/check/repair/inject``: real arrays.
+"""``raidlab create/assemble/status/serve/fail/replace/add-spare/check/repair/inject``:
+real arrays.
 
 These commands drive the real-data engine (the ``raidlab-engine`` binary) through
 :mod:`raidlab.engine`; the simulating commands live in :mod:`raidlab.cli`, which
@@ -134,6 +135,8 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
     # (Console.print caps width at the console's, hence a console as wide as the table.)
     natural = Measurement.get(_stdout, _stdout.options.update_width(10_000), table).maximum
     Console(highlight=False, width=max(_stdout.width, natural)).print(table)
+    for spare in status.spares:
+        summary += f"\nhot spare {spare} (no role until a member fails)"
     typer.echo(summary)
 
 
@@ -229,6 +232,14 @@ def create(
             help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
         ),
     ] = None,
+    spares: Annotated[
+        str | None,
+        typer.Option(
+            "--spares",
+            help="Hot spares, comma-separated: when a served member fails, a spare takes its "
+            "role and is rebuilt online (default: none).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an array on member files or devices; --journal adds a write journal that
@@ -255,6 +266,7 @@ def create(
             cache_policy=cache_policy,
             cache_size=cache_size,
             cache_region=cache_region,
+            spares=[Path(p) for p in spares.split(",")] if spares else (),
         )
         _print_status(status, as_json)
 
@@ -487,6 +499,22 @@ def replace(
         _print_status(result, as_json)
 
 
+def add_spare(
+    spare: Annotated[
+        Path | None, typer.Argument(help="The file or device to keep as a hot spare.")
+    ] = None,
+    members: MembersArgument = None,
+    journal: JournalOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add a hot spare: online when the array is served (a degraded array starts
+    rebuilding onto it at once), else recorded in the superblocks."""
+    with user_errors():
+        if spare is None:
+            raise RaidlabError("SPARE", "the spare file or device is needed, then the members")
+        _print_status(engine.add_spare(spare, _members(members), journal), as_json)
+
+
 def check(
     members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
 ) -> None:
@@ -582,6 +610,7 @@ COMMANDS = {
     "serve": (serve, "raidlab serve --listen 127.0.0.1:10809 a.img b.img c.img d.img"),
     "fail": (fail, "raidlab fail b.img a.img b.img c.img d.img"),
     "replace": (replace, "raidlab replace b.img e.img --rate 200M a.img c.img d.img"),
+    "add-spare": (add_spare, "raidlab add-spare e.img a.img b.img c.img d.img"),
     "check": (check, "raidlab check a.img e.img c.img d.img"),
     "repair": (repair, "raidlab repair a.img e.img c.img d.img"),
     "inject": (

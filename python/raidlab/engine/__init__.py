@@ -181,6 +181,8 @@ class ArrayStatus:
     journal_replayed: int  # records replayed at assembly (an unclean stop)
     faults: tuple[Fault, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    # Hot spares: members with no role until one fails (absent from older engines).
+    spares: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> ArrayStatus:
@@ -232,6 +234,7 @@ class ArrayStatus:
                     for f in document.get("faults", [])
                 ),
                 raw=dict(document),
+                spares=tuple(str(p) for p in document.get("spares", [])),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise RaidlabError(
@@ -408,6 +411,7 @@ def create(
     cache_policy: str | None = None,
     cache_size: int | str | None = None,
     cache_region: int | str | None = None,
+    spares: Sequence[Member] = (),
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
@@ -420,7 +424,10 @@ def create(
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the
-    array then needs the same ``cache_members`` wherever it is served."""
+    array then needs the same ``cache_members`` wherever it is served.
+
+    ``spares`` are hot spares (sized as the members): when a member of the served array
+    fails, the first takes its role and is rebuilt online by itself, as md does."""
     args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
     if size is not None:
         size_bytes = int(_size_arg(size, "--size"))
@@ -453,7 +460,30 @@ def create(
     for flag, value in (("--cache-size", cache_size), ("--cache-region", cache_region)):
         if value is not None:
             args += [flag, _size_arg(value, flag)]
+    if spares:
+        args += ["--spares", _spares_arg(spares)]
     result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
+    return ArrayStatus.from_json(_json(result))
+
+
+def _spares_arg(spares: Sequence[Member]) -> str:
+    """``--spares``' comma-separated list; a path with a comma cannot be in it."""
+    if isinstance(spares, str | os.PathLike):
+        raise RaidlabError("--spares", f"a list of paths, got the single path {spares!r}")
+    paths = [_arg(spare) for spare in spares]
+    for path in paths:
+        if "," in path:
+            raise RaidlabError("--spares", f"paths without a comma, got {path!r}")
+    return ",".join(paths)
+
+
+def add_spare(
+    spare: Member, members: Sequence[Member], journal: Member | None = None
+) -> ArrayStatus:
+    """Add ``spare`` (a file or device holding at least a member's size, with no raidlab
+    superblock) as a hot spare: online when the array is served (a degraded array then
+    starts rebuilding onto it at once), else recorded in the superblocks."""
+    result = _run(["add-spare", "--json", *_journal(journal), _arg(spare), *_members(members)])
     return ArrayStatus.from_json(_json(result))
 
 
@@ -886,6 +916,7 @@ __all__ = [
     "RebuildStatus",
     "ScrubReport",
     "Server",
+    "add_spare",
     "assemble",
     "check",
     "create",

@@ -8,6 +8,7 @@ use super::members::{
     read_superblock_of, MemberState,
 };
 use super::rebuild::Checkpoint;
+use super::spares::{check_spare_bytes, Spare, SPARES_MAX};
 use super::{Array, State, REQUEST_BYTES_MAX};
 use crate::error::{Error, Result};
 use crate::journal::Journal;
@@ -58,6 +59,10 @@ pub struct CreateOptions {
     /// `--consistency-policy`); `None`: `journal` with a journal, else `bitmap`.
     /// `journal` needs a journal; `ppl` is for RAID 5 only.
     pub policy: Option<ConsistencyPolicy>,
+    /// Hot spares (mdadm's `--spare-devices`): files or devices with no role that
+    /// take a failed member's place (see `spares`); created or extended to
+    /// `member_size_bytes` like the members, else at least a member's size.
+    pub spares: Vec<PathBuf>,
 }
 
 /// A stale or failed member that `assemble --force` put back in: its data may miss
@@ -123,6 +128,7 @@ impl CreateOptions {
             journal_bytes: None,
             sparse: false,
             policy: None,
+            spares: Vec::new(),
         }
     }
 }
@@ -222,11 +228,25 @@ impl Array {
             }
             files.push(file);
         }
+        let all_paths: Vec<PathBuf> = paths.iter().chain(&opts.spares).cloned().collect();
+        let spares = open_spares(
+            opts,
+            &all_paths,
+            &mut ids,
+            &mut undo,
+            DATA_OFFSET_BYTES + data_bytes_min,
+        )?;
         if !opts.sparse {
-            let members: Vec<(&Path, &File, u64)> = regular
+            let mut members: Vec<(&Path, &File, u64)> = regular
                 .iter()
                 .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
                 .collect();
+            members.extend(
+                spares
+                    .iter()
+                    .filter(|(s, _)| s.file.metadata().is_ok_and(|m| m.file_type().is_file()))
+                    .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
+            );
             preallocate(&members)?;
         }
         let spec = ArraySpec {
@@ -309,7 +329,7 @@ impl Array {
                 Some(j)
             }
         };
-        let array = Self::with_state(
+        let mut array = Self::with_state(
             spec,
             uuid,
             files.into_iter().map(|f| Some(Arc::new(f))).collect(),
@@ -326,6 +346,8 @@ impl Array {
             journal,
             policy,
         )?;
+        *array.spares.get_mut().expect("spares lock") =
+            spares.into_iter().map(|(s, _)| s).collect();
         // A reused member may hold an old bitmap: start with every region clean.
         array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
         if policy == ConsistencyPolicy::Ppl {
@@ -371,18 +393,28 @@ impl Array {
             ));
         }
         let mut found: Vec<(PathBuf, File, Superblock)> = Vec::new();
+        let mut spares_found: Vec<(PathBuf, File, Superblock)> = Vec::new();
         let mut ids = Vec::new();
         for path in paths {
             let file = open_member_once(path, false, paths, &mut ids)?;
             let sb = read_superblock_of(&file, path)?;
-            found.push((path.clone(), file, sb));
+            if sb.is_spare() {
+                spares_found.push((path.clone(), file, sb));
+            } else {
+                found.push((path.clone(), file, sb));
+            }
         }
-        // The newest superblock speaks for the array.
-        let newest = found
+        // The newest superblock of a member with a role speaks for the array (a spare
+        // holds no data: its event counter says nothing about what it missed).
+        let Some(newest) = found
             .iter()
             .max_by_key(|(_, _, sb)| sb.events)
             .map(|(_, _, sb)| *sb)
-            .expect("nonempty");
+        else {
+            return Err(Error::Input(
+                "members: only hot spares given; the array's members are needed too".into(),
+            ));
+        };
         let n = newest.spec.drive_count;
         let mut by_role: Vec<Option<usize>> = vec![None; n as usize];
         for (i, (path, _, sb)) in found.iter().enumerate() {
@@ -602,6 +634,7 @@ impl Array {
             array.ppl_recovered = array.recover_ppl()?;
         }
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
+        *array.spares.get_mut().expect("spares lock") = assembled_spares(spares_found, &newest)?;
         if !forced.is_empty() {
             // The forced members join at the array's event counter (and out of the
             // failed set), so that the next assembly takes them without --force.
@@ -717,4 +750,96 @@ fn data_member(file: &File, path: &Path, geo: &Geometry) -> Result<Arc<File>> {
         ));
     }
     Ok(Arc::new(file.try_clone().map_err(io_err(path, "dup"))?))
+}
+
+/// The spares of `create`: opened once each (`all_paths` are the members then the
+/// spares, `ids` the members' files), claimed, refused when they carry a superblock
+/// (without `force`), created or extended to `--size` when files, and at least
+/// `need_bytes` (a member's size). Returns each with its size.
+fn open_spares(
+    opts: &CreateOptions,
+    all_paths: &[PathBuf],
+    ids: &mut Vec<(u64, u64)>,
+    undo: &mut Undo,
+    need_bytes: u64,
+) -> Result<Vec<(Spare, u64)>> {
+    if opts.spares.len() > SPARES_MAX {
+        return Err(Error::Input(format!(
+            "--spares: at most {SPARES_MAX} spares, got {}",
+            opts.spares.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for path in &opts.spares {
+        let existed = path.exists();
+        if !existed && opts.member_size_bytes.is_none() {
+            return Err(member_err(
+                path,
+                "does not exist; give --size to create spare files",
+            ));
+        }
+        let file = open_member_once(path, true, all_paths, ids)?;
+        if !existed {
+            undo.created.push(path.clone());
+        }
+        if !opts.force {
+            if let Ok(sb) = read_superblock_of(&file, path) {
+                return Err(member_err(
+                    path,
+                    format!(
+                        "already carries a raidlab superblock (array {:032x}); use --force to overwrite",
+                        sb.array_uuid
+                    ),
+                ));
+            }
+        }
+        let mut bytes = device_bytes(&file, path)?;
+        let is_file = file.metadata().is_ok_and(|m| m.file_type().is_file());
+        if let Some(want) = opts.member_size_bytes.filter(|&w| is_file && bytes < w) {
+            if existed {
+                undo.extended.push((path.clone(), bytes));
+            }
+            file.set_len(want).map_err(io_err(path, "extend"))?;
+            bytes = want;
+        }
+        check_spare_bytes(path, bytes, need_bytes)?;
+        out.push((
+            Spare {
+                path: path.clone(),
+                file,
+            },
+            bytes,
+        ));
+    }
+    Ok(out)
+}
+
+/// The spares found among the paths given to assemble: of this array (its UUID and
+/// geometry), large enough to take a member's role.
+fn assembled_spares(
+    found: Vec<(PathBuf, File, Superblock)>,
+    newest: &Superblock,
+) -> Result<Vec<Spare>> {
+    let need = DATA_OFFSET_BYTES + newest.spec.member_capacity_bytes;
+    let mut spares = Vec::new();
+    for (path, file, sb) in found {
+        if sb.array_uuid != newest.array_uuid || sb.spec != newest.spec {
+            return Err(member_err(
+                &path,
+                format!(
+                    "a hot spare of array {:032x}, not of {:032x} (the array of the other members)",
+                    sb.array_uuid, newest.array_uuid
+                ),
+            ));
+        }
+        check_spare_bytes(&path, device_bytes(&file, &path)?, need)?;
+        spares.push(Spare { path, file });
+    }
+    if spares.len() > SPARES_MAX {
+        return Err(Error::Input(format!(
+            "members: at most {SPARES_MAX} hot spares, got {}",
+            spares.len()
+        )));
+    }
+    Ok(spares)
 }

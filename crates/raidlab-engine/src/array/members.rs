@@ -313,6 +313,9 @@ impl Array {
                 first_err.get_or_insert(e);
             }
         }
+        // Spares follow every state change too, as md writes the superblock of every
+        // device, spares included.
+        self.write_spare_superblocks(&st);
         // The replacement being rebuilt follows every state change, so its events stay
         // current and a clean stop leaves it resumable.
         if let Some(cp) = self.checkpoint.lock().expect("checkpoint lock").as_ref() {

@@ -46,6 +46,7 @@ mod owner;
 mod read_errors;
 mod rebuild;
 mod scrub;
+mod spares;
 mod stripe;
 mod stripe_locks;
 
@@ -56,6 +57,7 @@ pub use owner::open_member_file;
 pub use read_errors::MAX_READ_ERRORS;
 pub use rebuild::RebuildProgress;
 pub use scrub::ScrubReport;
+pub use spares::SPARES_MAX;
 
 use crate::error::Result;
 use crate::journal::Journal;
@@ -115,6 +117,8 @@ pub struct Status {
     /// The report of the cache tier in front of the array, when one is attached (see
     /// [`crate::cache`]).
     pub cache: Option<serde_json::Value>,
+    /// The hot spares: members with no role yet, first to take over first.
+    pub spares: Vec<PathBuf>,
 }
 
 struct State {
@@ -173,6 +177,8 @@ pub struct Array {
     ppl_recovered: u64,
     /// The cache tier's report, when one is in front (set once by `serve`).
     cache_report: std::sync::OnceLock<CacheReport>,
+    /// The hot spares (see `spares`). Lock order: state, then this.
+    spares: Mutex<Vec<spares::Spare>>,
 }
 
 /// What gives the cache tier's report for [`Status::cache`].
@@ -221,6 +227,7 @@ impl Array {
             sparse: (0..geo.members()).map(|_| Default::default()).collect(),
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
+            spares: Mutex::new(Vec::new()),
         })
     }
 
@@ -245,9 +252,11 @@ impl Array {
         let dirty_regions = self.dirty_regions();
         let rebuild = self.rebuild_progress();
         let cache = self.cache_report.get().and_then(|f| f());
+        let spares = self.spares();
         let st = self.state.lock().expect("state lock");
         Status {
             cache,
+            spares,
             rebuild,
             faults: self.faults.read().expect("faults lock").clone(),
             journal: self.journal.as_ref().map(|j| j.path().to_path_buf()),

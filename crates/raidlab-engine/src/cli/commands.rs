@@ -5,7 +5,8 @@
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
 use super::flags::{
-    ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members, ReplaceArgs, StatusArgs,
+    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members,
+    ReplaceArgs, StatusArgs,
 };
 use super::parse::{self, Injection, ServedFault};
 use super::render;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 pub fn create(a: &CreateArgs) -> Result<i32> {
     let mut opts = parse::create_options(a)?;
     opts.sparse = a.sparse;
+    opts.spares = absolute(&a.spares)?;
     let members = absolute(&a.array.members)?;
     if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
         return Err(Error::Input(
@@ -219,6 +221,31 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
             array.rebuild_onto(role, new_file, &new, a.rate, |done, total| {
                 print(role, done, total)
             })?;
+            control::status_json(&array.status())
+        }
+    };
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `add-spare SPARE`: online in the server when one runs (SPARE opened here, with this
+/// user's rights; the server gets the open descriptor), else offline here.
+pub fn add_spare(a: &AddSpareArgs) -> Result<i32> {
+    let spare = absolute(std::slice::from_ref(&a.spare))?.remove(0);
+    if !spare.exists() {
+        return Err(Error::Input(format!(
+            "SPARE: {} does not exist; a spare is a file or device that holds a whole member",
+            spare.display()
+        )));
+    }
+    let file = crate::array::open_member_file(&spare, false)?;
+    let members = absolute(&a.array.members)?;
+    let req = json!({"cmd": "add-spare", "spare": spare.display().to_string()});
+    let s = match ask_server(&members, req, Some(&file), |_| {})? {
+        Some(s) => s,
+        None => {
+            let array = assemble(&members, &a.array)?;
+            array.add_spare(file, &spare)?;
             control::status_json(&array.status())
         }
     };

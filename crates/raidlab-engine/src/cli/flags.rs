@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// What `--help` prints after the list of commands.
 const AFTER_HELP: &str = "\
-While serve runs, status/fail/replace/check/repair/inject on its members go to the
+While serve runs, status/fail/replace/add-spare/check/repair/inject on its members go to the
 server (control socket $XDG_RUNTIME_DIR/raidlab/<uuid>.sock, else
 $TMPDIR/raidlab-<uid>/<uuid>.sock; only its uid and root may use it): replace then
 rebuilds online, onto NEW opened by the client. Each member has one owner: a command
@@ -63,6 +63,13 @@ pub enum Command {
     /// Rebuild a failed (or working) member onto a new file or device.
     #[command(args_override_self = true)]
     Replace(ReplaceArgs),
+    /// Add a hot spare: a member with no role that takes a failed member's place.
+    ///
+    /// Online when the array is served (a degraded array starts rebuilding onto it at
+    /// once), else written into the superblocks here. SPARE must hold a whole member and
+    /// carry no raidlab superblock.
+    #[command(args_override_self = true)]
+    AddSpare(AddSpareArgs),
     /// Read every stripe and compare parity and copies; exit code 1 when any mismatch.
     #[command(args_override_self = true)]
     Check(ArrayArgs),
@@ -207,6 +214,11 @@ pub struct CreateArgs {
     /// 1G, without it.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
+    /// Hot spares, comma-separated (mdadm's --spare-devices): members with no role; when
+    /// a member of the served array fails, the first spare takes its role and is
+    /// rebuilt online. Created or extended to --size like the members.
+    #[arg(long, value_name = "SPARE[,SPARE...]", value_delimiter = ',')]
+    pub spares: Vec<PathBuf>,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -325,6 +337,20 @@ pub struct ReplaceArgs {
     /// Return once a served array's rebuild has started, instead of at its end.
     #[arg(long)]
     pub no_wait: bool,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `add-spare`.
+#[derive(Debug, Args)]
+pub struct AddSpareArgs {
+    /// The file or device to keep as a hot spare.
+    #[arg(value_name = "SPARE")]
+    pub spare: PathBuf,
+    /// The array.
+    #[command(flatten)]
+    pub array: Members,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,

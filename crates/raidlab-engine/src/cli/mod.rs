@@ -6,7 +6,7 @@
 //!  argv ─► parse (flags: clap definitions, values: value parsers)
 //!            │ bad input: one line `error: FIELD: what is allowed`, exit code 2
 //!            ▼
-//!          Command ─► commands::{create, status, fail, replace, scrub, inject}
+//!          Command ─► commands::{create, status, fail, replace, add_spare, scrub, inject}
 //!                     serve::serve (NBD + control socket until SIGINT/SIGTERM)
 //!                       │
 //!                       ▼
@@ -70,6 +70,7 @@ fn run(parsed: Parsed) -> crate::Result<i32> {
         Command::Serve(a) => serve::serve(&a),
         Command::Fail(a) => commands::fail(&a),
         Command::Replace(a) => commands::replace(&a),
+        Command::AddSpare(a) => commands::add_spare(&a),
         Command::Check(a) => commands::scrub(&a, false),
         Command::Repair(a) => commands::scrub(&a, true),
         Command::Inject(a) => commands::inject(&a),

@@ -77,6 +77,13 @@ pub fn status(s: &Value) -> String {
     for m in s["members"].as_array().into_iter().flatten() {
         out.push_str(&member_line(m));
     }
+    for p in s["spares"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  spare: {} (no role until a member fails)",
+            p.as_str().unwrap_or("-")
+        );
+    }
     if let Some(c) = s.get("cache").filter(|c| c.is_object()) {
         out.push_str(&cache_lines(c));
     }

@@ -19,7 +19,11 @@ use raidlab_layout::{LeastOutstanding, MemberSet};
 pub(super) fn failed_at_start(a: &ArraySpec) -> MemberSet {
     let mut failed = MemberSet::from_members(&a.failed);
     // Failing at 0 ns is failing before the run: the same as no failure time.
-    if let Some(r) = a.rebuild.as_ref().filter(|r| r.failed_at_ns.is_some_and(|t| t > 0)) {
+    if let Some(r) = a
+        .rebuild
+        .as_ref()
+        .filter(|r| r.failed_at_ns.is_some_and(|t| t > 0))
+    {
         failed.remove(r.member);
     }
     failed
