@@ -151,6 +151,9 @@ struct PageRegister {
 pub struct Ssd {
     firmware: Server,
     link: Server,
+    /// A full-duplex link's other direction (PCIe), which writes' data takes; None:
+    /// one half-duplex link (SATA) for both.
+    link_down: Option<Server>,
     dies: Vec<Die>,
     registers: Vec<PageRegister>,
     channels: Vec<Server>,
@@ -190,6 +193,7 @@ impl Ssd {
         Self {
             firmware: Server::default(),
             link: Server::default(),
+            link_down: None,
             dies: vec![Die::default(); dies],
             registers: vec![
                 PageRegister {
@@ -262,6 +266,15 @@ impl Ssd {
             buffered_bytes: 0,
             open_page_bytes: 0,
             next_log_page: 0,
+        }
+    }
+
+    /// A drive of `spec` on a full-duplex link (PCIe): writes' data comes down its own
+    /// direction while reads' goes up.
+    pub fn full_duplex(spec: &SsdSpec, port_rate_bytes_per_s: f64, history_seed: u64) -> Self {
+        Self {
+            link_down: Some(Server::default()),
+            ..Self::new(spec, port_rate_bytes_per_s, history_seed)
         }
     }
 
@@ -428,7 +441,8 @@ impl Ssd {
             // for other commands, so the link time is booked now and the data arrives
             // no earlier than the room.
             let xfer = transfer_ns(chunk, self.link_ps) + std::mem::take(&mut protocol_ns);
-            let (start, sent) = self.link.reserve(at, xfer);
+            let link = self.link_down.as_mut().unwrap_or(&mut self.link);
+            let (start, sent) = link.reserve(at, xfer);
             let arrived = sent.max(admitted + xfer);
             link_start = link_start.min(start);
             self.open_page_bytes += chunk;
@@ -625,11 +639,16 @@ impl Ssd {
         }
     }
 
-    /// Busy time of (firmware, link, dies summed, channels summed).
+    /// Busy time of (firmware, link, dies summed, channels summed); a full-duplex
+    /// link's is its busier direction's.
     pub fn busy_ns(&self) -> [u64; 4] {
+        let link = match &self.link_down {
+            Some(down) => self.link.busy_ns().max(down.busy_ns()),
+            None => self.link.busy_ns(),
+        };
         [
             self.firmware.busy_ns(),
-            self.link.busy_ns(),
+            link,
             self.dies.iter().map(Die::busy_ns).sum(),
             self.channels.iter().map(Server::busy_ns).sum(),
         ]
