@@ -127,7 +127,8 @@ def _toml_case(entry: dict[str, Any], value: Any, tmp_path: Path) -> tuple[list[
         lines.append(f"{key} = {_toml(value)}")
     if parent == "array.controller.uplink":
         uplink = {"pcie_gen": 3, "pcie_lanes": 4}
-        lines += ["[array.controller.uplink]", *(f"{k} = {v}" for k, v in uplink.items() if k != key)]
+        given = [f"{k} = {v}" for k, v in uplink.items() if k != key]
+        lines += ["[array.controller.uplink]", *given]
         lines.append(f"{key} = {_toml(value)}")
     if parent == "array.drive.ftl":
         lines += ["[array.drive.ftl]", *(f"{k} = {_toml(v)}" for k, v in FTL.items() if k != key)]

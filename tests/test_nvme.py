@@ -31,10 +31,22 @@ NVME_PRESETS = (
     "kioxia-cd6-r-3840g",
 )
 NEW_DRIVES = (*NVME_PRESETS, "seagate-exos-x18-18t", "wd-red-plus-4t", "samsung-pm893-3840g")
-NEW_CONTROLLERS = ("nvme-cpu", "z270-m2", "intel-z270-rst", "windows-softraid-z270",
-                   "megaraid-9560-16i")
-RELIABILITY_KEYS = {"mtbf_hours", "afr_percent", "ure_per_bits", "tbw_bytes", "dwpd",
-                    "warranty_years", "rated_pe_cycles"}
+NEW_CONTROLLERS = (
+    "nvme-cpu",
+    "z270-m2",
+    "intel-z270-rst",
+    "windows-softraid-z270",
+    "megaraid-9560-16i",
+)
+RELIABILITY_KEYS = {
+    "mtbf_hours",
+    "afr_percent",
+    "ure_per_bits",
+    "tbw_bytes",
+    "dwpd",
+    "warranty_years",
+    "rated_pe_cycles",
+}
 
 # The datasheets' "up to" figures: 4K random read IOPS (None: not published) at the
 # queue depth (jobs, iodepth) the sheet states or implies, and sequential read MB/s.
@@ -51,10 +63,22 @@ DATASHEET_LOW, DATASHEET_HIGH = 0.80, 1.05
 TYPICAL = 0.20
 
 
-def run(drive: str, controller: str, rw: str, bs: str, jobs: int, qd: int, ios: int,
-        drives: int = 1, stripe_unit: str = "64K") -> dict:
-    array = build_array(ArrayRequest(level=0, drives=drives, stripe_unit=stripe_unit,
-                                     drive=drive, controller=controller))
+def run(
+    drive: str,
+    controller: str,
+    rw: str,
+    bs: str,
+    jobs: int,
+    qd: int,
+    ios: int,
+    drives: int = 1,
+    stripe_unit: str = "64K",
+) -> dict:
+    array = build_array(
+        ArrayRequest(
+            level=0, drives=drives, stripe_unit=stripe_unit, drive=drive, controller=controller
+        )
+    )
     workload = build_workload(
         WorkloadRequest(rw=rw, bs=bs, iodepth=qd, numjobs=jobs, ios=ios), array
     )
@@ -98,7 +122,8 @@ def test_preset_random_and_sequential_reads_match_its_datasheet(name: str) -> No
 def test_nvme_queues_take_more_than_sata_ncq_32_commands() -> None:
     iops = {
         qd: run("micron-7450-pro-3840g", "nvme-cpu", "randread", "4K", 1, qd, 20_000)["ops"][
-            "read"]["iops"]
+            "read"
+        ]["iops"]
         for qd in (32, 128)
     }
     assert iops[128] > 1.5 * iops[32], iops
@@ -109,12 +134,22 @@ def test_an_array_behind_the_dmi_never_exceeds_it() -> None:
     dmi_mbps = 8e9 * 4 * 128 / 130 / 8 * 256 / 280 / 1e6
     for drives in (2, 3):
         for rw in ("read", "write"):
-            mbps = run("samsung-960-pro-512g", "intel-z270-rst", rw, "1M", 1, 16, 600,
-                       drives=drives, stripe_unit="16K")["ops"][rw]["mbps"]
+            mbps = run(
+                "samsung-960-pro-512g",
+                "intel-z270-rst",
+                rw,
+                "1M",
+                1,
+                16,
+                600,
+                drives=drives,
+                stripe_unit="16K",
+            )["ops"][rw]["mbps"]
             assert mbps <= dmi_mbps * 1.0001, (drives, rw, mbps)
     # With one member on the CPU's lanes the pair is no longer held to it.
-    mbps = run("samsung-960-pro-512g", "windows-softraid-z270", "read", "1M", 1, 16, 600,
-               drives=2)["ops"]["read"]["mbps"]
+    mbps = run("samsung-960-pro-512g", "windows-softraid-z270", "read", "1M", 1, 16, 600, drives=2)[
+        "ops"
+    ]["read"]["mbps"]
     assert mbps > 1.5 * dmi_mbps
 
 
@@ -153,7 +188,9 @@ def test_bad_nvme_key_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path)
     )
     done = subprocess.run(
         [sys.executable, "-m", "raidlab.cli", "run", "--config", str(config), "--ios", "100"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -82,8 +82,7 @@ impl NvmeSpec {
             link_rate_bytes_per_s: link_rate,
             command_overhead_ns: self.command_overhead_ns,
             // The command's queue entries and interrupt on the link, with its data.
-            link_command_overhead_ns: (COMMAND_LINK_BYTES as f64 * 1e9 / link_rate).round()
-                as u64,
+            link_command_overhead_ns: (COMMAND_LINK_BYTES as f64 * 1e9 / link_rate).round() as u64,
             channels: self.channels,
             dies_per_channel: self.dies_per_channel,
             page_bytes: self.page_bytes,
@@ -181,7 +180,10 @@ mod tests {
             + crate::resource::transfer_ns(4096, crate::resource::ps_per_byte(1.2e9)) as f64
             + crate::resource::transfer_ns(4096 + COMMAND_LINK_BYTES, link_ps) as f64;
         assert!(lat >= floor - 2.0, "{lat} below the floor {floor}");
-        assert!(lat < floor * 1.02, "{lat} vs floor {floor}: queueing at QD 1?");
+        assert!(
+            lat < floor * 1.02,
+            "{lat} vs floor {floor}: queueing at QD 1?"
+        );
     }
 
     #[test]

@@ -90,7 +90,10 @@ impl GapServer {
     /// Serve `service_ns` of work arriving at `arrival_ns`, asked at `now_ns` (no later
     /// than the arrival): returns (start, end).
     pub fn reserve(&mut self, now_ns: u64, arrival_ns: u64, service_ns: u64) -> (u64, u64) {
-        debug_assert!(now_ns <= arrival_ns, "work arrives no earlier than it is booked");
+        debug_assert!(
+            now_ns <= arrival_ns,
+            "work arrives no earlier than it is booked"
+        );
         while self.booked.front().is_some_and(|&(_, end)| end <= now_ns) {
             self.booked.pop_front();
         }

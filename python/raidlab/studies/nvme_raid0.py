@@ -79,8 +79,8 @@ def peak_mbps(results: Results, runs: tuple[Run, ...]) -> float:
 
 def _gain_pct(array: Setup, single: Setup, rw: str) -> Callable[[Results], float]:
     array_runs, single_runs = atto_runs(array, rw), atto_runs(single, rw)
-    return lambda results: 100.0 * (
-        peak_mbps(results, array_runs) / peak_mbps(results, single_runs) - 1.0
+    return lambda results: (
+        100.0 * (peak_mbps(results, array_runs) / peak_mbps(results, single_runs) - 1.0)
     )
 
 
