@@ -120,6 +120,15 @@ mod tests {
         assert!((pcie_payload_rate(4, 4, 256) / rate - 2.0).abs() < 1e-9);
     }
 
+    /// Measured I/Os: fewer for large transfers, whose pages cost as many events.
+    fn ios(bs: u64) -> u64 {
+        if bs >= 1 << 20 {
+            300
+        } else {
+            4000
+        }
+    }
+
     /// A scenario of one NVMe drive: a fast flash back end (32 dies) behind `gen` x4.
     fn one_drive(gen: u32, rw: &str, bs: u64, iodepth: u32) -> Scenario {
         let value = json!({"schema": 1, "seed": 3,
@@ -132,7 +141,7 @@ mod tests {
                     "read_buffer": true},
                 "controller": {"port_rate_bytes_per_s": 1e11}},
             "workload": {"rw": rw, "bs": [[bs, 1]], "iodepth": iodepth,
-                "size_bytes": 8_589_934_592u64, "ios": 4000, "warmup_ios": 400}});
+                "size_bytes": 8_589_934_592u64, "ios": ios(bs), "warmup_ios": ios(bs) / 10}});
         Scenario::from_value(value).expect("a valid NVMe scenario")
     }
 
@@ -195,5 +204,45 @@ mod tests {
         assert_eq!(n.command_slots(), 8 * 1023);
         assert_eq!(n.flash_spec().ncq_depth, 8 * 1023);
         assert_eq!(n.flash_spec().queued_command_latency_ns, 0);
+    }
+
+    /// Sequential reads of a RAID 0 of `drives` gen 3 x4 drives, `behind` of them
+    /// behind a gen 3 x4 uplink (a chipset's DMI 3.0).
+    fn behind_an_uplink(drives: u32, behind: Option<u32>) -> f64 {
+        let mut value = serde_json::to_value(one_drive(3, "read", 1 << 20, 32)).unwrap();
+        value["array"]["drive_count"] = json!(drives);
+        value["array"]["controller"]["uplink"] =
+            json!({"pcie_gen": 3, "pcie_lanes": 4, "members": behind});
+        read_mbps(&Scenario::from_value(value).expect("a valid uplink")).0
+    }
+
+    #[test]
+    fn members_behind_an_uplink_share_its_rate() {
+        let uplink = pcie_payload_rate(3, 4, 256) / 1e6;
+        for drives in [2, 3] {
+            let mbps = behind_an_uplink(drives, None);
+            assert!(
+                mbps <= uplink * 1.0001,
+                "{drives} drives: {mbps} above {uplink}"
+            );
+            assert!(mbps > uplink * 0.95, "{drives} drives: {mbps}");
+        }
+        // One member of two behind it: the other has its own path.
+        let mbps = behind_an_uplink(2, Some(1));
+        assert!(mbps > 1.8 * uplink, "{mbps}");
+    }
+
+    #[test]
+    fn a_three_lane_link_or_a_sata_key_is_refused() {
+        let mut value = serde_json::to_value(one_drive(3, "read", 4096, 1)).unwrap();
+        value["array"]["drive"]["pcie_lanes"] = json!(3);
+        let e = Scenario::from_value(value.clone()).unwrap_err();
+        assert_eq!(e.field, "array.drive.pcie_lanes");
+        assert!(e.message.contains("1, 2, 4, 8 or 16"), "{}", e.message);
+        value["array"]["drive"]["pcie_lanes"] = json!(4);
+        value["array"]["drive"]["ncq_depth"] = json!(32);
+        let e = Scenario::from_value(value).unwrap_err();
+        assert_eq!(e.field, "array.drive.ncq_depth");
+        assert!(e.message.contains("unknown key"), "{}", e.message);
     }
 }

@@ -114,11 +114,8 @@ impl GapServer {
             self.booked.insert(at, (start, end));
         }
         self.busy_ns += service_ns;
-        debug_assert!(self
-            .booked
-            .iter()
-            .zip(self.booked.iter().skip(1))
-            .all(|(a, b)| a.1 <= b.0));
+        debug_assert!(at == 0 || self.booked[at - 1].1 <= start);
+        debug_assert!(self.booked.get(at + 1).is_none_or(|next| end <= next.0));
         (start, end)
     }
 
