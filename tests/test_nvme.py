@@ -21,7 +21,7 @@ from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
 from raidlab.scenario.native import simulate
 from raidlab.scenario.presets import preset, reliability
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
-from raidlab.studies import claims  # registers nvme-raid0 (import it through claims)
+from raidlab.studies import claims
 from raidlab.studies.nvme_raid0 import NVME_RAID0
 
 NVME_PRESETS = (
