@@ -18,7 +18,7 @@ def _array(**values: object) -> dict:
 @pytest.mark.parametrize("controller", preset_names("controller"))
 def test_every_preset_pair_builds_a_valid_array(drive: str, controller: str) -> None:
     array = build_array(ArrayRequest(drive=drive, controller=controller, drives=2))
-    assert array["drive"]["kind"] in ("ssd", "hdd")
+    assert array["drive"]["kind"] in ("ssd", "hdd", "nvme")
     assert array["controller"]["name"] == controller
     assert "description" not in array["drive"] and "kind" not in array["controller"]
 

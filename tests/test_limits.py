@@ -21,6 +21,7 @@ runner = CliRunner()
 DATA = Path(__file__).parent / "data"
 TRACE = str(DATA / "traces" / "small.msr.csv")
 SSD = "adata-sp900-128g"
+NVME = "samsung-960-pro-512g"
 HDD = "hitachi-deskstar-250g"
 FTL = {"spare_percent": 7.0, "pages_per_block": 256, "erase_ns": 3_000_000}
 LIMITS: list[dict[str, Any]] = json.loads(_native.limits())
@@ -72,6 +73,7 @@ TOML_TABLES = {
     "array.drive.ftl": "array.drive.ftl",
     "array.drive": "array.drive",
     "array.controller": "array.controller",
+    "array.controller.uplink": "array.controller.uplink",
     "array.host.deadline": "host.deadline",
     "array.host.bfq": "host.bfq",
     "array.host": "host",
@@ -120,7 +122,7 @@ def _toml_case(entry: dict[str, Any], value: Any, tmp_path: Path) -> tuple[list[
     path = entry["path"]
     parent, key = path.rsplit(".", 1)
     table = TOML_TABLES[parent]
-    drive = HDD if entry["scope"] == "hdd" else SSD
+    drive = {"hdd": HDD, "nvme": NVME}.get(entry["scope"], SSD)
     lines = ["[array]", "drives = 2", "[array.drive]", f'preset = "{drive}"']
     if parent == "array.drive":
         if key == "kind":
@@ -128,6 +130,11 @@ def _toml_case(entry: dict[str, Any], value: Any, tmp_path: Path) -> tuple[list[
         lines.append(f"{key} = {_toml(value)}")
     lines += ["[array.controller]", 'preset = "hba"']
     if parent == "array.controller":
+        lines.append(f"{key} = {_toml(value)}")
+    if parent == "array.controller.uplink":
+        uplink = {"pcie_gen": 3, "pcie_lanes": 4}
+        given = [f"{k} = {v}" for k, v in uplink.items() if k != key]
+        lines += ["[array.controller.uplink]", *given]
         lines.append(f"{key} = {_toml(value)}")
     if parent == "array.drive.ftl":
         lines += ["[array.drive.ftl]", *(f"{k} = {_toml(v)}" for k, v in FTL.items() if k != key)]

@@ -804,6 +804,12 @@ def reproduce(
 
 def _drive_figures(spec: Mapping[str, Any]) -> str:
     capacity = f"{spec['capacity_bytes'] / 1e9:g} GB"
+    if spec["kind"] == "nvme":
+        return (
+            f"{capacity}, PCIe {spec['pcie_gen']}.0 x{spec['pcie_lanes']}, "
+            f"{spec['channels']} ch x {spec['dies_per_channel']} dies, "
+            f"tR {spec['read_page_ns'] / 1e3:g} us, tPROG {spec['program_page_ns'] / 1e3:g} us"
+        )
     if spec["kind"] == "ssd":
         return (
             f"{capacity}, link {spec['link_rate_bytes_per_s'] / 1e6:g} MB/s, "
@@ -838,7 +844,16 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
         f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}, parity "
         f"{rate(spec.get('parity_rate_bytes_per_s'))}, RAID 1 reads "
         f"{spec.get('read_balance', 'round-robin')}"
+        + _uplink_figures(spec.get("uplink"))
     )
+
+
+def _uplink_figures(uplink: Mapping[str, Any] | None) -> str:
+    if not uplink:
+        return ""
+    behind = uplink.get("members")
+    who = "all members" if behind is None else f"last {behind} member(s)"
+    return f", uplink PCIe {uplink['pcie_gen']}.0 x{uplink['pcie_lanes']} ({who})"
 
 
 # The key figures of presets as columns (their preset keys, units in the names), for

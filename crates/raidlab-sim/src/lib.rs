@@ -36,6 +36,7 @@ pub mod ftl;
 pub mod hdd;
 pub mod histogram;
 pub mod host;
+pub mod nvme;
 pub mod queue;
 pub mod resource;
 pub mod results;

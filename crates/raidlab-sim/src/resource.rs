@@ -73,6 +73,58 @@ impl Server {
     }
 }
 
+/// A server that is reserved out of time order and serves each piece of work in the
+/// earliest idle gap at or after its arrival that holds it, rather than after all work
+/// reserved before it: a flash channel or a PCIe link of an NVMe drive, whose
+/// controller moves a page as soon as its die has sensed it, whatever the order the
+/// commands came in. Booked intervals that end before the caller's present are
+/// forgotten, so memory is bounded by the work in flight.
+#[derive(Debug, Clone, Default)]
+pub struct GapServer {
+    /// Booked (start, end), sorted and disjoint.
+    booked: std::collections::VecDeque<(u64, u64)>,
+    busy_ns: u64,
+}
+
+impl GapServer {
+    /// Serve `service_ns` of work arriving at `arrival_ns`, asked at `now_ns` (no later
+    /// than the arrival): returns (start, end).
+    pub fn reserve(&mut self, now_ns: u64, arrival_ns: u64, service_ns: u64) -> (u64, u64) {
+        debug_assert!(
+            now_ns <= arrival_ns,
+            "work arrives no earlier than it is booked"
+        );
+        while self.booked.front().is_some_and(|&(_, end)| end <= now_ns) {
+            self.booked.pop_front();
+        }
+        let mut start = arrival_ns;
+        let mut at = self.booked.len();
+        for (i, &(s, e)) in self.booked.iter().enumerate() {
+            if e <= start {
+                continue;
+            }
+            if s >= start + service_ns {
+                at = i;
+                break;
+            }
+            start = start.max(e);
+        }
+        let end = start + service_ns;
+        if service_ns > 0 {
+            self.booked.insert(at, (start, end));
+        }
+        self.busy_ns += service_ns;
+        debug_assert!(at == 0 || self.booked[at - 1].1 <= start);
+        debug_assert!(self.booked.get(at + 1).is_none_or(|next| end <= next.0));
+        (start, end)
+    }
+
+    /// Total work reserved so far.
+    pub fn busy_ns(&self) -> u64 {
+        self.busy_ns
+    }
+}
+
 /// A bandwidth path (a bus, a controller data path): a transfer may overlap the
 /// transfer that feeds it, so it starts when its first byte could arrive, not when the
 /// feeding transfer ended.
@@ -118,6 +170,21 @@ mod tests {
         assert_eq!(s.reserve(12, 5), (15, 20));
         assert_eq!(s.reserve(30, 1), (30, 31));
         assert_eq!(s.busy_ns(), 11);
+    }
+
+    #[test]
+    fn a_gap_server_fits_late_booked_work_into_earlier_idle_time() {
+        let mut s = GapServer::default();
+        assert_eq!(s.reserve(0, 100, 10), (100, 110));
+        // Booked later but ready earlier: it goes before, in the idle gap.
+        assert_eq!(s.reserve(0, 20, 10), (20, 30));
+        // No room between 95 and 100 for 10: after the work at 100.
+        assert_eq!(s.reserve(0, 95, 10), (110, 120));
+        assert_eq!(s.reserve(0, 30, 70), (30, 100));
+        assert_eq!(s.busy_ns(), 100);
+        // Work over before `now` is forgotten.
+        assert_eq!(s.reserve(200, 200, 5), (200, 205));
+        assert_eq!(s.booked.len(), 1);
     }
 
     #[test]

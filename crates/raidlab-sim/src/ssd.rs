@@ -17,7 +17,7 @@
 //! reservations: the copies and erases a write causes are paced onto the dies.
 
 use crate::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
-use crate::resource::{ps_per_byte, transfer_ns, Server};
+use crate::resource::{ps_per_byte, transfer_ns, GapServer, Server};
 use crate::results::MemberWear;
 use crate::rng::Rng;
 use crate::scenario::{FtlGc, Precondition, SsdSpec};
@@ -143,6 +143,13 @@ struct DriveFtl {
     erase_counts_at_reset: Vec<u32>,
 }
 
+/// The out-of-order channel and link schedules of an NVMe drive's reads.
+#[derive(Debug)]
+struct ReadGaps {
+    channels: Vec<GapServer>,
+    link: GapServer,
+}
+
 /// What a die's page register holds: the last page sensed, until its data has left.
 #[derive(Debug, Clone, Copy)]
 struct PageRegister {
@@ -158,6 +165,12 @@ struct PageRegister {
 pub struct Ssd {
     firmware: Server,
     link: Server,
+    /// A full-duplex link's other direction (PCIe), which writes' data takes; None:
+    /// one half-duplex link (SATA) for both.
+    link_down: Option<Server>,
+    /// NVMe: reads' channel and link transfers go in the earliest idle gap once the
+    /// page is sensed (`GapServer`), not behind every transfer booked before them.
+    read_gaps: Option<ReadGaps>,
     dies: Vec<Die>,
     registers: Vec<PageRegister>,
     channels: Vec<Server>,
@@ -197,6 +210,8 @@ impl Ssd {
         Self {
             firmware: Server::default(),
             link: Server::default(),
+            link_down: None,
+            read_gaps: None,
             dies: vec![Die::default(); dies],
             registers: vec![
                 PageRegister {
@@ -278,6 +293,21 @@ impl Ssd {
         }
     }
 
+    /// A drive of `spec` on a full-duplex link (PCIe): writes' data comes down its own
+    /// direction while reads' goes up.
+    /// Its reads' pages also cross their channel and the link as soon as they are
+    /// sensed, in the first idle gap, as an NVMe controller's many queues let it.
+    pub fn full_duplex(spec: &SsdSpec, port_rate_bytes_per_s: f64, history_seed: u64) -> Self {
+        Self {
+            link_down: Some(Server::default()),
+            read_gaps: Some(ReadGaps {
+                channels: vec![GapServer::default(); spec.channels as usize],
+                link: GapServer::default(),
+            }),
+            ..Self::new(spec, port_rate_bytes_per_s, history_seed)
+        }
+    }
+
     /// Channel of die `die`: dies are numbered channel-first so consecutive pages use
     /// every channel before a second die on any.
     #[inline]
@@ -342,10 +372,18 @@ impl Ssd {
                 sensed
             };
             let channel = self.channel_of(die);
-            let (_, moved) =
-                self.channels[channel].reserve(sensed, transfer_ns(bytes, self.channel_ps));
+            let move_ns = transfer_ns(bytes, self.channel_ps);
             let xfer = transfer_ns(bytes, self.link_ps) + std::mem::take(&mut protocol_ns);
-            let (start, sent) = self.link.reserve(moved, xfer);
+            let (start, sent) = match self.read_gaps.as_mut() {
+                Some(gaps) => {
+                    let (_, moved) = gaps.channels[channel].reserve(now_ns, sensed, move_ns);
+                    gaps.link.reserve(now_ns, moved, xfer)
+                }
+                None => {
+                    let (_, moved) = self.channels[channel].reserve(sensed, move_ns);
+                    self.link.reserve(moved, xfer)
+                }
+            };
             // Without a DRAM read buffer the die's page register holds the data until it
             // has left over the link, so a second read of the same die waits for that.
             if self.hold_die_until_sent {
@@ -441,7 +479,8 @@ impl Ssd {
             // for other commands, so the link time is booked now and the data arrives
             // no earlier than the room.
             let xfer = transfer_ns(chunk, self.link_ps) + std::mem::take(&mut protocol_ns);
-            let (start, sent) = self.link.reserve(at, xfer);
+            let link = self.link_down.as_mut().unwrap_or(&mut self.link);
+            let (start, sent) = link.reserve(at, xfer);
             let arrived = sent.max(admitted + xfer);
             link_start = link_start.min(start);
             self.open_page_bytes += chunk;
@@ -675,13 +714,23 @@ impl Ssd {
         })
     }
 
-    /// Busy time of (firmware, link, dies summed, channels summed).
+    /// Busy time of (firmware, link, dies summed, channels summed); a full-duplex
+    /// link's is its busier direction's.
     pub fn busy_ns(&self) -> [u64; 4] {
+        let up = self.link.busy_ns() + self.read_gaps.as_ref().map_or(0, |g| g.link.busy_ns());
+        let link = match &self.link_down {
+            Some(down) => up.max(down.busy_ns()),
+            None => up,
+        };
+        let gap_channels: u64 = self
+            .read_gaps
+            .as_ref()
+            .map_or(0, |g| g.channels.iter().map(GapServer::busy_ns).sum());
         [
             self.firmware.busy_ns(),
-            self.link.busy_ns(),
+            link,
             self.dies.iter().map(Die::busy_ns).sum(),
-            self.channels.iter().map(Server::busy_ns).sum(),
+            self.channels.iter().map(Server::busy_ns).sum::<u64>() + gap_channels,
         ]
     }
 

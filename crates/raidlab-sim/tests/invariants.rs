@@ -271,6 +271,7 @@ fn link_rate(s: &Scenario) -> f64 {
     let drive = match &s.array.drive {
         DriveSpec::Hdd(d) => d.link_rate_bytes_per_s,
         DriveSpec::Ssd(d) => d.link_rate_bytes_per_s,
+        DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
     };
     realised(drive.min(s.array.controller.port_rate_bytes_per_s))
 }
@@ -281,6 +282,7 @@ fn link_command_ns(s: &Scenario) -> u64 {
     match &s.array.drive {
         DriveSpec::Hdd(_) => 0,
         DriveSpec::Ssd(d) => d.link_command_overhead_ns,
+        DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
     }
 }
 
@@ -288,6 +290,7 @@ fn command_overhead_ns(s: &Scenario) -> u64 {
     match &s.array.drive {
         DriveSpec::Hdd(d) => d.command_overhead_ns,
         DriveSpec::Ssd(d) => d.command_overhead_ns,
+        DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
     }
 }
 
@@ -300,6 +303,7 @@ fn describe(seed: u64, s: &Scenario) -> String {
     let kind = match &s.array.drive {
         DriveSpec::Hdd(d) => format!("hdd (write cache {})", d.write_cache),
         DriveSpec::Ssd(_) => "ssd".to_string(),
+        DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
     };
     format!(
         "seed {seed}: RAID {:?} of {} {kind}, stripe unit {}, {:?} bs {} iodepth {}",
@@ -386,6 +390,7 @@ fn member_rates(s: &Scenario, r: &Results) -> Vec<Use> {
                 let allowed = t + d.program_page_ns as f64;
                 uses.push(use_of("ssd flash", busiest_die_ns, allowed, detail()));
             }
+            DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
         }
     }
     uses
@@ -586,6 +591,7 @@ fn the_cases_cover_levels_drives_and_directions() {
             DriveSpec::Hdd(d) if d.write_cache => hdd_cached += 1,
             DriveSpec::Hdd(_) => hdd_through += 1,
             DriveSpec::Ssd(_) => ssds += 1,
+            DriveSpec::Nvme(_) => unreachable!("the generator makes no NVMe drives"),
         }
         reads += usize::from(r.ops.contains_key("read"));
         writes += usize::from(r.ops.contains_key("write"));

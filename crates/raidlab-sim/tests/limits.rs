@@ -24,6 +24,15 @@ fn ssd_with_ftl() -> Value {
 fn base_for(limit: &Limit) -> Value {
     let mut s = match limit.scope {
         Scope::Hdd => serde_json::to_value(scenario(hdd(), 2, Rw::Randread, 4096, 1)).unwrap(),
+        Scope::Nvme => {
+            let mut s = ssd_with_ftl();
+            s["array"]["drive"] = json!({"kind": "nvme", "capacity_bytes": 100_000_000_000u64,
+                "pcie_gen": 3, "pcie_lanes": 4, "command_overhead_ns": 1000, "channels": 8,
+                "dies_per_channel": 4, "page_bytes": 16384, "read_page_ns": 50_000,
+                "program_page_ns": 600_000, "channel_rate_bytes_per_s": 8e8,
+                "write_buffer_bytes": 8_388_608});
+            s
+        }
         _ => ssd_with_ftl(),
     };
     if limit.scope == Scope::Trace {
@@ -37,6 +46,8 @@ fn base_for(limit: &Limit) -> Value {
     } else if path.starts_with("array.host.bfq") {
         array["host"]["scheduler"] = json!("bfq");
         array["host"]["bfq"] = json!({});
+    } else if path.starts_with("array.controller.uplink") {
+        array["controller"]["uplink"] = json!({"pcie_gen": 3, "pcie_lanes": 4});
     } else if path.starts_with("array.rebuild") {
         array["level"] = json!(1);
         array["failed"] = json!([0]);

@@ -78,7 +78,11 @@ CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
 # Controller keys left out of the scenario at these values (the native side's defaults),
 # so a scenario of a controller without the feature is what it was before the feature.
-CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {"fastpath_overhead_ns": None, "fastpath": False}
+CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {
+    "fastpath_overhead_ns": None,
+    "fastpath": False,
+    "uplink": None,
+}
 # Scheduler tunables tables of the host, and the native field naming their scheduler.
 SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}
 ARRAY_KEYS = (

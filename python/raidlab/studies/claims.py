@@ -162,6 +162,8 @@ class Setup:
     # The controller's read-ahead ("none", "adaptive", "always" as --read-ahead); None
     # leaves the preset's.
     read_ahead: str | None = None
+    # The array's stripe unit (the study's default unless a setup says otherwise).
+    stripe_unit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -771,6 +773,9 @@ class ClaimStudy:
     method: tuple[str, ...]
     checks: Callable[[], list[Check]]
     coverage: Mapping[str, str]
+    # The claims of the file the study is about (empty: every claim): a file of an
+    # article's many topics is shared by the studies of each.
+    claim_ids: tuple[str, ...] = ()
 
 
 def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
@@ -814,6 +819,8 @@ def load_claims(study: ClaimStudy) -> pd.DataFrame:
     reference = resources.files("raidlab.studies").joinpath("reference")
     text = reference.joinpath(study.claims_file).read_text("utf-8")
     claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
+    if study.claim_ids:
+        claims = claims[claims["claim_id"].isin(study.claim_ids)].reset_index(drop=True)
     # Qualitative claims (Q*) state a direction (">1", "RAID10 only", ...), not a number:
     # `value` is the number where there is one (NaN otherwise), `value_text` as printed.
     claims["value_text"] = claims["value"].fillna("")
@@ -840,7 +847,7 @@ def _array(setup: Setup) -> dict[str, Any]:
         ArrayRequest(
             level=setup.level,
             drives=setup.drives,
-            stripe_unit=STRIPE_UNIT,
+            stripe_unit=setup.stripe_unit or STRIPE_UNIT,
             drive=_drive(setup),
             controller=_controller(setup),
         )
@@ -990,3 +997,8 @@ def claims_summary(frame: pd.DataFrame) -> dict[str, Any]:
         "claims_passed": sorted(passed_claims),
         "claims_failed": failed_claims,
     }
+
+
+# Claim studies of their own modules register themselves in CLAIM_STUDIES when imported;
+# importing them here, below everything they use, makes them known with this module.
+import raidlab.studies.nvme_raid0  # noqa: E402, F401

@@ -100,6 +100,45 @@ pub struct ControllerSpec {
     /// of whole stripe units gain nothing from it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_ahead_within_stripe_unit: bool,
+    /// A PCIe link that the data of some members shares on its way to the host (a
+    /// chipset's DMI: the PCH's drives reach the CPU over it); None: every member has
+    /// its own path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink: Option<UplinkSpec>,
+}
+
+/// A shared PCIe link between some members and the host, each direction: member data
+/// crosses it, as the drives behind a chipset reach the CPU over its DMI.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UplinkSpec {
+    /// PCIe generation of the link (DMI 3.0 is PCIe 3.0 x4 electrically).
+    pub pcie_gen: u32,
+    /// Lanes of the link.
+    pub pcie_lanes: u32,
+    /// Largest data payload of one TLP.
+    #[serde(default = "default_uplink_payload")]
+    pub pcie_max_payload_bytes: u64,
+    /// Members behind it, the last ones of the array (None: all): the others are
+    /// attached to the CPU's own lanes.
+    #[serde(default)]
+    pub members: Option<u32>,
+}
+
+impl UplinkSpec {
+    /// Payload rate of the link, each direction.
+    pub fn rate_bytes_per_s(&self) -> f64 {
+        crate::nvme::pcie_payload_rate(self.pcie_gen, self.pcie_lanes, self.pcie_max_payload_bytes)
+    }
+
+    /// The first member behind the link in an array of `drive_count`.
+    pub fn first_member(&self, drive_count: u32) -> u32 {
+        drive_count - self.members.unwrap_or(drive_count).min(drive_count)
+    }
+}
+
+fn default_uplink_payload() -> u64 {
+    limits::UPLINK_MAX_PAYLOAD.default.int()
 }
 
 fn default_destage_concurrency() -> u32 {

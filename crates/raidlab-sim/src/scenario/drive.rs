@@ -11,6 +11,8 @@ pub enum DriveSpec {
     Hdd(HddSpec),
     /// A flash drive.
     Ssd(SsdSpec),
+    /// A flash drive on PCIe with NVMe's queues (`crate::nvme`).
+    Nvme(NvmeSpec),
 }
 
 impl DriveSpec {
@@ -19,6 +21,7 @@ impl DriveSpec {
         match self {
             DriveSpec::Hdd(h) => h.capacity_bytes,
             DriveSpec::Ssd(s) => s.usable_capacity_bytes(),
+            DriveSpec::Nvme(n) => n.capacity_bytes,
         }
     }
 }
@@ -125,6 +128,65 @@ pub struct SsdSpec {
     /// Commands the drive accepts at once.
     #[serde(default = "default_ssd_ncq")]
     pub ncq_depth: u32,
+}
+
+/// Datasheet-level description of an NVMe drive: its PCIe link and queues, and the
+/// flash behind them (the fields of [`SsdSpec`] of the same names).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmeSpec {
+    /// Preset name, reported back.
+    #[serde(default)]
+    pub model: String,
+    /// Usable capacity.
+    pub capacity_bytes: u64,
+    /// PCIe generation of the link (1-5).
+    pub pcie_gen: u32,
+    /// Lanes of the link (1, 2, 4, 8 or 16).
+    pub pcie_lanes: u32,
+    /// Largest data payload of one TLP (the Max_Payload_Size the host sets).
+    #[serde(default = "default_pcie_max_payload")]
+    pub pcie_max_payload_bytes: u64,
+    /// I/O submission queues the host uses.
+    #[serde(default = "default_io_queues")]
+    pub io_queues: u32,
+    /// Entries of each queue; a queue holds one command fewer than its entries.
+    #[serde(default = "default_queue_entries")]
+    pub queue_entries: u32,
+    /// Firmware time per command (serial).
+    pub command_overhead_ns: u64,
+    /// Flash channels.
+    pub channels: u32,
+    /// Dies on each channel.
+    pub dies_per_channel: u32,
+    /// Flash page.
+    pub page_bytes: u64,
+    /// Page read time tR.
+    pub read_page_ns: u64,
+    /// Page program time tPROG.
+    pub program_page_ns: u64,
+    /// Channel transfer rate.
+    pub channel_rate_bytes_per_s: f64,
+    /// Write buffer; a write completes once buffered.
+    pub write_buffer_bytes: u64,
+    /// A DRAM read buffer frees a die as soon as its page is sensed.
+    #[serde(default)]
+    pub read_buffer: bool,
+    /// The flash suspends a program or erase for a read.
+    #[serde(default)]
+    pub program_suspend: bool,
+}
+
+fn default_pcie_max_payload() -> u64 {
+    limits::NVME_MAX_PAYLOAD.default.int()
+}
+
+fn default_io_queues() -> u32 {
+    limits::NVME_IO_QUEUES.default.int() as u32
+}
+
+fn default_queue_entries() -> u32 {
+    limits::NVME_QUEUE_ENTRIES.default.int() as u32
 }
 
 /// A page-mapped FTL with garbage collection and over-provisioning.

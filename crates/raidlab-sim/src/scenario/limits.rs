@@ -108,6 +108,8 @@ pub enum Scope {
     Hdd,
     /// Only drives of `kind = "ssd"`.
     Ssd,
+    /// Only drives of `kind = "nvme"`.
+    Nvme,
     /// Only fio-style workloads (no `kind`, or `kind = "jobs"`).
     Jobs,
     /// Only trace replays (`kind = "trace"`).
@@ -123,6 +125,7 @@ impl std::str::FromStr for Scope {
             Scope::Always,
             Scope::Hdd,
             Scope::Ssd,
+            Scope::Nvme,
             Scope::Jobs,
             Scope::Trace,
         ]
@@ -130,7 +133,7 @@ impl std::str::FromStr for Scope {
         .find(|scope| scope.name() == s)
         .ok_or_else(|| ScenarioError {
             field: "scope".into(),
-            message: format!("must be one of always, hdd, ssd, jobs, trace, got {s:?}"),
+            message: format!("must be one of always, hdd, ssd, nvme, jobs, trace, got {s:?}"),
         })
     }
 }
@@ -142,6 +145,7 @@ impl Scope {
             Scope::Always => "always",
             Scope::Hdd => "hdd",
             Scope::Ssd => "ssd",
+            Scope::Nvme => "nvme",
             Scope::Jobs => "jobs",
             Scope::Trace => "trace",
         }
@@ -611,7 +615,7 @@ const RW: &[&str] = &[
 
 use Fallback::{Absent, Bool as B, Empty, Int, Real, Str};
 use Kind::*;
-use Scope::{Always, Hdd, Jobs, Ssd, Trace};
+use Scope::{Always, Hdd, Jobs, Nvme, Ssd, Trace};
 
 macro_rules! limits {
     ($($name:ident = $limit:expr;)*) => {
@@ -664,7 +668,7 @@ limits! {
     SPARES = Limit::new("array.spares", Always, Count, "hot spares standing by")
         .ints(0, MEMBERS_MAX).or(Int(0));
 
-    DRIVE_KIND = Limit::new("array.drive.kind", Always, Choice, "drive model").of(&["hdd", "ssd"]);
+    DRIVE_KIND = Limit::new("array.drive.kind", Always, Choice, "drive model").of(&["hdd", "ssd", "nvme"]);
     DRIVE_MODEL = Limit::new("array.drive.model", Always, Text, "preset name, reported back")
         .or(Str(""));
     HDD_CAPACITY = Limit::new("array.drive.capacity_bytes", Hdd, Bytes, "usable capacity")
@@ -733,6 +737,39 @@ limits! {
     SSD_FTL = Limit::new("array.drive.ftl", Ssd, Table, "page-mapped FTL").nullable();
     SSD_NCQ = Limit::new("array.drive.ncq_depth", Ssd, Count, "commands the drive accepts at once")
         .ints(1, IODEPTH_MAX).or(Int(32));
+
+    NVME_CAPACITY = Limit::new("array.drive.capacity_bytes", Nvme, Bytes, "usable capacity")
+        .ints(CAPACITY_BYTES_MIN, CAPACITY_BYTES_MAX);
+    NVME_PCIE_GEN = Limit::new("array.drive.pcie_gen", Nvme, Count, "PCIe generation of the link")
+        .ints(1, 5);
+    NVME_PCIE_LANES = Limit::new("array.drive.pcie_lanes", Nvme, Count,
+        "lanes of the PCIe link (1, 2, 4, 8 or 16)").ints(1, 16);
+    NVME_MAX_PAYLOAD = Limit::new("array.drive.pcie_max_payload_bytes", Nvme, Bytes,
+        "largest data payload of one TLP (Max_Payload_Size)").ints(128, 4096).power_of_two()
+        .or(Int(256));
+    NVME_IO_QUEUES = Limit::new("array.drive.io_queues", Nvme, Count,
+        "I/O submission queues the host uses").ints(1, 65_535).or(Int(1));
+    NVME_QUEUE_ENTRIES = Limit::new("array.drive.queue_entries", Nvme, Count,
+        "entries of each queue (it holds one command fewer)").ints(2, 65_536).or(Int(1024));
+    NVME_COMMAND_OVERHEAD = Limit::new("array.drive.command_overhead_ns", Nvme, Ns,
+        "firmware time per command").ints(0, NS_MAX);
+    NVME_CHANNELS = Limit::new("array.drive.channels", Nvme, Count, "flash channels").ints(1, 64);
+    NVME_DIES = Limit::new("array.drive.dies_per_channel", Nvme, Count, "dies on each channel")
+        .ints(1, 64);
+    NVME_PAGE = Limit::new("array.drive.page_bytes", Nvme, Bytes, "flash page")
+        .ints(512, 1 << 20).power_of_two();
+    NVME_READ_PAGE = Limit::new("array.drive.read_page_ns", Nvme, Ns, "page read time tR")
+        .ints(1, NS_MAX);
+    NVME_PROGRAM_PAGE = Limit::new("array.drive.program_page_ns", Nvme, Ns,
+        "page program time tPROG").ints(1, NS_MAX);
+    NVME_CHANNEL_RATE = Limit::new("array.drive.channel_rate_bytes_per_s", Nvme, Rate,
+        "flash channel transfer rate").reals(RATE_MIN, RATE_MAX);
+    NVME_WRITE_BUFFER = Limit::new("array.drive.write_buffer_bytes", Nvme, Bytes,
+        "write buffer; a write completes once buffered").ints(0, BUFFER_BYTES_MAX);
+    NVME_READ_BUFFER = Limit::new("array.drive.read_buffer", Nvme, Bool,
+        "a DRAM read buffer frees a die once its page is sensed").or(B(false));
+    NVME_PROGRAM_SUSPEND = Limit::new("array.drive.program_suspend", Nvme, Bool,
+        "a read suspends a program or erase").or(B(false));
 
     FTL_SPARE = Limit::new("array.drive.ftl.spare_percent", Ssd, Percent,
         "factory spare area, percent of the rated capacity").reals(0.1, 400.0);
@@ -815,6 +852,18 @@ limits! {
     CONTROLLER_READ_AHEAD_WITHIN_STRIPE_UNIT = Limit::new(
         "array.controller.read_ahead_within_stripe_unit", Always, Bool,
         "read-ahead fills only the rest of the stripe unit a read ends in").or(B(false));
+
+    UPLINK = Limit::new("array.controller.uplink", Always, Table,
+        "a PCIe link some members share to the host (a chipset's DMI; null = none)").nullable();
+    UPLINK_PCIE_GEN = Limit::new("array.controller.uplink.pcie_gen", Always, Count,
+        "PCIe generation of the uplink").ints(1, 5);
+    UPLINK_PCIE_LANES = Limit::new("array.controller.uplink.pcie_lanes", Always, Count,
+        "lanes of the uplink (1, 2, 4, 8 or 16)").ints(1, 16);
+    UPLINK_MAX_PAYLOAD = Limit::new("array.controller.uplink.pcie_max_payload_bytes", Always,
+        Bytes, "largest data payload of one TLP on the uplink").ints(128, 4096).power_of_two()
+        .or(Int(256));
+    UPLINK_MEMBERS = Limit::new("array.controller.uplink.members", Always, Count,
+        "members behind the uplink, the last ones (null = all)").ints(0, MEMBERS_MAX).nullable();
 
     HOST_REQUEST_OVERHEAD = Limit::new("array.host.request_overhead_ns", Always, Ns,
         "latency the host stack adds to each request").ints(0, NS_MAX).or(Int(0));

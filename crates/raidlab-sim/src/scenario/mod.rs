@@ -29,8 +29,8 @@ mod validate;
 mod workload;
 
 pub use array::{ArraySpec, Level, RebuildSpec};
-pub use controller::{ControllerSpec, MemberCommands, ReadBalance};
-pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, Precondition, SsdSpec};
+pub use controller::{ControllerSpec, MemberCommands, ReadBalance, UplinkSpec};
+pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdSpec};
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };

@@ -414,10 +414,11 @@ fn table_scope(
         "array.drive" => match kind.and_then(Value::as_str) {
             Some("hdd") => Ok(Scope::Hdd),
             Some("ssd") => Ok(Scope::Ssd),
+            Some("nvme") => Ok(Scope::Nvme),
             _ => {
                 let kind = kind.unwrap_or(&Value::Null);
                 limits::DRIVE_KIND.check(kind, &kind_field)?;
-                unreachable!("a drive kind that is neither hdd nor ssd was accepted")
+                unreachable!("a drive kind that is not hdd, ssd or nvme was accepted")
             }
         },
         "workload" => match kind {
@@ -558,12 +559,45 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
                 )?;
             }
         }
+        DriveSpec::Nvme(n) => {
+            check_pcie_lanes(n.pcie_lanes, "array.drive.pcie_lanes")?;
+            if n.write_buffer_bytes < n.page_bytes {
+                refuse(
+                    "array.drive.write_buffer_bytes",
+                    format!("must hold at least one page ({} B)", n.page_bytes),
+                )?;
+            }
+        }
     }
     Ok(())
 }
 
+/// A PCIe link has 1, 2, 4, 8 or 16 lanes.
+fn check_pcie_lanes(lanes: u32, field: &str) -> Result<(), ScenarioError> {
+    if crate::nvme::PCIE_LANES.contains(&lanes) {
+        return Ok(());
+    }
+    refuse(
+        field,
+        format!("a PCIe link has 1, 2, 4, 8 or 16 lanes, got {lanes}"),
+    )
+}
+
 fn check_controller(a: &ArraySpec) -> Result<(), ScenarioError> {
     let c = &a.controller;
+    if let Some(uplink) = &c.uplink {
+        check_pcie_lanes(uplink.pcie_lanes, "array.controller.uplink.pcie_lanes")?;
+        if uplink.members.is_some_and(|m| m > a.drive_count) {
+            refuse(
+                "array.controller.uplink.members",
+                format!(
+                    "at most the array's {} members sit behind the uplink, got {}",
+                    a.drive_count,
+                    uplink.members.unwrap_or(0)
+                ),
+            )?;
+        }
+    }
     if c.write_back && c.cache_bytes < WRITE_BACK_CACHE_BYTES_MIN {
         refuse(
             "array.controller.cache_bytes",

@@ -31,6 +31,11 @@ pub(super) struct Controller {
     pub(super) bus_down: Option<Path>,
     pub(super) read_path: Option<Path>,
     pub(super) write_path: Option<Path>,
+    /// The shared link (a chipset's DMI) members from `uplink_first_member` on sit
+    /// behind, each direction.
+    pub(super) uplink_up: Option<Path>,
+    pub(super) uplink_down: Option<Path>,
+    pub(super) uplink_first_member: u32,
     pub(super) read_ahead: Option<ReadAhead>,
     pub(super) cache_overhead_ns: u64,
     pub(super) write_cache: Option<DestageEngine>,
@@ -453,15 +458,17 @@ impl Simulation {
             self.send_to_drive(next);
         }
         self.free_ops.push(id);
+        // Member data behind the uplink crosses it too, overlapping the drive's link.
+        let through = self.uplink_carry(&op, now);
         let req = &mut self.requests[op.request as usize];
         let done = if op.write {
-            now.max(req.data_ready_ns)
+            through.max(req.data_ready_ns)
         } else if req.carry_per_op {
             let link_start = op.link_start_ns.min(now);
-            self.host_data_up(op.len_bytes, link_start, now)
+            self.host_data_up(op.len_bytes, link_start, through)
         } else {
             req.link_start_ns = req.link_start_ns.min(op.link_start_ns);
-            now
+            through
         };
         let (link_ns, drive_ns) = self.op_stages(&op, now, done);
         let path = &mut self.paths[op.request as usize];
@@ -499,6 +506,24 @@ impl Simulation {
             r.done_ns
         };
         self.queue.push(t, EventKind::HostComplete, slot);
+    }
+
+    /// When member operation `op`'s data, done at its drive at `now_ns`, is through
+    /// the uplink its member sits behind (`now_ns` for members on their own path and
+    /// for discards, which carry no data).
+    fn uplink_carry(&mut self, op: &MemberOp, now_ns: u64) -> u64 {
+        if op.trim || op.drive < self.controller.uplink_first_member {
+            return now_ns;
+        }
+        let uplink = if op.write {
+            self.controller.uplink_down.as_mut()
+        } else {
+            self.controller.uplink_up.as_mut()
+        };
+        match uplink {
+            Some(path) => path.carry(op.len_bytes, op.link_start_ns.min(now_ns), now_ns),
+            None => now_ns,
+        }
     }
 
     /// Where member operation `op`'s time went, done at the drive at `now_ns` and

@@ -212,7 +212,7 @@ impl Simulation {
         // Drives of one model are copies of one: HDDs share their table of seek times.
         let hdd = match &a.drive {
             DriveSpec::Hdd(h) => Some(Hdd::new(h, c.port_rate_bytes_per_s)),
-            DriveSpec::Ssd(_) => None,
+            DriveSpec::Ssd(_) | DriveSpec::Nvme(_) => None,
         };
         let drives = (0..a.drive_count)
             .map(|i| match &a.drive {
@@ -233,6 +233,19 @@ impl Simulation {
                         scenario.seed ^ (u64::from(i) << 32),
                     )),
                     ncq_depth: member_depth(s.ncq_depth),
+                    outstanding: 0,
+                    waiting: VecDeque::new(),
+                    burst_ns: u64::MAX,
+                    burst_len: 0,
+                },
+                // The SSD model's flash behind a PCIe link: full duplex, NVMe's queues.
+                DriveSpec::Nvme(n) => Drive {
+                    model: DriveModel::Ssd(Ssd::full_duplex(
+                        &n.flash_spec(),
+                        c.port_rate_bytes_per_s,
+                        scenario.seed ^ (u64::from(i) << 32),
+                    )),
+                    ncq_depth: member_depth(n.command_slots()),
                     outstanding: 0,
                     waiting: VecDeque::new(),
                     burst_ns: u64::MAX,
@@ -304,9 +317,16 @@ impl Simulation {
                 bus_down: c.bus_rate_bytes_per_s.map(Path::new),
                 read_path: c.read_rate_bytes_per_s_max.map(Path::new),
                 write_path: c.write_rate_bytes_per_s_max.map(Path::new),
+                uplink_up: c.uplink.as_ref().map(|u| Path::new(u.rate_bytes_per_s())),
+                uplink_down: c.uplink.as_ref().map(|u| Path::new(u.rate_bytes_per_s())),
+                uplink_first_member: c
+                    .uplink
+                    .as_ref()
+                    .map_or(u32::MAX, |u| u.first_member(a.drive_count)),
                 read_ahead,
                 cache_overhead_ns: if c.write_back { c.cache_overhead_ns } else { 0 },
-                members_take_trim: c.trim_passthrough && matches!(a.drive, DriveSpec::Ssd(_)),
+                members_take_trim: c.trim_passthrough
+                    && matches!(a.drive, DriveSpec::Ssd(_) | DriveSpec::Nvme(_)),
                 fastpath_overhead_ns: c.fastpath_overhead_ns.filter(|_| c.fastpath),
                 // Dell PERC H710P/PERC 8 and HPE MR user guides: reads of at most a stripe
                 // unit on RAID 0, 1, 5 and 6, writes only on RAID 0; never RAID 10/50/60.
@@ -374,6 +394,7 @@ impl Simulation {
             let ncq_depth = match &a.drive {
                 DriveSpec::Hdd(h) => h.ncq_depth,
                 DriveSpec::Ssd(s) => s.ncq_depth,
+                DriveSpec::Nvme(n) => n.command_slots(),
             };
             // The array takes as many commands as its members hold together.
             let depth = ncq_depth.saturating_mul(a.drive_count).min(IODEPTH_MAX);

@@ -83,6 +83,8 @@ impl Simulation {
             ("controller.parity", &c.parity),
             ("bus.up", &c.bus_up),
             ("bus.down", &c.bus_down),
+            ("uplink.up", &c.uplink_up),
+            ("uplink.down", &c.uplink_down),
             ("controller.read_path", &c.read_path),
             ("controller.write_path", &c.write_path),
         ] {

@@ -147,6 +147,7 @@ pub fn hba() -> ControllerSpec {
         fastpath_overhead_ns: None,
         fastpath: false,
         read_ahead_within_stripe_unit: false,
+        uplink: None,
     }
 }
 
