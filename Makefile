@@ -26,10 +26,16 @@ QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # clients of the engine; nbdkit as a reference server in the NBD benchmark; headless
 # chromium loads `raidlab report`'s HTML in tests/test_report.py.
 # Installed once; needs root, as on the project's machines and CI.
-TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium
+# pkg-config and OpenSSL's headers build the engine's `psk` feature (serve --tls-psk):
+# LIBS pairs a pkg-config module with its package.
+TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium pkg-config:pkg-config
+LIBS := openssl:libssl-dev
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair##*:}"; \
+	done; \
+	for pair in $(LIBS); do \
+	  pkg-config --exists $${pair%%:*} 2>/dev/null || missing="$$missing $${pair##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -78,7 +84,7 @@ demo: setup
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
 	@echo "Report: out/report.html (open it in a browser; it needs no network)"
 
-test: setup tools lint test-rust test-python
+test: tools setup lint test-rust test-python
 
 test-rust:
 	cargo test --quiet --workspace --exclude raidlab-py --profile ci
