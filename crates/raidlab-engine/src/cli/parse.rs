@@ -13,6 +13,8 @@ use std::path::PathBuf;
 
 /// What the command line asks for.
 #[derive(Debug)]
+// Made once per process: the size of `serve`'s flags costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed {
     /// Run a subcommand.
     Run(Command),
