@@ -19,22 +19,38 @@ PROFILE ?= ci
 # test suites included) at install time is wasted; Python compiles what it imports.
 QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: setup tools demo test test-rust test-python lint bench clean
+.PHONY: setup build-deps tools demo test test-rust test-python lint bench clean
 
-# Real peers the tests compare against (Debian packages): fio for job semantics, JSON
-# shape and its nbd engine; qemu-io (qemu-utils) and nbdcopy (libnbd-bin) as NBD
-# clients of the engine; nbdkit as a reference server in the NBD benchmark; headless
-# chromium loads `raidlab report`'s HTML in tests/test_report.py.
-# Installed once; needs root, as on the project's machines and CI.
-TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium
-tools:
-	@missing=""; for pair in $(TOOLS); do \
+# Debian packages, each `command:package` (installed when the command is missing) or
+# `pkg-config-module:package` in the LIBS lists (installed when pkg-config lacks the
+# module). Installed once; needs root, as on the project's machines and CI.
+define apt_missing
+	@missing=""; for pair in $(1); do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair##*:}"; \
+	done; \
+	for pair in $(2); do \
+	  pkg-config --exists $${pair%%:*} 2>/dev/null || missing="$$missing $${pair##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+# What the build itself needs: pkg-config and OpenSSL's headers for the engine's `psk`
+# feature (serve --tls-psk). Every build (`make setup`, so `make demo` too) checks it.
+BUILD_TOOLS := pkg-config:pkg-config
+BUILD_LIBS := openssl:libssl-dev
+build-deps:
+	$(call apt_missing,$(BUILD_TOOLS),$(BUILD_LIBS))
+
+# Real peers the tests compare against: fio for job semantics, JSON shape and its nbd
+# engine; qemu-io (qemu-utils) and nbdcopy (libnbd-bin) as NBD clients of the engine;
+# nbdkit as a reference server in the NBD benchmark; headless chromium loads `raidlab
+# report`'s HTML in tests/test_report.py.
+TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium
+tools: build-deps
+	$(call apt_missing,$(TOOLS),)
 
 # Bytecode is compiled here, once: where PYTHONDONTWRITEBYTECODE is set (CI, this
 # project's machines) Python never caches it, and every `raidlab` process would compile
@@ -45,7 +61,7 @@ setup: $(NATIVE_STAMP)
 
 # The engine compiles (CPU) while pip downloads and unpacks (network, disk): on a fresh
 # clone the two overlap instead of queueing.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml | build-deps
 	$(PYTHON) -m venv $(VENV)
 	cargo build --quiet --profile $(PROFILE) -p raidlab-engine & cargo=$$!; \
 	$(QUIET_PIP) $(PY) -m pip install --upgrade pip && \
@@ -78,7 +94,7 @@ demo: setup
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
 	@echo "Report: out/report.html (open it in a browser; it needs no network)"
 
-test: setup tools lint test-rust test-python
+test: tools setup lint test-rust test-python
 
 test-rust:
 	cargo test --quiet --workspace --exclude raidlab-py --profile ci

@@ -44,6 +44,8 @@ pub mod nbd;
 pub mod nbd_structured;
 pub mod ppl;
 pub mod private_socket;
+#[cfg(feature = "psk")]
+pub mod psk;
 mod staged;
 pub mod superblock;
 pub mod tls;

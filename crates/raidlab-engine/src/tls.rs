@@ -13,9 +13,11 @@
 //! the lock, which keeps the records in order. A writer blocked on a client that does
 //! not read its replies holds the lock, as a plain writer would hold the socket.
 //!
-//! Pre-shared keys (qemu-nbd's `tls-creds-psk`): rustls (0.23) has no external-PSK
-//! API, for TLS 1.2 PSK cipher suites nor for TLS 1.3 external PSKs (it uses PSKs only
-//! to resume its own sessions), so this server offers certificates only.
+//! Pre-shared keys (qemu-nbd's `tls-creds-psk`, `serve --tls-psk`): rustls (0.23) has
+//! no external-PSK API, for TLS 1.2 PSK cipher suites nor for TLS 1.3 external PSKs
+//! (it uses PSKs only to resume its own sessions), so a PSK server's sessions run on
+//! OpenSSL ([`crate::psk`], cargo feature `psk`) behind the same [`TlsReader`] and
+//! [`TlsWriter`].
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -52,12 +54,20 @@ impl TlsMode {
     }
 }
 
-/// A server's TLS: its mode and the rustls configuration (certificate chain and key).
+/// A server's TLS: its mode and its credentials (a certificate chain and key for
+/// rustls, or pre-shared keys for OpenSSL).
 #[derive(Clone)]
 pub struct TlsServer {
     /// On or required (a server without TLS has no `TlsServer`).
     pub mode: TlsMode,
-    config: Arc<ServerConfig>,
+    creds: Creds,
+}
+
+#[derive(Clone)]
+enum Creds {
+    X509(Arc<ServerConfig>),
+    #[cfg(feature = "psk")]
+    Psk(Arc<crate::psk::PskServer>),
 }
 
 impl std::fmt::Debug for TlsServer {
@@ -92,7 +102,18 @@ impl TlsServer {
             .map_err(|e| format!("--tls-key: does not fit --tls-cert: {e}"))?;
         Ok(Self {
             mode,
-            config: Arc::new(config),
+            creds: Creds::X509(Arc::new(config)),
+        })
+    }
+
+    /// Loads a keys file of `identity:hexkey` lines (qemu-nbd's `tls-creds-psk`
+    /// format; see [`crate::psk::load_keys`]). Errors are one line naming `--tls-psk`.
+    #[cfg(feature = "psk")]
+    pub fn load_psk(keys: &Path, mode: TlsMode) -> Result<Self, String> {
+        let server = crate::psk::PskServer::new(crate::psk::load_keys(keys)?)?;
+        Ok(Self {
+            mode,
+            creds: Creds::Psk(Arc::new(server)),
         })
     }
 }
@@ -151,7 +172,26 @@ fn send_queued(conn: &mut ServerConnection, mut socket: &TcpStream) -> io::Resul
 const READ_CHUNK: usize = 64 << 10;
 
 /// The plaintext reading half of a TLS connection.
-pub struct TlsReader {
+pub struct TlsReader(ReaderKind);
+
+enum ReaderKind {
+    X509(X509Reader),
+    #[cfg(feature = "psk")]
+    Psk(crate::psk::PskReader),
+}
+
+/// The plaintext writing half of a TLS connection: every `write` is encrypted and sent
+/// at once (wrap it in a `BufWriter`).
+pub struct TlsWriter(WriterKind);
+
+enum WriterKind {
+    X509(X509Writer),
+    #[cfg(feature = "psk")]
+    Psk(crate::psk::PskWriter),
+}
+
+/// The reading half of a rustls connection.
+struct X509Reader {
     shared: Arc<Shared>,
     socket: TcpStream,
     /// Ciphertext read from the socket: `pending[at..filled]` is not yet given to the
@@ -165,9 +205,8 @@ pub struct TlsReader {
     deadline: Option<Instant>,
 }
 
-/// The plaintext writing half of a TLS connection: every `write` is encrypted and sent
-/// at once (wrap it in a `BufWriter`).
-pub struct TlsWriter {
+/// The writing half of a rustls connection.
+struct X509Writer {
     shared: Arc<Shared>,
 }
 
@@ -181,7 +220,80 @@ pub fn accept(
     early: &[u8],
     io: &mut (impl Read + Write),
 ) -> io::Result<(TlsReader, TlsWriter)> {
-    let mut conn = ServerConnection::new(server.config.clone()).map_err(io::Error::other)?;
+    match &server.creds {
+        Creds::X509(config) => {
+            let (r, w) = accept_x509(config, socket, early, io)?;
+            Ok((
+                TlsReader(ReaderKind::X509(r)),
+                TlsWriter(WriterKind::X509(w)),
+            ))
+        }
+        #[cfg(feature = "psk")]
+        Creds::Psk(psk) => {
+            let (r, w) = crate::psk::accept(psk, socket, early, io)?;
+            Ok((TlsReader(ReaderKind::Psk(r)), TlsWriter(WriterKind::Psk(w))))
+        }
+    }
+}
+
+impl Read for TlsReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            ReaderKind::X509(r) => r.read(buf),
+            #[cfg(feature = "psk")]
+            ReaderKind::Psk(r) => r.read(buf),
+        }
+    }
+}
+
+impl TlsReader {
+    /// Bounds every later read of the socket by `until` (`None`: by the socket's own
+    /// read timeout only).
+    pub fn set_deadline(&mut self, until: Option<Instant>) {
+        match &mut self.0 {
+            ReaderKind::X509(r) => r.deadline = until,
+            #[cfg(feature = "psk")]
+            ReaderKind::Psk(r) => r.set_deadline(until),
+        }
+    }
+}
+
+impl Write for TlsWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            WriterKind::X509(w) => w.write(data),
+            #[cfg(feature = "psk")]
+            WriterKind::Psk(w) => w.write(data),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.0 {
+            WriterKind::X509(w) => w.flush(),
+            #[cfg(feature = "psk")]
+            WriterKind::Psk(w) => w.flush(),
+        }
+    }
+}
+
+impl TlsWriter {
+    /// Sends close_notify: the orderly end of the TLS session.
+    pub fn close(&mut self) -> io::Result<()> {
+        match &mut self.0 {
+            WriterKind::X509(w) => w.close(),
+            #[cfg(feature = "psk")]
+            WriterKind::Psk(w) => w.close(),
+        }
+    }
+}
+
+fn accept_x509(
+    config: &Arc<ServerConfig>,
+    socket: TcpStream,
+    early: &[u8],
+    io: &mut (impl Read + Write),
+) -> io::Result<(X509Reader, X509Writer)> {
+    let mut conn = ServerConnection::new(config.clone()).map_err(io::Error::other)?;
     let mut rest = early;
     while !rest.is_empty() {
         conn.read_tls(&mut rest)?;
@@ -209,7 +321,7 @@ pub fn accept(
         socket: socket.try_clone()?,
     });
     Ok((
-        TlsReader {
+        X509Reader {
             shared: shared.clone(),
             socket,
             pending: vec![0u8; READ_CHUNK].into_boxed_slice(),
@@ -218,7 +330,7 @@ pub fn accept(
             eof: false,
             deadline: None,
         },
-        TlsWriter { shared },
+        X509Writer { shared },
     ))
 }
 
@@ -226,7 +338,7 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
 }
 
-impl Read for TlsReader {
+impl Read for X509Reader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -282,15 +394,7 @@ impl Read for TlsReader {
     }
 }
 
-impl TlsReader {
-    /// Bounds every later read of the socket by `until` (`None`: by the socket's own
-    /// read timeout only).
-    pub fn set_deadline(&mut self, until: Option<Instant>) {
-        self.deadline = until;
-    }
-}
-
-impl Write for TlsWriter {
+impl Write for X509Writer {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut conn = self.shared.lock();
         let mut done = 0;
@@ -321,9 +425,8 @@ impl Write for TlsWriter {
     }
 }
 
-impl TlsWriter {
-    /// Sends close_notify: the orderly end of the TLS session.
-    pub fn close(&mut self) -> io::Result<()> {
+impl X509Writer {
+    fn close(&mut self) -> io::Result<()> {
         let mut conn = self.shared.lock();
         conn.send_close_notify();
         send_queued(&mut conn, &self.shared.socket)

@@ -253,8 +253,12 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PATH")]
     pub tls_key: Option<PathBuf>,
+    /// Pre-shared keys instead of a certificate (qemu-nbd's tls-creds-psk keys.psk):
+    /// one IDENTITY:HEXKEY per line, the file private (mode 600).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_psk: Option<PathBuf>,
     /// TLS through NBD_OPT_STARTTLS: off, on (for clients that ask) or required (every
-    /// other option before TLS is refused). On when --tls-cert is given, else off.
+    /// other option before TLS is refused). On when --tls-cert or --tls-psk is given, else off.
     #[arg(long, value_name = "MODE", value_parser = crate::tls::TlsMode::parse)]
     pub tls: Option<crate::tls::TlsMode>,
     /// Name of the export (NBD_OPT_LIST shows it); the empty name, the protocol's

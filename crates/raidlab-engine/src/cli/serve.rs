@@ -129,14 +129,17 @@ fn serve_mirror_control(tier: &CachedArray) -> Result<std::thread::JoinHandle<()
     }))
 }
 
-/// The TLS of `--tls`, `--tls-cert` and `--tls-key`: none for `--tls off` (the default
-/// without a certificate), loaded certificate and key for `on` (the default with one)
-/// and `required`.
+/// The TLS of `--tls`, `--tls-cert`, `--tls-key` and `--tls-psk`: none for `--tls off`
+/// (the default without a certificate or keys), loaded certificate and key, or keys,
+/// for `on` (the default with them) and `required`.
 fn tls_server(a: &ServeArgs) -> Result<Option<TlsServer>> {
-    let given = a.tls_cert.is_some() || a.tls_key.is_some();
+    let given = a.tls_cert.is_some() || a.tls_key.is_some() || a.tls_psk.is_some();
     let mode = a
         .tls
         .unwrap_or(if given { TlsMode::On } else { TlsMode::Off });
+    if let Some(keys) = &a.tls_psk {
+        return psk_server(keys, mode);
+    }
     match (mode, &a.tls_cert, &a.tls_key) {
         (TlsMode::Off, None, None) => Ok(None),
         (TlsMode::Off, _, _) => Err(Error::Input(
@@ -153,6 +156,25 @@ fn tls_server(a: &ServeArgs) -> Result<Option<TlsServer>> {
             "--tls-key: needed with --tls-cert (the certificate's PEM private key)".into(),
         )),
     }
+}
+
+/// The TLS of `--tls-psk` (pre-shared keys, OpenSSL), with `--tls on` or `required`.
+fn psk_server(keys: &std::path::Path, mode: TlsMode) -> Result<Option<TlsServer>> {
+    if mode == TlsMode::Off {
+        return Err(Error::Input(
+            "--tls: off, but --tls-psk given; drop it or say --tls on".into(),
+        ));
+    }
+    #[cfg(feature = "psk")]
+    return TlsServer::load_psk(keys, mode)
+        .map(Some)
+        .map_err(Error::Input);
+    #[cfg(not(feature = "psk"))]
+    return Err(Error::Input(format!(
+        "--tls-psk: this raidlab-engine was built without the psk feature (OpenSSL); \
+         cannot use {}",
+        keys.display()
+    )));
 }
 
 /// glibc's malloc thresholds fixed for serving: the NBD budget keeps its request
