@@ -24,6 +24,9 @@ pub struct Results {
     /// The background rebuild, when the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rebuild: Option<RebuildReport>,
+    /// The SSD cache tier, when the array has one (`crate::tier`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache: Option<crate::tier::CacheReport>,
 }
 
 /// How far a background rebuild got while competing with the workload.

@@ -41,6 +41,10 @@ pub struct ArraySpec {
     /// members' FTLs unmap it before the run starts; without, they never learn of it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub deleted_percent: f64,
+    /// An SSD cache tier in front of this array (`docs/cache-tier.md`); checked by
+    /// [`crate::tier::check_cache`], run by [`crate::tier`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Box<crate::tier::CacheSpec>>,
 }
 
 fn is_zero(value: &f64) -> bool {

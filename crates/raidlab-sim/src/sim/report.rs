@@ -411,6 +411,7 @@ impl Simulation {
                     },
                 }
             }),
+            cache: None,
         }
     }
 }
