@@ -24,9 +24,6 @@ pub struct Results {
     /// The background rebuild, when the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rebuild: Option<RebuildReport>,
-    /// The SSD cache tier, when the array has one (`crate::tier`).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cache: Option<crate::tier::CacheReport>,
 }
 
 /// How far a background rebuild got while competing with the workload.
@@ -132,6 +129,9 @@ pub struct Explain {
     /// Absent from documents written before it existed.
     #[serde(default)]
     pub members: Vec<MemberCounters>,
+    /// The SSD cache tier, when the array has one (`crate::tier`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache: Option<crate::tier::CacheReport>,
 }
 
 /// One member's commands over the measured interval, counted when the drive completes

@@ -213,6 +213,10 @@ pub struct CacheReport {
     pub ssd_write_amplification: Option<f64>,
     /// Bytes destaged to the main array.
     pub destaged_bytes: u64,
+    /// Bytes the host wrote in the measured interval.
+    pub host_write_bytes: u64,
+    /// Bytes the host read in the measured interval.
+    pub host_read_bytes: u64,
     /// Every piece: the I/O one workload sent one array, and how fast it went.
     pub pieces: Vec<PieceReport>,
 }
@@ -782,8 +786,8 @@ fn compose(
             },
         );
     }
-    let explain = explain(cache.1, main.1);
-    let report = cache_report(
+    let mut explain = explain(cache.1, main.1);
+    explain.cache = Some(cache_report(
         spec,
         pass,
         &pieces,
@@ -792,7 +796,7 @@ fn compose(
         capacity_bytes,
         line_bytes,
         scenario,
-    );
+    ));
     Results {
         schema: SCHEMA,
         seed: scenario.seed,
@@ -804,7 +808,6 @@ fn compose(
         explain,
         jobs,
         rebuild: None,
-        cache: Some(report),
     }
 }
 
@@ -846,6 +849,7 @@ fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
         ssd_write_amplification: cache.and_then(|r| r.explain.ssd_write_amplification),
         scheduler: None,
         members,
+        cache: None,
     }
 }
 
@@ -902,6 +906,8 @@ fn cache_report(
         ssd_nand_write_bytes: cache_written as f64 * member_per_byte * wa.unwrap_or(1.0),
         ssd_write_amplification: wa,
         destaged_bytes: c["destaged_bytes"],
+        host_write_bytes,
+        host_read_bytes: host_bytes - host_write_bytes,
         counters: c.clone(),
         pieces: pieces
             .iter()

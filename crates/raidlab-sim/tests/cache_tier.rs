@@ -49,7 +49,7 @@ fn run(s: &Scenario) -> raidlab_sim::Results {
 #[test]
 fn hot_random_reads_are_served_by_the_ssd_array_after_admission() {
     let r = run(&cached("raidix", Rw::Randread, 64 << 20));
-    let c = r.cache.as_ref().expect("a cache report");
+    let c = r.explain.cache.as_ref().expect("a cache report");
     assert!(c.read_hit_ratio > 0.99, "{}", c.read_hit_ratio);
     let ops = |array: &str| -> u64 {
         c.pieces
@@ -70,7 +70,8 @@ fn small_random_writes_go_to_the_ssd_log_sequentially_with_raidix_and_in_place_w
     let raidix = run(&cached("raidix", Rw::Randwrite, 64 << 20));
     let lru = run(&cached("lru", Rw::Randwrite, 64 << 20));
     let rw = |r: &raidlab_sim::Results| -> Vec<String> {
-        r.cache
+        r.explain
+            .cache
             .as_ref()
             .unwrap()
             .pieces
@@ -92,8 +93,8 @@ fn lru_writes_the_ssds_on_every_read_miss_raidix_only_on_the_third_touch() {
         wl.warmup_ios = 1000;
         wl.distribution = Distribution::Zipf(0.9);
     }
-    let a = run(&raidix).cache.unwrap();
-    let b = run(&lru).cache.unwrap();
+    let a = run(&raidix).explain.cache.unwrap();
+    let b = run(&lru).explain.cache.unwrap();
     assert!(
         b.ssd_write_hits.unwrap() > 1.5 * a.ssd_write_hits.unwrap(),
         "{a:?} {b:?}"

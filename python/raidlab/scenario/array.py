@@ -89,7 +89,7 @@ ARRAY_KEYS = (
     "failed",
     "rebuild_rate",
 )
-FILE_TABLES = ("array", "host")
+FILE_TABLES = ("array", "host", "cache")
 
 # The canonical keys of an ArrayRequest and how the Python API names them in errors.
 REQUEST_KEYS = (*ARRAY_KEYS, "host")

@@ -264,3 +264,17 @@ class RunRows:
         frame = pd.DataFrame(self.rows, columns=RUN_COLUMNS)
         frame.attrs.update(self.attrs)
         return frame
+
+
+def cache_hit_distribution(hit_pct: float, hot_bytes: int, region_bytes: int) -> dict[str, Any]:
+    """A random workload's ``distribution`` giving a cache-hit share: ``hit_pct`` % of
+    the requests in the first ``hot_bytes`` of a region of ``region_bytes`` (a hot set
+    sized to fit the cache), the rest spread over the remainder, which is too large to
+    be re-read often enough to be admitted (docs/cache-tier.md). fio's ``zoned``
+    distribution with two zones."""
+    if not 0 < hot_bytes < region_bytes:
+        raise RaidlabError("hot_bytes", f"must be inside the region (0 < hot < {region_bytes})")
+    if not 0 <= hit_pct <= 100:
+        raise RaidlabError("hit_pct", f"must be 0..100, got {hit_pct}")
+    hot_share = 100.0 * hot_bytes / region_bytes
+    return {"zoned": [[hit_pct, hot_share], [100.0 - hit_pct, 100.0 - hot_share]]}

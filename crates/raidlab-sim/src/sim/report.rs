@@ -363,6 +363,7 @@ impl Simulation {
                 drive_read_ahead_hits,
                 parity_bytes_per_host_byte: parity_bytes,
                 members,
+                cache: None,
                 ssd_write_amplification: {
                     let was: Vec<f64> = self
                         .drives
@@ -411,7 +412,6 @@ impl Simulation {
                     },
                 }
             }),
-            cache: None,
         }
     }
 }
