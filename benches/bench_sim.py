@@ -109,7 +109,11 @@ CASES: dict[str, dict[str, Any]] = {
             "stripe_unit": "64K",
             "level": 6,
         },
-        "cache": {"policy": "raidix", "drive": "hgst-ultrastar-ssd400m-200g", "controller": "linux-md"},
+        "cache": {
+            "policy": "raidix",
+            "drive": "hgst-ultrastar-ssd400m-200g",
+            "controller": "linux-md",
+        },
         "workload": {"rw": "randrw", "bs": "4K", "iodepth": 32, "size": "16G"},
         "ios_share": 0.2,
     },

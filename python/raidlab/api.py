@@ -598,7 +598,6 @@ def study_names() -> list[str]:
     """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
     from raidlab.studies.atto_studies import STUDIES
     from raidlab.studies.claims import CLAIM_STUDIES
-
     from raidlab.studies.raidix_cache import STUDY as RAIDIX_CACHE
 
     return [*STUDIES, *CLAIM_STUDIES, RAIDIX_CACHE]

@@ -454,7 +454,7 @@ class ArrayFlags:
         from raidlab.scenario.cache import attach_cache, cache_table_values
 
         values: dict[str, Any] = {}
-        labels: dict[str, str] = {}
+        labels: dict[str, str] = dict(CACHE_FLAGS)
         if self.config is not None:
             import tomllib
 
@@ -462,7 +462,9 @@ class ArrayFlags:
                 document = tomllib.loads(self.config.read_text("utf-8"))
             except (OSError, tomllib.TOMLDecodeError):
                 document = {}  # load_array_file has reported it already
-            values, labels = cache_table_values(document, str(self.config))
+            values, file_labels = cache_table_values(document, str(self.config))
+            # A key the file gives is named as the file's; others as their flag.
+            labels.update({key: file_labels[key] for key in values})
         flags = {
             "policy": self.cache_policy,
             "drive": self.cache_drive,

@@ -119,7 +119,9 @@ def attach_cache(
     return with_cache
 
 
-def cache_table_values(document: Mapping[str, Any], source: str) -> tuple[dict[str, Any], dict[str, str]]:
+def cache_table_values(
+    document: Mapping[str, Any], source: str
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The ``[cache]`` table of a parsed array TOML document and its labels."""
     table = document.get("cache", {})
     if not isinstance(table, Mapping):

@@ -104,14 +104,23 @@ PATTERNS: dict[str, tuple[Workload, ...]] = {
     "random write 100 % hit": (RANDOM_WRITE,),
     "random read 80 % hit": (
         Workload(
-            "random read", "randread", BLOCK, 0, MAIN_BYTES // GIB * GIB,
-            hot_bytes=HOT_BYTES, hit_pct=80.0, warm=True,
+            "random read",
+            "randread",
+            BLOCK,
+            0,
+            MAIN_BYTES // GIB * GIB,
+            hot_bytes=HOT_BYTES,
+            hit_pct=80.0,
+            warm=True,
         ),
     ),
     "random read from cache, sequential write to HDD": (RANDOM_READ, SEQ_WRITE),
     "random read and write 100 % hit": (RANDOM_READ, RANDOM_WRITE),
     "large sequential streams with random load in cache": (
-        RANDOM_READ, RANDOM_WRITE, SEQ_READ, SEQ_WRITE,
+        RANDOM_READ,
+        RANDOM_WRITE,
+        SEQ_READ,
+        SEQ_WRITE,
     ),
 }
 ROW_PATTERN = {
@@ -171,9 +180,7 @@ def _workload(w: Workload, ios: int) -> dict[str, Any]:
     return spec
 
 
-def pattern_scenario(
-    pattern: str, array: Mapping[str, Any], ios: int, seed: int
-) -> dict[str, Any]:
+def pattern_scenario(pattern: str, array: Mapping[str, Any], ios: int, seed: int) -> dict[str, Any]:
     scenario = build_scenario(array, {}, seed)
     del scenario["workload"]
     scenario["workloads"] = [_workload(w, ios) for w in PATTERNS[pattern]]
@@ -226,11 +233,13 @@ def reproduce_raidix_cache(
     scenarios = [pattern_scenario(p, a, ios, seed) for p in patterns for a in (cached, plain)]
     scenarios += [reference_scenario(with_cache(plain, p), ios, seed) for p in ("raidix", "lru")]
     results = run_scenarios(
-        scenarios, jobs=jobs, executor=executor, progress=progress, description=f"reproducing {STUDY}"
+        scenarios,
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+        description=f"reproducing {STUDY}",
     )
-    by_pattern = {
-        p: (results[2 * i], results[2 * i + 1]) for i, p in enumerate(patterns)
-    }
+    by_pattern = {p: (results[2 * i], results[2 * i + 1]) for i, p in enumerate(patterns)}
     rows = []
     for row in _reference("raidix_cache.csv"):
         pattern = ROW_PATTERN[int(row["source_line"])]
