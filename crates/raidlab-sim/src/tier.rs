@@ -254,7 +254,8 @@ struct PieceKey {
 struct Piece {
     ops: u64,
     bytes: u64,
-    sizes: BTreeMap<u64, u64>,
+    /// (transfer bytes, requests): few distinct sizes, searched linearly.
+    sizes: Vec<(u64, u64)>,
     lo: u64,
     hi: u64,
 }
@@ -303,27 +304,36 @@ fn counters_map(c: &Counters) -> BTreeMap<String, u64> {
 
 /// Tallies one workload's array requests into pieces; a request continuing the
 /// previous one of its stream (workload, array, direction) is sequential.
-struct Tally<'a> {
-    pieces: &'a mut BTreeMap<PieceKey, Piece>,
-    last_end: &'a mut BTreeMap<(u32, bool, bool), u64>,
+/// Flat on the hot path (one slot per workload, array, direction and pattern), turned
+/// into a map of pieces at the end.
+struct Tally {
+    pieces: Vec<Piece>,
+    last_end: Vec<u64>,
     workload: u32,
 }
 
-impl Tally<'_> {
-    fn add(&mut self, cache: bool, write: bool, offset_bytes: u64, len_bytes: u64) {
-        let stream = (self.workload, cache, write);
-        let sequential = self.last_end.get(&stream) == Some(&offset_bytes);
-        self.last_end.insert(stream, offset_bytes + len_bytes);
-        let key = PieceKey {
-            workload: self.workload,
-            cache,
-            write,
-            sequential,
-        };
-        let piece = self.pieces.entry(key).or_insert_with(|| Piece {
+fn slot(workload: u32, cache: bool, write: bool) -> usize {
+    workload as usize * 4 + cache as usize * 2 + write as usize
+}
+
+impl Tally {
+    fn new(workloads: usize) -> Tally {
+        let empty = || Piece {
             lo: u64::MAX,
             ..Piece::default()
-        });
+        };
+        Tally {
+            pieces: (0..workloads * 8).map(|_| empty()).collect(),
+            last_end: vec![u64::MAX; workloads * 4],
+            workload: 0,
+        }
+    }
+
+    fn add(&mut self, cache: bool, write: bool, offset_bytes: u64, len_bytes: u64) {
+        let stream = slot(self.workload, cache, write);
+        let sequential = self.last_end[stream] == offset_bytes;
+        self.last_end[stream] = offset_bytes + len_bytes;
+        let piece = &mut self.pieces[stream * 2 + sequential as usize];
         piece.lo = piece.lo.min(offset_bytes);
         piece.hi = piece.hi.max(offset_bytes + len_bytes);
         piece.bytes += len_bytes;
@@ -331,9 +341,30 @@ impl Tally<'_> {
         while left > 0 {
             let n = left.min(PIECE_BLOCK_BYTES_MAX);
             piece.ops += 1;
-            *piece.sizes.entry(n).or_insert(0) += 1;
+            match piece.sizes.iter_mut().find(|s| s.0 == n) {
+                Some(s) => s.1 += 1,
+                None => piece.sizes.push((n, 1)),
+            }
             left -= n;
         }
+    }
+
+    fn into_pieces(self) -> BTreeMap<PieceKey, Piece> {
+        let mut map = BTreeMap::new();
+        for (i, piece) in self.pieces.into_iter().enumerate() {
+            if piece.ops == 0 {
+                continue;
+            }
+            let stream = i / 2;
+            let key = PieceKey {
+                workload: (stream / 4) as u32,
+                cache: stream % 4 >= 2,
+                write: stream % 2 == 1,
+                sequential: i % 2 == 1,
+            };
+            map.insert(key, piece);
+        }
+        map
     }
 
     fn action(&mut self, a: &Action) {
@@ -412,7 +443,10 @@ impl PolicyPass {
             into.lo = into.lo.min(m.lo);
             into.hi = into.hi.max(m.hi);
             for (size, n) in m.sizes {
-                *into.sizes.entry(size).or_insert(0) += n;
+                match into.sizes.iter_mut().find(|s| s.0 == size) {
+                    Some(s) => s.1 += n,
+                    None => into.sizes.push((size, n)),
+                }
             }
         }
     }
@@ -443,7 +477,7 @@ impl PolicyPass {
             host_bytes: vec![[0; 2]; n],
             counters: BTreeMap::new(),
         };
-        let mut last_end = BTreeMap::new();
+        let mut tally = Tally::new(n);
         // Warm-up, then the measured phase.
         for phase in 0..2 {
             let goal: Vec<u64> = (0..n)
@@ -474,11 +508,7 @@ impl PolicyPass {
                         let dir = ask.write as usize;
                         pass.host_ios[w][dir] += 1;
                         pass.host_bytes[w][dir] += ask.len_bytes;
-                        let mut tally = Tally {
-                            pieces: &mut pass.pieces,
-                            last_end: &mut last_end,
-                            workload: w as u32,
-                        };
+                        tally.workload = w as u32;
                         for a in &actions {
                             tally.action(a);
                         }
@@ -489,6 +519,7 @@ impl PolicyPass {
                 }
             }
         }
+        pass.pieces = tally.into_pieces();
         let end = counters_map(cache.counters());
         pass.counters = end
             .iter()
@@ -518,7 +549,7 @@ fn rw_name(rw: Rw) -> &'static str {
 
 /// The closed-loop workload a piece becomes on its array.
 fn piece_workload(key: &PieceKey, piece: &Piece, depth: u32, capacity_bytes: u64) -> WorkloadSpec {
-    let mut sizes: Vec<(u64, u64)> = piece.sizes.iter().map(|(&b, &n)| (b, n)).collect();
+    let mut sizes: Vec<(u64, u64)> = piece.sizes.clone();
     sizes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     sizes.truncate(PIECE_SIZES_MAX);
     let total: u64 = sizes.iter().map(|s| s.1).sum();

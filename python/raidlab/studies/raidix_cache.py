@@ -33,7 +33,7 @@ HDD = "seagate-cheetah-15k7-300g"
 SSD = "hgst-ultrastar-ssd400m-200g"
 CONTROLLER = "linux-md"  # RAIDIX is software RAID on a server: no RAID controller
 GIB = 1 << 30
-HOT_BYTES = 2 * GIB  # assumed: the hot set a "100 % cache hit" test reads, well inside the cache
+HOT_BYTES = GIB // 2  # assumed: the hot set a "100 % cache hit" test reads, well inside the cache
 BLOCK = 4096  # assumed: the article's IOPS figures are 4 KiB requests (not stated)
 LARGE_BLOCK = 1 << 20  # assumed: "large block" sequential streams of 1 MiB
 IODEPTH = 16  # assumed: outstanding requests per test worker (not stated)
@@ -49,7 +49,7 @@ METHOD = (
     f"controller {CONTROLLER} for both",
     f"random requests {BLOCK // 1024} KiB, sequential ones {LARGE_BLOCK >> 20} MiB, "
     f"queue depth {IODEPTH} per workload (assumed: not in the article)",
-    f"'100 % cache hit': a {HOT_BYTES // GIB} GiB hot set read {WARMUP_TOUCHES} times per "
+    f"'100 % cache hit': a {HOT_BYTES >> 20} MiB hot set read {WARMUP_TOUCHES} times per "
     "line on average before measuring (RAIDIX admits a random read on its 3rd touch)",
     "'80 % cache hit': 80 % of reads in the hot set, 20 % over the rest of the array",
     "rows with several request types run them as concurrent workloads; each row's "
