@@ -129,21 +129,9 @@ def test_reproduce_raidix_cache_covers_every_row_and_m01_to_m04(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A smaller hot set keeps the warm-up short; the rules and presets are the study's.
-    monkeypatch.setattr(raidix_cache, "HOT_BYTES", 64 << 20)
-    for name in ("RANDOM_READ", "RANDOM_WRITE"):
-        w = getattr(raidix_cache, name)
-        monkeypatch.setattr(raidix_cache, name, type(w)(**{**w.__dict__, "size_bytes": 64 << 20}))
+    small = 64 << 20
     patterns = {
-        key: tuple(
-            raidix_cache.RANDOM_READ
-            if w.name == "random read" and w.hot_bytes == 0
-            else raidix_cache.RANDOM_WRITE
-            if w.name == "random write"
-            else type(w)(**{**w.__dict__, "hot_bytes": 64 << 20})
-            if w.hot_bytes
-            else w
-            for w in ws
-        )
+        key: tuple(type(w)(**{**w.__dict__, "hot_bytes": small}) if w.hot_bytes else w for w in ws)
         for key, ws in raidix_cache.PATTERNS.items()
     }
     monkeypatch.setattr(raidix_cache, "PATTERNS", patterns)

@@ -38,8 +38,8 @@ BLOCK = 4096  # assumed: the article's IOPS figures are 4 KiB requests (not stat
 LARGE_BLOCK = 1 << 20  # assumed: "large block" sequential streams of 1 MiB
 IODEPTH = 16  # assumed: outstanding requests per test worker (not stated)
 # Each hot line is touched this many times on average before measuring: with uniform
-# picks a line stays under RAIDIX's 3 touches with probability e^-10 (1 + 10 + 50) ~ 0.3 %.
-WARMUP_TOUCHES = 10
+# picks a line stays under RAIDIX's 3 touches with probability e^-20 (1 + 20 + 200) < 1e-6.
+WARMUP_TOUCHES = 20
 IOS_DEFAULT = 20_000
 # M01-M04: the reference workload (the article does not describe its conditions).
 REFERENCE_MIX = {"rw": "randrw", "rwmixread": 90, "zipf": 0.8, "region_bytes": 1024 * GIB}
@@ -49,8 +49,9 @@ METHOD = (
     f"controller {CONTROLLER} for both",
     f"random requests {BLOCK // 1024} KiB, sequential ones {LARGE_BLOCK >> 20} MiB, "
     f"queue depth {IODEPTH} per workload (assumed: not in the article)",
-    f"'100 % cache hit': a {HOT_BYTES >> 20} MiB hot set read {WARMUP_TOUCHES} times per "
-    "line on average before measuring (RAIDIX admits a random read on its 3rd touch)",
+    f"'100 % cache hit': a {HOT_BYTES >> 20} MiB hot set, scattered in 64 pieces over half "
+    f"the array, read {WARMUP_TOUCHES} times per line on average before measuring with the "
+    "cache (RAIDIX admits a random read on its 3rd touch)",
     "'80 % cache hit': 80 % of reads in the hot set, 20 % over the rest of the array",
     "rows with several request types run them as concurrent workloads; each row's "
     "simulated value is that workload's IOPS (or MB/s) and the gain is with / without "
@@ -92,11 +93,13 @@ class Workload:
     warm: bool = False
 
 
-RANDOM_READ = Workload("random read", "randread", BLOCK, 0, HOT_BYTES, warm=True)
-RANDOM_WRITE = Workload("random write", "randwrite", BLOCK, 4 * GIB, HOT_BYTES)
+MAIN_BYTES = 11 * 300_000_000_000  # RAID 6 of 13 x 300 GB: 11 data members
+HALF = MAIN_BYTES // 2 // GIB * GIB
+# The hot sets are scattered over half the array each (cache_hit_distribution).
+RANDOM_READ = Workload("random read", "randread", BLOCK, 0, HALF, HOT_BYTES, warm=True)
+RANDOM_WRITE = Workload("random write", "randwrite", BLOCK, HALF, HALF, HOT_BYTES)
 SEQ_READ = Workload("sequential read", "read", LARGE_BLOCK, 16 * GIB, 256 * GIB)
 SEQ_WRITE = Workload("sequential write", "write", LARGE_BLOCK, 512 * GIB, 256 * GIB)
-MAIN_BYTES = 11 * 300_000_000_000  # RAID 6 of 13 x 300 GB: 11 data members
 
 # Patterns by the CSV's source line (the article's table rows).
 PATTERNS: dict[str, tuple[Workload, ...]] = {
@@ -160,7 +163,7 @@ def with_cache(array: Mapping[str, Any], policy: str) -> dict[str, Any]:
     return attach_cache(array, values, {})
 
 
-def _workload(w: Workload, ios: int) -> dict[str, Any]:
+def _workload(w: Workload, ios: int, cached: bool) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": w.name,
         "rw": w.rw,
@@ -174,7 +177,7 @@ def _workload(w: Workload, ios: int) -> dict[str, Any]:
     }
     if w.hot_bytes:
         spec["distribution"] = cache_hit_distribution(w.hit_pct, w.hot_bytes, w.size_bytes)
-    if w.warm:
+    if w.warm and cached:  # the array alone has nothing to warm
         hot = w.hot_bytes or w.size_bytes
         spec["warmup_ios"] = int(hot // w.bs * WARMUP_TOUCHES * 100 / w.hit_pct)
     return spec
@@ -183,7 +186,8 @@ def _workload(w: Workload, ios: int) -> dict[str, Any]:
 def pattern_scenario(pattern: str, array: Mapping[str, Any], ios: int, seed: int) -> dict[str, Any]:
     scenario = build_scenario(array, {}, seed)
     del scenario["workload"]
-    scenario["workloads"] = [_workload(w, ios) for w in PATTERNS[pattern]]
+    cached = "cache" in array
+    scenario["workloads"] = [_workload(w, ios, cached) for w in PATTERNS[pattern]]
     return scenario
 
 
