@@ -115,7 +115,6 @@ CASES: dict[str, dict[str, Any]] = {
             "controller": "linux-md",
         },
         "workload": {"rw": "randrw", "bs": "4K", "iodepth": 32, "size": "16G"},
-        "ios_share": 0.2,
     },
 }
 

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 pub const PIECE_RUNTIME_NS: u64 = 500_000_000;
 /// Host I/Os the policy pass measures per workload at most (a runtime-capped workload
 /// may ask for up to `IOS_MAX`).
-pub const POLICY_IOS_MAX: u64 = 4_000_000;
+pub const POLICY_IOS_MAX: u64 = 20_000_000;
 /// Largest transfer a piece's block-size mix carries; merged actions are cut here.
 const PIECE_BLOCK_BYTES_MAX: u64 = 4 << 20;
 /// Distinct transfer sizes a piece keeps (the most frequent).

@@ -158,7 +158,7 @@ def cache_lines(cache: Mapping[str, Any] | None) -> list[str]:
     c = cache.get("counters", {})
     hits = cache.get("ssd_write_hits")
     lines = [
-        f"cache {cache.get('policy')}: {format_size(int(cache.get('capacity_bytes', 0)))}, "
+        f"cache {cache.get('policy')}: {int(cache.get('capacity_bytes', 0)) / 2**30:,.1f} GiB, "
         f"lines of {format_size(int(cache.get('line_bytes', 0)))}",
         f"  read hits: {100 * float(cache.get('read_hit_ratio', 0)):.1f} % of read lines "
         f"(RRC {100 * float(cache.get('read_hit_ratio_rrc', 0)):.1f} %, "
@@ -175,9 +175,12 @@ def cache_lines(cache: Mapping[str, Any] | None) -> list[str]:
         f"{format_size(int(c.get('cache_write_bytes_admit', 0)))} admissions, "
         f"{format_size(int(c.get('cache_write_bytes_refill', 0)))} refills",
         "  SSD write hits: "
-        + ("- (no host writes)" if hits is None else f"{float(hits):.2f}")
-        + " cache bytes written per host byte written; NAND writes "
-        f"{format_size(int(float(cache.get('ssd_nand_write_bytes', 0))))}",
+        + (
+            "- (the host wrote nothing)"
+            if hits is None
+            else f"{float(hits):.2f} cache bytes written per host byte written"
+        )
+        + f"; cache SSDs' NAND writes {float(cache.get('ssd_nand_write_bytes', 0)) / 1e6:,.1f} MB",
     ]
     for piece in cache.get("pieces", []):
         mark = " (sets the pace)" if piece.get("bottleneck") else ""
