@@ -707,7 +707,9 @@ def _reproduce_raidix_cache(
         progress=progress,
     )
     if out is not None:
-        frame.attrs["figures"] = [str(p) for p in raidix_cache.plot_gains(frame, Path(out))]
+        from raidlab.report.raidix_cache import plot_gains
+
+        frame.attrs["figures"] = [str(p) for p in plot_gains(frame, Path(out))]
     return frame
 
 

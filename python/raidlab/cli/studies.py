@@ -341,7 +341,7 @@ def _reproduce_raidix_cache(
     output_format: str, out: Path | None, jobs: str | None, ios_max: str | None, seed: str
 ) -> None:
     """``reproduce raidix-cache``: the table rows and M01-M04, stated against simulated."""
-    from raidlab.studies.raidix_cache import table_lines
+    from raidlab.report.raidix_cache import table_lines
 
     ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
     frame = api.reproduce(
