@@ -24,6 +24,7 @@ from typing import Any
 from raidlab import _native
 from raidlab.api import resolve_array
 from raidlab.scenario.array import build_scenario
+from raidlab.scenario.cache import attach_cache
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
 CASES: dict[str, dict[str, Any]] = {
@@ -98,6 +99,23 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "workload": {"rw": "read", "bs": "64K", "iodepth": 4, "size": "16G"},
     },
+    # The SSD cache tier (docs/cache-tier.md): RAIDIX policy, RAID 10 of 4 SAS SSDs in
+    # front of RAID 6 of 13 HDDs; the policy sees every host I/O, the arrays run a window.
+    "cached-raid6x13-randrw-4k-qd32": {
+        "array": {
+            "drive": "seagate-cheetah-15k7-300g",
+            "controller": "linux-md",
+            "drives": 13,
+            "stripe_unit": "64K",
+            "level": 6,
+        },
+        "cache": {
+            "policy": "raidix",
+            "drive": "hgst-ultrastar-ssd400m-200g",
+            "controller": "linux-md",
+        },
+        "workload": {"rw": "randrw", "bs": "4K", "iodepth": 32, "size": "16G"},
+    },
 }
 
 # (few members, many members): printed as the growth of the cost per I/O, which issue 21
@@ -111,6 +129,8 @@ SCALING: list[tuple[str, str]] = [
 def scenario(case: str, ios: int) -> dict[str, Any]:
     spec = CASES[case]
     array = resolve_array(**{"level": 0, **spec["array"]})
+    if "cache" in spec:
+        array = attach_cache(array, spec["cache"], {})
     workload = build_workload(WorkloadRequest(ios=ios, warmup_ios=0, **spec["workload"]), array)
     return build_scenario(array, workload, 1)
 

@@ -719,8 +719,9 @@ def study_names() -> list[str]:
     """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
     from raidlab.studies.atto_studies import STUDIES
     from raidlab.studies.claims import CLAIM_STUDIES
+    from raidlab.studies.raidix_cache import STUDY as RAIDIX_CACHE
 
-    return [*STUDIES, *CLAIM_STUDIES]
+    return [*STUDIES, *CLAIM_STUDIES, RAIDIX_CACHE]
 
 
 def reproduce(
@@ -762,6 +763,8 @@ def reproduce(
 
     labels = dict(labels or {})
 
+    if study == "raidix-cache":
+        return _reproduce_raidix_cache(ios_max, seed, jobs, executor, progress, out, labels)
     if study in CLAIM_STUDIES:
         if cross_validate:
             raise RaidlabError(
@@ -799,6 +802,35 @@ def reproduce(
         from raidlab.report.plots import plot_study
 
         frame.attrs["figures"] = [str(path) for path in plot_study(frame, out, log_y=log_y)]
+    return frame
+
+
+def _reproduce_raidix_cache(
+    ios_max: int | None,
+    seed: Any,
+    jobs: int | None,
+    executor: Executor | None,
+    progress: bool,
+    out: str | Path | None,
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """The RAIDIX SSD cache study (raidlab.studies.raidix_cache): every table row and
+    M01-M04, stated against simulated; with ``out`` its figure is drawn there."""
+    from raidlab.studies import raidix_cache
+
+    if out is not None:
+        out = output_directory(out, labels.get("out", "out"))
+    frame = raidix_cache.reproduce_raidix_cache(
+        ios=raidix_cache.IOS_DEFAULT if ios_max is None else ios_max,
+        seed=parse_seed(seed),
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+    )
+    if out is not None:
+        from raidlab.report.raidix_cache import plot_gains
+
+        frame.attrs["figures"] = [str(p) for p in plot_gains(frame, Path(out))]
     return frame
 
 

@@ -45,6 +45,7 @@ pub mod scenario;
 pub mod scheduler;
 pub mod sim;
 pub mod ssd;
+pub mod tier;
 pub mod trace;
 
 pub use raidlab_layout as layout;
@@ -57,6 +58,9 @@ pub use sim::Simulation;
 /// unvalidated one may panic); a trace replay goes through [`run`], and
 /// [`simulate_json`] parses and validates first.
 pub fn simulate(scenario: &Scenario) -> Results {
+    if scenario.array.cache.is_some() {
+        return tier::simulate(scenario);
+    }
     Simulation::new(scenario).run()
 }
 

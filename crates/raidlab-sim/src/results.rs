@@ -129,6 +129,9 @@ pub struct Explain {
     /// Absent from documents written before it existed.
     #[serde(default)]
     pub members: Vec<MemberCounters>,
+    /// The SSD cache tier, when the array has one (`crate::tier`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache: Option<crate::tier::CacheReport>,
     /// Flash wear of every member with an FTL over the measured interval, in member
     /// order (empty, and absent from the JSON, when no member has one).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

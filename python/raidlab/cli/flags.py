@@ -239,6 +239,49 @@ SchedulerOption = Annotated[
 ]
 
 
+CachePolicyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-policy",
+        help="SSD cache tier in front of the array: raidix, lru, smq or bcache (default: "
+        "no cache; raidix when another --cache-* flag is given; docs/cache-tier.md).",
+    ),
+]
+
+
+CacheDriveOption = Annotated[
+    str | None,
+    typer.Option("--cache-drive", help="The cache's SSD preset (required with a cache)."),
+]
+
+
+CacheDrivesOption = Annotated[
+    str | None, typer.Option("--cache-drives", help="Cache SSDs (default 4).")
+]
+
+
+CacheLevelOption = Annotated[
+    str | None, typer.Option("--cache-level", help="RAID level of the cache SSDs (default 10).")
+]
+
+
+CacheSizeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-size", help="Cache bytes used, e.g. 372G (default: the cache array's capacity)."
+    ),
+]
+
+
+CACHE_FLAGS = {
+    "policy": "--cache-policy",
+    "drive": "--cache-drive",
+    "drives": "--cache-drives",
+    "level": "--cache-level",
+    "size": "--cache-size",
+}
+
+
 TUNING_FLAGS = {
     "write_cache": "--write-cache",
     "bbu": "--bbu",
@@ -353,6 +396,11 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("deleted", DeletedOption),
     ("trim_passthrough", TrimPassthroughOption),
     ("scheduler", SchedulerOption),
+    ("cache_policy", CachePolicyOption),
+    ("cache_drive", CacheDriveOption),
+    ("cache_drives", CacheDrivesOption),
+    ("cache_level", CacheLevelOption),
+    ("cache_size", CacheSizeOption),
 )
 
 
@@ -382,6 +430,11 @@ class ArrayFlags:
     deleted: str | None = None
     trim_passthrough: str | None = None
     scheduler: str | None = None
+    cache_policy: str | None = None
+    cache_drive: str | None = None
+    cache_drives: str | None = None
+    cache_level: str | None = None
+    cache_size: str | None = None
 
     def build(self) -> dict[str, Any]:
         """The scenario's ``array``; errors name the flags."""
@@ -417,7 +470,37 @@ class ArrayFlags:
             trim_passthrough=self.trim_passthrough,
             scheduler=self.scheduler,
         )
-        return tune_array(array, tuning)
+        return self.with_cache(tune_array(array, tuning))
+
+    def with_cache(self, array: dict[str, Any]) -> dict[str, Any]:
+        """``array`` with the cache tier of ``[cache]`` in --config and the --cache-*
+        flags (the flags win); unchanged without either."""
+        from raidlab.scenario.cache import attach_cache, cache_table_values
+
+        values: dict[str, Any] = {}
+        labels: dict[str, str] = dict(CACHE_FLAGS)
+        if self.config is not None:
+            import tomllib
+
+            try:
+                document = tomllib.loads(self.config.read_text("utf-8"))
+            except (OSError, tomllib.TOMLDecodeError):
+                document = {}  # load_array_file has reported it already
+            values, file_labels = cache_table_values(document, str(self.config))
+            # A key the file gives is named as the file's; others as their flag.
+            labels.update({key: file_labels[key] for key in values})
+        flags = {
+            "policy": self.cache_policy,
+            "drive": self.cache_drive,
+            "drives": self.cache_drives,
+            "level": self.cache_level,
+            "size": self.cache_size,
+        }
+        for key, value in flags.items():
+            if value is not None:
+                values[key] = value
+                labels[key] = CACHE_FLAGS[key]
+        return attach_cache(array, values, labels)
 
 
 def with_array_flags(command: Callable[..., None]) -> Callable[..., None]:

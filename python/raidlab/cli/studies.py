@@ -369,6 +369,9 @@ def reproduce(
 
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
+        if study == "raidix-cache":
+            _reproduce_raidix_cache(output_format, out, jobs, ios_max, seed)
+            return
         if study not in CLAIM_STUDIES:
             get_study(study, "STUDY")
             if strict:
@@ -436,3 +439,51 @@ def reproduce(
             print_study_summary(frame, summary, stdout)
             if cv is not None:
                 print_cross_validation(cv, stdout)
+
+
+def _reproduce_raidix_cache(
+    output_format: str, out: Path | None, jobs: str | None, ios_max: str | None, seed: str
+) -> None:
+    """``reproduce raidix-cache``: the table rows and M01-M04, stated against simulated."""
+    from raidlab.report.raidix_cache import table_lines
+
+    ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+    frame = api.reproduce(
+        "raidix-cache",
+        jobs=parse_jobs(jobs),
+        out=out,
+        ios_max=ios,
+        seed=parse_int(seed, "--seed", 0, 2**64 - 1),
+        labels={"out": "--out"},
+    )
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        return
+    if output_format == "json":
+        print_json(
+            {
+                "study": "raidix-cache",
+                "title": frame.attrs["title"],
+                "seed": frame.attrs["seed"],
+                "ios_max": frame.attrs["ios"],
+                "method": frame.attrs["method"],
+                "write_hits": frame.attrs["write_hits"],
+                "nand_bytes_per_host_byte": frame.attrs["nand_bytes_per_host_byte"],
+                "records": records(frame),
+                "figures": list(frame.attrs.get("figures", [])),
+            }
+        )
+        return
+    stdout.print(f"[bold]{frame.attrs['title']}[/bold]", highlight=False)
+    for line in table_lines(frame):
+        stdout.print(line, highlight=False, markup=False)
+    hits = frame.attrs["write_hits"]
+    stdout.print(
+        f"SSD write hits (cache bytes written per host byte written): raidix "
+        f"{hits['raidix']:.2f}, lru {hits['lru']:.2f}",
+        highlight=False,
+    )
+    for line in frame.attrs["method"]:
+        stdout.print(f"  method: {line}", highlight=False, markup=False)
+    for path in frame.attrs.get("figures", []):
+        stdout.print(f"figure: {path}", highlight=False)

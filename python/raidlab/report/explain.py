@@ -49,6 +49,7 @@ def explain_lines(
         )
     lines.extend(wear_lines(explain))
     lines.extend(scheduler_lines(explain))
+    lines.extend(cache_lines(explain.get("cache")))
     return lines + rebuild_lines(rebuild)
 
 
@@ -149,3 +150,44 @@ def print_explain(
     console.print(f"[bold]{title}[/bold]", highlight=False)
     for line in explain_lines(explain, rebuild):
         console.print(line, highlight=False, markup=False)
+
+
+def cache_lines(cache: Mapping[str, Any] | None) -> list[str]:
+    """The SSD cache tier (docs/cache-tier.md): hit ratios per area, admissions,
+    evictions, destage traffic, SSD write hits and the pieces each array ran."""
+    if not cache:
+        return []
+    c = cache.get("counters", {})
+    hits = cache.get("ssd_write_hits")
+    lines = [
+        f"cache {cache.get('policy')}: {int(cache.get('capacity_bytes', 0)) / 2**30:,.1f} GiB, "
+        f"lines of {format_size(int(cache.get('line_bytes', 0)))}",
+        f"  read hits: {100 * float(cache.get('read_hit_ratio', 0)):.1f} % of read lines "
+        f"(RRC {100 * float(cache.get('read_hit_ratio_rrc', 0)):.1f} %, "
+        f"RWC {100 * float(cache.get('read_hit_ratio_rwc', 0)):.1f} %)",
+        f"  writes cached: {100 * float(cache.get('write_cached_ratio', 0)):.1f} % of written "
+        f"lines ({int(c.get('write_hit_lines', 0)):,} rewrites of cached lines)",
+        f"  admissions: {int(c.get('read_admitted_lines', 0)):,} read lines, "
+        f"{int(c.get('refill_lines', 0)):,} refilled; evictions: "
+        f"{int(c.get('evicted_clean_lines', 0)):,} clean, "
+        f"{int(c.get('evicted_dirty_lines', 0)):,} dirty lines, regions RRC "
+        f"{int(c.get('evicted_regions_rrc', 0)):,} / RWC {int(c.get('evicted_regions_rwc', 0)):,}",
+        f"  destaged: {format_size(int(cache.get('destaged_bytes', 0)))}; cache SSD writes "
+        f"{format_size(int(c.get('cache_write_bytes_host', 0)))} host, "
+        f"{format_size(int(c.get('cache_write_bytes_admit', 0)))} admissions, "
+        f"{format_size(int(c.get('cache_write_bytes_refill', 0)))} refills",
+        "  SSD write hits: "
+        + (
+            "- (the host wrote nothing)"
+            if hits is None
+            else f"{float(hits):.2f} cache bytes written per host byte written"
+        )
+        + f"; cache SSDs' NAND writes {float(cache.get('ssd_nand_write_bytes', 0)) / 1e6:,.1f} MB",
+    ]
+    for piece in cache.get("pieces", []):
+        mark = " (sets the pace)" if piece.get("bottleneck") else ""
+        lines.append(
+            f"  piece {piece.get('workload')} -> {piece.get('array')} {piece.get('rw')}: "
+            f"{int(piece.get('ops', 0)):,} requests at {float(piece.get('iops', 0)):,.0f}/s{mark}"
+        )
+    return lines

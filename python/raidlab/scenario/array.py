@@ -99,7 +99,7 @@ ARRAY_KEYS = (
     "spares",
     "fail_at",
 )
-FILE_TABLES = ("array", "host")
+FILE_TABLES = ("array", "host", "cache")
 
 # The canonical keys of an ArrayRequest and how the Python API names them in errors.
 REQUEST_KEYS = (*ARRAY_KEYS, "host")

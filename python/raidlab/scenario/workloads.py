@@ -264,3 +264,24 @@ class RunRows:
         frame = pd.DataFrame(self.rows, columns=RUN_COLUMNS)
         frame.attrs.update(self.attrs)
         return frame
+
+
+def cache_hit_distribution(
+    hit_pct: float, hot_bytes: int, region_bytes: int, spread: int = 64
+) -> dict[str, Any]:
+    """A random workload's ``distribution`` giving a cache-hit share: ``hit_pct`` % of
+    the requests in a hot set of ``hot_bytes`` (sized to fit the cache), the rest over
+    the remainder of a region of ``region_bytes``, too large to be re-read often enough
+    to be admitted (docs/cache-tier.md). The hot set is cut into ``spread`` pieces laid
+    evenly over the region, so the array without a cache seeks across it as it would
+    for a hot set scattered over a volume. fio's ``zoned`` distribution."""
+    if not 0 < hot_bytes < region_bytes:
+        raise RaidlabError("hot_bytes", f"must be inside the region (0 < hot < {region_bytes})")
+    if not 0 <= hit_pct <= 100:
+        raise RaidlabError("hit_pct", f"must be 0..100, got {hit_pct}")
+    hot_share = 100.0 * hot_bytes / region_bytes
+    zones: list[list[float]] = []
+    for _ in range(spread):
+        zones.append([hit_pct / spread, hot_share / spread])
+        zones.append([(100.0 - hit_pct) / spread, (100.0 - hot_share) / spread])
+    return {"zoned": zones}

@@ -8,4 +8,10 @@ CLAIMS_IOS_DEFAULT = 20_000
 
 # Every study `reproduce` knows, for the command line's help without loading them
 # (tests/test_studies.py checks it against the studies themselves).
-STUDY_NAMES = ("ssd-raid0-atto", "hdd-raid0-atto", "ssd-raid-tuning", "nvme-raid0")
+STUDY_NAMES = (
+    "ssd-raid0-atto",
+    "hdd-raid0-atto",
+    "ssd-raid-tuning",
+    "nvme-raid0",
+    "raidix-cache",
+)

@@ -46,6 +46,10 @@ pub struct ArraySpec {
     /// delay. Absent (0) in scenarios without spares, so they read as before.
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub spares: u32,
+    /// An SSD cache tier in front of this array (`docs/cache-tier.md`); checked by
+    /// [`crate::tier::check_cache`], run by [`crate::tier`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Box<crate::tier::CacheSpec>>,
 }
 
 fn is_zero(value: &f64) -> bool {

@@ -55,6 +55,7 @@ impl Scenario {
 
     fn check_rules(&self) -> Result<(), ScenarioError> {
         let layout = self.array.check_rules()?;
+        crate::tier::check_scenario(self)?;
         if let Some(trace) = &self.trace {
             if !self.workloads.is_empty() {
                 refuse(
@@ -330,6 +331,10 @@ fn walk_table(
 ) -> Result<(), ScenarioError> {
     for (key, value) in map {
         let path = join(table, key);
+        if path == "array.cache" {
+            crate::tier::check_cache(value, &join(field, key))?;
+            continue;
+        }
         let Some(limit) = limits::find(&path, scope) else {
             let allowed: Vec<&str> = limits::fields_of(table, scope).map(|l| l.key()).collect();
             return refuse(

@@ -374,6 +374,7 @@ impl Simulation {
                         DriveModel::Hdd(_) => None,
                     })
                     .collect(),
+                cache: None,
                 ssd_write_amplification: {
                     let was: Vec<f64> = self
                         .drives

@@ -172,6 +172,7 @@ pub fn scenario(drive: DriveSpec, drives: u32, rw: Rw, bs: u64, iodepth: u32) ->
             },
             deleted_percent: 0.0,
             spares: 0,
+            cache: None,
         },
         workloads: vec![],
         trace: None,

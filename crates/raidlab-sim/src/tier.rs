@@ -1,0 +1,961 @@
+//! The SSD cache tier between the host and the array (`docs/cache-tier.md`): the
+//! policy of [`raidlab_cache`] decides, for every host request, which bytes go to the
+//! cache's own SSD array and which to the main array; both arrays are then simulated by
+//! the ordinary event loop with the I/O the policy sent them.
+//!
+//! ```text
+//!  workloads ──► policy pass (raidlab-cache, every host I/O, warm-up first)
+//!                   │ actions, tallied per workload into pieces:
+//!                   │ (array, read/write, sequential/random, sizes, offsets)
+//!          ┌────────┴─────────┐
+//!   cache array run      main array run      each piece a closed-loop workload at the
+//!   (its pieces at once) (its pieces at once) host workload's depth, for the same window
+//!          └────────┬─────────┘
+//!   host rate of workload w = its measured host I/Os / max over its pieces of
+//!                             (piece ops / piece rate)
+//! ```
+//!
+//! The two arrays are coupled through the pieces' op counts (the policy's decisions)
+//! and contend inside each array run (every piece of that array runs at once); the
+//! model's simplification is that a piece runs at its array's pace rather than being
+//! held back by its workload's other pieces, so the contention a throttled workload
+//! causes on its other array is overstated. Latency figures are the bottleneck piece's
+//! (the array time of the host I/O that waits longest), the mean from Little's law.
+
+use crate::host::{Job, Workload};
+use crate::results::{Explain, JobResults, OpStats, Resource, Results, Samples};
+use crate::rng::Rng;
+use crate::scenario::{ArraySpec, Distribution, Rw, Scenario, ScenarioError, WorkloadSpec};
+use crate::scenario::{IODEPTH_MAX, SCHEMA};
+use crate::sim::Simulation;
+use raidlab_cache::{Action, Cache, CacheConfig, Counters, Op, Policy, Request};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Simulated time each array run measures its pieces for.
+pub const PIECE_RUNTIME_NS: u64 = 500_000_000;
+/// Host I/Os the policy pass measures per workload at most (a runtime-capped workload
+/// may ask for up to `IOS_MAX`).
+pub const POLICY_IOS_MAX: u64 = 20_000_000;
+/// Largest transfer a piece's block-size mix carries; merged actions are cut here.
+const PIECE_BLOCK_BYTES_MAX: u64 = 4 << 20;
+/// Distinct transfer sizes a piece keeps (the most frequent).
+const PIECE_SIZES_MAX: usize = 32;
+const MIB: u64 = 1 << 20;
+
+/// The `[cache]` table: the policy, its parameters and the cache's own SSD array.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSpec {
+    /// `raidix`, `lru`, `smq` or `bcache`.
+    pub policy: String,
+    /// The cache's SSD array (any level; no cache of its own).
+    pub array: ArraySpec,
+    /// Cache bytes used; default the cache array's capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    /// Cache line; default 4 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_bytes: Option<u64>,
+    /// raidix region; default 1 GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_bytes: Option<u64>,
+    /// raidix share of regions for the RRC, percent; default 50.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrc_share_pct: Option<u32>,
+    /// raidix: a random read is admitted on this touch; default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrc_admit_touches: Option<u32>,
+    /// raidix: random writes shorter than this enter the RWC; default 32 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwc_write_max_bytes: Option<u64>,
+    /// Ghost (and smq hotspot) queue entries; default one per line, at most 4 Mi.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ghost_entries_max: Option<u64>,
+    /// bcache's sequential cutoff; default 4 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential_cutoff_bytes: Option<u64>,
+}
+
+fn refused(field: String, message: impl std::fmt::Display) -> ScenarioError {
+    ScenarioError {
+        field,
+        message: message.to_string(),
+    }
+}
+
+impl CacheSpec {
+    /// The policy's configuration for a cache array of `array_capacity_bytes`; errors
+    /// name the field under `field` (the table's path).
+    pub fn config(
+        &self,
+        array_capacity_bytes: u64,
+        field: &str,
+    ) -> Result<CacheConfig, ScenarioError> {
+        let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+        let policy = Policy::from_name(&self.policy).ok_or_else(|| {
+            refused(
+                format!("{field}.policy"),
+                format!("must be one of {}, got {:?}", names.join(", "), self.policy),
+            )
+        })?;
+        let capacity = self.capacity_bytes.unwrap_or(array_capacity_bytes);
+        if capacity > array_capacity_bytes {
+            return Err(refused(
+                format!("{field}.capacity_bytes"),
+                format!("at most the cache array's capacity, {array_capacity_bytes} bytes; got {capacity}"),
+            ));
+        }
+        let mut c = CacheConfig::new(policy, capacity);
+        if let Some(v) = self.line_bytes {
+            c.line_bytes = v;
+            c.ghost_entries_max = (capacity / v.max(1)).clamp(1, 4 << 20);
+        }
+        c.region_bytes = self.region_bytes.unwrap_or(c.region_bytes);
+        c.rrc_share_pct = self.rrc_share_pct.unwrap_or(c.rrc_share_pct);
+        c.rrc_admit_touches = self.rrc_admit_touches.unwrap_or(c.rrc_admit_touches);
+        c.rwc_write_max_bytes = self.rwc_write_max_bytes.unwrap_or(c.rwc_write_max_bytes);
+        c.ghost_entries_max = self.ghost_entries_max.unwrap_or(c.ghost_entries_max);
+        c.sequential_cutoff_bytes = self
+            .sequential_cutoff_bytes
+            .unwrap_or(c.sequential_cutoff_bytes);
+        c.validate().map_err(|e| {
+            let key = match e.field {
+                "capacity_bytes" if self.capacity_bytes.is_none() => "array",
+                other => other,
+            };
+            refused(format!("{field}.{key}"), e.allowed)
+        })?;
+        Ok(c)
+    }
+}
+
+/// Check the `[cache]` table at `field` (`array.cache`): its keys, its array (errors
+/// under `field.array`) and the policy's parameters.
+pub fn check_cache(value: &Value, field: &str) -> Result<(), ScenarioError> {
+    let Value::Object(map) = value else {
+        return Err(refused(
+            field.into(),
+            format!("expected a table, got {value}"),
+        ));
+    };
+    let Some(array) = map.get("array") else {
+        return Err(refused(
+            format!("{field}.array"),
+            "is required (the cache's SSD array)",
+        ));
+    };
+    if array.get("cache").is_some() {
+        return Err(refused(
+            format!("{field}.array.cache"),
+            "a cache array has no cache of its own",
+        ));
+    }
+    let (_, geometry) = ArraySpec::from_value(array.clone())
+        .map_err(|e| refused(format!("{field}.{}", e.field), e.message))?;
+    let spec: CacheSpec =
+        serde_json::from_value(value.clone()).map_err(|e| refused(field.into(), e))?;
+    spec.config(geometry.capacity_bytes(), field).map(|_| ())
+}
+
+/// Rules between a cache and the rest of the scenario.
+pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
+    if scenario.array.cache.is_none() {
+        return Ok(());
+    }
+    if scenario.trace.is_some() {
+        return Err(refused(
+            "array.cache".into(),
+            "a cache tier runs fio-style workloads; replay traces without [cache]",
+        ));
+    }
+    for (i, w) in scenario.workload_specs().iter().enumerate() {
+        if w.rw.trims() {
+            return Err(refused(
+                format!("workloads[{i}].rw"),
+                "a cache tier takes reads and writes; discards run without [cache]",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the cache tier did over the measured host I/O.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheReport {
+    /// Policy name.
+    pub policy: String,
+    /// Cache bytes used.
+    pub capacity_bytes: u64,
+    /// Cache line.
+    pub line_bytes: u64,
+    /// The policy's counters over the measured host I/O (`raidlab_cache::Counters`).
+    pub counters: BTreeMap<String, u64>,
+    /// Read lines served from the cache, of all read lines.
+    pub read_hit_ratio: f64,
+    /// Read lines served from the RRC (raidix).
+    pub read_hit_ratio_rrc: f64,
+    /// Read lines served from the RWC (raidix).
+    pub read_hit_ratio_rwc: f64,
+    /// Written lines stored in the cache, of all written lines.
+    pub write_cached_ratio: f64,
+    /// SSD write hits (the article's M01/M02 metric as read here): bytes the cache
+    /// writes to its SSD array (host data, admissions, refills) per byte the host
+    /// writes. None when the host wrote nothing.
+    pub ssd_write_hits: Option<f64>,
+    /// Cache-device bytes written per host byte moved (reads and writes).
+    pub cache_write_bytes_per_host_byte: f64,
+    /// The cache SSDs' NAND writes over the measured host I/O: member bytes written
+    /// times their FTL's write amplification (1 for SSDs without an FTL model).
+    pub ssd_nand_write_bytes: f64,
+    /// Flash write amplification of the cache SSDs in their run.
+    pub ssd_write_amplification: Option<f64>,
+    /// Bytes destaged to the main array.
+    pub destaged_bytes: u64,
+    /// Bytes the host wrote in the measured interval.
+    pub host_write_bytes: u64,
+    /// Bytes the host read in the measured interval.
+    pub host_read_bytes: u64,
+    /// Every piece: the I/O one workload sent one array, and how fast it went.
+    pub pieces: Vec<PieceReport>,
+}
+
+/// One piece of a workload's I/O on one array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PieceReport {
+    /// The host workload's name.
+    pub workload: String,
+    /// `cache` or `main`.
+    pub array: String,
+    /// fio's pattern of the piece (`randread`, `write`, ...).
+    pub rw: String,
+    /// Array requests in the policy pass's measured interval.
+    pub ops: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Array requests per second the piece reached in its array's run.
+    pub iops: f64,
+    /// Time the piece needs for its requests, ns (ops / iops).
+    pub time_ns: u64,
+    /// Whether it sets its workload's pace.
+    pub bottleneck: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct PieceKey {
+    workload: u32,
+    cache: bool,
+    write: bool,
+    sequential: bool,
+}
+
+#[derive(Default)]
+struct Piece {
+    ops: u64,
+    bytes: u64,
+    /// (transfer bytes, requests): few distinct sizes, searched linearly.
+    sizes: Vec<(u64, u64)>,
+    lo: u64,
+    hi: u64,
+}
+
+/// What the policy pass measured.
+struct PolicyPass {
+    pieces: BTreeMap<PieceKey, Piece>,
+    /// Per workload: host I/Os and bytes per direction (read, write).
+    host_ios: Vec<[u64; 2]>,
+    host_bytes: Vec<[u64; 2]>,
+    counters: BTreeMap<String, u64>,
+}
+
+fn counters_map(c: &Counters) -> BTreeMap<String, u64> {
+    let pairs = [
+        ("requests", c.requests),
+        ("requests_random", c.requests_random),
+        ("requests_sequential", c.requests_sequential),
+        ("requests_unaligned", c.requests_unaligned),
+        ("read_lines", c.read_lines),
+        ("read_hit_lines_rrc", c.read_hit_lines_rrc),
+        ("read_hit_lines_rwc", c.read_hit_lines_rwc),
+        ("read_hit_lines_main", c.read_hit_lines_main),
+        ("write_lines", c.write_lines),
+        ("write_hit_lines", c.write_hit_lines),
+        ("write_cached_lines", c.write_cached_lines),
+        ("write_bypass_lines", c.write_bypass_lines),
+        ("read_admitted_lines", c.read_admitted_lines),
+        ("refill_lines", c.refill_lines),
+        ("evicted_clean_lines", c.evicted_clean_lines),
+        ("evicted_dirty_lines", c.evicted_dirty_lines),
+        ("evicted_regions_rrc", c.evicted_regions_rrc),
+        ("evicted_regions_rwc", c.evicted_regions_rwc),
+        ("invalidated_lines", c.invalidated_lines),
+        ("destaged_bytes", c.destaged_bytes),
+        ("cache_write_bytes_host", c.cache_write_bytes_host),
+        ("cache_write_bytes_admit", c.cache_write_bytes_admit),
+        ("cache_write_bytes_refill", c.cache_write_bytes_refill),
+        ("cache_read_bytes_host", c.cache_read_bytes_host),
+        ("array_read_bytes_host", c.array_read_bytes_host),
+        ("array_write_bytes_host", c.array_write_bytes_host),
+        ("array_read_bytes_refill", c.array_read_bytes_refill),
+    ];
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Tallies one workload's array requests into pieces; a request continuing the
+/// previous one of its stream (workload, array, direction) is sequential.
+/// Flat on the hot path (one slot per workload, array, direction and pattern), turned
+/// into a map of pieces at the end.
+struct Tally {
+    pieces: Vec<Piece>,
+    last_end: Vec<u64>,
+    workload: u32,
+}
+
+fn slot(workload: u32, cache: bool, write: bool) -> usize {
+    workload as usize * 4 + cache as usize * 2 + write as usize
+}
+
+impl Tally {
+    fn new(workloads: usize) -> Tally {
+        let empty = || Piece {
+            lo: u64::MAX,
+            ..Piece::default()
+        };
+        Tally {
+            pieces: (0..workloads * 8).map(|_| empty()).collect(),
+            last_end: vec![u64::MAX; workloads * 4],
+            workload: 0,
+        }
+    }
+
+    fn add(&mut self, cache: bool, write: bool, offset_bytes: u64, len_bytes: u64) {
+        let stream = slot(self.workload, cache, write);
+        let sequential = self.last_end[stream] == offset_bytes;
+        self.last_end[stream] = offset_bytes + len_bytes;
+        let piece = &mut self.pieces[stream * 2 + sequential as usize];
+        piece.lo = piece.lo.min(offset_bytes);
+        piece.hi = piece.hi.max(offset_bytes + len_bytes);
+        piece.bytes += len_bytes;
+        let mut left = len_bytes;
+        while left > 0 {
+            let n = left.min(PIECE_BLOCK_BYTES_MAX);
+            piece.ops += 1;
+            match piece.sizes.iter_mut().find(|s| s.0 == n) {
+                Some(s) => s.1 += 1,
+                None => piece.sizes.push((n, 1)),
+            }
+            left -= n;
+        }
+    }
+
+    fn into_pieces(self) -> BTreeMap<PieceKey, Piece> {
+        let mut map = BTreeMap::new();
+        for (i, piece) in self.pieces.into_iter().enumerate() {
+            if piece.ops == 0 {
+                continue;
+            }
+            let stream = i / 2;
+            let key = PieceKey {
+                workload: (stream / 4) as u32,
+                cache: stream % 4 >= 2,
+                write: stream % 2 == 1,
+                sequential: i % 2 == 1,
+            };
+            map.insert(key, piece);
+        }
+        map
+    }
+
+    fn action(&mut self, a: &Action) {
+        match *a {
+            Action::CacheRead {
+                len_bytes,
+                cache_offset_bytes,
+                ..
+            } => self.add(true, false, cache_offset_bytes, len_bytes),
+            Action::CacheWrite {
+                len_bytes,
+                cache_offset_bytes,
+                ..
+            } => self.add(true, true, cache_offset_bytes, len_bytes),
+            Action::ArrayRead {
+                lba_bytes,
+                len_bytes,
+            } => self.add(false, false, lba_bytes, len_bytes),
+            Action::ArrayWrite {
+                lba_bytes,
+                len_bytes,
+            } => self.add(false, true, lba_bytes, len_bytes),
+            Action::Fill {
+                lba_bytes,
+                len_bytes,
+                cache_offset_bytes,
+            } => {
+                self.add(false, false, lba_bytes, len_bytes);
+                self.add(true, true, cache_offset_bytes, len_bytes);
+            }
+            Action::Destage {
+                lba_bytes,
+                len_bytes,
+                cache_offset_bytes,
+            } => {
+                self.add(true, false, cache_offset_bytes, len_bytes);
+                self.add(false, true, lba_bytes, len_bytes);
+            }
+        }
+    }
+}
+
+impl PolicyPass {
+    /// A workload's requests to one array in one direction are one piece: the pattern
+    /// of the larger share (sequential or random) takes the smaller when it is under a
+    /// tenth (the first request of every log region, a seek between runs), so a few
+    /// stray requests do not become a closed loop of their own.
+    fn fold_minor_pieces(&mut self) {
+        let keys: Vec<PieceKey> = self
+            .pieces
+            .keys()
+            .copied()
+            .filter(|k| k.sequential)
+            .collect();
+        for seq in keys {
+            let rnd = PieceKey {
+                sequential: false,
+                ..seq
+            };
+            let (Some(a), Some(b)) = (self.pieces.get(&seq), self.pieces.get(&rnd)) else {
+                continue;
+            };
+            let (minor, major) = if a.ops < b.ops {
+                (seq, rnd)
+            } else {
+                (rnd, seq)
+            };
+            let total = a.ops + b.ops;
+            if self.pieces[&minor].ops * 10 >= total {
+                continue;
+            }
+            let m = self.pieces.remove(&minor).expect("present");
+            let into = self.pieces.get_mut(&major).expect("present");
+            into.ops += m.ops;
+            into.bytes += m.bytes;
+            into.lo = into.lo.min(m.lo);
+            into.hi = into.hi.max(m.hi);
+            for (size, n) in m.sizes {
+                match into.sizes.iter_mut().find(|s| s.0 == size) {
+                    Some(s) => s.1 += n,
+                    None => into.sizes.push((size, n)),
+                }
+            }
+        }
+    }
+
+    /// Every workload's warm-up, then its measured I/O, through the cache; jobs take
+    /// turns one request at a time (each job is its own stream for the detector).
+    fn run(scenario: &Scenario, config: CacheConfig) -> PolicyPass {
+        let specs = scenario.workload_specs();
+        let mut jobs: Vec<Job> = Vec::new();
+        let workloads: Vec<Workload> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Workload::new(i, s, &mut jobs))
+            .collect();
+        let mut rng = Rng::new(scenario.seed ^ 0xcac4_e000_0000_0001);
+        let mut cache = Cache::new(config).expect("a validated cache");
+        let mut actions = Vec::new();
+        let n = workloads.len();
+        let mut issued = vec![0u64; n];
+        let warmup: Vec<u64> = workloads.iter().map(|w| w.warmup_ios).collect();
+        let measured: Vec<u64> = workloads
+            .iter()
+            .map(|w| w.ios.min(POLICY_IOS_MAX))
+            .collect();
+        let mut pass = PolicyPass {
+            pieces: BTreeMap::new(),
+            host_ios: vec![[0; 2]; n],
+            host_bytes: vec![[0; 2]; n],
+            counters: BTreeMap::new(),
+        };
+        let mut tally = Tally::new(n);
+        // Warm-up, then the measured phase.
+        for phase in 0..2 {
+            let goal: Vec<u64> = (0..n)
+                .map(|w| warmup[w] + if phase == 1 { measured[w] } else { 0 })
+                .collect();
+            if phase == 1 {
+                pass.counters = counters_map(cache.counters());
+            }
+            loop {
+                let mut any = false;
+                for (j, job) in jobs.iter_mut().enumerate() {
+                    let w = job.workload as usize;
+                    if issued[w] >= goal[w] {
+                        continue;
+                    }
+                    any = true;
+                    issued[w] += 1;
+                    let ask = workloads[w].next(&mut rng, job);
+                    let request = Request {
+                        stream: j as u32,
+                        op: if ask.write { Op::Write } else { Op::Read },
+                        offset_bytes: ask.offset_bytes,
+                        len_bytes: ask.len_bytes,
+                    };
+                    actions.clear();
+                    cache.access(&request, &mut actions);
+                    if phase == 1 {
+                        let dir = ask.write as usize;
+                        pass.host_ios[w][dir] += 1;
+                        pass.host_bytes[w][dir] += ask.len_bytes;
+                        tally.workload = w as u32;
+                        for a in &actions {
+                            tally.action(a);
+                        }
+                    }
+                }
+                if !any {
+                    break;
+                }
+            }
+        }
+        pass.pieces = tally.into_pieces();
+        let end = counters_map(cache.counters());
+        pass.counters = end
+            .iter()
+            .map(|(k, v)| (k.clone(), v - pass.counters[k]))
+            .collect();
+        pass
+    }
+}
+
+fn piece_rw(key: &PieceKey) -> Rw {
+    match (key.write, key.sequential) {
+        (false, false) => Rw::Randread,
+        (false, true) => Rw::Read,
+        (true, false) => Rw::Randwrite,
+        (true, true) => Rw::Write,
+    }
+}
+
+fn rw_name(rw: Rw) -> &'static str {
+    match rw {
+        Rw::Randread => "randread",
+        Rw::Read => "read",
+        Rw::Randwrite => "randwrite",
+        _ => "write",
+    }
+}
+
+/// The closed-loop workload a piece becomes on its array.
+fn piece_workload(key: &PieceKey, piece: &Piece, depth: u32, capacity_bytes: u64) -> WorkloadSpec {
+    let mut sizes: Vec<(u64, u64)> = piece.sizes.clone();
+    sizes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    sizes.truncate(PIECE_SIZES_MAX);
+    let total: u64 = sizes.iter().map(|s| s.1).sum();
+    let mut bs: Vec<(u64, u32)> = sizes
+        .iter()
+        .map(|&(b, n)| (b, ((n as u128 * 1_000_000 / total as u128) as u32).max(1)))
+        .collect();
+    bs.sort_unstable();
+    let bs_max = bs.iter().map(|b| b.0).max().expect("a piece has requests");
+    let lo = piece.lo / MIB * MIB;
+    let hi = piece.hi.div_ceil(MIB) * MIB;
+    let size = (hi - lo)
+        .max(bs_max.div_ceil(MIB) * MIB)
+        .min(capacity_bytes / MIB * MIB);
+    let offset = lo.min(capacity_bytes / MIB * MIB - size);
+    WorkloadSpec {
+        rw: piece_rw(key),
+        bs,
+        rwmixread: 50,
+        iodepth: depth,
+        numjobs: 1,
+        offset_bytes: offset,
+        size_bytes: size,
+        ios: crate::scenario::limits::IOS_MAX,
+        warmup_ios: u64::from(depth) * 2,
+        runtime_ns: Some(PIECE_RUNTIME_NS),
+        distribution: Distribution::Uniform,
+        name: Some(format!("w{}.{}", key.workload, rw_name(piece_rw(key)))),
+        bs_write: None,
+        warmup_ns: 0,
+        sample_interval_ns: PIECE_RUNTIME_NS,
+    }
+}
+
+/// One array's run of its pieces: the pieces' results in order, and the run's.
+fn run_array(
+    array: &ArraySpec,
+    keys: &[PieceKey],
+    pass: &PolicyPass,
+    depths: &BTreeMap<PieceKey, u32>,
+    scenario: &Scenario,
+    salt: u64,
+) -> Option<Results> {
+    if keys.is_empty() {
+        return None;
+    }
+    let capacity = array
+        .geometry()
+        .expect("a validated array")
+        .capacity_bytes();
+    let workloads = keys
+        .iter()
+        .map(|k| piece_workload(k, &pass.pieces[k], depths[k], capacity))
+        .collect();
+    let mut array = array.clone();
+    array.cache = None;
+    let s = Scenario {
+        schema: SCHEMA,
+        seed: scenario.seed ^ salt,
+        array,
+        workload: None,
+        workloads,
+        trace: None,
+    };
+    s.validate()
+        .expect("a piece is a valid workload on its array");
+    Some(Simulation::new(&s).run())
+}
+
+fn op_rate(r: &Results, job: usize, write: bool) -> (f64, &OpStats) {
+    let ops = &r.jobs[job].ops;
+    let stats = ops
+        .get(if write { "write" } else { "read" })
+        .expect("a piece did its direction");
+    (stats.iops, stats)
+}
+
+/// Run a validated scenario whose array has a cache.
+pub fn simulate(scenario: &Scenario) -> Results {
+    let spec = scenario.array.cache.as_deref().expect("a cached scenario");
+    let cache_capacity = spec.array.geometry().expect("validated").capacity_bytes();
+    let config = spec
+        .config(cache_capacity, "array.cache")
+        .expect("validated");
+    let line_bytes = config.line_bytes;
+    let capacity_bytes = config.capacity_bytes;
+    let mut pass = PolicyPass::run(scenario, config);
+    pass.fold_minor_pieces();
+    let cache_keys: Vec<PieceKey> = pass.pieces.keys().filter(|k| k.cache).copied().collect();
+    let main_keys: Vec<PieceKey> = pass.pieces.keys().filter(|k| !k.cache).copied().collect();
+    let specs = scenario.workload_specs();
+    let host_depth = |w: u32| {
+        let s = specs[w as usize];
+        (s.iodepth * s.numjobs).min(IODEPTH_MAX)
+    };
+    // First run: every piece at its workload's whole depth. Then the depth is shared out
+    // as a closed loop shares it (Little's law: a piece holds requests in proportion to
+    // its requests times their latency), and the arrays run again.
+    let full: BTreeMap<PieceKey, u32> = pass
+        .pieces
+        .keys()
+        .map(|k| (*k, host_depth(k.workload)))
+        .collect();
+    let cache_run = run_array(&spec.array, &cache_keys, &pass, &full, scenario, 0xcac4e);
+    let main_run = run_array(&scenario.array, &main_keys, &pass, &full, scenario, 0x3a14);
+    let mut held: BTreeMap<PieceKey, f64> = BTreeMap::new();
+    for (keys, run) in [(&cache_keys, &cache_run), (&main_keys, &main_run)] {
+        let Some(run) = run else { continue };
+        for (i, k) in keys.iter().enumerate() {
+            let (_, stats) = op_rate(run, i, k.write);
+            held.insert(*k, pass.pieces[k].ops as f64 * stats.lat_mean_ns);
+        }
+    }
+    let depths: BTreeMap<PieceKey, u32> = held
+        .iter()
+        .map(|(k, h)| {
+            let total: f64 = held
+                .iter()
+                .filter(|(q, _)| q.workload == k.workload)
+                .map(|(_, v)| v)
+                .sum();
+            let share = if total > 0.0 { h / total } else { 1.0 };
+            (
+                *k,
+                ((f64::from(host_depth(k.workload)) * share).round() as u32).max(1),
+            )
+        })
+        .collect();
+    let cache_run = run_array(&spec.array, &cache_keys, &pass, &depths, scenario, 0xcac4e);
+    let main_run = run_array(
+        &scenario.array,
+        &main_keys,
+        &pass,
+        &depths,
+        scenario,
+        0x3a14,
+    );
+    compose(
+        scenario,
+        spec,
+        &pass,
+        (&cache_keys, cache_run.as_ref()),
+        (&main_keys, main_run.as_ref()),
+        capacity_bytes,
+        line_bytes,
+    )
+}
+
+struct PieceResult<'a> {
+    key: PieceKey,
+    ops: u64,
+    bytes: u64,
+    iops: f64,
+    time_s: f64,
+    stats: &'a OpStats,
+}
+
+fn compose(
+    scenario: &Scenario,
+    spec: &CacheSpec,
+    pass: &PolicyPass,
+    cache: (&[PieceKey], Option<&Results>),
+    main: (&[PieceKey], Option<&Results>),
+    capacity_bytes: u64,
+    line_bytes: u64,
+) -> Results {
+    let mut pieces: Vec<PieceResult> = Vec::new();
+    for (keys, run) in [cache, main] {
+        let Some(run) = run else { continue };
+        for (i, k) in keys.iter().enumerate() {
+            let p = &pass.pieces[k];
+            let (iops, stats) = op_rate(run, i, k.write);
+            pieces.push(PieceResult {
+                key: *k,
+                ops: p.ops,
+                bytes: p.bytes,
+                iops,
+                time_s: p.ops as f64 / iops.max(1e-9),
+                stats,
+            });
+        }
+    }
+    let specs = scenario.workload_specs();
+    let mut jobs = Vec::new();
+    let mut total: [(u64, u64, f64, f64, f64); 2] = [(0, 0, 0.0, 0.0, 0.0); 2];
+    let mut sim_time_s: f64 = 0.0;
+    let mut bottlenecks = Vec::new();
+    for (w, spec_w) in specs.iter().enumerate() {
+        let own: Vec<&PieceResult> = pieces
+            .iter()
+            .filter(|p| p.key.workload == w as u32)
+            .collect();
+        let slowest = own
+            .iter()
+            .max_by(|a, b| a.time_s.total_cmp(&b.time_s))
+            .expect("every host I/O reaches an array");
+        bottlenecks.push(slowest.key);
+        let t = slowest.time_s.max(1e-9);
+        sim_time_s = sim_time_s.max(t);
+        let host_iops: f64 = (pass.host_ios[w][0] + pass.host_ios[w][1]) as f64 / t;
+        let depth = f64::from(spec_w.iodepth * spec_w.numjobs);
+        let lat_mean_ns = depth / host_iops.max(1e-9) * 1e9;
+        let mut ops = BTreeMap::new();
+        for (dir, name) in [(0, "read"), (1, "write")] {
+            let ios = pass.host_ios[w][dir];
+            if ios == 0 {
+                continue;
+            }
+            let bytes = pass.host_bytes[w][dir];
+            let stats = OpStats {
+                ios,
+                bytes,
+                iops: ios as f64 / t,
+                mbps: bytes as f64 / t / 1e6,
+                lat_mean_ns,
+                lat_min_ns: slowest.stats.lat_min_ns,
+                lat_max_ns: slowest.stats.lat_max_ns,
+                percentiles_ns: slowest.stats.percentiles_ns.clone(),
+            };
+            let tot = &mut total[dir];
+            tot.0 += ios;
+            tot.1 += bytes;
+            tot.2 += stats.iops;
+            tot.3 += stats.mbps;
+            tot.4 += lat_mean_ns * ios as f64;
+            ops.insert(name.to_string(), stats);
+        }
+        jobs.push(JobResults {
+            name: spec_w.name.clone().unwrap_or_else(|| format!("job{w}")),
+            ops,
+            runtime_ns: (t * 1e9) as u64,
+            samples: Samples {
+                interval_ns: spec_w.sample_interval_ns.max(1),
+                read_ios: Vec::new(),
+                read_bytes: Vec::new(),
+                write_ios: Vec::new(),
+                write_bytes: Vec::new(),
+                trim_ios: Vec::new(),
+                trim_bytes: Vec::new(),
+            },
+        });
+    }
+    let mut ops = BTreeMap::new();
+    for (dir, name) in [(0, "read"), (1, "write")] {
+        let (ios, bytes, iops, mbps, lat) = total[dir];
+        if ios == 0 {
+            continue;
+        }
+        let bound: Vec<&PieceResult> = pieces
+            .iter()
+            .filter(|p| bottlenecks.contains(&p.key))
+            .collect();
+        let first = bound[0].stats;
+        ops.insert(
+            name.to_string(),
+            OpStats {
+                ios,
+                bytes,
+                iops,
+                mbps,
+                lat_mean_ns: lat / ios as f64,
+                lat_min_ns: bound.iter().map(|p| p.stats.lat_min_ns).min().unwrap_or(0),
+                lat_max_ns: bound.iter().map(|p| p.stats.lat_max_ns).max().unwrap_or(0),
+                percentiles_ns: first.percentiles_ns.clone(),
+            },
+        );
+    }
+    let mut explain = explain(cache.1, main.1);
+    explain.cache = Some(cache_report(
+        spec,
+        pass,
+        &pieces,
+        &bottlenecks,
+        cache.1,
+        capacity_bytes,
+        line_bytes,
+        scenario,
+    ));
+    Results {
+        schema: SCHEMA,
+        seed: scenario.seed,
+        sim_time_ns: ((sim_time_s * 1e9) as u64).max(1),
+        events: cache.1.map_or(0, |r| r.events)
+            + main.1.map_or(0, |r| r.events)
+            + pass.counters["requests"],
+        ops,
+        explain,
+        jobs,
+        rebuild: None,
+    }
+}
+
+/// Both arrays' resources, named `cache.*` and `main.*`; the busiest is the bottleneck.
+fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
+    let mut resources: Vec<Resource> = Vec::new();
+    let mut members = Vec::new();
+    // Flash wear: the cache SSDs' (the main array's HDDs have none), in member order.
+    let mut wear = Vec::new();
+    for (prefix, run) in [("cache", cache), ("main", main)] {
+        let Some(run) = run else { continue };
+        resources.extend(run.explain.resources.iter().map(|r| Resource {
+            name: format!("{prefix}.{}", r.name),
+            ..r.clone()
+        }));
+        members.extend(run.explain.members.iter().cloned());
+        wear.extend(run.explain.wear.iter().cloned());
+    }
+    let busiest = resources
+        .iter()
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+        .cloned();
+    let (bottleneck, utilisation) =
+        busiest.map_or((String::new(), 0.0), |r| (r.name, r.utilisation));
+    Explain {
+        resources,
+        bottleneck,
+        bottleneck_utilisation: utilisation,
+        bound: if utilisation >= crate::results::SATURATION_UTILISATION {
+            "resource"
+        } else {
+            "latency"
+        }
+        .into(),
+        latency_ns_by_stage: BTreeMap::new(),
+        stage_longest: String::new(),
+        member_ios_per_host_io: BTreeMap::new(),
+        member_bytes_per_host_byte: BTreeMap::new(),
+        read_ahead_hits: 0,
+        drive_read_ahead_hits: 0,
+        parity_bytes_per_host_byte: BTreeMap::new(),
+        ssd_write_amplification: cache.and_then(|r| r.explain.ssd_write_amplification),
+        scheduler: None,
+        members,
+        wear,
+        cache: None,
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cache_report(
+    spec: &CacheSpec,
+    pass: &PolicyPass,
+    pieces: &[PieceResult],
+    bottlenecks: &[PieceKey],
+    cache_run: Option<&Results>,
+    capacity_bytes: u64,
+    line_bytes: u64,
+    scenario: &Scenario,
+) -> CacheReport {
+    let c = &pass.counters;
+    let host_write_bytes: u64 = pass.host_bytes.iter().map(|b| b[1]).sum();
+    let host_bytes: u64 = pass.host_bytes.iter().map(|b| b[0] + b[1]).sum();
+    let cache_written =
+        c["cache_write_bytes_host"] + c["cache_write_bytes_admit"] + c["cache_write_bytes_refill"];
+    let wa = cache_run.and_then(|r| r.explain.ssd_write_amplification);
+    // Member bytes the cache array writes per byte written to it (2 on RAID 10).
+    let member_per_byte = cache_run
+        .and_then(|r| r.explain.member_bytes_per_host_byte.get("write").copied())
+        .unwrap_or(1.0);
+    let specs = scenario.workload_specs();
+    let name = |w: u32| {
+        specs[w as usize]
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("job{w}"))
+    };
+    let read_lines = c["read_lines"];
+    CacheReport {
+        policy: spec.policy.clone(),
+        capacity_bytes,
+        line_bytes,
+        read_hit_ratio: ratio(
+            c["read_hit_lines_rrc"] + c["read_hit_lines_rwc"] + c["read_hit_lines_main"],
+            read_lines,
+        ),
+        read_hit_ratio_rrc: ratio(c["read_hit_lines_rrc"], read_lines),
+        read_hit_ratio_rwc: ratio(c["read_hit_lines_rwc"], read_lines),
+        write_cached_ratio: ratio(c["write_cached_lines"], c["write_lines"]),
+        ssd_write_hits: (host_write_bytes > 0).then(|| ratio(cache_written, host_write_bytes)),
+        cache_write_bytes_per_host_byte: ratio(cache_written, host_bytes),
+        ssd_nand_write_bytes: cache_written as f64 * member_per_byte * wa.unwrap_or(1.0),
+        ssd_write_amplification: wa,
+        destaged_bytes: c["destaged_bytes"],
+        host_write_bytes,
+        host_read_bytes: host_bytes - host_write_bytes,
+        counters: c.clone(),
+        pieces: pieces
+            .iter()
+            .map(|p| PieceReport {
+                workload: name(p.key.workload),
+                array: if p.key.cache { "cache" } else { "main" }.into(),
+                rw: rw_name(piece_rw(&p.key)).into(),
+                ops: p.ops,
+                bytes: p.bytes,
+                iops: p.iops,
+                time_ns: (p.time_s * 1e9) as u64,
+                bottleneck: bottlenecks.contains(&p.key),
+            })
+            .collect(),
+    }
+}
