@@ -25,7 +25,6 @@ from raidlab.reliability.markov import (
     loss_probability,
     read_error_probability,
 )
-from raidlab.reliability.montecarlo import REPAIR_MODELS, GroupModel, simulate_group
 from raidlab.reliability.rebuild import RebuildEstimate
 from raidlab.scenario.presets import reliability
 from raidlab.units import parse_duration_ns
@@ -205,6 +204,10 @@ def drive_figures(drive_preset: str | None, options: RiskOptions) -> DriveFigure
 
 def resolve_options(options: RiskOptions) -> ResolvedRisk:
     """Validate the options that do not depend on the drive."""
+    # The Monte Carlo (numpy) loads where risk is assessed, not with the CLI: a plain
+    # `raidlab run` or `report` imports this module and must stay free of numpy.
+    from raidlab.reliability.montecarlo import REPAIR_MODELS
+
     label = options.label
     if options.repair not in REPAIR_MODELS:
         raise RaidlabError(
@@ -322,6 +325,8 @@ def risk_document(
 def _monte_carlo(
     shape: GroupShape, lam: float, mttr: float, p_ure: float, resolved: ResolvedRisk
 ) -> dict[str, Any]:
+    from raidlab.reliability.montecarlo import GroupModel, simulate_group
+
     model = GroupModel(
         members=shape.members,
         tolerance=shape.tolerance,
