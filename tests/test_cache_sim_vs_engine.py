@@ -211,7 +211,10 @@ def test_simulated_hit_ratios_match_the_engines_for_the_same_trace(
     c = simulated["counters"]
     rows = {
         "read_hit_ratio": (served["read_hit_ratio"], simulated["read_hit_ratio"]),
-        "write_hit_ratio": (served["write_hit_ratio"], _ratio(c["write_hit_lines"], c["write_lines"])),
+        "write_hit_ratio": (
+            served["write_hit_ratio"],
+            _ratio(c["write_hit_lines"], c["write_lines"]),
+        ),
         "write_cached_ratio": (
             _ratio(served["write_cached_lines"], served["write_lines"]),
             simulated["write_cached_ratio"],

@@ -715,9 +715,23 @@ pub fn replay<R: std::io::BufRead>(
     let (spec, config) = cache_config(scenario);
     let (line_bytes, capacity_bytes) = (config.line_bytes, config.capacity_bytes);
     let pass = PolicyPass::replay(scenario, config, reader)?;
-    let capacity = scenario.array.geometry().expect("validated").capacity_bytes();
-    let specs = vec![crate::scenario::trace_host_workload(trace.iodepth, capacity)];
-    Ok(run_arrays(scenario, spec, pass, &specs, capacity_bytes, line_bytes))
+    let capacity = scenario
+        .array
+        .geometry()
+        .expect("validated")
+        .capacity_bytes();
+    let specs = vec![crate::scenario::trace_host_workload(
+        trace.iodepth,
+        capacity,
+    )];
+    Ok(run_arrays(
+        scenario,
+        spec,
+        pass,
+        &specs,
+        capacity_bytes,
+        line_bytes,
+    ))
 }
 
 /// Both arrays' runs of the pieces the policy pass tallied, composed into the host's

@@ -133,7 +133,9 @@ fn hot_trace(tag: &str) -> (std::path::PathBuf, Vec<(bool, u64, u64)>) {
     let mut records = Vec::new();
     let mut x: u64 = 17;
     for i in 0..6000u64 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let r = (x >> 33) % 512;
         let line = if i < 5000 { r * r / 512 } else { 4096 + i };
         let write = (x >> 20) % 4 == 0;
@@ -202,7 +204,11 @@ fn a_trace_replays_through_the_cache_as_the_policy_decides_it() {
             policy.name(),
             c.read_hit_ratio
         );
-        assert!(c.pieces.iter().any(|p| p.array == "cache"), "{:?}", c.pieces);
+        assert!(
+            c.pieces.iter().any(|p| p.array == "cache"),
+            "{:?}",
+            c.pieces
+        );
     }
     std::fs::remove_file(&path).unwrap();
 }
