@@ -138,7 +138,7 @@ fn hot_trace(tag: &str) -> (std::path::PathBuf, Vec<(bool, u64, u64)>) {
             .wrapping_add(1442695040888963407);
         let r = (x >> 33) % 512;
         let line = if i < 5000 { r * r / 512 } else { 4096 + i };
-        let write = (x >> 20) % 4 == 0;
+        let write = (x >> 20).is_multiple_of(4);
         records.push((write, line * 4096, 4096));
         let kind = if write { "Write" } else { "Read" };
         writeln!(out, "{},raidlab,0,{kind},{},4096,0", i * 10, line * 4096).unwrap();
