@@ -29,6 +29,7 @@ KINDS = {
     "study-ssd.json": "study",
     "study-hdd.json": "study",
     "claims.json": "claims",
+    "raidix-cache.json": "cache-study",
     "run.json": "run",
     "replay.json": "replay",
     "atto.json": "atto",
@@ -83,6 +84,7 @@ def test_the_same_input_gives_the_same_bytes(name: str) -> None:
         ("study-ssd.json", ["MAPE, prediction rows (arrays)", "6.2 %", "worst prediction row"]),
         ("study-hdd.json", ["MAPE, suspect rows", "naive &#x27;N x one drive&#x27; MAPE"]),
         ("claims.json", ["claims passing", "19 of 30", "failing claims"]),
+        ("raidix-cache.json", ["SSD write hits RAIDIX / LRU", "1.07 / 9.10", "stated 6.0x"]),
         ("run.json", ["write IOPS", "10,003", "write latency", "us mean"]),
         ("replay.json", ["read IOPS", "write MB/s (10^6 B/s)"]),
         ("atto.json", ["peak read MB/s (10^6 B/s)", "1M at QD 4"]),
@@ -94,6 +96,15 @@ def test_the_headline_states_the_key_figures(name: str, words: list[str]) -> Non
     headline = page(name).split("<section class='headline'>")[1].split("</section>")[0]
     for word in words:
         assert word in headline
+
+
+def test_the_cache_study_shows_every_row_its_claims_and_both_policies() -> None:
+    study = document("raidix-cache.json")
+    html = page(study)
+    for row in study["records"]:
+        assert f">{row['row']}</td>" in html, row["row"]
+    assert "SSD write hits per policy" in html
+    assert "raidlab reproduce raidix-cache --seed 1 --ios-max 5000 --format json" in html
 
 
 def test_advise_names_the_winner_and_why_it_wins() -> None:
@@ -262,17 +273,21 @@ def _hostile_inputs(tmp_path: Path) -> dict[str, tuple[str, list[str]]]:
     broken = document("study-hdd.json")
     del broken["records"][3]["qd"]
     (tmp_path / "broken.json").write_text(json.dumps(broken))
+    cache = document("raidix-cache.json")
+    cache["write_hits"]["lru"] = "many"
+    (tmp_path / "cache.json").write_text(json.dumps(cache))
     return {
         "not.json": ("INPUT", ["is not JSON", "line 1 column 1"]),
         "list.json": ("INPUT", ["expected a JSON object, got a JSON list"]),
         "other.json": ("INPUT", ["keys: hello", "raidlab reproduce", "raidlab advise"]),
         "broken.json": ("INPUT", ["records[3].qd: missing"]),
+        "cache.json": ("INPUT", ["write_hits.lru: expected a number", "'many'"]),
         "missing.json": ("INPUT", ["no such file"]),
     }
 
 
 @pytest.mark.parametrize(
-    "name", ["not.json", "list.json", "other.json", "broken.json", "missing.json"]
+    "name", ["not.json", "list.json", "other.json", "broken.json", "cache.json", "missing.json"]
 )
 def test_bad_input_is_one_error_line_and_status_2(tmp_path: Path, name: str) -> None:
     field, words = _hostile_inputs(tmp_path)[name]

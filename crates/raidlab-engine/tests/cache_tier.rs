@@ -219,16 +219,26 @@ fn replay(trace: &Path, policy: Policy, cache: &Value) -> raidlab_cache::Counter
     config.region_bytes = cache["region_bytes"].as_u64().unwrap();
     let mut c = Cache::new(config).unwrap();
     let mut actions: Vec<Action> = Vec::new();
+    let mut ticks_last = 0u64;
     for line in std::fs::read_to_string(trace).unwrap().lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let op = if f[0] == "R" { Op::Read } else { Op::Write };
+        // MSR Cambridge CSV: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime.
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 7, "{line}");
+        let ticks: u64 = f[0].parse().unwrap();
+        assert!(ticks >= ticks_last, "timestamps never decrease: {line}");
+        ticks_last = ticks;
+        let op = match f[3] {
+            "Read" => Op::Read,
+            "Write" => Op::Write,
+            other => panic!("Type {other:?} in {line}"),
+        };
         actions.clear();
         c.access(
             &Request {
                 stream: 0,
                 op,
-                offset_bytes: f[1].parse().unwrap(),
-                len_bytes: f[2].parse().unwrap(),
+                offset_bytes: f[4].parse().unwrap(),
+                len_bytes: f[5].parse().unwrap(),
             },
             &mut actions,
         );

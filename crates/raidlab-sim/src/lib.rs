@@ -78,7 +78,10 @@ pub fn run(scenario: &Scenario) -> Result<Results, ScenarioError> {
     let file = std::fs::File::open(&trace.path)
         .map_err(|e| refused(format!("cannot read the trace: {e}")))?;
     let input: Box<dyn std::io::BufRead> = Box::new(std::io::BufReader::new(file));
-    let reader = trace::Reader::new(input, trace.format.reader_format());
+    let mut reader = trace::Reader::new(input, trace.format.reader_format());
+    if scenario.array.cache.is_some() {
+        return tier::replay(scenario, &mut reader).map_err(|e| refused(e.to_string()));
+    }
     let open_loop = trace.mode == scenario::TraceMode::Open;
     Simulation::with_trace(scenario, reader, open_loop, trace.iodepth, trace.time_scale)
         .run_trace()

@@ -26,8 +26,9 @@ use crate::host::{Job, Workload};
 use crate::results::{Explain, JobResults, OpStats, Resource, Results, Samples};
 use crate::rng::Rng;
 use crate::scenario::{ArraySpec, Distribution, Rw, Scenario, ScenarioError, WorkloadSpec};
-use crate::scenario::{IODEPTH_MAX, SCHEMA};
+use crate::scenario::{TraceMode, BLOCK_BYTES_MAX, IODEPTH_MAX, SCHEMA};
 use crate::sim::Simulation;
+use crate::trace::{Reader, TraceError};
 use raidlab_cache::{Action, Cache, CacheConfig, Counters, Op, Policy, Request};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -164,11 +165,17 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
     if scenario.array.cache.is_none() {
         return Ok(());
     }
-    if scenario.trace.is_some() {
-        return Err(refused(
-            "array.cache".into(),
-            "a cache tier runs fio-style workloads; replay traces without [cache]",
-        ));
+    if let Some(trace) = &scenario.trace {
+        // Traced discards never reach the tier: the readers skip them (blkparse's `D`
+        // requests, MSR's types other than Read and Write are refused).
+        if trace.mode != TraceMode::Closed {
+            return Err(refused(
+                "workload.mode".into(),
+                "a cache tier replays a trace in closed mode (its arrays run closed \
+                 loops at the trace's iodepth); got open",
+            ));
+        }
+        return Ok(());
     }
     for (i, w) in scenario.workload_specs().iter().enumerate() {
         if w.rw.trims() {
@@ -471,12 +478,7 @@ impl PolicyPass {
             .iter()
             .map(|w| w.ios.min(POLICY_IOS_MAX))
             .collect();
-        let mut pass = PolicyPass {
-            pieces: BTreeMap::new(),
-            host_ios: vec![[0; 2]; n],
-            host_bytes: vec![[0; 2]; n],
-            counters: BTreeMap::new(),
-        };
+        let mut pass = PolicyPass::empty(n);
         let mut tally = Tally::new(n);
         // Warm-up, then the measured phase.
         for phase in 0..2 {
@@ -505,13 +507,7 @@ impl PolicyPass {
                     actions.clear();
                     cache.access(&request, &mut actions);
                     if phase == 1 {
-                        let dir = ask.write as usize;
-                        pass.host_ios[w][dir] += 1;
-                        pass.host_bytes[w][dir] += ask.len_bytes;
-                        tally.workload = w as u32;
-                        for a in &actions {
-                            tally.action(a);
-                        }
+                        pass.measure(&mut tally, w, &request, &actions);
                     }
                 }
                 if !any {
@@ -519,13 +515,74 @@ impl PolicyPass {
                 }
             }
         }
-        pass.pieces = tally.into_pieces();
-        let end = counters_map(cache.counters());
-        pass.counters = end
-            .iter()
-            .map(|(k, v)| (k.clone(), v - pass.counters[k]))
-            .collect();
+        pass.finish(tally, &cache);
         pass
+    }
+
+    /// A trace's records, in trace order, through the cache: one stream (as the
+    /// engine's `--cache-trace` records what its one policy saw), no warm-up (the
+    /// trace starts where its cache started), every record measured. Records are
+    /// fitted into the main array as a replay without a cache fits them.
+    fn replay<R: std::io::BufRead>(
+        scenario: &Scenario,
+        config: CacheConfig,
+        reader: &mut Reader<R>,
+    ) -> Result<PolicyPass, TraceError> {
+        let capacity = scenario
+            .array
+            .geometry()
+            .expect("a validated array")
+            .capacity_bytes();
+        let mut cache = Cache::new(config).expect("a validated cache");
+        let mut actions = Vec::new();
+        let mut pass = PolicyPass::empty(1);
+        pass.counters = counters_map(cache.counters());
+        let mut tally = Tally::new(1);
+        while let Some(record) = reader.next_record()? {
+            let r = record.fitted(capacity, BLOCK_BYTES_MAX);
+            let request = Request {
+                stream: 0,
+                op: if r.write { Op::Write } else { Op::Read },
+                offset_bytes: r.offset_bytes,
+                len_bytes: r.len_bytes,
+            };
+            actions.clear();
+            cache.access(&request, &mut actions);
+            pass.measure(&mut tally, 0, &request, &actions);
+        }
+        pass.finish(tally, &cache);
+        Ok(pass)
+    }
+
+    fn empty(workloads: usize) -> PolicyPass {
+        PolicyPass {
+            pieces: BTreeMap::new(),
+            host_ios: vec![[0; 2]; workloads],
+            host_bytes: vec![[0; 2]; workloads],
+            counters: BTreeMap::new(),
+        }
+    }
+
+    /// A measured host request of workload `w` and the actions the policy took for it.
+    fn measure(&mut self, tally: &mut Tally, w: usize, request: &Request, actions: &[Action]) {
+        let dir = (request.op == Op::Write) as usize;
+        self.host_ios[w][dir] += 1;
+        self.host_bytes[w][dir] += request.len_bytes;
+        tally.workload = w as u32;
+        for a in actions {
+            tally.action(a);
+        }
+    }
+
+    /// The pieces tallied, and the counters over the measured interval (`counters`
+    /// holds them at its start).
+    fn finish(&mut self, tally: Tally, cache: &Cache) {
+        self.pieces = tally.into_pieces();
+        let end = counters_map(cache.counters());
+        self.counters = end
+            .iter()
+            .map(|(k, v)| (k.clone(), v - self.counters[k]))
+            .collect();
     }
 }
 
@@ -627,22 +684,71 @@ fn op_rate(r: &Results, job: usize, write: bool) -> (f64, &OpStats) {
     (stats.iops, stats)
 }
 
-/// Run a validated scenario whose array has a cache.
-pub fn simulate(scenario: &Scenario) -> Results {
+/// The validated `[cache]` table of a cached scenario and the policy's configuration.
+fn cache_config(scenario: &Scenario) -> (&CacheSpec, CacheConfig) {
     let spec = scenario.array.cache.as_deref().expect("a cached scenario");
     let cache_capacity = spec.array.geometry().expect("validated").capacity_bytes();
     let config = spec
         .config(cache_capacity, "array.cache")
         .expect("validated");
-    let line_bytes = config.line_bytes;
-    let capacity_bytes = config.capacity_bytes;
-    let mut pass = PolicyPass::run(scenario, config);
+    (spec, config)
+}
+
+/// Run a validated scenario of fio-style workloads whose array has a cache.
+pub fn simulate(scenario: &Scenario) -> Results {
+    let (spec, config) = cache_config(scenario);
+    let (line_bytes, capacity_bytes) = (config.line_bytes, config.capacity_bytes);
+    let pass = PolicyPass::run(scenario, config);
+    let specs: Vec<WorkloadSpec> = scenario.workload_specs().into_iter().cloned().collect();
+    run_arrays(scenario, spec, pass, &specs, capacity_bytes, line_bytes)
+}
+
+/// Run a validated trace replay (closed mode) whose array has a cache: the policy sees
+/// the trace's requests in order (streamed from `reader`), then its pieces run on both
+/// arrays at the trace's iodepth as a generated workload's do. The results' one job is
+/// `trace`, as a replay's without a cache.
+pub fn replay<R: std::io::BufRead>(
+    scenario: &Scenario,
+    reader: &mut Reader<R>,
+) -> Result<Results, TraceError> {
+    let trace = scenario.trace.as_ref().expect("a trace replay");
+    let (spec, config) = cache_config(scenario);
+    let (line_bytes, capacity_bytes) = (config.line_bytes, config.capacity_bytes);
+    let pass = PolicyPass::replay(scenario, config, reader)?;
+    let capacity = scenario
+        .array
+        .geometry()
+        .expect("validated")
+        .capacity_bytes();
+    let specs = vec![crate::scenario::trace_host_workload(
+        trace.iodepth,
+        capacity,
+    )];
+    Ok(run_arrays(
+        scenario,
+        spec,
+        pass,
+        &specs,
+        capacity_bytes,
+        line_bytes,
+    ))
+}
+
+/// Both arrays' runs of the pieces the policy pass tallied, composed into the host's
+/// results; `specs` are the host workloads the pass's workload indices refer to.
+fn run_arrays(
+    scenario: &Scenario,
+    spec: &CacheSpec,
+    mut pass: PolicyPass,
+    specs: &[WorkloadSpec],
+    capacity_bytes: u64,
+    line_bytes: u64,
+) -> Results {
     pass.fold_minor_pieces();
     let cache_keys: Vec<PieceKey> = pass.pieces.keys().filter(|k| k.cache).copied().collect();
     let main_keys: Vec<PieceKey> = pass.pieces.keys().filter(|k| !k.cache).copied().collect();
-    let specs = scenario.workload_specs();
     let host_depth = |w: u32| {
-        let s = specs[w as usize];
+        let s = &specs[w as usize];
         (s.iodepth * s.numjobs).min(IODEPTH_MAX)
     };
     // First run: every piece at its workload's whole depth. Then the depth is shared out
@@ -689,6 +795,7 @@ pub fn simulate(scenario: &Scenario) -> Results {
     );
     compose(
         scenario,
+        specs,
         spec,
         &pass,
         (&cache_keys, cache_run.as_ref()),
@@ -707,8 +814,10 @@ struct PieceResult<'a> {
     stats: &'a OpStats,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn compose(
     scenario: &Scenario,
+    specs: &[WorkloadSpec],
     spec: &CacheSpec,
     pass: &PolicyPass,
     cache: (&[PieceKey], Option<&Results>),
@@ -732,7 +841,6 @@ fn compose(
             });
         }
     }
-    let specs = scenario.workload_specs();
     let mut jobs = Vec::new();
     let mut total: [(u64, u64, f64, f64, f64); 2] = [(0, 0, 0.0, 0.0, 0.0); 2];
     let mut sim_time_s: f64 = 0.0;
@@ -826,7 +934,7 @@ fn compose(
         cache.1,
         capacity_bytes,
         line_bytes,
-        scenario,
+        specs,
     ));
     Results {
         schema: SCHEMA,
@@ -905,7 +1013,7 @@ fn cache_report(
     cache_run: Option<&Results>,
     capacity_bytes: u64,
     line_bytes: u64,
-    scenario: &Scenario,
+    specs: &[WorkloadSpec],
 ) -> CacheReport {
     let c = &pass.counters;
     let host_write_bytes: u64 = pass.host_bytes.iter().map(|b| b[1]).sum();
@@ -917,7 +1025,6 @@ fn cache_report(
     let member_per_byte = cache_run
         .and_then(|r| r.explain.member_bytes_per_host_byte.get("write").copied())
         .unwrap_or(1.0);
-    let specs = scenario.workload_specs();
     let name = |w: u32| {
         specs[w as usize]
             .name

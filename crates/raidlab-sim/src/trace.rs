@@ -120,6 +120,22 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+impl Record {
+    /// The record as a replay issues it on an array of `capacity_bytes`: the length
+    /// rounded up to whole 512-byte sectors and capped at `len_bytes_max` (and the
+    /// capacity), the offset wrapped into the capacity on a sector boundary. The
+    /// simulator's replay and the cache tier's policy pass fit records alike.
+    pub fn fitted(mut self, capacity_bytes: u64, len_bytes_max: u64) -> Record {
+        debug_assert!(capacity_bytes >= 512 && len_bytes_max >= 512);
+        self.len_bytes = self.len_bytes.div_ceil(512).max(1) * 512;
+        self.len_bytes = self.len_bytes.min(capacity_bytes).min(len_bytes_max);
+        let room = capacity_bytes - self.len_bytes + 1;
+        self.offset_bytes = (self.offset_bytes % room) / 512 * 512;
+        debug_assert!(self.offset_bytes + self.len_bytes <= capacity_bytes);
+        self
+    }
+}
+
 type Parsed = Result<Option<(u64, u64, u64, bool)>, String>;
 
 fn number(field: &str, what: &str) -> Result<u64, String> {

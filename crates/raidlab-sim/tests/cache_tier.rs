@@ -3,8 +3,11 @@
 mod common;
 
 use common::{hdd, s3500_800g, scenario, w};
+use raidlab_cache::{Action, Cache, CacheConfig, Op, Policy, Request};
 use raidlab_sim::scenario::{Distribution, Level, Precondition, Rw, Scenario};
+use raidlab_sim::scenario::{TraceFormat, TraceMode, TraceSpec};
 use raidlab_sim::tier::CacheSpec;
+use std::io::Write;
 
 fn cached(policy: &str, rw: Rw, hot_bytes: u64) -> Scenario {
     let mut s = scenario(hdd(), 6, rw, 4096, 16);
@@ -116,4 +119,107 @@ fn bad_cache_tables_name_the_field() {
 fn cached_runs_are_deterministic() {
     let s = cached("raidix", Rw::Randrw, 256 << 20);
     assert_eq!(run(&s), run(&s));
+}
+
+/// A hot-set MSR trace: 4 KiB reads and writes (one in four) over 512 lines, skewed so
+/// low lines come back often, then a cold sweep that misses; returns the path (removed
+/// by the caller) and the records as (write, offset, len).
+fn hot_trace(tag: &str) -> (std::path::PathBuf, Vec<(bool, u64, u64)>) {
+    let path = std::env::temp_dir().join(format!(
+        "raidlab-cache-trace-{tag}-{}.csv",
+        std::process::id()
+    ));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut records = Vec::new();
+    let mut x: u64 = 17;
+    for i in 0..6000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let r = (x >> 33) % 512;
+        let line = if i < 5000 { r * r / 512 } else { 4096 + i };
+        let write = (x >> 20).is_multiple_of(4);
+        records.push((write, line * 4096, 4096));
+        let kind = if write { "Write" } else { "Read" };
+        writeln!(out, "{},raidlab,0,{kind},{},4096,0", i * 10, line * 4096).unwrap();
+    }
+    out.flush().unwrap();
+    (path, records)
+}
+
+fn trace_scenario(policy: &str, path: &std::path::Path, mode: TraceMode) -> Scenario {
+    let mut s = cached(policy, Rw::Randread, 64 << 20);
+    s.workload = None;
+    s.trace = Some(TraceSpec {
+        path: path.to_str().unwrap().into(),
+        format: TraceFormat::Msr,
+        mode,
+        iodepth: 8,
+        time_scale: 1.0,
+    });
+    s
+}
+
+#[test]
+fn a_trace_replays_through_the_cache_as_the_policy_decides_it() {
+    let (path, records) = hot_trace("policy");
+    for policy in [Policy::Raidix, Policy::Lru] {
+        let s = trace_scenario(policy.name(), &path, TraceMode::Closed);
+        s.validate().expect("a closed replay with a cache is valid");
+        let r = raidlab_sim::run(&s).unwrap();
+        assert_eq!(r, raidlab_sim::run(&s).unwrap(), "deterministic");
+        assert_eq!(r.jobs.len(), 1);
+        assert_eq!(r.jobs[0].name, "trace");
+        let ios: u64 = r.ops.values().map(|o| o.ios).sum();
+        assert_eq!(ios, records.len() as u64);
+        // The policy crate alone, fed the same records, decides the same hits.
+        let mut config = CacheConfig::new(policy, 16 << 30);
+        config.region_bytes = 256 << 20;
+        let mut cache = Cache::new(config).unwrap();
+        let mut actions: Vec<Action> = Vec::new();
+        for &(write, offset_bytes, len_bytes) in &records {
+            actions.clear();
+            let op = if write { Op::Write } else { Op::Read };
+            let request = Request {
+                stream: 0,
+                op,
+                offset_bytes,
+                len_bytes,
+            };
+            cache.access(&request, &mut actions);
+        }
+        let alone = cache.counters();
+        let c = r.explain.cache.as_ref().expect("a cache report");
+        assert_eq!(c.counters["read_lines"], alone.read_lines);
+        assert_eq!(
+            c.counters["read_hit_lines_rrc"]
+                + c.counters["read_hit_lines_rwc"]
+                + c.counters["read_hit_lines_main"],
+            alone.read_hit_lines()
+        );
+        assert_eq!(c.counters["write_cached_lines"], alone.write_cached_lines);
+        assert!(
+            c.read_hit_ratio > 0.3 && c.read_hit_ratio < 0.95,
+            "{}: {}",
+            policy.name(),
+            c.read_hit_ratio
+        );
+        assert!(
+            c.pieces.iter().any(|p| p.array == "cache"),
+            "{:?}",
+            c.pieces
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_trace_with_a_cache_replays_in_closed_mode_only() {
+    let (path, _) = hot_trace("open");
+    let e = trace_scenario("lru", &path, TraceMode::Open)
+        .validate()
+        .unwrap_err();
+    assert_eq!(e.field, "workload.mode");
+    assert!(e.message.contains("closed"), "{e}");
+    std::fs::remove_file(&path).unwrap();
 }

@@ -108,7 +108,29 @@ struct Inner {
     /// Destaged lines whose array writes no sync covers yet.
     unsynced_destages: Vec<Record>,
     /// Where every request goes, when `--cache-trace` asks.
-    trace: Option<std::io::BufWriter<std::fs::File>>,
+    trace: Option<TraceLog>,
+}
+
+/// `--cache-trace`: the requests the policy sees, as MSR Cambridge CSV.
+struct TraceLog {
+    out: std::io::BufWriter<std::fs::File>,
+    start: std::time::Instant,
+}
+
+impl TraceLog {
+    /// One request's line; a trace that cannot be written does not fail the request.
+    fn record(&mut self, op: Op, offset_bytes: u64, len_bytes: u64) {
+        let ticks = self.start.elapsed().as_nanos() / 100;
+        let kind = if op == Op::Read { "Read" } else { "Write" };
+        let _ = writeln!(
+            self.out,
+            "{ticks},raidlab,0,{kind},{offset_bytes},{len_bytes},0"
+        );
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// An array with a cache tier in front: what `serve` exports when given cache members.
@@ -263,15 +285,21 @@ impl CachedArray {
         (inner.slots.len() as u64, dirty)
     }
 
-    /// Appends every request from now on to `path` as a line `R|W OFFSET LEN` (the
-    /// order the policy saw them), for replaying the same trace elsewhere.
+    /// Appends every request from now on to `path` as an MSR Cambridge CSV line
+    /// `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime` (the order the
+    /// policy saw them; timestamps in 100 ns ticks since the trace began, never
+    /// decreasing; host `raidlab`, disk 0, response time 0), for replaying the same
+    /// trace elsewhere: `raidlab replay --format msr` reads it as it is.
     pub fn record_trace(&self, path: &std::path::Path) -> Result<()> {
         let f = std::fs::File::create(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             op: "create trace",
             source,
         })?;
-        self.inner.lock().expect("cache lock").trace = Some(std::io::BufWriter::new(f));
+        self.inner.lock().expect("cache lock").trace = Some(TraceLog {
+            out: std::io::BufWriter::new(f),
+            start: std::time::Instant::now(),
+        });
         Ok(())
     }
 
@@ -406,8 +434,7 @@ impl CachedArray {
     fn access(&self, inner: &mut Inner, op: Op, offset_bytes: u64, mut host: Host) -> Result<()> {
         let len_bytes = host.len() as u64;
         if let Some(t) = inner.trace.as_mut() {
-            let c = if op == Op::Read { 'R' } else { 'W' };
-            let _ = writeln!(t, "{c} {offset_bytes} {len_bytes}");
+            t.record(op, offset_bytes, len_bytes);
         }
         let request = Request {
             stream: 0,

@@ -300,8 +300,8 @@ pub struct ServeArgs {
     /// request larger than the rest (or than 32M) gets EINVAL (the maximum is advertised).
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
     pub memory_limit: u64,
-    /// Append every request the cache tier sees to PATH (`R|W OFFSET LEN` per line,
-    /// in the order its policy decided them), to replay the same trace elsewhere.
+    /// Append every request the cache tier sees to PATH (MSR Cambridge CSV, in the
+    /// order its policy decided them), to replay the same trace elsewhere.
     #[arg(long, value_name = "PATH")]
     pub cache_trace: Option<PathBuf>,
     /// The array.

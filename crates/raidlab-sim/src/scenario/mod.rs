@@ -34,7 +34,7 @@ pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdS
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };
-pub use trace::{TraceFormat, TraceMode, TraceSpec};
+pub use trace::{trace_host_workload, TraceFormat, TraceMode, TraceSpec};
 pub use validate::{check_field, levels_json, scenario_level};
 pub use workload::{Distribution, Rw, WorkloadSpec};
 

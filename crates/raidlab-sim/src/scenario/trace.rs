@@ -1,6 +1,6 @@
 //! Trace replay: a block trace as the scenario's workload, its format and timing.
 
-use super::limits;
+use super::{limits, Rw, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
 /// A block trace replayed against the array: the scenario's `workload` with
@@ -23,6 +23,29 @@ pub struct TraceSpec {
     /// Open mode: replay this many times faster than recorded.
     #[serde(default = "default_time_scale")]
     pub time_scale: f64,
+}
+
+/// The host's workload while a trace replays on an array of `capacity_bytes`: one job
+/// named `trace` at `iodepth` (the trace supplies every request; the generator's fields
+/// only size the host's slots and name the results).
+pub fn trace_host_workload(iodepth: u32, capacity_bytes: u64) -> WorkloadSpec {
+    WorkloadSpec {
+        rw: Rw::Randrw,
+        bs: vec![(512, 1)],
+        rwmixread: 50,
+        iodepth: iodepth.max(1),
+        numjobs: 1,
+        offset_bytes: 0,
+        size_bytes: capacity_bytes,
+        ios: u64::MAX,
+        warmup_ios: 0,
+        runtime_ns: None,
+        distribution: Default::default(),
+        name: Some("trace".into()),
+        bs_write: None,
+        warmup_ns: 0,
+        sample_interval_ns: 500_000_000,
+    }
 }
 
 fn default_trace_iodepth() -> u32 {

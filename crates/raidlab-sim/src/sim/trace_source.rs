@@ -6,7 +6,7 @@
 use super::{Request, Simulation};
 use crate::queue::EventKind;
 use crate::results::Results;
-use crate::scenario::{Scenario, WorkloadSpec};
+use crate::scenario::Scenario;
 use crate::trace::{Reader, Record, TraceError};
 use std::collections::VecDeque;
 
@@ -48,23 +48,7 @@ impl Simulation {
             .capacity_bytes();
         let mut replay = scenario.clone();
         replay.workloads.clear();
-        replay.workload = Some(WorkloadSpec {
-            rw: crate::scenario::Rw::Randrw,
-            bs: vec![(512, 1)],
-            rwmixread: 50,
-            iodepth: iodepth.max(1),
-            numjobs: 1,
-            offset_bytes: 0,
-            size_bytes: capacity,
-            ios: u64::MAX,
-            warmup_ios: 0,
-            runtime_ns: None,
-            distribution: Default::default(),
-            name: Some("trace".into()),
-            bs_write: None,
-            warmup_ns: 0,
-            sample_interval_ns: 500_000_000,
-        });
+        replay.workload = Some(crate::scenario::trace_host_workload(iodepth, capacity));
         let mut sim = Self::new(&replay);
         sim.trace = Some(TraceSource {
             reader,
@@ -105,16 +89,7 @@ impl Simulation {
         let capacity = self.layout.capacity_bytes();
         let trace = self.trace.as_mut().expect("a trace");
         match trace.reader.next_record() {
-            Ok(Some(mut r)) => {
-                r.len_bytes = r.len_bytes.div_ceil(512).max(1) * 512;
-                r.len_bytes = r
-                    .len_bytes
-                    .min(capacity)
-                    .min(crate::scenario::BLOCK_BYTES_MAX);
-                let room = capacity - r.len_bytes + 1;
-                r.offset_bytes = (r.offset_bytes % room) / 512 * 512;
-                Some(r)
-            }
+            Ok(Some(r)) => Some(r.fitted(capacity, crate::scenario::BLOCK_BYTES_MAX)),
             Ok(None) => {
                 trace.exhausted = true;
                 None

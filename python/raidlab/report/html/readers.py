@@ -3,15 +3,17 @@ document by shape and turning it into a ``Report``.
 
 Kinds (the ``--format json`` output of each command):
 
-=========  ====================================================================
-study      ``raidlab reproduce STUDY`` of an ATTO study (rows measured vs simulated)
-claims     ``raidlab reproduce STUDY`` of a claim study (PASS/FAIL per claim)
-advise     ``raidlab advise`` (candidate arrays, best first)
-run        ``raidlab run`` (one fio-style run with its explain and scenario)
-replay     ``raidlab replay`` (a trace replayed, results and scenario)
-atto       ``raidlab atto`` (a simulated ATTO sweep with an explain per point)
-sweep      ``raidlab sweep`` (its PREFIX.csv or PREFIX.parquet too: one row per point)
-=========  ====================================================================
+===========  ====================================================================
+study        ``raidlab reproduce STUDY`` of an ATTO study (rows measured vs simulated)
+claims       ``raidlab reproduce STUDY`` of a claim study (PASS/FAIL per claim)
+cache-study  ``raidlab reproduce raidix-cache`` (gains stated vs simulated, SSD
+             write hits per policy)
+advise       ``raidlab advise`` (candidate arrays, best first)
+run          ``raidlab run`` (one fio-style run with its explain and scenario)
+replay       ``raidlab replay`` (a trace replayed, results and scenario)
+atto         ``raidlab atto`` (a simulated ATTO sweep with an explain per point)
+sweep        ``raidlab sweep`` (its PREFIX.csv or PREFIX.parquet too: one row per point)
+===========  ====================================================================
 
 Adding a kind takes a ``Reader`` in ``readers()`` and, for a file that is not JSON, a
 loader in ``loaders()`` keyed by its suffix that returns the document the reader
@@ -85,10 +87,16 @@ def _is_atto(document: Mapping[str, Any]) -> bool:
 def readers() -> list[Reader]:
     """Every reader, in the order they are tried (claims before studies: both have
     ``study``). The kinds' module imports this one's helpers, so it loads here."""
-    from raidlab.report.html import kinds, sweep
+    from raidlab.report.html import cache_study, kinds, sweep
 
     return [
         Reader("sweep", "raidlab sweep (or its .csv, .parquet)", sweep.is_sweep, sweep.read_sweep),
+        Reader(
+            "cache-study",
+            "raidlab reproduce raidix-cache",
+            cache_study.is_cache_study,
+            cache_study.read_cache_study,
+        ),
         Reader("claims", "raidlab reproduce (a claim study)", _is_claims, kinds.read_claims),
         Reader("study", "raidlab reproduce (an ATTO study)", _is_study, kinds.read_study),
         Reader("advise", "raidlab advise", _is_advise, kinds.read_advise),
