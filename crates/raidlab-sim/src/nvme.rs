@@ -83,6 +83,8 @@ impl NvmeSpec {
             command_overhead_ns: self.command_overhead_ns,
             // The command's queue entries and interrupt on the link, with its data.
             link_command_overhead_ns: (COMMAND_LINK_BYTES as f64 * 1e9 / link_rate).round() as u64,
+            write_link_rate_bytes_per_s: None,
+            write_link_command_overhead_ns: None,
             channels: self.channels,
             dies_per_channel: self.dies_per_channel,
             page_bytes: self.page_bytes,

@@ -181,6 +181,9 @@ pub struct Ssd {
     command_overhead_ns: u64,
     link_command_ns: u64,
     link_ps: u64,
+    /// Writes' link time per command and per byte (reads' unless the spec differs).
+    write_link_command_ns: u64,
+    write_link_ps: u64,
     channel_ps: u64,
     buffer_bytes: u64,
     hold_die_until_sent: bool,
@@ -229,6 +232,14 @@ impl Ssd {
             command_overhead_ns: spec.command_overhead_ns,
             link_command_ns: spec.link_command_overhead_ns,
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
+            write_link_command_ns: spec
+                .write_link_command_overhead_ns
+                .unwrap_or(spec.link_command_overhead_ns),
+            write_link_ps: ps_per_byte(
+                spec.write_link_rate_bytes_per_s
+                    .unwrap_or(spec.link_rate_bytes_per_s)
+                    .min(port_rate_bytes_per_s),
+            ),
             channel_ps: ps_per_byte(spec.channel_rate_bytes_per_s),
             buffer_bytes: spec.write_buffer_bytes,
             hold_die_until_sent: !spec.read_buffer,
@@ -470,7 +481,7 @@ impl Ssd {
         let mut left = len_bytes;
         let mut at = ready;
         let mut link_start = u64::MAX;
-        let mut protocol_ns = self.link_command_ns;
+        let mut protocol_ns = self.write_link_command_ns;
         while left > 0 {
             let chunk = left.min(self.page_bytes - self.open_page_bytes);
             self.drain_buffer(at);
@@ -478,7 +489,7 @@ impl Ssd {
             // The drive pulls the data once it has room; until then the link stays free
             // for other commands, so the link time is booked now and the data arrives
             // no earlier than the room.
-            let xfer = transfer_ns(chunk, self.link_ps) + std::mem::take(&mut protocol_ns);
+            let xfer = transfer_ns(chunk, self.write_link_ps) + std::mem::take(&mut protocol_ns);
             let link = self.link_down.as_mut().unwrap_or(&mut self.link);
             let (start, sent) = link.reserve(at, xfer);
             let arrived = sent.max(admitted + xfer);
@@ -752,6 +763,8 @@ mod tests {
             link_rate_bytes_per_s: 500e6,
             command_overhead_ns: 5_000,
             link_command_overhead_ns: 0,
+            write_link_rate_bytes_per_s: None,
+            write_link_command_overhead_ns: None,
             channels: 4,
             dies_per_channel: 2,
             page_bytes: 16384,
@@ -784,6 +797,36 @@ mod tests {
         let programmed = ssd.dies[0].program_free_ns;
         let (_, done) = ssd.read(200_000, 0, 4096, false);
         (programmed, done)
+    }
+
+    /// The link time (first data to last) of one 16 KiB read and one 16 KiB write on an
+    /// idle drive with `spec`.
+    fn link_times(spec: &SsdSpec) -> (u64, u64) {
+        let mut reader = Ssd::new(spec, 600e6, 1);
+        let (start, done) = reader.read(0, 0, 16384, false);
+        let read = done - start;
+        let mut writer = Ssd::new(spec, 600e6, 1);
+        let (start, sent) = writer.write(0, 0, 16384, false);
+        (read, sent - start)
+    }
+
+    #[test]
+    fn writes_take_their_own_link_figures_and_reads_keep_theirs() {
+        let same = SsdSpec {
+            link_command_overhead_ns: 6_000,
+            ..spec()
+        };
+        let (read, write) = link_times(&same);
+        // 16 KiB at 500 MB/s is 32,768 ns, plus the command's 6 us of protocol.
+        assert_eq!(write, 32_768 + 6_000);
+        let own = SsdSpec {
+            write_link_rate_bytes_per_s: Some(400e6),
+            write_link_command_overhead_ns: Some(3_000),
+            ..same
+        };
+        let (read_own, write_own) = link_times(&own);
+        assert_eq!(read_own, read);
+        assert_eq!(write_own, 40_960 + 3_000);
     }
 
     #[test]

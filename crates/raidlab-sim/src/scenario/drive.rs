@@ -86,6 +86,15 @@ pub struct SsdSpec {
     /// (command, DMA setup, status) holds the half-duplex link while no data moves.
     #[serde(default)]
     pub link_command_overhead_ns: u64,
+    /// Writes' payload rate on the link, when it differs from reads' (default:
+    /// `link_rate_bytes_per_s`): a drive whose write path takes host data more slowly
+    /// than it sends read data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_link_rate_bytes_per_s: Option<f64>,
+    /// Link time per write command, when it differs from reads' (default:
+    /// `link_command_overhead_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_link_command_overhead_ns: Option<u64>,
     /// Flash channels.
     pub channels: u32,
     /// Dies on each channel.

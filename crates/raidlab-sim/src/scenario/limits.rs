@@ -710,6 +710,12 @@ limits! {
     SSD_LINK_COMMAND_OVERHEAD = Limit::new("array.drive.link_command_overhead_ns", Ssd, Ns,
         "link time per command, serial with the data (SATA FIS exchange)").ints(0, NS_MAX)
         .or(Int(0));
+    SSD_WRITE_LINK_RATE = Limit::new("array.drive.write_link_rate_bytes_per_s", Ssd, Rate,
+        "writes' payload rate on the link (absent: link_rate_bytes_per_s)")
+        .reals(RATE_MIN, RATE_MAX).nullable();
+    SSD_WRITE_LINK_COMMAND_OVERHEAD = Limit::new("array.drive.write_link_command_overhead_ns",
+        Ssd, Ns, "link time per write command (absent: link_command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
     SSD_CHANNELS = Limit::new("array.drive.channels", Ssd, Count, "flash channels").ints(1, 64);
     SSD_DIES = Limit::new("array.drive.dies_per_channel", Ssd, Count, "dies on each channel")
         .ints(1, 64);
