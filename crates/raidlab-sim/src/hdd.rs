@@ -507,27 +507,27 @@ impl Hdd {
         } else {
             (0, 0)
         };
-        let mut memo = self.seek.memo.borrow_mut();
+        let mut memo_table = self.seek.memo.borrow_mut();
+        let memo: &mut [u32] = &mut memo_table;
         let mut best = 0;
         let mut best_at = u64::MAX;
-        // The winner's positioning time when the fast path weighed it (it then starts
-        // at `mech_t0`, so `serve` would work out the same value again).
-        let mut best_positioning = None;
+        // Whether the fast path weighed the winner: it then starts at `mech_t0`, and
+        // its positioning time is `best_at - mech_t0`, which `serve` need not work
+        // out again.
+        let mut best_fast = false;
         for (i, c) in self.queue.iter().enumerate() {
             // `&`, not `&&`: one well-predicted branch instead of a data-dependent one.
             let fast = (c.gate_ns <= mech_t0) & (c.offset_bytes.wrapping_sub(ra_lo) >= ra_span);
             if fast {
                 // Decoded, positioned by the mechanism, no read-ahead hit: it starts
                 // when the mechanism frees, from `(head_t0, angle_t0)`.
-                let seek = self.seek.ns(&mut memo, c.track.abs_diff(head_t0));
-                let positioning = self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
-                let at = mech_t0 + positioning;
+                let seek = self.seek.ns(memo, c.track.abs_diff(head_t0));
+                let at = mech_t0 + self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
                 // Which command wins is data: selects, not branches the CPU guesses.
                 let better = at < best_at;
                 best_at = select_unpredictable(better, at, best_at);
                 best = select_unpredictable(better, i, best);
-                best_positioning =
-                    select_unpredictable(better, Some(positioning), best_positioning);
+                best_fast |= better;
                 continue;
             }
             if c.awaiting_buffer {
@@ -539,22 +539,22 @@ impl Hdd {
                 t0.max(c.ready_ns)
             } else if c.ready_ns <= mech_t0 {
                 let from = (head_t0, angle_t0);
-                mech_t0 + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+                mech_t0 + self.positioning_from(memo, from, c.track, c.angle_ns)
             } else {
                 let start = c.ready_ns;
                 let from = (self.head_at(start), start % self.revolution_ns);
-                start + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+                start + self.positioning_from(memo, from, c.track, c.angle_ns)
             };
             if at < best_at {
                 best_at = at;
                 best = i;
-                best_positioning = None;
+                best_fast = false;
             }
         }
         // Room in the buffer always frees for the oldest waiting write: with none
         // admitted the buffer is empty and takes it.
         debug_assert!(best_at < u64::MAX, "a queued command can start");
-        (best, best_positioning)
+        (best, best_fast.then(|| best_at - mech_t0))
     }
 
     #[inline]
