@@ -31,6 +31,9 @@ struct Command {
     /// divisions by the track length would otherwise be redone each time.
     track: u64,
     angle_ns: u64,
+    /// The length of the tracks of its zone (`Hdd::locate`): its media time without a
+    /// zone lookup (a division).
+    track_bytes: u64,
     /// `ready_ns`, or `u64::MAX` for a command the mechanism does not position for
     /// now (a write the cache takes, or one awaiting buffer room): NCQ's scan weighs a
     /// command on its fast path (`Hdd::shortest_positioning_first`) when this is at or
@@ -134,6 +137,8 @@ pub struct Hdd {
     /// reading up to `limit_offset` (exclusive) unless another command interrupts.
     ra_active: bool,
     ra_base_offset: u64,
+    /// The track length of `ra_base_offset`'s zone, found when the stream starts.
+    ra_track_bytes: u64,
     ra_base_ns: u64,
     ra_limit_offset: u64,
     ra_hits: u64,
@@ -196,6 +201,7 @@ impl Hdd {
         } else {
             (0.0, y2 / x2)
         };
+        let outer_track_bytes = zones[0].track_bytes;
         Self {
             zones,
             zone_bytes,
@@ -228,6 +234,7 @@ impl Hdd {
             head_track: 0,
             ra_active: false,
             ra_base_offset: 0,
+            ra_track_bytes: outer_track_bytes,
             ra_base_ns: 0,
             ra_limit_offset: 0,
             ra_hits: 0,
@@ -251,10 +258,15 @@ impl Hdd {
     }
 
     /// Media time of `len_bytes` starting at `offset_bytes`.
-    #[inline]
+    #[cfg(test)]
     fn media_ns(&self, offset_bytes: u64, len_bytes: u64) -> u64 {
-        let zone = self.zone(offset_bytes);
-        (len_bytes * self.revolution_ns).div_ceil(zone.track_bytes)
+        self.media_ns_on(self.zone(offset_bytes).track_bytes, len_bytes)
+    }
+
+    /// Media time of `len_bytes` on tracks of `track_bytes`.
+    #[inline]
+    fn media_ns_on(&self, track_bytes: u64, len_bytes: u64) -> u64 {
+        (len_bytes * self.revolution_ns).div_ceil(track_bytes)
     }
 
     /// Seek time across `distance` tracks.
@@ -276,15 +288,14 @@ impl Hdd {
     #[inline]
     fn ra_position(&self, t_ns: u64) -> u64 {
         let elapsed = t_ns.saturating_sub(self.ra_base_ns);
-        let zone = self.zone(self.ra_base_offset);
-        let read = elapsed * zone.track_bytes / self.revolution_ns;
+        let read = elapsed * self.ra_track_bytes / self.revolution_ns;
         (self.ra_base_offset + read).min(self.ra_limit_offset)
     }
 
     /// When the read-ahead stream passes `offset_bytes`.
     #[inline]
     fn ra_time(&self, offset_bytes: u64) -> u64 {
-        self.ra_base_ns + self.media_ns(self.ra_base_offset, offset_bytes - self.ra_base_offset)
+        self.ra_base_ns + self.media_ns_on(self.ra_track_bytes, offset_bytes - self.ra_base_offset)
     }
 
     #[inline]
@@ -393,7 +404,7 @@ impl Hdd {
                 .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
             ready_ns = ready_ns.max(data_in);
         }
-        let (track, angle_ns, _) = self.locate(offset_bytes);
+        let (track, angle_ns, track_bytes) = self.locate(offset_bytes);
         let gate_ns = if awaiting_buffer || (write && self.write_cache) {
             u64::MAX
         } else {
@@ -408,6 +419,7 @@ impl Hdd {
             awaiting_buffer,
             track,
             angle_ns,
+            track_bytes,
             gate_ns,
         });
         if self.busy {
@@ -490,6 +502,10 @@ impl Hdd {
     /// no positioning, and a write the cache takes needs no mechanism at all. Ties go
     /// to the oldest command.
     fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> (usize, Option<u64>) {
+        // One command (a drive at queue depth 1, a stream): nothing to weigh.
+        if self.queue.len() == 1 {
+            return (0, None);
+        }
         // Every command decoded by the time the mechanism frees starts from the same
         // head position at the same platter angle: both are worked out once here, not
         // once per queued command (the head position follows the read-ahead stream,
@@ -571,10 +587,10 @@ impl Hdd {
         let media_from = start_ns.max(self.mechanism.free_at_ns());
         self.ra_active = false;
         let positioning = self.positioning_ns(media_from, &c);
-        let media_end = media_from + positioning + self.media_ns(c.offset_bytes, c.len_bytes);
+        let media_end = media_from + positioning + self.media_ns_on(c.track_bytes, c.len_bytes);
         self.mechanism.occupy(media_from, media_end);
         self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
-        let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+        let drain_ns = self.media_ns_on(c.track_bytes, self.cache_bytes);
         let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
         let done = data_in.max(media_end.saturating_sub(drain_ns));
         Started {
@@ -619,7 +635,7 @@ impl Hdd {
         }
         let positioning = positioning.unwrap_or_else(|| self.positioning_ns(start_ns, &c));
         let media_start = start_ns + positioning;
-        let media_end = media_start + self.media_ns(c.offset_bytes, c.len_bytes);
+        let media_end = media_start + self.media_ns_on(c.track_bytes, c.len_bytes);
         self.mechanism.occupy(start_ns, media_end);
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
@@ -629,7 +645,7 @@ impl Hdd {
             }
             let done = if self.write_cache {
                 // Acknowledged once buffered, unless the buffer's backlog is full.
-                let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+                let drain_ns = self.media_ns_on(c.track_bytes, self.cache_bytes);
                 (start_ns + link_ns).max(media_end.saturating_sub(drain_ns))
             } else {
                 media_end.max(start_ns + link_ns) + last_sector_ns
@@ -646,6 +662,7 @@ impl Hdd {
         if self.read_ahead_bytes > 0 {
             self.ra_active = true;
             self.ra_base_offset = c.offset_bytes;
+            self.ra_track_bytes = c.track_bytes;
             self.ra_base_ns = media_start;
             self.ra_limit_offset = end_offset + self.read_ahead_bytes;
         }
