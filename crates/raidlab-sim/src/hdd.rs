@@ -155,6 +155,11 @@ pub struct Started {
     pub done_ns: u64,
 }
 
+/// Bits of the queue index in the NCQ scan's key (`Hdd::shortest_positioning_first`),
+/// and the positioning times the rest of the key holds.
+const KEY_INDEX_BITS: u32 = 16;
+const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
+
 /// Rotational accesses arriving this late after their sector count as on time: the
 /// firmware starts a transfer at any sector boundary it reaches.
 const ON_TIME_SLACK_NS: u64 = 2_000;
@@ -525,32 +530,36 @@ impl Hdd {
         };
         let mut memo_table = self.seek.memo.borrow_mut();
         let memo: &mut [u32] = &mut memo_table;
-        // The best so far as one key, `(at << 64) | index`: earliest start first, then
-        // the oldest command (the lowest index), as comparing `at` alone in queue
-        // order does. One select of one key per command, which the compiler keeps as
-        // a conditional move; separate selects of `at` and the index it turned into a
-        // branch that the CPU mispredicted about five times a dispatch.
-        let key = |at: u64, i: usize| (u128::from(at) << 64) | i as u128;
-        let none = key(u64::MAX, 0);
-        let mut best_key = none;
+        // Commands on the fast path all start at `mech_t0`: the best of them is kept
+        // as one key, `(positioning << 16) | index`, the smallest positioning first and
+        // then the oldest (the lowest index), as comparing start times in queue order
+        // does. A `u64` select of one key stays a conditional move; selecting a start
+        // time and an index apart compiled to a branch that the CPU mispredicted about
+        // five times a dispatch. Positionings too long for the key (none on a real
+        // drive) and the other commands are weighed by start time in `slow_*`.
+        let packs = self.queue.len() <= 1 << KEY_INDEX_BITS;
+        let mut fast_key = u64::MAX;
+        let mut slow_at = u64::MAX;
+        let mut slow_best = 0;
         let is_fast = |c: &Command| {
             // `&`, not `&&`: one well-predicted branch instead of a data-dependent one.
-            (c.gate_ns <= mech_t0) & (c.offset_bytes.wrapping_sub(ra_lo) >= ra_span)
+            packs & (c.gate_ns <= mech_t0) & (c.offset_bytes.wrapping_sub(ra_lo) >= ra_span)
         };
         for (i, c) in self.queue.iter().enumerate() {
-            if is_fast(c) {
+            let at = if is_fast(c) {
                 // Decoded, positioned by the mechanism, no read-ahead hit: it starts
                 // when the mechanism frees, from `(head_t0, angle_t0)`.
                 let seek = self.seek.ns(memo, c.track.abs_diff(head_t0));
-                let at = mech_t0 + self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
-                let k = key(at, i);
-                best_key = select_unpredictable(k < best_key, k, best_key);
+                let positioning = self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
+                if positioning < KEY_POSITIONING_LIMIT {
+                    let key = (positioning << KEY_INDEX_BITS) | i as u64;
+                    fast_key = select_unpredictable(key < fast_key, key, fast_key);
+                    continue;
+                }
+                mech_t0 + positioning
+            } else if c.awaiting_buffer {
                 continue;
-            }
-            if c.awaiting_buffer {
-                continue;
-            }
-            let at = if self.is_cached_write(c) {
+            } else if self.is_cached_write(c) {
                 0
             } else if self.is_ra_hit(c) {
                 t0.max(c.ready_ns)
@@ -562,19 +571,25 @@ impl Hdd {
                 let from = (self.head_at(start), start % self.revolution_ns);
                 start + self.positioning_from(memo, from, c.track, c.angle_ns)
             };
-            best_key = best_key.min(key(at, i));
+            if at < slow_at {
+                slow_at = at;
+                slow_best = i;
+            }
+        }
+        // The earlier start wins, and at equal starts the lower index.
+        if fast_key != u64::MAX {
+            let positioning = fast_key >> KEY_INDEX_BITS;
+            let fast_at = mech_t0 + positioning;
+            let fast_best = (fast_key & ((1 << KEY_INDEX_BITS) - 1)) as usize;
+            if (fast_at, fast_best) < (slow_at, slow_best) {
+                return (fast_best, Some(positioning));
+            }
         }
         // Room in the buffer always frees for the oldest waiting write: with none
-        // admitted the buffer is empty and takes it.
-        debug_assert!(best_key < none, "a queued command can start");
-        // With no key below `none` (no command can start), the index is 0, as before.
-        let best = best_key as u64 as usize;
-        let best_at = (best_key >> 64) as u64;
-        // The fast path weighed the winner: it starts at `mech_t0`, and its
-        // positioning time is `best_at - mech_t0`, which `serve` need not work out
-        // again.
-        let fast = best_key < none && is_fast(&self.queue[best]);
-        (best, fast.then(|| best_at - mech_t0))
+        // admitted the buffer is empty and takes it (with none that can start the
+        // answer was index 0, as here).
+        debug_assert!(slow_at < u64::MAX, "a queued command can start");
+        (slow_best, None)
     }
 
     #[inline]
