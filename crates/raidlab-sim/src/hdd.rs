@@ -12,6 +12,7 @@
 use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::HddSpec;
 use std::cell::RefCell;
+use std::hint::select_unpredictable;
 use std::rc::Rc;
 
 /// A queued command.
@@ -30,6 +31,14 @@ struct Command {
     /// divisions by the track length would otherwise be redone each time.
     track: u64,
     angle_ns: u64,
+    /// The length of the tracks of its zone (`Hdd::locate`): its media time without a
+    /// zone lookup (a division).
+    track_bytes: u64,
+    /// `ready_ns`, or `u64::MAX` for a command the mechanism does not position for
+    /// now (a write the cache takes, or one awaiting buffer room): NCQ's scan weighs a
+    /// command on its fast path (`Hdd::shortest_positioning_first`) when this is at or
+    /// before the time the mechanism frees, one comparison instead of three tests.
+    gate_ns: u64,
 }
 
 /// A zone: tracks of equal length.
@@ -128,6 +137,8 @@ pub struct Hdd {
     /// reading up to `limit_offset` (exclusive) unless another command interrupts.
     ra_active: bool,
     ra_base_offset: u64,
+    /// The track length of `ra_base_offset`'s zone, found when the stream starts.
+    ra_track_bytes: u64,
     ra_base_ns: u64,
     ra_limit_offset: u64,
     ra_hits: u64,
@@ -143,6 +154,11 @@ pub struct Started {
     /// When it completes.
     pub done_ns: u64,
 }
+
+/// Bits of the queue index in the NCQ scan's key (`Hdd::shortest_positioning_first`),
+/// and the positioning times the rest of the key holds.
+const KEY_INDEX_BITS: u32 = 16;
+const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
 
 /// Rotational accesses arriving this late after their sector count as on time: the
 /// firmware starts a transfer at any sector boundary it reaches.
@@ -190,6 +206,7 @@ impl Hdd {
         } else {
             (0.0, y2 / x2)
         };
+        let outer_track_bytes = zones[0].track_bytes;
         Self {
             zones,
             zone_bytes,
@@ -222,6 +239,7 @@ impl Hdd {
             head_track: 0,
             ra_active: false,
             ra_base_offset: 0,
+            ra_track_bytes: outer_track_bytes,
             ra_base_ns: 0,
             ra_limit_offset: 0,
             ra_hits: 0,
@@ -245,10 +263,15 @@ impl Hdd {
     }
 
     /// Media time of `len_bytes` starting at `offset_bytes`.
-    #[inline]
+    #[cfg(test)]
     fn media_ns(&self, offset_bytes: u64, len_bytes: u64) -> u64 {
-        let zone = self.zone(offset_bytes);
-        (len_bytes * self.revolution_ns).div_ceil(zone.track_bytes)
+        self.media_ns_on(self.zone(offset_bytes).track_bytes, len_bytes)
+    }
+
+    /// Media time of `len_bytes` on tracks of `track_bytes`.
+    #[inline]
+    fn media_ns_on(&self, track_bytes: u64, len_bytes: u64) -> u64 {
+        (len_bytes * self.revolution_ns).div_ceil(track_bytes)
     }
 
     /// Seek time across `distance` tracks.
@@ -270,15 +293,14 @@ impl Hdd {
     #[inline]
     fn ra_position(&self, t_ns: u64) -> u64 {
         let elapsed = t_ns.saturating_sub(self.ra_base_ns);
-        let zone = self.zone(self.ra_base_offset);
-        let read = elapsed * zone.track_bytes / self.revolution_ns;
+        let read = elapsed * self.ra_track_bytes / self.revolution_ns;
         (self.ra_base_offset + read).min(self.ra_limit_offset)
     }
 
     /// When the read-ahead stream passes `offset_bytes`.
     #[inline]
     fn ra_time(&self, offset_bytes: u64) -> u64 {
-        self.ra_base_ns + self.media_ns(self.ra_base_offset, offset_bytes - self.ra_base_offset)
+        self.ra_base_ns + self.media_ns_on(self.ra_track_bytes, offset_bytes - self.ra_base_offset)
     }
 
     #[inline]
@@ -334,13 +356,13 @@ impl Hdd {
         debug_assert!(start_angle_ns < rev && angle_ns < rev);
         // A seek is a few revolutions at most on any real drive: subtracting is the
         // remainder without a division, and the `%` stays for a curve slower than that.
+        // Whether each subtraction applies is data (NCQ weighs commands all round the
+        // platter): selects, which the compiler would otherwise turn into branches
+        // that the CPU mispredicts about half the time.
         let mut head_angle = start_angle_ns + seek_ns;
         for _ in 0..2 {
-            head_angle = if head_angle >= rev {
-                head_angle - rev
-            } else {
-                head_angle
-            };
+            head_angle =
+                select_unpredictable(head_angle >= rev, head_angle.wrapping_sub(rev), head_angle);
         }
         if head_angle >= rev {
             head_angle %= rev;
@@ -348,10 +370,8 @@ impl Hdd {
         // Both angles are below a revolution, so the sum lies in (0, 2 rev): one
         // subtraction is the `% rev`.
         let mut wait = angle_ns + rev - head_angle;
-        wait = if wait >= rev { wait - rev } else { wait };
-        if wait > rev - ON_TIME_SLACK_NS {
-            wait = 0;
-        }
+        wait = select_unpredictable(wait >= rev, wait.wrapping_sub(rev), wait);
+        wait = select_unpredictable(wait > rev - ON_TIME_SLACK_NS, 0, wait);
         seek_ns + wait
     }
 
@@ -389,7 +409,12 @@ impl Hdd {
                 .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
             ready_ns = ready_ns.max(data_in);
         }
-        let (track, angle_ns, _) = self.locate(offset_bytes);
+        let (track, angle_ns, track_bytes) = self.locate(offset_bytes);
+        let gate_ns = if awaiting_buffer || (write && self.write_cache) {
+            u64::MAX
+        } else {
+            ready_ns
+        };
         self.queue.push(Command {
             op,
             offset_bytes,
@@ -399,6 +424,8 @@ impl Hdd {
             awaiting_buffer,
             track,
             angle_ns,
+            track_bytes,
+            gate_ns,
         });
         if self.busy {
             None
@@ -446,6 +473,8 @@ impl Hdd {
             let c = &mut self.queue[i];
             c.awaiting_buffer = false;
             c.ready_ns = c.ready_ns.max(data_in);
+            // Awaiting room means the write cache is off: the mechanism writes it.
+            c.gate_ns = c.ready_ns;
         }
     }
 
@@ -459,7 +488,7 @@ impl Hdd {
         // waits for the link, which is busy until `now_ns`.
         let mech_t0 = self.mechanism.free_at_ns();
         let t0 = now_ns.max(mech_t0);
-        let best = self.shortest_positioning_first(mech_t0, t0);
+        let (best, positioning) = self.shortest_positioning_first(mech_t0, t0);
         let c = self.queue.remove(best);
         self.busy = true;
         if self.is_cached_write(&c) {
@@ -470,48 +499,97 @@ impl Hdd {
         } else {
             mech_t0.max(c.ready_ns)
         };
-        Some(self.serve(start, c))
+        Some(self.serve(start, c, positioning))
     }
 
     /// The queued command NCQ serves next when the mechanism frees at `mech_t0` (and
     /// the link at `t0`): the one whose data can start earliest. Read-ahead hits cost
     /// no positioning, and a write the cache takes needs no mechanism at all. Ties go
     /// to the oldest command.
-    fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> usize {
+    fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> (usize, Option<u64>) {
+        // One command (a drive at queue depth 1, a stream): nothing to weigh.
+        if self.queue.len() == 1 {
+            return (0, None);
+        }
         // Every command decoded by the time the mechanism frees starts from the same
         // head position at the same platter angle: both are worked out once here, not
         // once per queued command (the head position follows the read-ahead stream,
         // which costs a zone lookup and divisions).
         let head_t0 = self.head_at(mech_t0);
         let angle_t0 = mech_t0 % self.revolution_ns;
-        let mut memo = self.seek.memo.borrow_mut();
-        let mut best = 0;
-        let mut best_at = u64::MAX;
+        // Commands that may be read-ahead hits: every hit starts in `ra_lo..ra_limit`
+        // (a superset of `is_ra_hit`, which the slow path below asks), one unsigned
+        // comparison of `offset - ra_lo` with the span; no span, no hit.
+        let (ra_lo, ra_span) = if self.ra_active {
+            let lo = self
+                .ra_base_offset
+                .max(self.ra_limit_offset.saturating_sub(self.cache_bytes));
+            (lo, self.ra_limit_offset.saturating_sub(lo))
+        } else {
+            (0, 0)
+        };
+        let mut memo_table = self.seek.memo.borrow_mut();
+        let memo: &mut [u32] = &mut memo_table;
+        // Commands on the fast path all start at `mech_t0`: the best of them is kept
+        // as one key, `(positioning << 16) | index`, the smallest positioning first and
+        // then the oldest (the lowest index), as comparing start times in queue order
+        // does. A `u64` select of one key stays a conditional move; selecting a start
+        // time and an index apart compiled to a branch that the CPU mispredicted about
+        // five times a dispatch. Positionings too long for the key (none on a real
+        // drive) and the other commands are weighed by start time in `slow_*`.
+        let packs = self.queue.len() <= 1 << KEY_INDEX_BITS;
+        let mut fast_key = u64::MAX;
+        let mut slow_at = u64::MAX;
+        let mut slow_best = 0;
+        let is_fast = |c: &Command| {
+            // `&`, not `&&`: one well-predicted branch instead of a data-dependent one.
+            packs & (c.gate_ns <= mech_t0) & (c.offset_bytes.wrapping_sub(ra_lo) >= ra_span)
+        };
         for (i, c) in self.queue.iter().enumerate() {
-            if c.awaiting_buffer {
+            let at = if is_fast(c) {
+                // Decoded, positioned by the mechanism, no read-ahead hit: it starts
+                // when the mechanism frees, from `(head_t0, angle_t0)`.
+                let seek = self.seek.ns(memo, c.track.abs_diff(head_t0));
+                let positioning = self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
+                if positioning < KEY_POSITIONING_LIMIT {
+                    let key = (positioning << KEY_INDEX_BITS) | i as u64;
+                    fast_key = select_unpredictable(key < fast_key, key, fast_key);
+                    continue;
+                }
+                mech_t0 + positioning
+            } else if c.awaiting_buffer {
                 continue;
-            }
-            let at = if self.is_cached_write(c) {
+            } else if self.is_cached_write(c) {
                 0
             } else if self.is_ra_hit(c) {
                 t0.max(c.ready_ns)
             } else if c.ready_ns <= mech_t0 {
                 let from = (head_t0, angle_t0);
-                mech_t0 + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+                mech_t0 + self.positioning_from(memo, from, c.track, c.angle_ns)
             } else {
                 let start = c.ready_ns;
                 let from = (self.head_at(start), start % self.revolution_ns);
-                start + self.positioning_from(&mut memo, from, c.track, c.angle_ns)
+                start + self.positioning_from(memo, from, c.track, c.angle_ns)
             };
-            if at < best_at {
-                best_at = at;
-                best = i;
+            if at < slow_at {
+                slow_at = at;
+                slow_best = i;
+            }
+        }
+        // The earlier start wins, and at equal starts the lower index.
+        if fast_key != u64::MAX {
+            let positioning = fast_key >> KEY_INDEX_BITS;
+            let fast_at = mech_t0 + positioning;
+            let fast_best = (fast_key & ((1 << KEY_INDEX_BITS) - 1)) as usize;
+            if (fast_at, fast_best) < (slow_at, slow_best) {
+                return (fast_best, Some(positioning));
             }
         }
         // Room in the buffer always frees for the oldest waiting write: with none
-        // admitted the buffer is empty and takes it.
-        debug_assert!(best_at < u64::MAX, "a queued command can start");
-        best
+        // admitted the buffer is empty and takes it (with none that can start the
+        // answer was index 0, as here).
+        debug_assert!(slow_at < u64::MAX, "a queued command can start");
+        (slow_best, None)
     }
 
     #[inline]
@@ -528,10 +606,10 @@ impl Hdd {
         let media_from = start_ns.max(self.mechanism.free_at_ns());
         self.ra_active = false;
         let positioning = self.positioning_ns(media_from, &c);
-        let media_end = media_from + positioning + self.media_ns(c.offset_bytes, c.len_bytes);
+        let media_end = media_from + positioning + self.media_ns_on(c.track_bytes, c.len_bytes);
         self.mechanism.occupy(media_from, media_end);
         self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
-        let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+        let drain_ns = self.media_ns_on(c.track_bytes, self.cache_bytes);
         let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
         let done = data_in.max(media_end.saturating_sub(drain_ns));
         Started {
@@ -541,7 +619,9 @@ impl Hdd {
         }
     }
 
-    fn serve(&mut self, start_ns: u64, c: Command) -> Started {
+    /// Serve `c` from `start_ns`; `positioning`, when known, is its positioning time
+    /// from there (NCQ's scan worked it out).
+    fn serve(&mut self, start_ns: u64, c: Command, positioning: Option<u64>) -> Started {
         let link_ns = transfer_ns(c.len_bytes, self.link_ps);
         let last_sector_ns = transfer_ns(512, self.link_ps);
         let end_offset = c.offset_bytes + c.len_bytes;
@@ -572,9 +652,9 @@ impl Hdd {
                 done_ns: done,
             };
         }
-        let positioning = self.positioning_ns(start_ns, &c);
+        let positioning = positioning.unwrap_or_else(|| self.positioning_ns(start_ns, &c));
         let media_start = start_ns + positioning;
-        let media_end = media_start + self.media_ns(c.offset_bytes, c.len_bytes);
+        let media_end = media_start + self.media_ns_on(c.track_bytes, c.len_bytes);
         self.mechanism.occupy(start_ns, media_end);
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
@@ -584,7 +664,7 @@ impl Hdd {
             }
             let done = if self.write_cache {
                 // Acknowledged once buffered, unless the buffer's backlog is full.
-                let drain_ns = self.media_ns(c.offset_bytes, self.cache_bytes);
+                let drain_ns = self.media_ns_on(c.track_bytes, self.cache_bytes);
                 (start_ns + link_ns).max(media_end.saturating_sub(drain_ns))
             } else {
                 media_end.max(start_ns + link_ns) + last_sector_ns
@@ -601,6 +681,7 @@ impl Hdd {
         if self.read_ahead_bytes > 0 {
             self.ra_active = true;
             self.ra_base_offset = c.offset_bytes;
+            self.ra_track_bytes = c.track_bytes;
             self.ra_base_ns = media_start;
             self.ra_limit_offset = end_offset + self.read_ahead_bytes;
         }
@@ -630,6 +711,112 @@ impl Hdd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
+
+    /// NCQ's choice as a plain scan in queue order: every command's start time by the
+    /// general rules, the earliest winning, ties to the first. The fast path must
+    /// choose exactly this.
+    fn reference_choice(d: &Hdd, mech_t0: u64, t0: u64) -> usize {
+        let head_t0 = d.head_at(mech_t0);
+        let angle_t0 = mech_t0 % d.revolution_ns;
+        let mut memo = d.seek.memo.borrow_mut();
+        let mut best = 0;
+        let mut best_at = u64::MAX;
+        for (i, c) in d.queue.iter().enumerate() {
+            if c.awaiting_buffer {
+                continue;
+            }
+            let at = if d.is_cached_write(c) {
+                0
+            } else if d.is_ra_hit(c) {
+                t0.max(c.ready_ns)
+            } else if c.ready_ns <= mech_t0 {
+                mech_t0 + d.positioning_from(&mut memo, (head_t0, angle_t0), c.track, c.angle_ns)
+            } else {
+                let start = c.ready_ns;
+                let from = (d.head_at(start), start % d.revolution_ns);
+                start + d.positioning_from(&mut memo, from, c.track, c.angle_ns)
+            };
+            if at < best_at {
+                best_at = at;
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Compares the scan with `reference_choice` at the drive's next dispatch and at
+    /// times around it (commands not yet decoded, the platter elsewhere).
+    fn check_choice(d: &Hdd, now: u64, rng: &mut Rng) {
+        // A drive dispatches only when a command can start (a write waiting for
+        // buffer room gets it once the write being served reaches the platter).
+        if d.queue.iter().all(|c| c.awaiting_buffer) {
+            return;
+        }
+        let free = d.mechanism.free_at_ns();
+        for mech_t0 in [
+            free,
+            free + rng.below(20_000_000),
+            free.saturating_sub(rng.below(300_000)),
+        ] {
+            let t0 = now.max(mech_t0);
+            let (best, positioning) = d.shortest_positioning_first(mech_t0, t0);
+            assert_eq!(best, reference_choice(d, mech_t0, t0), "at {mech_t0}");
+            if let Some(p) = positioning {
+                assert_eq!(p, d.positioning_ns(mech_t0, &d.queue[best]));
+            }
+        }
+    }
+
+    #[test]
+    fn the_ncq_scan_chooses_as_a_plain_scan_does() {
+        let mut rng = Rng::new(7);
+        for round in 0..48u64 {
+            let mut s = spec(round % 2 == 1);
+            s.read_ahead_bytes = [0, 1 << 20][(round / 2 % 2) as usize];
+            s.write_buffer_bytes = Some([64 << 10, 8 << 20][(round / 4 % 2) as usize]);
+            let write_share = [0, 30, 100][(round / 8 % 3) as usize];
+            let depth = [4, 32][(round / 24) as usize];
+            let mut d = Hdd::new(&s, 300e6);
+            let (mut now, mut next_arrival) = (0, 0);
+            let (mut running, mut outstanding, mut op) = (None::<Started>, 0, 0u32);
+            let mut last_end = 0;
+            for _ in 0..3000 {
+                let arrive = outstanding < depth
+                    && running.is_none_or(|r: Started| next_arrival <= r.done_ns);
+                if arrive {
+                    now = now.max(next_arrival);
+                    let len = [512, 4096, 65536, 1 << 20][rng.below(4) as usize];
+                    let offset = match rng.below(4) {
+                        // Sequential, the same place again (equal positioning times:
+                        // the older must win), random in a small region (short seeks),
+                        // or anywhere.
+                        0 => last_end,
+                        3 => last_end - len.min(last_end),
+                        1 => rng.below(64 << 20) / 512 * 512,
+                        _ => rng.below(s.capacity_bytes - (2 << 20)) / 512 * 512,
+                    };
+                    last_end = offset + len;
+                    let write = rng.below(100) < write_share;
+                    check_choice(&d, now, &mut rng);
+                    if let Some(started) = d.submit(now, op, offset, len, write) {
+                        running = Some(started);
+                    }
+                    op += 1;
+                    outstanding += 1;
+                    next_arrival = now + rng.below(3) * rng.below(2_000_000);
+                } else if let Some(r) = running {
+                    now = now.max(r.done_ns);
+                    check_choice(&d, now, &mut rng);
+                    running = d.complete(now);
+                    outstanding -= 1;
+                } else {
+                    next_arrival = next_arrival.max(now);
+                    now = next_arrival;
+                }
+            }
+        }
+    }
 
     fn spec(write_cache: bool) -> HddSpec {
         HddSpec {
