@@ -12,6 +12,7 @@
 use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::HddSpec;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// A queued command.
@@ -132,6 +133,10 @@ pub struct Hdd {
     dirty: Vec<DirtyWrite>,
     dirty_bytes: u64,
     dirty_writes_max: usize,
+    /// Cached writes on their way to the platter: (when written, bytes), in the order
+    /// the mechanism writes them. Their room in the cache frees when they are written.
+    destaging: VecDeque<(u64, u64)>,
+    destaging_bytes: u64,
     queue: Vec<Command>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
@@ -236,6 +241,8 @@ impl Hdd {
             // Not published for any drive: the firmware is taken to reorder its cached
             // writes over as many as it reorders queued commands (NCQ's depth).
             dirty_writes_max: (spec.ncq_depth as usize).max(1),
+            destaging: VecDeque::new(),
+            destaging_bytes: 0,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
@@ -561,7 +568,7 @@ impl Hdd {
             .rev()
             .find(|w| end(w) == c.offset_bytes)
         {
-            if self.dirty_bytes + c.len_bytes <= self.cache_bytes {
+            if self.dirty_bytes + self.destaging_bytes + c.len_bytes <= self.cache_bytes {
                 let link_ns = transfer_ns(c.len_bytes, self.link_ps);
                 let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
                 w.len_bytes += c.len_bytes;
@@ -574,13 +581,7 @@ impl Hdd {
                 };
             }
         }
-        let mut room_ns = start_ns;
-        while !self.dirty.is_empty()
-            && (self.dirty.len() >= self.dirty_writes_max
-                || self.dirty_bytes + c.len_bytes > self.cache_bytes)
-        {
-            room_ns = room_ns.max(self.destage_one());
-        }
+        let room_ns = self.cache_room_at(start_ns, c.len_bytes);
         let link_ns = transfer_ns(c.len_bytes, self.link_ps);
         let (link_start, data_in) = self.link.reserve(room_ns, link_ns);
         self.dirty.push(DirtyWrite {
@@ -598,6 +599,38 @@ impl Hdd {
         }
     }
 
+    /// When the cache can take `len_bytes` more, from `from_ns` on: a segment frees its
+    /// place in the reordering window when the mechanism starts writing it, and its
+    /// bytes when it is written. A write larger than the whole cache goes in once the
+    /// cache is empty.
+    fn cache_room_at(&mut self, from_ns: u64, len_bytes: u64) -> u64 {
+        let mut room_ns = from_ns;
+        loop {
+            while let Some(&(end_ns, bytes)) = self.destaging.front() {
+                if end_ns > room_ns {
+                    break;
+                }
+                self.destaging.pop_front();
+                self.destaging_bytes -= bytes;
+            }
+            let window_full = self.dirty.len() >= self.dirty_writes_max;
+            let used = self.dirty_bytes + self.destaging_bytes;
+            let bytes_fit = used + len_bytes <= self.cache_bytes || used == 0;
+            if !window_full && bytes_fit {
+                return room_ns;
+            }
+            if window_full || (self.destaging.is_empty() && !self.dirty.is_empty()) {
+                let (start_ns, _) = self.destage_one();
+                if window_full {
+                    room_ns = room_ns.max(start_ns);
+                }
+                continue;
+            }
+            let (end_ns, _) = *self.destaging.front().expect("bytes in flight");
+            room_ns = room_ns.max(end_ns);
+        }
+    }
+
     /// Destage every cached write the mechanism can start before `now_ns` (a command
     /// the drive takes at `now_ns` goes first).
     fn destage_until(&mut self, now_ns: u64) {
@@ -611,8 +644,8 @@ impl Hdd {
 
     /// Write one cached write to the platter, the one the head reaches first of those
     /// whose data is in by the time the mechanism frees (ties: the oldest). Returns
-    /// when it is on the platter and its room in the cache is free.
-    fn destage_one(&mut self) -> u64 {
+    /// when the mechanism starts on it and when it is on the platter.
+    fn destage_one(&mut self) -> (u64, u64) {
         debug_assert!(!self.dirty.is_empty(), "a destage needs a cached write");
         let first_ready = self.dirty.iter().map(|w| w.ready_ns).min().unwrap_or(0);
         let t0 = self.mechanism.free_at_ns().max(first_ready);
@@ -638,7 +671,9 @@ impl Hdd {
         self.ra_active = false;
         self.head_track = self.locate(w.offset_bytes + w.len_bytes - 1).0;
         self.dirty_bytes -= w.len_bytes;
-        media_end
+        self.destaging.push_back((media_end, w.len_bytes));
+        self.destaging_bytes += w.len_bytes;
+        (t0, media_end)
     }
 
     fn serve(&mut self, start_ns: u64, c: Command) -> Started {
