@@ -485,7 +485,10 @@ def _raid1_write_penalty_checks(oio: str) -> list[Check]:
 # study's SSD with 4K random I/O. The random-IOPS range (T35, T36) is taken at QD 1 and
 # at QD 32 (NCQ's depth); the "typical average" latencies (T37-T40) at QD 1, reads and
 # writes (a latency at QD 32 is mostly queueing). A range holds where the simulated
-# value is in it, widened by the ±20 % the study allows an "about".
+# value is in it, widened by the ±20 % the study allows an "about". A 7200 rpm disk's
+# QD 1 reads over its whole surface take its datasheet seek plus half a turn (WD Blue:
+# 8.9 + 4.17 ms), outside the range (T35, T39); 15k rpm disks, queued reads and cached
+# writes are inside it (docs/studies.md, "Second pass on the failing claims").
 HDD = "wd-caviar-blue-500g"
 SINGLE_HDD = Setup("single 7200 rpm HDD", "hba", level=0, drives=1, drive=HDD)
 GENERIC_RANGES = {
