@@ -146,7 +146,7 @@ def test_controller_keys_follow_the_level() -> None:
     parity = _array(level=5, drives=3, controller="linux-md")["controller"]
     mirror = _array(level=1, drives=2, controller="linux-md")["controller"]
     assert parity["parity_rate_bytes_per_s"] == 5_000_000_000 and "read_balance" not in parity
-    assert mirror["read_balance"] == "md"
+    assert mirror["read_balance"] == "least-outstanding"
     assert "parity_rate_bytes_per_s" not in mirror
 
 
