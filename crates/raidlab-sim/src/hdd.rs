@@ -12,6 +12,7 @@
 use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::HddSpec;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::hint::select_unpredictable;
 use std::rc::Rc;
 
@@ -39,6 +40,17 @@ struct Command {
     /// command on its fast path (`Hdd::shortest_positioning_first`) when this is at or
     /// before the time the mechanism frees, one comparison instead of three tests.
     gate_ns: u64,
+}
+
+/// A write the drive's cache holds and the platter does not have yet.
+#[derive(Debug, Clone, Copy)]
+struct DirtyWrite {
+    offset_bytes: u64,
+    len_bytes: u64,
+    /// When its data was in the buffer: it cannot reach the platter before.
+    ready_ns: u64,
+    track: u64,
+    angle_ns: u64,
 }
 
 /// A zone: tracks of equal length.
@@ -124,6 +136,16 @@ pub struct Hdd {
     awaiting_buffer: u32,
     /// The write being served: its bytes, freed when its media write ends.
     writing: Option<(u64, u64)>,
+    /// Write cache on: acknowledged writes not yet on the platter (contiguous ones
+    /// joined into one segment), oldest first, their bytes, and how many segments the
+    /// drive keeps at most (its reordering window).
+    dirty: Vec<DirtyWrite>,
+    dirty_bytes: u64,
+    dirty_writes_max: usize,
+    /// Cached writes on their way to the platter: (when written, bytes), in the order
+    /// the mechanism writes them. Their room in the cache frees when they are written.
+    destaging: VecDeque<(u64, u64)>,
+    destaging_bytes: u64,
     queue: Vec<Command>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
@@ -231,6 +253,13 @@ impl Hdd {
             buffered_write_bytes: 0,
             awaiting_buffer: 0,
             writing: None,
+            dirty: Vec::with_capacity(spec.ncq_depth as usize),
+            dirty_bytes: 0,
+            // Not published for any drive: the firmware is taken to reorder its cached
+            // writes over as many as it reorders queued commands (NCQ's depth).
+            dirty_writes_max: (spec.ncq_depth as usize).max(1),
+            destaging: VecDeque::new(),
+            destaging_bytes: 0,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
@@ -263,7 +292,6 @@ impl Hdd {
     }
 
     /// Media time of `len_bytes` starting at `offset_bytes`.
-    #[cfg(test)]
     fn media_ns(&self, offset_bytes: u64, len_bytes: u64) -> u64 {
         self.media_ns_on(self.zone(offset_bytes).track_bytes, len_bytes)
     }
@@ -479,6 +507,9 @@ impl Hdd {
     }
 
     fn start_next(&mut self, now_ns: u64) -> Option<Started> {
+        // Cached writes go to the platter whenever the mechanism is free before the
+        // next command: the drive destages while the host waits or is idle.
+        self.destage_until(now_ns);
         if self.queue.is_empty() {
             return None;
         }
@@ -597,26 +628,129 @@ impl Hdd {
         c.write && self.write_cache
     }
 
-    /// A write into the drive's cache: acknowledged once its data is in the buffer,
-    /// written to the platter behind whatever the mechanism is doing (in arrival order,
-    /// so back-to-back sequential writes stream). Waits only when the dirty data queued
-    /// for the platter would no longer fit in the cache.
+    /// A write into the drive's cache: acknowledged once its data is in the buffer. The
+    /// platter gets it later, in the order that positions the head fastest (as NCQ
+    /// serves queued commands): a drive's write cache "reduces delays caused by seek
+    /// time and rotational latency" (HGST Ultrastar 7K2 technical reference manual,
+    /// CacheFlow, write cache), so random writes with the cache on are at least as fast
+    /// as queued ones without it. A write waits only while the cache is full (its bytes
+    /// or its reordering window), until a destage frees room.
     fn accept_cached_write(&mut self, start_ns: u64, c: Command) -> Started {
+        // Data that continues a cached write joins it: the buffer holds a stream's
+        // writes as one segment, written to the platter in one pass.
+        let end = |w: &DirtyWrite| w.offset_bytes + w.len_bytes;
+        if let Some(w) = self
+            .dirty
+            .iter_mut()
+            .rev()
+            .find(|w| end(w) == c.offset_bytes)
+        {
+            if self.dirty_bytes + self.destaging_bytes + c.len_bytes <= self.cache_bytes {
+                let link_ns = transfer_ns(c.len_bytes, self.link_ps);
+                let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
+                w.len_bytes += c.len_bytes;
+                w.ready_ns = w.ready_ns.max(data_in);
+                self.dirty_bytes += c.len_bytes;
+                return Started {
+                    op: c.op,
+                    link_start_ns: link_start,
+                    done_ns: data_in,
+                };
+            }
+        }
+        let room_ns = self.cache_room_at(start_ns, c.len_bytes);
         let link_ns = transfer_ns(c.len_bytes, self.link_ps);
-        let media_from = start_ns.max(self.mechanism.free_at_ns());
-        self.ra_active = false;
-        let positioning = self.positioning_ns(media_from, &c);
-        let media_end = media_from + positioning + self.media_ns_on(c.track_bytes, c.len_bytes);
-        self.mechanism.occupy(media_from, media_end);
-        self.head_track = self.locate(c.offset_bytes + c.len_bytes - 1).0;
-        let drain_ns = self.media_ns_on(c.track_bytes, self.cache_bytes);
-        let (link_start, data_in) = self.link.reserve(start_ns, link_ns);
-        let done = data_in.max(media_end.saturating_sub(drain_ns));
+        let (link_start, data_in) = self.link.reserve(room_ns, link_ns);
+        self.dirty.push(DirtyWrite {
+            offset_bytes: c.offset_bytes,
+            len_bytes: c.len_bytes,
+            ready_ns: data_in,
+            track: c.track,
+            angle_ns: c.angle_ns,
+        });
+        self.dirty_bytes += c.len_bytes;
         Started {
             op: c.op,
             link_start_ns: link_start,
-            done_ns: done,
+            done_ns: data_in,
         }
+    }
+
+    /// When the cache can take `len_bytes` more, from `from_ns` on: a segment frees its
+    /// place in the reordering window when the mechanism starts writing it, and its
+    /// bytes when it is written. A write larger than the whole cache goes in once the
+    /// cache is empty.
+    fn cache_room_at(&mut self, from_ns: u64, len_bytes: u64) -> u64 {
+        let mut room_ns = from_ns;
+        loop {
+            while let Some(&(end_ns, bytes)) = self.destaging.front() {
+                if end_ns > room_ns {
+                    break;
+                }
+                self.destaging.pop_front();
+                self.destaging_bytes -= bytes;
+            }
+            let window_full = self.dirty.len() >= self.dirty_writes_max;
+            let used = self.dirty_bytes + self.destaging_bytes;
+            let bytes_fit = used + len_bytes <= self.cache_bytes || used == 0;
+            if !window_full && bytes_fit {
+                return room_ns;
+            }
+            if window_full || (self.destaging.is_empty() && !self.dirty.is_empty()) {
+                let (start_ns, _) = self.destage_one();
+                if window_full {
+                    room_ns = room_ns.max(start_ns);
+                }
+                continue;
+            }
+            let (end_ns, _) = *self.destaging.front().expect("bytes in flight");
+            room_ns = room_ns.max(end_ns);
+        }
+    }
+
+    /// Destage every cached write the mechanism can start before `now_ns` (a command
+    /// the drive takes at `now_ns` goes first).
+    fn destage_until(&mut self, now_ns: u64) {
+        while let Some(ready_ns) = self.dirty.iter().map(|w| w.ready_ns).min() {
+            if self.mechanism.free_at_ns().max(ready_ns) >= now_ns {
+                return;
+            }
+            self.destage_one();
+        }
+    }
+
+    /// Write one cached write to the platter, the one the head reaches first of those
+    /// whose data is in by the time the mechanism frees (ties: the oldest). Returns
+    /// when the mechanism starts on it and when it is on the platter.
+    fn destage_one(&mut self) -> (u64, u64) {
+        debug_assert!(!self.dirty.is_empty(), "a destage needs a cached write");
+        let first_ready = self.dirty.iter().map(|w| w.ready_ns).min().unwrap_or(0);
+        let t0 = self.mechanism.free_at_ns().max(first_ready);
+        let from = (self.head_at(t0), t0 % self.revolution_ns);
+        let (best, positioning) = {
+            let mut memo = self.seek.memo.borrow_mut();
+            let mut best = (0, u64::MAX);
+            for (i, w) in self.dirty.iter().enumerate() {
+                if w.ready_ns > t0 {
+                    continue;
+                }
+                let ns = self.positioning_from(&mut memo, from, w.track, w.angle_ns);
+                if ns < best.1 {
+                    best = (i, ns);
+                }
+            }
+            best
+        };
+        debug_assert!(positioning < u64::MAX, "the earliest cached write is ready");
+        let w = self.dirty.remove(best);
+        let media_end = t0 + positioning + self.media_ns(w.offset_bytes, w.len_bytes);
+        self.mechanism.occupy(t0, media_end);
+        self.ra_active = false;
+        self.head_track = self.locate(w.offset_bytes + w.len_bytes - 1).0;
+        self.dirty_bytes -= w.len_bytes;
+        self.destaging.push_back((media_end, w.len_bytes));
+        self.destaging_bytes += w.len_bytes;
+        (t0, media_end)
     }
 
     /// Serve `c` from `start_ns`; `positioning`, when known, is its positioning time
@@ -948,6 +1082,31 @@ mod tests {
         // far faster than one revolution per write.
         let per_write_us = t as f64 / 1000.0 / 1000.0;
         assert!(per_write_us < 200.0, "{per_write_us} us");
+    }
+
+    /// Mean service time of `count` 4 KiB writes at scattered addresses, one at a time.
+    fn random_writes_one_at_a_time(d: &mut Hdd, count: u32) -> f64 {
+        let mut t = 0;
+        let mut x: u64 = 12_345;
+        for op in 0..count {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let offset = (x >> 24) % (200_000_000_000 / 4096) * 4096;
+            t = d.submit(t, op, offset, 4096, true).unwrap().done_ns;
+            d.complete(t);
+        }
+        t as f64 / f64::from(count)
+    }
+
+    #[test]
+    fn the_write_cache_makes_random_writes_faster_not_slower() {
+        // With the cache off each write is a random access (seek and half a turn); with
+        // it on the drive writes its cached writes in the order the head reaches them.
+        let off = random_writes_one_at_a_time(&mut Hdd::new(&spec(false), 300e6), 2_000);
+        let on = random_writes_one_at_a_time(&mut Hdd::new(&spec(true), 300e6), 2_000);
+        assert!(off > 10e6, "{off} ns");
+        assert!(on < 0.6 * off, "{on} vs {off} ns");
     }
 
     /// Feeds `count` contiguous writes of `len` bytes, keeping `depth` outstanding as a

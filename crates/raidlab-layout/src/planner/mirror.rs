@@ -10,6 +10,14 @@ pub trait CopyChooser {
     /// Index into `candidates` (surviving members holding a copy, md's copy order; never
     /// empty) of the member to read.
     fn choose(&mut self, candidates: &[u32]) -> usize;
+
+    /// As [`CopyChooser::choose`], told where on its member each candidate's copy
+    /// starts (`offsets_bytes[i]` for `candidates[i]`): a chooser that weighs the
+    /// distance from where a drive last was (md raid10's) needs it; the others ignore it.
+    fn choose_at(&mut self, candidates: &[u32], offsets_bytes: &[u64]) -> usize {
+        debug_assert_eq!(candidates.len(), offsets_bytes.len());
+        self.choose(candidates)
+    }
 }
 
 /// Cycles through the candidates: the k-th choice takes candidate `k % len`.
@@ -73,6 +81,7 @@ impl Geometry {
         let end = req.offset_bytes + req.len_bytes;
         let mut at = req.offset_bytes;
         let mut candidates = [0u32; MEMBERS_MAX as usize];
+        let mut offsets = [0u64; MEMBERS_MAX as usize];
         while at < end {
             // md raid1 sends a whole read to one mirror; raid10 splits at chunks.
             let piece_end = match self.family() {
@@ -87,6 +96,7 @@ impl Geometry {
                     lost.insert(loc.member);
                 } else {
                     candidates[count] = loc.member;
+                    offsets[count] = loc.offset_bytes;
                     count += 1;
                 }
             }
@@ -107,7 +117,7 @@ impl Geometry {
                     }
                 }
             } else {
-                let pick = chooser.choose(&candidates[..count]);
+                let pick = chooser.choose_at(&candidates[..count], &offsets[..count]);
                 assert!(pick < count, "chooser picked {pick} of {count} candidates");
                 let member = candidates[pick];
                 let loc = (0..self.copies())

@@ -173,4 +173,11 @@ pub enum ReadBalance {
     RoundRobin,
     /// The copy whose drive has the fewest operations outstanding.
     LeastOutstanding,
+    /// Linux md of kernels 3.6 to 5.2: RAID 1 as `LeastOutstanding` (md raid1 reads
+    /// from the SSD mirror with the fewest pending I/Os since commit 9dedf60313fa4,
+    /// Linux 3.6); RAID 10 reads from an idle copy if one is, else from the copy whose
+    /// drive last finished nearest the address (its "head position"), SSDs included,
+    /// until Linux 5.3 (G. Jiang, "md/raid10: read balance chooses idlest disk for
+    /// SSD", 2019: "RAID-1 can be 3x faster than RAID-10 sometimes").
+    Md,
 }

@@ -835,7 +835,7 @@ limits! {
     CONTROLLER_PARITY_RATE = Limit::new("array.controller.parity_rate_bytes_per_s", Always, Rate,
         "parity engine rate (null = free)").reals(RATE_MIN, RATE_MAX).nullable();
     CONTROLLER_READ_BALANCE = Limit::new("array.controller.read_balance", Always, Choice,
-        "RAID 1/10 read balancing").of(&["round-robin", "least-outstanding"])
+        "RAID 1/10 read balancing").of(&["round-robin", "least-outstanding", "md"])
         .or(Str("round-robin"));
     CONTROLLER_CACHE = Limit::new("array.controller.cache_bytes", Always, Bytes,
         "controller write cache (0 = none)").ints(0, BUFFER_BYTES_MAX).or(Int(0));

@@ -11,12 +11,13 @@
 //! ```
 
 use super::read_ahead::ReadAhead;
+use super::read_balance::MdRaid10Nearest;
 use super::write_back::DestageEngine;
 use super::{DriveModel, MemberOp, Request, Simulation};
 use crate::queue::EventKind;
 use crate::resource::{Path, Server};
 use crate::scenario::ReadBalance;
-use raidlab_layout::{LeastOutstanding, MemberSet, Plan, Request as PlanRequest};
+use raidlab_layout::{LeastOutstanding, Level, MemberSet, Plan, Request as PlanRequest};
 
 /// The controller's CPU, data paths and settings, and the caches it runs.
 pub(super) struct Controller {
@@ -111,6 +112,18 @@ impl Simulation {
                     .plan(request, &failed, &mut self.round_robin, plan)
             }
             ReadBalance::LeastOutstanding => self.layout.plan(
+                request,
+                &failed,
+                &mut LeastOutstanding::new(&self.member_load),
+                plan,
+            ),
+            ReadBalance::Md if self.layout.level() == Level::Raid10 => self.layout.plan(
+                request,
+                &failed,
+                &mut MdRaid10Nearest::new(&self.member_load, &self.member_head_bytes),
+                plan,
+            ),
+            ReadBalance::Md => self.layout.plan(
                 request,
                 &failed,
                 &mut LeastOutstanding::new(&self.member_load),
@@ -446,6 +459,9 @@ impl Simulation {
         let op = self.ops[id as usize];
         let now = self.now_ns;
         self.member_load[op.drive as usize] -= 1;
+        if !op.trim {
+            self.member_head_bytes[op.drive as usize] = op.offset_bytes + op.len_bytes;
+        }
         let drive = &mut self.drives[op.drive as usize];
         drive.outstanding -= 1;
         if let DriveModel::Hdd(hdd) = &mut drive.model {

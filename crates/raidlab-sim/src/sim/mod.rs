@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 mod controller;
 mod host_side;
 mod read_ahead;
+mod read_balance;
 mod rebuild;
 mod report;
 mod trace_source;
@@ -151,6 +152,9 @@ pub struct Simulation {
     round_robin: RoundRobin,
     /// Operations outstanding or queued per member, for least-outstanding reads.
     member_load: Vec<u32>,
+    /// Where each member last finished an operation (end byte): md raid10's read
+    /// balancing weighs it.
+    member_head_bytes: Vec<u64>,
     rebuild: Option<Rebuild>,
     rebuild_slot: u32,
     controller: Controller,
@@ -289,6 +293,7 @@ impl Simulation {
             read_balance: c.read_balance,
             round_robin: RoundRobin::new(),
             member_load: vec![0; a.drive_count as usize],
+            member_head_bytes: vec![0; a.drive_count as usize],
             rebuild: a.rebuild.as_ref().map(|r| Rebuild {
                 member: r.member,
                 ps_per_byte: crate::resource::ps_per_byte(r.rate_bytes_per_s),

@@ -79,7 +79,8 @@ impl Simulation {
                     &mut self.round_robin,
                     plan,
                 ),
-                ReadBalance::LeastOutstanding => self.layout.rebuild_plan(
+                // md's recovery reads are not read-balanced by head position.
+                ReadBalance::LeastOutstanding | ReadBalance::Md => self.layout.rebuild_plan(
                     member,
                     offset,
                     len,
