@@ -420,15 +420,21 @@ impl Hdd {
         // "drive in quiescent state" (Hitachi Deskstar 7K3000 specification, 4.5.1
         // Command overhead); the Deskstar 7K250 specification (publication 2860,
         // 4.4.5.1) times 128 sequential read commands as T = A + B + C + 16 MiB/D +
-        // 512/E, one command overhead A for all of them. A write with the write cache
-        // off reports its status once the platter has it (WCE = 0: "SCSI WRITE commands
-        // may not return status ... until all data has been written to the media",
-        // Seagate SCSI Commands Reference Manual, caching mode page); that status is a
-        // Set Device Bits FIS sent when the media write ends (`serve`), not a second
-        // command overhead. Booking one here, ahead of the commands that arrive next,
-        // held every queued write back by a second 0.22 ms on the Deskstar, so
-        // sequential 64 KiB writes at queue depth 2 lost a revolution each while
-        // 128 KiB ones streamed (28 vs 284 MB/s on the 2-disk PERC 6/i array at QD 4).
+        // 512/E, one command overhead A for all of them, and Hitachi's "seek overlap"
+        // (Travelstar 5K160 specification, 12.11) puts one pre- and one post-overhead
+        // on a run of overlapped commands. The A of this model's drives is the whole
+        // per-command time (derived from 4096 random reads, T = 4096 (A + B + C + ...),
+        // status included), which the firmware still spends on every command, one at
+        // a time: it bounds the command rate, not each queued command's latency. A
+        // write with the write cache off reports its status once the platter has it
+        // (WCE = 0: "SCSI WRITE commands may not return status ... until all data has
+        // been written to the media", Seagate SCSI Commands Reference Manual, caching
+        // mode page); that status is the completion sent when the media write ends
+        // (`serve`), not a second command overhead. Booking one here, ahead of the
+        // commands that arrive next, held every queued write back by a second 0.22 ms
+        // on the Deskstar, so sequential 64 KiB writes at queue depth 2 lost a
+        // revolution each while 128 KiB ones streamed (28 vs 284 MB/s on the 2-disk
+        // PERC 6/i array at QD 4).
         let (_, mut ready_ns) = self.firmware.reserve(now_ns, self.command_overhead_ns);
         // Writes take buffer room in arrival order; their data then crosses the link.
         let awaiting_buffer = write
