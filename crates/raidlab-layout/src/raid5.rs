@@ -44,8 +44,21 @@ pub(crate) fn placement(layout: Option<Layout>, width: u32, parity: u32, stripe:
         };
         Placement {
             pd,
-            qd: Some((pd + 1) % width),
+            qd: Some(wrap(pd + 1, width)),
         }
+    }
+}
+
+/// `sum % width`, without a division when `sum` is below twice `width` (every index
+/// sum here is, for indices inside the stripe).
+#[inline]
+fn wrap(sum: u32, width: u32) -> u32 {
+    if sum < width {
+        sum
+    } else if sum - width < width {
+        sum - width
+    } else {
+        sum % width
     }
 }
 
@@ -64,7 +77,7 @@ pub(crate) fn data_member(layout: Option<Layout>, width: u32, p: Placement, k: u
         }
         (Some(Layout::LeftSymmetric | Layout::RightSymmetric), None) => {
             // `*dd_idx = (pd_idx + 1 + *dd_idx) % raid_disks;`
-            (p.pd + 1 + k) % width
+            wrap(p.pd + 1 + k, width)
         }
         (Some(Layout::LeftAsymmetric | Layout::RightAsymmetric), Some(_)) => {
             // `Q D D D P` when P is last, else `D D P Q D`.
@@ -78,7 +91,7 @@ pub(crate) fn data_member(layout: Option<Layout>, width: u32, p: Placement, k: u
         }
         (Some(Layout::LeftSymmetric | Layout::RightSymmetric), Some(_)) => {
             // `*dd_idx = (pd_idx + 2 + *dd_idx) % raid_disks;`
-            (p.pd + 2 + k) % width
+            wrap(p.pd + 2 + k, width)
         }
         (Some(Layout::Near | Layout::Far | Layout::Offset), _) => unreachable!("validated"),
     };

@@ -18,16 +18,19 @@ impl Geometry {
         let col = seg.b - seg.a;
         let d = self.data_per_span_stripe();
         let m = self.parity_per_stripe();
+        // The stripe's placement once, for its parity and every data member asked.
+        let (p_member, q_member, placement) = self.parity_members(id);
         let mut parity = MemberSet::new();
-        for p in [self.p_member(id), self.q_member(id)].into_iter().flatten() {
-            parity.insert(p);
+        parity.insert(p_member);
+        if let Some(q) = q_member {
+            parity.insert(q);
         }
         // The written data members are looked up one by one (a small write touches one);
         // the unwritten ones are the rest of the span less its parity, as whole words, so
         // a small write to a wide array does not pay for every data member.
         let mut written_data = MemberSet::new();
         for k in seg.w0..=seg.w1 {
-            written_data.insert(self.data_member(id, k));
+            written_data.insert(self.placed_data_member(id, placement, k));
         }
         let span = self.span_members(id.span);
         let unwritten_data = MemberSet::range(span.start, span.end - span.start)
