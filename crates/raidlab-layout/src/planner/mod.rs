@@ -379,3 +379,72 @@ impl Geometry {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ArraySpec, Layout};
+
+    /// Striped levels with parity in every layout, and RAID 0 over spans' worth of
+    /// members: (level, drives, spans, layout).
+    fn striped_arrays() -> Vec<(Level, u32, Option<u32>, Option<Layout>)> {
+        let rotations = [
+            Layout::LeftSymmetric,
+            Layout::LeftAsymmetric,
+            Layout::RightSymmetric,
+            Layout::RightAsymmetric,
+        ];
+        let mut arrays = vec![(Level::Raid4, 3, None, None), (Level::Raid4, 6, None, None)];
+        for layout in rotations {
+            for n in [3, 4, 5, 9] {
+                arrays.push((Level::Raid5, n, None, Some(layout)));
+            }
+            for n in [4, 5, 7, 256] {
+                arrays.push((Level::Raid6, n, None, Some(layout)));
+            }
+            arrays.push((Level::Raid50, 9, Some(3), Some(layout)));
+            arrays.push((Level::Raid60, 10, Some(2), Some(layout)));
+        }
+        arrays
+    }
+
+    proptest::proptest! {
+        /// A request inside one chunk of a healthy striped array, planned directly,
+        /// is the plan the general path (every span and stripe walked, extents
+        /// coalesced) makes of it.
+        #[test]
+        fn one_chunk_plans_agree_with_the_general_path(
+            array in 0usize..64,
+            su_shift in 0u32..6,
+            chunk in 0u64..100_000,
+            first_sector in 0u64..128,
+            sectors in 1u64..129,
+            write in proptest::bool::ANY,
+        ) {
+            let arrays = striped_arrays();
+            let (level, n, spans, layout) = arrays[array % arrays.len()];
+            let su = SECTOR_BYTES << (su_shift + 1);
+            let mut spec = ArraySpec::new(level, n, su, 1 << 30);
+            spec.layout = layout;
+            spec.spans = spans;
+            let g = Geometry::new(&spec).expect("a valid array");
+            let per_chunk = su / SECTOR_BYTES;
+            let first = first_sector % per_chunk;
+            let len = sectors.min(per_chunk - first);
+            let chunk = chunk % (g.capacity_bytes() / su);
+            let req = Request {
+                offset_bytes: chunk * su + first * SECTOR_BYTES,
+                len_bytes: len * SECTOR_BYTES,
+                write,
+            };
+            let healthy = MemberSet::new();
+            let mut fast = Plan::new();
+            g.plan(req, &healthy, &mut RoundRobin::new(), &mut fast).expect("planned");
+            let mut general = Plan::new();
+            g.plan_striped(req, &healthy, &mut general);
+            coalesce(&mut general.reads);
+            coalesce(&mut general.writes);
+            proptest::prop_assert_eq!(fast, general);
+        }
+    }
+}
