@@ -135,30 +135,40 @@ impl EventQueue {
             return Some(first);
         }
         let last = self.heap.pop()?;
-        if self.heap.is_empty() {
+        let heap = &mut self.heap[..];
+        let n = heap.len();
+        if n == 0 {
             return Some(last);
         }
-        let top = self.heap[0];
-        let n = self.heap.len();
+        let top = heap[0];
+        // The last event is among the latest pending: move the hole at the top down
+        // along the earlier children to a leaf (one comparison a level), then bring
+        // the last event up from there (rarely more than a level).
         let mut i = 0;
         loop {
             let left = 2 * i + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.heap[right].key() < self.heap[left].key() {
-                right
+            if left + 1 < n {
+                let child = left + usize::from(heap[left + 1].key() < heap[left].key());
+                heap[i] = heap[child];
+                i = child;
             } else {
-                left
-            };
-            if last.key() <= self.heap[child].key() {
+                if left < n {
+                    heap[i] = heap[left];
+                    i = left;
+                }
                 break;
             }
-            self.heap[i] = self.heap[child];
-            i = child;
         }
-        self.heap[i] = last;
+        let key = last.key();
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if heap[parent].key() <= key {
+                break;
+            }
+            heap[i] = heap[parent];
+            i = parent;
+        }
+        heap[i] = last;
         Some(top)
     }
 }
