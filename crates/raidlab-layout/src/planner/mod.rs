@@ -409,6 +409,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
         /// A request inside one chunk of a healthy striped array, planned directly,
         /// is the plan the general path (every span and stripe walked, extents
         /// coalesced) makes of it.

@@ -66,11 +66,10 @@ impl Geometry {
             w0: at.data_index,
             w1: at.data_index,
         };
-        let healthy = MemberSet::new();
         if req.write && self.parity_per_stripe() > 0 {
-            self.plan_parity_write(at.id, seg, &healthy, out);
+            self.plan_parity_write_healthy(at.id, seg, out);
         } else {
-            self.plan_segment_plain(at.id, seg, req.write, &healthy, out);
+            self.plan_segment_plain(at.id, seg, req.write, &MemberSet::new(), out);
         }
     }
 
