@@ -482,19 +482,24 @@ impl Geometry {
             return None;
         }
         debug_assert!(logical_bytes < self.capacity_bytes);
+        // The stripe unit is a power of two: shifts and masks, not divisions.
         let su = self.stripe_unit_bytes;
-        let chunk = logical_bytes / su;
+        let chunk = logical_bytes >> su.trailing_zeros();
         let spans = u64::from(self.spans);
         let d = u64::from(self.data_per_span_stripe());
         // RAID 0 over spans first: chunk c goes to span c % spans as its chunk c / spans.
-        let span_chunk = chunk / spans;
+        let (span, span_chunk) = if spans == 1 {
+            (0, chunk)
+        } else {
+            ((chunk % spans) as u32, chunk / spans)
+        };
         Some(StripeAddress {
             id: StripeId {
-                span: (chunk % spans) as u32,
+                span,
                 stripe: span_chunk / d,
             },
             data_index: (span_chunk % d) as u32,
-            column_bytes: logical_bytes % su,
+            column_bytes: logical_bytes & (su - 1),
         })
     }
 

@@ -18,7 +18,12 @@ pub(crate) struct Placement {
 pub(crate) fn placement(layout: Option<Layout>, width: u32, parity: u32, stripe: u64) -> Placement {
     debug_assert!(parity == 1 || parity == 2);
     let n = u64::from(width);
-    let r = (stripe % n) as u32;
+    // Widths are often powers of two: a mask then, not a 64-bit division.
+    let r = if n.is_power_of_two() {
+        stripe & (n - 1)
+    } else {
+        stripe % n
+    } as u32;
     let Some(layout) = layout else {
         debug_assert_eq!(parity, 1);
         return Placement {

@@ -331,8 +331,9 @@ impl Geometry {
             return Ok(());
         }
         if self.family() == Family::Striped && failed.is_empty() {
-            let su = self.stripe_unit_bytes();
-            if req.offset_bytes / su == (end_bytes - 1) / su {
+            // The stripe unit is a power of two: the first and last byte share their
+            // chunk when they differ only below it.
+            if req.offset_bytes ^ (end_bytes - 1) < self.stripe_unit_bytes() {
                 // Inside one chunk of a healthy array (small random I/O, the
                 // simulator's hot path): one stripe segment, one extent per member in
                 // member order, so there is nothing to coalesce (property-tested to
