@@ -30,22 +30,57 @@ pub enum EventKind {
     MemberFails,
 }
 
-/// One scheduled event, 24 bytes.
+/// Every kind, in declaration order: a packed kind is its index here.
+const KINDS: [EventKind; 11] = [
+    EventKind::ControllerArrive,
+    EventKind::Dispatch,
+    EventKind::MemberDone,
+    EventKind::HostComplete,
+    EventKind::ReadHit,
+    EventKind::WritePhase,
+    EventKind::RebuildNext,
+    EventKind::TraceArrival,
+    EventKind::SchedulerInsert,
+    EventKind::SchedulerTimer,
+    EventKind::MemberFails,
+];
+
+/// One scheduled event.
 #[derive(Debug, Clone, Copy)]
 pub struct Event {
     /// When, in simulated nanoseconds.
     pub time_ns: u64,
-    seq: u64,
     /// What.
     pub kind: EventKind,
     /// Which request, member operation or drive.
     pub target: u32,
 }
 
-impl Event {
+/// Bits of a packed entry below the sequence number: the kind (4) and the target (32).
+const PAYLOAD_BITS: u32 = 36;
+
+/// An event as the heap holds it, 16 bytes: its time, then its sequence number, kind
+/// and target in one word, the sequence number on top. Sequence numbers are unique,
+/// so comparing (time, word) orders entries by (time, sequence).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    time_ns: u64,
+    tag: u64,
+}
+
+impl Entry {
     #[inline]
     fn key(&self) -> (u64, u64) {
-        (self.time_ns, self.seq)
+        (self.time_ns, self.tag)
+    }
+
+    #[inline]
+    fn event(self) -> Event {
+        Event {
+            time_ns: self.time_ns,
+            kind: KINDS[(self.tag >> 32) as usize & 0xf],
+            target: self.tag as u32,
+        }
     }
 }
 
@@ -56,12 +91,24 @@ impl Event {
 /// of everything pending (a completion at the present instant, a short computation)
 /// is the next one out, and then goes without a push and a pop of the heap. Events
 /// come out in (time, sequence) order either way, a total order.
-#[derive(Debug, Default)]
+///
+/// Sequence numbers have 28 bits in an entry. When they run out (every 2^28 events),
+/// the pending events are numbered again from 0 in the order they are due, which keeps
+/// their order and the order of every later event after them.
+#[derive(Debug)]
 pub struct EventQueue {
-    heap: Vec<Event>,
-    /// Earlier than every event in `heap`, when set.
-    first: Option<Event>,
+    heap: Vec<Entry>,
+    /// Earlier than every entry in `heap`, when set.
+    first: Option<Entry>,
     seq: u64,
+    /// The sequence number at which numbering starts again.
+    seq_limit: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
 }
 
 impl EventQueue {
@@ -71,6 +118,7 @@ impl EventQueue {
             heap: Vec::with_capacity(capacity),
             first: None,
             seq: 0,
+            seq_limit: 1 << (64 - PAYLOAD_BITS),
         }
     }
 
@@ -87,58 +135,81 @@ impl EventQueue {
     /// Schedule `kind` for `target` at `time_ns`.
     #[inline]
     pub fn push(&mut self, time_ns: u64, kind: EventKind, target: u32) {
-        let event = Event {
+        if self.seq == self.seq_limit {
+            self.renumber();
+        }
+        let entry = Entry {
             time_ns,
-            seq: self.seq,
-            kind,
-            target,
+            tag: (self.seq << PAYLOAD_BITS) | ((kind as u64) << 32) | u64::from(target),
         };
+        debug_assert!(KINDS[kind as usize] == kind);
         self.seq += 1;
         match self.first {
             None => {
-                if self.heap.first().is_none_or(|top| event.key() < top.key()) {
-                    self.first = Some(event);
+                if self.heap.first().is_none_or(|top| entry.key() < top.key()) {
+                    self.first = Some(entry);
                     return;
                 }
             }
             // Later than the first event (always, at an equal time): into the heap.
-            Some(first) if event.key() > first.key() => {}
+            Some(first) if entry.key() > first.key() => {}
             Some(first) => {
-                self.first = Some(event);
+                self.first = Some(entry);
                 self.heap_push(first);
                 return;
             }
         }
-        self.heap_push(event);
+        self.heap_push(entry);
     }
 
-    /// Put `event` in the heap.
+    /// Number the pending events again from 0, in the order they are due.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut pending: Vec<Entry> = std::mem::take(&mut self.heap);
+        pending.extend(self.first.take());
+        assert!(
+            (pending.len() as u64) < self.seq_limit,
+            "fewer pending events than sequence numbers"
+        );
+        pending.sort_unstable_by_key(Entry::key);
+        let payload = (1u64 << PAYLOAD_BITS) - 1;
+        for (seq, entry) in pending.iter_mut().enumerate() {
+            entry.tag = ((seq as u64) << PAYLOAD_BITS) | (entry.tag & payload);
+        }
+        self.seq = pending.len() as u64;
+        // In order, every parent is due before its children: a heap already.
+        self.heap = pending;
+    }
+
+    /// Put `entry` in the heap.
     #[inline]
-    fn heap_push(&mut self, event: Event) {
-        self.heap.push(event);
-        let mut i = self.heap.len() - 1;
+    fn heap_push(&mut self, entry: Entry) {
+        self.heap.push(entry);
+        let heap = &mut self.heap[..];
+        let key = entry.key();
+        let mut i = heap.len() - 1;
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[parent].key() <= event.key() {
+            if heap[parent].key() <= key {
                 break;
             }
-            self.heap[i] = self.heap[parent];
+            heap[i] = heap[parent];
             i = parent;
         }
-        self.heap[i] = event;
+        heap[i] = entry;
     }
 
     /// Remove and return the earliest event (FIFO among equal times).
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         if let Some(first) = self.first.take() {
-            return Some(first);
+            return Some(first.event());
         }
         let last = self.heap.pop()?;
         let heap = &mut self.heap[..];
         let n = heap.len();
         if n == 0 {
-            return Some(last);
+            return Some(last.event());
         }
         let top = heap[0];
         // The last event is among the latest pending: move the hole at the top down
@@ -169,7 +240,7 @@ impl EventQueue {
             i = parent;
         }
         heap[i] = last;
-        Some(top)
+        Some(top.event())
     }
 }
 
@@ -194,7 +265,11 @@ mod tests {
     #[test]
     fn interleaved_pushes_and_pops_follow_time_then_scheduling_order() {
         // As a simulation schedules: never before the last event out, often at it.
-        let mut q = EventQueue::default();
+        // Sequence numbers run out every 1000 events: numbering starts again often.
+        let mut q = EventQueue {
+            seq_limit: 1000,
+            ..EventQueue::default()
+        };
         let mut reference: Vec<(u64, u32)> = Vec::new();
         let mut rng = crate::rng::Rng::new(11);
         let mut now = 0;
@@ -228,10 +303,11 @@ mod tests {
         for i in 0..10_000 {
             q.push(rng.below(1000), EventKind::MemberDone, i);
         }
+        // Targets were scheduled in increasing order: they break ties.
         let mut last = (0, 0);
         while let Some(e) = q.pop() {
-            assert!(e.key() >= last);
-            last = e.key();
+            assert!((e.time_ns, e.target) >= last);
+            last = (e.time_ns, e.target);
         }
     }
 }
