@@ -43,7 +43,7 @@ impl Divisor {
 
     /// `a / value`.
     #[inline]
-    pub fn div(self, a: u64) -> u64 {
+    pub fn quotient(self, a: u64) -> u64 {
         if self.shift != u32::MAX {
             a >> self.shift
         } else {
@@ -53,7 +53,7 @@ impl Divisor {
 
     /// `a % value`.
     #[inline]
-    pub fn rem(self, a: u64) -> u64 {
+    pub fn remainder(self, a: u64) -> u64 {
         if self.shift != u32::MAX {
             a & (self.value - 1)
         } else {
@@ -236,9 +236,20 @@ mod tests {
     fn a_divisor_divides_as_the_operators_do() {
         for value in [1, 2, 3, 7, 8, 4096, 16384, 100_000, 1 << 40, u64::MAX] {
             let d = Divisor::new(value);
-            for a in [0, 1, 5, 4095, 4096, 4097, 123_456_789, 1 << 50, u64::MAX - 1, u64::MAX] {
-                assert_eq!(d.div(a), a / value, "{a} / {value}");
-                assert_eq!(d.rem(a), a % value, "{a} % {value}");
+            for a in [
+                0,
+                1,
+                5,
+                4095,
+                4096,
+                4097,
+                123_456_789,
+                1 << 50,
+                u64::MAX - 1,
+                u64::MAX,
+            ] {
+                assert_eq!(d.quotient(a), a / value, "{a} / {value}");
+                assert_eq!(d.remainder(a), a % value, "{a} % {value}");
             }
         }
     }

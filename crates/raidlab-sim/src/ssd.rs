@@ -320,7 +320,7 @@ impl Ssd {
     /// every channel before a second die on any.
     #[inline]
     fn channel_of(&self, die: usize) -> usize {
-        self.channel_div.rem(die as u64) as usize
+        self.channel_div.remainder(die as u64) as usize
     }
 
     /// Firmware takes the command; a command queued behind others pays the queued
@@ -354,14 +354,14 @@ impl Ssd {
     ) -> (u64, u64) {
         let ready = self.accept(now_ns, queued);
         let end = offset_bytes + len_bytes;
-        let first_page = self.page_div.div(offset_bytes);
-        let last_page = self.page_div.div(end - 1);
+        let first_page = self.page_div.quotient(offset_bytes);
+        let last_page = self.page_div.quotient(end - 1);
         let mut link_start = u64::MAX;
         let mut done = ready;
         // The command's protocol time on the link goes with its first data.
         let mut protocol_ns = self.link_command_ns;
         for page in first_page..=last_page {
-            let die = self.die_div.rem(page) as usize;
+            let die = self.die_div.remainder(page) as usize;
             let lo = (page * self.page_bytes).max(offset_bytes);
             let hi = ((page + 1) * self.page_bytes).min(end);
             let bytes = hi - lo;
@@ -438,7 +438,7 @@ impl Ssd {
     fn program_full_pages(&mut self, now_ns: u64, data_at_ns: u64) {
         while self.open_page_bytes >= self.page_bytes {
             self.open_page_bytes -= self.page_bytes;
-            let die = self.die_div.rem(self.next_log_page) as usize;
+            let die = self.die_div.remainder(self.next_log_page) as usize;
             self.next_log_page += 1;
             // The page crosses its channel just before its program starts. It is not
             // booked ahead on the channel's queue (that would hold reads back behind a
@@ -518,10 +518,10 @@ impl Ssd {
         }
         let end = offset_bytes + len_bytes;
         let units = self.merge_unit_div;
-        let first = units.div(offset_bytes);
-        let last = units.div(end - 1);
-        let head_partial = units.rem(offset_bytes) != 0 || end < (first + 1) * unit;
-        let tail_partial = last != first && units.rem(end) != 0;
+        let first = units.quotient(offset_bytes);
+        let last = units.quotient(end - 1);
+        let head_partial = units.remainder(offset_bytes) != 0 || end < (first + 1) * unit;
+        let tail_partial = last != first && units.remainder(end) != 0;
         let mut merged = ready_ns;
         let held = self.merge_unit;
         if (first..=last).contains(&held) {
@@ -537,8 +537,8 @@ impl Ssd {
                 continue;
             }
             self.merge_done_ns = 0;
-            let page = self.page_div.div(unit_index * unit);
-            let die = self.die_div.rem(page) as usize;
+            let page = self.page_div.quotient(unit_index * unit);
+            let die = self.die_div.remainder(page) as usize;
             let sensed = self.dies[die].sense(ready_ns, self.read_page_ns, self.program_suspend);
             let channel = self.channel_of(die);
             let (_, moved) =

@@ -127,16 +127,24 @@ impl Geometry {
         let w = seg.w1 - seg.w0 + 1;
         let out_blocks = u64::from(m);
         let (kind, read, parity_source_bytes) = if w == d {
-            (StripeKind::FullStripe, MemberSet::new(), col * u64::from(d) * out_blocks)
+            (
+                StripeKind::FullStripe,
+                MemberSet::new(),
+                col * u64::from(d) * out_blocks,
+            )
         } else if w + m < d - w {
             // Each parity block folds in old and new data of the written chunks.
             let source = col * u64::from(m) * (2 * u64::from(w) + 1);
             (StripeKind::Rmw, written, source)
         } else {
             let span = self.span_members(id.span);
-            let unwritten_data = MemberSet::range(span.start, span.end - span.start)
-                .difference(&written);
-            (StripeKind::Rcw, unwritten_data, col * u64::from(d) * out_blocks)
+            let unwritten_data =
+                MemberSet::range(span.start, span.end - span.start).difference(&written);
+            (
+                StripeKind::Rcw,
+                unwritten_data,
+                col * u64::from(d) * out_blocks,
+            )
         };
         let offset_bytes = self.stripe_offset_bytes(id) + seg.a;
         for member in read.iter() {
