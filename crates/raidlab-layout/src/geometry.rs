@@ -459,6 +459,22 @@ impl Geometry {
         raid5::placement(self.layout, self.span_width, self.parity_per_stripe, stripe)
     }
 
+    /// Stripe `id`'s P and Q members and its data members' placement, looked up once
+    /// for a planner that asks for several (levels with parity only).
+    pub(crate) fn parity_members(&self, id: StripeId) -> (u32, Option<u32>, Placement) {
+        debug_assert!(self.family == Family::Striped && self.parity_per_stripe > 0);
+        let p = self.placement(id.stripe);
+        let base = id.span * self.span_width;
+        (base + p.pd, p.qd.map(|q| base + q), p)
+    }
+
+    /// [`Geometry::data_member`] of a stripe whose placement `p` is known.
+    #[inline]
+    pub(crate) fn placed_data_member(&self, id: StripeId, p: Placement, data_index: u32) -> u32 {
+        debug_assert!(self.parity_per_stripe > 0 && data_index < self.data_per_span_stripe());
+        id.span * self.span_width + raid5::data_member(self.layout, self.span_width, p, data_index)
+    }
+
     /// Where `logical_bytes` sits in its stripe; `None` for levels without stripes
     /// (concat, RAID 1, RAID 10).
     pub fn stripe_address(&self, logical_bytes: u64) -> Option<StripeAddress> {
@@ -466,19 +482,24 @@ impl Geometry {
             return None;
         }
         debug_assert!(logical_bytes < self.capacity_bytes);
+        // The stripe unit is a power of two: shifts and masks, not divisions.
         let su = self.stripe_unit_bytes;
-        let chunk = logical_bytes / su;
+        let chunk = logical_bytes >> su.trailing_zeros();
         let spans = u64::from(self.spans);
         let d = u64::from(self.data_per_span_stripe());
         // RAID 0 over spans first: chunk c goes to span c % spans as its chunk c / spans.
-        let span_chunk = chunk / spans;
+        let (span, span_chunk) = if spans == 1 {
+            (0, chunk)
+        } else {
+            ((chunk % spans) as u32, chunk / spans)
+        };
         Some(StripeAddress {
             id: StripeId {
-                span: (chunk % spans) as u32,
+                span,
                 stripe: span_chunk / d,
             },
             data_index: (span_chunk % d) as u32,
-            column_bytes: logical_bytes % su,
+            column_bytes: logical_bytes & (su - 1),
         })
     }
 

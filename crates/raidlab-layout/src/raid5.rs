@@ -18,7 +18,12 @@ pub(crate) struct Placement {
 pub(crate) fn placement(layout: Option<Layout>, width: u32, parity: u32, stripe: u64) -> Placement {
     debug_assert!(parity == 1 || parity == 2);
     let n = u64::from(width);
-    let r = (stripe % n) as u32;
+    // Widths are often powers of two: a mask then, not a 64-bit division.
+    let r = if n.is_power_of_two() {
+        stripe & (n - 1)
+    } else {
+        stripe % n
+    } as u32;
     let Some(layout) = layout else {
         debug_assert_eq!(parity, 1);
         return Placement {
@@ -44,8 +49,21 @@ pub(crate) fn placement(layout: Option<Layout>, width: u32, parity: u32, stripe:
         };
         Placement {
             pd,
-            qd: Some((pd + 1) % width),
+            qd: Some(wrap(pd + 1, width)),
         }
+    }
+}
+
+/// `sum % width`, without a division when `sum` is below twice `width` (every index
+/// sum here is, for indices inside the stripe).
+#[inline]
+fn wrap(sum: u32, width: u32) -> u32 {
+    if sum < width {
+        sum
+    } else if sum - width < width {
+        sum - width
+    } else {
+        sum % width
     }
 }
 
@@ -64,7 +82,7 @@ pub(crate) fn data_member(layout: Option<Layout>, width: u32, p: Placement, k: u
         }
         (Some(Layout::LeftSymmetric | Layout::RightSymmetric), None) => {
             // `*dd_idx = (pd_idx + 1 + *dd_idx) % raid_disks;`
-            (p.pd + 1 + k) % width
+            wrap(p.pd + 1 + k, width)
         }
         (Some(Layout::LeftAsymmetric | Layout::RightAsymmetric), Some(_)) => {
             // `Q D D D P` when P is last, else `D D P Q D`.
@@ -78,7 +96,7 @@ pub(crate) fn data_member(layout: Option<Layout>, width: u32, p: Placement, k: u
         }
         (Some(Layout::LeftSymmetric | Layout::RightSymmetric), Some(_)) => {
             // `*dd_idx = (pd_idx + 2 + *dd_idx) % raid_disks;`
-            (p.pd + 2 + k) % width
+            wrap(p.pd + 2 + k, width)
         }
         (Some(Layout::Near | Layout::Far | Layout::Offset), _) => unreachable!("validated"),
     };

@@ -17,7 +17,7 @@
 //! reservations: the copies and erases a write causes are paced onto the dies.
 
 use crate::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
-use crate::resource::{ps_per_byte, transfer_ns, GapServer, Server};
+use crate::resource::{ps_per_byte, transfer_ns, Divisor, GapServer, Server};
 use crate::results::MemberWear;
 use crate::rng::Rng;
 use crate::scenario::{FtlGc, Precondition, SsdSpec};
@@ -174,7 +174,12 @@ pub struct Ssd {
     dies: Vec<Die>,
     registers: Vec<PageRegister>,
     channels: Vec<Server>,
-    channel_count: usize,
+    /// The channel count, `dies.len()`, `page_bytes` and `merge_unit_bytes` (when
+    /// nonzero) as divisors.
+    channel_div: Divisor,
+    die_div: Divisor,
+    page_div: Divisor,
+    merge_unit_div: Divisor,
     page_bytes: u64,
     read_page_ns: u64,
     program_page_ns: u64,
@@ -225,7 +230,10 @@ impl Ssd {
                 dies
             ],
             channels: vec![Server::default(); spec.channels as usize],
-            channel_count: spec.channels as usize,
+            channel_div: Divisor::new(u64::from(spec.channels)),
+            die_div: Divisor::new(dies as u64),
+            page_div: Divisor::new(spec.page_bytes),
+            merge_unit_div: Divisor::new(spec.write_merge_unit_bytes.max(1)),
             page_bytes: spec.page_bytes,
             read_page_ns: spec.read_page_ns,
             program_page_ns: spec.program_page_ns,
@@ -323,7 +331,7 @@ impl Ssd {
     /// every channel before a second die on any.
     #[inline]
     fn channel_of(&self, die: usize) -> usize {
-        die % self.channel_count
+        self.channel_div.remainder(die as u64) as usize
     }
 
     /// Firmware takes the command; a command queued behind others pays the queued
@@ -357,14 +365,14 @@ impl Ssd {
     ) -> (u64, u64) {
         let ready = self.accept(now_ns, queued);
         let end = offset_bytes + len_bytes;
-        let first_page = offset_bytes / self.page_bytes;
-        let last_page = (end - 1) / self.page_bytes;
+        let first_page = self.page_div.quotient(offset_bytes);
+        let last_page = self.page_div.quotient(end - 1);
         let mut link_start = u64::MAX;
         let mut done = ready;
         // The command's protocol time on the link goes with its first data.
         let mut protocol_ns = self.link_command_ns;
         for page in first_page..=last_page {
-            let die = (page % self.dies.len() as u64) as usize;
+            let die = self.die_div.remainder(page) as usize;
             let lo = (page * self.page_bytes).max(offset_bytes);
             let hi = ((page + 1) * self.page_bytes).min(end);
             let bytes = hi - lo;
@@ -441,7 +449,7 @@ impl Ssd {
     fn program_full_pages(&mut self, now_ns: u64, data_at_ns: u64) {
         while self.open_page_bytes >= self.page_bytes {
             self.open_page_bytes -= self.page_bytes;
-            let die = (self.next_log_page % self.dies.len() as u64) as usize;
+            let die = self.die_div.remainder(self.next_log_page) as usize;
             self.next_log_page += 1;
             // The page crosses its channel just before its program starts. It is not
             // booked ahead on the channel's queue (that would hold reads back behind a
@@ -520,10 +528,11 @@ impl Ssd {
             return ready_ns;
         }
         let end = offset_bytes + len_bytes;
-        let first = offset_bytes / unit;
-        let last = (end - 1) / unit;
-        let head_partial = !offset_bytes.is_multiple_of(unit) || end < (first + 1) * unit;
-        let tail_partial = last != first && !end.is_multiple_of(unit);
+        let units = self.merge_unit_div;
+        let first = units.quotient(offset_bytes);
+        let last = units.quotient(end - 1);
+        let head_partial = units.remainder(offset_bytes) != 0 || end < (first + 1) * unit;
+        let tail_partial = last != first && units.remainder(end) != 0;
         let mut merged = ready_ns;
         let held = self.merge_unit;
         if (first..=last).contains(&held) {
@@ -539,8 +548,8 @@ impl Ssd {
                 continue;
             }
             self.merge_done_ns = 0;
-            let page = unit_index * unit / self.page_bytes;
-            let die = (page % self.dies.len() as u64) as usize;
+            let page = self.page_div.quotient(unit_index * unit);
+            let die = self.die_div.remainder(page) as usize;
             let sensed = self.dies[die].sense(ready_ns, self.read_page_ns, self.program_suspend);
             let channel = self.channel_of(die);
             let (_, moved) =

@@ -3,7 +3,7 @@
 
 use super::striped::Segment;
 use super::{Plan, StripeKind, StripePlan};
-use crate::{Geometry, MemberSet, StripeId};
+use crate::{Geometry, MemberExtent, MemberSet, StripeId};
 
 impl Geometry {
     /// A write to a parity level: md's RMW / RCW choice, full stripes, degraded cases.
@@ -18,16 +18,19 @@ impl Geometry {
         let col = seg.b - seg.a;
         let d = self.data_per_span_stripe();
         let m = self.parity_per_stripe();
+        // The stripe's placement once, for its parity and every data member asked.
+        let (p_member, q_member, placement) = self.parity_members(id);
         let mut parity = MemberSet::new();
-        for p in [self.p_member(id), self.q_member(id)].into_iter().flatten() {
-            parity.insert(p);
+        parity.insert(p_member);
+        if let Some(q) = q_member {
+            parity.insert(q);
         }
         // The written data members are looked up one by one (a small write touches one);
         // the unwritten ones are the rest of the span less its parity, as whole words, so
         // a small write to a wide array does not pay for every data member.
         let mut written_data = MemberSet::new();
         for k in seg.w0..=seg.w1 {
-            written_data.insert(self.data_member(id, k));
+            written_data.insert(self.placed_data_member(id, placement, k));
         }
         let span = self.span_members(id.span);
         let unwritten_data = MemberSet::range(span.start, span.end - span.start)
@@ -102,5 +105,73 @@ impl Geometry {
             out.writes.push(self.extent(id, member, seg));
         }
         out.push_stripe(sp);
+    }
+
+    /// [`Geometry::plan_parity_write`] on a span with no member lost (the one-chunk
+    /// path's writes): the same plan, without the degraded cases' set arithmetic.
+    pub(super) fn plan_parity_write_healthy(&self, id: StripeId, seg: Segment, out: &mut Plan) {
+        let col = seg.b - seg.a;
+        let d = self.data_per_span_stripe();
+        let m = self.parity_per_stripe();
+        let (p_member, q_member, placement) = self.parity_members(id);
+        let mut parity = MemberSet::new();
+        parity.insert(p_member);
+        if let Some(q) = q_member {
+            parity.insert(q);
+        }
+        let mut written_data = MemberSet::new();
+        for k in seg.w0..=seg.w1 {
+            written_data.insert(self.placed_data_member(id, placement, k));
+        }
+        let written = written_data.union(&parity);
+        let w = seg.w1 - seg.w0 + 1;
+        let out_blocks = u64::from(m);
+        let (kind, read, parity_source_bytes) = if w == d {
+            (
+                StripeKind::FullStripe,
+                MemberSet::new(),
+                col * u64::from(d) * out_blocks,
+            )
+        } else if w + m < d - w {
+            // Each parity block folds in old and new data of the written chunks.
+            let source = col * u64::from(m) * (2 * u64::from(w) + 1);
+            (StripeKind::Rmw, written, source)
+        } else {
+            let span = self.span_members(id.span);
+            let unwritten_data =
+                MemberSet::range(span.start, span.end - span.start).difference(&written);
+            (
+                StripeKind::Rcw,
+                unwritten_data,
+                col * u64::from(d) * out_blocks,
+            )
+        };
+        let offset_bytes = self.stripe_offset_bytes(id) + seg.a;
+        for member in read.iter() {
+            out.reads.push(MemberExtent {
+                member,
+                offset_bytes,
+                len_bytes: col,
+            });
+        }
+        for member in written.iter() {
+            out.writes.push(MemberExtent {
+                member,
+                offset_bytes,
+                len_bytes: col,
+            });
+        }
+        out.push_stripe(StripePlan {
+            span: id.span,
+            stripe: id.stripe,
+            kind,
+            column_offset_bytes: seg.a,
+            column_len_bytes: col,
+            read,
+            written,
+            lost: MemberSet::new(),
+            parity_bytes: col * out_blocks,
+            parity_source_bytes,
+        });
     }
 }

@@ -53,6 +53,26 @@ impl Geometry {
         }
     }
 
+    /// A request inside one chunk of a healthy array: the one segment `plan_striped`
+    /// finds for it, planned without walking the spans and stripes.
+    pub(super) fn plan_chunk(&self, req: Request, out: &mut Plan) {
+        let at = self
+            .stripe_address(req.offset_bytes)
+            .expect("a striped level");
+        debug_assert!(at.column_bytes + req.len_bytes <= self.stripe_unit_bytes());
+        let seg = Segment {
+            a: at.column_bytes,
+            b: at.column_bytes + req.len_bytes,
+            w0: at.data_index,
+            w1: at.data_index,
+        };
+        if req.write && self.parity_per_stripe() > 0 {
+            self.plan_parity_write_healthy(at.id, seg, out);
+        } else {
+            self.plan_segment_plain(at.id, seg, req.write, &MemberSet::new(), out);
+        }
+    }
+
     /// One stripe touched from column `lo` of data chunk `k0` to column `hi` of chunk `k1`.
     #[allow(clippy::too_many_arguments)]
     fn plan_stripe(

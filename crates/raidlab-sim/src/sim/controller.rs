@@ -63,13 +63,22 @@ impl CommandSplit {
     /// Length of the command starting at member offset `at` with `left` bytes to go.
     #[inline]
     pub(super) fn next_len(&self, at: u64, left: u64) -> u64 {
+        let len = left.min(self.max_bytes);
+        if self.strip_bytes == u64::MAX {
+            // Merged strips: no boundary before the extent's end (no division either).
+            return len;
+        }
         let to_strip_end = self.strip_bytes - at % self.strip_bytes;
-        left.min(self.max_bytes).min(to_strip_end)
+        len.min(to_strip_end)
     }
 
     /// Commands an extent of `len` bytes at member offset `offset` becomes.
     pub(super) fn count(&self, offset: u64, len: u64) -> u64 {
         if self.strip_bytes == u64::MAX {
+            if len <= self.max_bytes {
+                // One command (none for nothing), without a division.
+                return u64::from(len > 0);
+            }
             return len.div_ceil(self.max_bytes);
         }
         if self.max_bytes >= self.strip_bytes {
