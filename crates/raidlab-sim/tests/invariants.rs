@@ -199,6 +199,7 @@ fn case(seed: u64) -> Scenario {
                 member,
                 rate_bytes_per_s: declared("array.rebuild.rate_bytes_per_s", Scope::Always, rate),
                 failed_at_ns: None,
+                rate_min_bytes_per_s: None,
             });
         }
     }
