@@ -82,6 +82,9 @@ CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {
     "fastpath_overhead_ns": None,
     "fastpath": False,
     "uplink": None,
+    "rebuild_rate_min_bytes_per_s": None,
+    "rebuild_share_percent": None,
+    "rebuild_depth": 32,
 }
 # Scheduler tunables tables of the host, and the native field naming their scheduler.
 SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}

@@ -101,7 +101,10 @@ impl RebuildSpec {
             .map(|p| p / 100.0 * self.rate_bytes_per_s);
         let min = match self.rate_min_bytes_per_s {
             Some(r) => r,
-            None => c.rebuild_rate_min_bytes_per_s.unwrap_or(0.0).max(share.unwrap_or(0.0)),
+            None => c
+                .rebuild_rate_min_bytes_per_s
+                .unwrap_or(0.0)
+                .max(share.unwrap_or(0.0)),
         };
         (min > 0.0).then_some(min.min(self.rate_bytes_per_s))
     }

@@ -381,14 +381,8 @@ impl Simulation {
                 }),
             },
             drives,
-            requests: vec![
-                Request::default();
-                (extra_slots_at + rebuild_extra) as usize
-            ],
-            paths: vec![
-                PathTimes::default();
-                (extra_slots_at + rebuild_extra) as usize
-            ],
+            requests: vec![Request::default(); (extra_slots_at + rebuild_extra) as usize],
+            paths: vec![PathTimes::default(); (extra_slots_at + rebuild_extra) as usize],
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),

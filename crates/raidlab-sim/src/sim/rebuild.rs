@@ -137,8 +137,7 @@ impl Rebuild {
         };
         let (mark_ns, mark_bytes) = self.speed_mark;
         // bytes / elapsed < min  <=>  bytes * ps_per_byte < elapsed_ns * 1000.
-        u128::from(self.bytes_done - mark_bytes) * u128::from(ps)
-            < u128::from(now - mark_ns) * 1000
+        u128::from(self.bytes_done - mark_bytes) * u128::from(ps) < u128::from(now - mark_ns) * 1000
     }
 }
 
