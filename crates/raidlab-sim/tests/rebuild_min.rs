@@ -89,14 +89,34 @@ fn a_hardware_share_takes_its_part_of_the_rate_limit_from_the_workload() {
     s.array.controller.rebuild_share_percent = Some(30.0);
     let hw = simulate(&s);
     let mbps = hw.rebuild.as_ref().expect("rebuild reported").mbps;
-    // 30 % of 200 MB/s; the first units go one at a time until the rate falls behind.
-    assert!((0.9 * 60.0..=1.05 * 60.0).contains(&mbps), "{mbps}");
+    // 30 % of what the rebuild could do alone: the HDD's outer media rate, 140 MB/s,
+    // below the 200 MB/s limit.
+    assert!(holds(&hw, 0.3 * 140e6) && mbps <= 1.05 * 42.0, "{mbps}");
     assert!(
         iops(&hw, "read") < 0.8 * iops(&md, "read"),
         "{} vs {}",
         iops(&hw, "read"),
         iops(&md, "read")
     );
+}
+
+#[test]
+fn on_ssds_the_share_is_of_the_rate_limit() {
+    let mut s = scenario(ssd(), 4, Rw::Randwrite, 4096, 32);
+    s.array.level = Level::Number(5);
+    s.array.failed = vec![1];
+    s.array.rebuild = Some(RebuildSpec {
+        member: 1,
+        rate_bytes_per_s: 200e6,
+        failed_at_ns: None,
+        rate_min_bytes_per_s: None,
+    });
+    w(&mut s).ios = 100_000;
+    let starved = rebuild_mbps(&s);
+    s.array.controller.rebuild_share_percent = Some(50.0);
+    let mbps = rebuild_mbps(&s);
+    assert!(starved < 90.0, "{starved}");
+    assert!((0.95 * 100.0..=1.03 * 100.0).contains(&mbps), "{mbps}");
 }
 
 #[test]

@@ -286,7 +286,7 @@ impl Simulation {
         let rebuild_extra = a
             .rebuild
             .as_ref()
-            .map_or(0, |r| Rebuild::slots_needed(r, c) - 1);
+            .map_or(0, |r| Rebuild::slots_needed(r, a) - 1);
         let extra_slots_at = host_slots + prefetch_slots + 1 + destage_slots;
         let level = layout.level();
         let strip_bytes = match c.member_commands {
@@ -311,6 +311,7 @@ impl Simulation {
                 Rebuild::new(
                     r,
                     c,
+                    &a.drive,
                     layout.stripe_unit_bytes(),
                     layout.member_used_bytes(),
                     slots,

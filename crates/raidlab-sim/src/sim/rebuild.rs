@@ -11,7 +11,7 @@
 use super::controller::op_count;
 use super::{Request, Simulation};
 use crate::queue::EventKind;
-use crate::scenario::{ArraySpec, ControllerSpec, ReadBalance, RebuildSpec};
+use crate::scenario::{ArraySpec, ControllerSpec, DriveSpec, ReadBalance, RebuildSpec};
 use raidlab_layout::{LeastOutstanding, MemberSet};
 
 /// The members failed when the run starts: `failed`, less one that fails only during
@@ -75,12 +75,13 @@ impl Rebuild {
     pub(super) fn new(
         spec: &RebuildSpec,
         controller: &ControllerSpec,
+        drive: &DriveSpec,
         unit_bytes: u64,
         member_bytes: u64,
         slots: Vec<u32>,
     ) -> Self {
         let started_ns = spec.failed_at_ns.unwrap_or(0);
-        let min = spec.rate_min(controller);
+        let min = spec.rate_min(controller, drive);
         Self {
             member: spec.member,
             ps_per_byte: crate::resource::ps_per_byte(spec.rate_bytes_per_s),
@@ -107,9 +108,9 @@ impl Rebuild {
     }
 
     /// Request slots a rebuild needs: one, or its depth when it has a minimum.
-    pub(super) fn slots_needed(spec: &RebuildSpec, controller: &ControllerSpec) -> u32 {
-        if spec.rate_min(controller).is_some() {
-            controller.rebuild_depth
+    pub(super) fn slots_needed(spec: &RebuildSpec, a: &ArraySpec) -> u32 {
+        if spec.rate_min(&a.controller, &a.drive).is_some() {
+            a.controller.rebuild_depth
         } else {
             1
         }
