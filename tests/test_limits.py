@@ -43,6 +43,10 @@ RUN_FLAGS: dict[str, tuple[str, list[str]]] = {
     ),
     "array.deleted_percent": ("--deleted", []),
     "array.spares": ("--spares", []),
+    "array.rebuild.rate_min_bytes_per_s": (
+        "--rebuild-rate-min",
+        ["--level", "1", "--drives", "2", "--failed", "0", "--rebuild-rate", "100M"],
+    ),
     "array.rebuild.failed_at_ns": (
         "--fail-at",
         ["--level", "1", "--drives", "2", "--failed", "0", "--rebuild-rate", "100M"]

@@ -87,6 +87,7 @@ def resolve_array(
     labels: Mapping[str, str] | None = None,
     spares: Any = None,
     fail_at: Any = None,
+    rebuild_rate_min: Any = None,
 ) -> dict[str, Any]:
     """The scenario's ``array``: the TOML file ``config`` (if any) with the given
     arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags).
@@ -96,7 +97,9 @@ def resolve_array(
     ``spans`` (RAID 50/60), ``failed`` (member indices, ``"1,3"`` or a list) and
     ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member);
     ``spares`` (hot spares) and ``fail_at`` (with a spare: the rebuilt member fails this
-    far into the run, ``"2ms"``, and the spare's rebuild starts at once)."""
+    far into the run, ``"2ms"``, and the spare's rebuild starts at once);
+    ``rebuild_rate_min`` (bytes/s: the rebuild's minimum under load, overriding the
+    controller's)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
     request = request.overridden(
         {
@@ -113,6 +116,7 @@ def resolve_array(
             "host": host,
             "spares": spares,
             "fail_at": fail_at,
+            "rebuild_rate_min": rebuild_rate_min,
         },
         dict(labels or {}),
     )

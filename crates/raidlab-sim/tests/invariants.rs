@@ -199,6 +199,15 @@ fn case(seed: u64) -> Scenario {
                 member,
                 rate_bytes_per_s: declared("array.rebuild.rate_bytes_per_s", Scope::Always, rate),
                 failed_at_ns: None,
+                // Half of them with a minimum (a quarter of the limit), so the window
+                // of units in flight below it is exercised too; no further draw.
+                rate_min_bytes_per_s: member.is_multiple_of(2).then(|| {
+                    declared(
+                        "array.rebuild.rate_min_bytes_per_s",
+                        Scope::Always,
+                        rate / 4.0,
+                    )
+                }),
             });
         }
     }

@@ -83,6 +83,7 @@ fn a_rebuild_runs_at_its_rate_and_slows_the_workload() {
         member: 1,
         rate_bytes_per_s: 200e6,
         failed_at_ns: None,
+        rate_min_bytes_per_s: None,
     });
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
@@ -116,6 +117,7 @@ fn a_small_array_rebuilds_completely_and_is_healthy_again() {
         member: 0,
         rate_bytes_per_s: 1e9,
         failed_at_ns: None,
+        rate_min_bytes_per_s: None,
     });
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
@@ -133,6 +135,7 @@ fn spare_rebuild(failed_at_ns: Option<u64>, spares: u32) -> Scenario {
         member: 1,
         rate_bytes_per_s: 100e6,
         failed_at_ns,
+        rate_min_bytes_per_s: None,
     });
     s
 }

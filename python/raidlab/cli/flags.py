@@ -41,6 +41,7 @@ ARRAY_FLAGS = {
     "rebuild_rate": "--rebuild-rate",
     "spares": "--spares",
     "fail_at": "--fail-at",
+    "rebuild_rate_min": "--rebuild-rate-min",
 }
 
 
@@ -146,6 +147,17 @@ RebuildRateOption = Annotated[
         "--rebuild-rate",
         help="Rebuild the lowest-index failed member at this rate in bytes/s, e.g. 50M "
         "(default: no rebuild).",
+    ),
+]
+
+
+RebuildRateMinOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rebuild-rate-min",
+        help="With --rebuild-rate: keep the rebuild at least at this rate in bytes/s under "
+        "load, e.g. 1000K (default: the controller preset's; linux-md 1000K, md's "
+        "speed_limit_min; MegaRAID/PERC 30 % of what the rebuild does alone).",
     ),
 ]
 
@@ -387,6 +399,7 @@ ARRAY_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("rebuild_rate", RebuildRateOption),
     ("spares", SparesOption),
     ("fail_at", FailAtOption),
+    ("rebuild_rate_min", RebuildRateMinOption),
     ("write_cache", WriteCacheOption),
     ("bbu", BbuOption),
     ("read_ahead", ReadAheadOption),
@@ -421,6 +434,7 @@ class ArrayFlags:
     rebuild_rate: str | None = None
     spares: str | None = None
     fail_at: str | None = None
+    rebuild_rate_min: str | None = None
     write_cache: str | None = None
     bbu: str | None = None
     read_ahead: str | None = None
@@ -457,6 +471,7 @@ class ArrayFlags:
             labels=ARRAY_FLAGS,
             spares=self.spares,
             fail_at=self.fail_at,
+            rebuild_rate_min=self.rebuild_rate_min,
         )
         tuning = Tuning(
             write_cache=self.write_cache,

@@ -13,6 +13,8 @@ Array TOML file (see docs/config.md and examples/ssd-raid0.toml)::
     spans = 2                       # RAID 50/60 only: sub-arrays striped together
     failed = [1]                    # failed member indices (or "1,3")
     rebuild_rate = "50M"            # rebuild the lowest failed member at this many B/s
+    rebuild_rate_min = "1M"         # ... kept at least at this rate under load (default:
+                                    #   the controller's; md 1000K, MegaRAID 30 %)
     spares = 1                      # hot spares standing by (default 0)
     fail_at = "2ms"                 # with a spare: the rebuilt member fails this far
                                     #   into the run and the spare's rebuild starts then
@@ -82,6 +84,9 @@ CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {
     "fastpath_overhead_ns": None,
     "fastpath": False,
     "uplink": None,
+    "rebuild_rate_min_bytes_per_s": None,
+    "rebuild_share_percent": None,
+    "rebuild_depth": 32,
 }
 # Scheduler tunables tables of the host, and the native field naming their scheduler.
 SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}
@@ -98,6 +103,7 @@ ARRAY_KEYS = (
     "rebuild_rate",
     "spares",
     "fail_at",
+    "rebuild_rate_min",
 )
 FILE_TABLES = ("array", "host", "cache")
 
@@ -119,6 +125,7 @@ REQUEST_PATHS = {
     "host": "array.host",
     "spares": "array.spares",
     "fail_at": "array.rebuild.failed_at_ns",
+    "rebuild_rate_min": "array.rebuild.rate_min_bytes_per_s",
 }
 
 
@@ -145,6 +152,7 @@ class ArrayRequest:
     rebuild_rate: Any = None
     spares: Any = None
     fail_at: Any = None
+    rebuild_rate_min: Any = None
     host: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -456,6 +464,13 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
                 "is when the rebuilt member fails: give a rebuild rate and failed members too",
             )
         rebuild["failed_at_ns"] = parse_duration_ns(request.fail_at, request.label("fail_at"))
+    if request.rebuild_rate_min is not None:
+        label = request.label("rebuild_rate_min")
+        if rebuild is None:
+            raise RaidlabError(label, "is the rebuild's minimum rate: give a rebuild rate too")
+        rate_min = parse_size(request.rebuild_rate_min, label)
+        limits.check(limits.field("array.rebuild.rate_min_bytes_per_s"), rate_min, label)
+        rebuild["rate_min_bytes_per_s"] = rate_min
     spares = None
     if request.spares is not None:
         label = request.label("spares")

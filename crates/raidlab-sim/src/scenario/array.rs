@@ -83,4 +83,32 @@ pub struct RebuildSpec {
     /// before the run and its replacement is in place when it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_at_ns: Option<u64>,
+    /// The rate the rebuild is kept at under load, overriding the controller's
+    /// (`rebuild_rate_min_bytes_per_s`, `rebuild_share_percent`). Absent: the
+    /// controller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_min_bytes_per_s: Option<f64>,
+}
+
+impl RebuildSpec {
+    /// The rate the rebuild is kept at under load (bytes of the rebuilt member per
+    /// second), at most its rate limit; None: no minimum, the rebuild takes what its
+    /// one unit at a time gets. The controller's minimum is the larger of its own rate
+    /// and its share of what the rebuild could do alone: its rate limit, or an HDD's
+    /// media rate (outer zone, where the rebuild starts) if that is lower.
+    pub fn rate_min(&self, c: &ControllerSpec, drive: &DriveSpec) -> Option<f64> {
+        let alone = match drive {
+            DriveSpec::Hdd(h) => self.rate_bytes_per_s.min(h.media_rate_bytes_per_s_outer),
+            DriveSpec::Ssd(_) | DriveSpec::Nvme(_) => self.rate_bytes_per_s,
+        };
+        let share = c.rebuild_share_percent.map(|p| p / 100.0 * alone);
+        let min = match self.rate_min_bytes_per_s {
+            Some(r) => r,
+            None => c
+                .rebuild_rate_min_bytes_per_s
+                .unwrap_or(0.0)
+                .max(share.unwrap_or(0.0)),
+        };
+        (min > 0.0).then_some(min.min(self.rate_bytes_per_s))
+    }
 }

@@ -100,6 +100,20 @@ pub struct ControllerSpec {
     /// of whole stripe units gain nothing from it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_ahead_within_stripe_unit: bool,
+    /// The rate a rebuild is kept at under load, bytes of the rebuilt member per second
+    /// (Linux md's `speed_limit_min`, per device; None: no minimum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild_rate_min_bytes_per_s: Option<f64>,
+    /// The share of the rebuild's rate limit kept under load, percent (a hardware
+    /// controller's "rebuild rate", the share of its resources given to a rebuild;
+    /// None: none). With both, the larger minimum holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild_share_percent: Option<f64>,
+    /// Rebuild units in flight at most while the rebuild is below its minimum (above
+    /// it, one at a time, as md waits for its resync I/O to drain when the array is
+    /// busy).
+    #[serde(default = "default_rebuild_depth")]
+    pub rebuild_depth: u32,
     /// A PCIe link that the data of some members shares on its way to the host (a
     /// chipset's DMI: the PCH's drives reach the CPU over it); None: every member has
     /// its own path.
@@ -139,6 +153,10 @@ impl UplinkSpec {
 
 fn default_uplink_payload() -> u64 {
     limits::UPLINK_MAX_PAYLOAD.default.int()
+}
+
+fn default_rebuild_depth() -> u32 {
+    limits::CONTROLLER_REBUILD_DEPTH.default.int() as u32
 }
 
 fn default_destage_concurrency() -> u32 {

@@ -655,6 +655,9 @@ limits! {
     REBUILD_FAILED_AT = Limit::new("array.rebuild.failed_at_ns", Always, Ns,
         "when the member fails, into the run; a hot spare rebuilds it at once")
         .ints(0, NS_MAX).nullable();
+    REBUILD_RATE_MIN = Limit::new("array.rebuild.rate_min_bytes_per_s", Always, Rate,
+        "rate the rebuild is kept at under load, overriding the controller's (null = its)")
+        .reals(1024.0, RATE_MAX).nullable();
     STRIPE_UNIT = Limit::new("array.stripe_unit_bytes", Always, Bytes, "chunk on one member")
         .ints(SECTOR_BYTES, BLOCK_BYTES_MAX).power_of_two();
     DRIVE_COUNT = Limit::new("array.drive_count", Always, Count, "members of the array")
@@ -855,6 +858,15 @@ limits! {
         "firmware time per FastPath I/O (null: no FastPath)").ints(0, NS_MAX).nullable();
     CONTROLLER_FASTPATH = Limit::new("array.controller.fastpath", Always, Bool, "FastPath on")
         .or(B(false));
+    CONTROLLER_REBUILD_RATE_MIN = Limit::new("array.controller.rebuild_rate_min_bytes_per_s",
+        Always, Rate, "rate a rebuild is kept at under load, per member (md's speed_limit_min; \
+        null = none)").reals(1024.0, RATE_MAX).nullable();
+    CONTROLLER_REBUILD_SHARE = Limit::new("array.controller.rebuild_share_percent", Always,
+        Percent, "share of the rebuild's rate limit kept under load (a hardware controller's \
+        rebuild rate; null = none)").reals(0.0, 100.0).nullable();
+    CONTROLLER_REBUILD_DEPTH = Limit::new("array.controller.rebuild_depth", Always, Count,
+        "rebuild units in flight at most while the rebuild is below its minimum")
+        .ints(1, 256).or(Int(32));
     CONTROLLER_READ_AHEAD_WITHIN_STRIPE_UNIT = Limit::new(
         "array.controller.read_ahead_within_stripe_unit", Always, Bool,
         "read-ahead fills only the rest of the stripe unit a read ends in").or(B(false));

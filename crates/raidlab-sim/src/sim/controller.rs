@@ -518,7 +518,7 @@ impl Simulation {
             self.start_writes(slot);
             return;
         }
-        let t = if !r.write && !r.trim && !r.carry_per_op && slot != self.rebuild_slot {
+        let t = if !r.write && !r.trim && !r.carry_per_op && !self.is_rebuild_slot(slot) {
             // Degraded reads: the lost chunk is reconstructed from the survivors, then
             // the host gets its bytes.
             let rebuilt = self.compute_parity(slot, r.done_ns);

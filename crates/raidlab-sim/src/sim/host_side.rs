@@ -44,8 +44,8 @@ impl Simulation {
 
     /// A host request or a read-ahead segment has all its data.
     pub(super) fn request_complete(&mut self, slot: u32) {
-        if slot == self.rebuild_slot {
-            self.rebuild_unit_done();
+        if self.is_rebuild_slot(slot) {
+            self.rebuild_unit_done(slot);
             return;
         }
         let r = self.requests[slot as usize];

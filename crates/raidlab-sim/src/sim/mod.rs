@@ -157,6 +157,9 @@ pub struct Simulation {
     member_head_bytes: Vec<u64>,
     rebuild: Option<Rebuild>,
     rebuild_slot: u32,
+    /// The rebuild's further slots (its window below its minimum) start here, after
+    /// all others (`u32::MAX`: it has none).
+    rebuild_extra_slots: u32,
     controller: Controller,
     drives: Vec<Drive>,
     requests: Vec<Request>,
@@ -280,6 +283,11 @@ impl Simulation {
         } else {
             0
         };
+        let rebuild_extra = a
+            .rebuild
+            .as_ref()
+            .map_or(0, |r| Rebuild::slots_needed(r, a) - 1);
+        let extra_slots_at = host_slots + prefetch_slots + 1 + destage_slots;
         let level = layout.level();
         let strip_bytes = match c.member_commands {
             MemberCommands::Merged => u64::MAX,
@@ -294,19 +302,27 @@ impl Simulation {
             round_robin: RoundRobin::new(),
             member_load: vec![0; a.drive_count as usize],
             member_head_bytes: vec![0; a.drive_count as usize],
-            rebuild: a.rebuild.as_ref().map(|r| Rebuild {
-                member: r.member,
-                ps_per_byte: crate::resource::ps_per_byte(r.rate_bytes_per_s),
-                unit_bytes: layout.stripe_unit_bytes(),
-                member_bytes: layout.member_used_bytes(),
-                next_offset_bytes: 0,
-                unit_bytes_now: 0,
-                bytes_done: 0,
-                bytes_at_start: 0,
-                started_ns: r.failed_at_ns.unwrap_or(0),
-                finished_ns: None,
+            rebuild: a.rebuild.as_ref().map(|r| {
+                // Its first slot after the read-ahead's, the window's after all others.
+                let slots = (extra_slots_at..extra_slots_at + rebuild_extra)
+                    .rev()
+                    .chain([host_slots + prefetch_slots])
+                    .collect();
+                Rebuild::new(
+                    r,
+                    c,
+                    &a.drive,
+                    layout.stripe_unit_bytes(),
+                    layout.member_used_bytes(),
+                    slots,
+                )
             }),
             rebuild_slot: host_slots + prefetch_slots,
+            rebuild_extra_slots: if rebuild_extra > 0 {
+                extra_slots_at
+            } else {
+                u32::MAX
+            },
             layout,
             controller: Controller {
                 cpu: Server::default(),
@@ -366,14 +382,8 @@ impl Simulation {
                 }),
             },
             drives,
-            requests: vec![
-                Request::default();
-                (host_slots + prefetch_slots + 1 + destage_slots) as usize
-            ],
-            paths: vec![
-                PathTimes::default();
-                (host_slots + prefetch_slots + 1 + destage_slots) as usize
-            ],
+            requests: vec![Request::default(); (extra_slots_at + rebuild_extra) as usize],
+            paths: vec![PathTimes::default(); (extra_slots_at + rebuild_extra) as usize],
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),
@@ -382,7 +392,7 @@ impl Simulation {
             jobs,
             slot_job,
             host_overhead_ns: a.host.request_overhead_ns,
-            plans: vec![Plan::new(); (host_slots + prefetch_slots + 1 + destage_slots) as usize],
+            plans: vec![Plan::new(); (extra_slots_at + rebuild_extra) as usize],
             measuring: false,
             stopped: false,
             start_ns: 0,

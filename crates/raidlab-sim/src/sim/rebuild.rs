@@ -11,7 +11,7 @@
 use super::controller::op_count;
 use super::{Request, Simulation};
 use crate::queue::EventKind;
-use crate::scenario::{ArraySpec, ReadBalance};
+use crate::scenario::{ArraySpec, ControllerSpec, DriveSpec, ReadBalance, RebuildSpec};
 use raidlab_layout::{LeastOutstanding, MemberSet};
 
 /// The members failed when the run starts: `failed`, less one that fails only during
@@ -29,45 +29,164 @@ pub(super) fn failed_at_start(a: &ArraySpec) -> MemberSet {
     failed
 }
 
+/// md's rate marks (`md_do_sync`): the rebuild's speed is measured since the oldest of
+/// `SYNC_MARKS` marks, a new one taken every `SYNC_MARK_STEP`.
+const SYNC_MARKS: usize = 10;
+const SYNC_MARK_STEP_NS: u64 = 3_000_000_000;
+
 /// A background rebuild of one member, a stripe unit of member space at a time, at a
 /// limited rate, competing with the workload for the same drives.
+///
+/// Below its minimum rate (`min_ps_per_byte`) it keeps up to `depth` units in flight,
+/// whatever the load; at or above it, one at a time: the next unit goes once the last
+/// is done, as md's `md_do_sync` waits for its resync I/O to drain
+/// (`recovery_active`) when it is above `speed_limit_min` and the array is busy, and
+/// issues without waiting below it.
 pub(super) struct Rebuild {
     pub(super) member: u32,
     pub(super) ps_per_byte: u64,
     pub(super) unit_bytes: u64,
     pub(super) member_bytes: u64,
-    /// Member bytes below this are rebuilt (or being rebuilt by the unit in flight).
+    /// Member bytes below this are rebuilt (or being rebuilt by the units in flight).
     pub(super) next_offset_bytes: u64,
-    pub(super) unit_bytes_now: u64,
     pub(super) bytes_done: u64,
     pub(super) bytes_at_start: u64,
     pub(super) started_ns: u64,
     pub(super) finished_ns: Option<u64>,
+    /// The minimum rate as picoseconds per byte (None: no minimum).
+    pub(super) min_ps_per_byte: Option<u64>,
+    /// Units in flight at most while below the minimum.
+    pub(super) depth: u32,
+    /// The rebuild's request slots not in flight (popped from the end).
+    pub(super) free_slots: Vec<u32>,
+    /// `free_slots` when none is in flight.
+    pub(super) slots: u32,
+    /// Time and bytes done at each mark, the last taken at `last_mark`.
+    pub(super) marks: [(u64, u64); SYNC_MARKS],
+    pub(super) last_mark: usize,
+    /// The mark the speed is measured from (md's `resync_mark`, `resync_mark_cnt`).
+    pub(super) speed_mark: (u64, u64),
+    /// A `RebuildNext` is queued for this time (the rate limit's).
+    pub(super) wake_ns: Option<u64>,
+}
+
+impl Rebuild {
+    /// A rebuild starting at `started_ns` over its `slots` request slots.
+    pub(super) fn new(
+        spec: &RebuildSpec,
+        controller: &ControllerSpec,
+        drive: &DriveSpec,
+        unit_bytes: u64,
+        member_bytes: u64,
+        slots: Vec<u32>,
+    ) -> Self {
+        let started_ns = spec.failed_at_ns.unwrap_or(0);
+        let min = spec.rate_min(controller, drive);
+        Self {
+            member: spec.member,
+            ps_per_byte: crate::resource::ps_per_byte(spec.rate_bytes_per_s),
+            unit_bytes,
+            member_bytes,
+            next_offset_bytes: 0,
+            bytes_done: 0,
+            bytes_at_start: 0,
+            started_ns,
+            finished_ns: None,
+            min_ps_per_byte: min.map(crate::resource::ps_per_byte),
+            depth: if min.is_some() {
+                controller.rebuild_depth
+            } else {
+                1
+            },
+            slots: slots.len() as u32,
+            free_slots: slots,
+            marks: [(started_ns, 0); SYNC_MARKS],
+            last_mark: 0,
+            speed_mark: (started_ns, 0),
+            wake_ns: None,
+        }
+    }
+
+    /// Request slots a rebuild needs: one, or its depth when it has a minimum.
+    pub(super) fn slots_needed(spec: &RebuildSpec, a: &ArraySpec) -> u32 {
+        if spec.rate_min(&a.controller, &a.drive).is_some() {
+            a.controller.rebuild_depth
+        } else {
+            1
+        }
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.slots - self.free_slots.len() as u32
+    }
+
+    /// Take md's mark every `SYNC_MARK_STEP`; the speed is measured from the oldest.
+    fn mark(&mut self, now: u64) {
+        if now >= self.marks[self.last_mark].0 + SYNC_MARK_STEP_NS {
+            let next = (self.last_mark + 1) % SYNC_MARKS;
+            self.speed_mark = self.marks[next];
+            self.marks[next] = (now, self.bytes_done);
+            self.last_mark = next;
+        }
+    }
+
+    /// Whether the rebuild's speed since its mark (units done, not those in flight,
+    /// as md counts) is below its minimum.
+    fn below_min(&self, now: u64) -> bool {
+        let Some(ps) = self.min_ps_per_byte else {
+            return false;
+        };
+        let (mark_ns, mark_bytes) = self.speed_mark;
+        // bytes / elapsed < min  <=>  bytes * ps_per_byte < elapsed_ns * 1000.
+        u128::from(self.bytes_done - mark_bytes) * u128::from(ps) < u128::from(now - mark_ns) * 1000
+    }
 }
 
 impl Simulation {
-    /// Plan and send the next rebuild unit, or wait until the rate limit allows it.
+    /// Whether `slot` is one of the rebuild's request slots.
+    #[inline]
+    pub(super) fn is_rebuild_slot(&self, slot: u32) -> bool {
+        slot == self.rebuild_slot || slot >= self.rebuild_extra_slots
+    }
+
+    /// Plan and send the next rebuild units the window allows, or wait until the rate
+    /// limit allows one.
     pub(super) fn rebuild_next(&mut self) {
         let now = self.now_ns;
-        let slot = self.rebuild_slot;
         loop {
             let rb = self.rebuild.as_mut().expect("a rebuild runs");
+            if rb.wake_ns.is_some_and(|t| t <= now) {
+                rb.wake_ns = None;
+            }
             if rb.next_offset_bytes >= rb.member_bytes {
-                rb.finished_ns = Some(now);
-                self.failed.remove(rb.member);
+                if rb.in_flight() == 0 && rb.finished_ns.is_none() {
+                    rb.finished_ns = Some(now);
+                    self.failed.remove(rb.member);
+                }
+                return;
+            }
+            rb.mark(now);
+            // Below the minimum, up to `depth` units in flight; else the last must be
+            // done before the next goes.
+            let window = if rb.below_min(now) { rb.depth } else { 1 };
+            if rb.in_flight() >= window {
                 return;
             }
             // The rate limit: unit k may start once k units' worth of time has passed.
-            let due = rb.started_ns + (rb.bytes_done * rb.ps_per_byte) / 1000;
+            let due = rb.started_ns
+                + (u128::from(rb.next_offset_bytes) * u128::from(rb.ps_per_byte) / 1000) as u64;
             if due > now {
-                self.queue.push(due, EventKind::RebuildNext, 0);
+                if rb.wake_ns.is_none() {
+                    rb.wake_ns = Some(due);
+                    self.queue.push(due, EventKind::RebuildNext, 0);
+                }
                 return;
             }
             let offset = rb.next_offset_bytes;
             let len = rb.unit_bytes.min(rb.member_bytes - offset);
             let member = rb.member;
-            rb.unit_bytes_now = len;
             rb.next_offset_bytes = offset + len;
+            let slot = *rb.free_slots.last().expect("the window has a free slot");
             let failed = self.failed;
             let plan = &mut self.plans[slot as usize];
             let planned = match self.read_balance {
@@ -96,6 +215,11 @@ impl Simulation {
                 rb.bytes_done += len;
                 continue;
             }
+            self.rebuild
+                .as_mut()
+                .expect("a rebuild runs")
+                .free_slots
+                .pop();
             let ops = op_count(plan, self.controller.split);
             self.requests[slot as usize] = Request {
                 offset_bytes: offset,
@@ -108,7 +232,6 @@ impl Simulation {
                 .cpu
                 .reserve(now, ops * self.controller.member_op_overhead_ns);
             self.queue.push(ready, EventKind::Dispatch, slot);
-            return;
         }
     }
 
@@ -120,9 +243,12 @@ impl Simulation {
         self.rebuild_next();
     }
 
-    pub(super) fn rebuild_unit_done(&mut self) {
+    /// A rebuild unit in `slot` is written to the replacement.
+    pub(super) fn rebuild_unit_done(&mut self, slot: u32) {
+        let len = self.requests[slot as usize].len_bytes;
         let rb = self.rebuild.as_mut().expect("a rebuild runs");
-        rb.bytes_done += rb.unit_bytes_now;
+        rb.bytes_done += len;
+        rb.free_slots.push(slot);
         self.rebuild_next();
     }
 }

@@ -153,6 +153,9 @@ pub fn hba() -> ControllerSpec {
         fastpath_overhead_ns: None,
         fastpath: false,
         read_ahead_within_stripe_unit: false,
+        rebuild_rate_min_bytes_per_s: None,
+        rebuild_share_percent: None,
+        rebuild_depth: 32,
         uplink: None,
     }
 }
