@@ -22,6 +22,20 @@
 //! A cache member failing degrades the mirror, which keeps every dirty line on its
 //! other copy.
 //!
+//! A slot is rewritten in place when the policy keeps a line where it is (lru, smq and
+//! bcache on a write hit). A torn write there would leave bytes matching neither the
+//! old record's CRC nor the new one's, and the line would be lost; so when the bytes
+//! being overwritten are dirty and were written before the last FLUSH (a client may
+//! count on them), the line is destaged to the array, and that synced, first: the old
+//! copy stays valid there until the new one is made durable by the next FLUSH. Rewrites
+//! of a line between two FLUSHes cost nothing more.
+//!
+//! The array's superblocks record that a cache fronts it and which one (the UUID of
+//! the cache mirror, see [`crate::superblock`]): [`CachedArray::create`] writes it once
+//! the cache is whole, [`CachedArray::open`] and [`check_members`] refuse the wrong
+//! cache or none, and [`CachedArray::detach`] clears it once every dirty line is on
+//! the array.
+//!
 //! Requests are served one at a time under the tier's lock (the policy is one
 //! sequential machine, as in the simulator); the uncached path is untouched.
 
@@ -92,6 +106,9 @@ pub struct EngineCounters {
     pub destage_syncs: u64,
     /// Dirty lines the policy let go without a destage that the engine destaged.
     pub guarded_destages: u64,
+    /// Dirty lines written before the last FLUSH that a write hit rewrote in place,
+    /// destaged first so that a torn slot write cannot lose them.
+    pub rewrite_destages: u64,
 }
 
 struct Inner {
@@ -107,6 +124,9 @@ struct Inner {
     records: Vec<Record>,
     /// Destaged lines whose array writes no sync covers yet.
     unsynced_destages: Vec<Record>,
+    /// Slots written since the last FLUSH: their bytes were never acknowledged as
+    /// durable, so rewriting them in place risks nothing a client counts on.
+    written_since_flush: std::collections::BTreeSet<u64>,
     /// Where every request goes, when `--cache-trace` asks.
     trace: Option<std::io::BufWriter<std::fs::File>>,
 }
@@ -144,6 +164,12 @@ impl CachedArray {
         force: bool,
     ) -> Result<Self> {
         let uuid = backing.status().uuid;
+        if let Some(c) = backing.cache_uuid() {
+            return Err(Error::Input(format!(
+                "--cache-members: array {uuid:032x} already has a cache ({c:032x}); \
+                 detach-cache it first"
+            )));
+        }
         // The region size depends on the mirror's size: check it on a probe config
         // before anything is written to the members is not possible (the mirror's
         // capacity is known once created), so an error leaves a created, empty cache.
@@ -161,13 +187,26 @@ impl CachedArray {
         let region = region_bytes.unwrap_or_else(|| region_bytes_default(slots * LINE_BYTES));
         store.set_region_bytes(region)?;
         let cache = Cache::new(config(policy, slots, region)).map_err(config_error)?;
+        // The cache is whole and synced: only now do the superblocks say the array has
+        // it (a crash before leaves the array uncached and the new cache unused).
+        let cache_uuid = store.mirror().status().uuid;
+        backing.set_cache_uuid(Some(cache_uuid))?;
         Ok(Self::with(backing, store, cache, Vec::new(), policy, paths))
     }
 
     /// Opens the cache on `paths` in front of `backing`: assembles its mirror,
     /// replays its log and gives the policy back the lines it held.
+    /// Refused, before anything is written, unless the array's superblocks record this
+    /// cache (see [`check_members`]).
     pub fn open(backing: Arc<Array>, paths: &[PathBuf]) -> Result<Self> {
+        check_members(&backing, Some(paths))?;
         let (store, entries) = Store::open(paths, backing.status().uuid)?;
+        let mirror = store.mirror().status().uuid;
+        if backing.cache_uuid() != Some(mirror) {
+            // The members' superblocks disagree among themselves: the assembled
+            // mirror, not the first readable member, is the cache.
+            return Err(mismatch(&backing, mirror));
+        }
         let h = *store.header();
         let policy = policy_of_code(h.policy).ok_or_else(|| {
             Error::Input(format!(
@@ -218,6 +257,7 @@ impl CachedArray {
                 actions: Vec::new(),
                 records: Vec::new(),
                 unsynced_destages: Vec::new(),
+                written_since_flush: Default::default(),
                 trace: None,
             }),
             policy,
@@ -316,6 +356,7 @@ impl CachedArray {
             "destage_syncs": c.destage_syncs,
             "engine_read_hit_lines": c.read_hit_lines,
             "engine_guarded_destages": c.guarded_destages,
+            "engine_rewrite_destages": c.rewrite_destages,
             "log_generation": inner.store.generation(),
         })
     }
@@ -348,7 +389,26 @@ impl CachedArray {
             let _ = t.flush();
         }
         inner.store.flush()?;
+        inner.written_since_flush.clear();
         self.backing.flush()
+    }
+
+    /// `detach-cache`: hands every dirty line to the array, empties the cache and
+    /// takes it out of the array's superblocks; returns the bytes destaged. The array
+    /// is then used alone (close it after). Crash-safe by its order: the destages are
+    /// synced (and the log says so) before any superblock changes, so a crash leaves
+    /// either the array still cached with its cache intact, or the array detached with
+    /// every line.
+    pub fn detach(self) -> Result<u64> {
+        self.open_for_writes()?;
+        self.backing.open_for_writes()?;
+        let mut bytes = self.destage_all()?;
+        // Any dirty line the log has and the policy did not list goes too.
+        bytes += self.forget_all()?;
+        assert_eq!(self.occupancy(), (0, 0), "every line destaged and forgotten");
+        self.close()?;
+        self.backing.set_cache_uuid(None)?;
+        Ok(bytes)
     }
 
     /// Destages every dirty line to the array (the policy's flush: LBA order) and
@@ -381,8 +441,9 @@ impl CachedArray {
     }
 
     /// Destages every dirty line the log knows (LBA order), syncs the array, and
-    /// empties the log: for a policy that cannot restore the replayed map.
-    fn forget_all(&self) -> Result<()> {
+    /// empties the log (for a policy that cannot restore the replayed map, and
+    /// `detach`); returns the bytes destaged.
+    fn forget_all(&self) -> Result<u64> {
         let mut inner = self.inner.lock().expect("cache lock");
         let mut dirty: Vec<(u64, u64)> = inner
             .slots
@@ -391,6 +452,7 @@ impl CachedArray {
             .map(|e| (e.block, e.slot))
             .collect();
         dirty.sort_unstable();
+        let bytes = dirty.len() as u64 * LINE_BYTES;
         for (block, slot) in dirty {
             self.destage_line(&mut inner, block, slot)?;
         }
@@ -398,7 +460,8 @@ impl CachedArray {
         inner.unsynced_destages.clear();
         inner.slots.clear();
         inner.lines.clear();
-        inner.store.snapshot(&[])
+        inner.store.snapshot(&[])?;
+        Ok(bytes)
     }
 
     /// One request: the policy decides, the actions run in order, the log gets the
@@ -545,16 +608,23 @@ impl CachedArray {
         let (first_block, first_slot) = (lba_bytes / LINE_BYTES, cache_offset_bytes / LINE_BYTES);
         for i in 0..n {
             let (block, slot) = (first_block + i, first_slot + i);
-            if let Some(old) = inner.slots.get(&slot).copied() {
-                if old.dirty && old.block != block {
-                    self.destage_line(inner, old.block, slot)?;
-                    inner.counters.guarded_destages += 1;
-                }
+            let Some(old) = inner.slots.get(&slot).copied().filter(|o| o.dirty) else {
+                continue;
+            };
+            if old.block != block {
+                self.destage_line(inner, old.block, slot)?;
+                inner.counters.guarded_destages += 1;
+            } else if !inner.written_since_flush.contains(&slot) {
+                // An in-place rewrite of bytes a FLUSH may have acknowledged: the array
+                // keeps them until the new ones are durable (see the module docs).
+                self.destage_line(inner, block, slot)?;
+                inner.counters.rewrite_destages += 1;
             }
         }
         // A slot is reused only once the array holds what it had.
         self.sync_destages(inner)?;
         inner.store.write_at(cache_offset_bytes, data)?;
+        inner.written_since_flush.extend(first_slot..first_slot + n);
         inner.counters.slot_write_lines += n;
         for i in 0..n {
             let (block, slot) = (first_block + i, first_slot + i);
@@ -658,6 +728,50 @@ impl CachedArray {
             });
         }
     }
+}
+
+/// Checks the cache members given (`None`: none) against what the array's superblocks
+/// record: a cached array needs its own cache's members, an uncached one none. One
+/// clear error naming `--cache-members` otherwise (exit code 2 at the command line).
+/// The cache is known by its members' superblocks (the UUID of the mirror they form);
+/// nothing is written.
+pub fn check_members(backing: &Array, given: Option<&[PathBuf]>) -> Result<()> {
+    let array = backing.status().uuid;
+    match (backing.cache_uuid(), given) {
+        (None, None) => Ok(()),
+        (Some(cache), None) => Err(Error::Input(format!(
+            "--cache-members: array {array:032x} has an SSD cache in front ({cache:032x}) \
+             that may hold its newest data; give its --cache-members (detach-cache with \
+             them hands every line back to the array and leaves it alone)"
+        ))),
+        (None, Some(_)) => Err(Error::Input(format!(
+            "--cache-members: array {array:032x} has no cache in front (attach-cache puts \
+             one there)"
+        ))),
+        (Some(cache), Some(paths)) => {
+            match paths
+                .iter()
+                .find_map(|p| crate::array::read_superblock(p).ok())
+            {
+                Some(sb) if sb.array_uuid == cache => Ok(()),
+                Some(sb) => Err(mismatch(backing, sb.array_uuid)),
+                None => Err(Error::Input(format!(
+                    "--cache-members: none of them carries a raidlab superblock; array \
+                     {array:032x}'s cache is {cache:032x}"
+                ))),
+            }
+        }
+    }
+}
+
+/// The error for cache members of `found`, not of the array's cache.
+fn mismatch(backing: &Array, found: u128) -> Error {
+    let array = backing.status().uuid;
+    let cache = backing.cache_uuid().unwrap_or(0);
+    Error::Input(format!(
+        "--cache-members: these are the members of cache {found:032x}, not of array \
+         {array:032x}'s cache ({cache:032x})"
+    ))
 }
 
 /// The host side of a request: the buffer a read fills or the data a write brings.
