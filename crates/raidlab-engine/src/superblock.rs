@@ -420,7 +420,10 @@ mod tests {
     }
 
     /// `sb` re-encoded after `edit` changed its bytes (the checksum made right again).
-    fn with_bytes(sb: &Superblock, edit: impl FnOnce(&mut [u8; SUPERBLOCK_BYTES])) -> [u8; SUPERBLOCK_BYTES] {
+    fn with_bytes(
+        sb: &Superblock,
+        edit: impl FnOnce(&mut [u8; SUPERBLOCK_BYTES]),
+    ) -> [u8; SUPERBLOCK_BYTES] {
         let mut b = sb.encode();
         edit(&mut b);
         let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);

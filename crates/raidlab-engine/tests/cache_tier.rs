@@ -417,8 +417,12 @@ fn a_cache_member_failed_while_serving_keeps_clients_working() {
     );
     assert!(!out.contains("failed"), "{out}");
     server.stop();
-    // The array on its own is consistent (parity agrees with data).
-    let o = engine_output(d, &["check", "m0", "m1", "m2"]);
+    // The array is consistent (parity agrees with data); it is checked with its cache
+    // named, as every command on a cached array is.
+    let o = engine_output(
+        d,
+        &["check", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
     assert!(o.status.success(), "{}", output_text(&o));
 }
 
@@ -553,4 +557,358 @@ fn the_log_fills_its_areas_in_turn_and_replay_still_finds_every_line() {
         &shadow,
         "after the log wrapped, crashed and was replayed",
     );
+}
+
+/// Writes `lines` one-line writes (each its own pattern) through `tier` at lines spread
+/// over the first 4 MiB, flushes, and returns the shadow of the array's 8 MiB.
+fn write_flushed_lines(tier: &CachedArray, lines: u64, seed: u64) -> Vec<u8> {
+    let mut shadow = vec![0u8; 8 << 20];
+    let mut rng = Rng(seed);
+    for _ in 0..lines {
+        let off = rng.below(1024) * 4096;
+        let data = vec![1 + rng.below(250) as u8; 4096];
+        tier.write(off, &data, false).unwrap();
+        shadow[off as usize..off as usize + 4096].copy_from_slice(&data);
+    }
+    tier.flush().unwrap();
+    shadow
+}
+
+/// Reads `members` alone (no cache) and compares the 8 MiB capacity's first 6 MiB.
+fn assert_alone_matches(members: &[PathBuf], shadow: &[u8], when: &str) {
+    let array = Array::assemble(members).unwrap();
+    assert_eq!(array.cache_uuid(), None, "{when}: no cache recorded");
+    let mut buf = vec![0u8; 6 << 20];
+    array.read(0, &mut buf).unwrap();
+    let first = buf.iter().zip(shadow).position(|(a, b)| a != b);
+    assert_eq!(first, None, "{when}: first differing byte read alone");
+}
+
+#[test]
+fn the_superblocks_record_the_cache_from_create_to_detach() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lab, tier) = Lab::create(dir.path(), Policy::Lru, 2);
+    let cache = tier.with_mirror(|m| m.status().uuid);
+    assert_eq!(tier.backing().cache_uuid(), Some(cache));
+    for m in &lab.members {
+        let sb = raidlab_engine::array::read_superblock(m).unwrap();
+        assert_eq!(sb.cache_uuid, Some(cache), "{}", m.display());
+    }
+    // The mirror's own superblocks record no cache: it is not cached itself.
+    for c in &lab.cache {
+        let sb = raidlab_engine::array::read_superblock(c).unwrap();
+        assert_eq!((sb.array_uuid, sb.cache_uuid), (cache, None));
+    }
+    // A second cache on the same array is refused, nothing written to its members.
+    let other = member_paths(dir.path(), "other", 2);
+    let e = CachedArray::create(
+        tier.backing().clone(),
+        &other,
+        Some(8 << 20),
+        Policy::Lru,
+        None,
+        false,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("already has a cache"), "{e}");
+    assert!(!other[0].exists(), "refused before creating anything");
+    tier.close().unwrap();
+    drop(tier);
+    // A member failed and rebuilt onto a new one: the new member records it too.
+    let backing = Array::assemble(&lab.members).unwrap();
+    backing.fail_member(1).unwrap();
+    let new = dir.path().join("m1-new");
+    backing.rebuild(1, &new, None, |_, _| {}).unwrap();
+    backing.close().unwrap();
+    let sb = raidlab_engine::array::read_superblock(&new).unwrap();
+    assert_eq!(
+        sb.cache_uuid,
+        Some(cache),
+        "a rebuilt member keeps the cache"
+    );
+}
+
+#[test]
+fn detach_hands_every_dirty_line_to_the_array_which_then_reads_alone() {
+    for policy in [Policy::Raidix, Policy::Lru, Policy::Bcache] {
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
+        let shadow = write_flushed_lines(&tier, 300, 0xdeac ^ policy as u64);
+        let dirty = tier.occupancy().1;
+        assert!(
+            dirty > 100,
+            "{}: the writes are dirty in the cache: {dirty}",
+            policy.name()
+        );
+        // A crash right after every line was destaged (a detach killed before its
+        // superblock writes): still cached, its cache intact and right.
+        tier.destage_all().unwrap();
+        drop(tier);
+        let tier = lab.open();
+        assert_matches(&tier, &shadow, "destaged, crashed, reopened");
+        let backing = tier.backing().clone();
+        let destaged = tier.detach().unwrap();
+        backing.close().unwrap();
+        drop(backing);
+        assert_eq!(destaged, 0, "{}: destaged before the crash", policy.name());
+        assert_alone_matches(&lab.members, &shadow, policy.name());
+        // The old cache no longer fits the array.
+        let backing = Arc::new(Array::assemble(&lab.members).unwrap());
+        let e = CachedArray::open(backing, &lab.cache)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("has no cache"), "{e}");
+    }
+}
+
+/// The cache mirror's data area, where `pattern` fills a whole slot, overwritten with
+/// garbage: what a write torn by a power cut leaves (neither the old bytes nor the new).
+/// Returns how many slots were garbled.
+fn garble_slots_holding(cache: &[PathBuf], pattern: u8) -> usize {
+    use raidlab_engine::cache::meta::{Header, HEADER_BYTES};
+    let mirror = Array::assemble(cache).unwrap();
+    let mut hb = vec![0u8; HEADER_BYTES as usize];
+    mirror.read(0, &mut hb).unwrap();
+    let h = Header::decode(&hb).unwrap();
+    let mut garbled = 0;
+    let mut line = vec![0u8; h.block_bytes as usize];
+    for slot in 0..h.slots {
+        let at = h.data_offset_bytes + slot * h.block_bytes;
+        mirror.read(at, &mut line).unwrap();
+        if line.iter().all(|&b| b == pattern) {
+            let torn: Vec<u8> = (0..line.len()).map(|i| (i * 31 + 7) as u8).collect();
+            mirror.write(at, &torn, false).unwrap();
+            garbled += 1;
+        }
+    }
+    mirror.flush().unwrap();
+    garbled
+}
+
+#[test]
+fn a_torn_rewrite_of_a_cached_line_loses_no_flushed_block() {
+    for policy in Policy::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
+        // 32 lines written and flushed (dirty in the cache: their only copy), then
+        // rewritten (write hits) and not flushed.
+        let lines: Vec<u64> = (0..32).map(|i| (i * 37 % 1024) * 4096).collect();
+        for &off in &lines {
+            tier.write(off, &[0xa1; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        for &off in &lines {
+            tier.write(off, &[0xb2; 4096], false).unwrap();
+        }
+        // A second rewrite before any flush costs nothing more.
+        let before = tier.counters().rewrite_destages;
+        tier.write(lines[0], &[0xb2; 4096], false).unwrap();
+        assert_eq!(
+            tier.counters().rewrite_destages,
+            before,
+            "{}",
+            policy.name()
+        );
+        // The power is cut while the rewrites were reaching the slots: each is torn.
+        drop(tier);
+        let garbled = garble_slots_holding(&lab.cache, 0xb2);
+        assert!(
+            garbled >= 32,
+            "{}: the rewrites are in slots: {garbled}",
+            policy.name()
+        );
+        let tier = lab.open();
+        for &off in &lines {
+            let mut buf = vec![0u8; 4096];
+            tier.read(off, &mut buf).unwrap();
+            assert!(
+                buf.iter().all(|&b| b == 0xa1),
+                "{}: block at {off}: the flushed bytes are lost (read {:#x})",
+                policy.name(),
+                buf[0]
+            );
+        }
+    }
+}
+
+fn refused_saying(d: &Path, args: &[&str], says: &str) {
+    let e = refused(d, args);
+    assert!(
+        e.contains("--cache-members") && e.contains(says),
+        "{args:?}: {e}"
+    );
+}
+
+#[test]
+fn commands_refuse_a_cached_array_without_its_cache_or_with_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    cached_members(d, "lru");
+    let no_cache = "has an SSD cache in front";
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0", "m0", "m1", "m2"][..],
+        &["status", "m0", "m1", "m2"],
+        &["assemble", "m0", "m1", "m2", "--json"],
+        &["check", "m0", "m1", "m2"],
+        &["repair", "m0", "m1", "m2"],
+        &["fail", "1", "m0", "m1", "m2"],
+        &["replace", "1", "new", "m0", "m1", "m2"],
+    ] {
+        refused_saying(d, args, no_cache);
+    }
+    std::fs::write(d.join("spare"), vec![0u8; 24 << 20]).unwrap();
+    refused_saying(d, &["add-spare", "spare", "m0", "m1", "m2"], no_cache);
+    // Another array's cache.
+    engine(
+        d,
+        &[
+            "create",
+            "--level",
+            "1",
+            "--size",
+            "16M",
+            "n0",
+            "n1",
+            "--cache-members",
+            "other0,other1",
+            "--cache-size",
+            "8M",
+        ],
+    );
+    for cmd in ["serve", "status", "check", "detach-cache"] {
+        let mut args = vec![cmd, "m0", "m1", "m2", "--cache-members", "other0,other1"];
+        if cmd == "serve" {
+            args.extend(["--listen", "127.0.0.1:0"]);
+        }
+        refused_saying(d, &args, "these are the members of cache");
+    }
+    // A second cache on a cached array.
+    refused_saying(
+        d,
+        &[
+            "attach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "s2,s3",
+            "--cache-size",
+            "8M",
+        ],
+        "already has a cache",
+    );
+    assert!(
+        !d.join("s2").exists(),
+        "refused before anything was created"
+    );
+    // A cache named for an array that has none.
+    engine(d, &["create", "--level", "1", "--size", "16M", "u0", "u1"]);
+    for cmd in ["serve", "status", "check", "detach-cache"] {
+        refused_saying(
+            d,
+            &[cmd, "u0", "u1", "--cache-members", "ssd0,ssd1"],
+            "has no cache",
+        );
+    }
+    // The right cache is taken everywhere, and the status says the array is cached.
+    let s = status(d, &["m0", "m1", "m2", "--cache-members", "ssd0,ssd1"]);
+    assert!(s["cache_uuid"].is_string(), "{s}");
+    let text = engine_stdout(
+        d,
+        &["status", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
+    assert!(text.contains("cached: SSD cache"), "{text}");
+    let o = engine_output(
+        d,
+        &["check", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+}
+
+#[test]
+fn detach_cache_then_the_array_is_served_alone_with_every_block() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let members = cached_members(d, "raidix");
+    let m: Vec<&str> = members.iter().map(String::as_str).collect();
+    let server = spawn_server_with(d, &[], &m, false);
+    let writes: Vec<String> = (0..48u64)
+        .map(|i| format!("write -P {} {} 4k", 1 + i, (i * 53 % 4096) * 4096))
+        .chain(["flush".to_string()])
+        .collect();
+    let w: Vec<&str> = writes.iter().map(String::as_str).collect();
+    qemu_io(&server.uri(), &w);
+    // Refused while served: the server holds the cache.
+    refused_saying_server(d, &m);
+    server.stop();
+    let dirty = status(d, &m)["cache"]["dirty_lines"].as_u64().unwrap();
+    assert!(dirty >= 32, "the writes are dirty in the cache: {dirty}");
+    let detached = engine_json(
+        d,
+        &[
+            "detach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+            "--json",
+        ],
+    );
+    assert_eq!(detached["destaged_bytes"], dirty * 4096, "{detached}");
+    assert_eq!(
+        detached["cache_uuid"],
+        serde_json::Value::Null,
+        "{detached}"
+    );
+    // Alone now; the cache is refused.
+    let server = serve(d, &["m0", "m1", "m2"]);
+    let reads: Vec<String> = (0..48u64)
+        .map(|i| format!("read -P {} {} 4k", 1 + i, (i * 53 % 4096) * 4096))
+        .collect();
+    let r: Vec<&str> = reads.iter().map(String::as_str).collect();
+    let out = qemu_io(&server.uri(), &r);
+    assert!(!out.contains("failed"), "{out}");
+    server.stop();
+    refused_saying(
+        d,
+        &[
+            "detach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+        ],
+        "has no cache",
+    );
+    let o = engine_output(d, &["check", "m0", "m1", "m2"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    // A new cache can be attached again (the old members reused with --force).
+    let attached = engine_json(
+        d,
+        &[
+            "attach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+            "--force",
+        ],
+    );
+    assert!(attached["cache_uuid"].is_string(), "{attached}");
+}
+
+fn refused_saying_server(d: &Path, m: &[&str]) {
+    let mut args = vec!["detach-cache"];
+    args.extend(m);
+    let e = refused(d, &args);
+    assert!(e.contains("stop the server first"), "{e}");
 }

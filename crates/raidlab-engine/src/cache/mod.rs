@@ -405,7 +405,11 @@ impl CachedArray {
         let mut bytes = self.destage_all()?;
         // Any dirty line the log has and the policy did not list goes too.
         bytes += self.forget_all()?;
-        assert_eq!(self.occupancy(), (0, 0), "every line destaged and forgotten");
+        assert_eq!(
+            self.occupancy(),
+            (0, 0),
+            "every line destaged and forgotten"
+        );
         self.close()?;
         self.backing.set_cache_uuid(None)?;
         Ok(bytes)

@@ -65,7 +65,10 @@ pub fn status(s: &Value) -> String {
         let _ = writeln!(out, "  injected fault: {f}");
     }
     if let Some(c) = s["cache_uuid"].as_str() {
-        let _ = writeln!(out, "  cached: SSD cache {c} in front (its --cache-members hold its newest data)");
+        let _ = writeln!(
+            out,
+            "  cached: SSD cache {c} in front (its --cache-members hold its newest data)"
+        );
     }
     if let Some(j) = s["journal"].as_str() {
         let _ = writeln!(
