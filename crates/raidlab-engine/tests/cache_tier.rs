@@ -912,3 +912,30 @@ fn refused_saying_server(d: &Path, m: &[&str]) {
     let e = refused(d, &args);
     assert!(e.contains("stop the server first"), "{e}");
 }
+
+#[test]
+fn a_cache_made_before_the_superblocks_recorded_it_is_detached_with_adopt() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (lab, tier) = Lab::create(d, Policy::Lru, 2);
+    let shadow = write_flushed_lines(&tier, 200, 77);
+    let dirty = tier.occupancy().1;
+    let backing = tier.backing().clone();
+    tier.close().unwrap();
+    drop(tier);
+    // What a build before the flag left: the superblocks say nothing of the cache.
+    backing.set_cache_uuid(None).unwrap();
+    backing.close().unwrap();
+    drop(backing);
+    let name = |p: &PathBuf| p.file_name().unwrap().to_str().unwrap().to_string();
+    let members: Vec<String> = lab.members.iter().map(name).collect();
+    let cache = lab.cache.iter().map(name).collect::<Vec<_>>().join(",");
+    let mut args: Vec<&str> = vec!["detach-cache"];
+    args.extend(members.iter().map(String::as_str));
+    args.extend(["--cache-members", &cache, "--json"]);
+    refused_saying(d, &args, "detach-cache --adopt");
+    args.push("--adopt");
+    let detached = engine_json(d, &args);
+    assert_eq!(detached["destaged_bytes"], dirty * 4096, "{detached}");
+    assert_alone_matches(&lab.members, &shadow, "adopted and detached");
+}

@@ -236,6 +236,27 @@ impl CachedArray {
         }
     }
 
+    /// For an array whose superblocks record no cache: the cache on `paths` whose
+    /// header names the array (one made by a build before the superblocks recorded
+    /// caches) is recorded in them, then opened. Only right when the array was not
+    /// written without that cache since (its dirty lines would then be older than the
+    /// array's blocks): `detach-cache --adopt` asks for it by name.
+    pub fn adopt(backing: Arc<Array>, paths: &[PathBuf]) -> Result<Self> {
+        if let Some(c) = backing.cache_uuid() {
+            return Err(Error::Input(format!(
+                "--adopt: array {:032x} records its cache ({c:032x}) already; leave --adopt out",
+                backing.status().uuid
+            )));
+        }
+        // Assembles the mirror and checks that its header names this array.
+        let (store, _) = Store::open(paths, backing.status().uuid)?;
+        let mirror = store.mirror().status().uuid;
+        store.mirror().close()?;
+        drop(store);
+        backing.set_cache_uuid(Some(mirror))?;
+        Self::open(backing, paths)
+    }
+
     fn with(
         backing: Arc<Array>,
         store: Store,
@@ -750,7 +771,8 @@ pub fn check_members(backing: &Array, given: Option<&[PathBuf]>) -> Result<()> {
         ))),
         (None, Some(_)) => Err(Error::Input(format!(
             "--cache-members: array {array:032x} has no cache in front (attach-cache puts \
-             one there)"
+             one there; a cache made by a build before superblocks recorded caches: \
+             detach-cache --adopt)"
         ))),
         (Some(cache), Some(paths)) => {
             match paths

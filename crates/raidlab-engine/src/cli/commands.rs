@@ -5,8 +5,8 @@
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
 use super::flags::{
-    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members,
-    ReplaceArgs, StatusArgs,
+    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs,
+    InjectArgs, Members, ReplaceArgs, StatusArgs,
 };
 use super::parse::{self, Injection, ServedFault};
 use super::render;
@@ -87,7 +87,8 @@ pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
 
 /// `detach-cache`: every dirty line of the array's cache (`--cache-members`) goes to
 /// the array, then the superblocks forget the cache; the array is then used alone.
-pub fn detach_cache(a: &ArrayArgs) -> Result<i32> {
+pub fn detach_cache(args: &DetachCacheArgs) -> Result<i32> {
+    let a = &args.array_args;
     let members = absolute(&a.array.members)?;
     let Some(paths) = &a.array.cache_members else {
         return Err(Error::Input(
@@ -100,10 +101,18 @@ pub fn detach_cache(a: &ArrayArgs) -> Result<i32> {
             "MEMBER: these members are being served; stop the server first".into(),
         ));
     }
-    let array = Arc::new(assemble(&members, &a.array)?);
+    let array = Arc::new(if args.adopt {
+        Array::assemble_with(&members, a.array.journal.as_deref())?
+    } else {
+        assemble(&members, &a.array)?
+    });
     // Destages are writes: parity left stale by an unclean stop is made right first.
     super::serve::recover_unclean_stop(&array)?;
-    let tier = CachedArray::open(array.clone(), &paths)?;
+    let tier = if args.adopt {
+        CachedArray::adopt(array.clone(), &paths)?
+    } else {
+        CachedArray::open(array.clone(), &paths)?
+    };
     let cache = tier.with_mirror(|m| m.status().uuid);
     let destaged = tier.detach()?;
     array.close()?;

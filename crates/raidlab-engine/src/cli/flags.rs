@@ -98,7 +98,21 @@ pub enum Command {
     /// the cache, so a crash leaves the array either still cached (its cache intact) or
     /// detached with all its data. The array is then used without --cache-members.
     #[command(args_override_self = true)]
-    DetachCache(ArrayArgs),
+    DetachCache(DetachCacheArgs),
+}
+
+/// Arguments of `detach-cache`.
+#[derive(Debug, Args)]
+pub struct DetachCacheArgs {
+    /// The array, its cache members and the report's form.
+    #[command(flatten)]
+    pub array_args: ArrayArgs,
+    /// The array's superblocks record no cache, but --cache-members hold one whose
+    /// header names the array: a cache made by a build before superblocks recorded
+    /// caches. Its lines are handed back all the same. Only right when the array was
+    /// not written without that cache since.
+    #[arg(long)]
+    pub adopt: bool,
 }
 
 /// Arguments of `attach-cache`.
