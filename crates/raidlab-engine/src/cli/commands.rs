@@ -5,8 +5,8 @@
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
 use super::flags::{
-    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs,
-    InjectArgs, Members, ReplaceArgs, StatusArgs,
+    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs, InjectArgs,
+    Members, ReplaceArgs, StatusArgs,
 };
 use super::parse::{self, Injection, ServedFault};
 use super::render;
