@@ -939,3 +939,74 @@ fn a_cache_made_before_the_superblocks_recorded_it_is_detached_with_adopt() {
     assert_eq!(detached["destaged_bytes"], dirty * 4096, "{detached}");
     assert_alone_matches(&lab.members, &shadow, "adopted and detached");
 }
+
+#[test]
+fn kill_9_during_detach_cache_leaves_every_block_readable() {
+    // A first detach runs to its end and is timed; the others are killed at fractions
+    // of that time: early (replaying the log), while destaging, while writing the
+    // superblocks, or after the end. Each time the array is either still cached with
+    // its cache intact, or detached with every block. (Which one depends on the
+    // machine's speed: the outcomes are printed, not asserted.)
+    let mut full = std::time::Duration::ZERO;
+    let mut outcomes = Vec::new();
+    for (i, fraction) in [
+        None,
+        Some(0.05),
+        Some(0.2),
+        Some(0.4),
+        Some(0.6),
+        Some(0.8),
+        Some(0.95),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (lab, tier) = Lab::create(d, Policy::Lru, 2);
+        let shadow = write_flushed_lines(&tier, 600, 900 + i as u64);
+        let backing = tier.backing().clone();
+        tier.close().unwrap();
+        drop(tier);
+        backing.close().unwrap();
+        drop(backing);
+        let started = std::time::Instant::now();
+        let mut child = engine_command(d)
+            .args([
+                "detach-cache",
+                "m0",
+                "m1",
+                "m2",
+                "--cache-members",
+                "ssd0,ssd1",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let when = match fraction {
+            None => {
+                assert!(child.wait().unwrap().success());
+                full = started.elapsed();
+                "run to its end".to_string()
+            }
+            Some(f) => {
+                std::thread::sleep(full.mul_f64(f));
+                let _ = child.kill();
+                let _ = child.wait();
+                format!("killed at {:.0} % of a whole detach", f * 100.0)
+            }
+        };
+        let backing = Arc::new(Array::assemble(&lab.members).unwrap());
+        if backing.cache_uuid().is_some() {
+            let tier = CachedArray::open(backing, &lab.cache).unwrap();
+            assert_matches(&tier, &shadow, &format!("{when}, still cached"));
+            outcomes.push((when, "cached"));
+        } else {
+            drop(backing);
+            assert_alone_matches(&lab.members, &shadow, &format!("{when}, detached"));
+            outcomes.push((when, "detached"));
+        }
+    }
+    eprintln!("a whole detach took {full:?}; outcomes: {outcomes:?}");
+}
