@@ -664,38 +664,58 @@ fn detach_hands_every_dirty_line_to_the_array_which_then_reads_alone() {
     }
 }
 
-/// The cache mirror's data area, where `pattern` fills a whole slot, overwritten with
-/// garbage: what a write torn by a power cut leaves (neither the old bytes nor the new).
-/// Returns how many slots were garbled.
-fn garble_slots_holding(cache: &[PathBuf], pattern: u8) -> usize {
+/// The mirror offsets of the cache's slots whose bytes are all `pattern`.
+fn slots_holding(mirror: &Array, pattern: u8) -> Vec<u64> {
     use raidlab_engine::cache::meta::{Header, HEADER_BYTES};
-    let mirror = Array::assemble(cache).unwrap();
     let mut hb = vec![0u8; HEADER_BYTES as usize];
     mirror.read(0, &mut hb).unwrap();
     let h = Header::decode(&hb).unwrap();
-    let mut garbled = 0;
     let mut line = vec![0u8; h.block_bytes as usize];
-    for slot in 0..h.slots {
-        let at = h.data_offset_bytes + slot * h.block_bytes;
-        mirror.read(at, &mut line).unwrap();
-        if line.iter().all(|&b| b == pattern) {
-            let torn: Vec<u8> = (0..line.len()).map(|i| (i * 31 + 7) as u8).collect();
-            mirror.write(at, &torn, false).unwrap();
-            garbled += 1;
-        }
+    (0..h.slots)
+        .map(|slot| h.data_offset_bytes + slot * h.block_bytes)
+        .filter(|&at| {
+            mirror.read(at, &mut line).unwrap();
+            line.iter().all(|&b| b == pattern)
+        })
+        .collect()
+}
+
+/// Overwrites the slots at `offsets` of the cache mirror on `cache` with garbage: what
+/// a write torn by a power cut leaves (neither the old bytes nor the new).
+fn garble(cache: &[PathBuf], offsets: impl Fn(&Array) -> Vec<u64>) -> usize {
+    let mirror = Array::assemble(cache).unwrap();
+    let offsets = offsets(&mirror);
+    let torn: Vec<u8> = (0..4096).map(|i| (i * 31 + 7) as u8).collect();
+    for &at in &offsets {
+        mirror.write(at, &torn, false).unwrap();
     }
     mirror.flush().unwrap();
-    garbled
+    offsets.len()
+}
+
+fn assert_lines(tier: &CachedArray, lines: &[u64], pattern: u8, when: &str) {
+    for &off in lines {
+        let mut buf = vec![0u8; 4096];
+        tier.read(off, &mut buf).unwrap();
+        assert!(
+            buf.iter().all(|&b| b == pattern),
+            "{when}: block at {off} reads {:#x}, not {pattern:#x}",
+            buf[0]
+        );
+    }
 }
 
 #[test]
 fn a_torn_rewrite_of_a_cached_line_loses_no_flushed_block() {
+    // 32 lines written and flushed (dirty in the cache: their only copy), then
+    // rewritten (write hits: in place for lru, smq and bcache).
+    let lines: Vec<u64> = (0..32).map(|i| (i * 37 % 1024) * 4096).collect();
     for policy in Policy::ALL {
+        let name = policy.name();
+        // The power is cut while the rewrites reach the cache, before any FLUSH: each
+        // slot they went to is torn. The flushed bytes are read back.
         let dir = tempfile::tempdir().unwrap();
         let (lab, tier) = Lab::create(dir.path(), policy, 2);
-        // 32 lines written and flushed (dirty in the cache: their only copy), then
-        // rewritten (write hits) and not flushed.
-        let lines: Vec<u64> = (0..32).map(|i| (i * 37 % 1024) * 4096).collect();
         for &off in &lines {
             tier.write(off, &[0xa1; 4096], false).unwrap();
         }
@@ -703,34 +723,46 @@ fn a_torn_rewrite_of_a_cached_line_loses_no_flushed_block() {
         for &off in &lines {
             tier.write(off, &[0xb2; 4096], false).unwrap();
         }
-        // A second rewrite before any flush costs nothing more.
-        let before = tier.counters().rewrite_destages;
         tier.write(lines[0], &[0xb2; 4096], false).unwrap();
-        assert_eq!(
-            tier.counters().rewrite_destages,
-            before,
-            "{}",
-            policy.name()
-        );
-        // The power is cut while the rewrites were reaching the slots: each is torn.
+        assert_lines(&tier, &lines, 0xb2, &format!("{name}, rewritten"));
         drop(tier);
-        let garbled = garble_slots_holding(&lab.cache, 0xb2);
+        let garbled = garble(&lab.cache, |m| slots_holding(m, 0xb2));
         assert!(
             garbled >= 32,
-            "{}: the rewrites are in slots: {garbled}",
-            policy.name()
+            "{name}: the rewrites are in slots: {garbled}"
         );
         let tier = lab.open();
+        assert_lines(&tier, &lines, 0xa1, &format!("{name}, rewrites torn"));
+        drop(tier);
+        // The power is cut while a FLUSH writes the rewrites home: the slots that held
+        // the first bytes are torn. The rewrites, which the FLUSH made durable
+        // elsewhere first, are read back.
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
         for &off in &lines {
-            let mut buf = vec![0u8; 4096];
-            tier.read(off, &mut buf).unwrap();
-            assert!(
-                buf.iter().all(|&b| b == 0xa1),
-                "{}: block at {off}: the flushed bytes are lost (read {:#x})",
-                policy.name(),
-                buf[0]
+            tier.write(off, &[0xa1; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        let homes = tier.with_mirror(|m| slots_holding(m, 0xa1));
+        if policy == Policy::Lru {
+            assert_eq!(homes.len(), 32, "lru caches every write");
+        }
+        for &off in &lines {
+            tier.write(off, &[0xb2; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        let c = tier.counters();
+        if policy == Policy::Lru {
+            assert_eq!(
+                (c.rewrites_home, c.rewrite_destages, c.destaged_bytes),
+                (32, 0, 0),
+                "lru: every rewrite shadowed and copied home, nothing destaged"
             );
         }
+        drop(tier);
+        garble(&lab.cache, |_| homes.clone());
+        let tier = lab.open();
+        assert_lines(&tier, &lines, 0xb2, &format!("{name}, homes torn"));
     }
 }
 
