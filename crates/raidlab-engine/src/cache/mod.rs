@@ -884,7 +884,7 @@ impl CachedArray {
             // A rewrite waits only while its line stays in its home slot (a line
             // leaving the cache or moving takes its rewrite along: `drop_lines`,
             // `map_line`); nothing else is written over.
-            if !inner.slots.get(&slot).is_some_and(|e| e.block == r.block) {
+            if inner.slots.get(&slot).is_none_or(|e| e.block != r.block) {
                 continue;
             }
             inner.store.read_at(r.shadow * LINE_BYTES, &mut line)?;
