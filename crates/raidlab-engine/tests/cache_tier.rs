@@ -60,9 +60,24 @@ impl Lab {
 
     /// Assembles the array and opens its cache again (after a clean close or a crash).
     fn open(&self) -> CachedArray {
-        let backing = Arc::new(Array::assemble(&self.members).unwrap());
-        CachedArray::open(backing, &self.cache).unwrap()
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&self.members)));
+        retry_in_use(|| CachedArray::open(backing.clone(), &self.cache))
     }
+}
+
+/// `open` again while it fails only because a member is "in use": a process another
+/// test spawns (fork, then exec) holds this process's open member files, and their
+/// locks, for that moment.
+fn retry_in_use<T>(mut open: impl FnMut() -> raidlab_engine::Result<T>) -> T {
+    for _ in 0..100 {
+        match open() {
+            Err(e) if e.to_string().contains("in use by") => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    open().unwrap()
 }
 
 /// `n` requests of a hot-set workload on `tier`, checked against `shadow`: 90 % of
@@ -165,7 +180,7 @@ fn a_hot_set_hits_and_dirty_lines_live_only_in_the_cache() {
     tier.flush().unwrap();
     drop(tier);
     // The array alone lacks the dirty lines: the cache really holds them.
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     let mut buf = vec![0u8; 6 << 20];
     alone.read(0, &mut buf).unwrap();
     assert_ne!(
@@ -179,7 +194,7 @@ fn a_hot_set_hits_and_dirty_lines_live_only_in_the_cache() {
     assert_eq!(tier.destage_all().unwrap(), dirty * 4096);
     assert_eq!(tier.occupancy().1, 0);
     drop(tier);
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     alone.read(0, &mut buf).unwrap();
     assert!(buf == shadow[..6 << 20], "destaged array differs");
     assert_eq!(alone.scrub(false).unwrap().mismatched_stripes, 0);
@@ -205,7 +220,7 @@ fn a_cache_member_failing_loses_no_dirty_line() {
     // Everything destaged: the array is whole and consistent on its own.
     tier.destage_all().unwrap();
     drop(tier);
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     let mut buf = vec![0u8; 6 << 20];
     alone.read(0, &mut buf).unwrap();
     assert!(buf == shadow[..6 << 20]);
@@ -576,7 +591,7 @@ fn write_flushed_lines(tier: &CachedArray, lines: u64, seed: u64) -> Vec<u8> {
 
 /// Reads `members` alone (no cache) and compares the 8 MiB capacity's first 6 MiB.
 fn assert_alone_matches(members: &[PathBuf], shadow: &[u8], when: &str) {
-    let array = Array::assemble(members).unwrap();
+    let array = retry_in_use(|| Array::assemble(members));
     assert_eq!(array.cache_uuid(), None, "{when}: no cache recorded");
     let mut buf = vec![0u8; 6 << 20];
     array.read(0, &mut buf).unwrap();
@@ -617,7 +632,7 @@ fn the_superblocks_record_the_cache_from_create_to_detach() {
     tier.close().unwrap();
     drop(tier);
     // A member failed and rebuilt onto a new one: the new member records it too.
-    let backing = Array::assemble(&lab.members).unwrap();
+    let backing = retry_in_use(|| Array::assemble(&lab.members));
     backing.fail_member(1).unwrap();
     let new = dir.path().join("m1-new");
     backing.rebuild(1, &new, None, |_, _| {}).unwrap();
@@ -655,7 +670,7 @@ fn detach_hands_every_dirty_line_to_the_array_which_then_reads_alone() {
         assert_eq!(destaged, 0, "{}: destaged before the crash", policy.name());
         assert_alone_matches(&lab.members, &shadow, policy.name());
         // The old cache no longer fits the array.
-        let backing = Arc::new(Array::assemble(&lab.members).unwrap());
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&lab.members)));
         let e = CachedArray::open(backing, &lab.cache)
             .err()
             .unwrap()
@@ -683,7 +698,7 @@ fn slots_holding(mirror: &Array, pattern: u8) -> Vec<u64> {
 /// Overwrites the slots at `offsets` of the cache mirror on `cache` with garbage: what
 /// a write torn by a power cut leaves (neither the old bytes nor the new).
 fn garble(cache: &[PathBuf], offsets: impl Fn(&Array) -> Vec<u64>) -> usize {
-    let mirror = Array::assemble(cache).unwrap();
+    let mirror = retry_in_use(|| Array::assemble(cache));
     let offsets = offsets(&mirror);
     let torn: Vec<u8> = (0..4096).map(|i| (i * 31 + 7) as u8).collect();
     for &at in &offsets {
@@ -1029,9 +1044,9 @@ fn kill_9_during_detach_cache_leaves_every_block_readable() {
                 format!("killed at {:.0} % of a whole detach", f * 100.0)
             }
         };
-        let backing = Arc::new(Array::assemble(&lab.members).unwrap());
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&lab.members)));
         if backing.cache_uuid().is_some() {
-            let tier = CachedArray::open(backing, &lab.cache).unwrap();
+            let tier = retry_in_use(|| CachedArray::open(backing.clone(), &lab.cache));
             assert_matches(&tier, &shadow, &format!("{when}, still cached"));
             outcomes.push((when, "cached"));
         } else {
