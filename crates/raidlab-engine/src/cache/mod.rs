@@ -25,12 +25,12 @@
 //! A slot is rewritten in place when the policy keeps a line where it is (lru, smq and
 //! bcache on a write hit). A torn write there would leave bytes matching neither the
 //! old record's CRC nor the new one's, and the line would be lost. So when the bytes
-//! being overwritten are dirty and were written before the last FLUSH (a client may
-//! count on them), the rewrite goes to a free slot, its shadow, with a log record
-//! (reads of the line read the shadow). The next FLUSH (or 1 MiB of waiting rewrites,
-//! or the policy destaging the line or taking the shadow for a line of its own) syncs
-//! the shadows and their records, copies them home, and syncs again before a shadow
-//! is reused: a torn shadow falls back on the home bytes, a torn home write on the
+//! being overwritten are dirty and durable (written before the mirror's last sync,
+//! which every FLUSH does: a client may count on them), the rewrite goes to a free
+//! slot, its shadow, with a log record (reads of the line read the shadow). The next
+//! FLUSH (or 1 MiB of waiting rewrites, or the policy destaging the line or taking the
+//! shadow for a line of its own) syncs the shadows and their records, copies them
+//! home, and syncs again before a shadow is reused: a torn shadow falls back on the home bytes, a torn home write on the
 //! shadow. The policy never sees a shadow (its slots stay where it put them); replay
 //! takes the newest copy whose CRC matches, which may be a shadow. No free slot among
 //! the next 256: the home bytes are destaged to the array (synced) first instead.
@@ -111,8 +111,8 @@ pub struct EngineCounters {
     pub destage_syncs: u64,
     /// Dirty lines the policy let go without a destage that the engine destaged.
     pub guarded_destages: u64,
-    /// Dirty lines written before the last FLUSH that a write hit rewrote in place
-    /// with no free slot to shadow the rewrite: destaged first, so that a torn slot
+    /// Durable dirty lines (written before the mirror's last sync) a write hit rewrote
+    /// in place with no free slot to shadow the rewrite: destaged first, so a torn slot
     /// write cannot lose them.
     pub rewrite_destages: u64,
     /// Rewrites copied home from their shadow slots (see `apply_rewrites`).
@@ -132,9 +132,11 @@ struct Inner {
     records: Vec<Record>,
     /// Destaged lines whose array writes no sync covers yet.
     unsynced_destages: Vec<Record>,
-    /// Slots written since the last FLUSH: their bytes were never acknowledged as
-    /// durable, so rewriting them in place risks nothing a client counts on.
-    written_since_flush: std::collections::BTreeSet<u64>,
+    /// Slots written since the mirror was last synced (by [`CachedArray::sync_mirror`]:
+    /// every FLUSH does): none of them overwrote a durable copy of its own line in
+    /// place, whose last durable copy is still where it was (the old slot is kept, see
+    /// `freed_since_sync`), so rewriting them in place risks nothing a client counts on.
+    written_since_sync: std::collections::BTreeSet<u64>,
     /// home slot -> the rewrite waiting in its shadow for the next FLUSH (see
     /// [`CachedArray::apply_rewrites`]); reads of the home slot read the shadow.
     rewrites: BTreeMap<u64, Rewrite>,
@@ -313,7 +315,7 @@ impl CachedArray {
                 actions: Vec::new(),
                 records: Vec::new(),
                 unsynced_destages: Vec::new(),
-                written_since_flush: Default::default(),
+                written_since_sync: Default::default(),
                 rewrites: BTreeMap::new(),
                 shadows: BTreeMap::new(),
                 freed_since_sync: Default::default(),
@@ -453,7 +455,6 @@ impl CachedArray {
         if !self.apply_rewrites(inner)? {
             self.sync_mirror(inner)?;
         }
-        inner.written_since_flush.clear();
         self.backing.flush()
     }
 
@@ -702,7 +703,7 @@ impl CachedArray {
                 .slots
                 .get(&slot)
                 .is_some_and(|o| o.dirty && o.block == block)
-                && !inner.written_since_flush.contains(&slot);
+                && !inner.written_since_sync.contains(&slot);
             if inner.rewrites.contains_key(&slot) || flushed_dirty {
                 if self.shadow_rewrite(inner, block, slot, line(i), dirty, area)? {
                     continue;
@@ -820,7 +821,7 @@ impl CachedArray {
         dirty: bool,
         area: u8,
     ) {
-        inner.written_since_flush.insert(slot);
+        inner.written_since_sync.insert(slot);
         inner.counters.slot_write_lines += 1;
         if let Some(old) = inner.slots.remove(&slot) {
             if inner.lines.get(&old.block) == Some(&slot) {
@@ -904,6 +905,7 @@ impl CachedArray {
         self.finish(inner)?;
         inner.store.flush()?;
         inner.freed_since_sync.clear();
+        inner.written_since_sync.clear();
         Ok(())
     }
 
