@@ -608,13 +608,22 @@ def detach_cache(
     members: MembersArgument = None,
     cache_members: CacheMembersOption = None,
     journal: JournalOption = None,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="The array's superblocks record no cache: one made by a raidlab from "
+            "before they did, whose header names the array (only if the array was not "
+            "written without it since).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Hand every line of the array's SSD cache (--cache-members) back to the array and
     take the cache away: the array is then used alone, with all its data."""
     with user_errors():
         status = engine.detach_cache(
-            _members(members), _cache_members(cache_members) or [], journal=journal
+            _members(members), _cache_members(cache_members) or [], journal=journal, adopt=adopt
         )
         if not as_json:
             typer.echo(

@@ -514,16 +514,21 @@ def detach_cache(
     members: Sequence[Member],
     cache_members: Sequence[Member],
     journal: Member | None = None,
+    adopt: bool = False,
 ) -> ArrayStatus:
     """Hand every dirty line of the array's SSD cache (``cache_members``) back to the
     array of ``members`` (not served), then take the cache out of its superblocks: the
     array is used without ``cache_members`` afterwards, with all its data. A crash
     during it leaves the array either still cached (its cache intact: run it again) or
     detached. The report says ``raw["destaged_bytes"]`` and
-    ``raw["detached_cache_uuid"]``."""
+    ``raw["detached_cache_uuid"]``. ``adopt``: the array's superblocks record no cache
+    (its cache was made by a raidlab from before they did) and the cache's header
+    names the array; only right when the array was not written without it since."""
     if not cache_members:
         raise RaidlabError("--cache-members", "the members of the array's cache")
     args = ["detach-cache", "--json", *_journal(journal), *_cache(cache_members)]
+    if adopt:
+        args.append("--adopt")
     return ArrayStatus.from_json(_json(_run([*args, *_members(members)])))
 
 
