@@ -100,6 +100,7 @@ fn status_report(s: &Status, served: bool) -> Value {
             "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
         })).collect::<Vec<_>>(),
         "spares": s.spares.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "cache_uuid": s.cache_uuid.map(|u| format!("{u:032x}")),
     });
     if let Some(c) = &s.cache {
         report["cache"] = c.clone();

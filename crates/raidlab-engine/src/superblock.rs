@@ -26,12 +26,16 @@
 //!                                   ROLE_SPARE (0xffffffff): a hot spare, no role yet
 //!     76    4 flags                 bit 0: dirty (writes may be in flight);
 //!                                   bit 1: journaled (needs its write journal to assemble);
-//!                                   bit 2: recovering (a rebuild of this member stopped)
+//!                                   bit 2: recovering (a rebuild of this member stopped);
+//!                                   bit 3: cached (an SSD cache fronts the array and may
+//!                                   hold its newest data: it must be given to use it)
 //!     80    8 events                event counter, +1 on every state change
 //!     88   32 failed                bitmap of failed member indices (256 bits)
 //!    120    8 recovery_offset_bytes recovering: member data below it is rebuilt
 //!    128    8 recovery_rate         recovering: the rebuild's rate limit in B/s, 0 = none
-//!    136 3956 zero
+//!    136   16 cache_uuid            cached: the UUID of the cache mirror (the array the
+//!                                   cache members form), non-zero; else 0
+//!    152 3940 zero
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
@@ -69,6 +73,10 @@ pub const FLAG_JOURNAL: u32 = 2;
 /// Flag bit: this member is being rebuilt; its data below `recovery_offset_bytes` is
 /// current, so a rebuild stopped cleanly resumes there (md's `recovery_offset`).
 pub const FLAG_RECOVERING: u32 = 4;
+/// Flag bit: an SSD cache tier fronts the array (see `crate::cache`); its dirty lines
+/// are newer than the members, so the array is used only through that cache (the one
+/// whose UUID `cache_uuid` records) until `detach-cache` hands them back.
+pub const FLAG_CACHED: u32 = 8;
 
 /// The role of a hot spare: a member of the array that holds no data and has no role
 /// until a member fails and it takes that member's place. md's v1 superblock says the
@@ -151,6 +159,9 @@ pub struct Superblock {
     pub recovery_offset_bytes: Option<u64>,
     /// The rate limit of that rebuild (`replace --rate`), which its resumption keeps.
     pub recovery_rate_bytes_per_s: Option<u64>,
+    /// The UUID of the cache in front of the array (its mirror's array UUID), when one
+    /// is attached (flag bit 3): the array is then used only through that cache.
+    pub cache_uuid: Option<u128>,
 }
 
 /// Why 4 KiB are not a valid superblock.
@@ -260,6 +271,11 @@ impl Superblock {
                 FLAG_RECOVERING
             } else {
                 0
+            }
+            | if self.cache_uuid.is_some() {
+                FLAG_CACHED
+            } else {
+                0
             };
         b[76..80].copy_from_slice(&flags.to_le_bytes());
         b[80..88].copy_from_slice(&self.events.to_le_bytes());
@@ -268,6 +284,8 @@ impl Superblock {
         }
         b[120..128].copy_from_slice(&self.recovery_offset_bytes.unwrap_or(0).to_le_bytes());
         b[128..136].copy_from_slice(&self.recovery_rate_bytes_per_s.unwrap_or(0).to_le_bytes());
+        debug_assert_ne!(self.cache_uuid, Some(0), "a cache UUID is never 0");
+        b[136..152].copy_from_slice(&self.cache_uuid.unwrap_or(0).to_le_bytes());
         let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
         b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -327,6 +345,14 @@ impl Superblock {
                 u64::from(b[34]),
             ));
         }
+        let cache_uuid = u128::from_le_bytes(b[136..152].try_into().expect("16 bytes"));
+        let cache_uuid = match (u32_at(b, 76) & FLAG_CACHED != 0, cache_uuid) {
+            (true, 0) => return Err(SuperblockError::Field("cache_uuid", 0)),
+            (true, u) => Some(u),
+            (false, 0) => None,
+            // A UUID without the flag: not something this code writes.
+            (false, u) => return Err(SuperblockError::Field("cache_uuid", u as u64)),
+        };
         let mut failed = FailedSet::new();
         for m in 0..MEMBERS_MAX {
             if b[88 + m as usize / 8] & (1 << (m % 8)) != 0 {
@@ -367,6 +393,7 @@ impl Superblock {
                 (0, _) | (_, 0) => None,
                 (_, rate) => Some(rate),
             },
+            cache_uuid,
         })
     }
 }
@@ -388,7 +415,65 @@ mod tests {
             failed: FailedSet::from_members(&[1, 4]),
             recovery_offset_bytes: None,
             recovery_rate_bytes_per_s: None,
+            cache_uuid: None,
         }
+    }
+
+    /// `sb` re-encoded after `edit` changed its bytes (the checksum made right again).
+    fn with_bytes(
+        sb: &Superblock,
+        edit: impl FnOnce(&mut [u8; SUPERBLOCK_BYTES]),
+    ) -> [u8; SUPERBLOCK_BYTES] {
+        let mut b = sb.encode();
+        edit(&mut b);
+        let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+        b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn the_cached_flag_and_cache_uuid_round_trip_and_must_agree() {
+        let cached = Superblock {
+            cache_uuid: Some(0xcafe_f00d_0000_0000_0000_0000_1234_5678),
+            ..sample()
+        };
+        let b = cached.encode();
+        assert_eq!(u32_at(&b, 76) & FLAG_CACHED, FLAG_CACHED);
+        assert_eq!(
+            u128::from_le_bytes(b[136..152].try_into().unwrap()),
+            0xcafe_f00d_0000_0000_0000_0000_1234_5678
+        );
+        assert_eq!(Superblock::decode(&b), Ok(cached));
+        // A spare and a rebuild's replacement carry it as every member does.
+        for sb in [
+            Superblock {
+                role: ROLE_SPARE,
+                ..cached
+            },
+            Superblock {
+                recovery_offset_bytes: Some(1 << 20),
+                ..cached
+            },
+        ] {
+            assert_eq!(Superblock::decode(&sb.encode()), Ok(sb));
+        }
+        // An uncached superblock (what every superblock before the flag was): bit 3
+        // clear, zeros at 136.
+        let plain = sample().encode();
+        assert_eq!(u32_at(&plain, 76) & FLAG_CACHED, 0);
+        assert!(plain[136..152].iter().all(|&x| x == 0));
+        assert_eq!(Superblock::decode(&plain).unwrap().cache_uuid, None);
+        // The flag without a UUID, or a UUID without the flag, is refused.
+        let flag_only = with_bytes(&sample(), |b| b[76] |= FLAG_CACHED as u8);
+        assert_eq!(
+            Superblock::decode(&flag_only),
+            Err(SuperblockError::Field("cache_uuid", 0))
+        );
+        let uuid_only = with_bytes(&sample(), |b| b[140] = 1);
+        assert!(matches!(
+            Superblock::decode(&uuid_only),
+            Err(SuperblockError::Field("cache_uuid", _))
+        ));
     }
 
     #[test]

@@ -60,9 +60,24 @@ impl Lab {
 
     /// Assembles the array and opens its cache again (after a clean close or a crash).
     fn open(&self) -> CachedArray {
-        let backing = Arc::new(Array::assemble(&self.members).unwrap());
-        CachedArray::open(backing, &self.cache).unwrap()
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&self.members)));
+        retry_in_use(|| CachedArray::open(backing.clone(), &self.cache))
     }
+}
+
+/// `open` again while it fails only because a member is "in use": a process another
+/// test spawns (fork, then exec) holds this process's open member files, and their
+/// locks, for that moment.
+fn retry_in_use<T>(mut open: impl FnMut() -> raidlab_engine::Result<T>) -> T {
+    for _ in 0..100 {
+        match open() {
+            Err(e) if e.to_string().contains("in use by") => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    open().unwrap()
 }
 
 /// `n` requests of a hot-set workload on `tier`, checked against `shadow`: 90 % of
@@ -165,7 +180,7 @@ fn a_hot_set_hits_and_dirty_lines_live_only_in_the_cache() {
     tier.flush().unwrap();
     drop(tier);
     // The array alone lacks the dirty lines: the cache really holds them.
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     let mut buf = vec![0u8; 6 << 20];
     alone.read(0, &mut buf).unwrap();
     assert_ne!(
@@ -179,7 +194,7 @@ fn a_hot_set_hits_and_dirty_lines_live_only_in_the_cache() {
     assert_eq!(tier.destage_all().unwrap(), dirty * 4096);
     assert_eq!(tier.occupancy().1, 0);
     drop(tier);
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     alone.read(0, &mut buf).unwrap();
     assert!(buf == shadow[..6 << 20], "destaged array differs");
     assert_eq!(alone.scrub(false).unwrap().mismatched_stripes, 0);
@@ -205,7 +220,7 @@ fn a_cache_member_failing_loses_no_dirty_line() {
     // Everything destaged: the array is whole and consistent on its own.
     tier.destage_all().unwrap();
     drop(tier);
-    let alone = Array::assemble(&lab.members).unwrap();
+    let alone = retry_in_use(|| Array::assemble(&lab.members));
     let mut buf = vec![0u8; 6 << 20];
     alone.read(0, &mut buf).unwrap();
     assert!(buf == shadow[..6 << 20]);
@@ -427,8 +442,12 @@ fn a_cache_member_failed_while_serving_keeps_clients_working() {
     );
     assert!(!out.contains("failed"), "{out}");
     server.stop();
-    // The array on its own is consistent (parity agrees with data).
-    let o = engine_output(d, &["check", "m0", "m1", "m2"]);
+    // The array is consistent (parity agrees with data); it is checked with its cache
+    // named, as every command on a cached array is.
+    let o = engine_output(
+        d,
+        &["check", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
     assert!(o.status.success(), "{}", output_text(&o));
 }
 
@@ -563,4 +582,488 @@ fn the_log_fills_its_areas_in_turn_and_replay_still_finds_every_line() {
         &shadow,
         "after the log wrapped, crashed and was replayed",
     );
+}
+
+/// Writes `lines` one-line writes (each its own pattern) through `tier` at lines spread
+/// over the first 4 MiB, flushes, and returns the shadow of the array's 8 MiB.
+fn write_flushed_lines(tier: &CachedArray, lines: u64, seed: u64) -> Vec<u8> {
+    let mut shadow = vec![0u8; 8 << 20];
+    let mut rng = Rng(seed);
+    for _ in 0..lines {
+        let off = rng.below(1024) * 4096;
+        let data = vec![1 + rng.below(250) as u8; 4096];
+        tier.write(off, &data, false).unwrap();
+        shadow[off as usize..off as usize + 4096].copy_from_slice(&data);
+    }
+    tier.flush().unwrap();
+    shadow
+}
+
+/// Reads `members` alone (no cache) and compares the 8 MiB capacity's first 6 MiB.
+fn assert_alone_matches(members: &[PathBuf], shadow: &[u8], when: &str) {
+    let array = retry_in_use(|| Array::assemble(members));
+    assert_eq!(array.cache_uuid(), None, "{when}: no cache recorded");
+    let mut buf = vec![0u8; 6 << 20];
+    array.read(0, &mut buf).unwrap();
+    let first = buf.iter().zip(shadow).position(|(a, b)| a != b);
+    assert_eq!(first, None, "{when}: first differing byte read alone");
+}
+
+#[test]
+fn the_superblocks_record_the_cache_from_create_to_detach() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lab, tier) = Lab::create(dir.path(), Policy::Lru, 2);
+    let cache = tier.with_mirror(|m| m.status().uuid);
+    assert_eq!(tier.backing().cache_uuid(), Some(cache));
+    for m in &lab.members {
+        let sb = raidlab_engine::array::read_superblock(m).unwrap();
+        assert_eq!(sb.cache_uuid, Some(cache), "{}", m.display());
+    }
+    // The mirror's own superblocks record no cache: it is not cached itself.
+    for c in &lab.cache {
+        let sb = raidlab_engine::array::read_superblock(c).unwrap();
+        assert_eq!((sb.array_uuid, sb.cache_uuid), (cache, None));
+    }
+    // A second cache on the same array is refused, nothing written to its members.
+    let other = member_paths(dir.path(), "other", 2);
+    let e = CachedArray::create(
+        tier.backing().clone(),
+        &other,
+        Some(8 << 20),
+        Policy::Lru,
+        None,
+        false,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("already has a cache"), "{e}");
+    assert!(!other[0].exists(), "refused before creating anything");
+    tier.close().unwrap();
+    drop(tier);
+    // A member failed and rebuilt onto a new one: the new member records it too.
+    let backing = retry_in_use(|| Array::assemble(&lab.members));
+    backing.fail_member(1).unwrap();
+    let new = dir.path().join("m1-new");
+    backing.rebuild(1, &new, None, |_, _| {}).unwrap();
+    backing.close().unwrap();
+    let sb = raidlab_engine::array::read_superblock(&new).unwrap();
+    assert_eq!(
+        sb.cache_uuid,
+        Some(cache),
+        "a rebuilt member keeps the cache"
+    );
+}
+
+#[test]
+fn detach_hands_every_dirty_line_to_the_array_which_then_reads_alone() {
+    for policy in [Policy::Raidix, Policy::Lru, Policy::Bcache] {
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
+        let shadow = write_flushed_lines(&tier, 300, 0xdeac ^ policy as u64);
+        let dirty = tier.occupancy().1;
+        assert!(
+            dirty > 100,
+            "{}: the writes are dirty in the cache: {dirty}",
+            policy.name()
+        );
+        // A crash right after every line was destaged (a detach killed before its
+        // superblock writes): still cached, its cache intact and right.
+        tier.destage_all().unwrap();
+        drop(tier);
+        let tier = lab.open();
+        assert_matches(&tier, &shadow, "destaged, crashed, reopened");
+        let backing = tier.backing().clone();
+        let destaged = tier.detach().unwrap();
+        backing.close().unwrap();
+        drop(backing);
+        assert_eq!(destaged, 0, "{}: destaged before the crash", policy.name());
+        assert_alone_matches(&lab.members, &shadow, policy.name());
+        // The old cache no longer fits the array.
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&lab.members)));
+        let e = CachedArray::open(backing, &lab.cache)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("has no cache"), "{e}");
+    }
+}
+
+/// The mirror offsets of the cache's slots whose bytes are all `pattern`.
+fn slots_holding(mirror: &Array, pattern: u8) -> Vec<u64> {
+    use raidlab_engine::cache::meta::{Header, HEADER_BYTES};
+    let mut hb = vec![0u8; HEADER_BYTES as usize];
+    mirror.read(0, &mut hb).unwrap();
+    let h = Header::decode(&hb).unwrap();
+    let mut line = vec![0u8; h.block_bytes as usize];
+    (0..h.slots)
+        .map(|slot| h.data_offset_bytes + slot * h.block_bytes)
+        .filter(|&at| {
+            mirror.read(at, &mut line).unwrap();
+            line.iter().all(|&b| b == pattern)
+        })
+        .collect()
+}
+
+/// Overwrites the slots at `offsets` of the cache mirror on `cache` with garbage: what
+/// a write torn by a power cut leaves (neither the old bytes nor the new).
+fn garble(cache: &[PathBuf], offsets: impl Fn(&Array) -> Vec<u64>) -> usize {
+    let mirror = retry_in_use(|| Array::assemble(cache));
+    let offsets = offsets(&mirror);
+    let torn: Vec<u8> = (0..4096).map(|i| (i * 31 + 7) as u8).collect();
+    for &at in &offsets {
+        mirror.write(at, &torn, false).unwrap();
+    }
+    mirror.flush().unwrap();
+    offsets.len()
+}
+
+fn assert_lines(tier: &CachedArray, lines: &[u64], pattern: u8, when: &str) {
+    for &off in lines {
+        let mut buf = vec![0u8; 4096];
+        tier.read(off, &mut buf).unwrap();
+        assert!(
+            buf.iter().all(|&b| b == pattern),
+            "{when}: block at {off} reads {:#x}, not {pattern:#x}",
+            buf[0]
+        );
+    }
+}
+
+#[test]
+fn a_torn_rewrite_of_a_cached_line_loses_no_flushed_block() {
+    // 32 lines written and flushed (dirty in the cache: their only copy), then
+    // rewritten (write hits: in place for lru, smq and bcache).
+    let lines: Vec<u64> = (0..32).map(|i| (i * 37 % 1024) * 4096).collect();
+    for policy in Policy::ALL {
+        let name = policy.name();
+        // The power is cut while the rewrites reach the cache, before any FLUSH: each
+        // slot they went to is torn. The flushed bytes are read back.
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
+        for &off in &lines {
+            tier.write(off, &[0xa1; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        for &off in &lines {
+            tier.write(off, &[0xb2; 4096], false).unwrap();
+        }
+        tier.write(lines[0], &[0xb2; 4096], false).unwrap();
+        assert_lines(&tier, &lines, 0xb2, &format!("{name}, rewritten"));
+        drop(tier);
+        let garbled = garble(&lab.cache, |m| slots_holding(m, 0xb2));
+        assert!(
+            garbled >= 32,
+            "{name}: the rewrites are in slots: {garbled}"
+        );
+        let tier = lab.open();
+        assert_lines(&tier, &lines, 0xa1, &format!("{name}, rewrites torn"));
+        drop(tier);
+        // The power is cut while a FLUSH writes the rewrites home: the slots that held
+        // the first bytes are torn. The rewrites, which the FLUSH made durable
+        // elsewhere first, are read back.
+        let dir = tempfile::tempdir().unwrap();
+        let (lab, tier) = Lab::create(dir.path(), policy, 2);
+        for &off in &lines {
+            tier.write(off, &[0xa1; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        let homes = tier.with_mirror(|m| slots_holding(m, 0xa1));
+        if policy == Policy::Lru {
+            assert_eq!(homes.len(), 32, "lru caches every write");
+        }
+        for &off in &lines {
+            tier.write(off, &[0xb2; 4096], false).unwrap();
+        }
+        tier.flush().unwrap();
+        let c = tier.counters();
+        if policy == Policy::Lru {
+            assert_eq!(
+                (c.rewrites_home, c.rewrite_destages, c.destaged_bytes),
+                (32, 0, 0),
+                "lru: every rewrite shadowed and copied home, nothing destaged"
+            );
+        }
+        drop(tier);
+        garble(&lab.cache, |_| homes.clone());
+        let tier = lab.open();
+        assert_lines(&tier, &lines, 0xb2, &format!("{name}, homes torn"));
+    }
+}
+
+fn refused_saying(d: &Path, args: &[&str], says: &str) {
+    let e = refused(d, args);
+    assert!(
+        e.contains("--cache-members") && e.contains(says),
+        "{args:?}: {e}"
+    );
+}
+
+#[test]
+fn commands_refuse_a_cached_array_without_its_cache_or_with_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    cached_members(d, "lru");
+    let no_cache = "has an SSD cache in front";
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0", "m0", "m1", "m2"][..],
+        &["status", "m0", "m1", "m2"],
+        &["assemble", "m0", "m1", "m2", "--json"],
+        &["check", "m0", "m1", "m2"],
+        &["repair", "m0", "m1", "m2"],
+        &["fail", "1", "m0", "m1", "m2"],
+        &["replace", "1", "new", "m0", "m1", "m2"],
+    ] {
+        refused_saying(d, args, no_cache);
+    }
+    std::fs::write(d.join("spare"), vec![0u8; 24 << 20]).unwrap();
+    refused_saying(d, &["add-spare", "spare", "m0", "m1", "m2"], no_cache);
+    // Another array's cache.
+    engine(
+        d,
+        &[
+            "create",
+            "--level",
+            "1",
+            "--size",
+            "16M",
+            "n0",
+            "n1",
+            "--cache-members",
+            "other0,other1",
+            "--cache-size",
+            "8M",
+        ],
+    );
+    for cmd in ["serve", "status", "check", "detach-cache"] {
+        let mut args = vec![cmd, "m0", "m1", "m2", "--cache-members", "other0,other1"];
+        if cmd == "serve" {
+            args.extend(["--listen", "127.0.0.1:0"]);
+        }
+        refused_saying(d, &args, "these are the members of cache");
+    }
+    // A second cache on a cached array.
+    refused_saying(
+        d,
+        &[
+            "attach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "s2,s3",
+            "--cache-size",
+            "8M",
+        ],
+        "already has a cache",
+    );
+    assert!(
+        !d.join("s2").exists(),
+        "refused before anything was created"
+    );
+    // A cache named for an array that has none.
+    engine(d, &["create", "--level", "1", "--size", "16M", "u0", "u1"]);
+    for cmd in ["serve", "status", "check", "detach-cache"] {
+        refused_saying(
+            d,
+            &[cmd, "u0", "u1", "--cache-members", "ssd0,ssd1"],
+            "has no cache",
+        );
+    }
+    // The right cache is taken everywhere, and the status says the array is cached.
+    let s = status(d, &["m0", "m1", "m2", "--cache-members", "ssd0,ssd1"]);
+    assert!(s["cache_uuid"].is_string(), "{s}");
+    let text = engine_stdout(
+        d,
+        &["status", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
+    assert!(text.contains("cached: SSD cache"), "{text}");
+    let o = engine_output(
+        d,
+        &["check", "m0", "m1", "m2", "--cache-members", "ssd0,ssd1"],
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+}
+
+#[test]
+fn detach_cache_then_the_array_is_served_alone_with_every_block() {
+    if without_qemu_io() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let members = cached_members(d, "raidix");
+    let m: Vec<&str> = members.iter().map(String::as_str).collect();
+    let server = spawn_server_with(d, &[], &m, false);
+    let writes: Vec<String> = (0..48u64)
+        .map(|i| format!("write -P {} {} 4k", 1 + i, (i * 53 % 4096) * 4096))
+        .chain(["flush".to_string()])
+        .collect();
+    let w: Vec<&str> = writes.iter().map(String::as_str).collect();
+    qemu_io(&server.uri(), &w);
+    // Refused while served: the server holds the cache.
+    refused_saying_server(d, &m);
+    server.stop();
+    let dirty = status(d, &m)["cache"]["dirty_lines"].as_u64().unwrap();
+    assert!(dirty >= 32, "the writes are dirty in the cache: {dirty}");
+    let detached = engine_json(
+        d,
+        &[
+            "detach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+            "--json",
+        ],
+    );
+    assert_eq!(detached["destaged_bytes"], dirty * 4096, "{detached}");
+    assert_eq!(
+        detached["cache_uuid"],
+        serde_json::Value::Null,
+        "{detached}"
+    );
+    // Alone now; the cache is refused.
+    let server = serve(d, &["m0", "m1", "m2"]);
+    let reads: Vec<String> = (0..48u64)
+        .map(|i| format!("read -P {} {} 4k", 1 + i, (i * 53 % 4096) * 4096))
+        .collect();
+    let r: Vec<&str> = reads.iter().map(String::as_str).collect();
+    let out = qemu_io(&server.uri(), &r);
+    assert!(!out.contains("failed"), "{out}");
+    server.stop();
+    refused_saying(
+        d,
+        &[
+            "detach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+        ],
+        "has no cache",
+    );
+    let o = engine_output(d, &["check", "m0", "m1", "m2"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    // A new cache can be attached again (the old members reused with --force).
+    let attached = engine_json(
+        d,
+        &[
+            "attach-cache",
+            "m0",
+            "m1",
+            "m2",
+            "--cache-members",
+            "ssd0,ssd1",
+            "--force",
+        ],
+    );
+    assert!(attached["cache_uuid"].is_string(), "{attached}");
+}
+
+fn refused_saying_server(d: &Path, m: &[&str]) {
+    let mut args = vec!["detach-cache"];
+    args.extend(m);
+    let e = refused(d, &args);
+    assert!(e.contains("stop the server first"), "{e}");
+}
+
+#[test]
+fn a_cache_made_before_the_superblocks_recorded_it_is_detached_with_adopt() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (lab, tier) = Lab::create(d, Policy::Lru, 2);
+    let shadow = write_flushed_lines(&tier, 200, 77);
+    let dirty = tier.occupancy().1;
+    let backing = tier.backing().clone();
+    tier.close().unwrap();
+    drop(tier);
+    // What a build before the flag left: the superblocks say nothing of the cache.
+    backing.set_cache_uuid(None).unwrap();
+    backing.close().unwrap();
+    drop(backing);
+    let name = |p: &PathBuf| p.file_name().unwrap().to_str().unwrap().to_string();
+    let members: Vec<String> = lab.members.iter().map(name).collect();
+    let cache = lab.cache.iter().map(name).collect::<Vec<_>>().join(",");
+    let mut args: Vec<&str> = vec!["detach-cache"];
+    args.extend(members.iter().map(String::as_str));
+    args.extend(["--cache-members", &cache, "--json"]);
+    refused_saying(d, &args, "detach-cache --adopt");
+    args.push("--adopt");
+    let detached = engine_json(d, &args);
+    assert_eq!(detached["destaged_bytes"], dirty * 4096, "{detached}");
+    assert_alone_matches(&lab.members, &shadow, "adopted and detached");
+}
+
+#[test]
+fn kill_9_during_detach_cache_leaves_every_block_readable() {
+    // A first detach runs to its end and is timed; the others are killed at fractions
+    // of that time: early (replaying the log), while destaging, while writing the
+    // superblocks, or after the end. Each time the array is either still cached with
+    // its cache intact, or detached with every block. (Which one depends on the
+    // machine's speed: the outcomes are printed, not asserted.)
+    let mut full = std::time::Duration::ZERO;
+    let mut outcomes = Vec::new();
+    for (i, fraction) in [
+        None,
+        Some(0.05),
+        Some(0.2),
+        Some(0.4),
+        Some(0.6),
+        Some(0.8),
+        Some(0.95),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (lab, tier) = Lab::create(d, Policy::Lru, 2);
+        let shadow = write_flushed_lines(&tier, 600, 900 + i as u64);
+        let backing = tier.backing().clone();
+        tier.close().unwrap();
+        drop(tier);
+        backing.close().unwrap();
+        drop(backing);
+        let started = std::time::Instant::now();
+        let mut child = engine_command(d)
+            .args([
+                "detach-cache",
+                "m0",
+                "m1",
+                "m2",
+                "--cache-members",
+                "ssd0,ssd1",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let when = match fraction {
+            None => {
+                assert!(child.wait().unwrap().success());
+                full = started.elapsed();
+                "run to its end".to_string()
+            }
+            Some(f) => {
+                std::thread::sleep(full.mul_f64(f));
+                let _ = child.kill();
+                let _ = child.wait();
+                format!("killed at {:.0} % of a whole detach", f * 100.0)
+            }
+        };
+        let backing = Arc::new(retry_in_use(|| Array::assemble(&lab.members)));
+        if backing.cache_uuid().is_some() {
+            let tier = retry_in_use(|| CachedArray::open(backing.clone(), &lab.cache));
+            assert_matches(&tier, &shadow, &format!("{when}, still cached"));
+            outcomes.push((when, "cached"));
+        } else {
+            drop(backing);
+            assert_alone_matches(&lab.members, &shadow, &format!("{when}, detached"));
+            outcomes.push((when, "detached"));
+        }
+    }
+    eprintln!("a whole detach took {full:?}; outcomes: {outcomes:?}");
 }

@@ -54,7 +54,8 @@ CacheMembersOption = Annotated[
     typer.Option(
         "--cache-members",
         help="SSD cache members, comma-separated (2: RAID 1, 4+: RAID 10); an array "
-        "created with a cache needs them wherever it is served (default: no cache).",
+        "with a cache needs them wherever it is assembled, until detach-cache (default: "
+        "no cache).",
     ),
 ]
 JournalOption = Annotated[
@@ -92,6 +93,8 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         f"state {status.state}{dirty}, failed roles {failed}, events {status.events}, "
         f"dirty bitmap regions {status.dirty_regions}"
     )
+    if status.cache_uuid is not None:
+        summary += f"\ncached: SSD cache {status.cache_uuid} in front (give its --cache-members)"
     if status.journal is not None:
         summary += (
             f"\nwrite journal {status.journal} "
@@ -427,6 +430,7 @@ def fail(
     ] = None,
     members: MembersArgument = None,
     journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Mark a member failed (online when the array is served); the array runs degraded."""
@@ -434,7 +438,12 @@ def fail(
         if target is None:
             raise RaidlabError("TARGET", "the member to fail is needed (a path or a role index)")
         chosen: str | int = int(target) if target.isdigit() else target
-        _print_status(engine.fail(chosen, _members(members), journal), as_json)
+        _print_status(
+            engine.fail(
+                chosen, _members(members), journal, cache_members=_cache_members(cache_members)
+            ),
+            as_json,
+        )
 
 
 def replace(
@@ -454,6 +463,7 @@ def replace(
         typer.Option("--no-wait", help="Served arrays: return once the rebuild has started."),
     ] = False,
     journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Rebuild a member's role onto NEW, with a progress bar: online (clients keep
@@ -492,6 +502,7 @@ def replace(
                 wait=not no_wait,
                 progress=advance,
                 journal=journal,
+                cache_members=_cache_members(cache_members),
             )
         finally:
             if bar is not None:
@@ -505,6 +516,7 @@ def add_spare(
     ] = None,
     members: MembersArgument = None,
     journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add a hot spare: online when the array is served (a degraded array starts
@@ -512,26 +524,113 @@ def add_spare(
     with user_errors():
         if spare is None:
             raise RaidlabError("SPARE", "the spare file or device is needed, then the members")
-        _print_status(engine.add_spare(spare, _members(members), journal), as_json)
+        _print_status(
+            engine.add_spare(
+                spare, _members(members), journal, cache_members=_cache_members(cache_members)
+            ),
+            as_json,
+        )
 
 
 def check(
-    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+    members: MembersArgument = None,
+    journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """md's check: count stripes whose parity or copies disagree (exit 1 if any)."""
     with user_errors():
-        report = engine.check(_members(members), journal)
+        report = engine.check(
+            _members(members), journal, cache_members=_cache_members(cache_members)
+        )
         _print_scrub(report, as_json, "check")
     if not report.clean:
         raise typer.Exit(1)
 
 
 def repair(
-    members: MembersArgument = None, journal: JournalOption = None, as_json: JsonOption = False
+    members: MembersArgument = None,
+    journal: JournalOption = None,
+    cache_members: CacheMembersOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """md's repair: rewrite parity from data and copies from the first copy."""
     with user_errors():
-        _print_scrub(engine.repair(_members(members), journal), as_json, "repair")
+        report = engine.repair(
+            _members(members), journal, cache_members=_cache_members(cache_members)
+        )
+        _print_scrub(report, as_json, "repair")
+
+
+def attach_cache(
+    members: MembersArgument = None,
+    cache_members: CacheMembersOption = None,
+    cache_policy: Annotated[
+        str | None,
+        typer.Option("--cache-policy", help="raidix (default), lru, smq or bcache."),
+    ] = None,
+    cache_size: Annotated[
+        str | None,
+        typer.Option("--cache-size", help="Size of every cache member (default: as they are)."),
+    ] = None,
+    cache_region: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-region",
+            help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Overwrite cache members that carry a raidlab superblock."),
+    ] = False,
+    journal: JournalOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Put a new, empty SSD cache (--cache-members) in front of an array that has none;
+    from then on the array needs its --cache-members wherever it is assembled."""
+    with user_errors():
+        _print_status(
+            engine.attach_cache(
+                _members(members),
+                _cache_members(cache_members) or [],
+                cache_policy=cache_policy,
+                cache_size=cache_size,
+                cache_region=cache_region,
+                force=force,
+                journal=journal,
+            ),
+            as_json,
+        )
+
+
+def detach_cache(
+    members: MembersArgument = None,
+    cache_members: CacheMembersOption = None,
+    journal: JournalOption = None,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="The array's superblocks record no cache: one made by a raidlab from "
+            "before they did, whose header names the array (only if the array was not "
+            "written without it since).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Hand every line of the array's SSD cache (--cache-members) back to the array and
+    take the cache away: the array is then used alone, with all its data."""
+    with user_errors():
+        status = engine.detach_cache(
+            _members(members), _cache_members(cache_members) or [], journal=journal, adopt=adopt
+        )
+        if not as_json:
+            typer.echo(
+                f"detached cache {status.raw.get('detached_cache_uuid')}: "
+                f"{status.raw.get('destaged_bytes')} B destaged"
+            )
+        _print_status(status, as_json)
 
 
 def inject(
@@ -611,6 +710,14 @@ COMMANDS = {
     "fail": (fail, "raidlab fail b.img a.img b.img c.img d.img"),
     "replace": (replace, "raidlab replace b.img e.img --rate 200M a.img c.img d.img"),
     "add-spare": (add_spare, "raidlab add-spare e.img a.img b.img c.img d.img"),
+    "attach-cache": (
+        attach_cache,
+        "raidlab attach-cache a.img b.img c.img --cache-members s0.img,s1.img --cache-size 1G",
+    ),
+    "detach-cache": (
+        detach_cache,
+        "raidlab detach-cache a.img b.img c.img --cache-members s0.img,s1.img",
+    ),
     "check": (check, "raidlab check a.img e.img c.img d.img"),
     "repair": (repair, "raidlab repair a.img e.img c.img d.img"),
     "inject": (

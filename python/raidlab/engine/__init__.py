@@ -183,6 +183,9 @@ class ArrayStatus:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
     # Hot spares: members with no role until one fails (absent from older engines).
     spares: tuple[str, ...] = ()
+    # The UUID of the SSD cache the superblocks record in front of the array, if any
+    # (absent from older engines): the array is then used with its cache members only.
+    cache_uuid: str | None = None
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> ArrayStatus:
@@ -235,6 +238,7 @@ class ArrayStatus:
                 ),
                 raw=dict(document),
                 spares=tuple(str(p) for p in document.get("spares", [])),
+                cache_uuid=document.get("cache_uuid"),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise RaidlabError(
@@ -374,8 +378,9 @@ def _journal(journal: Member | None) -> list[str]:
 
 
 def _cache(cache_members: Sequence[Member] | None) -> list[str]:
-    """``--cache-members A,B``: an array created with an SSD cache needs it wherever it
-    is served."""
+    """``--cache-members A,B``: an array with an SSD cache (its superblocks record which)
+    needs it wherever it is assembled, until ``detach_cache``; the engine refuses the
+    array without it, with another cache, and a cache for an array that has none."""
     if not cache_members:
         return []
     return ["--cache-members", ",".join(_arg(m) for m in cache_members)]
@@ -424,7 +429,8 @@ def create(
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the
-    array then needs the same ``cache_members`` wherever it is served.
+    array then needs the same ``cache_members`` wherever it is assembled (every
+    operation below takes them), until ``detach_cache``.
 
     ``spares`` are hot spares (sized as the members): when a member of the served array
     fails, the first takes its role and is rebuilt online by itself, as md does."""
@@ -477,13 +483,74 @@ def _spares_arg(spares: Sequence[Member]) -> str:
     return ",".join(paths)
 
 
+def attach_cache(
+    members: Sequence[Member],
+    cache_members: Sequence[Member],
+    cache_policy: str | None = None,
+    cache_size: int | str | None = None,
+    cache_region: int | str | None = None,
+    force: bool = False,
+    journal: Member | None = None,
+) -> ArrayStatus:
+    """Put a new, empty SSD cache on ``cache_members`` (2: RAID 1, 4 or more: RAID 10)
+    in front of the array of ``members`` (not served), with ``cache_policy``,
+    ``cache_size`` and ``cache_region`` as in ``create``; cache members that carry a
+    raidlab superblock need ``force``. Refused for an array that has a cache already.
+    From then on the array needs ``cache_members`` wherever it is assembled."""
+    if not cache_members:
+        raise RaidlabError("--cache-members", "the new cache's members, 2 or an even 4 or more")
+    args = ["attach-cache", "--json", *_journal(journal), *_cache(cache_members)]
+    if cache_policy is not None:
+        args += ["--cache-policy", cache_policy]
+    for flag, value in (("--cache-size", cache_size), ("--cache-region", cache_region)):
+        if value is not None:
+            args += [flag, _size_arg(value, flag)]
+    if force:
+        args.append("--force")
+    return ArrayStatus.from_json(_json(_run([*args, *_members(members)])))
+
+
+def detach_cache(
+    members: Sequence[Member],
+    cache_members: Sequence[Member],
+    journal: Member | None = None,
+    adopt: bool = False,
+) -> ArrayStatus:
+    """Hand every dirty line of the array's SSD cache (``cache_members``) back to the
+    array of ``members`` (not served), then take the cache out of its superblocks: the
+    array is used without ``cache_members`` afterwards, with all its data. A crash
+    during it leaves the array either still cached (its cache intact: run it again) or
+    detached. The report says ``raw["destaged_bytes"]`` and
+    ``raw["detached_cache_uuid"]``. ``adopt``: the array's superblocks record no cache
+    (its cache was made by a raidlab from before they did) and the cache's header
+    names the array; only right when the array was not written without it since."""
+    if not cache_members:
+        raise RaidlabError("--cache-members", "the members of the array's cache")
+    args = ["detach-cache", "--json", *_journal(journal), *_cache(cache_members)]
+    if adopt:
+        args.append("--adopt")
+    return ArrayStatus.from_json(_json(_run([*args, *_members(members)])))
+
+
 def add_spare(
-    spare: Member, members: Sequence[Member], journal: Member | None = None
+    spare: Member,
+    members: Sequence[Member],
+    journal: Member | None = None,
+    cache_members: Sequence[Member] | None = None,
 ) -> ArrayStatus:
     """Add ``spare`` (a file or device holding at least a member's size, with no raidlab
     superblock) as a hot spare: online when the array is served (a degraded array then
     starts rebuilding onto it at once), else recorded in the superblocks."""
-    result = _run(["add-spare", "--json", *_journal(journal), _arg(spare), *_members(members)])
+    result = _run(
+        [
+            "add-spare",
+            "--json",
+            *_journal(journal),
+            *_cache(cache_members),
+            _arg(spare),
+            *_members(members),
+        ]
+    )
     return ArrayStatus.from_json(_json(result))
 
 
@@ -518,11 +585,23 @@ assemble = status
 
 
 def fail(
-    target: Member | int, members: Sequence[Member], journal: Member | None = None
+    target: Member | int,
+    members: Sequence[Member],
+    journal: Member | None = None,
+    cache_members: Sequence[Member] | None = None,
 ) -> ArrayStatus:
     """Mark ``target`` (a member path or a role index) failed; the array runs degraded."""
     target_arg = str(target) if isinstance(target, int) else _arg(target)
-    result = _run(["fail", "--json", *_journal(journal), target_arg, *_members(members)])
+    result = _run(
+        [
+            "fail",
+            "--json",
+            *_journal(journal),
+            *_cache(cache_members),
+            target_arg,
+            *_members(members),
+        ]
+    )
     return ArrayStatus.from_json(_json(result))
 
 
@@ -534,6 +613,7 @@ def replace(
     wait: bool = True,
     progress: Progress | None = None,
     journal: Member | None = None,
+    cache_members: Sequence[Member] | None = None,
 ) -> ArrayStatus:
     """Rebuild the role of ``old`` (a path or role index) onto ``new``.
 
@@ -548,7 +628,7 @@ def replace(
         args += ["--rate", _size_arg(rate, "--rate")]
     if not wait:
         args.append("--no-wait")
-    args += _journal(journal)
+    args += _journal(journal) + _cache(cache_members)
     old_arg = str(old) if isinstance(old, int) else _arg(old)
     args = [args[0], old_arg, _arg(new), *args[1:], *_members(members)]
     command = [str(engine_path()), *args]
@@ -574,15 +654,23 @@ def replace(
     return ArrayStatus.from_json(_json(result))
 
 
-def check(members: Sequence[Member], journal: Member | None = None) -> ScrubReport:
+def check(
+    members: Sequence[Member],
+    journal: Member | None = None,
+    cache_members: Sequence[Member] | None = None,
+) -> ScrubReport:
     """md's ``check``: read every stripe and count those whose parity or copies disagree."""
-    args = ["check", "--json", *_journal(journal), *_members(members)]
+    args = ["check", "--json", *_journal(journal), *_cache(cache_members), *_members(members)]
     return ScrubReport.from_json(_json(_run(args, ok=(0, 1))))
 
 
-def repair(members: Sequence[Member], journal: Member | None = None) -> ScrubReport:
+def repair(
+    members: Sequence[Member],
+    journal: Member | None = None,
+    cache_members: Sequence[Member] | None = None,
+) -> ScrubReport:
     """md's ``repair``: rewrite parity from data and copies from the first copy."""
-    args = ["repair", "--json", *_journal(journal), *_members(members)]
+    args = ["repair", "--json", *_journal(journal), *_cache(cache_members), *_members(members)]
     return ScrubReport.from_json(_json(_run(args)))
 
 
@@ -918,8 +1006,10 @@ __all__ = [
     "Server",
     "add_spare",
     "assemble",
+    "attach_cache",
     "check",
     "create",
+    "detach_cache",
     "engine_path",
     "fail",
     "inject",

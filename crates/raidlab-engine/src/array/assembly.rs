@@ -341,6 +341,7 @@ impl Array {
                     .iter()
                     .map(|p| (Some(p.clone()), MemberState::Active))
                     .collect(),
+                cache_uuid: None,
             },
             vec![0; bitmap_bytes(&geo)],
             journal,
@@ -619,6 +620,7 @@ impl Array {
             dirty: newest.dirty,
             failed,
             members,
+            cache_uuid: newest.cache_uuid,
         };
         let mut array = Self::with_state(
             newest.spec,

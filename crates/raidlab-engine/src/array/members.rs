@@ -303,6 +303,7 @@ impl Array {
                 policy: self.policy,
                 recovery_offset_bytes: None,
                 recovery_rate_bytes_per_s: None,
+                cache_uuid: st.cache_uuid,
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let r = file

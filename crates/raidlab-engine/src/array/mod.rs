@@ -119,6 +119,9 @@ pub struct Status {
     pub cache: Option<serde_json::Value>,
     /// The hot spares: members with no role yet, first to take over first.
     pub spares: Vec<PathBuf>,
+    /// The UUID of the cache the superblocks say fronts the array (see
+    /// [`Array::cache_uuid`]).
+    pub cache_uuid: Option<u128>,
 }
 
 struct State {
@@ -126,6 +129,9 @@ struct State {
     dirty: bool,
     failed: FailedSet,
     members: Vec<(Option<PathBuf>, MemberState)>,
+    /// The cache in front of the array, recorded in every superblock (see
+    /// [`Array::cache_uuid`]).
+    cache_uuid: Option<u128>,
 }
 
 /// An assembled array. Share it between threads behind an `Arc`: every method takes
@@ -275,6 +281,7 @@ impl Array {
             failed: st.failed,
             dirty_regions,
             members: st.members.clone(),
+            cache_uuid: st.cache_uuid,
         }
     }
 
@@ -282,6 +289,21 @@ impl Array {
     /// array (once; later calls are ignored).
     pub fn set_cache_report(&self, report: CacheReport) {
         let _ = self.cache_report.set(report);
+    }
+
+    /// The UUID of the SSD cache the superblocks record in front of the array (the
+    /// array its cache members form), if any: while one is recorded its dirty lines
+    /// may be newer than the members, so the array is used only through that cache
+    /// (see [`crate::cache`]).
+    pub fn cache_uuid(&self) -> Option<u128> {
+        self.state.lock().expect("state lock").cache_uuid
+    }
+
+    /// Records `cache_uuid` (attach) or no cache (detach) in the superblock of every
+    /// member and spare, synced before it returns.
+    pub fn set_cache_uuid(&self, cache_uuid: Option<u128>) -> Result<()> {
+        assert_ne!(cache_uuid, Some(0), "a cache UUID is never 0");
+        self.commit_state(|st| st.cache_uuid = cache_uuid)
     }
 
     /// Marks the array dirty (writes may be in flight until [`Array::close`]).

@@ -69,6 +69,7 @@ impl Array {
             policy: self.policy,
             recovery_offset_bytes: Some(cp.offset_bytes),
             recovery_rate_bytes_per_s: cp.rate_bytes_per_s,
+            cache_uuid: st.cache_uuid,
         };
         cp.file
             .write_all_at(&sb.encode(), 0)

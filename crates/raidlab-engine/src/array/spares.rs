@@ -132,6 +132,7 @@ impl Array {
             policy: self.policy,
             recovery_offset_bytes: None,
             recovery_rate_bytes_per_s: None,
+            cache_uuid: st.cache_uuid,
         };
         let image = sb.encode();
         self.spares.lock().expect("spares lock").retain(|s| {

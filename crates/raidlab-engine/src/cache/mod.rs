@@ -22,6 +22,25 @@
 //! A cache member failing degrades the mirror, which keeps every dirty line on its
 //! other copy.
 //!
+//! A slot is rewritten in place when the policy keeps a line where it is (lru, smq and
+//! bcache on a write hit). A torn write there would leave bytes matching neither the
+//! old record's CRC nor the new one's, and the line would be lost. So when the bytes
+//! being overwritten are dirty and durable (written before the mirror's last sync,
+//! which every FLUSH does: a client may count on them), the rewrite goes to a free
+//! slot, its shadow, with a log record (reads of the line read the shadow). The next
+//! FLUSH (or 1 MiB of waiting rewrites, or the policy destaging the line or taking the
+//! shadow for a line of its own) syncs the shadows and their records, copies them
+//! home, and syncs again before a shadow is reused: a torn shadow falls back on the home bytes, a torn home write on the
+//! shadow. The policy never sees a shadow (its slots stay where it put them); replay
+//! takes the newest copy whose CRC matches, which may be a shadow. No free slot among
+//! the next 256: the home bytes are destaged to the array (synced) first instead.
+//!
+//! The array's superblocks record that a cache fronts it and which one (the UUID of
+//! the cache mirror, see [`crate::superblock`]): [`CachedArray::create`] writes it once
+//! the cache is whole, [`CachedArray::open`] and [`check_members`] refuse the wrong
+//! cache or none, and [`CachedArray::detach`] clears it once every dirty line is on
+//! the array.
+//!
 //! Requests are served one at a time under the tier's lock (the policy is one
 //! sequential machine, as in the simulator); the uncached path is untouched.
 
@@ -92,6 +111,12 @@ pub struct EngineCounters {
     pub destage_syncs: u64,
     /// Dirty lines the policy let go without a destage that the engine destaged.
     pub guarded_destages: u64,
+    /// Durable dirty lines (written before the mirror's last sync) a write hit rewrote
+    /// in place with no free slot to shadow the rewrite: destaged first, so a torn slot
+    /// write cannot lose them.
+    pub rewrite_destages: u64,
+    /// Rewrites copied home from their shadow slots (see `apply_rewrites`).
+    pub rewrites_home: u64,
 }
 
 struct Inner {
@@ -107,6 +132,21 @@ struct Inner {
     records: Vec<Record>,
     /// Destaged lines whose array writes no sync covers yet.
     unsynced_destages: Vec<Record>,
+    /// Slots written since the mirror was last synced (by [`CachedArray::sync_mirror`]:
+    /// every FLUSH does): none of them overwrote a durable copy of its own line in
+    /// place, whose last durable copy is still where it was (the old slot is kept, see
+    /// `freed_since_sync`), so rewriting them in place risks nothing a client counts on.
+    written_since_sync: std::collections::BTreeSet<u64>,
+    /// home slot -> the rewrite waiting in its shadow for the next FLUSH (see
+    /// [`CachedArray::apply_rewrites`]); reads of the home slot read the shadow.
+    rewrites: BTreeMap<u64, Rewrite>,
+    /// shadow slot -> its home slot.
+    shadows: BTreeMap<u64, u64>,
+    /// Slots a line moved out of since the mirror was last synced: they hold its last
+    /// durable copy until its new one is synced, so nothing is written there before.
+    freed_since_sync: std::collections::BTreeSet<u64>,
+    /// Where the search for a free slot goes on, counted down from the last slot.
+    shadow_cursor: u64,
     /// Where every request goes, when `--cache-trace` asks.
     trace: Option<TraceLog>,
 }
@@ -131,6 +171,23 @@ impl TraceLog {
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
+}
+
+/// Rewrites that may wait in shadow slots for the next FLUSH (1 MiB of lines); more
+/// are copied home at once.
+const REWRITES_WAITING_MAX: usize = 256;
+/// Slots looked at for a free one to shadow a rewrite; none free among them: the old
+/// bytes are destaged to the array (synced) before the rewrite goes in place.
+const SHADOW_PROBES_MAX: u64 = 256;
+
+/// A host write to a line's own slot, held in a free slot (its shadow) until the next
+/// FLUSH copies it home (see [`CachedArray::apply_rewrites`]).
+struct Rewrite {
+    block: u64,
+    shadow: u64,
+    data_crc: u32,
+    dirty: bool,
+    area: u8,
 }
 
 /// An array with a cache tier in front: what `serve` exports when given cache members.
@@ -166,6 +223,12 @@ impl CachedArray {
         force: bool,
     ) -> Result<Self> {
         let uuid = backing.status().uuid;
+        if let Some(c) = backing.cache_uuid() {
+            return Err(Error::Input(format!(
+                "--cache-members: array {uuid:032x} already has a cache ({c:032x}); \
+                 detach-cache it first"
+            )));
+        }
         // The region size depends on the mirror's size: check it on a probe config
         // before anything is written to the members is not possible (the mirror's
         // capacity is known once created), so an error leaves a created, empty cache.
@@ -183,13 +246,26 @@ impl CachedArray {
         let region = region_bytes.unwrap_or_else(|| region_bytes_default(slots * LINE_BYTES));
         store.set_region_bytes(region)?;
         let cache = Cache::new(config(policy, slots, region)).map_err(config_error)?;
+        // The cache is whole and synced: only now do the superblocks say the array has
+        // it (a crash before leaves the array uncached and the new cache unused).
+        let cache_uuid = store.mirror().status().uuid;
+        backing.set_cache_uuid(Some(cache_uuid))?;
         Ok(Self::with(backing, store, cache, Vec::new(), policy, paths))
     }
 
     /// Opens the cache on `paths` in front of `backing`: assembles its mirror,
     /// replays its log and gives the policy back the lines it held.
+    /// Refused, before anything is written, unless the array's superblocks record this
+    /// cache (see [`check_members`]).
     pub fn open(backing: Arc<Array>, paths: &[PathBuf]) -> Result<Self> {
+        check_members(&backing, Some(paths))?;
         let (store, entries) = Store::open(paths, backing.status().uuid)?;
+        let mirror = store.mirror().status().uuid;
+        if backing.cache_uuid() != Some(mirror) {
+            // The members' superblocks disagree among themselves: the assembled
+            // mirror, not the first readable member, is the cache.
+            return Err(mismatch(&backing, mirror));
+        }
         let h = *store.header();
         let policy = policy_of_code(h.policy).ok_or_else(|| {
             Error::Input(format!(
@@ -219,6 +295,27 @@ impl CachedArray {
         }
     }
 
+    /// For an array whose superblocks record no cache: the cache on `paths` whose
+    /// header names the array (one made by a build before the superblocks recorded
+    /// caches) is recorded in them, then opened. Only right when the array was not
+    /// written without that cache since (its dirty lines would then be older than the
+    /// array's blocks): `detach-cache --adopt` asks for it by name.
+    pub fn adopt(backing: Arc<Array>, paths: &[PathBuf]) -> Result<Self> {
+        if let Some(c) = backing.cache_uuid() {
+            return Err(Error::Input(format!(
+                "--adopt: array {:032x} records its cache ({c:032x}) already; leave --adopt out",
+                backing.status().uuid
+            )));
+        }
+        // Assembles the mirror and checks that its header names this array.
+        let (store, _) = Store::open(paths, backing.status().uuid)?;
+        let mirror = store.mirror().status().uuid;
+        store.mirror().close()?;
+        drop(store);
+        backing.set_cache_uuid(Some(mirror))?;
+        Self::open(backing, paths)
+    }
+
     fn with(
         backing: Arc<Array>,
         store: Store,
@@ -240,6 +337,11 @@ impl CachedArray {
                 actions: Vec::new(),
                 records: Vec::new(),
                 unsynced_destages: Vec::new(),
+                written_since_sync: Default::default(),
+                rewrites: BTreeMap::new(),
+                shadows: BTreeMap::new(),
+                freed_since_sync: Default::default(),
+                shadow_cursor: 0,
                 trace: None,
             }),
             policy,
@@ -344,6 +446,8 @@ impl CachedArray {
             "destage_syncs": c.destage_syncs,
             "engine_read_hit_lines": c.read_hit_lines,
             "engine_guarded_destages": c.guarded_destages,
+            "engine_rewrite_destages": c.rewrite_destages,
+            "engine_rewrites_home": c.rewrites_home,
             "log_generation": inner.store.generation(),
         })
     }
@@ -375,8 +479,33 @@ impl CachedArray {
         if let Some(t) = inner.trace.as_mut() {
             let _ = t.flush();
         }
-        inner.store.flush()?;
+        // Sending rewrites home ends with a sync of the mirror: the one a FLUSH needs.
+        if !self.apply_rewrites(inner)? {
+            self.sync_mirror(inner)?;
+        }
         self.backing.flush()
+    }
+
+    /// `detach-cache`: hands every dirty line to the array, empties the cache and
+    /// takes it out of the array's superblocks; returns the bytes destaged. The array
+    /// is then used alone (close it after). Crash-safe by its order: the destages are
+    /// synced (and the log says so) before any superblock changes, so a crash leaves
+    /// either the array still cached with its cache intact, or the array detached with
+    /// every line.
+    pub fn detach(self) -> Result<u64> {
+        self.open_for_writes()?;
+        self.backing.open_for_writes()?;
+        let mut bytes = self.destage_all()?;
+        // Any dirty line the log has and the policy did not list goes too.
+        bytes += self.forget_all()?;
+        assert_eq!(
+            self.occupancy(),
+            (0, 0),
+            "every line destaged and forgotten"
+        );
+        self.close()?;
+        self.backing.set_cache_uuid(None)?;
+        Ok(bytes)
     }
 
     /// Destages every dirty line to the array (the policy's flush: LBA order) and
@@ -409,9 +538,11 @@ impl CachedArray {
     }
 
     /// Destages every dirty line the log knows (LBA order), syncs the array, and
-    /// empties the log: for a policy that cannot restore the replayed map.
-    fn forget_all(&self) -> Result<()> {
+    /// empties the log (for a policy that cannot restore the replayed map, and
+    /// `detach`); returns the bytes destaged.
+    fn forget_all(&self) -> Result<u64> {
         let mut inner = self.inner.lock().expect("cache lock");
+        self.apply_rewrites(&mut inner)?;
         let mut dirty: Vec<(u64, u64)> = inner
             .slots
             .values()
@@ -419,6 +550,7 @@ impl CachedArray {
             .map(|e| (e.block, e.slot))
             .collect();
         dirty.sort_unstable();
+        let bytes = dirty.len() as u64 * LINE_BYTES;
         for (block, slot) in dirty {
             self.destage_line(&mut inner, block, slot)?;
         }
@@ -426,7 +558,8 @@ impl CachedArray {
         inner.unsynced_destages.clear();
         inner.slots.clear();
         inner.lines.clear();
-        inner.store.snapshot(&[])
+        inner.store.snapshot(&[])?;
+        Ok(bytes)
     }
 
     /// One request: the policy decides, the actions run in order, the log gets the
@@ -460,9 +593,10 @@ impl CachedArray {
                 store,
                 slots,
                 cache,
+                rewrites,
                 ..
             } = &mut *inner;
-            store.append(&records, || snapshot_entries(cache, slots))
+            store.append(&records, || snapshot_entries(cache, slots, rewrites))
         };
         inner.records = records;
         inner.records.clear();
@@ -484,7 +618,7 @@ impl CachedArray {
                     cache_offset_bytes,
                 } => {
                     let buf = host.read_range(base, lba_bytes, len_bytes);
-                    inner.store.read_at(cache_offset_bytes, buf)?;
+                    self.read_slots(inner, cache_offset_bytes, buf)?;
                     inner.counters.read_hit_lines += len_bytes / LINE_BYTES;
                 }
                 Action::ArrayRead {
@@ -529,6 +663,11 @@ impl CachedArray {
                     len_bytes,
                     cache_offset_bytes,
                 } => {
+                    let slots = cache_offset_bytes / LINE_BYTES
+                        ..(cache_offset_bytes + len_bytes).div_ceil(LINE_BYTES);
+                    if inner.rewrites.range(slots).next().is_some() {
+                        self.apply_rewrites(inner)?;
+                    }
                     let mut data = vec![0u8; len_bytes as usize];
                     inner.store.read_at(cache_offset_bytes, &mut data)?;
                     store::write_big(&self.backing, lba_bytes, &data)?;
@@ -554,7 +693,8 @@ impl CachedArray {
 
     /// Writes `data` (whole lines of `lba_bytes`) into the slots from
     /// `cache_offset_bytes`, after making sure no dirty line of another block is lost
-    /// there, and records the new mappings.
+    /// there, and records the new mappings. A line rewriting in place bytes a FLUSH may
+    /// have acknowledged goes to a shadow slot instead (see [`Self::apply_rewrites`]).
     fn put_lines(
         &self,
         inner: &mut Inner,
@@ -570,57 +710,250 @@ impl CachedArray {
         assert!((data.len() as u64).is_multiple_of(LINE_BYTES));
         let n = data.len() as u64 / LINE_BYTES;
         let (first_block, first_slot) = (lba_bytes / LINE_BYTES, cache_offset_bytes / LINE_BYTES);
+        let line = |i: u64| &data[(i * LINE_BYTES) as usize..((i + 1) * LINE_BYTES) as usize];
+        // A slot about to hold another block, or one a rewrite borrowed as its shadow:
+        // the waiting rewrites go home first.
+        if (0..n).any(|i| {
+            let slot = first_slot + i;
+            inner.shadows.contains_key(&slot)
+                || inner
+                    .rewrites
+                    .get(&slot)
+                    .is_some_and(|r| r.block != first_block + i)
+        }) {
+            self.apply_rewrites(inner)?;
+        }
+        let mut direct = Vec::with_capacity(n as usize);
         for i in 0..n {
             let (block, slot) = (first_block + i, first_slot + i);
+            let flushed_dirty = inner
+                .slots
+                .get(&slot)
+                .is_some_and(|o| o.dirty && o.block == block)
+                && !inner.written_since_sync.contains(&slot);
+            if inner.rewrites.contains_key(&slot) || flushed_dirty {
+                if self.shadow_rewrite(inner, block, slot, line(i), dirty, area)? {
+                    continue;
+                }
+                // No free slot: the array keeps the old bytes (synced below) instead.
+                self.destage_line(inner, block, slot)?;
+                inner.counters.rewrite_destages += 1;
+            }
             if let Some(old) = inner.slots.get(&slot).copied() {
                 if old.dirty && old.block != block {
                     self.destage_line(inner, old.block, slot)?;
                     inner.counters.guarded_destages += 1;
                 }
             }
+            direct.push(i);
         }
         // A slot is reused only once the array holds what it had.
         self.sync_destages(inner)?;
-        inner.store.write_at(cache_offset_bytes, data)?;
-        inner.counters.slot_write_lines += n;
-        for i in 0..n {
-            let (block, slot) = (first_block + i, first_slot + i);
-            if let Some(old) = inner.slots.remove(&slot) {
-                if inner.lines.get(&old.block) == Some(&slot) {
-                    inner.lines.remove(&old.block);
-                }
+        // ... or, when a line just moved out of it, once its new copy is synced.
+        if direct
+            .iter()
+            .any(|&i| inner.freed_since_sync.contains(&(first_slot + i)))
+        {
+            self.sync_mirror(inner)?;
+        }
+        for run in direct.chunk_by(|a, b| a + 1 == *b) {
+            let (i, k) = (run[0], run.len() as u64);
+            let bytes = &data[(i * LINE_BYTES) as usize..((i + k) * LINE_BYTES) as usize];
+            inner.store.write_at((first_slot + i) * LINE_BYTES, bytes)?;
+        }
+        for &i in &direct {
+            self.map_line(inner, first_block + i, first_slot + i, line(i), dirty, area);
+        }
+        if inner.rewrites.len() > REWRITES_WAITING_MAX {
+            self.apply_rewrites(inner)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a rewrite of line `block` (home `slot`) to its shadow, a free slot (the
+    /// one it has if it waits already), with a log record: a crash before it goes home
+    /// finds the line there, or, the shadow torn, its home bytes. False when no free
+    /// slot was found.
+    fn shadow_rewrite(
+        &self,
+        inner: &mut Inner,
+        block: u64,
+        slot: u64,
+        data: &[u8],
+        dirty: bool,
+        area: u8,
+    ) -> Result<bool> {
+        let shadow = match inner.rewrites.get(&slot) {
+            Some(r) => r.shadow,
+            None => match self.free_slot(inner) {
+                Some(s) => s,
+                None => return Ok(false),
+            },
+        };
+        inner.store.write_at(shadow * LINE_BYTES, data)?;
+        inner.counters.slot_write_lines += 1;
+        let data_crc = crc32c(data);
+        inner.records.push(Record {
+            kind: if dirty {
+                Kind::MapDirty
+            } else {
+                Kind::MapClean
+            },
+            block,
+            slot: shadow,
+            data_crc,
+            count: 0,
+            area,
+        });
+        inner.shadows.insert(shadow, slot);
+        inner.rewrites.insert(
+            slot,
+            Rewrite {
+                block,
+                shadow,
+                data_crc,
+                dirty,
+                area,
+            },
+        );
+        Ok(true)
+    }
+
+    /// A slot no line and no shadow holds, looked for downwards from where the last
+    /// search stopped (from the top: the policies fill slots from the bottom, and a
+    /// shadow the policy takes for a line sends every rewrite home early), at most
+    /// [`SHADOW_PROBES_MAX`] of them.
+    fn free_slot(&self, inner: &mut Inner) -> Option<u64> {
+        let slots = inner.store.header().slots;
+        for _ in 0..SHADOW_PROBES_MAX.min(slots) {
+            let s = (slots - 1) - inner.shadow_cursor % slots;
+            inner.shadow_cursor = (inner.shadow_cursor + 1) % slots;
+            if !inner.slots.contains_key(&s)
+                && !inner.shadows.contains_key(&s)
+                && !inner.freed_since_sync.contains(&s)
+            {
+                return Some(s);
             }
-            if let Some(prev) = inner.lines.insert(block, slot) {
-                if prev != slot {
-                    inner.slots.remove(&prev);
-                }
+        }
+        None
+    }
+
+    /// Records that `slot` now holds `data`, line `block`: the maps and a log record.
+    fn map_line(
+        &self,
+        inner: &mut Inner,
+        block: u64,
+        slot: u64,
+        data: &[u8],
+        dirty: bool,
+        area: u8,
+    ) {
+        inner.written_since_sync.insert(slot);
+        inner.counters.slot_write_lines += 1;
+        if let Some(old) = inner.slots.remove(&slot) {
+            if inner.lines.get(&old.block) == Some(&slot) {
+                inner.lines.remove(&old.block);
             }
-            let at = (i * LINE_BYTES) as usize;
-            let data_crc = crc32c(&data[at..at + LINE_BYTES as usize]);
-            let seq = inner.records.len() as u64;
-            inner.slots.insert(
-                slot,
-                Entry {
-                    block,
-                    slot,
-                    dirty,
-                    data_crc,
-                    area,
-                    seq,
-                },
-            );
-            inner.records.push(Record {
-                kind: if dirty {
-                    Kind::MapDirty
-                } else {
-                    Kind::MapClean
-                },
+        }
+        if let Some(prev) = inner.lines.insert(block, slot) {
+            if prev != slot {
+                inner.slots.remove(&prev);
+                inner.freed_since_sync.insert(prev);
+                // The line moved: a rewrite waiting for its old slot is older than this.
+                self.forget_rewrite(inner, prev);
+            }
+        }
+        let data_crc = crc32c(data);
+        let seq = inner.records.len() as u64;
+        inner.slots.insert(
+            slot,
+            Entry {
                 block,
                 slot,
+                dirty,
                 data_crc,
-                count: 0,
                 area,
-            });
+                seq,
+            },
+        );
+        inner.records.push(Record {
+            kind: if dirty {
+                Kind::MapDirty
+            } else {
+                Kind::MapClean
+            },
+            block,
+            slot,
+            data_crc,
+            count: 0,
+            area,
+        });
+    }
+
+    /// Drops the rewrite waiting for home `slot`, if any, and frees its shadow.
+    fn forget_rewrite(&self, inner: &mut Inner, slot: u64) {
+        if let Some(r) = inner.rewrites.remove(&slot) {
+            inner.shadows.remove(&r.shadow);
+        }
+    }
+
+    /// Copies the rewrites waiting in shadow slots home. Their shadows and records are
+    /// synced first, so a torn home write falls back on the shadow; the home writes
+    /// are synced before the shadows are free again (a new line may take one). False
+    /// when none waited (nothing done).
+    fn apply_rewrites(&self, inner: &mut Inner) -> Result<bool> {
+        if inner.rewrites.is_empty() {
+            return Ok(false);
+        }
+        self.sync_mirror(inner)?;
+        let rewrites = std::mem::take(&mut inner.rewrites);
+        let mut line = vec![0u8; LINE_BYTES as usize];
+        for (slot, r) in rewrites {
+            // A rewrite waits only while its line stays in its home slot (a line
+            // leaving the cache or moving takes its rewrite along: `drop_lines`,
+            // `map_line`); nothing else is written over.
+            if inner.slots.get(&slot).is_none_or(|e| e.block != r.block) {
+                continue;
+            }
+            inner.store.read_at(r.shadow * LINE_BYTES, &mut line)?;
+            debug_assert_eq!(crc32c(&line), r.data_crc);
+            inner.store.write_at(slot * LINE_BYTES, &line)?;
+            self.map_line(inner, r.block, slot, &line, r.dirty, r.area);
+            inner.counters.rewrites_home += 1;
+        }
+        self.sync_mirror(inner)?;
+        inner.shadows.clear();
+        Ok(true)
+    }
+
+    /// Appends the records so far and syncs the mirror: every slot and record written
+    /// is durable (a FLUSH acknowledges nothing by it).
+    fn sync_mirror(&self, inner: &mut Inner) -> Result<()> {
+        self.finish(inner)?;
+        inner.store.flush()?;
+        inner.freed_since_sync.clear();
+        inner.written_since_sync.clear();
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes of slots from `offset_bytes`, a home slot whose
+    /// rewrite waits read from its shadow.
+    fn read_slots(&self, inner: &Inner, offset_bytes: u64, buf: &mut [u8]) -> Result<()> {
+        inner.store.read_at(offset_bytes, buf)?;
+        let end_bytes = offset_bytes + buf.len() as u64;
+        for (&slot, r) in inner
+            .rewrites
+            .range(offset_bytes / LINE_BYTES..end_bytes.div_ceil(LINE_BYTES))
+        {
+            // The part of the slot's line inside [offset, end).
+            let lo = (slot * LINE_BYTES).max(offset_bytes);
+            let hi = ((slot + 1) * LINE_BYTES).min(end_bytes);
+            let to = (lo - offset_bytes) as usize;
+            let from = lo - slot * LINE_BYTES;
+            inner.store.read_at(
+                r.shadow * LINE_BYTES + from,
+                &mut buf[to..to + (hi - lo) as usize],
+            )?;
         }
         Ok(())
     }
@@ -675,6 +1008,7 @@ impl CachedArray {
         for (block, slot) in gone {
             inner.lines.remove(&block);
             inner.slots.remove(&slot);
+            self.forget_rewrite(inner, slot);
             inner.records.push(Record {
                 kind: Kind::Drop,
                 block,
@@ -685,6 +1019,51 @@ impl CachedArray {
             });
         }
     }
+}
+
+/// Checks the cache members given (`None`: none) against what the array's superblocks
+/// record: a cached array needs its own cache's members, an uncached one none. One
+/// clear error naming `--cache-members` otherwise (exit code 2 at the command line).
+/// The cache is known by its members' superblocks (the UUID of the mirror they form);
+/// nothing is written.
+pub fn check_members(backing: &Array, given: Option<&[PathBuf]>) -> Result<()> {
+    let array = backing.status().uuid;
+    match (backing.cache_uuid(), given) {
+        (None, None) => Ok(()),
+        (Some(cache), None) => Err(Error::Input(format!(
+            "--cache-members: array {array:032x} has an SSD cache in front ({cache:032x}) \
+             that may hold its newest data; give its --cache-members (detach-cache with \
+             them hands every line back to the array and leaves it alone)"
+        ))),
+        (None, Some(_)) => Err(Error::Input(format!(
+            "--cache-members: array {array:032x} has no cache in front (attach-cache puts \
+             one there; a cache made by a build before superblocks recorded caches: \
+             detach-cache --adopt)"
+        ))),
+        (Some(cache), Some(paths)) => {
+            match paths
+                .iter()
+                .find_map(|p| crate::array::read_superblock(p).ok())
+            {
+                Some(sb) if sb.array_uuid == cache => Ok(()),
+                Some(sb) => Err(mismatch(backing, sb.array_uuid)),
+                None => Err(Error::Input(format!(
+                    "--cache-members: none of them carries a raidlab superblock; array \
+                     {array:032x}'s cache is {cache:032x}"
+                ))),
+            }
+        }
+    }
+}
+
+/// The error for cache members of `found`, not of the array's cache.
+fn mismatch(backing: &Array, found: u128) -> Error {
+    let array = backing.status().uuid;
+    let cache = backing.cache_uuid().unwrap_or(0);
+    Error::Input(format!(
+        "--cache-members: these are the members of cache {found:032x}, not of array \
+         {array:032x}'s cache ({cache:032x})"
+    ))
 }
 
 /// The host side of a request: the buffer a read fills or the data a write brings.
@@ -732,8 +1111,14 @@ impl Host<'_> {
 }
 
 /// The entries of a snapshot, in the policy's order (LRU first, regions oldest first)
-/// with the log's CRCs: what a restore gives back.
-fn snapshot_entries(cache: &Cache, slots: &BTreeMap<u64, Entry>) -> Vec<Entry> {
+/// with the log's CRCs: what a restore gives back. A line whose rewrite waits in a
+/// shadow slot is listed at home and then, newer, in its shadow (replay takes the
+/// shadow while it holds the rewrite's bytes).
+fn snapshot_entries(
+    cache: &Cache,
+    slots: &BTreeMap<u64, Entry>,
+    rewrites: &BTreeMap<u64, Rewrite>,
+) -> Vec<Entry> {
     let mut out: Vec<Entry> = cache
         .entries()
         .iter()
@@ -768,6 +1153,25 @@ fn snapshot_entries(cache: &Cache, slots: &BTreeMap<u64, Entry>) -> Vec<Entry> {
                 ..*e
             }),
     );
+    let shadowed: Vec<Entry> = out
+        .iter()
+        .filter_map(|e| {
+            let r = rewrites.get(&e.slot).filter(|r| r.block == e.block)?;
+            Some(Entry {
+                block: e.block,
+                slot: r.shadow,
+                dirty: r.dirty,
+                data_crc: r.data_crc,
+                area: r.area,
+                seq: 0,
+            })
+        })
+        .collect();
+    let n = out.len() as u64;
+    out.extend(shadowed.into_iter().enumerate().map(|(i, e)| Entry {
+        seq: n + i as u64,
+        ..e
+    }));
     out
 }
 

@@ -5,8 +5,8 @@
 //! refused naming its pid, never done behind its back. Each returns the exit code.
 
 use super::flags::{
-    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, FailArgs, InjectArgs, Members,
-    ReplaceArgs, StatusArgs,
+    AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs, InjectArgs,
+    Members, ReplaceArgs, StatusArgs,
 };
 use super::parse::{self, Injection, ServedFault};
 use super::render;
@@ -67,8 +67,9 @@ pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
             "MEMBER: these members are being served; stop the server first".into(),
         ));
     }
-    let array = assemble(&members, &a.array)?;
-    let mut s = control::status_json(&array.status());
+    // Not `assemble`: these cache members are the new cache's, which the superblocks
+    // do not record yet (`CachedArray::create` refuses an array that has a cache).
+    let array = Array::assemble_with(&members, a.array.journal.as_deref())?;
     let tier = CachedArray::create(
         Arc::new(array),
         &paths,
@@ -77,8 +78,51 @@ pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
         a.cache_region,
         a.force,
     )?;
+    let mut s = control::status_json(&tier.backing().status());
     s["cache"] = tier.stats_json();
     tier.close()?;
+    render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `detach-cache`: every dirty line of the array's cache (`--cache-members`) goes to
+/// the array, then the superblocks forget the cache; the array is then used alone.
+pub fn detach_cache(args: &DetachCacheArgs) -> Result<i32> {
+    let a = &args.array_args;
+    let members = absolute(&a.array.members)?;
+    let Some(paths) = &a.array.cache_members else {
+        return Err(Error::Input(
+            "--cache-members: needed: the members of the array's cache, SSD,SSD".into(),
+        ));
+    };
+    let paths = absolute(paths)?;
+    if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
+        return Err(Error::Input(
+            "MEMBER: these members are being served; stop the server first".into(),
+        ));
+    }
+    let array = Arc::new(if args.adopt {
+        Array::assemble_with(&members, a.array.journal.as_deref())?
+    } else {
+        assemble(&members, &a.array)?
+    });
+    // Destages are writes: parity left stale by an unclean stop is made right first.
+    super::serve::recover_unclean_stop(&array)?;
+    let tier = if args.adopt {
+        CachedArray::adopt(array.clone(), &paths)?
+    } else {
+        CachedArray::open(array.clone(), &paths)?
+    };
+    let cache = tier.with_mirror(|m| m.status().uuid);
+    let destaged = tier.detach()?;
+    array.close()?;
+    eprintln!(
+        "raidlab-engine: detach-cache: {destaged} B destaged; cache {cache:032x} detached, \
+         the array is used alone from now on"
+    );
+    let mut s = control::status_json(&array.status());
+    s["detached_cache_uuid"] = json!(format!("{cache:032x}"));
+    s["destaged_bytes"] = json!(destaged);
     render::report(a.json, &s, render::status);
     Ok(0)
 }
@@ -154,10 +198,15 @@ pub fn status(args: &StatusArgs) -> Result<i32> {
                     })
                     .collect();
             }
-            if let Some(paths) = &a.array.cache_members {
-                let tier = CachedArray::open(Arc::new(array), &absolute(paths)?)?;
-                report["cache"] = tier.stats_json();
-                tier.close()?;
+            match &a.array.cache_members {
+                Some(paths) => {
+                    let tier = CachedArray::open(Arc::new(array), &absolute(paths)?)?;
+                    report["cache"] = tier.stats_json();
+                    tier.close()?;
+                }
+                // A cached array without its cache: its members alone may not hold
+                // the newest data, so nothing is reported as if they did.
+                None => crate::cache::check_members(&array, None)?,
             }
             report
         }
@@ -316,9 +365,15 @@ fn fault_request(member: &Path, fault: ServedFault) -> Value {
     req
 }
 
-/// The array of `members` (already absolute), with its journal if given.
-fn assemble(members: &[PathBuf], given: &Members) -> Result<Array> {
-    Array::assemble_with(members, given.journal.as_deref())
+/// The array of `members` (already absolute), with its journal if given, refused
+/// unless `--cache-members` names the cache its superblocks record, or none when they
+/// record none (see [`crate::cache::check_members`]): the members of a cached array
+/// alone may miss its newest data.
+pub(super) fn assemble(members: &[PathBuf], given: &Members) -> Result<Array> {
+    let array = Array::assemble_with(members, given.journal.as_deref())?;
+    let cache = given.cache_members.as_deref().map(absolute).transpose()?;
+    crate::cache::check_members(&array, cache.as_deref())?;
+    Ok(array)
 }
 
 /// Absolute member paths: a server keeps them, and clients name members to it.

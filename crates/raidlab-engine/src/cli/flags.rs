@@ -19,7 +19,8 @@ $TMPDIR/raidlab-<uid>/<uuid>.sock; only its uid and root may use it): replace th
 rebuilds online, onto NEW opened by the client. Each member has one owner: a command
 on members another process holds is refused, naming its pid.
 An array created with --journal needs --journal PATH wherever it is assembled, and
-one created with --cache-members needs its --cache-members wherever it is served.
+one with a cache (create --cache-members, attach-cache) needs its --cache-members
+wherever it is assembled here, until detach-cache; commands refuse it otherwise.
 Bad input: one line `error: FIELD: what is allowed` on stderr, exit code 2.";
 
 /// The whole command line.
@@ -90,6 +91,28 @@ pub enum Command {
     /// more), empty; from then on the array is served with its --cache-members.
     #[command(args_override_self = true)]
     AttachCache(AttachCacheArgs),
+    /// Hand every line of the array's SSD cache (--cache-members) back to the array
+    /// and take the cache away.
+    ///
+    /// Every dirty line is destaged and synced before the superblocks stop recording
+    /// the cache, so a crash leaves the array either still cached (its cache intact) or
+    /// detached with all its data. The array is then used without --cache-members.
+    #[command(args_override_self = true)]
+    DetachCache(DetachCacheArgs),
+}
+
+/// Arguments of `detach-cache`.
+#[derive(Debug, Args)]
+pub struct DetachCacheArgs {
+    /// The array, its cache members and the report's form.
+    #[command(flatten)]
+    pub array_args: ArrayArgs,
+    /// The array's superblocks record no cache, but --cache-members hold one whose
+    /// header names the array: a cache made by a build before superblocks recorded
+    /// caches. Its lines are handed back all the same. Only right when the array was
+    /// not written without that cache since.
+    #[arg(long)]
+    pub adopt: bool,
 }
 
 /// Arguments of `attach-cache`.
@@ -127,8 +150,9 @@ pub struct Members {
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
     /// The SSD cache in front of the array: its members, comma-separated (2: RAID 1,
-    /// 4 or more, even: RAID 10). An array created with a cache needs them wherever it
-    /// is served: the cache may hold its newest (dirty) data.
+    /// 4 or more, even: RAID 10). An array with a cache needs them wherever it is
+    /// assembled (the superblocks record which cache): it may hold its newest (dirty)
+    /// data. Refused for an array without a cache.
     #[arg(long, value_name = "SSD,SSD[,...]", value_delimiter = ',')]
     pub cache_members: Option<Vec<PathBuf>>,
 }

@@ -6,7 +6,8 @@
 //!  argv ─► parse (flags: clap definitions, values: value parsers)
 //!            │ bad input: one line `error: FIELD: what is allowed`, exit code 2
 //!            ▼
-//!          Command ─► commands::{create, status, fail, replace, add_spare, scrub, inject}
+//!          Command ─► commands::{create, status, fail, replace, add_spare, scrub, inject,
+//!                               attach_cache, detach_cache}
 //!                     serve::serve (NBD + control socket until SIGINT/SIGTERM)
 //!                       │
 //!                       ▼
@@ -75,5 +76,6 @@ fn run(parsed: Parsed) -> crate::Result<i32> {
         Command::Repair(a) => commands::scrub(&a, true),
         Command::Inject(a) => commands::inject(&a),
         Command::AttachCache(a) => commands::attach_cache(&a),
+        Command::DetachCache(a) => commands::detach_cache(&a),
     }
 }

@@ -64,6 +64,12 @@ pub fn status(s: &Value) -> String {
     for f in s["faults"].as_array().into_iter().flatten() {
         let _ = writeln!(out, "  injected fault: {f}");
     }
+    if let Some(c) = s["cache_uuid"].as_str() {
+        let _ = writeln!(
+            out,
+            "  cached: SSD cache {c} in front (its --cache-members hold its newest data)"
+        );
+    }
     if let Some(j) = s["journal"].as_str() {
         let _ = writeln!(
             out,

@@ -38,7 +38,7 @@ pub fn serve(a: &ServeArgs) -> Result<i32> {
 fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let tls = tls_server(a)?;
     let members = absolute(&a.array.members)?;
-    let array = Arc::new(Array::assemble_with(&members, a.array.journal.as_deref())?);
+    let array = Arc::new(super::commands::assemble(&members, &a.array)?);
     let control_socket = control::bind(array.status().uuid)?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
@@ -219,7 +219,7 @@ fn health(array: &Array) -> &'static str {
 }
 
 /// Replays the write journal and resyncs the dirty bitmap regions an unclean stop left.
-fn recover_unclean_stop(array: &Array) -> Result<()> {
+pub(super) fn recover_unclean_stop(array: &Array) -> Result<()> {
     let replayed = array.status().journal_replayed;
     if replayed > 0 {
         eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
