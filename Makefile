@@ -19,7 +19,7 @@ PROFILE ?= ci
 # test suites included) at install time is wasted; Python compiles what it imports.
 QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: setup build-deps tools demo test test-rust test-python lint bench clean
+.PHONY: setup build-deps tools bench-tools demo test test-rust test-python lint bench clean
 
 # Debian packages, each `command:package` (installed when the command is missing) or
 # `pkg-config-module:package` in the LIBS lists (installed when pkg-config lacks the
@@ -51,6 +51,11 @@ build-deps:
 TOOLS := fio:fio qemu-io:qemu-utils nbdcopy:libnbd-bin nbdkit:nbdkit chromium:chromium
 tools: build-deps
 	$(call apt_missing,$(TOOLS),)
+
+# What benches/peers/build.sh needs to build DiskSim 4 (its parser) besides gcc and make.
+BENCH_TOOLS := bison:bison flex:flex
+bench-tools: tools
+	$(call apt_missing,$(BENCH_TOOLS),)
 
 # Bytecode is compiled here, once: where PYTHONDONTWRITEBYTECODE is set (CI, this
 # project's machines) Python never caches it, and every `raidlab` process would compile
@@ -109,7 +114,7 @@ lint: $(STAMP)
 
 # Benchmarks measure the shipped profile: the module and engine are rebuilt with
 # `release` (thin LTO, one codegen unit) first.
-bench: tools
+bench: bench-tools
 	rm -f $(NATIVE_STAMP)
 	$(MAKE) --no-print-directory setup PROFILE=release
 	$(PY) benches/bench_sim.py
