@@ -58,6 +58,17 @@ CacheMembersOption = Annotated[
         "no cache).",
     ),
 ]
+CacheSizeOption = Annotated[
+    str | None,
+    typer.Option("--cache-size", help="Size of every cache member (default: as they are)."),
+]
+CacheRegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-region",
+        help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
+    ),
+]
 JournalOption = Annotated[
     Path | None,
     typer.Option(
@@ -224,17 +235,8 @@ def create(
             "--cache-policy", help="raidix (default), lru, smq or bcache (with --cache-members)."
         ),
     ] = None,
-    cache_size: Annotated[
-        str | None,
-        typer.Option("--cache-size", help="Size of every cache member (default: as they are)."),
-    ] = None,
-    cache_region: Annotated[
-        str | None,
-        typer.Option(
-            "--cache-region",
-            help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
-        ),
-    ] = None,
+    cache_size: CacheSizeOption = None,
+    cache_region: CacheRegionOption = None,
     spares: Annotated[
         str | None,
         typer.Option(
@@ -569,17 +571,8 @@ def attach_cache(
         str | None,
         typer.Option("--cache-policy", help="raidix (default), lru, smq or bcache."),
     ] = None,
-    cache_size: Annotated[
-        str | None,
-        typer.Option("--cache-size", help="Size of every cache member (default: as they are)."),
-    ] = None,
-    cache_region: Annotated[
-        str | None,
-        typer.Option(
-            "--cache-region",
-            help="Log-structured region of the cache (default: a sixteenth of it, at most 1G).",
-        ),
-    ] = None,
+    cache_size: CacheSizeOption = None,
+    cache_region: CacheRegionOption = None,
     force: Annotated[
         bool,
         typer.Option("--force", help="Overwrite cache members that carry a raidlab superblock."),
