@@ -90,6 +90,23 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl Record {
+    /// A `MapDirty` / `MapClean` record: `slot` holds line `block`, whose bytes have CRC32C
+    /// `data_crc`, in `area`.
+    pub fn map(block: u64, slot: u64, dirty: bool, data_crc: u32, area: u8) -> Self {
+        Self {
+            kind: if dirty {
+                Kind::MapDirty
+            } else {
+                Kind::MapClean
+            },
+            block,
+            slot,
+            data_crc,
+            count: 0,
+            area,
+        }
+    }
+
     /// The 64-byte image with `generation` and `seq`.
     pub fn encode(&self, generation: u64, seq: u64) -> [u8; RECORD_BYTES as usize] {
         let mut b = [0u8; RECORD_BYTES as usize];
@@ -390,18 +407,7 @@ mod tests {
     use super::*;
 
     fn map(block: u64, slot: u64, dirty: bool, crc: u32) -> Record {
-        Record {
-            kind: if dirty {
-                Kind::MapDirty
-            } else {
-                Kind::MapClean
-            },
-            block,
-            slot,
-            data_crc: crc,
-            count: 0,
-            area: 0,
-        }
+        Record::map(block, slot, dirty, crc, 0)
     }
 
     fn area(records: &[Record], generation: u64, snap_count: u32) -> Vec<u8> {

@@ -793,18 +793,9 @@ impl CachedArray {
         inner.store.write_at(shadow * LINE_BYTES, data)?;
         inner.counters.slot_write_lines += 1;
         let data_crc = crc32c(data);
-        inner.records.push(Record {
-            kind: if dirty {
-                Kind::MapDirty
-            } else {
-                Kind::MapClean
-            },
-            block,
-            slot: shadow,
-            data_crc,
-            count: 0,
-            area,
-        });
+        inner
+            .records
+            .push(Record::map(block, shadow, dirty, data_crc, area));
         inner.shadows.insert(shadow, slot);
         inner.rewrites.insert(
             slot,
@@ -876,18 +867,9 @@ impl CachedArray {
                 seq,
             },
         );
-        inner.records.push(Record {
-            kind: if dirty {
-                Kind::MapDirty
-            } else {
-                Kind::MapClean
-            },
-            block,
-            slot,
-            data_crc,
-            count: 0,
-            area,
-        });
+        inner
+            .records
+            .push(Record::map(block, slot, dirty, data_crc, area));
     }
 
     /// Drops the rewrite waiting for home `slot`, if any, and frees its shadow.

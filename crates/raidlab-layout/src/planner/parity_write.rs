@@ -6,6 +6,23 @@ use super::{Plan, StripeKind, StripePlan};
 use crate::{Geometry, MemberExtent, MemberSet, StripeId};
 
 impl Geometry {
+    /// The stripe's parity members and the data members `seg` writes, with the stripe's
+    /// placement looked up once (the written ones one by one: a small write touches one).
+    #[inline]
+    fn parity_and_written_data(&self, id: StripeId, seg: Segment) -> (MemberSet, MemberSet) {
+        let (p_member, q_member, placement) = self.parity_members(id);
+        let mut parity = MemberSet::new();
+        parity.insert(p_member);
+        if let Some(q) = q_member {
+            parity.insert(q);
+        }
+        let mut written_data = MemberSet::new();
+        for k in seg.w0..=seg.w1 {
+            written_data.insert(self.placed_data_member(id, placement, k));
+        }
+        (parity, written_data)
+    }
+
     /// A write to a parity level: md's RMW / RCW choice, full stripes, degraded cases.
     pub(super) fn plan_parity_write(
         &self,
@@ -18,20 +35,9 @@ impl Geometry {
         let col = seg.b - seg.a;
         let d = self.data_per_span_stripe();
         let m = self.parity_per_stripe();
-        // The stripe's placement once, for its parity and every data member asked.
-        let (p_member, q_member, placement) = self.parity_members(id);
-        let mut parity = MemberSet::new();
-        parity.insert(p_member);
-        if let Some(q) = q_member {
-            parity.insert(q);
-        }
-        // The written data members are looked up one by one (a small write touches one);
-        // the unwritten ones are the rest of the span less its parity, as whole words, so
-        // a small write to a wide array does not pay for every data member.
-        let mut written_data = MemberSet::new();
-        for k in seg.w0..=seg.w1 {
-            written_data.insert(self.placed_data_member(id, placement, k));
-        }
+        // The unwritten data members are the rest of the span less its parity, as whole
+        // words, so a small write to a wide array does not pay for every data member.
+        let (parity, written_data) = self.parity_and_written_data(id, seg);
         let span = self.span_members(id.span);
         let unwritten_data = MemberSet::range(span.start, span.end - span.start)
             .difference(&parity)
@@ -113,16 +119,7 @@ impl Geometry {
         let col = seg.b - seg.a;
         let d = self.data_per_span_stripe();
         let m = self.parity_per_stripe();
-        let (p_member, q_member, placement) = self.parity_members(id);
-        let mut parity = MemberSet::new();
-        parity.insert(p_member);
-        if let Some(q) = q_member {
-            parity.insert(q);
-        }
-        let mut written_data = MemberSet::new();
-        for k in seg.w0..=seg.w1 {
-            written_data.insert(self.placed_data_member(id, placement, k));
-        }
+        let (parity, written_data) = self.parity_and_written_data(id, seg);
         let written = written_data.union(&parity);
         let w = seg.w1 - seg.w0 + 1;
         let out_blocks = u64::from(m);
