@@ -136,14 +136,6 @@ pub struct Hdd {
     awaiting_buffer: u32,
     /// The write being served: its bytes, freed when its media write ends.
     writing: Option<(u64, u64)>,
-    /// Writes (write cache off) already on the platter in the run of back-to-back
-    /// writes being served, their status held until the run ends: (op, when the
-    /// mechanism started on it). `complete` reports them one by one at the run's end.
-    held: VecDeque<(u32, u64)>,
-    /// Where the last run of writes (write cache off) ended on the platter.
-    stream_end: u64,
-    /// When the run of writes being served reports its status (0: no run).
-    run_done_ns: u64,
     /// Write cache on: acknowledged writes not yet on the platter (contiguous ones
     /// joined into one segment), oldest first, their bytes, and how many segments the
     /// drive keeps at most (its reordering window).
@@ -261,9 +253,6 @@ impl Hdd {
             buffered_write_bytes: 0,
             awaiting_buffer: 0,
             writing: None,
-            held: VecDeque::new(),
-            stream_end: u64::MAX,
-            run_done_ns: 0,
             dirty: Vec::with_capacity(spec.ncq_depth as usize),
             dirty_bytes: 0,
             // Not published for any drive: the firmware is taken to reorder its cached
@@ -479,61 +468,14 @@ impl Hdd {
             gate_ns,
         });
         if self.busy {
-            if write && !self.write_cache && std::env::var_os("RL_EXTEND").is_some() {
-                self.extend_run(now_ns);
-            }
             None
         } else {
             self.start_next(now_ns)
         }
     }
 
-    /// A write that arrives while a run of writes is on the platter joins it if it
-    /// continues the run and is decoded, its data in, before the run's last write ends.
-    fn extend_run(&mut self, now_ns: u64) {
-        let Some((bytes, media_end)) = self.writing else {
-            return;
-        };
-        if self.run_done_ns <= now_ns || media_end < now_ns {
-            return;
-        }
-        let c = *self.queue.last().expect("just queued");
-        if c.awaiting_buffer || c.offset_bytes != self.stream_end || c.ready_ns > media_end {
-            return;
-        }
-        self.queue.pop();
-        self.buffered_write_bytes -= bytes;
-        if self.awaiting_buffer > 0 {
-            self.admit_writes(media_end);
-        }
-        self.held.push_back((c.op, media_end));
-        let end = media_end + self.media_ns_on(c.track_bytes, c.len_bytes);
-        self.mechanism.occupy(media_end, end);
-        self.stream_end = c.offset_bytes + c.len_bytes;
-        self.head_track = self.locate(self.stream_end - 1).0;
-        self.writing = Some((c.len_bytes, end));
-        self.run_done_ns = end + transfer_ns(512, self.link_ps);
-        // Writes queued behind it may now continue the run too.
-        let end_after = self.write_run_tail(end);
-        let _ = end_after;
-    }
-
-    /// When the status of the write the drive reported done at `now_ns` is really due:
-    /// later than `now_ns` when the run it heads has grown since (None: now).
-    pub fn status_due_ns(&self, now_ns: u64) -> Option<u64> {
-        (self.run_done_ns > now_ns).then_some(self.run_done_ns)
-    }
-
     /// The drive finished its command at `now_ns`: start the next queued one.
     pub fn complete(&mut self, now_ns: u64) -> Option<Started> {
-        // The rest of a run of writes reports its status with the run's last write.
-        if let Some((op, link_start_ns)) = self.held.pop_front() {
-            return Some(Started {
-                op,
-                link_start_ns,
-                done_ns: now_ns,
-            });
-        }
         self.busy = false;
         if let Some((bytes, media_end_ns)) = self.writing.take() {
             self.buffered_write_bytes -= bytes;
@@ -589,18 +531,7 @@ impl Hdd {
         // waits for the link, which is busy until `now_ns`.
         let mech_t0 = self.mechanism.free_at_ns();
         let t0 = now_ns.max(mech_t0);
-        let stream_end = self.stream_end;
-        let cont = if std::env::var_os("RL_INORDER").is_some() {
-            self.queue.iter().position(|w| {
-                w.write && !self.write_cache && !w.awaiting_buffer && w.offset_bytes == stream_end
-            })
-        } else {
-            None
-        };
-        let (best, positioning) = match cont {
-            Some(i) => (i, None),
-            None => self.shortest_positioning_first(mech_t0, t0),
-        };
+        let (best, positioning) = self.shortest_positioning_first(mech_t0, t0);
         let c = self.queue.remove(best);
         self.busy = true;
         if self.is_cached_write(&c) {
@@ -834,53 +765,6 @@ impl Hdd {
         (t0, media_end)
     }
 
-    /// Write cache off: queued writes that continue `first` on the platter, decoded and
-    /// with their data in by the time the one ahead of them ends, follow it back to back
-    /// as one run, and the drive reports their status together when the run ends
-    /// (Hitachi "seek overlap": one pre- and one post-overhead for a run of overlapped
-    /// commands). Until then the controller sees none of them complete and cannot
-    /// refill the drive's queue. Returns when the run's last write is on the platter;
-    /// the writes after `first` wait in `held`.
-    fn write_run(&mut self, first: Command, first_end_ns: u64) -> u64 {
-        debug_assert!(self.held.is_empty(), "one run at a time");
-        self.stream_end = first.offset_bytes + first.len_bytes;
-        self.head_track = self.locate(self.stream_end - 1).0;
-        self.writing = Some((first.len_bytes, first_end_ns));
-        let end = self.write_run_tail(first_end_ns);
-        self.run_done_ns = end + transfer_ns(512, self.link_ps);
-        end
-    }
-
-    /// Queued writes that continue the run ending at `media_end` (`writing`,
-    /// `stream_end`) follow it; returns when the run's last write ends.
-    fn write_run_tail(&mut self, mut media_end: u64) -> u64 {
-        loop {
-            let end_offset = self.stream_end;
-            let next = self.queue.iter().position(|w| {
-                w.write
-                    && !w.awaiting_buffer
-                    && w.offset_bytes == end_offset
-                    && w.ready_ns <= media_end
-            });
-            let Some(i) = next else { break };
-            let w = self.queue.remove(i);
-            let (bytes, _) = self.writing.expect("a run is being written");
-            // The write ahead is on the platter: its room in the buffer frees.
-            self.buffered_write_bytes -= bytes;
-            if self.awaiting_buffer > 0 {
-                self.admit_writes(media_end);
-            }
-            self.held.push_back((w.op, media_end));
-            let start = media_end;
-            media_end = start + self.media_ns_on(w.track_bytes, w.len_bytes);
-            self.mechanism.occupy(start, media_end);
-            self.stream_end = w.offset_bytes + w.len_bytes;
-            self.writing = Some((w.len_bytes, media_end));
-        }
-        self.head_track = self.locate(self.stream_end - 1).0;
-        media_end
-    }
-
     /// Serve `c` from `start_ns`; `positioning`, when known, is its positioning time
     /// from there (NCQ's scan worked it out).
     fn serve(&mut self, start_ns: u64, c: Command, positioning: Option<u64>) -> Started {
@@ -921,9 +805,8 @@ impl Hdd {
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
         if c.write {
-            let mut media_end = media_end;
             if !self.write_cache {
-                media_end = self.write_run(c, media_end);
+                self.writing = Some((c.len_bytes, media_end));
             }
             let done = if self.write_cache {
                 // Acknowledged once buffered, unless the buffer's backlog is full.
@@ -1251,10 +1134,7 @@ mod tests {
         }
         let mut s = started.pop().expect("an idle drive starts a command");
         loop {
-            let mut now = s.done_ns;
-            if let Some(due) = d.status_due_ns(now) {
-                now = due;
-            }
+            let now = s.done_ns;
             let mut following = d.complete(now);
             if next < count {
                 if let Some(x) = d.submit(now, next, u64::from(next) * len, len, true) {

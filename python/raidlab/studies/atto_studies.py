@@ -131,12 +131,6 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
                 tuple(kib * 1024 for kib in (256, 512, 1024, 2048, 4096, 8192)),
                 configs=("raid0_2_su8K",),
             ),
-            RowPattern(
-                "write",
-                1,
-                tuple(kib * 1024 for kib in (1024, 2048, 4096, 8192)),
-                configs=("raid0_2_su64K", "raid0_4_su64K"),
-            ),
         ),
         search_range=(1, 32),
         prior=Prior(

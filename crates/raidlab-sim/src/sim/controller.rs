@@ -467,14 +467,6 @@ impl Simulation {
     pub(super) fn member_done(&mut self, id: u32) {
         let op = self.ops[id as usize];
         let now = self.now_ns;
-        // A drive writing back to back with its write cache off reports a run's status
-        // when the run ends, and the run may have grown since this was booked.
-        if let DriveModel::Hdd(hdd) = &self.drives[op.drive as usize].model {
-            if let Some(due) = hdd.status_due_ns(now) {
-                self.queue.push(due, EventKind::MemberDone, id);
-                return;
-            }
-        }
         self.member_load[op.drive as usize] -= 1;
         if !op.trim {
             self.member_head_bytes[op.drive as usize] = op.offset_bytes + op.len_bytes;
