@@ -168,16 +168,21 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
         field="member_op_overhead_ns",
         rows=(
             RowPattern(
-                "read", 1, tuple(kib * 1024 for kib in (16, 32, 64, 128, 256, 512, 1024,
-                                                        2048, 4096, 8192)),
+                "read",
+                1,
+                tuple(kib * 1024 for kib in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)),
                 configs=("raid0_2_su8K",),
             ),
             RowPattern(
-                "read", 1, tuple(kib * 1024 for kib in (128, 256, 512, 1024)),
+                "read",
+                1,
+                tuple(kib * 1024 for kib in (128, 256, 512, 1024)),
                 configs=("raid0_2_su64K",),
             ),
             RowPattern(
-                "read", 1, tuple(kib * 1024 for kib in (256, 512, 1024, 2048)),
+                "read",
+                1,
+                tuple(kib * 1024 for kib in (256, 512, 1024, 2048)),
                 configs=("raid0_4_su64K",),
             ),
         ),
