@@ -230,7 +230,7 @@ fn case(seed: u64) -> Scenario {
     }
     // Every other case posts its member commands serially; decided by the seed, not
     // drawn, so the rest of each case stays as it was.
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         c.member_dispatch = MemberDispatch::Serial;
     }
     if below(&mut rng, 3) == 0 {
