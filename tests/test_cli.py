@@ -208,9 +208,10 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
     assert len(document["records"]) == 300
     assert list(document["records"][0]) == STUDY_CSV_COLUMNS
     summary = document["summary"]
-    # Calibration: 90 single-disk rows and the 6 array rows of the PERC's member queue.
-    assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 96
-    assert summary["rows_prediction"] == 114
+    # Calibration: 90 single-disk rows, the 6 array rows of the PERC's member queue and
+    # the 18 multi-strip reads of its time per member command.
+    assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 114
+    assert summary["rows_prediction"] == 96
     assert summary["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
     assert {row["role"] for row in summary["per_config"]} == {
         "calibration",

@@ -185,3 +185,12 @@ def test_write_back_without_a_backup_unit_is_refused_unless_forced() -> None:
         )
     )
     assert array["controller"]["write_back"] is True
+
+
+def test_member_dispatch_takes_batch_or_serial_and_names_the_field_otherwise() -> None:
+    batch = _array(controller={"preset": "dell-perc6i", "member_dispatch": "batch"})
+    assert batch["controller"]["member_dispatch"] == "batch"
+    assert _array(controller="dell-perc6i")["controller"]["member_dispatch"] == "serial"
+    with pytest.raises(RaidlabError, match="must be one of batch, serial") as error:
+        _array(controller={"preset": "dell-perc6i", "member_dispatch": "sometimes"})
+    assert "member_dispatch" in str(error.value)

@@ -28,10 +28,13 @@ pub enum EventKind {
     SchedulerTimer,
     /// The member being rebuilt fails; the hot spare's rebuild starts.
     MemberFails,
+    /// The controller posts member operation `target`, built after the request's
+    /// earlier commands (see `Simulation::issue_phase`).
+    MemberSubmit,
 }
 
 /// Every kind, in declaration order: a packed kind is its index here.
-const KINDS: [EventKind; 11] = [
+const KINDS: [EventKind; 12] = [
     EventKind::ControllerArrive,
     EventKind::Dispatch,
     EventKind::MemberDone,
@@ -43,6 +46,7 @@ const KINDS: [EventKind; 11] = [
     EventKind::SchedulerInsert,
     EventKind::SchedulerTimer,
     EventKind::MemberFails,
+    EventKind::MemberSubmit,
 ];
 
 /// One scheduled event.

@@ -19,7 +19,7 @@ use raidlab_sim::resource::ps_per_byte;
 use raidlab_sim::rng::Rng;
 use raidlab_sim::scenario::limits::{self, Num, Scope};
 use raidlab_sim::scenario::{
-    DriveSpec, Level, MemberCommands, Precondition, RebuildSpec, Rw, Scenario,
+    DriveSpec, Level, MemberCommands, MemberDispatch, Precondition, RebuildSpec, Rw, Scenario,
 };
 use raidlab_sim::Results;
 use std::sync::OnceLock;
@@ -227,6 +227,11 @@ fn case(seed: u64) -> Scenario {
         declared_u64("array.controller.max_member_transfer_bytes", a, transfer);
     if below(&mut rng, 2) == 0 {
         c.member_commands = MemberCommands::PerStrip;
+    }
+    // Every other case posts its member commands serially; decided by the seed, not
+    // drawn, so the rest of each case stays as it was.
+    if seed.is_multiple_of(2) {
+        c.member_dispatch = MemberDispatch::Serial;
     }
     if below(&mut rng, 3) == 0 {
         let depth = pick(&mut rng, &[1u64, 2, 4, 8]);
@@ -494,9 +499,14 @@ fn latency_floors(s: &Scenario, r: &Results) -> Vec<Use> {
     let c = &s.array.controller;
     let pieces = bs.div_ceil(s.array.stripe_unit_bytes.min(c.max_member_transfer_bytes)) + 1;
     let piece = bs.div_ceil(pieces);
+    // Serial dispatch sends a request's first command before paying for it.
+    let first_op_ns = match c.member_dispatch {
+        MemberDispatch::Batch => c.member_op_overhead_ns,
+        MemberDispatch::Serial => 0,
+    };
     let fixed_ns = s.array.host.request_overhead_ns
         + c.request_overhead_ns
-        + c.member_op_overhead_ns
+        + first_op_ns
         + command_overhead_ns(s)
         + link_command_ns(s);
     let link_ns = ns(piece, link_rate(s));

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{hdd, mbps, scenario, ssd, w};
-use raidlab_sim::scenario::{DriveSpec, MemberCommands, Rw};
+use raidlab_sim::scenario::{DriveSpec, MemberCommands, MemberDispatch, Rw};
 use raidlab_sim::simulate;
 
 #[test]
@@ -115,4 +115,86 @@ fn the_strips_of_one_request_reach_a_drive_as_one_burst_not_as_queued_commands()
     assert_eq!(run(0, 32768, 1), run(200_000, 32768, 1));
     // Two requests outstanding: the second is queued behind the first.
     assert!(run(200_000, 16384, 2) > run(0, 16384, 2) + 100_000.0);
+}
+
+/// A 2-SSD per-strip array whose controller costs `request_ns` per request and
+/// `per_op_ns` per member command, dispatching them as `dispatch` says.
+fn dispatching(
+    dispatch: MemberDispatch,
+    request_ns: u64,
+    per_op_ns: u64,
+    bs: u64,
+    iodepth: u32,
+) -> raidlab_sim::scenario::Scenario {
+    let mut s = scenario(ssd(), 2, Rw::Read, bs, iodepth);
+    s.array.stripe_unit_bytes = 8192;
+    let c = &mut s.array.controller;
+    c.member_commands = MemberCommands::PerStrip;
+    c.member_dispatch = dispatch;
+    c.request_overhead_ns = request_ns;
+    c.member_op_overhead_ns = per_op_ns;
+    w(&mut s).ios = 500;
+    w(&mut s).warmup_ios = 50;
+    s
+}
+
+#[test]
+fn serial_dispatch_sends_a_one_member_request_after_the_request_overhead_only() {
+    // Batch dispatch waits for the command's overhead too; the CPU's time is the same.
+    let lat = |d| simulate(&dispatching(d, 20_000, 20_000, 4096, 1)).ops["read"].lat_mean_ns;
+    let (batch, serial) = (lat(MemberDispatch::Batch), lat(MemberDispatch::Serial));
+    assert!(
+        (batch - serial - 20_000.0).abs() < 1.0,
+        "batch {batch:.0} ns, serial {serial:.0} ns"
+    );
+}
+
+#[test]
+fn serial_dispatch_posts_a_requests_commands_one_member_op_apart() {
+    // Flash reads far slower than the gap, on dies enough for every strip at once: a
+    // request of 16 strips ends 15 gaps after one of a single strip; with batch
+    // dispatch, which sends all 16 after 16 gaps (and their transfers meet on the
+    // links), at least one gap later.
+    let gap = 100_000;
+    let lat = |d, bs| {
+        let mut s = dispatching(d, 0, gap, bs, 1);
+        // A strip a flash page, so no strip is read with another's page.
+        s.array.stripe_unit_bytes = 16384;
+        if let DriveSpec::Ssd(ssd) = &mut s.array.drive {
+            ssd.read_page_ns = 5_000_000;
+        }
+        simulate(&s).ops["read"].lat_mean_ns
+    };
+    let g = gap as f64;
+    let one = lat(MemberDispatch::Serial, 16384);
+    let serial = lat(MemberDispatch::Serial, 16 * 16384);
+    let batch = lat(MemberDispatch::Batch, 16 * 16384);
+    assert!(
+        (serial - one - 15.0 * g).abs() < 0.05 * g,
+        "serial: {serial:.0} ns for 16 strips, {one:.0} ns for one"
+    );
+    assert!(
+        batch - serial > 0.95 * g,
+        "batch {batch:.0} ns, serial {serial:.0} ns"
+    );
+}
+
+#[test]
+fn serial_dispatch_keeps_the_controller_cpu_busy_as_long_as_batch() {
+    // Deep queue, CPU-bound: each request holds the CPU for its overhead and its
+    // commands' either way, so the request rate is the same.
+    let iops = |d| {
+        common::iops(
+            &simulate(&dispatching(d, 10_000, 50_000, 4 * 8192, 32)),
+            "read",
+        )
+    };
+    let (batch, serial) = (iops(MemberDispatch::Batch), iops(MemberDispatch::Serial));
+    let bound = 1e9 / (10_000.0 + 4.0 * 50_000.0);
+    for (name, x) in [("batch", batch), ("serial", serial)] {
+        assert!(
+            (x - bound).abs() < 0.01 * bound,
+            "{name}: {x:.0} IOPS, the CPU allows {bound:.0}"
+        );
+    }
 }

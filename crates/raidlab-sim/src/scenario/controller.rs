@@ -25,6 +25,10 @@ pub struct ControllerSpec {
     /// chipset RAID firmware does), each paying the drive's per-command cost.
     #[serde(default)]
     pub member_commands: MemberCommands,
+    /// When a request's member commands leave the controller: all together once the
+    /// CPU has built every one, or each as soon as it is built.
+    #[serde(default)]
+    pub member_dispatch: MemberDispatch,
     /// Commands the controller keeps outstanding on one member at most (None: as many
     /// as the drive queues); the rest wait in the controller.
     #[serde(default)]
@@ -180,6 +184,20 @@ pub enum MemberCommands {
     Merged,
     /// One command per strip.
     PerStrip,
+}
+
+/// When the member commands of one request leave the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemberDispatch {
+    /// All at once, after the request's overhead and every command's.
+    #[default]
+    Batch,
+    /// One after the other: the first after the request's overhead, each next one a
+    /// member operation's overhead later (the firmware posts a command as soon as it
+    /// has built it and does its bookkeeping after), so a request on one member waits
+    /// for no member-operation overhead; the CPU is busy as long as in `Batch`.
+    Serial,
 }
 
 /// How RAID 1/10 pick the copy a read goes to.

@@ -813,6 +813,10 @@ limits! {
     CONTROLLER_MEMBER_COMMANDS = Limit::new("array.controller.member_commands", Always, Choice,
         "strips a request puts on a member: one command (merged) or one each (per-strip)")
         .of(&["merged", "per-strip"]).or(Str("merged"));
+    CONTROLLER_MEMBER_DISPATCH = Limit::new("array.controller.member_dispatch", Always, Choice,
+        "when a request's member commands leave: all once every one is built (batch) or each \
+         as soon as it is built, its bookkeeping after (serial)")
+        .of(&["batch", "serial"]).or(Str("batch"));
     CONTROLLER_MEMBER_QUEUE_DEPTH = Limit::new("array.controller.member_queue_depth", Always,
         Count, "commands outstanding on one member at most (null = the drive's queue)")
         .ints(1, 256).nullable();

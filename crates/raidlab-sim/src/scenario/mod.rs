@@ -29,7 +29,7 @@ mod validate;
 mod workload;
 
 pub use array::{ArraySpec, Level, RebuildSpec};
-pub use controller::{ControllerSpec, MemberCommands, ReadBalance, UplinkSpec};
+pub use controller::{ControllerSpec, MemberCommands, MemberDispatch, ReadBalance, UplinkSpec};
 pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdSpec};
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,

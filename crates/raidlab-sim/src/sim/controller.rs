@@ -24,6 +24,9 @@ pub(super) struct Controller {
     pub(super) cpu: Server,
     pub(super) request_overhead_ns: u64,
     pub(super) member_op_overhead_ns: u64,
+    /// Each member command of a request leaves as soon as it is built
+    /// (`member_dispatch = "serial"`), not all once every one is.
+    pub(super) post_serially: bool,
     /// How member operations are cut into commands.
     pub(super) split: CommandSplit,
     pub(super) read_hit_overhead_ns: u64,
@@ -175,16 +178,37 @@ impl Simulation {
             return;
         }
         let ops = self.plan_request(slot);
-        let cost = match self.fastpath_cost(&r, ops) {
-            Some(cost) => cost,
-            None => {
-                self.controller.request_overhead_ns
-                    + self.controller.cache_overhead_ns
-                    + ops * self.controller.member_op_overhead_ns
+        match self.fastpath_cost(&r, ops) {
+            Some(cost) => {
+                let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
+                self.queue.push(ready, EventKind::Dispatch, slot);
             }
-        };
-        let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
-        self.queue.push(ready, EventKind::Dispatch, slot);
+            None => {
+                let lead_ns =
+                    self.controller.request_overhead_ns + self.controller.cache_overhead_ns;
+                self.charge_and_post(slot, lead_ns, ops);
+            }
+        }
+    }
+
+    /// Charge the controller's CPU for request `slot`: `lead_ns`, then
+    /// `member_op_overhead_ns` for each of its `ops` member commands. Batch dispatch
+    /// sends the commands once all are built; serial dispatch posts each as it is
+    /// built: the first once the lead is done, each next one a member operation's cost
+    /// later, its bookkeeping after its posting. So a request on one member waits only
+    /// for the lead, and the CPU stays busy for the whole either way.
+    pub(super) fn charge_and_post(&mut self, slot: u32, lead_ns: u64, ops: u64) {
+        let per_op = self.controller.member_op_overhead_ns;
+        let (start, end) = self
+            .controller
+            .cpu
+            .reserve(self.now_ns, lead_ns + ops * per_op);
+        if !self.controller.post_serially {
+            self.queue.push(end, EventKind::Dispatch, slot);
+            return;
+        }
+        self.requests[slot as usize].post_gap_ns = if ops > 1 { per_op } else { 0 };
+        self.queue.push(start + lead_ns, EventKind::Dispatch, slot);
     }
 
     /// The controller's cost for `r` (planned into `ops` member operations) when
@@ -329,7 +353,9 @@ impl Simulation {
         }
     }
 
-    /// Send one phase's member operations, split at the controller's largest transfer.
+    /// Send one phase's member operations, split at the controller's largest transfer:
+    /// all at once, or, when the request's commands are posted as they are built
+    /// (`post_gap_ns` > 0), one after the other in the host's address order.
     pub(super) fn issue_phase(&mut self, slot: u32, write: bool) {
         let trim = self.requests[slot as usize].trim;
         // A discard carries no data: one command per member range, never split.
@@ -341,53 +367,140 @@ impl Simulation {
         } else {
             self.controller.split
         };
+        let gap_ns = std::mem::take(&mut self.requests[slot as usize].post_gap_ns);
+        let (pending, bytes) = if gap_ns > 0 {
+            self.post_phase(slot, write, split, gap_ns)
+        } else {
+            self.send_phase(slot, write, split)
+        };
+        debug_assert!(pending > 0, "a phase has at least one member operation");
+        let req = &mut self.requests[slot as usize];
+        req.pending = pending;
+        req.member_ios += pending;
+        req.member_bytes += bytes;
+    }
+
+    /// Every command of a phase to its drive now, extent by extent; returns the
+    /// commands and bytes sent.
+    fn send_phase(&mut self, slot: u32, write: bool, split: CommandSplit) -> (u32, u64) {
         let mut pending = 0;
         let mut bytes = 0;
-        let count = {
-            let plan = &self.plans[slot as usize];
-            if write {
-                plan.writes.len()
-            } else {
-                plan.reads.len()
-            }
-        };
+        let count = self.phase_extents(slot, write);
         for i in 0..count {
             let plan = &self.plans[slot as usize];
             let e = if write { plan.writes[i] } else { plan.reads[i] };
             let mut at = 0;
             while at < e.len_bytes {
                 let len = split.next_len(e.offset_bytes + at, e.len_bytes - at);
-                let op = MemberOp {
-                    request: slot,
-                    drive: e.member,
-                    offset_bytes: e.offset_bytes + at,
-                    len_bytes: len,
-                    write: write && !trim,
-                    trim,
-                    link_start_ns: 0,
-                    submit_ns: self.now_ns,
-                };
-                let id = match self.free_ops.pop() {
-                    Some(id) => {
-                        self.ops[id as usize] = op;
-                        id
-                    }
-                    None => {
-                        self.ops.push(op);
-                        (self.ops.len() - 1) as u32
-                    }
-                };
+                let id = self.new_op(slot, e.member, e.offset_bytes + at, len, write, self.now_ns);
                 pending += 1;
                 bytes += len;
                 self.submit_to_drive(id);
                 at += len;
             }
         }
-        debug_assert!(pending > 0, "a phase has at least one member operation");
-        let req = &mut self.requests[slot as usize];
-        req.pending = pending;
-        req.member_ios += pending;
-        req.member_bytes += bytes;
+        (pending, bytes)
+    }
+
+    /// A phase's commands posted one every `gap_ns`, the first now, taking one command
+    /// from each extent in turn from the member of the request's first byte (for a
+    /// striped request, the order of the host's addresses); returns the commands and
+    /// bytes posted.
+    fn post_phase(
+        &mut self,
+        slot: u32,
+        write: bool,
+        split: CommandSplit,
+        gap_ns: u64,
+    ) -> (u32, u64) {
+        let count = self.phase_extents(slot, write);
+        let first_member = self
+            .layout
+            .locate(self.requests[slot as usize].offset_bytes)
+            .member;
+        let first = {
+            let plan = &self.plans[slot as usize];
+            let extents = if write { &plan.writes } else { &plan.reads };
+            extents
+                .iter()
+                .position(|e| e.member == first_member)
+                .unwrap_or(0)
+        };
+        let mut cursors = std::mem::take(&mut self.post_cursors);
+        cursors.clear();
+        cursors.resize(count, 0);
+        let (mut pending, mut bytes) = (0u32, 0u64);
+        let mut posted_any = true;
+        while posted_any {
+            posted_any = false;
+            for step in 0..count {
+                let i = (first + step) % count;
+                let plan = &self.plans[slot as usize];
+                let e = if write { plan.writes[i] } else { plan.reads[i] };
+                let at = cursors[i];
+                if at >= e.len_bytes {
+                    continue;
+                }
+                let len = split.next_len(e.offset_bytes + at, e.len_bytes - at);
+                cursors[i] += len;
+                posted_any = true;
+                let post_ns = self.now_ns + u64::from(pending) * gap_ns;
+                let id = self.new_op(slot, e.member, e.offset_bytes + at, len, write, post_ns);
+                if pending == 0 {
+                    self.submit_to_drive(id);
+                } else {
+                    self.queue.push(post_ns, EventKind::MemberSubmit, id);
+                }
+                pending += 1;
+                bytes += len;
+            }
+        }
+        self.post_cursors = cursors;
+        (pending, bytes)
+    }
+
+    /// Extents of a phase of request `slot`'s plan: its writes or its reads.
+    fn phase_extents(&self, slot: u32, write: bool) -> usize {
+        let plan = &self.plans[slot as usize];
+        if write {
+            plan.writes.len()
+        } else {
+            plan.reads.len()
+        }
+    }
+
+    /// A member operation of request `slot` in the op table, handed to its drive at
+    /// `submit_ns`; returns its id.
+    fn new_op(
+        &mut self,
+        slot: u32,
+        drive: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        write: bool,
+        submit_ns: u64,
+    ) -> u32 {
+        let trim = self.requests[slot as usize].trim;
+        let op = MemberOp {
+            request: slot,
+            drive,
+            offset_bytes,
+            len_bytes,
+            write: write && !trim,
+            trim,
+            link_start_ns: 0,
+            submit_ns,
+        };
+        match self.free_ops.pop() {
+            Some(id) => {
+                self.ops[id as usize] = op;
+                id
+            }
+            None => {
+                self.ops.push(op);
+                (self.ops.len() - 1) as u32
+            }
+        }
     }
 
     /// Host write data crossing the bus and the controller's write path.
@@ -417,7 +530,7 @@ impl Simulation {
     }
 
     /// A new member operation for its drive: counted in the member's load until done.
-    fn submit_to_drive(&mut self, id: u32) {
+    pub(super) fn submit_to_drive(&mut self, id: u32) {
         let drive = self.ops[id as usize].drive;
         self.member_load[drive as usize] += 1;
         self.send_to_drive(id);

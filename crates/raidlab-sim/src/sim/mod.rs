@@ -28,7 +28,7 @@ use crate::resource::{Path, Server};
 use crate::results::Results;
 use crate::rng::Rng;
 use crate::scenario::{DriveSpec, Precondition, Rw, Scenario, SsdSpec, IODEPTH_MAX};
-use crate::scenario::{MemberCommands, ReadBalance};
+use crate::scenario::{MemberCommands, MemberDispatch, ReadBalance};
 use crate::scheduler::{Counters, Scheduler};
 use crate::ssd::Ssd;
 use raidlab_layout::{Geometry, MemberSet, Plan, RoundRobin};
@@ -102,6 +102,9 @@ struct Request {
     internal: bool,
     /// A host discard (TRIM): no data, planned by the layout's discard rules.
     trim: bool,
+    /// Time between the posting of its next phase's member commands, one after the
+    /// other (0: all at once); consumed by that phase.
+    post_gap_ns: u64,
 }
 
 /// Where a request's time went along its path, kept beside `Request` rather than in
@@ -168,6 +171,8 @@ pub struct Simulation {
     host_slots: u32,
     ops: Vec<MemberOp>,
     free_ops: Vec<u32>,
+    /// Scratch for `issue_phase`: bytes of each extent of the phase posted so far.
+    post_cursors: Vec<u64>,
     workloads: Vec<Workload>,
     jobs: Vec<Job>,
     /// Job of each host slot.
@@ -328,6 +333,7 @@ impl Simulation {
                 cpu: Server::default(),
                 request_overhead_ns: c.request_overhead_ns,
                 member_op_overhead_ns: c.member_op_overhead_ns,
+                post_serially: c.member_dispatch == MemberDispatch::Serial,
                 split: CommandSplit {
                     max_bytes: c.max_member_transfer_bytes,
                     strip_bytes,
@@ -387,6 +393,7 @@ impl Simulation {
             host_slots,
             ops: Vec::with_capacity(host_slots as usize * 2),
             free_ops: Vec::new(),
+            post_cursors: Vec::new(),
             active_workloads: workloads.len(),
             workloads,
             jobs,
@@ -463,6 +470,7 @@ impl Simulation {
                 EventKind::SchedulerInsert => self.scheduler_insert(event.target),
                 EventKind::SchedulerTimer => self.scheduler_timer(event.target),
                 EventKind::MemberFails => self.member_fails(),
+                EventKind::MemberSubmit => self.submit_to_drive(event.target),
             }
         }
         self.stopped.then(|| self.results())

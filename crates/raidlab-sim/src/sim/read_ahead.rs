@@ -135,10 +135,7 @@ impl Simulation {
         let waiters = std::mem::take(&mut ra.waiters);
         for slot in waiters {
             let ops = self.plan_request(slot);
-            let cost =
-                self.controller.request_overhead_ns + ops * self.controller.member_op_overhead_ns;
-            let (_, ready) = self.controller.cpu.reserve(self.now_ns, cost);
-            self.queue.push(ready, EventKind::Dispatch, slot);
+            self.charge_and_post(slot, self.controller.request_overhead_ns, ops);
         }
     }
 
@@ -192,11 +189,7 @@ impl Simulation {
                 ..Request::default()
             };
             let ops = self.plan_request(slot);
-            let (_, ready) = self
-                .controller
-                .cpu
-                .reserve(self.now_ns, ops * self.controller.member_op_overhead_ns);
-            self.queue.push(ready, EventKind::Dispatch, slot);
+            self.charge_and_post(slot, 0, ops);
         }
     }
 

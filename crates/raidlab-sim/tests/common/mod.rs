@@ -3,7 +3,7 @@
 
 use raidlab_sim::scenario::{
     ArraySpec, ControllerSpec, Distribution, DriveSpec, FtlGc, FtlSpec, HddSpec, HostSpec,
-    MemberCommands, Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
+    MemberCommands, MemberDispatch, Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
 };
 use raidlab_sim::Results;
 
@@ -132,6 +132,7 @@ pub fn hba() -> ControllerSpec {
         member_op_overhead_ns: 0,
         max_member_transfer_bytes: 32 << 20,
         member_commands: MemberCommands::Merged,
+        member_dispatch: MemberDispatch::Batch,
         member_queue_depth: None,
         port_rate_bytes_per_s: 600e6,
         bus_rate_bytes_per_s: None,
