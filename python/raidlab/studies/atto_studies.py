@@ -186,13 +186,7 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
                 configs=("raid0_4_su64K",),
             ),
         ),
-        # At most the 94.7 us per 8 KiB strip at which 2-disk 8 KiB-strip reads level
-        # off (86.5 MB/s, 1-8 MiB): posting every strip of that array, the firmware
-        # spends no more on one. Today's drive model caps that array below it (74.5
-        # MB/s, the drives' 0.22 ms per command), so its rows do not hold the fit there
-        # by themselves: unbounded, it settles at 106 us, which would cap every 8 KiB-
-        # strip array, whatever its disk count, at 77 MB/s, below what 2 disks measure.
-        search_range=(10_000, 94_700),
+        search_range=(10_000, 300_000),
         prior=Prior(
             10_000,
             "no figure published for the SAS1078 firmware's time per member command; "
