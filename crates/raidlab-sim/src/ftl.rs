@@ -227,6 +227,12 @@ impl Ftl {
         self.valid.iter().map(|&v| u64::from(v)).sum()
     }
 
+    /// Valid share of the block garbage collection would collect next (what one
+    /// collection copies per unit it frees: u / (1 - u)).
+    pub fn victim_valid_fraction(&self) -> f64 {
+        f64::from(self.valid[self.victim() as usize]) / f64::from(self.units_per_block)
+    }
+
     fn victim(&self) -> u32 {
         let full = |b: u32| b != self.open_block && !self.free.contains(&b);
         let mut best = NONE;
