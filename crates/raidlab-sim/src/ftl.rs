@@ -227,6 +227,22 @@ impl Ftl {
         self.valid.iter().map(|&v| u64::from(v)).sum()
     }
 
+    /// Valid share of the full block with the `rank`-th fewest valid units (0: the
+    /// block greedy collection takes next): what collecting it copies per unit it
+    /// frees is u / (1 - u). With the `rank` best blocks already collected ahead of
+    /// need, it is the next one's; past the last full block, 1.
+    pub fn valid_fraction_at_rank(&self, rank: usize) -> f64 {
+        let mut valid: Vec<u32> = (0..self.blocks)
+            .filter(|&b| b != self.open_block && !self.free.contains(&b))
+            .map(|b| self.valid[b as usize])
+            .collect();
+        if rank >= valid.len() {
+            return 1.0;
+        }
+        let (_, &mut nth, _) = valid.select_nth_unstable(rank);
+        f64::from(nth) / f64::from(self.units_per_block)
+    }
+
     fn victim(&self) -> u32 {
         let full = |b: u32| b != self.open_block && !self.free.contains(&b);
         let mut best = NONE;
@@ -382,6 +398,25 @@ mod tests {
             "{stats:?}"
         );
         assert!(f64::from(stats.max) >= stats.mean && stats.mean > 0.0);
+    }
+
+    #[test]
+    fn blocks_ranked_by_valid_share_start_at_the_greedy_victim() {
+        let units = 1 << 14;
+        let mut ftl = Ftl::new(units, 0.1, 256, GcPolicy::Greedy);
+        let mut rng = Rng::new(4);
+        for u in 0..units {
+            ftl.write(u);
+        }
+        for _ in 0..2 * units {
+            ftl.write(rng.below(u64::from(units)) as u32);
+        }
+        let victim = f64::from(ftl.valid[ftl.victim() as usize]) / 256.0;
+        assert_eq!(ftl.valid_fraction_at_rank(0), victim);
+        let ranked: Vec<f64> = (0..20).map(|r| ftl.valid_fraction_at_rank(r)).collect();
+        assert!(ranked.windows(2).all(|w| w[0] <= w[1]), "{ranked:?}");
+        assert!(victim < 1.0 && ranked[19] > victim, "{ranked:?}");
+        assert_eq!(ftl.valid_fraction_at_rank(ftl.blocks() as usize), 1.0);
     }
 
     #[test]

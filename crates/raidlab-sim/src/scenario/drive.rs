@@ -225,6 +225,13 @@ pub struct FtlSpec {
     /// collection. 0: a few copies per host write, paced (consistent latency).
     #[serde(default)]
     pub gc_burst_units: u32,
+    /// Background (idle-time) garbage collection: while a die has no program, erase
+    /// or read to do, the firmware collects victims ahead of need until this much
+    /// free space, percent of the drive's flash, is cleaned in advance; host writes
+    /// then use it without waiting for collection. 0: none (every collection is paid
+    /// by the writes that need the space, as before).
+    #[serde(default)]
+    pub idle_gc_free_percent: f64,
     /// Mapping unit.
     #[serde(default = "default_map_unit")]
     pub map_unit_bytes: u64,

@@ -792,6 +792,9 @@ limits! {
         "firmware time per unit garbage collection relocates").ints(0, NS_MAX).or(Int(0));
     FTL_GC_BURST = Limit::new("array.drive.ftl.gc_burst_units", Ssd, Count,
         "relocations done in one go (0: paced per host write)").ints(0, 1 << 20).or(Int(0));
+    FTL_IDLE_GC = Limit::new("array.drive.ftl.idle_gc_free_percent", Ssd, Percent,
+        "free space garbage collection cleans ahead while the flash is idle, percent of the \
+         flash (0: none)").reals(0.0, 50.0).or(Real(0.0));
     FTL_MAP_UNIT = Limit::new("array.drive.ftl.map_unit_bytes", Ssd, Bytes, "mapping unit")
         .ints(512, 1 << 20).or(Int(4096));
     FTL_GC = Limit::new("array.drive.ftl.gc", Ssd, Choice, "victim choice")

@@ -43,6 +43,7 @@ pub fn s3500_ftl(spare_percent: f64, op_percent: f64, precondition: Precondition
         erase_ns: 3_000_000,
         gc_unit_firmware_ns: 0,
         gc_burst_units: 0,
+        idle_gc_free_percent: 0.0,
         map_unit_bytes: 4096,
         gc: FtlGc::Greedy,
         units: 1 << 17,
