@@ -542,7 +542,15 @@ impl Hdd {
         } else {
             mech_t0.max(c.ready_ns)
         };
-        Some(self.serve(start, c, positioning))
+        let mut started = self.serve(start, c, positioning);
+        // The mechanism may have taken this command before `now_ns` (it freed while the
+        // link still carried the last command's data), but its status crosses that
+        // link, which is busy until `now_ns`: a write with the write cache off can end
+        // on the platter earlier, never complete earlier. Reporting it in the past put
+        // an event behind the clock (tests/invariants.rs, debug build: a 1 MiB write
+        // after a read queued behind buffered write data on the link).
+        started.done_ns = started.done_ns.max(now_ns);
+        Some(started)
     }
 
     /// The queued command NCQ serves next when the mechanism frees at `mech_t0` (and
