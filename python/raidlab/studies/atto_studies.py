@@ -115,6 +115,11 @@ class Calibration:
         return (self.field, *self.tied_fields)
 
 
+def _kib(*sizes: int) -> tuple[int, ...]:
+    """Transfer sizes in KiB as bytes, for a RowPattern."""
+    return tuple(size * 1024 for size in sizes)
+
+
 # Controller fields calibrated on array rows. Their rows are reported as `calibration`,
 # never as `prediction`, so the prediction MAPE stays honest; `--cross-validate`
 # refits each without the held configuration. The values in use are the preset's
@@ -128,7 +133,7 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
             RowPattern(
                 "write",
                 1,
-                tuple(kib * 1024 for kib in (256, 512, 1024, 2048, 4096, 8192)),
+                _kib(256, 512, 1024, 2048, 4096, 8192),
                 configs=("raid0_2_su8K",),
             ),
         ),
@@ -170,19 +175,19 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
             RowPattern(
                 "read",
                 1,
-                tuple(kib * 1024 for kib in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)),
+                _kib(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
                 configs=("raid0_2_su8K",),
             ),
             RowPattern(
                 "read",
                 1,
-                tuple(kib * 1024 for kib in (128, 256, 512, 1024)),
+                _kib(128, 256, 512, 1024),
                 configs=("raid0_2_su64K",),
             ),
             RowPattern(
                 "read",
                 1,
-                tuple(kib * 1024 for kib in (256, 512, 1024, 2048)),
+                _kib(256, 512, 1024, 2048),
                 configs=("raid0_4_su64K",),
             ),
         ),
