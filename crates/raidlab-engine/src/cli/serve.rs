@@ -36,6 +36,10 @@ pub fn serve(a: &ServeArgs) -> Result<i32> {
 
 /// Everything of `serve` but the one-per-process guard.
 fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
+    // Before the listener exists: a client (or a test) that sees the port open may
+    // send SIGINT at once, and a signal that arrived before the handlers were in place
+    // killed the process mid start-up instead of stopping the serve cleanly.
+    let _signals = SignalHandlers::install();
     let tls = tls_server(a)?;
     let members = absolute(&a.array.members)?;
     let array = Arc::new(super::commands::assemble(&members, &a.array)?);
@@ -49,7 +53,6 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let tier = cache_tier(a, &array)?;
     array.open_for_writes()?;
     tune_malloc();
-    let _signals = SignalHandlers::install();
     let control_thread = {
         let array = array.clone();
         std::thread::spawn(move || control::serve(array, control_socket, &STOP))
