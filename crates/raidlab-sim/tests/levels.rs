@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{busy_ns, scenario, ssd, w};
+use common::{busy_ns, rebuild_of, scenario, ssd, w};
 use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 
@@ -79,12 +79,7 @@ fn a_rebuild_runs_at_its_rate_and_slows_the_workload() {
     let mut s = raid(5, 4, Rw::Randread, 4096, 16);
     s.array.failed = vec![1];
     let quiet = simulate(&s).ops["read"].iops;
-    s.array.rebuild = Some(RebuildSpec {
-        member: 1,
-        rate_bytes_per_s: 200e6,
-        failed_at_ns: None,
-        rate_min_bytes_per_s: None,
-    });
+    s.array.rebuild = Some(rebuild_of(1, 200e6));
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
     assert!(
@@ -113,12 +108,7 @@ fn a_small_array_rebuilds_completely_and_is_healthy_again() {
     w(&mut s).size_bytes = cap;
     w(&mut s).ios = 200_000;
     s.array.failed = vec![0];
-    s.array.rebuild = Some(RebuildSpec {
-        member: 0,
-        rate_bytes_per_s: 1e9,
-        failed_at_ns: None,
-        rate_min_bytes_per_s: None,
-    });
+    s.array.rebuild = Some(rebuild_of(0, 1e9));
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");
     assert!(rebuild.finished, "{rebuild:?}");
@@ -132,10 +122,8 @@ fn spare_rebuild(failed_at_ns: Option<u64>, spares: u32) -> Scenario {
     s.array.failed = vec![1];
     s.array.spares = spares;
     s.array.rebuild = Some(RebuildSpec {
-        member: 1,
-        rate_bytes_per_s: 100e6,
         failed_at_ns,
-        rate_min_bytes_per_s: None,
+        ..rebuild_of(1, 100e6)
     });
     s
 }

@@ -4,25 +4,27 @@
 
 mod common;
 
-use common::{hdd, iops, scenario, ssd, w};
-use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
+use common::{hdd, iops, rebuild_of, scenario, ssd, w};
+use raidlab_sim::scenario::{DriveSpec, Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 
 /// md's default `speed_limit_min`, 1000 KiB/s.
 const MD_MIN: f64 = 1_024_000.0;
 
+/// RAID 5 of 4 `drive`s under 4 KiB `rw` at `iodepth`, member 1 rebuilt at
+/// `rate_bytes_per_s` at most.
+fn raid5_rebuilding(drive: DriveSpec, rw: Rw, iodepth: u32, rate_bytes_per_s: f64) -> Scenario {
+    let mut s = scenario(drive, 4, rw, 4096, iodepth);
+    s.array.level = Level::Number(5);
+    s.array.failed = vec![1];
+    s.array.rebuild = Some(rebuild_of(1, rate_bytes_per_s));
+    s
+}
+
 /// RAID 5 of 4 HDDs with member 1 rebuilt at 200 MB/s at most under 4 KiB random
 /// reads at `iodepth`.
 fn hdd_raid5_rebuilding(iodepth: u32) -> Scenario {
-    let mut s = scenario(hdd(), 4, Rw::Randread, 4096, iodepth);
-    s.array.level = Level::Number(5);
-    s.array.failed = vec![1];
-    s.array.rebuild = Some(RebuildSpec {
-        member: 1,
-        rate_bytes_per_s: 200e6,
-        failed_at_ns: None,
-        rate_min_bytes_per_s: None,
-    });
+    let mut s = raid5_rebuilding(hdd(), Rw::Randread, iodepth, 200e6);
     // Long enough (~20 s) that a window's worth of units (2 MiB) is small next to
     // what the rebuild does in the measurement.
     w(&mut s).ios = 16_000;
@@ -102,15 +104,7 @@ fn a_hardware_share_takes_its_part_of_the_rate_limit_from_the_workload() {
 
 #[test]
 fn on_ssds_the_share_is_of_the_rate_limit() {
-    let mut s = scenario(ssd(), 4, Rw::Randwrite, 4096, 32);
-    s.array.level = Level::Number(5);
-    s.array.failed = vec![1];
-    s.array.rebuild = Some(RebuildSpec {
-        member: 1,
-        rate_bytes_per_s: 200e6,
-        failed_at_ns: None,
-        rate_min_bytes_per_s: None,
-    });
+    let mut s = raid5_rebuilding(ssd(), Rw::Randwrite, 32, 200e6);
     w(&mut s).ios = 100_000;
     let starved = rebuild_mbps(&s);
     s.array.controller.rebuild_share_percent = Some(50.0);
@@ -170,15 +164,7 @@ fn a_rebuild_already_above_its_minimum_runs_as_without_one() {
 
 #[test]
 fn a_lightly_loaded_array_still_rebuilds_at_its_rate_limit() {
-    let mut s = scenario(ssd(), 4, Rw::Randread, 4096, 1);
-    s.array.level = Level::Number(5);
-    s.array.failed = vec![1];
-    s.array.rebuild = Some(RebuildSpec {
-        member: 1,
-        rate_bytes_per_s: 50e6,
-        failed_at_ns: None,
-        rate_min_bytes_per_s: None,
-    });
+    let mut s = raid5_rebuilding(ssd(), Rw::Randread, 1, 50e6);
     s.array.controller.rebuild_rate_min_bytes_per_s = Some(MD_MIN);
     let mbps = rebuild_mbps(&s);
     assert!(mbps > 45.0 && mbps <= 50.0 * 1.001, "{mbps}");
@@ -199,17 +185,15 @@ fn a_small_array_with_a_window_rebuilds_completely() {
     let mut s = scenario(ssd(), 2, Rw::Randread, 4096, 32);
     s.array.level = Level::Number(1);
     let cap = 64 << 20;
-    if let raidlab_sim::scenario::DriveSpec::Ssd(d) = &mut s.array.drive {
+    if let DriveSpec::Ssd(d) = &mut s.array.drive {
         d.capacity_bytes = cap;
     }
     w(&mut s).size_bytes = cap;
     w(&mut s).ios = 200_000;
     s.array.failed = vec![0];
     s.array.rebuild = Some(RebuildSpec {
-        member: 0,
-        rate_bytes_per_s: 1e9,
-        failed_at_ns: None,
         rate_min_bytes_per_s: Some(500e6),
+        ..rebuild_of(0, 1e9)
     });
     let r = simulate(&s);
     let rebuild = r.rebuild.expect("rebuild reported");

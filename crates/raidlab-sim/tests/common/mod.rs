@@ -3,7 +3,8 @@
 
 use raidlab_sim::scenario::{
     ArraySpec, ControllerSpec, Distribution, DriveSpec, FtlGc, FtlSpec, HddSpec, HostSpec,
-    MemberCommands, MemberDispatch, Precondition, Rw, Scenario, SsdSpec, WorkloadSpec, SCHEMA,
+    MemberCommands, MemberDispatch, Precondition, RebuildSpec, Rw, Scenario, SsdSpec, WorkloadSpec,
+    SCHEMA,
 };
 use raidlab_sim::Results;
 
@@ -233,4 +234,15 @@ pub fn busy_ns(r: &Results, selects: impl Fn(&str) -> bool) -> u64 {
         .filter(|x| selects(&x.name))
         .map(|x| x.busy_ns)
         .sum()
+}
+
+/// A rebuild of `member` at `rate_bytes_per_s` at most, the member failed before the
+/// run and no minimum of the scenario's own.
+pub fn rebuild_of(member: u32, rate_bytes_per_s: f64) -> RebuildSpec {
+    RebuildSpec {
+        member,
+        rate_bytes_per_s,
+        failed_at_ns: None,
+        rate_min_bytes_per_s: None,
+    }
 }
