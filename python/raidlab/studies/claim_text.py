@@ -42,8 +42,10 @@ from raidlab.studies.claims import (
     NOT_COVERED_RANGE,
     PTS_IODEPTH,
     PTS_NUMJOBS,
+    SIGNIFICANTLY,
     STRIPE_UNIT,
     SWR,
+    UNCHANGED,
     WORKLOADS,
     Check,
     Results,
@@ -177,7 +179,7 @@ def _drive(config: str) -> str:
 CONTROLLER_WORDS: tuple[tuple[str, str], ...] = (
     (r"MegaRAID\s*9361", "megaraid-9361"),
     (r"MegaRAID\s*9365", HWR),
-    (r"\bHWR\b|hardware", HWR),
+    (r"\bHWR\b|hardware|MegaRAID|\bLSI\b|\bAvago\b", HWR),
     (r"\bSWR\b|mdadm|\bmd\b|software", SWR),
 )
 
@@ -206,20 +208,39 @@ def _controllers(config: str, drives: int, hardware_only: bool) -> dict[str, str
     return {"": next(iter(named.values()))} if len(named) == 1 else named
 
 
+READ_AHEAD = r"read[- ]?ahead"
+READ_AHEAD_WORDS: tuple[tuple[str, str], ...] = (
+    (rf"{READ_AHEAD}\s+(off|none|disabled)\b|\bno {READ_AHEAD}|without {READ_AHEAD}", "none"),
+    (rf"{READ_AHEAD}\s+adaptive|adaptive {READ_AHEAD}", "adaptive"),
+    (rf"{READ_AHEAD}\s+(on|always|enabled)\b|with {READ_AHEAD}|always {READ_AHEAD}", READ_AHEAD_ON),
+)
+
+
 def _read_ahead(words: str) -> str | None:
-    if re.search(r"read[- ]?ahead\s+(on|always)\b|with read[- ]?ahead", words):
-        return READ_AHEAD_ON
-    if re.search(r"read[- ]?ahead\s+(off|none)\b|no read[- ]?ahead|without read[- ]?ahead", words):
-        return "none"
-    if re.search(r"read[- ]?ahead\s+adaptive|adaptive read[- ]?ahead", words):
-        return "adaptive"
-    return None
+    """MegaRAID's read-ahead policy the words name, None where they name none."""
+    return next((mode for pattern, mode in READ_AHEAD_WORDS if re.search(pattern, words)), None)
+
+
+VS = r"(?:vs\.?|versus|and)"
+# A setting a config compares on against off ("read-ahead on vs off"): the claim is
+# about the ratio of the two.
+SWITCH_WORDS: tuple[tuple[str, str], ...] = (
+    (rf"{READ_AHEAD},? (on {VS} off|off {VS} on)", "read_ahead"),
+    (rf"write[- ]?back {VS} write[- ]?through|write[- ]?through {VS} write[- ]?back", "write_back"),
+)
+
+
+def _switched(config: str) -> str:
+    words = config.lower()
+    return next((name for pattern, name in SWITCH_WORDS if re.search(pattern, words)), "")
 
 
 def _write_back(words: str) -> bool:
-    if re.search(r"write[- ]?through|write cache off|without (a |the )?(write )?cache", words):
+    if re.search(
+        r"write[- ]?through|write cache off|without (a |the )?(write )?cache|\bwt\b", words
+    ):
         return False
-    return bool(re.search(r"write[- ]?back|write cache on", words))
+    return bool(re.search(r"write[- ]?back|write cache on|\bwb\b", words))
 
 
 def _op_percent(words: str) -> float:
@@ -228,7 +249,7 @@ def _op_percent(words: str) -> float:
 
 
 def _state(words: str) -> str:
-    return "fob" if re.search(r"\bfob\b|fresh|secure[- ]erase", words) else DRIVE_STATE
+    return "fob" if re.search(r"\bfob\b|\bfresh\b|secure[- ]?erase", words) else DRIVE_STATE
 
 
 @dataclass(frozen=True)
@@ -238,13 +259,15 @@ class Config:
 
     setups: dict[str, Setup]
     levels: tuple[int, ...]
+    switched: str = ""  # a Setup field the config compares on against off
 
 
 def parse_config(
-    config: str, condition: str, levels_wanted: int = 1, hardware_only: bool = False
+    config: str, condition: str, compares_levels: bool = False, hardware_only: bool = False
 ) -> Config:
     """The setups of a config and condition (modifiers may be in either);
-    ``hardware_only`` where the metric switches a hardware controller's setting."""
+    ``compares_levels`` where the metric compares two levels ("RAID5 vs RAID10"),
+    ``hardware_only`` where it switches a hardware controller's setting."""
     words = f"{config} {condition}".lower()
     levels = _levels(config)
     single = re.search(r"\bsingle\b|\bone (SSD|drive|HDD)\b", config, re.IGNORECASE)
@@ -252,15 +275,16 @@ def parse_config(
         levels = [0]
     if not levels:
         raise NotExpressible(f"config '{config}' names no RAID level and no single drive")
-    if len(levels) != levels_wanted:
+    if len(levels) > (2 if compares_levels else 1):
         raise NotExpressible(
-            f"config '{config}' names {len(levels)} RAID levels where the metric compares "
-            f"{levels_wanted}"
+            f"config '{config}' names {len(levels)} RAID levels; its metric is about "
+            f"{'two' if compares_levels else 'one'}"
         )
     drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
-    read_ahead = _read_ahead(words)
-    write_back = _write_back(words)
-    hardware_only = hardware_only or write_back or read_ahead is not None
+    switched = _switched(config)
+    read_ahead = None if switched == "read_ahead" else _read_ahead(words)
+    write_back = switched != "write_back" and _write_back(words)
+    hardware_only = hardware_only or write_back or read_ahead is not None or bool(switched)
     controllers = _controllers(config, drives, hardware_only)
     drive = _drive(config)
     setups = {
@@ -277,7 +301,7 @@ def parse_config(
         )
         for variant, controller in controllers.items()
     }
-    return Config(setups, tuple(levels))
+    return Config(setups, tuple(levels), switched)
 
 
 def _setup_name(level: int, drives: int, variant: str, drive: str) -> str:
@@ -325,15 +349,18 @@ class Relation:
     modifier: str = ""
 
 
+LEVEL_OF_CONFIG = -1  # "..._vs_raid5": the level compared with RAID 5 is the config's
+SINGLE = r"(?:a_)?(?:single|one)(?:_ssd|_drive)?"
 # Relation patterns, tried in order on the metric name: (pattern, kind, against).
 RELATIONS: tuple[tuple[str, str, str], ...] = (
-    (r"^(?P<base>.+)_penalty_vs_single_ssd$", "penalty", "single"),
-    (r"^(?P<base>.+)_(?:gain|increase)_vs_single_ssd$", "gain", "single"),
-    (r"^(?P<base>.+)_overhead_vs_single_ssd$", "difference", "single"),
-    (r"^(?P<base>.+)_(?:ratio_)?vs_single_ssd$", "ratio", "single"),
+    (rf"^(?P<base>.+)_(?:penalty|reduction|loss)_vs_{SINGLE}$", "penalty", "single"),
+    (rf"^(?P<base>.+)_(?:gain|increase)_vs_{SINGLE}$", "gain", "single"),
+    (rf"^(?P<base>.+)_overhead_vs_{SINGLE}$", "difference", "single"),
+    (rf"^(?P<base>.+)_(?:ratio_)?vs_{SINGLE}$", "ratio", "single"),
     (r"^(?P<base>.+)_(?:reduction|penalty|loss)_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
     (r"^(?P<base>.+)_(?:gain|increase)_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
-    (r"^(?P<base>.+)_raid(?P<a>\d+)_vs_raid(?P<b>\d+)$", "ratio", "level"),
+    (r"^(?P<base>.+)_(?:ratio_)?with_(?P<mod>[a-z_]+)_vs_without$", "ratio", "modifier"),
+    (r"^(?P<base>.+?)(?:_raid(?P<a>\d+))?_vs_raid(?P<b>\d+)$", "ratio", "level"),
     (r"^(?P<base>(?:usable_)?capacity_fraction)$", "capacity", ""),
     (r"^(?P<base>.+)$", "value", ""),
 )
@@ -359,12 +386,14 @@ MODIFIERS = {
     "over_provisioning": "op_percent",
     "op": "op_percent",
 }
-UNITS = {
-    "iops": ("IOPS",),
-    "mbps": ("MBPS", "MB/S"),
-    "latency": ("MS",),
-    "percent": ("PERCENT", "%", "PP"),
-    "x": ("X",),
+# The units a figure may be stated in, by what raidlab computes, and the factor from
+# raidlab's unit (the first) to each.
+UNITS: dict[str, dict[str, float]] = {
+    "iops": {"IOPS": 1.0, "KIOPS": 1e-3},
+    "mbps": {"MBPS": 1.0, "MB/S": 1.0, "GBPS": 1e-3, "GB/S": 1e-3},
+    "latency": {"MS": 1.0, "US": 1e3, "µS": 1e3},
+    "percent": {"PERCENT": 1.0, "%": 1.0, "PP": 1.0},
+    "x": {"X": 1.0},
 }
 
 
@@ -377,7 +406,11 @@ def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation,
         for pattern, kind, against in RELATIONS
         if (match := re.match(pattern, name))
     )
-    levels = (int(groups["a"]), int(groups["b"])) if against == "level" else ()
+    levels = (
+        (int(groups["a"]) if groups["a"] else LEVEL_OF_CONFIG, int(groups["b"]))
+        if against == "level"
+        else ()
+    )
     modifier = ""
     if against == "modifier":
         if groups["mod"] not in MODIFIERS:
@@ -453,20 +486,25 @@ def _blocks_of(condition: str, kind: str) -> tuple[str, ...]:
     return (THROUGHPUT_BS,) if kind == "mbps" else (BLOCK,)
 
 
-def _check_unit(row: ClaimText, measure: Measure | None, relation: Relation) -> None:
-    if relation.kind == "capacity" or relation.kind in ("penalty", "gain"):
+def unit_factor(row: ClaimText, measure: Measure | None, relation: Relation) -> float:
+    """The factor from raidlab's unit to the claim's; a qualitative claim may state none."""
+    if relation.kind == "difference" and measure and measure.kind != "latency":
+        raise NotExpressible(f"metric '{row.metric}': an overhead is checked on latency only")
+    if relation.kind in ("capacity", "penalty", "gain"):
         expected = "percent"
     elif relation.kind == "ratio":
         expected = "x"
     else:
         expected = measure.kind if measure else "percent"
-    if row.unit.strip().upper() not in UNITS[expected]:
+    unit = row.unit.strip().upper()
+    if not unit and math.isnan(row.value):
+        return 1.0
+    if unit not in UNITS[expected]:
         raise NotExpressible(
             f"unit '{row.unit}' does not fit metric '{row.metric}' (raidlab gives it in "
-            f"{UNITS[expected][0]})"
+            f"{next(iter(UNITS[expected]))})"
         )
-    if relation.kind == "difference" and measure and measure.kind != "latency":
-        raise NotExpressible(f"metric '{row.metric}': an overhead is checked on latency only")
+    return UNITS[expected][unit]
 
 
 # --- tolerance -------------------------------------------------------------------
@@ -480,6 +518,8 @@ def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
     words = f"{row.condition} {row.value_text}".lower()
     if relation.kind == "capacity":
         return Tolerance("exact")
+    if math.isnan(row.value):
+        return _qualitative_tolerance(row, relation)
     if re.search(LOWER_WORDS, words) or row.value_text.strip().startswith(">"):
         return Tolerance("lower_bound")
     if re.search(UPPER_WORDS, words) or row.value_text.strip().startswith("<"):
@@ -494,6 +534,33 @@ def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
         return Tolerance("absolute", LATENCY_DIFFERENCE_MS, "ms")
     # "around", "about", "nearly", "up to" or a plain figure: T01, T02, T22, T28, T33.
     return Tolerance("relative", ABOUT)
+
+
+def _qualitative_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
+    """A value that is not a number, as the hand-written Q checks read it: ">1" a
+    direction (above 1.1 where the article says "significantly" or "major"), "5-10" a
+    range, "no difference" a ratio within 1 ± 10 %, "higher ..." a ratio above 1.1."""
+    text = row.value_text.strip().lower()
+    strength = SIGNIFICANTLY if re.search(r"significant|major", row.condition.lower()) else 1.0
+    above = re.fullmatch(r">\s*([\d.]+)", text)
+    between = re.fullmatch(r"([\d.]+)\s*-\s*([\d.]+)", text)
+    if between:
+        low, high = float(between.group(1)), float(between.group(2))
+        return Tolerance("range", low, row.unit, high)
+    if relation.kind != "ratio":
+        raise NotExpressible(
+            f"value '{row.value_text}' is not a number, and metric '{row.metric}' is no ratio "
+            "to hold it against"
+        )
+    if above:
+        return Tolerance("direction", float(above.group(1)) * strength, "x")
+    if re.search(r"no difference|unchanged|not affect|the same", text):
+        return Tolerance("unchanged", UNCHANGED)
+    if re.search(r"\bhigher|\bmore\b|faster|better", text):
+        return Tolerance("direction", SIGNIFICANTLY, "x")
+    raise NotExpressible(
+        f"value '{row.value_text}' is neither a number nor a direction raidlab reads"
+    )
 
 
 # --- runs and metrics ------------------------------------------------------------
@@ -573,43 +640,61 @@ def interpret(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
         return str(reason)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A row read: what is measured, how the figure is made of it, the levels compared
+    (first measured, second the baseline), the tolerance and the unit's factor."""
+
+    row: ClaimText
+    measure: Measure | None
+    relation: Relation
+    levels: tuple[int, ...]
+    tolerance: Tolerance
+    factor: float
+
+
 def claim_checks(row: ClaimText) -> list[Check]:
     """The checks of a row: one per controller variant, workload and block size."""
     measure, relation, levels = parse_metric(row.metric, row.condition)
-    _check_unit(row, measure, relation)
-    if math.isnan(row.value):
-        raise NotExpressible(f"value '{row.value_text}' is not a number raidlab can compare")
     config = parse_config(
         row.config,
         row.condition,
-        levels_wanted=2 if relation.against == "level" else 1,
+        compares_levels=relation.against == "level",
         hardware_only=relation.modifier in ("write_back", "read_ahead"),
     )
-    if levels and set(levels) != set(config.levels):
-        raise NotExpressible(
-            f"metric '{row.metric}' compares other levels than config '{row.config}'"
-        )
-    tolerance = parse_tolerance(row, relation)
+    if config.switched and relation.kind == "value":
+        # "read-ahead on vs off" and a figure of one measure: the ratio of on to off.
+        relation = Relation("ratio", "modifier", config.switched)
+    if relation.against == "level":
+        levels = _compared_levels(row, levels, config)
+    factor = unit_factor(row, measure, relation)
+    reading = Reading(row, measure, relation, levels, parse_tolerance(row, relation), factor)
     if measure is None:
-        return [
-            _capacity_check(row, setup, variant, tolerance) for variant, setup in _geometry(config)
-        ]
+        return [_capacity_check(reading, next(iter(config.setups.values())))]
     return [
-        _check(
-            row,
-            _label(variant, workload, bs, measure),
-            setup,
-            measure,
-            relation,
-            levels,
-            workload,
-            bs,
-            tolerance,
-        )
+        _check(reading, _label(variant, workload, bs, measure), setup, workload, bs)
         for variant, setup in _setups(config, relation, levels, row.condition)
         for workload in measure.workloads
         for bs in measure.block_sizes
     ]
+
+
+def _compared_levels(row: ClaimText, levels: tuple[int, ...], config: Config) -> tuple[int, int]:
+    """The two levels of "..._raid10_vs_raid5" (or "..._vs_raid5" of a RAID 10 config)."""
+    first, second = levels
+    if first == LEVEL_OF_CONFIG:
+        others = [level for level in config.levels if level != second]
+        if len(others) != 1:
+            raise NotExpressible(
+                f"metric '{row.metric}' compares with RAID {second}, config '{row.config}' "
+                "names no other level"
+            )
+        first = others[0]
+    if not set(config.levels) <= {first, second}:
+        raise NotExpressible(
+            f"metric '{row.metric}' compares other levels than config '{row.config}'"
+        )
+    return first, second
 
 
 def _setups(
@@ -620,11 +705,8 @@ def _setups(
     for variant, setup in config.setups.items():
         setup = _with_modifier(setup, relation, condition)
         if levels:
-            setup = dataclasses.replace(
-                setup,
-                level=levels[0],
-                name=_setup_name(levels[0], setup.drives, variant, setup.drive),
-            )
+            name = _setup_name(levels[0], setup.drives, variant, setup.drive)
+            setup = dataclasses.replace(setup, level=levels[0], name=name)
         setups.append((variant, setup))
     return setups
 
@@ -640,12 +722,9 @@ def _label(variant: str, workload: str, bs: str, measure: Measure) -> str:
     return " ".join(part for part in parts if part)
 
 
-def _geometry(config: Config) -> list[tuple[str, Setup]]:
-    """One setup: the capacity of a level does not depend on its controller."""
-    return [("", next(iter(config.setups.values())))]
-
-
-def _capacity_check(row: ClaimText, setup: Setup, variant: str, tolerance: Tolerance) -> Check:
+def _capacity_check(reading: Reading, setup: Setup) -> Check:
+    """Usable share of the raw capacity (geometry): the controller does not matter."""
+    row = reading.row
     request = ArrayRequest(
         level=setup.level, drives=setup.drives, stripe_unit=STRIPE_UNIT, drive=setup.drive
     )
@@ -656,50 +735,45 @@ def _capacity_check(row: ClaimText, setup: Setup, variant: str, tolerance: Toler
     fraction = 100.0 * array_capacity_bytes(array) / raw_capacity_bytes(array)
     return Check(
         row.claim_id,
-        variant,
+        "",
         (),
         lambda _: fraction,
-        tolerance,
+        reading.tolerance,
         f"array_capacity_bytes / raw capacity of RAID {setup.level} of {setup.drives} drives "
         f"{FROM_TEXT}",
         role="geometry",
     )
 
 
-def _check(
-    row: ClaimText,
-    variant: str,
-    setup: Setup,
-    measure: Measure,
-    relation: Relation,
-    levels: tuple[int, ...],
-    workload: str,
-    bs: str,
-    tolerance: Tolerance,
-) -> Check:
+def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str) -> Check:
+    row, measure, relation = reading.row, reading.measure, reading.relation
+    assert measure is not None
     run = measure_run(setup, measure, workload, bs, row.condition)
     if relation.kind == "value":
-        return Check(
-            row.claim_id,
-            variant,
-            (run,),
-            _value(run, measure.kind),
-            tolerance,
-            f"{describe_run(run, measure.kind)} {FROM_TEXT}",
+        runs: tuple[Run, ...] = (run,)
+        metric = _value(run, measure.kind)
+        how = describe_run(run, measure.kind)
+    else:
+        baseline = _baseline(setup, relation, reading.levels)
+        base = measure_run(baseline, measure, workload, bs, row.condition)
+        runs = (run, base)
+        metric = _combine(relation, measure.kind, run, base)
+        how = (
+            f"{_formula(relation, measure.kind)} of {describe_setup(run.setup)} against "
+            f"{describe_setup(base.setup)}, {describe_workload(run)}"
         )
-    base = measure_run(_baseline(setup, relation, levels), measure, workload, bs, row.condition)
-    how = (
-        f"{_formula(relation, measure.kind)} of {describe_setup(run.setup)} against "
-        f"{describe_setup(base.setup)}, {describe_workload(run)} {FROM_TEXT}"
-    )
     return Check(
         row.claim_id,
         variant,
-        (run, base),
-        _combine(relation, measure.kind, run, base),
-        tolerance,
-        how,
+        runs,
+        _scaled(metric, reading.factor),
+        reading.tolerance,
+        f"{how} {FROM_TEXT}",
     )
+
+
+def _scaled(metric: Callable[[Results], float], factor: float) -> Callable[[Results], float]:
+    return metric if factor == 1.0 else (lambda results: factor * metric(results))
 
 
 # --- how it reads ----------------------------------------------------------------
