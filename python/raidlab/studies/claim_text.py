@@ -184,16 +184,24 @@ CONTROLLER_WORDS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Controllers of other vendors, which the article did not test and raidlab has no preset of.
+OTHER_CONTROLLERS = (
+    r"\b(Adaptec|PERC|HighPoint|Areca|Microsemi|Smart ?Array|RocketRAID|ZFS|Storage Spaces|RST)"
+    r"\b[\w -]*?(?=[,;)]|$)"
+)
+
+
 def _controllers(config: str, drives: int, hardware_only: bool) -> dict[str, str]:
     """Variant name -> controller preset. A config naming both ("SWR and HWR") or
     neither is checked on both, as the hand-written checks of the article do; a
     write-back cache or read-ahead is a hardware controller's."""
     if drives == 1 and not re.search(r"\bRAID", config, re.IGNORECASE):
         return {"": "hba"}
-    other = re.search(r"MegaRAID\s*(\d{4})", config)
-    if other and other.group(1) not in ("9361", "9365"):
+    other = re.search(r"MegaRAID\s*(\d{4})", config) or re.search(OTHER_CONTROLLERS, config)
+    if other and other.group(0)[-4:] not in ("9361", "9365"):
         raise NotExpressible(
-            f"config '{config}': controller {other.group(0)} has no raidlab preset"
+            f"config '{config}': controller '{other.group(0)}' has no raidlab preset (the "
+            "article's are MegaRAID 9365 (HWR), MegaRAID 9361 and mdadm (SWR))"
         )
     named: dict[str, str] = {}
     for pattern, controller in CONTROLLER_WORDS:
