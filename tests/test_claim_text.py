@@ -330,6 +330,37 @@ def test_a_claim_in_other_units_is_scaled() -> None:
     assert check.metric(results) == pytest.approx(100.0)
 
 
+def test_stated_outstanding_io_overrides_the_method() -> None:
+    check = one("RAID10 4x SSD HWR", "random_read_iops", "1000", "IOPS", "4KB random read, QD 32")
+    assert (check.runs[0].numjobs, check.runs[0].iodepth) == (1, 32)
+    jobs = one("RAID10 4x SSD HWR", "random_read_iops", "1000", "IOPS", "4 jobs x QD 8")
+    assert (jobs.runs[0].numjobs, jobs.runs[0].iodepth) == (4, 8)
+
+
+def test_a_figure_with_a_setting_on_is_measured_with_it() -> None:
+    check = one("RAID5 4x SSD SWR and HWR", "random_write_iops_with_writeback", "1", "IOPS")
+    (run,) = check.runs
+    assert (run.setup.controller, run.setup.write_back) == ("megaraid-9365", True)
+
+
+def test_throughput_without_a_direction_takes_it_from_the_condition() -> None:
+    check = one("RAID5 4x SSD HWR", "throughput", "1", "MBps", "sequential read")
+    assert check.runs[0].rw == "read"
+    reason = read("RAID5 4x SSD HWR", "throughput", "1", "MBps", "50/50 mixed")
+    assert isinstance(reason, str) and "reads or writes" in reason
+
+
+def test_an_approximate_geometry_figure_is_held_to_its_rounding() -> None:
+    check = one("RAID5 3x SSD", "usable_capacity_fraction", "66.7", "percent", "'about'")
+    assert check.tolerance == Tolerance("absolute", 0.05, "pp")
+    assert check.tolerance.passes(66.7, check.metric({}))
+
+
+def test_a_figure_of_one_side_of_a_comparison_is_refused() -> None:
+    reason = read("RAID5 4x SSD HWR, read-ahead on vs off", "seq_read_throughput_8k", "90", "MBps")
+    assert isinstance(reason, str) and "read_ahead on and off" in reason
+
+
 # --- refused ---------------------------------------------------------------------
 
 

@@ -238,8 +238,7 @@ SWITCH_WORDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _switched(config: str) -> str:
-    words = config.lower()
+def _switched(words: str) -> str:
     return next((name for pattern, name in SWITCH_WORDS if re.search(pattern, words)), "")
 
 
@@ -289,7 +288,7 @@ def parse_config(
             f"{'two' if compares_levels else 'one'}"
         )
     drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
-    switched = _switched(config)
+    switched = _switched(words)
     read_ahead = None if switched == "read_ahead" else _read_ahead(words)
     write_back = switched != "write_back" and _write_back(words)
     hardware_only = hardware_only or write_back or read_ahead is not None or bool(switched)
@@ -368,6 +367,7 @@ RELATIONS: tuple[tuple[str, str, str], ...] = (
     (r"^(?P<base>.+)_(?:reduction|penalty|loss)_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
     (r"^(?P<base>.+)_(?:gain|increase)_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
     (r"^(?P<base>.+)_(?:ratio_)?with_(?P<mod>[a-z_]+)_vs_without$", "ratio", "modifier"),
+    (r"^(?P<base>.+)_with_(?P<mod>[a-z_]+)$", "value", "modifier"),
     (r"^(?P<base>.+?)(?:_raid(?P<a>\d+))?_vs_raid(?P<b>\d+)$", "ratio", "level"),
     (r"^(?P<base>(?:usable_)?capacity_fraction)$", "capacity", ""),
     (r"^(?P<base>.+)$", "value", ""),
@@ -379,7 +379,7 @@ MEASURES: tuple[tuple[str, str], ...] = (
     (r"^(?:random_|rand)?(?:(?P<wl>read|write|mixed|rw)_)?iops$", "iops"),
     (r"^(?:random_|avg_|mean_|average_)?(?:(?P<wl>read|write|mixed)_)?latency$", "latency"),
     (
-        r"^seq(?:uential)?_(?P<wl>read|write)_(?:throughput|mbps|bandwidth)"
+        r"^(?:seq(?:uential)?_)?(?:(?P<wl>read|write)_)?(?:throughput|mbps|bandwidth)"
         r"(?:_(?P<bs>\d+[km](?:_and_\d+[km])*))?$",
         "mbps",
     ),
@@ -451,6 +451,8 @@ def _measure(metric: str, base: str, condition: str) -> Measure:
     groups, kind = found
     workload = groups["wl"]
     workloads = (_workload(workload),) if workload else _workloads_of(condition, metric)
+    if kind == "mbps" and "mixed" in workloads:
+        raise NotExpressible(f"metric '{metric}': sequential throughput is of reads or writes")
     sizes = groups.get("bs")
     block_sizes = (
         tuple(_block(size) for size in sizes.split("_and_"))
@@ -525,7 +527,7 @@ def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
     """The study's tolerance for the claim's words and shape (see the constants)."""
     words = f"{row.condition} {row.value_text}".lower()
     if relation.kind == "capacity":
-        return Tolerance("exact")
+        return _geometry_tolerance(row)
     if math.isnan(row.value):
         return _qualitative_tolerance(row, relation)
     if re.search(LOWER_WORDS, words) or row.value_text.strip().startswith(">"):
@@ -542,6 +544,18 @@ def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
         return Tolerance("absolute", LATENCY_DIFFERENCE_MS, "ms")
     # "around", "about", "nearly", "up to" or a plain figure: T01, T02, T22, T28, T33.
     return Tolerance("relative", ABOUT)
+
+
+APPROXIMATELY = r"about|around|approximately|nearly|almost|roughly|~"
+
+
+def _geometry_tolerance(row: ClaimText) -> Tolerance:
+    """Geometry is exact (T21); a figure stated as approximate is held to its rounding
+    (half a unit of its last digit: "about 66.7 %" takes 66.65-66.75)."""
+    if not re.search(APPROXIMATELY, f"{row.condition} {row.value_text}".lower()):
+        return Tolerance("exact")
+    decimals = len(row.value_text.partition(".")[2].strip())
+    return Tolerance("absolute", 0.5 * 10.0**-decimals, "pp")
 
 
 def _qualitative_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
@@ -579,13 +593,29 @@ def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, conditio
     throughput as TKperf's throughput test -- 1 job x QD 1 where read-ahead is the
     point or the claim says single-threaded (Q07, Q08), else the PTS's outstanding
     I/O on drives secure-erased before the block size (Q09)."""
+    stated = _outstanding(condition)
     if measure.kind == "iops":
-        return Run(setup, WORKLOADS[workload], PTS_NUMJOBS, PTS_IODEPTH, bs)
+        return Run(setup, WORKLOADS[workload], *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
     if measure.kind == "latency":
-        return Run(setup, WORKLOADS[workload], 1, 1, bs)
+        return Run(setup, WORKLOADS[workload], *(stated or (1, 1)), bs)
     if setup.read_ahead is not None or "single-threaded" in condition.lower():
-        return Run(setup, workload, 1, 1, bs)
-    return Run(dataclasses.replace(setup, state="fob"), workload, PTS_NUMJOBS, PTS_IODEPTH, bs)
+        return Run(setup, workload, *(stated or (1, 1)), bs)
+    fob = dataclasses.replace(setup, state="fob")
+    return Run(fob, workload, *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
+
+
+def _outstanding(condition: str) -> tuple[int, int] | None:
+    """Jobs and queue depth where the condition states them ("QD 32", "4 jobs x QD 8")."""
+    depth = re.search(r"\bQD\s*(\d+)|queue depth (?:of )?(\d+)", condition, re.IGNORECASE)
+    if not depth:
+        return None
+    jobs = re.search(r"\b(\d+)\s*(?:jobs|threads)\b", condition, re.IGNORECASE)
+    numjobs, iodepth = int(jobs.group(1)) if jobs else 1, int(depth.group(1) or depth.group(2))
+    if not (1 <= numjobs <= 64 and 1 <= iodepth <= 1024):
+        raise NotExpressible(
+            f"condition '{condition}': {numjobs} jobs x QD {iodepth} is out of range"
+        )
+    return numjobs, iodepth
 
 
 def _value(run: Run, kind: str) -> Callable[[Results], float]:
@@ -670,8 +700,13 @@ def claim_checks(row: ClaimText) -> list[Check]:
         compares_levels=relation.against == "level",
         hardware_only=relation.modifier in ("write_back", "read_ahead"),
     )
-    if config.switched and relation.kind == "value":
+    if config.switched and relation.kind == "value" and not relation.against:
         # "read-ahead on vs off" and a figure of one measure: the ratio of on to off.
+        if row.unit.strip().lower() not in ("x", ""):
+            raise NotExpressible(
+                f"config '{row.config}' compares {config.switched} on and off, and a figure "
+                f"in {row.unit} is of one of them"
+            )
         relation = Relation("ratio", "modifier", config.switched)
     if relation.against == "level":
         levels = _compared_levels(row, levels, config)
