@@ -162,7 +162,7 @@ def _drive_count(config: str, level: int) -> int:
 def _drive(config: str) -> str:
     """The drive preset a config names: an Intel DC model and capacity, an HDD, or the
     study's SSD ("SSD" or nothing)."""
-    model = re.search(r"\b(S\d{4})\s*(\d+)\s*GB\b", config, re.IGNORECASE)
+    model = re.search(r"\b(S\d{4})\W*(\d+)\s*GB\b", config, re.IGNORECASE)
     if model:
         name = f"intel-dc-{model.group(1).lower()}-{model.group(2)}g"
         if name not in preset_names("drive"):
@@ -357,15 +357,17 @@ class Relation:
 
 
 LEVEL_OF_CONFIG = -1  # "..._vs_raid5": the level compared with RAID 5 is the config's
+PENALTY = "penalty|reduction|loss|drop|decrease"
+GAIN = "gain|increase|improvement|speedup"
 SINGLE = r"(?:a_)?(?:single|one)(?:_ssd|_drive)?"
 # Relation patterns, tried in order on the metric name: (pattern, kind, against).
 RELATIONS: tuple[tuple[str, str, str], ...] = (
-    (rf"^(?P<base>.+)_(?:penalty|reduction|loss)_vs_{SINGLE}$", "penalty", "single"),
-    (rf"^(?P<base>.+)_(?:gain|increase)_vs_{SINGLE}$", "gain", "single"),
+    (rf"^(?P<base>.+)_(?:{PENALTY})_vs_{SINGLE}$", "penalty", "single"),
+    (rf"^(?P<base>.+)_(?:{GAIN})_vs_{SINGLE}$", "gain", "single"),
     (rf"^(?P<base>.+)_overhead_vs_{SINGLE}$", "difference", "single"),
     (rf"^(?P<base>.+)_(?:ratio_)?vs_{SINGLE}$", "ratio", "single"),
-    (r"^(?P<base>.+)_(?:reduction|penalty|loss)_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
-    (r"^(?P<base>.+)_(?:gain|increase)_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
+    (rf"^(?P<base>.+)_(?:{PENALTY})_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
+    (rf"^(?P<base>.+)_(?:{GAIN})_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
     (r"^(?P<base>.+)_(?:ratio_)?with_(?P<mod>[a-z_]+)_vs_without$", "ratio", "modifier"),
     (r"^(?P<base>.+)_with_(?P<mod>[a-z_]+)$", "value", "modifier"),
     (r"^(?P<base>.+?)(?:_raid(?P<a>\d+))?_vs_raid(?P<b>\d+)$", "ratio", "level"),

@@ -807,8 +807,8 @@ def _interpret_ssd_raid_tuning(claim_id: str, row: Mapping[str, Any]) -> list[Ch
 def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     """``study`` checking only ``checks`` (their claims stay covered, others are
     reported with the study's reasons; a claim left without checks and without a
-    reason is reported as having no reason)."""
-    return dataclasses.replace(study, checks=lambda: list(checks))
+    reason is reported as having no reason: nothing is read from the claims' text)."""
+    return dataclasses.replace(study, checks=lambda: list(checks), interpret=None)
 
 
 CLAIM_STUDIES: dict[str, ClaimStudy] = {
@@ -861,7 +861,9 @@ def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.
     # Qualitative claims (Q*) state a direction (">1", "RAID10 only", ...), not a number:
     # `value` is the number where there is one (NaN otherwise), `value_text` as printed.
     claims["value_text"] = claims["value"].fillna("")
-    claims["value"] = pd.to_numeric(claims["value"], errors="coerce")
+    # "107,000" is a number too: thousands separators are dropped before it is read.
+    numbers = claims["value"].str.replace(",", "", regex=False)
+    claims["value"] = pd.to_numeric(numbers, errors="coerce")
     return claims
 
 
