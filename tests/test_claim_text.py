@@ -383,6 +383,8 @@ def test_a_figure_of_one_side_of_a_comparison_is_refused() -> None:
             "datasheet",
         ),
         (("BBU module", "cost_min", "150", "USD"), "price"),
+        (("RAID5 4x SSD SWR", "random_write_iops", "1", "IOPS", "write-back"), "software RAID"),
+        (("single SSD", "random_write_iops", "1", "IOPS", "write-back"), "no controller cache"),
     ],
 )
 def test_a_row_it_cannot_read_gets_a_reason_naming_what(row: tuple[str, ...], words: str) -> None:

@@ -196,6 +196,10 @@ def _controllers(config: str, drives: int, hardware_only: bool) -> dict[str, str
     neither is checked on both, as the hand-written checks of the article do; a
     write-back cache or read-ahead is a hardware controller's."""
     if drives == 1 and not re.search(r"\bRAID", config, re.IGNORECASE):
+        if hardware_only:
+            raise NotExpressible(
+                f"config '{config}': one drive on the HBA has no controller cache or read-ahead"
+            )
         return {"": "hba"}
     other = re.search(r"MegaRAID\s*(\d{4})", config) or re.search(OTHER_CONTROLLERS, config)
     if other and other.group(0)[-4:] not in ("9361", "9365"):
@@ -210,8 +214,13 @@ def _controllers(config: str, drives: int, hardware_only: bool) -> dict[str, str
             named[variant] = controller
     if not named:
         named = {"SWR": SWR, "HWR": HWR}
+    if hardware_only and "HWR" not in named:
+        raise NotExpressible(
+            f"config '{config}': its write-back cache or read-ahead is a hardware "
+            "controller's (MegaRAID), and it names software RAID only"
+        )
     if hardware_only:
-        named = {"HWR": named.get("HWR", HWR)}
+        named = {"HWR": named["HWR"]}
     named = {variant: named[variant] for variant in ("SWR", "HWR") if variant in named}
     return {"": next(iter(named.values()))} if len(named) == 1 else named
 
