@@ -387,7 +387,7 @@ RELATIONS: tuple[tuple[str, str, str], ...] = (
 # Measure patterns on the rest of the metric name: (pattern, kind). A workload or block
 # size not in the name comes from the condition.
 MEASURES: tuple[tuple[str, str], ...] = (
-    (r"^(?:random_|rand)?(?:(?P<wl>read|write|mixed|rw)_)?iops$", "iops"),
+    (r"^(?:random_|rand)?(?:(?P<wl>read|write|mixed|rw)_)?iops(?:_(?P<bs>\d+k))?$", "iops"),
     (r"^(?:random_|avg_|mean_|average_)?(?:(?P<wl>read|write|mixed)_)?latency$", "latency"),
     (
         r"^(?:seq(?:uential)?_)?(?:(?P<wl>read|write)_)?(?:throughput|mbps|bandwidth)"
@@ -444,7 +444,6 @@ def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation,
 
 
 def _measure(metric: str, base: str, condition: str) -> Measure:
-    base = {"write_iops": "random_write_iops", "read_iops": "random_read_iops"}.get(base, base)
     found = next(
         (
             (match.groupdict(), kind)
@@ -466,7 +465,7 @@ def _measure(metric: str, base: str, condition: str) -> Measure:
         raise NotExpressible(f"metric '{metric}': sequential throughput is of reads or writes")
     sizes = groups.get("bs")
     block_sizes = (
-        tuple(_block(size) for size in sizes.split("_and_"))
+        tuple(dict.fromkeys(_block(size) for size in sizes.split("_and_")))
         if sizes
         else _blocks_of(condition, kind)
     )
@@ -501,7 +500,10 @@ def _block(size: str) -> str:
 
 
 def _blocks_of(condition: str, kind: str) -> tuple[str, ...]:
-    sizes = re.findall(r"(\d[\d,]*)\s*(?:KB|KiB|K)\b", condition)
+    """Block sizes stated in the condition ("4KB", "64KB or 1,024KB"; "1MB" for
+    throughput), else the method's."""
+    units = "KB|KiB|K|MB|MiB" if kind == "mbps" else "KB|KiB|K"
+    sizes = ["".join(size) for size in re.findall(rf"(\d[\d,]*)\s*({units})\b", condition)]
     if sizes:
         return tuple(dict.fromkeys(_block(size) for size in sizes))
     return (THROUGHPUT_BS,) if kind == "mbps" else (BLOCK,)
@@ -534,16 +536,17 @@ LOWER_WORDS = r"more than|at least|lower bound|\bexceeds\b|\bover \d"
 UPPER_WORDS = r"less than|upper bound|at most|\bbelow \d|\bunder \d"
 
 
-def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
-    """The study's tolerance for the claim's words and shape (see the constants)."""
+def parse_tolerance(row: ClaimText, relation: Relation, factor: float = 1.0) -> Tolerance:
+    """The study's tolerance for the claim's words and shape (see the constants);
+    ``factor`` from ms to the claim's unit of time."""
     words = f"{row.condition} {row.value_text}".lower()
     if relation.kind == "capacity":
         return _geometry_tolerance(row)
     if math.isnan(row.value):
         return _qualitative_tolerance(row, relation)
-    if re.search(LOWER_WORDS, words) or row.value_text.strip().startswith(">"):
+    if re.search(LOWER_WORDS, words):
         return Tolerance("lower_bound")
-    if re.search(UPPER_WORDS, words) or row.value_text.strip().startswith("<"):
+    if re.search(UPPER_WORDS, words):
         return Tolerance("upper_bound")
     claimed_range = re.search(r"range\s+\$?([\d.]+)\s*-\s*\$?([\d.]+)", words)
     if claimed_range:
@@ -552,7 +555,7 @@ def parse_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
     if relation.kind in ("penalty", "gain"):
         return Tolerance("absolute", PERCENT_PP, "pp")
     if relation.kind == "difference":
-        return Tolerance("absolute", LATENCY_DIFFERENCE_MS, "ms")
+        return Tolerance("absolute", LATENCY_DIFFERENCE_MS * factor, row.unit or "ms")
     # "around", "about", "nearly", "up to" or a plain figure: T01, T02, T22, T28, T33.
     return Tolerance("relative", ABOUT)
 
@@ -722,7 +725,8 @@ def claim_checks(row: ClaimText) -> list[Check]:
     if relation.against == "level":
         levels = _compared_levels(row, levels, config)
     factor = unit_factor(row, measure, relation)
-    reading = Reading(row, measure, relation, levels, parse_tolerance(row, relation), factor)
+    tolerance = parse_tolerance(row, relation, factor)
+    reading = Reading(row, measure, relation, levels, tolerance, factor)
     if measure is None:
         return [_capacity_check(reading, next(iter(config.setups.values())))]
     return [
