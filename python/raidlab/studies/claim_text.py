@@ -850,6 +850,7 @@ def _formula(relation: Relation, kind: str) -> str:
 
 
 def describe_setup(setup: Setup) -> str:
+    """``RAID 5 of 4 intel-dc-s3500-80g on linux-md (drives steady, write-back)``."""
     what = (
         f"one {setup.drive} on hba"
         if setup.drives == 1
@@ -862,7 +863,7 @@ def describe_setup(setup: Setup) -> str:
         extras.append(f"read-ahead {setup.read_ahead}")
     if setup.op_percent:
         extras.append(f"{setup.op_percent:g} % over-provisioning")
-    return ", ".join([what, *extras])
+    return f"{what} ({', '.join(extras)})"
 
 
 def describe_workload(run: Run) -> str:

@@ -5,7 +5,9 @@ A claims file (``data/reference/*_claims.csv``) has one row per figure an articl
 its file, either how it is checked -- a set of scenarios, a metric computed from their
 results, a tolerance and therefore PASS or FAIL -- or why it is not covered
 (``COVERAGE``). Reports list every claim exactly once in the coverage, and one row per
-check (a claim about SWR and HWR is two checks; it passes if both do).
+check (a claim about SWR and HWR is two checks; it passes if both do). A claim of the
+file with neither is read from its own text (``ClaimStudy.interpret``;
+``raidlab.studies.claim_text`` for ssd-raid-tuning): its checks, or why it has none.
 
 ``ssd-raid-tuning``: W. Fischer, G. Schönberger, "Tuning SSD RAID for optimal
 performance" (ADMIN magazine). Method: Intel DC S3500 80 GB (``intel-dc-s3500-80g``),
