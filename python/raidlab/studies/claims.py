@@ -149,7 +149,9 @@ DRIVE_STATE = drive_state_default()
 class Setup:
     """An array of the study: a drive count and level on a controller."""
 
-    name: str
+    # A label: setups equal in everything else are one array, simulated once (a claim
+    # read from its text names its setups its own way).
+    name: str = dataclasses.field(compare=False)
     controller: str
     level: int
     drives: int
