@@ -494,6 +494,7 @@ def test_interpreter_builds_the_hand_written_check(claim_id: str) -> None:
     generic, hand = generic_and_hand_written(claim_id)
     assert [c.variant for c in generic] == [c.variant for c in hand]
     assert [c.tolerance for c in generic] == [c.tolerance for c in hand]
+    assert [c.runs for c in generic] == [c.runs for c in hand]
     assert claim_scenarios(generic, 1000, 1)[1] == claim_scenarios(hand, 1000, 1)[1]
 
 
