@@ -5,7 +5,9 @@ A claims file (``data/reference/*_claims.csv``) has one row per figure an articl
 its file, either how it is checked -- a set of scenarios, a metric computed from their
 results, a tolerance and therefore PASS or FAIL -- or why it is not covered
 (``COVERAGE``). Reports list every claim exactly once in the coverage, and one row per
-check (a claim about SWR and HWR is two checks; it passes if both do).
+check (a claim about SWR and HWR is two checks; it passes if both do). A claim of the
+file with neither is read from its own text (``ClaimStudy.interpret``;
+``raidlab.studies.claim_text`` for ssd-raid-tuning): its checks, or why it has none.
 
 ``ssd-raid-tuning``: W. Fischer, G. Schönberger, "Tuning SSD RAID for optimal
 performance" (ADMIN magazine). Method: Intel DC S3500 80 GB (``intel-dc-s3500-80g``),
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario.array import (
@@ -146,7 +149,9 @@ DRIVE_STATE = drive_state_default()
 class Setup:
     """An array of the study: a drive count and level on a controller."""
 
-    name: str
+    # A label: setups equal in everything else are one array, simulated once (a claim
+    # read from its text names its setups its own way).
+    name: str = dataclasses.field(compare=False)
     controller: str
     level: int
     drives: int
@@ -790,13 +795,24 @@ class ClaimStudy:
     # The claims of the file the study is about (empty: every claim): a file of an
     # article's many topics is shared by the studies of each.
     claim_ids: tuple[str, ...] = ()
+    # Checks of a claim from its own text (claim id, row -> checks, or why it cannot
+    # be checked), for the claims of the file with neither a check nor a reason in
+    # ``coverage``; None: such claims are reported without a reason.
+    interpret: Callable[[str, Mapping[str, Any]], list[Check] | str] | None = None
+
+
+def _interpret_ssd_raid_tuning(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
+    # Imported here: claim_text builds on this module's Setup, Run and Check.
+    from raidlab.studies.claim_text import interpret
+
+    return interpret(claim_id, row)
 
 
 def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     """``study`` checking only ``checks`` (their claims stay covered, others are
     reported with the study's reasons; a claim left without checks and without a
-    reason is reported as having no reason)."""
-    return dataclasses.replace(study, checks=lambda: list(checks))
+    reason is reported as having no reason: nothing is read from the claims' text)."""
+    return dataclasses.replace(study, checks=lambda: list(checks), interpret=None)
 
 
 CLAIM_STUDIES: dict[str, ClaimStudy] = {
@@ -823,25 +839,35 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
             "qualitative claims (Q*) are checked as directions: a ratio above a threshold "
             "(direction; 1.1 where the article says 'significantly' or 'major'), within "
             "1 ± 10 % (unchanged) or a value in a range (range)",
+            "claims without a hand-written check are read from their config, metric, "
+            "value, unit and condition text and checked with this method and the "
+            "tolerances above ('(from the claim's text)'; raidlab.studies.claim_text)",
         ),
         checks=_ssd_raid_tuning_checks,
         coverage=SSD_RAID_TUNING_COVERAGE,
+        interpret=_interpret_ssd_raid_tuning,
     ),
 }
 
 
-def load_claims(study: ClaimStudy) -> pd.DataFrame:
-    """The study's claims file (shipped in ``raidlab/studies/reference/``)."""
+def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.DataFrame:
+    """The study's claims file (shipped in ``raidlab/studies/reference/``), or
+    ``claims_file``: rows of the same article in the same columns."""
     import pandas as pd
-    reference = resources.files("raidlab.studies").joinpath("reference")
-    text = reference.joinpath(study.claims_file).read_text("utf-8")
+    if claims_file is None:
+        reference = resources.files("raidlab.studies").joinpath("reference")
+        text = reference.joinpath(study.claims_file).read_text("utf-8")
+    else:
+        text = Path(claims_file).read_text("utf-8")
     claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
     if study.claim_ids:
         claims = claims[claims["claim_id"].isin(study.claim_ids)].reset_index(drop=True)
     # Qualitative claims (Q*) state a direction (">1", "RAID10 only", ...), not a number:
     # `value` is the number where there is one (NaN otherwise), `value_text` as printed.
     claims["value_text"] = claims["value"].fillna("")
-    claims["value"] = pd.to_numeric(claims["value"], errors="coerce")
+    # "107,000" is a number too: thousands separators are dropped before it is read.
+    numbers = claims["value"].str.replace(",", "", regex=False)
+    claims["value"] = pd.to_numeric(numbers, errors="coerce")
     return claims
 
 
@@ -913,14 +939,17 @@ def reproduce_claims(
     executor: Executor | None = None,
     progress: bool = True,
     simulator: Simulator | None = None,
+    claims_file: str | Path | None = None,
 ) -> pd.DataFrame:
     """One row per check of a covered claim and one per claim not covered (columns
     CLAIM_COLUMNS; ``result`` is PASS, FAIL or "not covered", ``how`` says how it was
-    simulated or why not). ``.attrs`` carries the method, coverage and summary."""
+    simulated or why not). ``.attrs`` carries the method, coverage and summary.
+    ``claims_file``: a claims file of the study's article in place of the packaged one
+    (its claims without a hand-written check are read from their text)."""
     import pandas as pd
     study = CLAIM_STUDIES[name]
-    claims = load_claims(study).set_index("claim_id")
-    checks = study.checks()
+    claims = load_claims(study, claims_file).set_index("claim_id")
+    checks, coverage = study_checks(study, claims)
     runs, scenarios = claim_scenarios(checks, ios, seed)
     results = run_scenarios(
         scenarios,
@@ -972,7 +1001,7 @@ def reproduce_claims(
                     "tolerance": float("nan"),
                     "result": "not covered",
                     "role": "",
-                    "how": _reason(study.coverage.get(str(claim_id))),
+                    "how": _reason(coverage.get(str(claim_id))),
                     "claimed_text": str(claim["value_text"]),
                     "tolerance_text": "",
                 }
@@ -981,11 +1010,34 @@ def reproduce_claims(
     frame.attrs["study"] = name
     frame.attrs["title"] = study.title
     frame.attrs["method"] = list(study.method)
-    frame.attrs["coverage"] = dict(study.coverage)
+    frame.attrs["coverage"] = coverage
     frame.attrs["seed"] = seed
     frame.attrs["ios"] = ios
     frame.attrs["summary"] = claims_summary(frame)
     return frame
+
+
+def study_checks(
+    study: ClaimStudy, claims: pd.DataFrame
+) -> tuple[list[Check], dict[str, str]]:
+    """The checks of the claims of ``claims`` (indexed by claim id) and the coverage of
+    each: the hand-written checks, and for a claim the study has neither a check nor a
+    reason for, the checks its text says (``study.interpret``) or why there are none.
+    With the packaged file this is ``study.checks()`` and ``study.coverage``."""
+    ids = [str(claim_id) for claim_id in claims.index]
+    checks = [check for check in study.checks() if check.claim_id in ids]
+    coverage = {claim_id: status for claim_id, status in study.coverage.items() if claim_id in ids}
+    checked = {check.claim_id for check in checks}
+    for claim_id in ids:
+        if claim_id in coverage or claim_id in checked or study.interpret is None:
+            continue
+        interpreted = study.interpret(claim_id, claims.loc[claim_id].to_dict())
+        if isinstance(interpreted, str):
+            coverage[claim_id] = interpreted
+        else:
+            checks.extend(interpreted)
+            coverage[claim_id] = "covered"
+    return checks, coverage
 
 
 def _reason(status: str | None) -> str:

@@ -1,0 +1,876 @@
+"""Claims without a hand-written check, checked from their own text.
+
+A row of a claims file says what was measured in words: ``config`` ("RAID5 4x SSD HWR
+(MegaRAID 9361)"), ``metric`` ("random_write_iops_penalty_vs_single_ssd"), ``value``,
+``unit`` and ``condition`` ("4KB random write; 'about'"). :func:`interpret` reads them
+into the same :class:`~raidlab.studies.claims.Check` a hand-written check would be --
+the study's runs (IOPS at the SNIA PTS's 2 jobs x QD 16, latency at QD 1, throughput as
+TKperf's throughput test), the study's metric and the study's tolerance for the words
+used -- or into the reason it cannot: what in the text raidlab did not understand.
+
+Parse, then build: :func:`parse_config` and :func:`parse_metric` turn the words into
+plain data (setups, a measure, a relation) and raise :class:`NotExpressible` with the
+reason; :func:`interpret` only builds checks from what they return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from raidlab.errors import RaidlabError
+from raidlab.scenario.array import (
+    ArrayRequest,
+    array_capacity_bytes,
+    build_array,
+    raw_capacity_bytes,
+)
+from raidlab.scenario.presets import preset_names
+from raidlab.studies.claims import (
+    ABOUT,
+    BLOCK,
+    DRIVE,
+    DRIVE_STATE,
+    HDD,
+    HWR,
+    NOT_COVERED_DATASHEET,
+    NOT_COVERED_GENERIC,
+    NOT_COVERED_RANGE,
+    PTS_IODEPTH,
+    PTS_NUMJOBS,
+    SIGNIFICANTLY,
+    STRIPE_UNIT,
+    SWR,
+    UNCHANGED,
+    WORKLOADS,
+    Check,
+    Results,
+    Run,
+    Setup,
+    Tolerance,
+    mean_latency_ms,
+    total_iops,
+)
+
+FROM_TEXT = "(from the claim's text)"
+# The study's tolerances, by the shape of the figure (claims.py's hand-written checks):
+PERCENT_PP = 15.0  # a penalty, gain or reduction in percent: ±15 pp (T04, T05, T24)
+LATENCY_DIFFERENCE_MS = 0.02  # a latency difference in ms: ±0.02 ms (T06)
+READ_AHEAD_ON = "always"  # MegaRAID's "Always Read Ahead", as Q07/Q08 compare
+THROUGHPUT_BS = "1M"  # TKperf's throughput test: 1,024 KiB blocks unless stated
+LEVELS = (0, 1, 5, 6, 10, 50, 60)
+DRIVE_COUNT_MAX = 64
+COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "eight": 8}
+
+
+class NotExpressible(Exception):
+    """A claim raidlab cannot check; the message says what in its text is not understood."""
+
+
+@dataclass(frozen=True)
+class ClaimText:
+    """One row of a claims file, as its text."""
+
+    claim_id: str
+    config: str
+    metric: str
+    value: float
+    value_text: str
+    unit: str
+    condition: str
+
+    @classmethod
+    def of(cls, claim_id: str, row: Mapping[str, Any]) -> ClaimText:
+        def text(key: str) -> str:
+            value = row.get(key)
+            return (
+                ""
+                if value is None or (isinstance(value, float) and math.isnan(value))
+                else str(value)
+            )
+
+        value = row.get("value")
+        number = float(value) if isinstance(value, int | float) else _number(text("value"))
+        return cls(
+            claim_id,
+            text("config"),
+            text("metric"),
+            number,
+            text("value_text") or text("value"),
+            text("unit"),
+            text("condition"),
+        )
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return float("nan")
+
+
+# --- config ----------------------------------------------------------------------
+
+
+def _refusal(config: str, condition: str, metric: str, unit: str) -> str | None:
+    """Why a row is no configuration to simulate, if it says so in its words."""
+    words = f"{config} {condition}".lower()
+    if "datasheet" in words or "manufacturer spec" in words:
+        return NOT_COVERED_DATASHEET
+    if unit.upper() in ("USD", "EUR", "$") or re.search(r"cost|price", metric):
+        return NOT_COVERED_RANGE
+    if "example" in metric:
+        return "flash geometry example, not a measurement"
+    if config.lower().startswith("methodology"):
+        return "methodology, used as the method, not a result"
+    if config.lower().startswith("generic"):
+        return NOT_COVERED_GENERIC
+    return None
+
+
+def _levels(config: str) -> list[int]:
+    found = [int(level) for level in re.findall(r"\bRAID[ -]?(\d+)\b", config, re.IGNORECASE)]
+    for level in found:
+        if level not in LEVELS:
+            raise NotExpressible(f"config '{config}': RAID {level} is not a level raidlab has")
+    return list(dict.fromkeys(found))
+
+
+def _drive_count(config: str, level: int) -> int:
+    match = re.search(r"\b(\d+)\s*x\b", config) or re.search(
+        r"\b(\d+)\s+(?:SSDs|HDDs|drives|disks)\b", config
+    )
+    if match:
+        count = int(match.group(1))
+    else:
+        words = re.search(r"\b(" + "|".join(COUNT_WORDS) + r")\b", config, re.IGNORECASE)
+        if words:
+            count = COUNT_WORDS[words.group(1).lower()]
+        elif level == 1:
+            count = 2  # a mirror of two, as every RAID 1 of the article
+        else:
+            raise NotExpressible(f"config '{config}' names RAID {level} but no drive count")
+    if not 1 <= count <= DRIVE_COUNT_MAX:
+        raise NotExpressible(f"config '{config}': {count} drives is outside 1-{DRIVE_COUNT_MAX}")
+    return count
+
+
+def _drive(config: str) -> str:
+    """The drive preset a config names: an Intel DC model and capacity, an HDD, or the
+    study's SSD ("SSD" or nothing)."""
+    model = re.search(r"\b(S\d{4})\W*(\d+)\s*GB\b", config, re.IGNORECASE)
+    if model:
+        name = f"intel-dc-{model.group(1).lower()}-{model.group(2)}g"
+        if name not in preset_names("drive"):
+            raise NotExpressible(f"config '{config}': drive {model.group(0)} has no raidlab preset")
+        return name
+    if re.search(r"\bHDDs?\b", config):
+        return HDD
+    if re.search(r"\b(Samsung|Crucial|Micron|Kingston|Seagate|Toshiba|WD|Western)\b", config):
+        raise NotExpressible(f"config '{config}': its drive is not one of the article's presets")
+    return DRIVE
+
+
+# Controller words -> raidlab preset, most specific first ("HWR (MegaRAID 9361)" is 9361).
+CONTROLLER_WORDS: tuple[tuple[str, str], ...] = (
+    (r"MegaRAID\s*9361", "megaraid-9361"),
+    (r"MegaRAID\s*9365", HWR),
+    (r"\bHWR\b|hardware|MegaRAID|\bLSI\b|\bAvago\b", HWR),
+    (r"\bSWR\b|mdadm|\bmd\b|software", SWR),
+)
+
+
+# Controllers of other vendors, which the article did not test and raidlab has no preset of.
+OTHER_CONTROLLERS = (
+    r"\b(Adaptec|PERC|HighPoint|Areca|Microsemi|Smart ?Array|RocketRAID|ZFS|Storage Spaces|RST)"
+    r"\b[\w -]*?(?=[,;)]|$)"
+)
+
+
+def _controllers(config: str, drives: int, hardware_only: bool) -> dict[str, str]:
+    """Variant name -> controller preset. A config naming both ("SWR and HWR") or
+    neither is checked on both, as the hand-written checks of the article do; a
+    write-back cache or read-ahead is a hardware controller's."""
+    if drives == 1 and not re.search(r"\bRAID", config, re.IGNORECASE):
+        if hardware_only:
+            raise NotExpressible(
+                f"config '{config}': one drive on the HBA has no controller cache or read-ahead"
+            )
+        return {"": "hba"}
+    other = re.search(r"MegaRAID\s*(\d{4})", config) or re.search(OTHER_CONTROLLERS, config)
+    if other and other.group(0)[-4:] not in ("9361", "9365"):
+        raise NotExpressible(
+            f"config '{config}': controller '{other.group(0)}' has no raidlab preset (the "
+            "article's are MegaRAID 9365 (HWR), MegaRAID 9361 and mdadm (SWR))"
+        )
+    named: dict[str, str] = {}
+    for pattern, controller in CONTROLLER_WORDS:
+        variant = "SWR" if controller == SWR else "HWR"
+        if variant not in named and re.search(pattern, config, re.IGNORECASE):
+            named[variant] = controller
+    if not named:
+        named = {"SWR": SWR, "HWR": HWR}
+    if hardware_only and "HWR" not in named:
+        raise NotExpressible(
+            f"config '{config}': its write-back cache or read-ahead is a hardware "
+            "controller's (MegaRAID), and it names software RAID only"
+        )
+    if hardware_only:
+        named = {"HWR": named["HWR"]}
+    named = {variant: named[variant] for variant in ("SWR", "HWR") if variant in named}
+    return {"": next(iter(named.values()))} if len(named) == 1 else named
+
+
+READ_AHEAD = r"read[- ]?ahead"
+READ_AHEAD_WORDS: tuple[tuple[str, str], ...] = (
+    (rf"{READ_AHEAD}\s+(off|none|disabled)\b|\bno {READ_AHEAD}|without {READ_AHEAD}", "none"),
+    (rf"{READ_AHEAD}\s+adaptive|adaptive {READ_AHEAD}", "adaptive"),
+    (rf"{READ_AHEAD}\s+(on|always|enabled)\b|with {READ_AHEAD}|always {READ_AHEAD}", READ_AHEAD_ON),
+)
+
+
+def _read_ahead(words: str) -> str | None:
+    """MegaRAID's read-ahead policy the words name, None where they name none."""
+    return next((mode for pattern, mode in READ_AHEAD_WORDS if re.search(pattern, words)), None)
+
+
+VS = r"(?:vs\.?|versus|and)"
+# A setting a config compares on against off ("read-ahead on vs off"): the claim is
+# about the ratio of the two.
+SWITCH_WORDS: tuple[tuple[str, str], ...] = (
+    (rf"{READ_AHEAD},? (on {VS} off|off {VS} on)", "read_ahead"),
+    (rf"write[- ]?back {VS} write[- ]?through|write[- ]?through {VS} write[- ]?back", "write_back"),
+)
+
+
+def _switched(words: str) -> str:
+    return next((name for pattern, name in SWITCH_WORDS if re.search(pattern, words)), "")
+
+
+def _write_back(words: str) -> bool:
+    if re.search(
+        r"write[- ]?through|write cache off|without (a |the )?(write )?cache|\bwt\b", words
+    ):
+        return False
+    return bool(re.search(r"write[- ]?back|write cache on|\bwb\b", words))
+
+
+def _op_percent(words: str) -> float:
+    match = re.search(r"(\d+(?:\.\d+)?)\s*%\s*(?:extra\s+|user\s+)?over-?provisioning", words)
+    return float(match.group(1)) if match else 0.0
+
+
+def _state(words: str) -> str:
+    return "fob" if re.search(r"\bfob\b|\bfresh\b|secure[- ]?erase", words) else DRIVE_STATE
+
+
+@dataclass(frozen=True)
+class Config:
+    """What a config names: variant -> setup, and the levels it compares (two for
+    "RAID5 vs RAID10")."""
+
+    setups: dict[str, Setup]
+    levels: tuple[int, ...]
+    switched: str = ""  # a Setup field the config compares on against off
+
+
+def parse_config(
+    config: str, condition: str, compares_levels: bool = False, hardware_only: bool = False
+) -> Config:
+    """The setups of a config and condition (modifiers may be in either);
+    ``compares_levels`` where the metric compares two levels ("RAID5 vs RAID10"),
+    ``hardware_only`` where it switches a hardware controller's setting."""
+    words = f"{config} {condition}".lower()
+    levels = _levels(config)
+    single = re.search(r"\bsingle\b|\bone (SSD|drive|HDD)\b", config, re.IGNORECASE)
+    if not levels and single:
+        levels = [0]
+    if not levels:
+        raise NotExpressible(f"config '{config}' names no RAID level and no single drive")
+    if len(levels) > (2 if compares_levels else 1):
+        raise NotExpressible(
+            f"config '{config}' names {len(levels)} RAID levels; its metric is about "
+            f"{'two' if compares_levels else 'one'}"
+        )
+    drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
+    switched = _switched(words)
+    read_ahead = None if switched == "read_ahead" else _read_ahead(words)
+    write_back = switched != "write_back" and _write_back(words)
+    hardware_only = hardware_only or write_back or read_ahead is not None or bool(switched)
+    controllers = _controllers(config, drives, hardware_only)
+    drive = _drive(config)
+    setups = {
+        variant: Setup(
+            name=_setup_name(levels[0], drives, variant, drive),
+            controller=controller,
+            level=levels[0],
+            drives=drives,
+            state=_state(words),
+            drive=drive,
+            write_back=write_back,
+            op_percent=_op_percent(words),
+            read_ahead=read_ahead,
+        )
+        for variant, controller in controllers.items()
+    }
+    return Config(setups, tuple(levels), switched)
+
+
+def _setup_name(level: int, drives: int, variant: str, drive: str) -> str:
+    if drives == 1:
+        return f"single {drive}"
+    return f"RAID {level} of {drives} {variant}".rstrip()
+
+
+def single_of(setup: Setup) -> Setup:
+    """One drive of ``setup`` on the HBA, in its state and over-provisioning: the
+    article's "single SSD"."""
+    return dataclasses.replace(
+        setup,
+        name=f"single {setup.drive}",
+        controller="hba",
+        level=0,
+        drives=1,
+        write_back=False,
+        read_ahead=None,
+    )
+
+
+# --- metric ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What one run measures: ``iops`` (PTS, 2 jobs x QD 16), ``latency`` (QD 1, ms)
+    or ``mbps`` (sequential MB/s) of a workload at block sizes (one variant each)."""
+
+    kind: str
+    workloads: tuple[str, ...]
+    block_sizes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How the claimed figure is made of measures: ``value`` (the measure itself),
+    ``ratio`` / ``penalty`` / ``gain`` / ``difference`` against a baseline
+    (``against``: ``single`` SSD, a ``modifier`` switched off, or the second ``level``),
+    or ``capacity`` (the geometry's usable fraction)."""
+
+    kind: str
+    against: str = ""
+    modifier: str = ""
+
+
+LEVEL_OF_CONFIG = -1  # "..._vs_raid5": the level compared with RAID 5 is the config's
+PENALTY = "penalty|reduction|loss|drop|decrease"
+GAIN = "gain|increase|improvement|speedup"
+SINGLE = r"(?:a_)?(?:single|one)(?:_ssd|_drive)?"
+# Relation patterns, tried in order on the metric name: (pattern, kind, against).
+RELATIONS: tuple[tuple[str, str, str], ...] = (
+    (rf"^(?P<base>.+)_(?:{PENALTY})_vs_{SINGLE}$", "penalty", "single"),
+    (rf"^(?P<base>.+)_(?:{GAIN})_vs_{SINGLE}$", "gain", "single"),
+    (rf"^(?P<base>.+)_overhead_vs_{SINGLE}$", "difference", "single"),
+    (rf"^(?P<base>.+)_(?:ratio_)?vs_{SINGLE}$", "ratio", "single"),
+    (rf"^(?P<base>.+)_(?:{PENALTY})_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
+    (rf"^(?P<base>.+)_(?:{GAIN})_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
+    (r"^(?P<base>.+)_(?:ratio_)?with_(?P<mod>[a-z_]+)_vs_without$", "ratio", "modifier"),
+    (r"^(?P<base>.+)_with_(?P<mod>[a-z_]+)$", "value", "modifier"),
+    (r"^(?P<base>.+?)(?:_raid(?P<a>\d+))?_vs_raid(?P<b>\d+)$", "ratio", "level"),
+    (r"^(?P<base>(?:usable_)?capacity_fraction)$", "capacity", ""),
+    (r"^(?P<base>.+)$", "value", ""),
+)
+
+# Measure patterns on the rest of the metric name: (pattern, kind). A workload or block
+# size not in the name comes from the condition.
+MEASURES: tuple[tuple[str, str], ...] = (
+    (r"^(?:random_|rand)?(?:(?P<wl>read|write|mixed|rw)_)?iops(?:_(?P<bs>\d+k))?$", "iops"),
+    (r"^(?:random_|avg_|mean_|average_)?(?:(?P<wl>read|write|mixed)_)?latency$", "latency"),
+    (
+        r"^(?:seq(?:uential)?_)?(?:(?P<wl>read|write)_)?(?:throughput|mbps|bandwidth)"
+        r"(?:_(?P<bs>\d+[km](?:_and_\d+[km])*))?$",
+        "mbps",
+    ),
+)
+MODIFIERS = {
+    "writeback": "write_back",
+    "write_back": "write_back",
+    "write_cache": "write_back",
+    "readahead": "read_ahead",
+    "read_ahead": "read_ahead",
+    "overprovisioning": "op_percent",
+    "over_provisioning": "op_percent",
+    "op": "op_percent",
+}
+# The units a figure may be stated in, by what raidlab computes, and the factor from
+# raidlab's unit (the first) to each.
+UNITS: dict[str, dict[str, float]] = {
+    "iops": {"IOPS": 1.0, "KIOPS": 1e-3},
+    "mbps": {"MBPS": 1.0, "MB/S": 1.0, "GBPS": 1e-3, "GB/S": 1e-3},
+    "latency": {"MS": 1.0, "US": 1e3, "µS": 1e3},
+    "percent": {"PERCENT": 1.0, "%": 1.0, "PP": 1.0},
+    "x": {"X": 1.0},
+}
+
+
+def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation, tuple[int, ...]]:
+    """The measure and relation a metric name states, and the levels it compares."""
+    name = re.sub(r"_(min|max)$", "", metric.strip().lower())
+    # The last pattern matches any name: every metric has a relation, "value" at least.
+    groups, kind, against = next(
+        (match.groupdict(), kind, against)
+        for pattern, kind, against in RELATIONS
+        if (match := re.match(pattern, name))
+    )
+    levels = (
+        (int(groups["a"]) if groups["a"] else LEVEL_OF_CONFIG, int(groups["b"]))
+        if against == "level"
+        else ()
+    )
+    modifier = ""
+    if against == "modifier":
+        if groups["mod"] not in MODIFIERS:
+            raise NotExpressible(
+                f"metric '{metric}': '{groups['mod']}' is not a setting raidlab can switch"
+            )
+        modifier = MODIFIERS[groups["mod"]]
+    relation = Relation(kind, against, modifier)
+    if kind == "capacity":
+        return None, relation, levels
+    return _measure(metric, groups["base"], condition), relation, levels
+
+
+def _measure(metric: str, base: str, condition: str) -> Measure:
+    found = next(
+        (
+            (match.groupdict(), kind)
+            for pattern, kind in MEASURES
+            if (match := re.match(pattern, base))
+        ),
+        None,
+    )
+    if found is None:
+        raise NotExpressible(
+            f"metric '{metric}' is not one raidlab can simulate (it reads IOPS, latency, "
+            "sequential throughput, their ratios to a single SSD or to a setting switched "
+            "off, and usable capacity)"
+        )
+    groups, kind = found
+    workload = groups["wl"]
+    workloads = (_workload(workload),) if workload else _workloads_of(condition, metric)
+    if kind == "mbps" and "mixed" in workloads:
+        raise NotExpressible(f"metric '{metric}': sequential throughput is of reads or writes")
+    sizes = groups.get("bs")
+    block_sizes = (
+        tuple(dict.fromkeys(_block(size) for size in sizes.split("_and_")))
+        if sizes
+        else _blocks_of(condition, kind)
+    )
+    return Measure(kind, workloads, block_sizes)
+
+
+def _workload(word: str) -> str:
+    return {"rw": "mixed"}.get(word, word)
+
+
+def _workloads_of(condition: str, metric: str) -> tuple[str, ...]:
+    words = condition.lower()
+    if re.search(r"all three workloads|read, mixed(,| and) write", words):
+        return ("read", "mixed", "write")
+    if re.search(r"50/50|mixed|randrw|read/write", words):
+        return ("mixed",)
+    if re.search(r"\bread", words):
+        return ("read",)
+    if re.search(r"\bwrite", words):
+        return ("write",)
+    raise NotExpressible(
+        f"metric '{metric}' names no workload (read, write or mixed) and neither does its condition"
+    )
+
+
+def _block(size: str) -> str:
+    """``8k`` / ``1024KB`` / ``1,024`` / ``1m`` -> fio's ``8K`` / ``1M``."""
+    number = int(re.sub(r"[^\d]", "", size))
+    if re.search(r"m(i?b)?$", size.lower()):
+        number *= 1024
+    return f"{number // 1024}M" if number % 1024 == 0 else f"{number}K"
+
+
+def _blocks_of(condition: str, kind: str) -> tuple[str, ...]:
+    """Block sizes stated in the condition ("4KB", "64KB or 1,024KB"; "1MB" for
+    throughput), else the method's."""
+    units = "KB|KiB|K|MB|MiB" if kind == "mbps" else "KB|KiB|K"
+    sizes = ["".join(size) for size in re.findall(rf"(\d[\d,]*)\s*({units})\b", condition)]
+    if sizes:
+        return tuple(dict.fromkeys(_block(size) for size in sizes))
+    return (THROUGHPUT_BS,) if kind == "mbps" else (BLOCK,)
+
+
+def unit_factor(row: ClaimText, measure: Measure | None, relation: Relation) -> float:
+    """The factor from raidlab's unit to the claim's; a qualitative claim may state none."""
+    if relation.kind == "difference" and measure and measure.kind != "latency":
+        raise NotExpressible(f"metric '{row.metric}': an overhead is checked on latency only")
+    if relation.kind in ("capacity", "penalty", "gain"):
+        expected = "percent"
+    elif relation.kind == "ratio":
+        expected = "x"
+    else:
+        expected = measure.kind if measure else "percent"
+    unit = row.unit.strip().upper()
+    if not unit and math.isnan(row.value):
+        return 1.0
+    if unit not in UNITS[expected]:
+        raise NotExpressible(
+            f"unit '{row.unit}' does not fit metric '{row.metric}' (raidlab gives it in "
+            f"{next(iter(UNITS[expected]))})"
+        )
+    return UNITS[expected][unit]
+
+
+# --- tolerance -------------------------------------------------------------------
+
+LOWER_WORDS = r"more than|at least|lower bound|\bexceeds\b|\bover \d"
+UPPER_WORDS = r"less than|upper bound|at most|\bbelow \d|\bunder \d"
+
+
+def parse_tolerance(row: ClaimText, relation: Relation, factor: float = 1.0) -> Tolerance:
+    """The study's tolerance for the claim's words and shape (see the constants);
+    ``factor`` from ms to the claim's unit of time."""
+    words = f"{row.condition} {row.value_text}".lower()
+    if relation.kind == "capacity":
+        return _geometry_tolerance(row)
+    if math.isnan(row.value):
+        return _qualitative_tolerance(row, relation)
+    if re.search(LOWER_WORDS, words):
+        return Tolerance("lower_bound")
+    if re.search(UPPER_WORDS, words):
+        return Tolerance("upper_bound")
+    claimed_range = re.search(r"range\s+\$?([\d.]+)\s*-\s*\$?([\d.]+)", words)
+    if claimed_range:
+        low, high = (float(claimed_range.group(n)) for n in (1, 2))
+        return Tolerance("range", low * (1 - ABOUT), row.unit, high * (1 + ABOUT))
+    if relation.kind in ("penalty", "gain"):
+        return Tolerance("absolute", PERCENT_PP, "pp")
+    if relation.kind == "difference":
+        return Tolerance("absolute", LATENCY_DIFFERENCE_MS * factor, row.unit or "ms")
+    # "around", "about", "nearly", "up to" or a plain figure: T01, T02, T22, T28, T33.
+    return Tolerance("relative", ABOUT)
+
+
+APPROXIMATELY = r"about|around|approximately|nearly|almost|roughly|~"
+
+
+def _geometry_tolerance(row: ClaimText) -> Tolerance:
+    """Geometry is exact (T21); a figure stated as approximate is held to its rounding
+    (half a unit of its last digit: "about 66.7 %" takes 66.65-66.75)."""
+    if not re.search(APPROXIMATELY, f"{row.condition} {row.value_text}".lower()):
+        return Tolerance("exact")
+    decimals = len(row.value_text.partition(".")[2].strip())
+    return Tolerance("absolute", 0.5 * 10.0**-decimals, "pp")
+
+
+def _qualitative_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
+    """A value that is not a number, as the hand-written Q checks read it: ">1" a
+    direction (above 1.1 where the article says "significantly" or "major"), "5-10" a
+    range, "no difference" a ratio within 1 ± 10 %, "higher ..." a ratio above 1.1."""
+    text = row.value_text.strip().lower()
+    strength = SIGNIFICANTLY if re.search(r"significant|major", row.condition.lower()) else 1.0
+    above = re.fullmatch(r">\s*([\d.]+)", text)
+    between = re.fullmatch(r"([\d.]+)\s*-\s*([\d.]+)", text)
+    if between:
+        low, high = float(between.group(1)), float(between.group(2))
+        return Tolerance("range", low, row.unit, high)
+    if relation.kind != "ratio":
+        raise NotExpressible(
+            f"value '{row.value_text}' is not a number, and metric '{row.metric}' is no ratio "
+            "to hold it against"
+        )
+    if above:
+        return Tolerance("direction", float(above.group(1)) * strength, "x")
+    if re.search(r"no difference|unchanged|not affect|the same", text):
+        return Tolerance("unchanged", UNCHANGED)
+    if re.search(r"\bhigher|\bmore\b|faster|better", text):
+        return Tolerance("direction", SIGNIFICANTLY, "x")
+    raise NotExpressible(
+        f"value '{row.value_text}' is neither a number nor a direction raidlab reads"
+    )
+
+
+# --- runs and metrics ------------------------------------------------------------
+
+
+def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, condition: str) -> Run:
+    """The study's run of a measure: IOPS at the PTS's outstanding I/O, latency at QD 1,
+    throughput as TKperf's throughput test -- 1 job x QD 1 where read-ahead is the
+    point or the claim says single-threaded (Q07, Q08), else the PTS's outstanding
+    I/O on drives secure-erased before the block size (Q09)."""
+    stated = _outstanding(condition)
+    if measure.kind == "iops":
+        return Run(setup, WORKLOADS[workload], *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
+    if measure.kind == "latency":
+        return Run(setup, WORKLOADS[workload], *(stated or (1, 1)), bs)
+    if setup.read_ahead is not None or "single-threaded" in condition.lower():
+        return Run(setup, workload, *(stated or (1, 1)), bs)
+    fob = dataclasses.replace(setup, state="fob")
+    return Run(fob, workload, *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
+
+
+def _outstanding(condition: str) -> tuple[int, int] | None:
+    """Jobs and queue depth where the condition states them ("QD 32", "4 jobs x QD 8")."""
+    depth = re.search(r"\bQD\s*(\d+)|queue depth (?:of )?(\d+)", condition, re.IGNORECASE)
+    if not depth:
+        return None
+    jobs = re.search(r"\b(\d+)\s*(?:jobs|threads)\b", condition, re.IGNORECASE)
+    numjobs, iodepth = int(jobs.group(1)) if jobs else 1, int(depth.group(1) or depth.group(2))
+    if not (1 <= numjobs <= 64 and 1 <= iodepth <= 1024):
+        raise NotExpressible(
+            f"condition '{condition}': {numjobs} jobs x QD {iodepth} is out of range"
+        )
+    return numjobs, iodepth
+
+
+def _value(run: Run, kind: str) -> Callable[[Results], float]:
+    if kind == "latency":
+        return lambda results: mean_latency_ms(results[run])
+    if kind == "mbps":
+        return lambda results: float(sum(float(s["mbps"]) for s in results[run]["ops"].values()))
+    return lambda results: total_iops(results[run])
+
+
+def _combine(relation: Relation, kind: str, run: Run, base: Run) -> Callable[[Results], float]:
+    value, baseline = _value(run, kind), _value(base, kind)
+    if relation.kind == "ratio":
+        return lambda results: value(results) / baseline(results)
+    if relation.kind == "penalty":
+        return lambda results: 100.0 * (1.0 - value(results) / baseline(results))
+    if relation.kind == "gain":
+        return lambda results: 100.0 * (value(results) / baseline(results) - 1.0)
+    return lambda results: value(results) - baseline(results)
+
+
+def _baseline(setup: Setup, relation: Relation, levels: tuple[int, ...]) -> Setup:
+    if relation.against == "single":
+        if setup.drives == 1:
+            raise NotExpressible("a single drive compared with a single drive")
+        return single_of(setup)
+    if relation.against == "level":
+        return dataclasses.replace(setup, name=f"{setup.name} as RAID {levels[1]}", level=levels[1])
+    off = {"write_back": False, "read_ahead": "none", "op_percent": 0.0}[relation.modifier]
+    return dataclasses.replace(
+        setup, name=f"{setup.name} without {relation.modifier}", **{relation.modifier: off}
+    )
+
+
+def _with_modifier(setup: Setup, relation: Relation, condition: str) -> Setup:
+    """The setup with the metric's modifier on (``..._with_writeback``)."""
+    if relation.against != "modifier":
+        return setup
+    if relation.modifier == "write_back":
+        setup = dataclasses.replace(setup, write_back=True)
+    elif relation.modifier == "read_ahead":
+        setup = dataclasses.replace(setup, read_ahead=READ_AHEAD_ON)
+    elif not setup.op_percent:
+        raise NotExpressible(f"condition '{condition}' states no over-provisioning percentage")
+    return setup
+
+
+# --- the checks ------------------------------------------------------------------
+
+
+def interpret(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
+    """The checks of a claim row read from its text, or why it cannot be checked."""
+    text = ClaimText.of(claim_id, row)
+    refusal = _refusal(text.config, text.condition, text.metric, text.unit)
+    if refusal:
+        return refusal
+    try:
+        return claim_checks(text)
+    except NotExpressible as reason:
+        return str(reason)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A row read: what is measured, how the figure is made of it, the levels compared
+    (first measured, second the baseline), the tolerance and the unit's factor."""
+
+    row: ClaimText
+    measure: Measure | None
+    relation: Relation
+    levels: tuple[int, ...]
+    tolerance: Tolerance
+    factor: float
+
+
+def claim_checks(row: ClaimText) -> list[Check]:
+    """The checks of a row: one per controller variant, workload and block size."""
+    measure, relation, levels = parse_metric(row.metric, row.condition)
+    config = parse_config(
+        row.config,
+        row.condition,
+        compares_levels=relation.against == "level",
+        hardware_only=relation.modifier in ("write_back", "read_ahead"),
+    )
+    if config.switched and relation.kind == "value" and not relation.against:
+        # "read-ahead on vs off" and a figure of one measure: the ratio of on to off.
+        if row.unit.strip().lower() not in ("x", ""):
+            raise NotExpressible(
+                f"config '{row.config}' compares {config.switched} on and off, and a figure "
+                f"in {row.unit} is of one of them"
+            )
+        relation = Relation("ratio", "modifier", config.switched)
+    if relation.against == "level":
+        levels = _compared_levels(row, levels, config)
+    factor = unit_factor(row, measure, relation)
+    tolerance = parse_tolerance(row, relation, factor)
+    reading = Reading(row, measure, relation, levels, tolerance, factor)
+    if measure is None:
+        return [_capacity_check(reading, next(iter(config.setups.values())))]
+    return [
+        _check(reading, _label(variant, workload, bs, measure), setup, workload, bs)
+        for variant, setup in _setups(config, relation, levels, row.condition)
+        for workload in measure.workloads
+        for bs in measure.block_sizes
+    ]
+
+
+def _compared_levels(row: ClaimText, levels: tuple[int, ...], config: Config) -> tuple[int, int]:
+    """The two levels of "..._raid10_vs_raid5" (or "..._vs_raid5" of a RAID 10 config)."""
+    first, second = levels
+    if first == LEVEL_OF_CONFIG:
+        others = [level for level in config.levels if level != second]
+        if len(others) != 1:
+            raise NotExpressible(
+                f"metric '{row.metric}' compares with RAID {second}, config '{row.config}' "
+                "names no other level"
+            )
+        first = others[0]
+    if not set(config.levels) <= {first, second}:
+        raise NotExpressible(
+            f"metric '{row.metric}' compares other levels than config '{row.config}'"
+        )
+    return first, second
+
+
+def _setups(
+    config: Config, relation: Relation, levels: tuple[int, ...], condition: str
+) -> list[tuple[str, Setup]]:
+    """The measured setups: with the metric's modifier on, at the first level compared."""
+    setups = []
+    for variant, setup in config.setups.items():
+        setup = _with_modifier(setup, relation, condition)
+        if levels:
+            name = _setup_name(levels[0], setup.drives, variant, setup.drive)
+            setup = dataclasses.replace(setup, level=levels[0], name=name)
+        setups.append((variant, setup))
+    return setups
+
+
+def _label(variant: str, workload: str, bs: str, measure: Measure) -> str:
+    """The check's variant: the controller, and the workload and block size where the
+    claim has several (T06's "read", "mixed", "write")."""
+    parts = [variant]
+    if len(measure.workloads) > 1:
+        parts.append(workload)
+    if len(measure.block_sizes) > 1:
+        parts.append(bs)
+    return " ".join(part for part in parts if part)
+
+
+def _capacity_check(reading: Reading, setup: Setup) -> Check:
+    """Usable share of the raw capacity (geometry): the controller does not matter."""
+    row = reading.row
+    request = ArrayRequest(
+        level=setup.level, drives=setup.drives, stripe_unit=STRIPE_UNIT, drive=setup.drive
+    )
+    try:
+        array = build_array(request)
+    except RaidlabError as error:
+        raise NotExpressible(f"config '{row.config}': {error}") from error
+    fraction = 100.0 * array_capacity_bytes(array) / raw_capacity_bytes(array)
+    return Check(
+        row.claim_id,
+        "",
+        (),
+        lambda _: fraction,
+        reading.tolerance,
+        f"array_capacity_bytes / raw capacity of RAID {setup.level} of {setup.drives} drives "
+        f"{FROM_TEXT}",
+        role="geometry",
+    )
+
+
+def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str) -> Check:
+    row, measure, relation = reading.row, reading.measure, reading.relation
+    assert measure is not None
+    run = measure_run(setup, measure, workload, bs, row.condition)
+    if relation.kind == "value":
+        runs: tuple[Run, ...] = (run,)
+        metric = _value(run, measure.kind)
+        how = describe_run(run, measure.kind)
+    else:
+        baseline = _baseline(setup, relation, reading.levels)
+        base = measure_run(baseline, measure, workload, bs, row.condition)
+        runs = (run, base)
+        metric = _combine(relation, measure.kind, run, base)
+        how = (
+            f"{_formula(relation, measure.kind)} of {describe_setup(run.setup)} against "
+            f"{describe_setup(base.setup)}, {describe_workload(run)}"
+        )
+    return Check(
+        row.claim_id,
+        variant,
+        runs,
+        _scaled(metric, reading.factor),
+        reading.tolerance,
+        f"{how} {FROM_TEXT}",
+    )
+
+
+def _scaled(metric: Callable[[Results], float], factor: float) -> Callable[[Results], float]:
+    return metric if factor == 1.0 else (lambda results: factor * metric(results))
+
+
+# --- how it reads ----------------------------------------------------------------
+
+QUANTITY = {"iops": "IOPS", "latency": "mean latency (ms)", "mbps": "MB/s"}
+
+
+def _formula(relation: Relation, kind: str) -> str:
+    quantity = QUANTITY[kind]
+    return {
+        "ratio": f"{quantity} ratio",
+        "penalty": f"100 x (1 - {quantity} ratio)",
+        "gain": f"100 x ({quantity} ratio - 1)",
+        "difference": f"{quantity} difference",
+    }[relation.kind]
+
+
+def describe_setup(setup: Setup) -> str:
+    """``RAID 5 of 4 intel-dc-s3500-80g on linux-md (drives steady, write-back)``."""
+    what = (
+        f"one {setup.drive} on hba"
+        if setup.drives == 1
+        else f"RAID {setup.level} of {setup.drives} {setup.drive} on {setup.controller}"
+    )
+    extras = [f"drives {setup.state}"]
+    if setup.write_back:
+        extras.append("write-back")
+    if setup.read_ahead is not None:
+        extras.append(f"read-ahead {setup.read_ahead}")
+    if setup.op_percent:
+        extras.append(f"{setup.op_percent:g} % over-provisioning")
+    return f"{what} ({', '.join(extras)})"
+
+
+def describe_workload(run: Run) -> str:
+    mix = " 50/50" if run.rw == "randrw" else ""
+    jobs = "job" if run.numjobs == 1 else "jobs"
+    return f"{run.bs} {run.rw}{mix}, {run.numjobs} {jobs} x QD {run.iodepth}"
+
+
+def describe_run(run: Run, kind: str) -> str:
+    return f"{describe_setup(run.setup)}, {describe_workload(run)}: {QUANTITY[kind]}"
