@@ -24,7 +24,6 @@ import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario.array import (
@@ -38,7 +37,7 @@ from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import preset
 from raidlab.scenario.tuning import Tuning, drive_state_default, tune_array
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
-from raidlab.studies import CLAIMS_IOS_DEFAULT
+from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -831,10 +830,9 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
 
 
 def load_claims(study: ClaimStudy) -> pd.DataFrame:
-    """The study's claims file (shipped in ``raidlab/studies/reference/``)."""
+    """The study's claims file (``raidlab.studies.reference_data``)."""
     import pandas as pd
-    reference = resources.files("raidlab.studies").joinpath("reference")
-    text = reference.joinpath(study.claims_file).read_text("utf-8")
+    text = reference_data.read_text(study.claims_file)
     claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
     if study.claim_ids:
         claims = claims[claims["claim_id"].isin(study.claim_ids)].reset_index(drop=True)

@@ -15,13 +15,13 @@ import io
 from collections.abc import Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
 from raidlab.scenario.cache import attach_cache
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.workloads import cache_hit_distribution
+from raidlab.studies import reference_data
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,8 +147,7 @@ OP_WORKLOAD = {
 
 
 def _reference(name: str) -> list[dict[str, str]]:
-    text = resources.files("raidlab.studies").joinpath("reference", name).read_text("utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.DictReader(io.StringIO(reference_data.read_text(name))))
 
 
 def main_array() -> dict[str, Any]:
