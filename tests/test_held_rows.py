@@ -175,3 +175,163 @@ def test_an_hdd_row_without_disks_is_one_clear_error(
     result = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--jobs", "1"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: hdd_raid0_atto.csv: disks: ")
+
+
+# --- RAIDIX cache: rows of the article's table under other source lines ---------------
+
+RAIDIX_HEADER = (
+    "pattern,request_type,op,share_pct,with_cache,without_cache,unit,gain_stated_x,"
+    "gain_computed_x,source_line,note"
+)
+
+
+def raidix_rows(pattern: str, rows: list[tuple[str, float, str]]) -> list[dict[str, str]]:
+    """CSV rows (as DictReader gives them) of ``pattern``: (op, share_pct, unit) each."""
+    return [
+        {
+            "pattern": pattern,
+            "request_type": f"{op} {share:g}%",
+            "op": op,
+            "share_pct": f"{share:g}",
+            "unit": unit,
+        }
+        for op, share, unit in rows
+    ]
+
+
+def test_raidix_existing_patterns_are_the_generic_mapping_s_special_case() -> None:
+    from raidlab.studies import raidix_cache as rc
+
+    eighty = rc.pattern_workloads(
+        "Random read (80% cache hit, 20% HDD hit)",
+        raidix_rows("", [("random read", 100, "IOps")]),
+    )
+    assert eighty == (
+        rc.Workload("random read", "randread", rc.BLOCK, 0, rc.WHOLE, rc.HOT_BYTES, 80.0, True),
+    )
+    mixed = rc.pattern_workloads(
+        "Random read from cache, write to HDD",
+        raidix_rows("", [("random read", 50, "IOps"), ("sequential write", 50, "Mbps")]),
+    )
+    assert [w.name for w in mixed] == ["random read", "sequential write"]
+    assert mixed[0] == rc.Workload(
+        "random read", "randread", rc.BLOCK, 0, rc.HALF, rc.HOT_BYTES, 100.0, True
+    )
+    assert (
+        rc.hit_pct(
+            "Consecutive requests with a large block, 100% of the random load hits the SSD cache"
+        )
+        == 100.0
+    )
+
+
+def test_raidix_new_patterns_are_derived_from_their_rows() -> None:
+    from raidlab.studies import raidix_cache as rc
+
+    write = rc.pattern_workloads(
+        "SYNTHETIC random write (60% cache hit)", raidix_rows("", [("random write", 100, "IOps")])
+    )
+    # Alone below 100 %: over the whole array, its hot set hit 60 % of the time; unwarmed.
+    assert write == (
+        rc.Workload("random write", "randwrite", rc.BLOCK, 0, rc.WHOLE, rc.HOT_BYTES, 60.0),
+    )
+    both = rc.pattern_workloads(
+        "SYNTHETIC random write and read (60% cache hit)",
+        raidix_rows("", [("random write", 50, "IOps"), ("random read", 50, "IOps")]),
+    )
+    assert [(w.name, w.offset_bytes, w.hit_pct) for w in both] == [
+        ("random read", 0, 60.0),
+        ("random write", rc.HALF, 60.0),
+    ]
+    streams = rc.pattern_workloads(
+        "SYNTHETIC large sequential streams",
+        raidix_rows("", [("sequential read", 50, "Mbps"), ("sequential write", 50, "MB/s")]),
+    )
+    assert streams == (rc.SEQ_READ, rc.SEQ_WRITE)
+    uniform = rc.pattern_workloads(
+        "SYNTHETIC random read (0% cache hit)", raidix_rows("", [("random read", 100, "IOps")])
+    )
+    assert uniform[0].hot_bytes == 0 and not uniform[0].warm
+
+
+@pytest.mark.parametrize(
+    ("pattern", "rows", "reason"),
+    [
+        ("SYNTHETIC random read", [("random read", 100, "IOps")], "does not say what share"),
+        ("SYNTHETIC (100% cache hit)", [("random trim", 100, "IOps")], "op 'random trim'"),
+        ("SYNTHETIC (100% cache hit)", [("random read", 100, "GB/h")], "unit 'GB/h'"),
+        (
+            "SYNTHETIC (100% cache hit)",
+            [("random read", 70, "IOps"), ("random write", 30, "IOps")],
+            "only equal shares",
+        ),
+        ("SYNTHETIC (150% cache hit)", [("random read", 100, "IOps")], "not within 0-100"),
+    ],
+)
+def test_raidix_rows_that_cannot_be_mapped_say_why(
+    pattern: str, rows: list[tuple[str, float, str]], reason: str
+) -> None:
+    from raidlab.studies import raidix_cache as rc
+
+    with pytest.raises(rc.Unmapped, match=reason):
+        rc.pattern_workloads(pattern, raidix_rows(pattern, rows))
+
+
+def test_raidix_reproduce_takes_new_rows_and_prints_unmapped_ones(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from raidlab.studies import raidix_cache as rc
+
+    # A smaller hot set and reference region keep it short (as test_cache_tier does).
+    monkeypatch.setattr(rc, "HOT_BYTES", 64 << 20)
+    monkeypatch.setattr(rc, "REFERENCE_MIX", {**rc.REFERENCE_MIX, "region_bytes": 64 << 30})
+    args = ["reproduce", "raidix-cache", "--ios-max", "300", "--jobs", "1"]
+    before = runner.invoke(app, [*args, "--format", "json"])
+    assert before.exit_code == 0, before.output
+
+    added = [
+        # Synthetic rows (stated values 1 and 2): a new pattern of one random write ...
+        '"SYNTHETIC random write (60% cache hit)",random write 100%,random write,100,2,1,'
+        "IOps,2.0,2.0,9001,SYNTHETIC",
+        # ... one of two sequential streams ...
+        '"SYNTHETIC sequential streams",sequential read 50%,sequential read,50,2,1,Mbps,'
+        "2.0,2.0,9002,SYNTHETIC",
+        '"SYNTHETIC sequential streams",sequential write 50%,sequential write,50,2,1,Mbps,'
+        "2.0,2.0,9003,SYNTHETIC",
+        # ... and one whose text gives no cache-hit share.
+        '"SYNTHETIC random read",random read 100%,random read,100,2,1,IOps,2.0,2.0,9004,SYNTHETIC',
+    ]
+    directory = extended_reference(tmp_path, "raidix_cache.csv", added)
+    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    after = runner.invoke(app, [*args, "--format", "json"])
+    assert after.exit_code == 0, after.output
+    document = json.loads(after.stdout)
+    records = {record["row"]: record for record in document["records"]}
+    assert list(records) == [str(n) for n in range(404, 415)] + [
+        "9001",
+        "9002",
+        "9003",
+        "9004",
+        "M01",
+        "M02",
+        "M03",
+        "M04",
+    ]
+    for row in ("9001", "9002", "9003"):
+        assert records[row]["gain_simulated"] > 0, records[row]
+    assert records["9004"]["with_cache_simulated"] is None
+    assert records["9004"]["with_cache_stated"] == 2.0
+    assert [item["row"] for item in document["not_simulated"]] == ["9004"]
+    assert "does not say what share" in document["not_simulated"][0]["reason"]
+    # The table's own rows are simulated exactly as without the new ones.
+    old = json.loads(before.stdout)["records"]
+    assert [records[record["row"]] for record in old[:11]] == old[:11]
+
+    csv_run = runner.invoke(app, [*args, "--format", "csv"])
+    assert csv_run.exit_code == 0, csv_run.output
+    assert "row 9004 not simulated: the pattern does not say" in csv_run.stderr
+    frame = pd.read_csv(io.StringIO(csv_run.stdout))
+    assert len(frame) == 11 + 4 + 4
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "row 9004 not simulated" in table.stdout
