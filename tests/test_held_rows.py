@@ -13,7 +13,13 @@ import pandas as pd
 import pytest
 from raidlab.cli import app
 from raidlab.studies import reference_data
-from raidlab.studies.atto_studies import get_study, reproduce_study, study_scenarios
+from raidlab.studies.atto_studies import (
+    get_study,
+    naive_mbps,
+    reproduce_study,
+    study_scenarios,
+    summarize,
+)
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -87,6 +93,21 @@ def test_new_rows_are_simulated_as_predictions(fake_native: None, extended) -> N
     # Each new array is simulated with its own drive count.
     for name in configs:
         assert frame.attrs["drive_counts"][name] == int(name.split("_")[1])
+
+
+def test_new_ssd_rows_meet_the_naive_model(
+    fake_native: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    directory = extended_reference(tmp_path, "ssd_raid0_atto.csv", ssd_rows())
+    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    frame = reproduce_study("ssd-raid0-atto", jobs=1, progress=False)
+    naive = naive_mbps(frame, frame.attrs["drive_counts"])
+    single = frame[frame["config"] == "single"].set_index(["op", "qd", "block_bytes"])
+    for index, row in frame[_new(frame) & (frame["config"] == "raid0_3")].iterrows():
+        expected = 3 * single.loc[(row.op, row.qd, row.block_bytes), "measured_mbps"]
+        assert naive[index] == pytest.approx(expected)
+    summary = summarize(frame)
+    assert summary.naive_rows == int((frame["role"] == "prediction").sum())
 
 
 def test_new_arrays_are_built_with_their_drive_count(fake_native: None, extended) -> None:

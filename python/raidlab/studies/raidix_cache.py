@@ -6,6 +6,12 @@
 The article's system: main storage RAID 6 of 13 HDDs (3072 GB), the cache RAID 10 of
 4 SAS SSDs (372 GB). What the article does not say is assumed and listed in METHOD:
 request sizes, queue depths, the hot set each "100 % cache hit" test reads.
+
+A row's workloads come from the CSV's own columns (``pattern_workloads``): the rows of
+one ``pattern`` run together, one workload per ``op``, at the cache-hit share the
+pattern's text states. A row whose pattern cannot be mapped is kept unsimulated,
+with the reason in ``.attrs["not_simulated"]`` (docs/studies.md, "Rows the reference
+files do not have yet").
 """
 
 from __future__ import annotations
