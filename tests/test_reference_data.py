@@ -60,9 +60,7 @@ def test_a_directory_without_the_file_is_an_error_naming_the_variable(
     assert "has no ssd_raid0_atto.csv" in error.value.message
 
 
-def test_an_installed_package_reads_its_own_copy(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_an_installed_package_reads_its_own_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(reference_data.ENVIRONMENT, raising=False)
     # As installed: no checkout around the package; the packaged copy is what is read.
     monkeypatch.setattr(reference_data, "checkout_directory", lambda: None)
