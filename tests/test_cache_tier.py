@@ -129,12 +129,7 @@ def test_reproduce_raidix_cache_covers_every_row_and_m01_to_m04(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A smaller hot set keeps the warm-up short; the rules and presets are the study's.
-    small = 64 << 20
-    patterns = {
-        key: tuple(type(w)(**{**w.__dict__, "hot_bytes": small}) if w.hot_bytes else w for w in ws)
-        for key, ws in raidix_cache.PATTERNS.items()
-    }
-    monkeypatch.setattr(raidix_cache, "PATTERNS", patterns)
+    monkeypatch.setattr(raidix_cache, "HOT_BYTES", 64 << 20)
     monkeypatch.setattr(
         raidix_cache, "REFERENCE_MIX", {**raidix_cache.REFERENCE_MIX, "region_bytes": 64 << 30}
     )

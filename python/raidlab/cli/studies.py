@@ -456,8 +456,15 @@ def _reproduce_raidix_cache(
         seed=parse_int(seed, "--seed", 0, 2**64 - 1),
         labels={"out": "--out"},
     )
+    # Rows of a pattern whose text does not map to workloads: in the output, unsimulated.
+    not_simulated = [
+        f"row {item['row']} not simulated: {item['reason']}"
+        for item in frame.attrs.get("not_simulated", [])
+    ]
     if output_format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
+        for line in not_simulated:
+            stderr.print(line, highlight=False, markup=False)
         return
     if output_format == "json":
         print_json(
@@ -470,12 +477,15 @@ def _reproduce_raidix_cache(
                 "write_hits": frame.attrs["write_hits"],
                 "nand_bytes_per_host_byte": frame.attrs["nand_bytes_per_host_byte"],
                 "records": records(frame),
+                "not_simulated": list(frame.attrs.get("not_simulated", [])),
                 "figures": list(frame.attrs.get("figures", [])),
             }
         )
         return
     stdout.print(f"[bold]{frame.attrs['title']}[/bold]", highlight=False)
     for line in table_lines(frame):
+        stdout.print(line, highlight=False, markup=False)
+    for line in not_simulated:
         stdout.print(line, highlight=False, markup=False)
     hits = frame.attrs["write_hits"]
     stdout.print(

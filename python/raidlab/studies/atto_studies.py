@@ -10,8 +10,10 @@ the naive "N x one drive" model. Rows are labelled by role:
   They stay in the table, the CSV and the figures, but their MAPE is reported apart
   so neither the calibration nor the prediction MAPE includes them.
 
-The measurement CSVs ship inside the package (``raidlab/studies/reference/``, copies of
-``data/reference/``) so an installed package can reproduce its studies.
+The measurement CSVs are read by ``raidlab.studies.reference_data``: ``data/reference/``
+of the source checkout, else the copy shipped in the package (``raidlab/studies/
+reference/``) so an installed package can reproduce its studies, and
+``$RAIDLAB_REFERENCE_DIR`` over both.
 
 MAPE skips rows whose measured value is 0 (a percentage error of 0 is undefined; the
 HDD study prints writes in whole kB/s, so tiny writes could round to 0).
@@ -21,10 +23,10 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
@@ -33,6 +35,7 @@ from raidlab.scenario.array import ArrayRequest, build_array
 from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import unknown_name_message
 from raidlab.scenario.workloads import op_metrics
+from raidlab.studies import reference_data
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -152,7 +155,9 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
         controller="intel-h97-rst",
         field="request_overhead_ns",
         tied_fields=("read_hit_overhead_ns",),
-        rows=(RowPattern("read", 16, (512,)),),
+        # The 2-drive array's row only: the preset's value was fitted on it, so a row of
+        # another array (raid0_3, held back from the file) is a prediction.
+        rows=(RowPattern("read", 16, (512,), configs=("raid0_2",)),),
         search_range=(500, 50_000),
         prior=Prior(
             5_650,
@@ -269,14 +274,29 @@ class Study:
 
 def _reference_csv(name: str) -> pd.DataFrame:
     import pandas as pd
-    text = resources.files("raidlab.studies").joinpath("reference", name).read_text("utf-8")
-    return pd.read_csv(io.StringIO(text))
+    return pd.read_csv(io.StringIO(reference_data.read_text(name)))
 
 
 # --- SSD RAID 0 (Davidovic et al., ATTO, ADATA SP900 on Intel H97 RST) ------------------
 
 _SSD_STRIPE_UNIT_BYTES = 16 * 1024  # study: RAID 0 stripe unit 16 KB
-_SSD_DRIVES = {"single": 1, "raid0_2": 2, "raid0_3": 3}
+# Configurations: "single" (one drive) or "raid0_N", a RAID 0 of N drives (the file has
+# raid0_2 and raid0_3; any N a held-back row brings is simulated the same way).
+_SSD_CONFIG = re.compile(r"raid0_([1-9][0-9]*)")
+
+
+def _ssd_drives(name: str) -> int:
+    """The drive count of SSD configuration ``name``: 1 for "single", N for "raid0_N"."""
+    if name == "single":
+        return 1
+    match = _SSD_CONFIG.fullmatch(name)
+    if match is None or int(match.group(1)) < 2:
+        raise RaidlabError(
+            "ssd_raid0_atto.csv: config",
+            f"unknown configuration {name!r}: allowed are 'single' (one drive) and "
+            "'raid0_N' (a RAID 0 of N >= 2 drives, e.g. raid0_2)",
+        )
+    return int(match.group(1))
 
 
 def _ssd_measured() -> pd.DataFrame:
@@ -297,7 +317,7 @@ def _ssd_measured() -> pd.DataFrame:
 
 def _ssd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
     configs = []
-    for name in sorted(measured["config"].unique(), key=lambda n: _SSD_DRIVES[n]):
+    for name in sorted(measured["config"].unique(), key=lambda n: (_ssd_drives(n), n)):
         overrides: dict[str, Any] = {}
         if name == "single":
             # The single SSD is a pass-through disk: RST's read-ahead and its strips
@@ -305,7 +325,7 @@ def _ssd_configs(measured: pd.DataFrame) -> list[StudyConfig]:
             # the array "because the array driver reads ahead", not on one drive), so
             # its commands are the host's, not one per 16 KiB strip.
             overrides = {"read_ahead_bytes": 0, "member_commands": "merged"}
-        configs.append(StudyConfig(name, _SSD_DRIVES[name], _SSD_STRIPE_UNIT_BYTES, overrides))
+        configs.append(StudyConfig(name, _ssd_drives(name), _SSD_STRIPE_UNIT_BYTES, overrides))
     return configs
 
 
@@ -323,6 +343,16 @@ def _hdd_config_name(disks: int, su_kib: int) -> str:
 def _hdd_measured() -> pd.DataFrame:
     import pandas as pd
     raw = _reference_csv("hdd_raid0_atto.csv")
+    # Any drive count and stripe unit is a configuration (raid0_{disks}_su{su_kib}K);
+    # only values no array can have are refused.
+    for column in ("disks", "su_kib"):
+        bad = raw[~(pd.to_numeric(raw[column], errors="coerce") >= 1)]
+        if len(bad):
+            raise RaidlabError(
+                f"hdd_raid0_atto.csv: {column}",
+                f"{bad[column].iloc[0]!r} (data row {bad.index[0] + 1}): allowed is a whole "
+                "number >= 1",
+            )
     return pd.DataFrame(
         {
             "config": [

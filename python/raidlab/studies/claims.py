@@ -26,7 +26,6 @@ import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +40,7 @@ from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import preset
 from raidlab.scenario.tuning import Tuning, drive_state_default, tune_array
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
-from raidlab.studies import CLAIMS_IOS_DEFAULT
+from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -851,12 +850,11 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
 
 
 def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.DataFrame:
-    """The study's claims file (shipped in ``raidlab/studies/reference/``), or
+    """The study's claims file (``raidlab.studies.reference_data``), or
     ``claims_file``: rows of the same article in the same columns."""
     import pandas as pd
     if claims_file is None:
-        reference = resources.files("raidlab.studies").joinpath("reference")
-        text = reference.joinpath(study.claims_file).read_text("utf-8")
+        text = reference_data.read_text(study.claims_file)
     else:
         text = Path(claims_file).read_text("utf-8")
     claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})

@@ -6,22 +6,29 @@
 The article's system: main storage RAID 6 of 13 HDDs (3072 GB), the cache RAID 10 of
 4 SAS SSDs (372 GB). What the article does not say is assumed and listed in METHOD:
 request sizes, queue depths, the hot set each "100 % cache hit" test reads.
+
+A row's workloads come from the CSV's own columns (``pattern_workloads``): the rows of
+one ``pattern`` run together, one workload per ``op``, at the cache-hit share the
+pattern's text states. A row whose pattern cannot be mapped is kept unsimulated,
+with the reason in ``.attrs["not_simulated"]`` (docs/studies.md, "Rows the reference
+files do not have yet").
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
 from raidlab.scenario.cache import attach_cache
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.workloads import cache_hit_distribution
+from raidlab.studies import reference_data
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,61 +101,121 @@ class Workload:
 
 MAIN_BYTES = 11 * 300_000_000_000  # RAID 6 of 13 x 300 GB: 11 data members
 HALF = MAIN_BYTES // 2 // GIB * GIB
-# The hot sets are scattered over half the array each (cache_hit_distribution).
-RANDOM_READ = Workload("random read", "randread", BLOCK, 0, HALF, HOT_BYTES, warm=True)
-RANDOM_WRITE = Workload("random write", "randwrite", BLOCK, HALF, HALF, HOT_BYTES)
+WHOLE = MAIN_BYTES // GIB * GIB
 SEQ_READ = Workload("sequential read", "read", LARGE_BLOCK, 16 * GIB, 256 * GIB)
 SEQ_WRITE = Workload("sequential write", "write", LARGE_BLOCK, 512 * GIB, 256 * GIB)
+# The request types a row's `op` names, in the order a pattern runs them.
+OPS = ("random read", "random write", "sequential read", "sequential write")
 
-# Patterns by the CSV's source line (the article's table rows).
-PATTERNS: dict[str, tuple[Workload, ...]] = {
-    "random read 100 % hit": (RANDOM_READ,),
-    "random write 100 % hit": (RANDOM_WRITE,),
-    "random read 80 % hit": (
-        Workload(
-            "random read",
-            "randread",
-            BLOCK,
-            0,
-            MAIN_BYTES // GIB * GIB,
-            hot_bytes=HOT_BYTES,
-            hit_pct=80.0,
-            warm=True,
-        ),
-    ),
-    "random read from cache, sequential write to HDD": (RANDOM_READ, SEQ_WRITE),
-    "random read and write 100 % hit": (RANDOM_READ, RANDOM_WRITE),
-    "large sequential streams with random load in cache": (
-        RANDOM_READ,
-        RANDOM_WRITE,
-        SEQ_READ,
-        SEQ_WRITE,
-    ),
-}
-ROW_PATTERN = {
-    404: "random read 100 % hit",
-    405: "random write 100 % hit",
-    406: "random read 80 % hit",
-    407: "random read from cache, sequential write to HDD",
-    408: "random read from cache, sequential write to HDD",
-    409: "random read and write 100 % hit",
-    410: "random read and write 100 % hit",
-    411: "large sequential streams with random load in cache",
-    412: "large sequential streams with random load in cache",
-    413: "large sequential streams with random load in cache",
-    414: "large sequential streams with random load in cache",
-}
-OP_WORKLOAD = {
-    "random read": "random read",
-    "random write": "random write",
-    "sequential read": "sequential read",
-    "sequential write": "sequential write",
-}
+# A pattern (the article's table row, the CSV's `pattern`, filled down over its request
+# types) runs one concurrent workload per `op` of its rows. The random ones read or
+# write a hot set: the share of the random load that hits the cache, from the text.
+_HIT_TEXT = (
+    re.compile(r"(\d+(?:\.\d+)?)\s*%\s*cache hit", re.IGNORECASE),
+    re.compile(r"(\d+(?:\.\d+)?)\s*% of the random load hits the (?:SSD )?cache", re.IGNORECASE),
+)
+# "Random read from cache, ...": the random load is served from the cache.
+_FROM_CACHE = re.compile(r"\b(?:from|in) (?:the )?(?:SSD )?cache\b", re.IGNORECASE)
+
+
+class Unmapped(ValueError):
+    """A pattern whose rows cannot become workloads; the message says why."""
+
+
+def hit_pct(pattern: str) -> float:
+    """The share of the random load that hits the cache, as the pattern's text states it:
+    "N% cache hit", "N% of the random load hits the SSD cache", or "from cache" (100)."""
+    for text in _HIT_TEXT:
+        match = text.search(pattern)
+        if match:
+            value = float(match.group(1))
+            if not 0 <= value <= 100:
+                raise Unmapped(f"cache hit share {value:g} % is not within 0-100 %")
+            return value
+    if _FROM_CACHE.search(pattern):
+        return 100.0
+    raise Unmapped(
+        "the pattern does not say what share of its random load hits the cache (expected "
+        "'N% cache hit', 'N% of the random load hits the SSD cache' or 'from cache')"
+    )
+
+
+def random_workload(op: str, hit: float, alone: bool) -> Workload:
+    """``op`` ("random read" or "random write") at ``hit`` % cache hits. At 100 %, reads
+    go to the first half of the array and writes to the second, each with a HOT_BYTES
+    hot set scattered over its half (the reads warmed before measuring). Below 100 %, a
+    random workload that is its pattern's only one spreads its misses over the whole
+    array; two share it by halves as at 100 %. At 0 % it is uniform and unwarmed."""
+    read = op == "random read"
+    offset, size = (0, HALF) if read else (HALF, HALF)
+    if hit < 100 and alone:
+        offset, size = 0, WHOLE
+    if hit == 0:
+        return Workload(op, "randread" if read else "randwrite", BLOCK, offset, size)
+    return Workload(
+        op,
+        "randread" if read else "randwrite",
+        BLOCK,
+        offset,
+        size,
+        hot_bytes=HOT_BYTES,
+        hit_pct=hit,
+        warm=read,
+    )
+
+
+def pattern_workloads(pattern: str, rows: list[Mapping[str, str]]) -> tuple[Workload, ...]:
+    """The concurrent workloads of ``pattern`` (every CSV row of it): one per request type,
+    in OPS order; Unmapped says why there are none."""
+    ops = []
+    for row in rows:
+        op = row["op"].strip()
+        if op not in OPS:
+            raise Unmapped(f"op {op!r} is not one of {', '.join(OPS)}")
+        request = " ".join(row["request_type"].split()).lower()
+        if not request.startswith(op):
+            raise Unmapped(f"request_type {row['request_type']!r} is not op {op!r}")
+        if row["unit"] not in UNITS:
+            raise Unmapped(f"unit {row['unit']!r} is not one of {', '.join(UNITS)}")
+        ops.append(op)
+    ops = sorted(set(ops), key=OPS.index)
+    shares = []
+    for row in rows:
+        try:
+            shares.append(float(row["share_pct"]))
+        except ValueError:
+            raise Unmapped(f"share_pct {row['share_pct']!r} is not a number") from None
+    # The workloads run side by side at the same queue depth: each request type is an
+    # equal share of the load, as in every row the article's table has.
+    if any(abs(share * len(ops) - 100.0) > 1.0 for share in shares):
+        raise Unmapped(
+            f"shares {', '.join(f'{share:g} %' for share in shares)} of {len(ops)} request "
+            "types: only equal shares are simulated (concurrent workloads of one queue depth)"
+        )
+    randoms = [op for op in ops if op.startswith("random")]
+    hit = hit_pct(pattern) if randoms else 100.0
+    workloads = {
+        "sequential read": SEQ_READ,
+        "sequential write": SEQ_WRITE,
+        **{op: random_workload(op, hit, len(randoms) == 1) for op in randoms},
+    }
+    return tuple(workloads[op] for op in ops)
+
+
+# What a row's `unit` is: IOPS, or MB/s (the article's "Mbps" is read as MB/s).
+UNITS = {"IOps": "IOPS", "IOPS": "IOPS", "Mbps": "MB/s", "MB/s": "MB/s", "MBps": "MB/s"}
+
+
+def _number(text: str) -> float:
+    """A stated figure; NaN where the row has none (the row is still simulated)."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _reference(name: str) -> list[dict[str, str]]:
-    text = resources.files("raidlab.studies").joinpath("reference", name).read_text("utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.DictReader(io.StringIO(reference_data.read_text(name))))
 
 
 def main_array() -> dict[str, Any]:
@@ -182,11 +249,13 @@ def _workload(w: Workload, ios: int, cached: bool) -> dict[str, Any]:
     return spec
 
 
-def pattern_scenario(pattern: str, array: Mapping[str, Any], ios: int, seed: int) -> dict[str, Any]:
+def pattern_scenario(
+    workloads: tuple[Workload, ...], array: Mapping[str, Any], ios: int, seed: int
+) -> dict[str, Any]:
     scenario = build_scenario(array, {}, seed)
     del scenario["workload"]
     cached = "cache" in array
-    scenario["workloads"] = [_workload(w, ios, cached) for w in PATTERNS[pattern]]
+    scenario["workloads"] = [_workload(w, ios, cached) for w in workloads]
     return scenario
 
 
@@ -215,7 +284,7 @@ def _job_value(results: Mapping[str, Any], job: str, op: str, unit: str) -> floa
     for j in results["jobs"]:
         if j["name"] == job:
             stats = j["ops"]["read" if "read" in op else "write"]
-            return float(stats["iops"] if unit == "IOps" else stats["mbps"])
+            return float(stats["iops"] if UNITS[unit] == "IOPS" else stats["mbps"])
     raise KeyError(job)
 
 
@@ -232,8 +301,21 @@ def reproduce_raidix_cache(
 
     plain = main_array()
     cached = with_cache(plain, "raidix")
-    patterns = list(PATTERNS)
-    scenarios = [pattern_scenario(p, a, ios, seed) for p in patterns for a in (cached, plain)]
+    table = _reference("raidix_cache.csv")
+    # The article's table rows by pattern (rows of one pattern run together).
+    by_text: dict[str, list[dict[str, str]]] = {}
+    for row in table:
+        by_text.setdefault(" ".join(row["pattern"].split()), []).append(row)
+    patterns: dict[str, tuple[Workload, ...]] = {}
+    unmapped: dict[str, str] = {}
+    for text, rows in by_text.items():
+        try:
+            patterns[text] = pattern_workloads(text, rows)
+        except Unmapped as reason:
+            unmapped[text] = str(reason)
+    scenarios = [
+        pattern_scenario(w, a, ios, seed) for w in patterns.values() for a in (cached, plain)
+    ]
     scenarios += [reference_scenario(with_cache(plain, p), ios, seed) for p in ("raidix", "lru")]
     results = run_scenarios(
         scenarios,
@@ -244,24 +326,30 @@ def reproduce_raidix_cache(
     )
     by_pattern = {p: (results[2 * i], results[2 * i + 1]) for i, p in enumerate(patterns)}
     rows = []
-    for row in _reference("raidix_cache.csv"):
-        pattern = ROW_PATTERN[int(row["source_line"])]
-        with_r, without_r = by_pattern[pattern]
-        job = OP_WORKLOAD[row["op"]]
-        sim_with = _job_value(with_r, job, row["op"], row["unit"])
-        sim_without = _job_value(without_r, job, row["op"], row["unit"])
+    not_simulated = []
+    nan = float("nan")
+    for row in table:
+        text = " ".join(row["pattern"].split())
+        sim_with = sim_without = nan
+        if text in by_pattern:
+            with_r, without_r = by_pattern[text]
+            op = row["op"].strip()
+            sim_with = _job_value(with_r, op, op, row["unit"])
+            sim_without = _job_value(without_r, op, op, row["unit"])
+        else:
+            not_simulated.append({"row": row["source_line"], "reason": unmapped[text]})
         rows.append(
             {
                 "row": row["source_line"],
                 "pattern": row["pattern"],
                 "request_type": row["request_type"],
-                "unit": "IOPS" if row["unit"] == "IOps" else "MB/s",
-                "with_cache_stated": float(row["with_cache"]),
-                "without_cache_stated": float(row["without_cache"]),
-                "gain_stated": float(row["gain_stated_x"]),
+                "unit": UNITS.get(row["unit"], row["unit"]),
+                "with_cache_stated": _number(row["with_cache"]),
+                "without_cache_stated": _number(row["without_cache"]),
+                "gain_stated": _number(row["gain_stated_x"]),
                 "with_cache_simulated": sim_with,
                 "without_cache_simulated": sim_without,
-                "gain_simulated": sim_with / sim_without if sim_without else float("nan"),
+                "gain_simulated": sim_with / sim_without if sim_without else nan,
             }
         )
     raidix_cache, lru_cache = (r["explain"]["cache"] for r in results[-2:])
@@ -302,6 +390,8 @@ def reproduce_raidix_cache(
     frame.attrs["method"] = list(METHOD)
     frame.attrs["seed"] = seed
     frame.attrs["ios"] = ios
+    # Rows kept in the frame without a simulation, and why (their pattern's text).
+    frame.attrs["not_simulated"] = not_simulated
     frame.attrs["write_hits"] = {"raidix": raidix_hits, "lru": lru_hits}
     frame.attrs["nand_bytes_per_host_byte"] = {"raidix": raidix_nand, "lru": lru_nand}
     return frame
