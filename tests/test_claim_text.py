@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_native_levels
-from raidlab.studies import claims
+from raidlab.studies import claims, reference_data
 from raidlab.studies.claim_text import FROM_TEXT, interpret
 from raidlab.studies.claims import (
     CLAIM_STUDIES,
@@ -410,9 +410,8 @@ SYNTHETIC_ROWS = "".join(
 
 @pytest.fixture
 def extended_claims(tmp_path: Path) -> Path:
-    """The packaged claims file with synthetic rows appended, as held-back rows would be."""
-    packaged = claims.resources.files("raidlab.studies").joinpath("reference")
-    text = packaged.joinpath(STUDY.claims_file).read_text("utf-8")
+    """The study's claims file with synthetic rows appended, as held-back rows would be."""
+    text = reference_data.read_text(STUDY.claims_file)
     path = tmp_path / "claims.csv"
     path.write_text(text + SYNTHETIC_ROWS)
     return path
