@@ -80,6 +80,13 @@ def shape(run: Run) -> tuple[object, ...]:
 STUDY_SSD = "intel-dc-s3500-80g"
 
 
+def pts_randread(controller: str, level: int, drives: int) -> tuple[object, ...]:
+    """The shape of the study's IOPS run of 4 KiB random reads on the study drive in
+    steady state, no write-back, over-provisioning or read-ahead set."""
+    setup = (controller, level, drives, STUDY_SSD, "steady", False, 0.0, None)
+    return (*setup, "randread", *PTS, "4K")
+
+
 # --- config ----------------------------------------------------------------------
 
 
@@ -92,19 +99,7 @@ def test_iops_figure_is_the_pts_run_of_the_named_array() -> None:
         "4KB random read; 'around'",
     )
     (run,) = check.runs
-    assert shape(run) == (
-        "linux-md",
-        5,
-        3,
-        STUDY_SSD,
-        "steady",
-        False,
-        0.0,
-        None,
-        "randread",
-        *PTS,
-        "4K",
-    )
+    assert shape(run) == pts_randread("linux-md", 5, 3)
     assert check.tolerance == Tolerance("relative", 0.20)
     assert check.role == "prediction" and check.how.endswith(FROM_TEXT)
     assert check.variant == ""
@@ -215,19 +210,7 @@ def test_relations_to_a_single_ssd(
 ) -> None:
     check = one("RAID5 4x SSD HWR", metric, "1", unit, "4KB random read; 'about'")
     array, single = check.runs
-    assert shape(single) == (
-        "hba",
-        0,
-        1,
-        STUDY_SSD,
-        "steady",
-        False,
-        0.0,
-        None,
-        "randread",
-        *PTS,
-        "4K",
-    )
+    assert shape(single) == pts_randread("hba", 0, 1)
     assert array.setup.level == 5
     assert check.metric(results_of(check, 150_000.0, 100_000.0)) == pytest.approx(simulated)
     assert check.tolerance == tolerance
