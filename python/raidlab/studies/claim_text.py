@@ -37,6 +37,7 @@ from raidlab.studies.claims import (
     DRIVE_STATE,
     HDD,
     HWR,
+    HWR_WRITE_BACK,
     NOT_COVERED_DATASHEET,
     NOT_COVERED_GENERIC,
     NOT_COVERED_RANGE,
@@ -251,12 +252,24 @@ def _switched(words: str) -> str:
     return next((name for pattern, name in SWITCH_WORDS if re.search(pattern, words)), "")
 
 
-def _write_back(words: str) -> bool:
+def _write_back(words: str) -> bool | None:
+    """The write policy the words state, None where they state none."""
     if re.search(
         r"write[- ]?through|write cache off|without (a |the )?(write )?cache|\bwt\b", words
     ):
         return False
-    return bool(re.search(r"write[- ]?back|write cache on|\bwb\b", words))
+    if re.search(r"write[- ]?back|write cache on|\bwb\b", words):
+        return True
+    return None
+
+
+def _policy(controller: str, stated: bool | None) -> bool:
+    """A setup's write policy: the one stated, else the article's for that controller
+    (the 9365 of Figures 2-3 in the MegaRAID's default write-back, claims.HWR_WRITE_BACK;
+    Figure 4's 9361 states its own)."""
+    if stated is not None:
+        return stated
+    return controller == HWR and HWR_WRITE_BACK
 
 
 def _op_percent(words: str) -> float:
@@ -299,8 +312,8 @@ def parse_config(
     drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
     switched = _switched(words)
     read_ahead = None if switched == "read_ahead" else _read_ahead(words)
-    write_back = switched != "write_back" and _write_back(words)
-    hardware_only = hardware_only or write_back or read_ahead is not None or bool(switched)
+    stated = None if switched == "write_back" else _write_back(words)
+    hardware_only = hardware_only or bool(stated) or read_ahead is not None or bool(switched)
     controllers = _controllers(config, drives, hardware_only)
     drive = _drive(config)
     setups = {
@@ -311,7 +324,7 @@ def parse_config(
             drives=drives,
             state=_state(words),
             drive=drive,
-            write_back=write_back,
+            write_back=_policy(controller, stated),
             op_percent=_op_percent(words),
             read_ahead=read_ahead,
         )
