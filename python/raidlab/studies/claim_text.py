@@ -38,6 +38,8 @@ from raidlab.studies.claims import (
     HDD,
     HWR,
     HWR_WRITE_BACK,
+    IOPS_MIX_READ,
+    LATENCY_MIX_READ,
     NOT_COVERED_DATASHEET,
     NOT_COVERED_GENERIC,
     NOT_COVERED_RANGE,
@@ -54,6 +56,7 @@ from raidlab.studies.claims import (
     Setup,
     Tolerance,
     mean_latency_ms,
+    mix_text,
     total_iops,
 )
 
@@ -622,9 +625,11 @@ def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, conditio
     I/O on drives secure-erased before the block size (Q09)."""
     stated = _outstanding(condition)
     if measure.kind == "iops":
-        return Run(setup, WORKLOADS[workload], *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
+        outstanding = stated or (PTS_NUMJOBS, PTS_IODEPTH)
+        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=IOPS_MIX_READ)
     if measure.kind == "latency":
-        return Run(setup, WORKLOADS[workload], *(stated or (1, 1)), bs)
+        outstanding = stated or (1, 1)
+        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=LATENCY_MIX_READ)
     if setup.read_ahead is not None or "single-threaded" in condition.lower():
         return Run(setup, workload, *(stated or (1, 1)), bs)
     fob = dataclasses.replace(setup, state="fob")
@@ -880,7 +885,7 @@ def describe_setup(setup: Setup) -> str:
 
 
 def describe_workload(run: Run) -> str:
-    mix = " 50/50" if run.rw == "randrw" else ""
+    mix = mix_text(run)
     jobs = "job" if run.numjobs == 1 else "jobs"
     return f"{run.bs} {run.rw}{mix}, {run.numjobs} {jobs} x QD {run.iodepth}"
 
