@@ -229,7 +229,8 @@ RAID1 = {
 WORKLOADS = {"read": "randread", "write": "randwrite", "mixed": "randrw"}
 # The reads' share of "mixed": 50/50 in the IOPS test (T05 says so), 65/35 in the
 # latency test, whose only mixed ratio it is (SNIA PTS-E LAT test: R/W mixes 100/0,
-# 65/35 and 0/100; TKperf's LatencyTest runs rwmixread 100, 65, 0).
+# 65/35 and 0/100; TKperf's SsdLatencyTest, src/perfTest/DeviceTests.py: mixWlds =
+# [100,65,0]).
 IOPS_MIX_READ = 50
 LATENCY_MIX_READ = 65
 STRIPE_UNIT = "64K"  # assumed: md's and MegaRAID's default chunk; no figure in the article
