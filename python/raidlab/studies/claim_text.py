@@ -496,7 +496,7 @@ def _workloads_of(condition: str, metric: str) -> tuple[str, ...]:
     words = condition.lower()
     if re.search(r"all three workloads|read, mixed(,| and) write", words):
         return ("read", "mixed", "write")
-    if re.search(r"50/50|mixed|randrw|read/write", words):
+    if _stated_mix(words) is not None or re.search(r"mixed|randrw|read/write", words):
         return ("mixed",)
     if re.search(r"\bread", words):
         return ("read",)
@@ -505,6 +505,14 @@ def _workloads_of(condition: str, metric: str) -> tuple[str, ...]:
     raise NotExpressible(
         f"metric '{metric}' names no workload (read, write or mixed) and neither does its condition"
     )
+
+
+def _stated_mix(words: str) -> int | None:
+    """The reads' share a condition states as a ratio ("65/35", "70:30"), else None."""
+    for read, write in re.findall(r"\b(\d{1,3})\s*[/:]\s*(\d{1,3})\b", words):
+        if int(read) + int(write) == 100:
+            return int(read)
+    return None
 
 
 def _block(size: str) -> str:
@@ -624,12 +632,14 @@ def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, conditio
     point or the claim says single-threaded (Q07, Q08), else the PTS's outstanding
     I/O on drives secure-erased before the block size (Q09)."""
     stated = _outstanding(condition)
+    mix = _stated_mix(condition.lower())
     if measure.kind == "iops":
         outstanding = stated or (PTS_NUMJOBS, PTS_IODEPTH)
-        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=IOPS_MIX_READ)
+        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=mix or IOPS_MIX_READ)
     if measure.kind == "latency":
         outstanding = stated or (1, 1)
-        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=LATENCY_MIX_READ)
+        mix = mix or LATENCY_MIX_READ
+        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=mix)
     if setup.read_ahead is not None or "single-threaded" in condition.lower():
         return Run(setup, workload, *(stated or (1, 1)), bs)
     fob = dataclasses.replace(setup, state="fob")
