@@ -308,6 +308,9 @@ def advise(
   raidlab reproduce hdd-raid0-atto --cross-validate --jobs 1
   raidlab reproduce ssd-raid-tuning            # claims: PASS/FAIL per claim
   raidlab reproduce ssd-raid-tuning --strict   # exit 1 if any claim fails
+
+A configuration a study did not measure, simulated with the study's method (its file
+size, FastPath, warm-up): the atto/run/fio commands of docs/predict.md.
 """
 )
 def reproduce(
