@@ -55,3 +55,16 @@ def test_atto_table_states_the_file_and_io_count() -> None:
     output = runner.invoke(app, [*args, "--ios-max", "64", "--jobs", "1"]).output
     assert "ATTO test file 512M at the array's start, at most 64 I/Os per point" in output
     assert "stripe unit 64K" in output
+
+
+def test_presets_state_the_controller_cache_policy_and_fastpath() -> None:
+    import raidlab
+
+    frame = raidlab.presets()
+    figures = dict(zip(frame["name"], frame["key_figures"], strict=True))
+    assert (
+        "cache 1G write-through (--write-cache), FastPath off (--fastpath)"
+        in figures["megaraid-9365"]
+    )
+    assert "cache 256M write-through" in figures["dell-perc6i"]
+    assert "FastPath" not in figures["dell-perc6i"]

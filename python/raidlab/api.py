@@ -880,8 +880,21 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
         f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}, parity "
         f"{rate(spec.get('parity_rate_bytes_per_s'))}, RAID 1 reads "
         f"{spec.get('read_balance', 'round-robin')}"
+        + _cache_figures(spec)
         + _uplink_figures(spec.get("uplink"))
     )
+
+
+def _cache_figures(spec: Mapping[str, Any]) -> str:
+    """The controller's cache and its default policy, and whether it has a FastPath:
+    a study may run a controller differently from its preset (docs/predict.md)."""
+    text = ""
+    if spec.get("cache_bytes"):
+        policy = "write-back" if spec.get("write_back") else "write-through"
+        text += f", cache {format_size(spec['cache_bytes'])} {policy} (--write-cache)"
+    if "fastpath_overhead_ns" in spec:
+        text += ", FastPath off (--fastpath)"
+    return text
 
 
 def _uplink_figures(uplink: Mapping[str, Any] | None) -> str:
@@ -941,6 +954,7 @@ def presets() -> pd.DataFrame:
     """Drive and controller presets: ``key_figures`` as text and the same figures as
     columns named by their preset keys (a figure a preset lacks is NaN)."""
     import pandas as pd
+
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")
