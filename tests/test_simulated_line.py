@@ -68,3 +68,11 @@ def test_presets_state_the_controller_cache_policy_and_fastpath() -> None:
     )
     assert "cache 256M write-through" in figures["dell-perc6i"]
     assert "FastPath" not in figures["dell-perc6i"]
+
+
+def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
+    job = ["fio", "--name=w", "--rw=randwrite", "--bs=4k", "--number_ios=50"]
+    result = runner.invoke(app, [*job, *RAID5_HWR, "--fastpath"])
+    assert result.exit_code == 0
+    assert "note: array RAID 5 of 4 x intel-dc-s3500-80g (state steady)" in result.stderr
+    assert "FastPath on" in result.stderr
