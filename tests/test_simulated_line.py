@@ -76,3 +76,12 @@ def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
     assert result.exit_code == 0
     assert "note: array RAID 5 of 4 x intel-dc-s3500-80g (state steady)" in result.stderr
     assert "FastPath on" in result.stderr
+
+
+def test_run_notes_a_warmup_shorter_than_the_ssds_write_buffers() -> None:
+    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "csv"]
+    assert "less than the drives' write buffers hold (64M)" in runner.invoke(app, args).stderr
+    warmed = runner.invoke(app, [*args, "--warmup-ios", "20000"])
+    assert "warm-up" not in warmed.stderr
+    reads = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randread", "--ios", "100"])
+    assert "warm-up I/Os write" not in reads.stderr

@@ -226,6 +226,10 @@ def run(
             "--seed",
         )
         attrs = run.attrs
+        if warmup_ios is None:
+            note = warmup_note(attrs["scenario"])
+            if note:
+                stderr.print(f"note: {note}", highlight=False, markup=False)
         if output_format == "csv":
             sys.stdout.write(run.frame().to_csv(index=False))
         elif output_format == "json":
@@ -314,6 +318,29 @@ def workload_line(workload: Mapping[str, Any]) -> str:
     return (
         f"{workload['rw']} {sizes}{mix}, QD {workload['iodepth']} x {workload['numjobs']} "
         f"job(s), {workload['ios']} I/Os{limit} after {workload['warmup_ios']} warm-up I/Os"
+    )
+
+
+def warmup_note(scenario: Mapping[str, Any]) -> str | None:
+    """A hint when the default warm-up writes less than the SSDs' write buffers hold:
+    the measured writes then partly land in buffers a steady-state drive has full (the
+    ssd-raid-tuning study warms such runs up with 100000 writes, docs/predict.md)."""
+    array, workload = scenario["array"], scenario["workload"]
+    writes = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
+    if drive_state(array) != "steady" or workload["rw"] not in writes:
+        return None
+    buffer_bytes = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
+    mix = workload["bs"]
+    mean_bytes = sum(size * weight for size, weight in mix) / sum(weight for _, weight in mix)
+    write_share = 1 - workload["rwmixread"] / 100 if workload["rw"] in ("rw", "randrw") else 1
+    warmup_bytes = workload["warmup_ios"] * write_share * mean_bytes
+    if warmup_bytes >= buffer_bytes:
+        return None
+    return (
+        f"the {workload['warmup_ios']} warm-up I/Os write {format_size(int(warmup_bytes))}, "
+        f"less than the drives' write buffers hold ({format_size(buffer_bytes)}), so "
+        "measured writes partly fill them; --warmup-ios N warms up longer (the "
+        "ssd-raid-tuning study uses 100000, docs/predict.md)"
     )
 
 
