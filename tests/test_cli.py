@@ -205,6 +205,8 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["study"] == "hdd-raid0-atto" and document["seed"] == 1
+    # What was simulated, defaults included: 3000 I/Os a point, ATTO's 512 MB file.
+    assert (document["ios_max"], document["length_bytes"]) == (3000, 512 << 20)
     assert len(document["records"]) == 300
     assert list(document["records"][0]) == STUDY_CSV_COLUMNS
     summary = document["summary"]

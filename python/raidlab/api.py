@@ -165,6 +165,27 @@ def atto_sweep(
     return frame
 
 
+def _tuned(
+    array: dict[str, Any],
+    fastpath: bool,
+    write_cache: str | None,
+    read_ahead: str | None,
+    op: str | None,
+    precondition: str | None,
+) -> dict[str, Any]:
+    """``array`` with the CLI's tuning knobs applied (errors name the keyword)."""
+    from raidlab.scenario.tuning import Tuning, tune_array
+
+    tuning = Tuning(
+        write_cache=write_cache,
+        read_ahead=read_ahead,
+        op=op,
+        precondition=precondition,
+        fastpath=fastpath or None,
+    )
+    return tune_array(array, tuning)
+
+
 def atto(
     drive: Any = None,
     controller: Any = None,
@@ -185,9 +206,16 @@ def atto(
     spans: Any = None,
     failed: Any = None,
     rebuild_rate: Any = None,
+    *,
+    fastpath: bool = False,
+    write_cache: str | None = None,
+    read_ahead: str | None = None,
+    op: str | None = None,
+    precondition: str | None = None,
 ) -> pd.DataFrame:
     """ATTO Disk Benchmark sweep: write then read passes over a ``length`` test file at
-    every queue depth and transfer size.
+    every queue depth and transfer size. The tuning keywords are the CLI's
+    ``--fastpath``, ``--write-cache``, ``--read-ahead``, ``--op`` and ``--precondition``.
 
     Returns columns ``op, qd, block_bytes, mbps, iops, lat_mean_us, lat_p99_us``, sorted
     by op, qd and size; ``.attrs["explain"]`` holds each point's explain dict.
@@ -208,6 +236,7 @@ def atto(
         failed=failed,
         rebuild_rate=rebuild_rate,
     )
+    array = _tuned(array, fastpath, write_cache, read_ahead, op, precondition)
     return atto_sweep(
         array,
         qd=qd,
@@ -289,8 +318,16 @@ def run(
     spans: Any = None,
     failed: Any = None,
     rebuild_rate: Any = None,
+    *,
+    fastpath: bool = False,
+    write_cache: str | None = None,
+    read_ahead: str | None = None,
+    op: str | None = None,
+    precondition: str | None = None,
 ) -> pd.DataFrame:
-    """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``.
+    """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``. The
+    tuning keywords are the CLI's ``--fastpath``, ``--write-cache``, ``--read-ahead``,
+    ``--op`` and ``--precondition`` (docs/predict.md: a study's method).
 
     Returns one row per direction that did I/O, columns
     ``op, iops, mbps, lat_mean_us, lat_p50_us, lat_p99_us``. The explain dict (resource
@@ -313,6 +350,7 @@ def run(
         failed=failed,
         rebuild_rate=rebuild_rate,
     )
+    array = _tuned(array, fastpath, write_cache, read_ahead, op, precondition)
     frame = run_workload(
         array,
         WorkloadRequest(
@@ -880,8 +918,21 @@ def _controller_figures(spec: Mapping[str, Any]) -> str:
         f"{rate(spec['bus_rate_bytes_per_s'])}, read-ahead {read_ahead}, parity "
         f"{rate(spec.get('parity_rate_bytes_per_s'))}, RAID 1 reads "
         f"{spec.get('read_balance', 'round-robin')}"
+        + _cache_figures(spec)
         + _uplink_figures(spec.get("uplink"))
     )
+
+
+def _cache_figures(spec: Mapping[str, Any]) -> str:
+    """The controller's cache and its default policy, and whether it has a FastPath:
+    a study may run a controller differently from its preset (docs/predict.md)."""
+    text = ""
+    if spec.get("cache_bytes"):
+        policy = "write-back" if spec.get("write_back") else "write-through"
+        text += f", cache {format_size(spec['cache_bytes'])} {policy} (--write-cache)"
+    if "fastpath_overhead_ns" in spec:
+        text += ", FastPath off (--fastpath)"
+    return text
 
 
 def _uplink_figures(uplink: Mapping[str, Any] | None) -> str:
@@ -941,6 +992,7 @@ def presets() -> pd.DataFrame:
     """Drive and controller presets: ``key_figures`` as text and the same figures as
     columns named by their preset keys (a figure a preset lacks is NaN)."""
     import pandas as pd
+
     rows = []
     for name in preset_names("drive"):
         spec = preset("drive", name, "drive")

@@ -167,7 +167,9 @@ WriteCacheOption = Annotated[
     typer.Option(
         "--write-cache",
         help="Controller cache: wb (write-back, needs a cache and a backup unit) or wt "
-        "(write-through; the default of every controller preset).",
+        "(write-through; the default of every controller preset). An HDD's own write "
+        "cache is the drive preset's (`raidlab presets` shows it; set `write_cache` in "
+        "the drive table of an array file, docs/config.md).",
     ),
 ]
 

@@ -34,7 +34,7 @@ from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.units import format_size
+from raidlab.units import format_size, parse_size
 
 
 @app.command(
@@ -126,6 +126,11 @@ def atto(
                 document["figure"] = str(figure)
             print_json(document)
         else:
+            print_simulated(
+                setup_line(frame.attrs["array"], flags.drive, flags.config),
+                f"ATTO test file {format_size(parse_size(length, '--length'))} at the "
+                f"array's start, at most {ios_max} I/Os per point",
+            )
             print_table(
                 atto_table_rows(frame),
                 title=f"ATTO sweep (MB/s = 10^6 B/s){drive_state_note(frame.attrs['array'])}",
@@ -173,6 +178,15 @@ def run(
     numjobs: Annotated[str, opt("--numjobs", "Independent jobs.")] = "1",
     rwmixread: Annotated[str, opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
     ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
+    warmup_ios: Annotated[
+        str | None,
+        opt(
+            "--warmup-ios",
+            "Host I/Os completed and discarded before measuring (default: a tenth of "
+            "--ios, at least 8; the ssd-raid-tuning study runs SSD writes in steady state "
+            "after 100000, enough to fill the drives' write buffers, see docs/predict.md).",
+        ),
+    ] = None,
     runtime: Annotated[
         str | None,
         opt(
@@ -204,6 +218,7 @@ def run(
                 offset=offset,
                 size=size,
                 ios=ios,
+                warmup_ios=warmup_ios,
                 runtime_ns=runtime,
                 labels=RUN_FLAGS,
             ),
@@ -211,6 +226,10 @@ def run(
             "--seed",
         )
         attrs = run.attrs
+        if warmup_ios is None:
+            note = warmup_note(attrs["scenario"])
+            if note:
+                stderr.print(f"note: {note}", highlight=False, markup=False)
         if output_format == "csv":
             sys.stdout.write(run.frame().to_csv(index=False))
         elif output_format == "json":
@@ -226,6 +245,10 @@ def run(
             )
         else:
             # The table needs no DataFrame: an interactive run starts without pandas.
+            print_simulated(
+                setup_line(attrs["scenario"]["array"], flags.drive, flags.config),
+                workload_line(attrs["scenario"]["workload"]),
+            )
             print_table(
                 run_table_rows(run.rows),
                 title=f"{rw} (seed {attrs['seed']}"
@@ -238,6 +261,93 @@ def run(
                 to_stderr=output_format == "csv",
                 rebuild=attrs.get("rebuild"),
             )
+
+
+def _controller_policy(controller: Mapping[str, Any]) -> str:
+    """The controller's cache, read-ahead and FastPath as a report states them."""
+    if not controller.get("cache_bytes"):
+        cache = "no cache"
+    else:
+        cache = "write-back" if controller.get("write_back") else "write-through"
+    read_ahead_bytes = int(controller.get("read_ahead_bytes") or 0)
+    read_ahead = (
+        f"read-ahead {controller.get('read_ahead_segments', 1)} x {format_size(read_ahead_bytes)}"
+        if read_ahead_bytes
+        else "read-ahead off"
+    )
+    parts = [cache, read_ahead]
+    if "fastpath_overhead_ns" in controller:
+        parts.append("FastPath on" if controller.get("fastpath") else "FastPath off")
+    return ", ".join(parts)
+
+
+def setup_line(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
+    """One line saying which array was simulated: level, drives and their state, the
+    controller and its policy, the stripe unit (a default a user may not know of)."""
+    drive_spec = array["drive"]
+    drive_name = drive or (
+        f"the drive of {config.name}" if config is not None else drive_spec["kind"]
+    )
+    state = drive_state(array)
+    drive_notes = [f"state {state}"] if state is not None else []
+    if "write_cache" in drive_spec:
+        drive_notes.append(f"write cache {'on' if drive_spec['write_cache'] else 'off'}")
+    notes = f" ({', '.join(drive_notes)})" if drive_notes else ""
+    controller = array["controller"]
+    level = array["level"]
+    level_name = "concat" if level == "concat" else f"RAID {level}"
+    stripe = (
+        f", stripe unit {format_size(array['stripe_unit_bytes'])}"
+        if array["drive_count"] > 1
+        else ""
+    )
+    members = (
+        f"1 x {drive_name}"
+        if array["drive_count"] == 1
+        else f"{level_name} of {array['drive_count']} x {drive_name}"
+    )
+    return f"{members}{notes} on {controller['name']} ({_controller_policy(controller)}){stripe}"
+
+
+def workload_line(workload: Mapping[str, Any]) -> str:
+    """The run's workload as the scenario has it, defaults included."""
+    sizes = ",".join(format_size(size) for size, _ in workload["bs"])
+    mix = f", {workload['rwmixread']} % reads" if workload["rw"] in ("rw", "randrw") else ""
+    runtime = workload.get("runtime_ns")
+    limit = f" (or {runtime / 1e9:g} s)" if runtime else ""
+    return (
+        f"{workload['rw']} {sizes}{mix}, QD {workload['iodepth']} x {workload['numjobs']} "
+        f"job(s), {workload['ios']} I/Os{limit} after {workload['warmup_ios']} warm-up I/Os"
+    )
+
+
+def warmup_note(scenario: Mapping[str, Any]) -> str | None:
+    """A hint when the default warm-up writes less than the SSDs' write buffers hold:
+    the measured writes then partly land in buffers a steady-state drive has full (the
+    ssd-raid-tuning study warms such runs up with 100000 writes, docs/predict.md)."""
+    array, workload = scenario["array"], scenario["workload"]
+    writes = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
+    if drive_state(array) != "steady" or workload["rw"] not in writes:
+        return None
+    buffer_bytes = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
+    mix = workload["bs"]
+    mean_bytes = sum(size * weight for size, weight in mix) / sum(weight for _, weight in mix)
+    write_share = 1 - workload["rwmixread"] / 100 if workload["rw"] in ("rw", "randrw") else 1
+    warmup_bytes = workload["warmup_ios"] * write_share * mean_bytes
+    if warmup_bytes >= buffer_bytes:
+        return None
+    return (
+        f"the {workload['warmup_ios']} warm-up I/Os write {format_size(int(warmup_bytes))}, "
+        f"less than the drives' write buffers hold ({format_size(buffer_bytes)}), so "
+        "measured writes partly fill them; --warmup-ios N warms up longer (the "
+        "ssd-raid-tuning study uses 100000, docs/predict.md)"
+    )
+
+
+def print_simulated(*lines: str) -> None:
+    """What was simulated, above a table: defaults a user did not give are visible."""
+    for line in lines:
+        stdout.print(f"simulated: {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:

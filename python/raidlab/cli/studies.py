@@ -40,6 +40,7 @@ from raidlab.report.tables import (
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.studies import CLAIMS_IOS_DEFAULT, STUDY_NAMES
+from raidlab.units import format_size
 
 
 @app.command(
@@ -260,9 +261,7 @@ def advise(
                 raise RaidlabError(own, f"the workload comes from {own}; leave out {leave_out}")
         else:
             # The API's default workload, with the flags given replacing its settings.
-            request = WorkloadRequest(
-                **{**api.ADVISE_WORKLOAD, **given}, ios=ios, labels=RUN_FLAGS
-            )
+            request = WorkloadRequest(**{**api.ADVISE_WORKLOAD, **given}, ios=ios, labels=RUN_FLAGS)
         frame = api.advise(
             drive,
             drives or "1",
@@ -308,6 +307,9 @@ def advise(
   raidlab reproduce hdd-raid0-atto --cross-validate --jobs 1
   raidlab reproduce ssd-raid-tuning            # claims: PASS/FAIL per claim
   raidlab reproduce ssd-raid-tuning --strict   # exit 1 if any claim fails
+
+A configuration a study did not measure, simulated with the study's method (its file
+size, FastPath, warm-up): the atto/run/fio commands of docs/predict.md.
 """
 )
 def reproduce(
@@ -418,7 +420,10 @@ def reproduce(
                     "drive": frame.attrs.get("drive"),
                     "controller": frame.attrs.get("controller"),
                     "seed": frame.attrs.get("seed"),
-                    "ios_max": ios,
+                    # What was simulated: the default I/O count, not None, when the
+                    # flag was left out; and the ATTO test file.
+                    "ios_max": IOS_MAX_DEFAULT if ios is None else ios,
+                    "length_bytes": STUDIES[study].length_bytes,
                     # What each configuration is, for `raidlab report`'s figure titles.
                     "configs": {
                         name: {
@@ -435,7 +440,12 @@ def reproduce(
                 }
             )
         else:
-            print_table(study_table_rows(frame), title=f"{study}: measured vs simulated")
+            method = (
+                f"{format_size(STUDIES[study].length_bytes)} test file, at most "
+                f"{IOS_MAX_DEFAULT if ios is None else ios} I/Os per point, seed "
+                f"{frame.attrs.get('seed')}"
+            )
+            print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")
             print_study_summary(frame, summary, stdout)
             if cv is not None:
                 print_cross_validation(cv, stdout)

@@ -23,6 +23,7 @@ from raidlab.cli.flags import (
     parse_jobs,
     with_array_flags,
 )
+from raidlab.cli.simulate import setup_line
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.fio import parse_command_line, parse_job_files
 from raidlab.report.output import json_text, output_file, print_json, records, stdout
@@ -123,11 +124,15 @@ def fio(
             typer.echo(f"note: {note}", err=True)
         if drive_state(array) is not None:
             typer.echo(f"note: drive state {drive_state(array)}", err=True)
+        # The job file says the workload; the array's policy (FastPath, write cache)
+        # comes from presets and flags, so it is stated too.
+        typer.echo(f"note: array {setup_line(array, flags.drive, flags.config)}", err=True)
         report = run.text() if output_format == "normal" else json_text(run.document)
         if output is None:
             sys.stdout.write(report)
         else:
             output.write_text(report)
+
 
 CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "--seed"}
 
@@ -159,6 +164,7 @@ def cdm(
         frame = api.cdm(array, profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
         title = f"CrystalDiskMark ({profile} profile{drive_state_note(array, ', ')})"
         print_frame(frame, output_format, title)
+
 
 @app.command(
     epilog="""Examples:
@@ -197,6 +203,7 @@ def iometer(
             {"spec": "SPEC", "ios": "--ios", "size": "--size", "seed": "--seed"},
         )
         print_frame(frame, output_format, f"IOMeter: {spec}{drive_state_note(array, '; ')}")
+
 
 PTS_FLAGS = {
     "test": "--test",
@@ -238,11 +245,12 @@ def pts(
     cluster: ClusterOption = None,
     output_format: FormatOption = "table",
     plot: Annotated[
-        Path | None, opt(
+        Path | None,
+        opt(
             "--plot",
             "Draw the tracking variable and the table to FILE.png; its directory must "
             "exist (default: no figure).",
-        )
+        ),
     ] = None,
     *,
     flags: ArrayFlags,

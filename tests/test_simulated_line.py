@@ -1,0 +1,87 @@
+"""Reports say what was simulated: defaults a user did not give are printed, so a
+figure can be compared with a study's method (docs/predict.md)."""
+
+from __future__ import annotations
+
+import json
+
+from raidlab.cli import app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+RAID5_HWR = [
+    "--drive", "intel-dc-s3500-80g", "--controller", "megaraid-9365",
+    "--level", "5", "--drives", "4",
+]  # fmt: skip
+
+
+def test_run_table_states_queue_depth_jobs_and_warmup() -> None:
+    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--iodepth", "16", "--numjobs", "2"]
+    output = runner.invoke(app, [*args, "--ios", "300"]).output
+    assert "QD 16 x 2 job(s), 300 I/Os after 30 warm-up I/Os" in output
+
+
+def test_run_table_states_the_controller_policy_and_drive_state() -> None:
+    args = ["run", *RAID5_HWR, "--ios", "200"]
+    plain = runner.invoke(app, args).output
+    assert "RAID 5 of 4 x intel-dc-s3500-80g (state steady) on megaraid-9365" in plain
+    assert "(write-through, read-ahead off, FastPath off), stripe unit 64K" in plain
+    assert "FastPath on" in runner.invoke(app, [*args, "--fastpath"]).output
+
+
+def test_run_table_states_an_hdds_write_cache() -> None:
+    args = ["run", "--drive", "hitachi-deskstar-250g", "--controller", "dell-perc6i"]
+    output = runner.invoke(app, [*args, "--drives", "2", "--ios", "50"]).output
+    assert "RAID 0 of 2 x hitachi-deskstar-250g (write cache off) on dell-perc6i" in output
+
+
+def test_run_warmup_ios_reaches_the_scenario() -> None:
+    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "json"]
+    default = json.loads(runner.invoke(app, args).stdout)["scenario"]["workload"]
+    chosen = json.loads(runner.invoke(app, [*args, "--warmup-ios", "500"]).stdout)
+    assert default["warmup_ios"] == 10
+    assert chosen["scenario"]["workload"]["warmup_ios"] == 500
+
+
+def test_run_warmup_ios_refusal_names_the_flag() -> None:
+    result = runner.invoke(app, ["run", *RAID5_HWR, "--warmup-ios", "-1"])
+    assert result.exit_code == 2
+    assert "--warmup-ios" in result.output
+
+
+def test_atto_table_states_the_file_and_io_count() -> None:
+    args = ["atto", "--drive", "hitachi-deskstar-250g", "--controller", "dell-perc6i"]
+    args += ["--drives", "2", "--qd", "1", "--sizes", "64K", "--length", "512M"]
+    output = runner.invoke(app, [*args, "--ios-max", "64", "--jobs", "1"]).output
+    assert "ATTO test file 512M at the array's start, at most 64 I/Os per point" in output
+    assert "stripe unit 64K" in output
+
+
+def test_presets_state_the_controller_cache_policy_and_fastpath() -> None:
+    import raidlab
+
+    frame = raidlab.presets()
+    figures = dict(zip(frame["name"], frame["key_figures"], strict=True))
+    assert (
+        "cache 1G write-through (--write-cache), FastPath off (--fastpath)"
+        in figures["megaraid-9365"]
+    )
+    assert "cache 256M write-through" in figures["dell-perc6i"]
+    assert "FastPath" not in figures["dell-perc6i"]
+
+
+def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
+    job = ["fio", "--name=w", "--rw=randwrite", "--bs=4k", "--number_ios=50"]
+    result = runner.invoke(app, [*job, *RAID5_HWR, "--fastpath"])
+    assert result.exit_code == 0
+    assert "note: array RAID 5 of 4 x intel-dc-s3500-80g (state steady)" in result.stderr
+    assert "FastPath on" in result.stderr
+
+
+def test_run_notes_a_warmup_shorter_than_the_ssds_write_buffers() -> None:
+    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "csv"]
+    assert "less than the drives' write buffers hold (64M)" in runner.invoke(app, args).stderr
+    warmed = runner.invoke(app, [*args, "--warmup-ios", "20000"])
+    assert "warm-up" not in warmed.stderr
+    reads = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randread", "--ios", "100"])
+    assert "warm-up I/Os write" not in reads.stderr
