@@ -8,7 +8,7 @@ import json
 import raidlab
 from raidlab.cli import app
 from raidlab.studies.atto_studies import STUDIES, study_scenarios
-from raidlab.studies.claims import Run, Setup, claim_scenarios
+from raidlab.studies.claims import HWR_WRITE_BACK, Run, Setup, _warmup_ios, claim_scenarios
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -55,21 +55,29 @@ def _claims_scenario(run: Run) -> dict:
     return scenarios[0]
 
 
-HWR_RAID5 = Setup("RAID 5 of 3 HWR", "megaraid-9365", level=5, drives=3)
-HWR_ARGS = ["--drive", "intel-dc-s3500-80g", "--controller", "megaraid-9365", "--fastpath"]
+# The article's HWR (the 9365 of Figures 2-3) in the MegaRAID's default write-back.
+HWR_RAID5 = Setup(
+    "RAID 5 of 3 HWR", "megaraid-9365", level=5, drives=3, write_back=HWR_WRITE_BACK
+)
+HWR_ARGS = ["--drive", "intel-dc-s3500-80g", "--controller", "megaraid-9365"]
+HWR_ARGS += ["--write-cache", "wb" if HWR_WRITE_BACK else "wt"]
+# docs/predict.md: writes on the write-back HWR warm up 100,000 + 2 x 1 GiB / 4 KiB.
+HWR_WRITE_WARMUP = 624_288
 
 
-def test_claims_write_run_needs_fastpath_and_the_studys_warmup() -> None:
+def test_claims_write_run_needs_the_write_back_and_the_studys_warmup() -> None:
     args = ["run", *HWR_ARGS, "--level", "5", "--drives", "3", "--rw", "randwrite"]
     args += ["--iodepth", "16", "--numjobs", "2", "--ios", "100"]
-    study = _claims_scenario(Run(HWR_RAID5, "randwrite", 2, 16))
-    scenario = _cli_json([*args, "--warmup-ios", "100000"])["scenario"]
+    run = Run(HWR_RAID5, "randwrite", 2, 16)
+    assert _warmup_ios(run) == HWR_WRITE_WARMUP
+    study = _claims_scenario(run)
+    scenario = _cli_json([*args, "--warmup-ios", str(HWR_WRITE_WARMUP)])["scenario"]
     assert scenario["array"] == study["array"]
     assert scenario["workload"] == study["workload"]
     assert _cli_json(args)["scenario"]["workload"] != study["workload"]
 
 
-def test_claims_read_run_matches_with_fastpath_and_default_warmup() -> None:
+def test_claims_read_run_matches_with_the_write_back_and_default_warmup() -> None:
     args = ["run", *HWR_ARGS, "--level", "5", "--drives", "3", "--rw", "randread"]
     args += ["--iodepth", "16", "--numjobs", "2", "--ios", "100"]
     study = _claims_scenario(Run(HWR_RAID5, "randread", 2, 16))
@@ -80,7 +88,7 @@ def test_claims_read_run_matches_with_fastpath_and_default_warmup() -> None:
 def test_python_run_takes_the_tuning_knobs() -> None:
     frame = raidlab.run(
         drive="intel-dc-s3500-80g", controller="megaraid-9365", level=5, drives=3,
-        rw="randread", iodepth=16, numjobs=2, ios=100, fastpath=True,
+        rw="randread", iodepth=16, numjobs=2, ios=100, write_cache="wb",
     )  # fmt: skip
     study = _claims_scenario(Run(HWR_RAID5, "randread", 2, 16))
     assert frame.attrs["scenario"]["array"] == study["array"]
