@@ -28,13 +28,16 @@ SIZES_KIB = (4, 64, 1024)
 SYNTHETIC_MBPS = 123  # no study measured this: a marker, not a figure
 
 
-def extended_reference(tmp_path: Path, name: str, rows: list[str]) -> Path:
-    """A copy of data/reference/ whose ``name`` has ``rows`` appended."""
+def use_extended_reference(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, rows: list[str]
+) -> None:
+    """Point the studies ($RAIDLAB_REFERENCE_DIR) at a copy of data/reference/ whose
+    ``name`` has ``rows`` appended."""
     directory = tmp_path / "reference"
     shutil.copytree(CHECKOUT, directory)
     with (directory / name).open("a") as file:
         file.writelines(row + "\n" for row in rows)
-    return directory
+    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
 
 
 def ssd_rows() -> list[str]:
@@ -73,7 +76,7 @@ def extended(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
     study = request.param
     name, rows, configs = NEW_CONFIGS[study]
     added = rows()
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(extended_reference(tmp_path, name, added)))
+    use_extended_reference(monkeypatch, tmp_path, name, added)
     return study, len(added), configs
 
 
@@ -98,8 +101,7 @@ def test_new_rows_are_simulated_as_predictions(fake_native: None, extended) -> N
 def test_new_ssd_rows_meet_the_naive_model(
     fake_native: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    directory = extended_reference(tmp_path, "ssd_raid0_atto.csv", ssd_rows())
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    use_extended_reference(monkeypatch, tmp_path, "ssd_raid0_atto.csv", ssd_rows())
     frame = reproduce_study("ssd-raid0-atto", jobs=1, progress=False)
     naive = naive_mbps(frame, frame.attrs["drive_counts"])
     single = frame[frame["config"] == "single"].set_index(["op", "qd", "block_bytes"])
@@ -165,8 +167,7 @@ def test_cross_validation_holds_out_each_new_configuration(fake_native: None, ex
 def test_hdd_array_rows_at_qd4_are_predictions_not_suspect(
     fake_native: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    directory = extended_reference(tmp_path, "hdd_raid0_atto.csv", hdd_rows())
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    use_extended_reference(monkeypatch, tmp_path, "hdd_raid0_atto.csv", hdd_rows())
     frame = reproduce_study("hdd-raid0-atto", jobs=1, progress=False)
     qd4_array = (frame["qd"] == 4) & (frame["config"] == "raid0_2_su64K")
     assert qd4_array.sum() == 2 * (len(SIZES_KIB) + 2)
@@ -180,8 +181,7 @@ def test_an_unknown_ssd_configuration_is_one_clear_error(
     no_simulation: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     row = f"raid5_3,read,1,4,{SYNTHETIC_MBPS},SYNTHETIC test row"
-    directory = extended_reference(tmp_path, "ssd_raid0_atto.csv", [row])
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    use_extended_reference(monkeypatch, tmp_path, "ssd_raid0_atto.csv", [row])
     result = runner.invoke(app, ["reproduce", "ssd-raid0-atto", "--jobs", "1"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: ssd_raid0_atto.csv: config: unknown configuration")
@@ -191,8 +191,7 @@ def test_an_unknown_ssd_configuration_is_one_clear_error(
 def test_an_hdd_row_without_disks_is_one_clear_error(
     no_simulation: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    directory = extended_reference(tmp_path, "hdd_raid0_atto.csv", ["1,64,0,read,4,1"])
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    use_extended_reference(monkeypatch, tmp_path, "hdd_raid0_atto.csv", ["1,64,0,read,4,1"])
     result = runner.invoke(app, ["reproduce", "hdd-raid0-atto", "--jobs", "1"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: hdd_raid0_atto.csv: disks: ")
@@ -322,8 +321,7 @@ def test_raidix_reproduce_takes_new_rows_and_prints_unmapped_ones(
         # ... and one whose text gives no cache-hit share.
         '"SYNTHETIC random read",random read 100%,random read,100,2,1,IOps,2.0,2.0,9004,SYNTHETIC',
     ]
-    directory = extended_reference(tmp_path, "raidix_cache.csv", added)
-    monkeypatch.setenv(reference_data.ENVIRONMENT, str(directory))
+    use_extended_reference(monkeypatch, tmp_path, "raidix_cache.csv", added)
     after = runner.invoke(app, [*args, "--format", "json"])
     assert after.exit_code == 0, after.output
     document = json.loads(after.stdout)
