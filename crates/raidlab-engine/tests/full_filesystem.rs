@@ -385,8 +385,9 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     opts.sparse = true;
     let (early, later) = (block(1, BLOCK), block(2, BLOCK));
     // Member 0 as it is after the first write, member 1 after the second; a third
-    // session moves the array on without writing. Restored, both are stale, member 1
-    // the fresher.
+    // session moves the array on two events without writing (one event behind is a
+    // member that missed only the last superblock write, and current). Restored, both
+    // are stale, member 1 the fresher.
     {
         let a = Array::create(&paths, &opts).unwrap();
         a.write(0, &early, false).unwrap();
@@ -399,7 +400,11 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
         a.close().unwrap();
     }
     let saved1 = std::fs::read(&paths[1]).unwrap();
-    Array::assemble(&paths).unwrap().close().unwrap();
+    {
+        let a = Array::assemble(&paths).unwrap();
+        a.open_for_writes().unwrap();
+        a.close().unwrap();
+    }
     std::fs::write(&paths[0], &saved0).unwrap();
     std::fs::write(&paths[1], &saved1).unwrap();
 

@@ -22,6 +22,10 @@ use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Events a member's superblock may lag the newest and still be current: one, the
+/// superblock write a crash interrupted (see `assemble`).
+const EVENT_MARGIN: u64 = 1;
+
 /// How to create an array: the geometry without member capacity, plus creation options.
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
@@ -474,7 +478,15 @@ impl Array {
                 continue;
             };
             let (path, file, sb) = &found[i];
-            let state = if sb.events < newest.events {
+            // A state change writes the superblocks one member after another, so a crash
+            // in between leaves members one event behind that missed nothing but that
+            // superblock: they are current unless the newest superblock failed them.
+            // mdadm's assembly allows the same ("int event_margin = 1; /* always allow a
+            // difference of '1' like the kernel does */", Assemble.c), and the kernel
+            // accepts ev1 + 1 while assembling (md.c, super_*_validate).
+            let missed_the_last_write =
+                sb.events + EVENT_MARGIN >= newest.events && !newest.failed.contains(role);
+            let state = if sb.events < newest.events && !missed_the_last_write {
                 failed.insert(role);
                 MemberState::Stale { events: sb.events }
             } else if let (Some(offset_bytes), true) =
