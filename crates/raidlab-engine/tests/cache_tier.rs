@@ -65,21 +65,6 @@ impl Lab {
     }
 }
 
-/// `open` again while it fails only because a member is "in use": a process another
-/// test spawns (fork, then exec) holds this process's open member files, and their
-/// locks, for that moment.
-fn retry_in_use<T>(mut open: impl FnMut() -> raidlab_engine::Result<T>) -> T {
-    for _ in 0..100 {
-        match open() {
-            Err(e) if e.to_string().contains("in use by") => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            r => return r.unwrap(),
-        }
-    }
-    open().unwrap()
-}
-
 /// `n` requests of a hot-set workload on `tier`, checked against `shadow`: 90 % of
 /// them in the first 1 MiB, the rest anywhere in 6 MiB; reads and writes of 4 KiB to
 /// 64 KiB, some not line-aligned (512 B multiples), now and then a 256 KiB stream.

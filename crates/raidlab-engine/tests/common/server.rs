@@ -29,22 +29,73 @@ pub fn spawn_server_with(
     members: &[&str],
     capture_stderr: bool,
 ) -> Server {
-    let (listen, port) = free_listen_address();
+    if capture_stderr {
+        // The caller reads the whole stderr at the end (`stop_with_stderr`): a port
+        // probed free beforehand, as other tests that spawn `serve` themselves do.
+        let (listen, port) = free_listen_address();
+        let mut command = engine_command(dir);
+        command
+            .args(["serve", "--listen", &listen])
+            .args(options)
+            .args(members)
+            .stderr(std::process::Stdio::piped());
+        let child = command.spawn().unwrap();
+        wait_listening(&listen);
+        return Server(child, port);
+    }
+    // Port 0: the server binds a port the kernel picks and names it in its "serving ...
+    // on nbd://127.0.0.1:PORT" line. A port probed free and released beforehand could
+    // be taken by a server another test starts in between, which `wait_listening` would
+    // then find in place of this one.
     let mut command = engine_command(dir);
     command
-        .args(["serve", "--listen", &listen])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(options)
-        .args(members);
-    // Not kept: discarded, so its "serving ..." and "stopped" lines do not run through
-    // the test output.
-    command.stderr(if capture_stderr {
-        std::process::Stdio::piped()
-    } else {
-        std::process::Stdio::null()
-    });
-    let child = command.spawn().unwrap();
-    wait_listening(&listen);
+        .args(members)
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().expect("stderr piped");
+    let port = served_port(stderr);
+    wait_listening(&format!("127.0.0.1:{port}"));
     Server(child, port)
+}
+
+/// The port of the "serving ... on nbd://127.0.0.1:PORT" line `serve` prints once it
+/// listens; the rest of its stderr is read and discarded on a thread, so the server
+/// never blocks on a full pipe and its lines do not run through the test output.
+fn served_port(stderr: std::process::ChildStderr) -> u16 {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = String::new();
+        let mut tx = Some(tx);
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(port) = line
+                .split("127.0.0.1:")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|digits| digits.parse::<u16>().ok())
+                .filter(|_| line.contains("serving"))
+            {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(Ok(port));
+                }
+            } else if tx.is_some() {
+                said.push_str(&line);
+                said.push('\n');
+            }
+        }
+        if let Some(tx) = tx {
+            let _ = tx.send(Err(said));
+        }
+    });
+    // A dirty array resyncs before it listens.
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(Ok(port)) => port,
+        Ok(Err(said)) => panic!("server did not start: {said}"),
+        Err(_) => panic!("server did not start within 20 s"),
+    }
 }
 
 /// A loopback address no one listens on (`127.0.0.1:port`) and its port.
