@@ -142,7 +142,7 @@ fn serve_with(d: &Path, env: &[(&str, &Path)], members: &[String], log: &Path) -
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();
-    let s = Server(child, port);
+    let s = Server(child, port, None);
     wait_listening(&listen);
     s
 }
@@ -473,7 +473,7 @@ fn replace_onto_a_file_the_client_cannot_open_fails_in_the_client() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let server = Server(child, port);
+    let server = Server(child, port, None);
     wait_listening(&listen);
     let nobody = |args: &[&str]| {
         bounded(

@@ -170,7 +170,7 @@ fn serve_with_env(dir: &Path, members: &[&str], env: &[(&str, &str)]) -> Server 
         .args(members)
         .envs(env.iter().copied())
         .stderr(std::process::Stdio::piped());
-    let server = Server(command.spawn().unwrap(), port);
+    let server = Server(command.spawn().unwrap(), port, None);
     wait_listening(&listen);
     server
 }

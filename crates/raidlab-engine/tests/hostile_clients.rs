@@ -772,7 +772,7 @@ fn serve_stderr(d: &Path, listen: &str, members: &[&str]) -> String {
         .args(members)
         .stderr(Stdio::piped());
     let port = listen.rsplit(':').next().unwrap().parse().unwrap();
-    let mut server = Server(c.spawn().unwrap(), port);
+    let mut server = Server(c.spawn().unwrap(), port, None);
     let mut err = std::io::BufReader::new(server.0.stderr.take().unwrap());
     let mut text = String::new();
     while !text.contains("serving") {

@@ -368,7 +368,7 @@ fn serve_stderr_on(d: &Path, listen: &str, options: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let server = Server(child, port);
+    let server = Server(child, port, None);
     wait_listening(&format!("127.0.0.1:{port}"));
     server.stop_with_stderr()
 }

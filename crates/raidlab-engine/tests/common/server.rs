@@ -4,11 +4,13 @@ use super::binary::engine_command;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A running server and its port. Dropping it kills the server, so a test that fails
-/// leaves none behind.
-pub struct Server(pub Child, pub u16);
+/// A running server, its port and, for a server started with its stderr kept, the
+/// thread that reads that stderr (what `stop_with_stderr` returns). Dropping it kills
+/// the server, so a test that fails leaves none behind.
+pub struct Server(pub Child, pub u16, pub Option<JoinHandle<String>>);
 
 /// Starts `serve` on the array of `members` (options may lead: `--journal j`, ...).
 pub fn serve(dir: &Path, members: &[&str]) -> Server {
@@ -29,20 +31,6 @@ pub fn spawn_server_with(
     members: &[&str],
     capture_stderr: bool,
 ) -> Server {
-    if capture_stderr {
-        // The caller reads the whole stderr at the end (`stop_with_stderr`): a port
-        // probed free beforehand, as other tests that spawn `serve` themselves do.
-        let (listen, port) = free_listen_address();
-        let mut command = engine_command(dir);
-        command
-            .args(["serve", "--listen", &listen])
-            .args(options)
-            .args(members)
-            .stderr(std::process::Stdio::piped());
-        let child = command.spawn().unwrap();
-        wait_listening(&listen);
-        return Server(child, port);
-    }
     // Port 0: the server binds a port the kernel picks and names it in its "serving ...
     // on nbd://127.0.0.1:PORT" line. A port probed free and released beforehand could
     // be taken by a server another test starts in between, which `wait_listening` would
@@ -55,46 +43,54 @@ pub fn spawn_server_with(
         .stderr(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().expect("stderr piped");
-    let port = served_port(stderr);
+    let (port, said) = match std::panic::catch_unwind(|| served_port(stderr)) {
+        Ok(served) => served,
+        Err(panic) => {
+            // Leave no server behind.
+            let _ = child.kill();
+            let _ = child.wait();
+            std::panic::resume_unwind(panic)
+        }
+    };
     wait_listening(&format!("127.0.0.1:{port}"));
-    Server(child, port)
+    Server(child, port, capture_stderr.then_some(said))
 }
 
 /// The port of the "serving ... on nbd://127.0.0.1:PORT" line `serve` prints once it
-/// listens; the rest of its stderr is read and discarded on a thread, so the server
-/// never blocks on a full pipe and its lines do not run through the test output.
-fn served_port(stderr: std::process::ChildStderr) -> u16 {
+/// listens, and the thread that reads its stderr to the end (so the server never
+/// blocks on a full pipe) and returns all of it, that line included.
+fn served_port(stderr: std::process::ChildStderr) -> (u16, JoinHandle<String>) {
     use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut said = String::new();
         let mut tx = Some(tx);
         for line in std::io::BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            if let Some(port) = line
+            let port = line
                 .split("127.0.0.1:")
                 .nth(1)
                 .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
                 .and_then(|digits| digits.parse::<u16>().ok())
-                .filter(|_| line.contains("serving"))
-            {
+                .filter(|_| line.contains("serving"));
+            if let Some(port) = port {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(Ok(port));
                 }
-            } else if tx.is_some() {
-                said.push_str(&line);
-                said.push('\n');
             }
+            said.push_str(&line);
+            said.push('\n');
         }
         if let Some(tx) = tx {
-            let _ = tx.send(Err(said));
+            let _ = tx.send(Err(said.clone()));
         }
+        said
     });
     // A dirty array resyncs before it listens.
     match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(Ok(port)) => port,
+        Ok(Ok(port)) => (port, reader),
         Ok(Err(said)) => panic!("server did not start: {said}"),
-        Err(_) => panic!("server did not start within 20 s"),
+        Err(e) => panic!("server did not start: {e}"),
     }
 }
 
@@ -144,10 +140,17 @@ impl Server {
             .status()
             .unwrap()
             .success());
-        let mut err = String::new();
-        let mut stderr = self.0.stderr.take().expect("started with its stderr kept");
-        stderr.read_to_string(&mut err).unwrap();
-        assert!(self.0.wait().unwrap().success(), "{err}");
+        let status = self.0.wait().unwrap();
+        let err = match self.2.take() {
+            Some(reader) => reader.join().expect("stderr reader"),
+            None => {
+                let mut err = String::new();
+                let mut stderr = self.0.stderr.take().expect("started with its stderr kept");
+                stderr.read_to_string(&mut err).unwrap();
+                err
+            }
+        };
+        assert!(status.success(), "{err}");
         err
     }
 
