@@ -281,13 +281,18 @@ def _controller_policy(controller: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _drive_name(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
+    """The drive as the user named it: its preset, the array file's, or its kind."""
+    return drive or (
+        f"the drive of {config.name}" if config is not None else array["drive"]["kind"]
+    )
+
+
 def setup_line(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
     """One line saying which array was simulated: level, drives and their state, the
     controller and its policy, the stripe unit (a default a user may not know of)."""
     drive_spec = array["drive"]
-    drive_name = drive or (
-        f"the drive of {config.name}" if config is not None else drive_spec["kind"]
-    )
+    drive_name = _drive_name(array, drive, config)
     state = drive_state(array)
     drive_notes = [f"state {state}"] if state is not None else []
     if "write_cache" in drive_spec:
@@ -351,9 +356,7 @@ def print_simulated(*lines: str) -> None:
 
 
 def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
-    drive_name = drive or (
-        f"the drive of {config.name}" if config is not None else array["drive"]["kind"]
-    )
+    drive_name = _drive_name(array, drive, config)
     stripe = (
         f"stripe {format_size(array['stripe_unit_bytes'])}"
         if array["drive_count"] > 1

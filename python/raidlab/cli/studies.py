@@ -406,6 +406,8 @@ def reproduce(
             return
         summary: StudySummary = frame.attrs["summary"]
         cv: CrossValidation | None = frame.attrs.get("cross_validation")
+        # What was simulated: the default I/O count, not None, when the flag was left out.
+        ios_max = IOS_MAX_DEFAULT if ios is None else ios
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
             print_study_summary(frame, summary, stderr)
@@ -420,9 +422,8 @@ def reproduce(
                     "drive": frame.attrs.get("drive"),
                     "controller": frame.attrs.get("controller"),
                     "seed": frame.attrs.get("seed"),
-                    # What was simulated: the default I/O count, not None, when the
-                    # flag was left out; and the ATTO test file.
-                    "ios_max": IOS_MAX_DEFAULT if ios is None else ios,
+                    # What was simulated: the I/O count and the ATTO test file.
+                    "ios_max": ios_max,
                     "length_bytes": STUDIES[study].length_bytes,
                     # What each configuration is, for `raidlab report`'s figure titles.
                     "configs": {
@@ -442,7 +443,7 @@ def reproduce(
         else:
             method = (
                 f"{format_size(STUDIES[study].length_bytes)} test file, at most "
-                f"{IOS_MAX_DEFAULT if ios is None else ios} I/Os per point, seed "
+                f"{ios_max} I/Os per point, seed "
                 f"{frame.attrs.get('seed')}"
             )
             print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")

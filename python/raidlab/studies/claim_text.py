@@ -39,10 +39,12 @@ from raidlab.studies.claims import (
     HWR,
     HWR_WRITE_BACK,
     IOPS_MIX_READ,
+    LATENCY_DIFFERENCE_MS,
     LATENCY_MIX_READ,
     NOT_COVERED_DATASHEET,
     NOT_COVERED_GENERIC,
     NOT_COVERED_RANGE,
+    PERCENT_PP,
     PTS_IODEPTH,
     PTS_NUMJOBS,
     SIGNIFICANTLY,
@@ -62,8 +64,6 @@ from raidlab.studies.claims import (
 
 FROM_TEXT = "(from the claim's text)"
 # The study's tolerances, by the shape of the figure (claims.py's hand-written checks):
-PERCENT_PP = 15.0  # a penalty, gain or reduction in percent: ±15 pp (T04, T05, T24)
-LATENCY_DIFFERENCE_MS = 0.02  # a latency difference in ms: ±0.02 ms (T06)
 READ_AHEAD_ON = "always"  # MegaRAID's "Always Read Ahead", as Q07/Q08 compare
 THROUGHPUT_BS = "1M"  # TKperf's throughput test: 1,024 KiB blocks unless stated
 LEVELS = (0, 1, 5, 6, 10, 50, 60)
