@@ -80,8 +80,21 @@ def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
 
 def test_run_notes_a_warmup_shorter_than_the_ssds_write_buffers() -> None:
     args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "csv"]
-    assert "less than the drives' write buffers hold (64M)" in runner.invoke(app, args).stderr
+    assert "less than the drives' write buffers (64M) hold" in runner.invoke(app, args).stderr
     warmed = runner.invoke(app, [*args, "--warmup-ios", "20000"])
     assert "warm-up" not in warmed.stderr
     reads = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randread", "--ios", "100"])
     assert "warm-up I/Os write" not in reads.stderr
+
+
+def test_warmup_note_counts_a_write_back_cache_and_suggests_the_studys_count() -> None:
+    args = ["run", *RAID5_HWR, "--write-cache", "wb", "--rw", "randwrite", "--ios", "100"]
+    note = runner.invoke(app, [*args, "--format", "csv"]).stderr
+    assert "the drives' write buffers (64M) and the write-back cache (1G) hold" in note
+    assert "the ssd-raid-tuning study uses 624288 here" in note
+    # A default warm-up (a tenth of --ios) that fills the drives' buffers does not fill
+    # the cache behind them.
+    longer = runner.invoke(app, [*args[:-2], "--ios", "200000", "--format", "csv"]).stderr
+    assert "the 20000 warm-up I/Os write 80000K, less than" in longer
+    write_through = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100"])
+    assert "the ssd-raid-tuning study uses 100000 here" in write_through.stderr

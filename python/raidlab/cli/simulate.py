@@ -32,7 +32,12 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
-from raidlab.scenario.tuning import drive_state, drive_state_note
+from raidlab.scenario.tuning import (
+    drive_state,
+    drive_state_note,
+    steady_warmup_ios,
+    write_back_cache_bytes,
+)
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size, parse_size
 
@@ -327,25 +332,31 @@ def workload_line(workload: Mapping[str, Any]) -> str:
 
 
 def warmup_note(scenario: Mapping[str, Any]) -> str | None:
-    """A hint when the default warm-up writes less than the SSDs' write buffers hold:
-    the measured writes then partly land in buffers a steady-state drive has full (the
-    ssd-raid-tuning study warms such runs up with 100000 writes, docs/predict.md)."""
+    """A hint when the default warm-up writes less than the SSDs' write buffers and a
+    write-back cache in front of them hold: the measured writes then partly land in
+    buffers a steady-state array has full (steady_warmup_ios: what the ssd-raid-tuning
+    study warms such runs up with, docs/predict.md)."""
     array, workload = scenario["array"], scenario["workload"]
     writes = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
     if drive_state(array) != "steady" or workload["rw"] not in writes:
         return None
-    buffer_bytes = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
+    drive_buffers = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
+    cache_bytes = write_back_cache_bytes(array.get("controller", {}))
+    buffer_bytes = drive_buffers + cache_bytes
     mix = workload["bs"]
     mean_bytes = sum(size * weight for size, weight in mix) / sum(weight for _, weight in mix)
     write_share = 1 - workload["rwmixread"] / 100 if workload["rw"] in ("rw", "randrw") else 1
     warmup_bytes = workload["warmup_ios"] * write_share * mean_bytes
     if warmup_bytes >= buffer_bytes:
         return None
+    held = f"the drives' write buffers ({format_size(drive_buffers)})"
+    if cache_bytes:
+        held += f" and the write-back cache ({format_size(cache_bytes)})"
     return (
         f"the {workload['warmup_ios']} warm-up I/Os write {format_size(int(warmup_bytes))}, "
-        f"less than the drives' write buffers hold ({format_size(buffer_bytes)}), so "
-        "measured writes partly fill them; --warmup-ios N warms up longer (the "
-        "ssd-raid-tuning study uses 100000, docs/predict.md)"
+        f"less than {held} hold, so measured writes partly fill them; --warmup-ios N warms "
+        f"up longer (the ssd-raid-tuning study uses {steady_warmup_ios(cache_bytes)} here, "
+        "docs/predict.md)"
     )
 
 

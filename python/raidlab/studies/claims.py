@@ -38,7 +38,7 @@ from raidlab.scenario.array import (
 )
 from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import preset
-from raidlab.scenario.tuning import Tuning, drive_state_default, tune_array
+from raidlab.scenario.tuning import Tuning, drive_state_default, steady_warmup_ios, tune_array
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
 
@@ -251,7 +251,6 @@ HDD_RAID5_WB = Setup(
     drive="wd-caviar-blue-500g",
     write_back=True,
 )
-STEADY_WARMUP_IOS = 100_000  # 4 drives x 16 MiB of buffer is ~16k 4 KiB writes; 6x margin
 RAID5_HWR_WT = Setup(
     "RAID 5 of 4 HWR, write-through", "megaraid-9361", level=5, drives=4
 )
@@ -278,18 +277,16 @@ def _has_ftl(drive: str) -> bool:
 
 
 def _warmup_ios(run: Run) -> int | None:
-    """Warm-up of a run that writes to SSDs in steady state: more writes than the
-    drives' buffers hold and, behind a write-back cache, twice as many 4 KiB writes as
-    fill the controller's cache, so the measurement sees the sustained destage rate
-    (TKperf's rounds run for minutes, far longer than the cache takes to fill), not the
-    cache filling. None (the workload's default) for the others."""
+    """Warm-up of a run that writes to SSDs in steady state (steady_warmup_ios: the
+    drives' buffers full and, behind a write-back cache, the cache destaging). None
+    (the workload's default) for the others."""
     setup = run.setup
     if setup.state != "steady" or not _has_ftl(setup.drive) or run.rw in ("read", "randread"):
         return None
     if not setup.write_back:
-        return STEADY_WARMUP_IOS
+        return steady_warmup_ios(0)
     cache_bytes = int(preset("controller", setup.controller, "controller")["cache_bytes"])
-    return STEADY_WARMUP_IOS + 2 * cache_bytes // 4096
+    return steady_warmup_ios(cache_bytes)
 
 
 def _drive(setup: Setup) -> Any:
