@@ -6,6 +6,7 @@ from raidlab.errors import RaidlabError
 from raidlab.frontends.atto import (
     ATTO_COLUMNS,
     atto_frame,
+    atto_in_flight,
     atto_ios,
     atto_points,
     parse_queue_depths,
@@ -45,9 +46,16 @@ def test_sweep_orders_by_qd_then_size_with_write_first(array: dict) -> None:
 def test_pass_is_sequential_over_the_test_file(array: dict) -> None:
     point = atto_points(array, [4], [65536], "32G")[0]
     workload = point.scenario["workload"]
-    assert workload["rw"] == "write" and workload["iodepth"] == 4
+    # ATTO's queue depth 4 keeps two I/Os in flight (atto_in_flight).
+    assert point.qd == 4 and workload["rw"] == "write" and workload["iodepth"] == 2
     assert workload["offset_bytes"] == 0 and workload["size_bytes"] == 32 << 30
     assert workload["bs"] == [[65536, 1]] and workload["numjobs"] == 1
+
+
+def test_atto_queue_depth_keeps_half_as_many_ios_in_flight() -> None:
+    assert [atto_in_flight(qd) for qd in (1, 2, 3, 4, 8, 10, 16, 256)] == [
+        1, 1, 2, 2, 4, 5, 8, 128
+    ]  # fmt: skip
 
 
 def test_io_count_is_one_pass_clamped_to_64_and_ios_max() -> None:

@@ -98,3 +98,10 @@ def test_warmup_note_counts_a_write_back_cache_and_suggests_the_studys_count() -
     assert "the 20000 warm-up I/Os write 80000K, less than" in longer
     write_through = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100"])
     assert "the ssd-raid-tuning study uses 100000 here" in write_through.stderr
+
+
+def test_atto_states_the_ios_in_flight_of_each_queue_depth() -> None:
+    args = ["atto", "--drive", "adata-sp900-128g", "--qd", "1,2,4,10", "--sizes", "4K"]
+    result = runner.invoke(app, [*args, "--length", "1M"])
+    assert result.exit_code == 0
+    assert "I/Os in flight per queue depth QD 1: 1, QD 2: 1, QD 4: 2, QD 10: 5" in result.stdout

@@ -133,6 +133,19 @@ def test_hdd_single_disk_qd4_measurements_repeat_qd1() -> None:
     assert len(qd4) == 90 and qd4.equals(qd1)
 
 
+def test_ssd_single_drive_qd2_repeats_qd1_as_one_io_in_flight_would() -> None:
+    """What atto_in_flight rests on, checked against the data: the SP900 at ATTO's QD 2
+    gives its QD 1 figure (reads of 128 KiB and up within 2 %, where a second I/O in
+    flight would hide the time lost between requests), and QD 4 is faster."""
+    measured = get_study("ssd-raid0-atto").load_measured()
+    single = measured[(measured["config"] == "single") & (measured["op"] == "read")]
+    by_qd = single.pivot_table(index="block_bytes", columns="qd", values="measured_mbps")
+    large = by_qd[by_qd.index >= 128 * 1024].dropna(subset=[1, 2])
+    assert len(large) >= 9
+    assert ((large[2] / large[1] - 1).abs() <= 0.02).all()
+    assert (large[4] >= large[2]).all() and (large[4] / large[2]).max() > 1.3
+
+
 def test_suspect_rows_are_in_neither_calibration_nor_prediction_mape() -> None:
     frame = _frame(
         [

@@ -27,7 +27,7 @@ from raidlab.cli.flags import (
     with_array_flags,
 )
 from raidlab.errors import user_errors
-from raidlab.frontends.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT
+from raidlab.frontends.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT, atto_in_flight
 from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
@@ -56,7 +56,14 @@ from raidlab.units import format_size, parse_size
 )
 @with_array_flags
 def atto(
-    qd: Annotated[str, opt("--qd", "Queue depths: list 1,4,16 or range 1..256.")] = "1,4",
+    qd: Annotated[
+        str,
+        opt(
+            "--qd",
+            "ATTO queue depths: list 1,4,16 or range 1..256. As in ATTO, depth N keeps "
+            "ceil(N/2) I/Os in flight (QD 2 runs one at a time; docs/studies.md).",
+        ),
+    ] = "1,4",
     sizes: Annotated[
         str, opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
     ] = DEFAULT_SIZES,
@@ -134,7 +141,8 @@ def atto(
             print_simulated(
                 setup_line(frame.attrs["array"], flags.drive, flags.config),
                 f"ATTO test file {format_size(parse_size(length, '--length'))} at the "
-                f"array's start, at most {ios_max} I/Os per point",
+                f"array's start, at most {ios_max} I/Os per point, "
+                f"{atto_depths_line(frame)}",
             )
             print_table(
                 atto_table_rows(frame),
@@ -357,6 +365,14 @@ def warmup_note(scenario: Mapping[str, Any]) -> str | None:
         f"less than {held} hold, so measured writes partly fill them; --warmup-ios N warms "
         f"up longer (the ssd-raid-tuning study uses {steady_warmup_ios(cache_bytes)} here, "
         "docs/predict.md)"
+    )
+
+
+def atto_depths_line(frame: Any) -> str:
+    """ATTO's queue depths and the I/Os each keeps in flight (atto_in_flight)."""
+    depths = sorted({int(qd) for qd in frame["qd"]})
+    return "I/Os in flight per queue depth " + ", ".join(
+        f"QD {qd}: {atto_in_flight(qd)}" for qd in depths
     )
 
 

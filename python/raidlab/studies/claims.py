@@ -251,9 +251,7 @@ HDD_RAID5_WB = Setup(
     drive="wd-caviar-blue-500g",
     write_back=True,
 )
-RAID5_HWR_WT = Setup(
-    "RAID 5 of 4 HWR, write-through", "megaraid-9361", level=5, drives=4
-)
+RAID5_HWR_WT = Setup("RAID 5 of 4 HWR, write-through", "megaraid-9361", level=5, drives=4)
 RAID5_HWR_WB = Setup(
     "RAID 5 of 4 HWR, write-back",
     "megaraid-9361",
@@ -264,9 +262,7 @@ RAID5_HWR_WB = Setup(
 # The over-provisioning test drive of the article (T28, T29): one S3500 800 GB.
 S3500_800G = "intel-dc-s3500-800g"
 S3700_800G = "intel-dc-s3700-800g"
-SINGLE_800G = Setup(
-    "single S3500 800 GB", "hba", level=0, drives=1, drive=S3500_800G
-)
+SINGLE_800G = Setup("single S3500 800 GB", "hba", level=0, drives=1, drive=S3500_800G)
 SINGLE_800G_OP20 = dataclasses.replace(
     SINGLE_800G, name="single S3500 800 GB, 20 % over-provisioning", op_percent=20.0
 )
@@ -596,8 +592,8 @@ def _iops_ratio(numerator: Run, denominator: Run) -> Callable[[Results], float]:
 
 
 def _latency_ratio(numerator: Run, denominator: Run) -> Callable[[Results], float]:
-    return lambda results: mean_latency_ms(results[numerator]) / mean_latency_ms(
-        results[denominator]
+    return lambda results: (
+        mean_latency_ms(results[numerator]) / mean_latency_ms(results[denominator])
     )
 
 
@@ -651,8 +647,7 @@ def _level_checks(oio: str) -> list[Check]:
                 (raid5, raid10),
                 _iops_ratio(raid5, raid10),
                 Tolerance("direction", SIGNIFICANTLY, "x"),
-                f"IOPS of RAID 5 / RAID 10 of 4 on {_on(RAID5[variant])}, 4K randread, "
-                f"{oio}",
+                f"IOPS of RAID 5 / RAID 10 of 4 on {_on(RAID5[variant])}, 4K randread, {oio}",
             )
         )
     for variant in ("SWR", "HWR"):
@@ -785,8 +780,7 @@ def _over_provisioning_checks(oio: str) -> list[Check]:
             (with_op, without),
             _iops_ratio(with_op, without),
             Tolerance("unchanged", UNCHANGED),
-            f"IOPS with 20 % over-provisioning / without, one {S3500_800G} on hba, {what}, "
-            f"{oio}",
+            f"IOPS with 20 % over-provisioning / without, one {S3500_800G} on hba, {what}, {oio}",
         )
         for variant, with_op, without, what in cases
     ]
@@ -893,6 +887,7 @@ def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.
     """The study's claims file (``raidlab.studies.reference_data``), or
     ``claims_file``: rows of the same article in the same columns."""
     import pandas as pd
+
     if claims_file is None:
         text = reference_data.read_text(study.claims_file)
     else:
@@ -935,9 +930,7 @@ def _array(setup: Setup) -> dict[str, Any]:
     )
     if setup.read_ahead is None and not _fastpath(setup):
         return array
-    return tune_array(
-        array, Tuning(read_ahead=setup.read_ahead, fastpath=_fastpath(setup) or None)
-    )
+    return tune_array(array, Tuning(read_ahead=setup.read_ahead, fastpath=_fastpath(setup) or None))
 
 
 def claim_scenarios(
@@ -985,6 +978,7 @@ def reproduce_claims(
     ``claims_file``: a claims file of the study's article in place of the packaged one
     (its claims without a hand-written check are read from their text)."""
     import pandas as pd
+
     study = CLAIM_STUDIES[name]
     claims = load_claims(study, claims_file).set_index("claim_id")
     checks, coverage = study_checks(study, claims)
@@ -1055,9 +1049,7 @@ def reproduce_claims(
     return frame
 
 
-def study_checks(
-    study: ClaimStudy, claims: pd.DataFrame
-) -> tuple[list[Check], dict[str, str]]:
+def study_checks(study: ClaimStudy, claims: pd.DataFrame) -> tuple[list[Check], dict[str, str]]:
     """The checks of the claims of ``claims`` (indexed by claim id) and the coverage of
     each: the hand-written checks, and for a claim the study has neither a check nor a
     reason for, the checks its text says (``study.interpret``) or why there are none.
