@@ -101,9 +101,11 @@ def test_raid5_rotating_parity_spreads_wear_within_five_percent() -> None:
     nand = [m["nand_write_bytes"] for m in wear]
     mean = sum(nand) / len(nand)
     assert all(abs(n / mean - 1) < 0.05 for n in nand), nand
-    # A small write is two member writes (data and parity) of one host write.
-    host = sum(m["host_write_bytes"] for m in wear)
-    assert host == 2 * 20_000 * 4096
+    # A small write is two member writes (data and parity) of one host write; the
+    # member writes of the 32 host writes in flight when measuring starts (their
+    # read-modify-write reads done first) may land on either side of it.
+    host_units = sum(m["host_write_bytes"] for m in wear) // 4096
+    assert abs(host_units - 2 * 20_000) <= 2 * 32, host_units
 
 
 def test_raid4_parity_drive_wears_fastest() -> None:
