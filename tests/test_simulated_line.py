@@ -16,7 +16,7 @@ RAID5_HWR = [
 
 
 def test_run_table_states_queue_depth_jobs_and_warmup() -> None:
-    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--iodepth", "16", "--numjobs", "2"]
+    args = ["run", *RAID5_HWR, "--rw", "randread", "--iodepth", "16", "--numjobs", "2"]
     output = runner.invoke(app, [*args, "--ios", "300"]).output
     assert "QD 16 x 2 job(s), 300 I/Os after 30 warm-up I/Os" in output
 
@@ -39,7 +39,7 @@ def test_run_warmup_ios_reaches_the_scenario() -> None:
     args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "json"]
     default = json.loads(runner.invoke(app, args).stdout)["scenario"]["workload"]
     chosen = json.loads(runner.invoke(app, [*args, "--warmup-ios", "500"]).stdout)
-    assert default["warmup_ios"] == 10
+    assert default["warmup_ios"] == 32768  # twice the drives' buffers: steady state
     assert chosen["scenario"]["workload"]["warmup_ios"] == 500
 
 
@@ -78,26 +78,26 @@ def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
     assert "FastPath on" in result.stderr
 
 
-def test_run_notes_a_warmup_shorter_than_the_ssds_write_buffers() -> None:
+def test_run_warms_steady_state_writes_up_until_the_buffers_are_full() -> None:
     args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "csv"]
-    assert "less than the drives' write buffers (64M) hold" in runner.invoke(app, args).stderr
+    # Four drives' 16 MiB buffers, twice over, in 4 KiB writes.
+    note = runner.invoke(app, args).stderr
+    assert "32768 warm-up I/Os write twice what the drives' write buffers (64M) hold" in note
     warmed = runner.invoke(app, [*args, "--warmup-ios", "20000"])
     assert "warm-up" not in warmed.stderr
     reads = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randread", "--ios", "100"])
-    assert "warm-up I/Os write" not in reads.stderr
+    assert "warm-up I/Os write" not in reads.stderr and "after 10 warm-up I/Os" in reads.stdout
 
 
-def test_warmup_note_counts_a_write_back_cache_and_suggests_the_studys_count() -> None:
+def test_the_warm_up_fills_a_write_back_cache_too() -> None:
     args = ["run", *RAID5_HWR, "--write-cache", "wb", "--rw", "randwrite", "--ios", "100"]
-    note = runner.invoke(app, [*args, "--format", "csv"]).stderr
-    assert "the drives' write buffers (64M) and the write-back cache (1G) hold" in note
-    assert "the ssd-raid-tuning study uses 624288 here" in note
-    # A default warm-up (a tenth of --ios) that fills the drives' buffers does not fill
-    # the cache behind them.
-    longer = runner.invoke(app, [*args[:-2], "--ios", "200000", "--format", "csv"]).stderr
-    assert "the 20000 warm-up I/Os write 80000K, less than" in longer
-    write_through = runner.invoke(app, ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100"])
-    assert "the ssd-raid-tuning study uses 100000 here" in write_through.stderr
+    result = runner.invoke(app, args)
+    assert "(64M) and the write-back cache (1G) hold" in result.stderr
+    # 2 x (1 GiB + 64 MiB) in 4 KiB writes.
+    assert "100 I/Os after 557056 warm-up I/Os" in result.stdout
+    # A 50/50 mix writes half as much a request.
+    mixed = runner.invoke(app, [*args[:-4], "--rw", "randrw", "--ios", "100"])
+    assert "after 1114112 warm-up I/Os" in mixed.stdout
 
 
 def test_atto_states_the_ios_in_flight_of_each_queue_depth() -> None:

@@ -89,10 +89,12 @@ def test_a_hdd_array_reports_no_wear() -> None:
 
 def test_raid1_writes_every_host_byte_to_both_members() -> None:
     wear, explain = _wear(level=1, drives=2)
-    host = IOS * 4096
-    assert [m["host_write_bytes"] for m in wear] == [host, host]
+    first, second = (m["host_write_bytes"] // 4096 for m in wear)
+    # Both mirrors get every write; the writes of the 32 host I/Os in flight when
+    # measuring starts may land on either side of it.
+    assert first == second and abs(first - IOS) <= 32, (first, second)
     mean_wa = sum(m["write_amplification"] for m in wear) / 2
-    assert explain["nand_write_bytes_per_host_byte"] == pytest.approx(2 * mean_wa, rel=1e-9)
+    assert explain["nand_write_bytes_per_host_byte"] == pytest.approx(2 * mean_wa, rel=32 / IOS)
     assert explain["nand_write_bytes_per_host_byte"] > 2 * 1.5
 
 

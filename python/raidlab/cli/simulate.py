@@ -32,13 +32,8 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
-from raidlab.scenario.tuning import (
-    drive_state,
-    drive_state_note,
-    steady_warmup_ios,
-    write_back_cache_bytes,
-)
-from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.scenario.tuning import drive_state, drive_state_note, write_back_cache_bytes
+from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios
 from raidlab.units import format_size, parse_size
 
 
@@ -340,31 +335,22 @@ def workload_line(workload: Mapping[str, Any]) -> str:
 
 
 def warmup_note(scenario: Mapping[str, Any]) -> str | None:
-    """A hint when the default warm-up writes less than the SSDs' write buffers and a
-    write-back cache in front of them hold: the measured writes then partly land in
-    buffers a steady-state array has full (steady_warmup_ios: what the ssd-raid-tuning
-    study warms such runs up with, docs/predict.md)."""
+    """What the default warm-up was lengthened for, when it was: a run that writes to
+    SSDs in steady state warms up until it has written twice what the drives' write
+    buffers and a write-back cache in front of them hold (steady_fill_ios), so the
+    measured writes see them full, as on a drive long in service."""
     array, workload = scenario["array"], scenario["workload"]
-    writes = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
-    if drive_state(array) != "steady" or workload["rw"] not in writes:
+    fill = steady_fill_ios(array, workload["rw"], workload["bs"], workload["rwmixread"])
+    if not fill or workload["warmup_ios"] != fill:
         return None
     drive_buffers = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
     cache_bytes = write_back_cache_bytes(array.get("controller", {}))
-    buffer_bytes = drive_buffers + cache_bytes
-    mix = workload["bs"]
-    mean_bytes = sum(size * weight for size, weight in mix) / sum(weight for _, weight in mix)
-    write_share = 1 - workload["rwmixread"] / 100 if workload["rw"] in ("rw", "randrw") else 1
-    warmup_bytes = workload["warmup_ios"] * write_share * mean_bytes
-    if warmup_bytes >= buffer_bytes:
-        return None
     held = f"the drives' write buffers ({format_size(drive_buffers)})"
     if cache_bytes:
         held += f" and the write-back cache ({format_size(cache_bytes)})"
     return (
-        f"the {workload['warmup_ios']} warm-up I/Os write {format_size(int(warmup_bytes))}, "
-        f"less than {held} hold, so measured writes partly fill them; --warmup-ios N warms "
-        f"up longer (the ssd-raid-tuning study uses {steady_warmup_ios(cache_bytes)} here, "
-        "docs/predict.md)"
+        f"{fill} warm-up I/Os write twice what {held} hold, so the measured writes find "
+        "them full, as in steady state; --warmup-ios N sets another warm-up"
     )
 
 

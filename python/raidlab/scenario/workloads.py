@@ -7,6 +7,7 @@ say how many host I/Os are measured and discarded first.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from raidlab.errors import RaidlabError
 from raidlab.scenario import limits, native
 from raidlab.scenario.array import array_capacity_bytes
+from raidlab.scenario.tuning import drive_state, write_back_cache_bytes
 from raidlab.units import parse_duration_ns, parse_size
 
 # pandas loads where a frame is built, not with the module: the command line starts
@@ -144,6 +146,29 @@ def default_warmup_ios(ios: int) -> int:
     return max(WARMUP_IOS_MIN, ios // 10)
 
 
+WRITE_MODES = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
+
+
+def steady_fill_ios(
+    array: Mapping[str, Any], rw: str, bs: Sequence[Sequence[int]], rwmixread: int
+) -> int:
+    """Warm-up I/Os that write twice what the drives' write buffers and a write-back
+    cache in front of them hold, for a run that writes to SSDs in steady state (0 for
+    any other): a drive long in service under this workload has them full, so the
+    measured writes go at the rate they drain, not into empty buffers. (A 2,000-I/O
+    warm-up of 4 KiB writes fills 8 MB of a RAID 5 of three S3500s' 48 MiB: its writes
+    came out 39 % fast, 13.8k IOPS against 9.9k; behind a 1 GiB write-back cache, 50x.)"""
+    if rw not in WRITE_MODES or drive_state(array) != "steady":
+        return 0
+    drive_buffers = int(array["drive"].get("write_buffer_bytes") or 0) * int(array["drive_count"])
+    held = drive_buffers + write_back_cache_bytes(array.get("controller", {}))
+    mean_bytes = sum(size * weight for size, weight in bs) / sum(weight for _, weight in bs)
+    write_share = 1 - rwmixread / 100 if rw in ("rw", "readwrite", "randrw") else 1.0
+    if held <= 0 or write_share <= 0:
+        return 0
+    return math.ceil(2 * held / (write_share * mean_bytes))
+
+
 # The scenario path of each WorkloadRequest key: a refusal names the key's label.
 REQUEST_PATHS = {
     "rw": "workload.rw",
@@ -179,7 +204,7 @@ def build_workload(request: WorkloadRequest, array: Mapping[str, Any]) -> dict[s
         size_bytes = field("size", request.size)
     ios: int = DEFAULT_IOS if request.ios is None else field("ios", request.ios)
     warmup_ios = (
-        default_warmup_ios(ios)
+        max(default_warmup_ios(ios), steady_fill_ios(array, rw, bs, rwmixread))
         if request.warmup_ios is None
         else field("warmup_ios", request.warmup_ios)
     )
