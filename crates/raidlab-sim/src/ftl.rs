@@ -249,24 +249,6 @@ impl Ftl {
         self.free.len() <= self.gc_free_min as usize
     }
 
-    /// Valid shares of the `count` full blocks with the fewest valid units (fewer if
-    /// there are fewer full blocks): the victims greedy collection takes next.
-    pub fn next_victims_valid(&self, count: usize) -> Vec<f64> {
-        let mut valid: Vec<u32> = (0..self.blocks)
-            .filter(|&b| b != self.open_block && !self.free.contains(&b))
-            .map(|b| self.valid[b as usize])
-            .collect();
-        let count = count.min(valid.len());
-        if count > 0 && count < valid.len() {
-            valid.select_nth_unstable(count - 1);
-        }
-        let unit = f64::from(self.units_per_block);
-        valid[..count]
-            .iter()
-            .map(|&v| f64::from(v) / unit)
-            .collect()
-    }
-
     fn victim(&self) -> u32 {
         let full = |b: u32| b != self.open_block && !self.free.contains(&b);
         let mut best = NONE;
