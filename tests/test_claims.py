@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]
 CSV_IDS = list(pd.read_csv(REPO / "data" / "reference" / "ssd_raid_tuning_claims.csv")["claim_id"])
 COVERED = {
-    *("T01", "T02", "T03", "T04", "T05", "T06", "T21", "T22", "T23", "T24", "T28", "T29"),
+    *("T01", "T02", "T03", "T04", "T05", "T06", "T18", "T21", "T22", "T23", "T24", "T28"),
+    "T29",
     *("T33", "T34", "T35", "T36", "T37", "T38", "T39", "T40", "T41", "T48", "T49"),
     *(f"Q0{n}" for n in range(1, 10)),
 }
