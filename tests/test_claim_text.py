@@ -327,6 +327,18 @@ def test_a_figure_with_a_setting_on_is_measured_with_it() -> None:
     assert (run.setup.controller, run.setup.write_back) == ("megaraid-9365", True)
 
 
+def test_a_datasheet_figure_of_a_preset_drive_is_checked_at_its_rating_conditions() -> None:
+    config = "single Intel DC S3500 80GB (manufacturer spec)"
+    iops = one(config, "random_write_iops", "7000", "IOPS", "datasheet spec")
+    (run,) = iops.runs
+    assert (run.rw, run.numjobs, run.iodepth, run.bs) == ("randwrite", 1, 32, "4K")
+    assert run.setup.drive == STUDY_SSD and run.setup.state == "steady"
+    # The drive presets are set from their datasheets: a calibration row, not a prediction.
+    assert iops.role == "calibration" and "rating conditions" in iops.how
+    (throughput,) = one(config, "seq_write_throughput", "100", "MBps", "datasheet spec").runs
+    assert (throughput.rw, throughput.iodepth, throughput.bs) == ("write", 32, "128K")
+
+
 def test_throughput_without_a_direction_takes_it_from_the_condition() -> None:
     check = one("RAID5 4x SSD HWR", "throughput", "1", "MBps", "sequential read")
     assert check.runs[0].rw == "read"
@@ -363,8 +375,12 @@ def test_a_figure_of_one_side_of_a_comparison_is_refused() -> None:
         (("RAID5 4x SSD SWR", "iops", "1", "IOPS"), "names no workload"),
         (("single SSD", "random_read_iops_vs_single_ssd", "1", "x"), "single drive"),
         (
-            ("single Intel DC S3500 80GB (manufacturer spec)", "random_read_iops", "1", "IOPS"),
+            ("single Samsung 850 PRO (manufacturer spec)", "random_read_iops", "1", "IOPS"),
             "datasheet",
+        ),
+        (
+            ("RAID1 2x Intel DC S3500 80GB (datasheet)", "random_read_iops", "1", "IOPS"),
+            "a datasheet figure is of one drive",
         ),
         (("BBU module", "cost_min", "150", "USD"), "price"),
         (("RAID5 4x SSD SWR", "random_write_iops", "1", "IOPS", "write-back"), "software RAID"),

@@ -122,8 +122,8 @@ def _number(text: str) -> float:
 
 def _refusal(config: str, condition: str, metric: str, unit: str) -> str | None:
     """Why a row is no configuration to simulate, if it says so in its words."""
-    words = f"{config} {condition}".lower()
-    if "datasheet" in words or "manufacturer spec" in words:
+    if _datasheet(config, condition) and not re.search(INTEL_DC_MODEL, config, re.IGNORECASE):
+        # A datasheet figure of a drive raidlab has no preset for.
         return NOT_COVERED_DATASHEET
     if unit.upper() in ("USD", "EUR", "$") or re.search(r"cost|price", metric):
         return NOT_COVERED_RANGE
@@ -134,6 +134,15 @@ def _refusal(config: str, condition: str, metric: str, unit: str) -> str | None:
     if config.lower().startswith("generic"):
         return NOT_COVERED_GENERIC
     return None
+
+
+INTEL_DC_MODEL = r"\b(S\d{4})\W*(\d+)\s*GB\b"
+
+
+def _datasheet(config: str, condition: str) -> bool:
+    """Whether a row states a drive's datasheet figure."""
+    words = f"{config} {condition}".lower()
+    return "datasheet" in words or "manufacturer spec" in words
 
 
 def _levels(config: str) -> list[int]:
@@ -166,7 +175,7 @@ def _drive_count(config: str, level: int) -> int:
 def _drive(config: str) -> str:
     """The drive preset a config names: an Intel DC model and capacity, an HDD, or the
     study's SSD ("SSD" or nothing)."""
-    model = re.search(r"\b(S\d{4})\W*(\d+)\s*GB\b", config, re.IGNORECASE)
+    model = re.search(INTEL_DC_MODEL, config, re.IGNORECASE)
     if model:
         name = f"intel-dc-{model.group(1).lower()}-{model.group(2)}g"
         if name not in preset_names("drive"):
@@ -831,9 +840,43 @@ def _capacity_check(reading: Reading, setup: Setup) -> Check:
     )
 
 
+# A datasheet's rating conditions (Intel's DC SSD specifications: IOMeter at queue
+# depth 32 over the whole drive, 4 KiB random transfers for IOPS, 128 KiB sequential
+# transfers for MB/s), where a row states a datasheet figure of a preset's drive.
+DATASHEET_QD = 32
+DATASHEET_THROUGHPUT_BS = "128K"
+
+
+def datasheet_run(setup: Setup, measure: Measure, workload: str, bs: str) -> Run:
+    """The run of a datasheet figure: its rating conditions, the drive in the study's
+    state (steady, as Intel rates random writes)."""
+    if measure.kind == "iops":
+        return Run(setup, WORKLOADS[workload], 1, DATASHEET_QD, bs)
+    if measure.kind == "mbps":
+        return Run(setup, workload, 1, DATASHEET_QD, DATASHEET_THROUGHPUT_BS)
+    return Run(setup, WORKLOADS[workload], 1, 1, bs, rwmixread=LATENCY_MIX_READ)
+
+
 def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str) -> Check:
     row, measure, relation = reading.row, reading.measure, reading.relation
     assert measure is not None
+    if _datasheet(row.config, row.condition):
+        if relation.kind != "value" or setup.drives != 1:
+            raise NotExpressible(
+                f"config '{row.config}': a datasheet figure is of one drive, not a comparison"
+            )
+        run = datasheet_run(setup, measure, workload, bs)
+        # The drive presets are calibrated on their datasheets: such a row checks the
+        # calibration, and its figure predicts nothing.
+        return Check(
+            row.claim_id,
+            variant,
+            (run,),
+            _scaled(_value(run, measure.kind), reading.factor),
+            reading.tolerance,
+            f"{describe_run(run, measure.kind)}, the datasheet's rating conditions {FROM_TEXT}",
+            role="calibration",
+        )
     run = measure_run(setup, measure, workload, bs, row.condition)
     if relation.kind == "value":
         runs: tuple[Run, ...] = (run,)
