@@ -96,11 +96,7 @@ fn a_stale_member_is_left_out_and_the_array_runs_degraded() {
     array.fail_member(2).unwrap();
     array.write(0, &[8u8; 8192], false).unwrap();
     drop(array);
-    let sb = |p: &Path| {
-        let b: [u8; 4096] = std::fs::read(p).unwrap()[..4096].try_into().unwrap();
-        Superblock::decode(&b).unwrap()
-    };
-    assert!(sb(&a[2]).events < sb(&a[0]).events);
+    assert!(read_superblock(&a[2]).events < read_superblock(&a[0]).events);
     let array = Array::assemble(&a).unwrap();
     let st = array.status();
     assert!(matches!(st.members[2].1, MemberState::Stale { .. }));
@@ -212,11 +208,15 @@ fn a_member_that_disappears_mid_run_is_failed_and_io_continues() {
 
 /// A member whose superblock is `events` behind the others (as a crash between two
 /// members' superblock writes leaves it).
+fn read_superblock(path: &Path) -> Superblock {
+    let block: [u8; 4096] = std::fs::read(path).unwrap()[..4096].try_into().unwrap();
+    Superblock::decode(&block).unwrap()
+}
+
 fn lag_superblock(path: &Path, events: u64) {
-    let mut bytes = std::fs::read(path).unwrap();
-    let block: [u8; 4096] = bytes[..4096].try_into().unwrap();
-    let mut sb = Superblock::decode(&block).unwrap();
+    let mut sb = read_superblock(path);
     sb.events -= events;
+    let mut bytes = std::fs::read(path).unwrap();
     bytes[..4096].copy_from_slice(&sb.encode());
     std::fs::write(path, bytes).unwrap();
 }

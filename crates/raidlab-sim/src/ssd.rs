@@ -634,10 +634,11 @@ impl Ssd {
         // 128 KiB writes fills in ten writes ten times: write amplification 4 where
         // the drive has 1.)
         let mut work = GcWork::default();
+        let step = scale as f32;
         for unit in first..=last {
             let scaled = (unit as f64 * scale) as usize;
             let share = &mut ftl.coverage[scaled];
-            *share += scale as f32;
+            *share += step;
             while *share >= 1.0 {
                 *share -= 1.0;
                 let w = ftl.state.write(scaled as u32);

@@ -32,8 +32,8 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario.array import parse_int
-from raidlab.scenario.tuning import drive_state, drive_state_note, write_back_cache_bytes
-from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios
+from raidlab.scenario.tuning import drive_state, drive_state_note
+from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios, write_buffers
 from raidlab.units import format_size, parse_size
 
 
@@ -343,8 +343,7 @@ def warmup_note(scenario: Mapping[str, Any]) -> str | None:
     fill = steady_fill_ios(array, workload["rw"], workload["bs"], workload["rwmixread"])
     if not fill or workload["warmup_ios"] != fill:
         return None
-    drive_buffers = int(array["drive"].get("write_buffer_bytes") or 0) * array["drive_count"]
-    cache_bytes = write_back_cache_bytes(array.get("controller", {}))
+    drive_buffers, cache_bytes = write_buffers(array)
     held = f"the drives' write buffers ({format_size(drive_buffers)})"
     if cache_bytes:
         held += f" and the write-back cache ({format_size(cache_bytes)})"

@@ -58,23 +58,9 @@ def drive_state(array: Mapping[str, Any]) -> str | None:
     return None if not ftl else str(ftl.get("precondition", drive_state_default()))
 
 
-# Warm-up of a write run on steady-state SSDs: more writes than the drives' buffers
-# hold (4 drives x 16 MiB of buffer is ~16k 4 KiB writes; a 6x margin) and, behind a
-# write-back cache, twice as many 4 KiB writes as fill the cache, so the measurement
-# sees the sustained destage rate, not the cache filling (TKperf's rounds run for
-# minutes, far longer than a cache takes to fill).
-STEADY_WARMUP_IOS = 100_000
-
-
 def write_back_cache_bytes(controller: Mapping[str, Any]) -> int:
     """The controller's cache when it caches writes (write-back), else 0."""
     return int(controller.get("cache_bytes") or 0) if controller.get("write_back") else 0
-
-
-def steady_warmup_ios(write_back_bytes: int) -> int:
-    """Warm-up I/Os of a write run on steady-state SSDs behind ``write_back_bytes`` of
-    write-back cache (0: none)."""
-    return STEADY_WARMUP_IOS + 2 * write_back_bytes // 4096
 
 
 def drive_state_note(array: Mapping[str, Any], separator: str = "; ") -> str:

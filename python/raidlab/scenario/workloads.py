@@ -149,6 +149,13 @@ def default_warmup_ios(ios: int) -> int:
 WRITE_MODES = ("write", "randwrite", "rw", "readwrite", "randrw")  # trims fill no buffer
 
 
+def write_buffers(array: Mapping[str, Any]) -> tuple[int, int]:
+    """Bytes of write buffer: the drives' together, and the controller's write-back
+    cache in front of them (0 when it writes through or has none)."""
+    drives = int(array["drive"].get("write_buffer_bytes") or 0) * int(array["drive_count"])
+    return drives, write_back_cache_bytes(array.get("controller", {}))
+
+
 def steady_fill_ios(
     array: Mapping[str, Any], rw: str, bs: Sequence[Sequence[int]], rwmixread: int
 ) -> int:
@@ -160,8 +167,7 @@ def steady_fill_ios(
     came out 39 % fast, 13.8k IOPS against 9.9k; behind a 1 GiB write-back cache, 50x.)"""
     if rw not in WRITE_MODES or drive_state(array) != "steady":
         return 0
-    drive_buffers = int(array["drive"].get("write_buffer_bytes") or 0) * int(array["drive_count"])
-    held = drive_buffers + write_back_cache_bytes(array.get("controller", {}))
+    held = sum(write_buffers(array))
     mean_bytes = sum(size * weight for size, weight in bs) / sum(weight for _, weight in bs)
     write_share = 1 - rwmixread / 100 if rw in ("rw", "readwrite", "randrw") else 1.0
     if held <= 0 or write_share <= 0:
