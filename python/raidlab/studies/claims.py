@@ -38,7 +38,12 @@ from raidlab.scenario.array import (
 )
 from raidlab.scenario.executor import Simulator, run_scenarios
 from raidlab.scenario.presets import preset
-from raidlab.scenario.tuning import Tuning, drive_state_default, tune_array
+from raidlab.scenario.tuning import (
+    Tuning,
+    drive_state_default,
+    tune_array,
+    write_back_cache_bytes,
+)
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
 
@@ -296,10 +301,8 @@ def _warmup_ios(run: Run) -> int | None:
     setup = run.setup
     if setup.state != "steady" or not _has_ftl(setup.drive) or run.rw in ("read", "randread"):
         return None
-    if not setup.write_back:
-        return steady_warmup_ios(0)
-    cache_bytes = int(preset("controller", setup.controller, "controller")["cache_bytes"])
-    return steady_warmup_ios(cache_bytes)
+    controller = preset("controller", setup.controller, "controller")
+    return steady_warmup_ios(write_back_cache_bytes({**controller, "write_back": setup.write_back}))
 
 
 def _drive(setup: Setup) -> Any:
