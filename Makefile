@@ -104,8 +104,19 @@ test: tools setup lint test-rust test-python
 test-rust:
 	cargo test --quiet --workspace --exclude raidlab-py --profile ci
 
+# The install test (`-m install`: a clean venv and a pip install of the repository,
+# network and disk more than CPU) runs beside the rest of the suite, so it overlaps
+# them instead of adding its minutes; its output follows theirs. Plain `pytest`
+# deselects it (pyproject.toml).
 test-python: setup
-	$(PY) -m pytest -q
+	@log=$$(mktemp); \
+	echo "$(PY) -m pytest -q -m install (in the background)"; \
+	$(PY) -m pytest -q -m install >$$log 2>&1 & install=$$!; \
+	echo "$(PY) -m pytest -q"; \
+	$(PY) -m pytest -q; suite=$$?; \
+	wait $$install; installed=$$?; \
+	echo "$(PY) -m pytest -q -m install:"; cat $$log; rm -f $$log; \
+	[ $$suite -eq 0 ] && [ $$installed -eq 0 ]
 
 lint: $(STAMP)
 	cargo fmt --all -- --check

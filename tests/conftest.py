@@ -1,11 +1,22 @@
-"""Test setup: import the package from python/ without installing it, and a fake
-simulator so front-end behaviour is testable without the native module."""
+"""Test setup: import the package from python/ without installing it, a fake
+simulator so front-end behaviour is testable without the native module, and the one
+rule for a missing external tool.
+
+The native module and the engine are built by `make test` (`make setup`): tests use
+them and fail when they are missing or wrong, never skip. Only external tools a
+machine may lack (fio, qemu-io, nbdcopy, chromium, fio-plot, dask) skip a test, and
+only through ``require_tool`` and the ``tool`` marker: with ``RAIDLAB_REQUIRE_TOOLS=1``
+(set by `.ci/run`) a missing tool fails the test instead, so CI cannot pass by
+skipping what it was meant to check."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -92,65 +103,39 @@ def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(raidlab.scenario.native, "simulate", refuse)
 
 
-def _native_has_levels() -> bool:
-    """Whether the native simulator accepts RAID levels beyond 0 (docs/scenario.md):
-    simulate a tiny RAID 1 of two SSDs once."""
-    try:
-        from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
-        from raidlab.scenario.native import simulate
-        from raidlab.scenario.workloads import WorkloadRequest, build_workload
-
-        array = build_array(
-            ArrayRequest(level=1, drives=2, drive="intel-dc-s3500-80g", controller="linux-md")
-        )
-        workload = build_workload(WorkloadRequest(rw="randrw", ios=16, warmup_ios=0), array)
-        simulate(build_scenario(array, workload, 1))
-    except Exception:  # missing module or a scenario the simulator rejects
-        return False
-    return True
+# `.ci/run` sets it: a missing external tool is then a failure, not a skip.
+REQUIRE_TOOLS_VARIABLE = "RAIDLAB_REQUIRE_TOOLS"
 
 
-NATIVE_HAS_LEVELS = _native_has_levels()
-needs_native_levels = pytest.mark.skipif(
-    not NATIVE_HAS_LEVELS, reason="the native simulator does not implement RAID levels yet"
-)
+def tools_required() -> bool:
+    return os.environ.get(REQUIRE_TOOLS_VARIABLE) == "1"
 
 
-def _native_has_jobs() -> bool:
-    """Whether the native simulator takes `workloads` with bs_write, distribution
-    objects, warmup_ns and sample_interval_ns (docs/scenario.md, Several jobs at once)."""
-    try:
-        from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
-        from raidlab.scenario.native import simulate
-        from raidlab.scenario.workloads import WorkloadRequest, build_workload
-
-        array = build_array(ArrayRequest(drive="intel-dc-s3500-80g"))
-        workload = build_workload(WorkloadRequest(rw="randrw", ios=16, warmup_ios=0), array)
-        workload.update(
-            name="probe",
-            bs_write=[[8192, 1]],
-            distribution={"zipf": 1.2},
-            warmup_ns=1000,
-            sample_interval_ns=1_000_000,
-        )
-        scenario = build_scenario(array, workload, 1)
-        scenario["workloads"] = [scenario.pop("workload")]
-        return "jobs" in simulate(scenario)
-    except Exception:
-        return False
+def tool_missing(name: str, detail: str = "not installed") -> NoReturn:
+    """Skip the running test for want of ``name``, or fail it when tools are required."""
+    if tools_required():
+        pytest.fail(f"{name} is required ({REQUIRE_TOOLS_VARIABLE}=1) but {detail}", pytrace=False)
+    pytest.skip(f"{name} is {detail} (`make tools` installs the test tools)")
 
 
-def _native_has_trace() -> bool:
-    from raidlab.scenario.native import native_has_trace
+def require_tool(name: str, *alternatives: str) -> str:
+    """The path of command ``name`` (or the first of ``alternatives`` found) on PATH;
+    without any, ``tool_missing``."""
+    for command in (name, *alternatives):
+        path = shutil.which(command)
+        if path is not None:
+            return path
+    tool_missing(name)
 
-    return native_has_trace()
+
+def require_module(name: str) -> None:
+    """Python package ``name`` importable (a test tool such as fio-plot), else ``tool_missing``."""
+    if importlib.util.find_spec(name) is None:
+        tool_missing(f"the Python package {name}")
 
 
-NATIVE_HAS_JOBS = _native_has_jobs()
-NATIVE_HAS_TRACE = _native_has_trace()
-needs_native_jobs = pytest.mark.skipif(
-    not NATIVE_HAS_JOBS, reason="the native simulator does not take `workloads` (fio jobs) yet"
-)
-needs_native_trace = pytest.mark.skipif(
-    not NATIVE_HAS_TRACE, reason="the native simulator has no simulate_trace yet"
-)
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The ``tool`` marker, checked before any fixture starts a server or a file."""
+    for mark in item.iter_markers("tool"):
+        require_tool(*mark.args)

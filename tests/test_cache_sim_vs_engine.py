@@ -5,14 +5,13 @@ with a cache, the engine records every request its policy sees (``serve
 geometry with the same cache configuration (``[cache]`` with a trace workload, closed
 mode). The hit ratios must agree within 10 % (relative) and be far from trivial.
 
-Skipped, with the reason, when the engine is not built or fio lacks its nbd engine
-(``make test`` installs fio)."""
+Skipped when fio or its nbd engine is missing, failed instead under
+``RAIDLAB_REQUIRE_TOOLS=1`` (``make test`` installs fio)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -20,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import tool_missing
 from raidlab import api, engine
-from raidlab.errors import RaidlabError
 from raidlab.scenario.cache import attach_cache
 
 POLICIES = ("raidix", "lru", "smq")
@@ -42,23 +41,16 @@ SERVE_TIMEOUT_S = 30.0
 FIO_TIMEOUT_S = 300
 
 
-def _skip_reason() -> str | None:
-    try:
-        engine.engine_path()
-    except RaidlabError:
-        return "raidlab-engine is not built: run `make setup`"
-    if shutil.which("fio") is None:
-        return "fio is not installed (make test installs it)"
+pytestmark = pytest.mark.tool("fio")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fio_has_an_nbd_engine() -> None:
     help_text = subprocess.run(
         ["fio", "--enghelp=nbd"], capture_output=True, text=True, check=False
     )
     if help_text.returncode != 0 or "uri" not in help_text.stdout:
-        return "this fio has no nbd engine (built without libnbd)"
-    return None
-
-
-SKIP = _skip_reason()
-pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+        tool_missing("fio's nbd engine", "missing (this fio was built without libnbd)")
 
 
 def _free_port() -> int:

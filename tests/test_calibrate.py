@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import require_tool
 from raidlab import api
 from raidlab.cli import app
 from raidlab.frontends.calibrate_jobs import JOBS
@@ -50,10 +50,7 @@ HELD_OUT = [
 
 
 def _fio_binary() -> str:
-    found = shutil.which("fio")
-    if found is None:
-        pytest.fail("fio is not installed: `make tools` (part of `make test`) installs it")
-    return found
+    return require_tool("fio")
 
 
 def _calibrate_preset(tmp: Path, kind: str, preset: str, capacity: str) -> Path:

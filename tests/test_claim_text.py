@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_native_levels
 from raidlab.studies import claims, reference_data
 from raidlab.studies.claim_text import FROM_TEXT, interpret
 from raidlab.studies.claims import (
@@ -533,7 +532,6 @@ def test_read_ahead_claims_differ_only_in_the_controller_the_row_does_not_name()
         assert claim_scenarios(on_9361, 1000, 1)[1] == claim_scenarios(hand, 1000, 1)[1]
 
 
-@needs_native_levels
 def test_interpreted_visible_claims_simulate_as_the_hand_written_ones() -> None:
     ids = ("T01", "T02", "T03", "T06", "T22", "T24", "T28", "T29")
     generic = [check for claim_id in ids for check in generic_and_hand_written(claim_id)[0]]

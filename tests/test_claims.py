@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_native_levels
 from raidlab.cli import app
 from raidlab.studies import claims
 from raidlab.studies.claims import (
@@ -267,7 +266,6 @@ def test_unknown_study_suggests_the_claim_study() -> None:
     assert result.exit_code == 2 and "did you mean ssd-raid-tuning?" in result.stderr
 
 
-@needs_native_levels
 def test_native_study_gives_a_finite_value_for_every_check() -> None:
     frame = reproduce_claims("ssd-raid-tuning", ios=2000, jobs=1, progress=False)
     covered = frame[frame["result"] != "not covered"]
@@ -275,7 +273,6 @@ def test_native_study_gives_a_finite_value_for_every_check() -> None:
     assert len(covered) == len(FILE_CHECKS)
 
 
-@needs_native_levels
 def test_native_study_reports_each_check_as_its_tolerance_decides() -> None:
     """A claim the simulator misses is reported FAIL, never hidden: every row's result
     is what its tolerance says of its claimed and simulated values, and the signs of
@@ -293,7 +290,6 @@ def test_native_study_reports_each_check_as_its_tolerance_decides() -> None:
     assert value["T29"] > 1.5 * value["T28"], "20 % over-provisioning raises random writes"
 
 
-@needs_native_levels
 def test_hardware_raid_1_reads_randomly_faster_than_md() -> None:
     """The article's order (T01 SWR ~107k, T02 HWR ~120k): md pays its host's serial
     work per member command (one AHCI interrupt vector), the MegaRAID its FastPath."""

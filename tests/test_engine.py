@@ -19,24 +19,9 @@ from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from typer.testing import CliRunner
 
-
-def _engine_or_none() -> Path | None:
-    try:
-        return engine.engine_path()
-    except RaidlabError:
-        return None
-
-
-ENGINE = _engine_or_none()
-pytestmark = pytest.mark.skipif(
-    ENGINE is None, reason="raidlab-engine is not built: run `make setup`"
-)
 HAS_NBDCOPY = shutil.which("nbdcopy") is not None
-HAS_QEMU = shutil.which("qemu-io") is not None and shutil.which("qemu-img") is not None
-needs_nbd_client = pytest.mark.skipif(
-    not (HAS_NBDCOPY or HAS_QEMU),
-    reason="no NBD client: install libnbd-bin (nbdcopy) or qemu-utils (make tools)",
-)
+# An NBD client: nbdcopy, or qemu-io with qemu-img.
+needs_nbd_client = pytest.mark.tool("nbdcopy", "qemu-io")
 
 runner = CliRunner()
 MEMBER_BYTES = 8 << 20

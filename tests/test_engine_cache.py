@@ -5,7 +5,6 @@ in the status report (served or not)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,17 +14,6 @@ from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from typer.testing import CliRunner
 
-
-def _engine_or_none() -> Path | None:
-    try:
-        return engine.engine_path()
-    except RaidlabError:
-        return None
-
-
-pytestmark = pytest.mark.skipif(
-    _engine_or_none() is None, reason="raidlab-engine is not built: run `make setup`"
-)
 runner = CliRunner()
 
 
@@ -72,7 +60,7 @@ def test_cli_create_refuses_a_cache_policy_without_cache_members(tmp_path: Path)
     assert "--cache-policy" in result.output
 
 
-@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+@pytest.mark.tool("qemu-io")
 def test_a_served_cache_counts_the_clients_writes_and_hits(tmp_path: Path) -> None:
     members, cache = paths(tmp_path, "m", 3), paths(tmp_path, "ssd", 2)
     result = runner.invoke(
@@ -167,7 +155,7 @@ def test_cli_attach_cache_and_detach_cache(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+@pytest.mark.tool("qemu-io")
 def test_detach_cache_hands_the_dirty_lines_to_the_array(tmp_path: Path) -> None:
     members, cache = paths(tmp_path, "m", 3), paths(tmp_path, "ssd", 2)
     engine.create(

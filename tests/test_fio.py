@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import needs_native_jobs, needs_native_trace
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import parse_command_line, parse_job_text
@@ -101,7 +100,6 @@ def test_run_bs_mix_over_100_with_a_blank_is_one_error_naming_bs() -> None:
     assert result.stderr.startswith("error: --bs: shares add up to 120 %, over 100")
 
 
-@needs_native_jobs
 @pytest.mark.parametrize("form", [["--output=OUT"], ["--output", "OUT"]])
 def test_fio_output_writes_the_report_to_the_file(tmp_path: Path, form: list[str]) -> None:
     out = tmp_path / "out.json"
@@ -230,7 +228,6 @@ def test_bad_command_lines(args: list[str], message: str) -> None:
 # --- runs -----------------------------------------------------------------------------
 
 
-@needs_native_jobs
 def test_article_commands_give_sensible_figures() -> None:
     """The five fio commands of the SSD RAID tuning article, unchanged, on RAID 1 of two
     Intel DC S3500: sequential ~ hundreds of MB/s, random 4k tens of thousands IOPS."""
@@ -265,7 +262,6 @@ def test_article_commands_give_sensible_figures() -> None:
     assert mixed["read"]["total_ios"] + mixed["write"]["total_ios"] == (1 << 30) // 4096
 
 
-@needs_native_jobs
 def test_normal_output_looks_like_fio() -> None:
     result = invoke("fio", str(DATA / "fio" / "two-groups.fio"), *ARRAY)
     assert result.exit_code == 0, result.output
@@ -275,7 +271,6 @@ def test_normal_output_looks_like_fio() -> None:
     assert "Run status group 1 (all jobs):" in out and "   READ: bw=" in out
 
 
-@needs_native_jobs
 def test_steadystate_and_percentile_list() -> None:
     result = invoke("fio", str(DATA / "fio" / "steadystate.fio"), *ARRAY, "--output-format", "json")
     job = json.loads(result.stdout)["jobs"][0]
@@ -290,7 +285,6 @@ def test_steadystate_and_percentile_list() -> None:
     ]
 
 
-@needs_native_jobs
 def test_ignored_options_are_listed_once() -> None:
     result = invoke(
         "fio",
@@ -307,7 +301,6 @@ def test_ignored_options_are_listed_once() -> None:
     assert result.stderr.count("note: ignored (no effect in a simulation): ioengine, direct") == 1
 
 
-@needs_native_jobs
 def test_cdm_iometer_pts(tmp_path: Path) -> None:
     result = invoke(
         "cdm", *ARRAY, "--size", "64M", "--ios", "2000", "--format", "csv", "--jobs", "1"
@@ -342,7 +335,6 @@ def test_cdm_iometer_pts(tmp_path: Path) -> None:
     assert "steady state reached" in result.stdout and figure.exists()
 
 
-@needs_native_trace
 @pytest.mark.parametrize(
     ("name", "fmt", "mode"),
     [("small.msr.csv", "msr", "open"), ("small.blkparse.txt", "blkparse", "closed")],
@@ -373,7 +365,6 @@ def test_replay_bad_input() -> None:
     assert result.exit_code == 2 and "--format: must be one of msr, blkparse" in result.output
 
 
-@needs_native_trace
 def test_a_stored_replay_scenario_reproduces_the_replay() -> None:
     from raidlab.scenario.native import simulate
 
@@ -395,7 +386,6 @@ def test_a_stored_replay_scenario_reproduces_the_replay() -> None:
     assert simulate(document["scenario"]) == document["results"]
 
 
-@needs_native_trace
 def test_a_missing_trace_and_a_file_that_is_no_trace_are_told_apart(tmp_path: Path) -> None:
     missing = invoke("replay", str(tmp_path / "nope.csv"), *ARRAY)
     assert missing.exit_code == 2
@@ -410,7 +400,6 @@ def test_a_missing_trace_and_a_file_that_is_no_trace_are_told_apart(tmp_path: Pa
         assert trace_format in line and len(result.stderr.splitlines()) == 1
 
 
-@needs_native_jobs
 def test_trim_jobs_report_trims_as_fio_does() -> None:
     args = ["--name=t", "--rw=randtrim", "--bs=4k", "--iodepth=4", "--number_ios=2000"]
     result = invoke("fio", *args, *ARRAY, "--output-format", "json")

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_native_jobs
+from conftest import require_module
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio_values import parse_bssplit
@@ -40,7 +39,7 @@ COUNTED = [
     "rwmix.fio",
     "number-ios.fio",
 ]
-needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+needs_fio = pytest.mark.tool("fio")
 runner = CliRunner()
 
 
@@ -78,7 +77,6 @@ def _counts(document: dict[str, Any]) -> list[tuple[str, int, int, int]]:
 
 
 @needs_fio
-@needs_native_jobs
 @pytest.mark.parametrize("name", COUNTED)
 def test_same_jobs_directions_and_io_counts(name: str, tmp_path: Path) -> None:
     job_file = _null_engine(DATA / name, tmp_path)
@@ -94,7 +92,6 @@ def test_same_jobs_directions_and_io_counts(name: str, tmp_path: Path) -> None:
 
 
 @needs_fio
-@needs_native_jobs
 def test_block_size_mix_matches(tmp_path: Path) -> None:
     """bssplit=4k/55:64k/25:128k/20: the mean transfer size of fio's I/O and of the
     simulated I/O agree with the mix's mean: raidlab's within 5 %, fio's within 20 %
@@ -198,7 +195,6 @@ def _missing(real: Any, ours: Any, path: str = "") -> list[str]:
 
 
 @needs_fio
-@needs_native_jobs
 @pytest.mark.parametrize("name", ["single.fio", "rwmix.fio", "steadystate.fio"])
 def test_json_has_every_key_and_type_of_real_fio(name: str, tmp_path: Path) -> None:
     job_file = _null_engine(DATA / name, tmp_path)
@@ -213,9 +209,8 @@ def test_json_has_every_key_and_type_of_real_fio(name: str, tmp_path: Path) -> N
     assert _missing(real["jobs"][0], ours["jobs"][0]) == []
 
 
-@needs_native_jobs
 def test_fio_plot_draws_raidlab_json(tmp_path: Path) -> None:
-    pytest.importorskip("fio_plot")
+    require_module("fio_plot")
     data = tmp_path / "runs"
     data.mkdir()
     for depth in (1, 4, 16):

@@ -1,10 +1,11 @@
 """What a user gets from ``pip install``: a clean venv (no system site-packages, no
 project venv on PATH) where ``raidlab create`` and ``raidlab serve`` work with the
-engine compiled into the wheel (the ``raidlab-engine`` console script)."""
+engine compiled into the wheel (the ``raidlab-engine`` console script).
+
+Marked ``install``: only ``pytest -m install`` runs it (`make test` does)."""
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -12,10 +13,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.install
 REPO = Path(__file__).resolve().parents[1]
 # Anything the registry or its mirror says when it cannot be reached; other pip
 # failures (our build breaking) fail the test.
@@ -39,63 +42,51 @@ def _environment(venv: Path) -> dict[str, str]:
     return env
 
 
-class _Install:
-    """``python -m venv`` then ``pip install`` of the repository, in the background.
-
-    Started when this module is collected, so the install (network, disk, a short
-    cargo link) overlaps the rest of the suite instead of adding to it; the fixture
-    below waits for it. Removed at exit.
-    """
-
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="raidlab-install-"))
-        atexit.register(self.close)
-        self.venv = self.root / "venv"
-        self.env = _environment(self.venv)
-        self.log = self.root / "pip.log"
-        self.made = subprocess.run(
-            [sys.executable, "-m", "venv", str(self.venv)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        self.pip: subprocess.Popen[bytes] | None = None
-        if self.made.returncode == 0:
-            # The ci cargo profile (no LTO) keeps the build short; the in-tree build
-            # reuses target/ from `make setup`. What is installed is the same package.
-            # --no-compile: byte-compiling pandas, numpy and matplotlib up front took
-            # most of the install; Python compiles what it imports on first use.
-            build_env = {**self.env, "MATURIN_PEP517_ARGS": "--profile ci", "PIP_QUIET": "1"}
-            python = str(self.venv / "bin" / "python")
-            with self.log.open("wb") as log:
-                self.pip = subprocess.Popen(
-                    [python, "-m", "pip", "install", "--no-compile", str(REPO)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=build_env,
-                )
-
-    def close(self) -> None:
-        if self.pip is not None and self.pip.poll() is None:
-            self.pip.kill()
-            self.pip.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-_INSTALL = _Install()
-
-
-@pytest.fixture(scope="module")
-def installed() -> tuple[Path, dict[str, str]]:
-    """A venv with the repository pip-installed into it, and the environment to use it."""
-    if _INSTALL.pip is None:
-        pytest.skip(f"cannot build a venv with {sys.executable}: {_INSTALL.made.stderr.strip()}")
-    if _INSTALL.pip.wait(timeout=1200) != 0:
-        output = _INSTALL.log.read_text(errors="replace")
+def _pip_install(root: Path) -> tuple[Path, dict[str, str]]:
+    """``python -m venv`` then ``pip install`` of the repository under ``root``."""
+    venv = root / "venv"
+    env = _environment(venv)
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot build a venv with {sys.executable}: {made.stderr.strip()}")
+    # The ci cargo profile (no LTO) keeps the build short; the in-tree build reuses
+    # target/ from `make setup`. What is installed is the same package. --no-compile:
+    # byte-compiling pandas, numpy and matplotlib up front took most of the install;
+    # Python compiles what it imports on first use.
+    build_env = {**env, "MATURIN_PEP517_ARGS": "--profile ci", "PIP_QUIET": "1"}
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-compile", str(REPO)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=build_env,
+        timeout=1200,
+        check=False,
+    )
+    if installed.returncode != 0:
+        output = installed.stdout
         if any(marker in output for marker in _UNREACHABLE):
             pytest.skip(f"the package registry is unreachable: {output.strip()[-300:]}")
         pytest.fail(f"pip install {REPO} failed:\n{output[-3000:]}")
-    return _INSTALL.venv, _INSTALL.env
+    return venv, env
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[tuple[Path, dict[str, str]]]:
+    """A venv with the repository pip-installed into it, and the environment to use it.
+
+    Built when the first test of this module runs, never at collection: the module is
+    marked ``install`` and plain ``pytest`` deselects it; `make test` runs it with
+    ``-m install`` beside the rest of the suite, so the install (network, disk, a
+    short cargo link) overlaps the other tests instead of adding to them."""
+    # Removed at the end, not kept among pytest's last three runs: it holds pandas.
+    root = Path(tempfile.mkdtemp(prefix="raidlab-install-"))
+    try:
+        yield _pip_install(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _run(

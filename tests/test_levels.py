@@ -1,15 +1,10 @@
-"""RAID levels in the front end: flags, validation, capacity, scenario keys, explain.
-
-Tests marked ``needs_native_levels`` run only once the native simulator implements the
-RAID levels of docs/scenario.md (conftest probes it with a tiny RAID 1).
-"""
+"""RAID levels in the front end: flags, validation, capacity, scenario keys, explain."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import needs_native_levels
 from raidlab.api import resolve_array
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
@@ -293,7 +288,6 @@ def test_run_json_carries_the_rebuild_object(fake_native: None) -> None:
 # --- through the native simulator, once it implements RAID levels -----------------------------
 
 
-@needs_native_levels
 def test_native_raid5_small_write_is_four_member_ops() -> None:
     result = runner.invoke(
         app,
@@ -305,7 +299,6 @@ def test_native_raid5_small_write_is_four_member_ops() -> None:
     assert explain["member_ios_per_host_io"]["write"] == pytest.approx(4.0)
 
 
-@needs_native_levels
 def test_native_raid1_json_explain_has_member_ios_per_direction() -> None:
     result = runner.invoke(
         app,
@@ -317,7 +310,6 @@ def test_native_raid1_json_explain_has_member_ios_per_direction() -> None:
     assert ratios["read"] == pytest.approx(1.0) and ratios["write"] == pytest.approx(2.0)
 
 
-@needs_native_levels
 def test_native_rebuild_reports_progress_and_projected_time() -> None:
     args = ["--level", "5", "--drives", "4", "--failed", "1", "--rebuild-rate", "200M"]
     result = runner.invoke(
@@ -327,7 +319,6 @@ def test_native_rebuild_reports_progress_and_projected_time() -> None:
     assert "rebuild of member 1:" in result.stdout and "rebuild time:" in result.stdout
 
 
-@needs_native_levels
 @pytest.mark.parametrize(
     "args",
     [

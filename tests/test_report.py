@@ -1,6 +1,7 @@
 """`raidlab report`: a command's JSON output as one self-contained HTML page, its
 figures drawn to the readability rules (raidlab.report.figure_style), checked as
-HTML and in a real browser (headless Chromium, skipped with a message if absent)."""
+HTML and in a real browser (headless Chromium: `conftest.require_tool` skips without it,
+or fails under RAIDLAB_REQUIRE_TOOLS=1)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import chromium, load_page, svg_marks
+from browser import CHROMIUM_NAMES, load_page, svg_marks
 from raidlab.cli import app
 from raidlab.report import figure_style as style
 from raidlab.report.html import build_report, render
@@ -398,11 +399,7 @@ def test_study_pngs_follow_the_rules(tmp_path: Path) -> None:
 
 # --- in a real browser ----------------------------------------------------------------
 
-needs_chromium = pytest.mark.skipif(
-    chromium() is None,
-    reason="no headless Chromium: apt-get install chromium (make tools does) to check "
-    "the report in a real browser",
-)
+needs_chromium = pytest.mark.tool(*CHROMIUM_NAMES)
 
 
 @needs_chromium

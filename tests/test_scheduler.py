@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import needs_native_jobs
 from raidlab.cli import app
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import parse_job_text, plan_jobs
@@ -53,7 +52,6 @@ def test_without_the_flag_the_host_has_no_scheduler_keys() -> None:
     assert array["host"] == {"request_overhead_ns": 8000}
 
 
-@needs_native_jobs
 def test_the_flag_reaches_the_scenario_and_the_results() -> None:
     document = _run_json([*SSD_ARRAY, *READERS, "--ios", "4000", "--scheduler", "bfq"])
     assert document["scenario"]["array"]["host"]["scheduler"] == "bfq"
@@ -61,7 +59,6 @@ def test_the_flag_reaches_the_scenario_and_the_results() -> None:
     assert sched["name"] == "bfq" and sched["queue_depth"] == 4 * 32
 
 
-@needs_native_jobs
 def test_bfq_idling_lowers_ssd_random_read_iops_and_deadline_costs_nothing() -> None:
     runs = {
         kind: _run_json([*SSD_ARRAY, *READERS, "--ios", "8000", "--scheduler", kind])
@@ -73,7 +70,6 @@ def test_bfq_idling_lowers_ssd_random_read_iops_and_deadline_costs_nothing() -> 
     assert runs["bfq"]["explain"]["bottleneck"] == "host.scheduler"
 
 
-@needs_native_jobs
 def test_deadline_merges_small_sequential_reads_on_an_hdd() -> None:
     hdd = ["--drive", "hitachi-deskstar-250g", "--rw", "read", "--bs", "4K", "--iodepth", "64"]
     none = _run_json([*hdd, "--ios", "8000", "--scheduler", "none"])
@@ -84,7 +80,6 @@ def test_deadline_merges_small_sequential_reads_on_an_hdd() -> None:
     assert float(deadline["records"][0]["mbps"]) > 1.4 * float(none["records"][0]["mbps"])
 
 
-@needs_native_jobs
 def test_explain_says_what_the_scheduler_did() -> None:
     result = runner.invoke(
         app, ["run", *SSD_ARRAY, *READERS, "--ios", "4000", "--scheduler", "bfq", "--explain"]
@@ -159,7 +154,6 @@ def _fio_scenarios(text: str) -> tuple[list[dict], list[str]]:
     return plan.scenarios(array, 1), plan.notes
 
 
-@needs_native_jobs
 def test_fio_ioscheduler_sets_the_scheduler_of_its_group() -> None:
     scenarios, notes = _fio_scenarios(
         "[global]\nsize=64m\n[a]\nioscheduler=bfq\nrw=randread\n"
@@ -170,7 +164,6 @@ def test_fio_ioscheduler_sets_the_scheduler_of_its_group() -> None:
     assert notes == ["job c: ioscheduler=cfq simulated as bfq (its blk-mq successor)"]
 
 
-@needs_native_jobs
 @pytest.mark.parametrize(
     ("text", "where", "message"),
     [

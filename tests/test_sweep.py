@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import require_module, tool_missing
 
 SWEEP = """
 seed = 3
@@ -128,7 +129,7 @@ def test_cluster_and_jobs_together_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_cluster_nobody_runs_is_one_line_not_a_hang(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
+    require_module("distributed")
     started = time.monotonic()
     done = _raidlab(
         "sweep", str(_write(tmp_path)), "--out", str(tmp_path / "r"), "--cluster", "tcp://127.0.0.1:9"
@@ -196,9 +197,9 @@ class _Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[_Cluster]:
-    pytest.importorskip("distributed")
+    require_module("distributed")
     if shutil.which("dask", path=os.path.dirname(sys.executable)) is None:
-        pytest.skip("the `dask` command is not installed (pip install 'raidlab[cluster]')")
+        tool_missing("the `dask` command", "not installed (pip install 'raidlab[cluster]')")
     directory = tmp_path / "cluster"
     directory.mkdir()
     running = _Cluster(directory)
