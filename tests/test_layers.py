@@ -11,8 +11,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "raidlab"
 
 # What each part of the package may import, besides itself and the shared basics
-# (errors, units) and the native module. The CLI sits on top and may import anything.
-BASICS = {"raidlab.errors", "raidlab.units", "raidlab._native"}
+# (errors, units, the version) and the native module. The CLI sits on top and may
+# import anything.
+BASICS = {"raidlab.errors", "raidlab.units", "raidlab.version", "raidlab._native"}
 ALLOWED: dict[str, set[str]] = {
     "raidlab.scenario": set(),
     "raidlab.engine": set(),
@@ -44,6 +45,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts).removesuffix(".__init__")
 
 
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def _imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -51,7 +57,13 @@ def _imports(path: Path) -> set[str]:
             if node.module == "raidlab":
                 found.update(f"raidlab.{alias.name}" for alias in node.names)
             elif node.module.startswith("raidlab."):
-                found.add(node.module)
+                # `from raidlab.report import plots` imports the module plots.
+                found.update(
+                    f"{node.module}.{alias.name}"
+                    if _is_module(f"{node.module}.{alias.name}")
+                    else node.module
+                    for alias in node.names
+                )
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("raidlab."))
     return found
@@ -76,3 +88,43 @@ def test_the_layer_table_names_every_subpackage() -> None:
         f"raidlab.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()
     }
     assert subpackages == set(ALLOWED) - {"raidlab.api"} | {"raidlab.cli"}
+
+
+def _circle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    """A chain of imports from ``start`` back to it, if there is one (depth first)."""
+    path: list[str] = []
+    done: set[str] = set()
+
+    def visit(module: str) -> list[str] | None:
+        if module in path:
+            return path[path.index(module) :] + [module]
+        if module in done:
+            return None
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            found = visit(target)
+            if found:
+                return found
+        path.pop()
+        done.add(module)
+        return None
+
+    return visit(start)
+
+
+# Parts checked for circles: a module that imports another which (through a chain,
+# function-level imports included) imports it back.
+CIRCLE_FREE = ("raidlab.report",)
+
+
+@pytest.mark.parametrize("part", CIRCLE_FREE)
+def test_no_modules_import_each_other_in_a_loop(part: str) -> None:
+    modules = {_module_name(path): path for path in MODULES}
+    graph = {
+        module: {name for name in _imports(path) if name in modules and name != module}
+        for module, path in modules.items()
+        if _part(module) == part
+    }
+    for module in sorted(graph):
+        circle = _circle_from(module, graph)
+        assert circle is None, "import circle: " + " -> ".join(circle)

@@ -28,13 +28,13 @@ import importlib
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.version import __version__ as __version__
 
 # The API is imported on first use, not with the package: `raidlab-engine` (a console
 # script over raidlab._native) and `import raidlab._native` must not pay for pandas
 # and matplotlib.
 _API_NAMES = ("atto", "presets", "reproduce", "run")
 __all__ = ["RaidlabError", "atto", "engine", "presets", "reproduce", "run"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 
 from raidlab.errors import RaidlabError
 from raidlab.report import figure_style as style
+from raidlab.report.html.document import INPUT_LABEL, need_number, need_rows
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
-from raidlab.report.html.readers import INPUT_LABEL, need_number, need_rows
 from raidlab.report.html.svg import Bar, BarChart, LegendItem, bar_chart, number_text
 
 ROW_KEYS = ("row", "request_type", "unit", "gain_stated", "gain_simulated")

@@ -11,8 +11,8 @@ from raidlab.errors import RaidlabError
 from raidlab.report import figure_style as style
 from raidlab.report.explain import explain_lines
 from raidlab.report.html.charts import explain_figures, ranking_figure, transfer_figures
+from raidlab.report.html.document import INPUT_LABEL, need, need_number, need_rows
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
-from raidlab.report.html.readers import INPUT_LABEL, need, need_number, need_rows
 from raidlab.report.html.svg import Bar, BarChart, LegendItem, bar_chart, number_text
 from raidlab.report.tables import ADVISE_HEADER
 from raidlab.units import format_size

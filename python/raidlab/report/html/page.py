@@ -9,8 +9,8 @@ import json
 from html import escape
 from typing import Any
 
-import raidlab
 from raidlab.report.html.model import Cell, Figure, Report, Section, Table
+from raidlab.version import __version__
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1500px;
@@ -85,7 +85,7 @@ def render(report: Report, log_y: bool = False) -> str:
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<meta name='generator' content='raidlab {escape(raidlab.__version__)}'>",
+        f"<meta name='generator' content='raidlab {escape(__version__)}'>",
         f"<title>{escape(report.title)}</title><style>{CSS}</style></head>",
         f"<body class='kind-{escape(report.kind)}{' log-y' if log_y and has_log else ''}'>",
         f"<h1>{escape(report.title)}</h1>",
@@ -100,7 +100,7 @@ def render(report: Report, log_y: bool = False) -> str:
     parts.extend(_section(section) for section in report.sections)
     parts.append(_repeat(report))
     parts.append(
-        f"<footer class='subtitle'>raidlab {escape(raidlab.__version__)} "
+        f"<footer class='subtitle'>raidlab {escape(__version__)} "
         f"report ({escape(report.kind)})</footer>"
     )
     parts.append(f"<script>{SCRIPT}</script></body></html>\n")

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.report.html import cache_study, kinds, sweep
+from raidlab.report.html.document import INPUT_BYTES_MAX, INPUT_LABEL
 from raidlab.report.html.model import Report
-
-# Reports are read whole; a study's JSON is ~100 KB, a large advise a few MB.
-INPUT_BYTES_MAX = 256 << 20
-INPUT_LABEL = "INPUT"
 
 
 @dataclass(frozen=True)
@@ -86,9 +84,7 @@ def _is_atto(document: Mapping[str, Any]) -> bool:
 
 def readers() -> list[Reader]:
     """Every reader, in the order they are tried (claims before studies: both have
-    ``study``). The kinds' module imports this one's helpers, so it loads here."""
-    from raidlab.report.html import cache_study, kinds, sweep
-
+    ``study``)."""
     return [
         Reader("sweep", "raidlab sweep (or its .csv, .parquet)", sweep.is_sweep, sweep.read_sweep),
         Reader(
@@ -156,8 +152,6 @@ def load_json(path: str | Path) -> Any:
 
 def loaders() -> dict[str, Callable[[Path], Any]]:
     """Loaders of inputs that are not JSON, by file suffix (JSON is the default)."""
-    from raidlab.report.html import sweep
-
     return {".csv": sweep.load_csv, ".parquet": sweep.load_parquet}
 
 
@@ -165,34 +159,3 @@ def load_input(path: str | Path) -> Any:
     """The document at ``path`` (``-``: standard input, JSON)."""
     loader = loaders().get(Path(str(path)).suffix.lower())
     return loader(Path(path)) if loader is not None and str(path) != "-" else load_json(path)
-
-
-# --- helpers the kinds use to check what they read ------------------------------------
-
-
-def need(row: Any, keys: Sequence[str], where: str) -> Mapping[str, Any]:
-    """``row`` if it is an object with every key of ``keys``, else an error naming the
-    first missing one (``records[3].qd``)."""
-    if not isinstance(row, Mapping):
-        raise RaidlabError(INPUT_LABEL, f"{where}: expected an object")
-    for key in keys:
-        if key not in row:
-            raise RaidlabError(
-                INPUT_LABEL, f"{where}.{key}: missing (the row needs {', '.join(keys)})"
-            )
-    return row
-
-
-def need_rows(document: Mapping[str, Any], keys: Sequence[str]) -> list[Mapping[str, Any]]:
-    records = document.get("records")
-    if not isinstance(records, list) or not records:
-        raise RaidlabError(INPUT_LABEL, "records: expected a non-empty list of rows")
-    return [need(row, keys, f"records[{index}]") for index, row in enumerate(records)]
-
-
-def need_number(row: Mapping[str, Any], key: str, where: str, allow_none: bool = False) -> None:
-    value = row.get(key)
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RaidlabError(INPUT_LABEL, f"{where}.{key}: expected a number, got {value!r}")

@@ -18,8 +18,8 @@ from typing import Any
 from raidlab.errors import RaidlabError
 from raidlab.report import figure_style as style
 from raidlab.report.html.charts import ranking_figure
+from raidlab.report.html.document import INPUT_BYTES_MAX, INPUT_LABEL, need_number, need_rows
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
-from raidlab.report.html.readers import INPUT_BYTES_MAX, INPUT_LABEL, need_number, need_rows
 from raidlab.report.html.svg import Bar, BarChart, bar_chart, number_text
 
 SWEEP_KEYS = ("point", "key", "iops", "mbps")
