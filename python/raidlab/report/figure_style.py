@@ -34,6 +34,12 @@ OKABE_ITO = (
 )
 # Four lines a panel stay readable; 18 did not.
 QDS_PER_PANEL_MAX = 4
+# Marks that stand for a shape, not a depth (the legend's "simulated", "measured"),
+# and reference lines (an error of 0), in near-black and grey.
+INK = "#333"
+REFERENCE_LINE = "#555"
+# Ticks of a log y axis a decade: 1, 2, 5 (a panel spans a decade or two).
+LOG_TICK_MULTIPLES = (1.0, 2.0, 5.0)
 
 AXIS_MBPS = "MB/s (10^6 B/s)"
 AXIS_TRANSFER = "transfer size (KiB)"

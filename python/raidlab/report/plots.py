@@ -1,5 +1,7 @@
 """Figures drawn like the papers' ATTO charts, to the rules of
-``raidlab.report.figure_style`` (the same as the HTML report's).
+``raidlab.report.figure_style``, as PNGs (or any format matplotlib writes). What an
+ATTO figure shows comes from ``raidlab.report.transfer_panels``, as the HTML report's
+does; this module only draws it with matplotlib.
 
 MB/s against transfer size on a log2 axis in KiB, one Okabe-Ito colour per queue
 depth and at most four queue depths a panel (more become rows of panels), a read
@@ -30,9 +32,16 @@ from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 from raidlab.errors import RaidlabError  # noqa: E402
 from raidlab.report import figure_style as style  # noqa: E402
 from raidlab.report.output import output_directory, output_file  # noqa: E402
+from raidlab.report.transfer_panels import (  # noqa: E402
+    PANEL_OPS,
+    LegendEntry,
+    Mark,
+    OpPanel,
+    clipped,
+    transfer_figure,
+)
 from raidlab.units import format_size  # noqa: E402
 
-PANEL_OPS = ("read", "write")
 SIMULATED_STYLE: Mapping[str, Any] = {"linestyle": "-", "marker": "o", "markersize": 3.5}
 MEASURED_STYLE: Mapping[str, Any] = {
     "linestyle": "none",
@@ -42,15 +51,22 @@ MEASURED_STYLE: Mapping[str, Any] = {
     "markeredgewidth": 1.3,
 }
 SUSPECT_STYLE: Mapping[str, Any] = {"linestyle": "none", "marker": "x", "markersize": 6}
+# A legend entry's mark (raidlab.report.transfer_panels) as matplotlib draws it.
+LEGEND_STYLES: Mapping[str, Mapping[str, Any]] = {
+    "line": SIMULATED_STYLE,
+    "points": MEASURED_STYLE,
+    "cross": SUSPECT_STYLE,
+}
 
 
 def atto_figure(rows: pd.DataFrame, title: str, measured: bool, log_y: bool = False) -> Figure:
     """MB/s vs transfer size: a row of read and write panels per group of at most
     QDS_PER_PANEL_MAX queue depths. ``rows`` has columns ``op, qd, block_bytes`` and
     ``mbps`` (a sweep) or, with ``measured``, ``measured_mbps, simulated_mbps, role``
-    (a study), which adds an error panel under each row."""
-    groups = style.depth_groups(int(qd) for qd in rows["qd"].unique())
-    ratios = [3, 2] * len(groups) if measured else [3] * len(groups)
+    (a study), which adds an error panel under each row. What is drawn is
+    ``transfer_panels.transfer_figure``'s, as on the report page."""
+    plan = transfer_figure(rows.to_dict("records"), measured)
+    ratios = [3, 2] * len(plan.groups) if measured else [3] * len(plan.groups)
     figure, axes = plt.subplots(
         len(ratios),
         len(PANEL_OPS),
@@ -59,99 +75,58 @@ def atto_figure(rows: pd.DataFrame, title: str, measured: bool, log_y: bool = Fa
         layout="constrained",
         gridspec_kw={"height_ratios": ratios},
     )
-    sizes = sorted(int(size) for size in rows["block_bytes"].unique())
-    for index, depths in enumerate(groups):
-        colours = style.depth_colours(depths)
-        group = rows[rows["qd"].isin(depths)]
+    for index, group in enumerate(plan.groups):
         row_of_axes = axes[2 * index if measured else index]
-        for axis, op in zip(row_of_axes, PANEL_OPS, strict=True):
-            _mbps_panel(axis, group[group["op"] == op], op, depths, colours, measured, log_y)
-            _transfer_axis(axis, sizes)
-        suspect = measured and bool(group["role"].eq("suspect").any())
-        row_of_axes[0].legend(
-            handles=_legend_handles(depths, colours, measured, suspect), fontsize=7, ncol=2
-        )
+        for axis, panel in zip(row_of_axes, group.panels, strict=True):
+            _mbps_panel(axis, panel, measured, log_y)
+            _transfer_axis(axis, plan.sizes)
+        row_of_axes[0].legend(handles=_legend_handles(group.legend), fontsize=7, ncol=2)
         if measured:
-            for axis, op in zip(axes[2 * index + 1], PANEL_OPS, strict=True):
-                _error_panel(axis, group[group["op"] == op], op, depths, colours)
-                _transfer_axis(axis, sizes)
+            for axis, panel in zip(axes[2 * index + 1], group.panels, strict=True):
+                _error_panel(axis, panel)
+                _transfer_axis(axis, plan.sizes)
     figure.suptitle(title, fontsize=10)
     return figure
 
 
-def _mbps_panel(
-    axis: Axes,
-    panel: pd.DataFrame,
-    op: str,
-    depths: Sequence[int],
-    colours: Mapping[int, str],
-    measured: bool,
-    log_y: bool,
-) -> None:
-    for qd in depths:
-        line = panel[panel["qd"] == qd].sort_values("block_bytes")
-        if line.empty:
+def _xy(
+    marks: Sequence[Mark], error_range: tuple[float, float] | None = None
+) -> tuple[list[int], list[float]]:
+    """Transfer sizes and values of ``marks``, errors beyond ``error_range`` at its edge."""
+    values = [clipped(mark.value, error_range) for mark in marks]
+    return [mark.block_bytes for mark in marks], values
+
+
+def _mbps_panel(axis: Axes, panel: OpPanel, measured: bool, log_y: bool) -> None:
+    for line in panel.lines:
+        if not line.simulated:
             continue
-        simulated = "simulated_mbps" if measured else "mbps"
-        axis.plot(line["block_bytes"], line[simulated], color=colours[qd], **SIMULATED_STYLE)
+        axis.plot(*_xy(line.simulated), color=line.colour, **SIMULATED_STYLE)
         if measured:
-            suspect = line["role"] == "suspect"
-            axis.plot(
-                line.loc[~suspect, "block_bytes"],
-                line.loc[~suspect, "measured_mbps"],
-                color=colours[qd],
-                **MEASURED_STYLE,
-            )
-            axis.plot(
-                line.loc[suspect, "block_bytes"],
-                line.loc[suspect, "measured_mbps"],
-                color=colours[qd],
-                **SUSPECT_STYLE,
-            )
+            trusted = [mark for mark in line.measured if not mark.suspect]
+            suspect = [mark for mark in line.measured if mark.suspect]
+            axis.plot(*_xy(trusted), color=line.colour, **MEASURED_STYLE)
+            axis.plot(*_xy(suspect), color=line.colour, **SUSPECT_STYLE)
     if log_y:
         axis.set_yscale("log")
         # 1, 2, 5 per decade, as plain numbers: a decade or two is a panel's whole range.
-        axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.yaxis.set_major_locator(LogLocator(base=10, subs=style.LOG_TICK_MULTIPLES))
         axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_ylabel(style.AXIS_MBPS + (", log scale" if log_y else ""))
-    axis.set_title(f"{op}, {style.panel_depths_text(depths)}", fontsize=9)
+    axis.set_title(panel.title, fontsize=9)
 
 
-def _error_panel(
-    axis: Axes,
-    panel: pd.DataFrame,
-    op: str,
-    depths: Sequence[int],
-    colours: Mapping[int, str],
-) -> None:
-    panel = panel[panel["measured_mbps"] != 0].sort_values("block_bytes")
-    error_pct = 100.0 * (panel["simulated_mbps"] / panel["measured_mbps"] - 1.0)
-    limits = style.error_axis_pct(zip(error_pct, panel["role"] == "suspect", strict=True))
-    if limits is not None:
+def _error_panel(axis: Axes, panel: OpPanel) -> None:
+    for line in panel.lines:
         # Suspect rows beyond the trusted rows' range sit on the axis' edge.
-        error_pct = error_pct.clip(*limits)
-    for qd in depths:
-        line = panel["qd"] == qd
-        axis.plot(
-            panel.loc[line, "block_bytes"], error_pct[line], color=colours[qd], **SIMULATED_STYLE
-        )
-        suspect = line & (panel["role"] == "suspect")
-        axis.plot(
-            panel.loc[suspect, "block_bytes"],
-            error_pct[suspect],
-            color=colours[qd],
-            **SUSPECT_STYLE,
-        )
-    off_axis = 0
-    if limits is not None:
-        axis.set_ylim(*limits)
-        off_axis = int(((error_pct <= limits[0]) | (error_pct >= limits[1])).sum())
-    axis.axhline(0.0, color="#555", linewidth=0.8)
+        axis.plot(*_xy(line.errors, panel.error_range), color=line.colour, **SIMULATED_STYLE)
+        suspect = [mark for mark in line.errors if mark.suspect]
+        axis.plot(*_xy(suspect, panel.error_range), color=line.colour, **SUSPECT_STYLE)
+    if panel.error_range is not None:
+        axis.set_ylim(*panel.error_range)
+    axis.axhline(0.0, color=style.REFERENCE_LINE, linewidth=0.8)
     axis.set_ylabel(style.AXIS_ERROR, fontsize=8)
-    axis.set_title(
-        f"{op}: error per row, {style.panel_depths_text(depths)}{style.off_axis_text(off_axis)}",
-        fontsize=9,
-    )
+    axis.set_title(panel.error_title, fontsize=9)
 
 
 def _transfer_axis(axis: Axes, sizes: Sequence[int]) -> None:
@@ -163,16 +138,13 @@ def _transfer_axis(axis: Axes, sizes: Sequence[int]) -> None:
     axis.grid(True, alpha=0.3)
 
 
-def _legend_handles(
-    depths: Sequence[int], colours: Mapping[int, str], measured: bool, suspect: bool
-) -> list[Line2D]:
-    handles = [Line2D([], [], color=colours[qd], linewidth=6, label=f"QD {qd}") for qd in depths]
-    if measured:
-        handles.append(Line2D([], [], color="#333", label=style.SIMULATED_LABEL, **SIMULATED_STYLE))
-        handles.append(Line2D([], [], color="#333", label=style.MEASURED_LABEL, **MEASURED_STYLE))
-        if suspect:
-            handles.append(Line2D([], [], color="#333", label=style.SUSPECT_LABEL, **SUSPECT_STYLE))
-    return handles
+def _legend_handles(entries: Sequence[LegendEntry]) -> list[Line2D]:
+    return [
+        Line2D([], [], color=entry.colour, linewidth=6, label=entry.label)
+        if entry.mark == "swatch"
+        else Line2D([], [], color=entry.colour, label=entry.label, **LEGEND_STYLES[entry.mark])
+        for entry in entries
+    ]
 
 
 def _save(figure: Figure, path: Path) -> Path:

@@ -1,6 +1,9 @@
 """The report's figures: ATTO-style MB/s over transfer size (measured vs simulated,
 with the error panel) and the explain breakdown, drawn to the rules of
-``raidlab.report.figure_style``."""
+``raidlab.report.figure_style``. The ATTO figure's content is
+``raidlab.report.transfer_panels``'s, the same the PNGs of ``raidlab.report.plots``
+draw; here it becomes the page's SVG (``svg``), with a hover text per marker and a
+log-y twin of each MB/s panel (why not matplotlib's SVG: docs/report.md)."""
 
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ from raidlab.report.html.svg import (
     number_text,
     xy_panel,
 )
+from raidlab.report.transfer_panels import Mark, OpPanel, transfer_figure
 from raidlab.units import format_size
 
-PANEL_OPS = ("read", "write")
 # The bar chart of resources shows the busiest; a 24-drive array has ~100.
 RESOURCES_SHOWN_MAX = 24
 KIND_COLOURS = {
@@ -46,25 +49,6 @@ def _row_tip(row: Mapping[str, Any], measured: bool) -> str:
     )
 
 
-def _x_ticks(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[float, str], ...]:
-    sizes = sorted({int(row["block_bytes"]) for row in rows})
-    return tuple((float(size), style.transfer_kib(size)) for size in sizes)
-
-
-def _legend(
-    depths: Sequence[int], colours: Mapping[int, str], measured: bool, suspect: bool
-) -> tuple[LegendItem, ...]:
-    items = [LegendItem(f"QD {qd}", colours[qd], "swatch") for qd in depths]
-    if measured:
-        items += [
-            LegendItem(style.SIMULATED_LABEL, "#333", "line"),
-            LegendItem(style.MEASURED_LABEL, "#333", "points"),
-        ]
-        if suspect:
-            items.append(LegendItem(style.SUSPECT_LABEL, "#333", "cross"))
-    return tuple(items)
-
-
 def transfer_figures(
     rows: Sequence[Mapping[str, Any]],
     title: str,
@@ -73,25 +57,23 @@ def transfer_figures(
 ) -> list[Figure]:
     """MB/s over transfer size, a read and a write panel per group of at most
     QDS_PER_PANEL_MAX queue depths; with ``measured`` (a study's rows: measured_mbps,
-    simulated_mbps, role) the measurement as points and an error panel under each."""
-    x_ticks = _x_ticks(rows)
+    simulated_mbps, role) the measurement as points and an error panel under each.
+    What is drawn is ``transfer_panels.transfer_figure``'s, as in the PNGs."""
+    plan = transfer_figure(rows, measured)
+    x_ticks = tuple((float(size), style.transfer_kib(size)) for size in plan.sizes)
     figures = []
-    for depths in style.depth_groups(int(row["qd"]) for row in rows):
-        colours = style.depth_colours(depths)
-        group = [row for row in rows if int(row["qd"]) in depths]
-        suspect = any(row.get("role") == "suspect" for row in group)
-        legend = _legend(depths, colours, measured, suspect)
+    for group in plan.groups:
+        legend = tuple(LegendItem(entry.label, entry.colour, entry.mark) for entry in group.legend)
         linear, log, errors = [], [], []
-        for op in PANEL_OPS:
-            panel_rows = [row for row in group if row["op"] == op]
-            if not panel_rows:
+        for panel in group.panels:
+            if not panel.has_rows:
                 continue
-            series = _mbps_series(panel_rows, depths, colours, measured)
+            series = _mbps_series(panel, measured)
             for log_y, out in ((False, linear), (True, log)):
                 out.append(
                     xy_panel(
                         XYPanel(
-                            f"{op}, {style.panel_depths_text(depths)}",
+                            panel.title,
                             style.AXIS_TRANSFER,
                             style.AXIS_MBPS,
                             series,
@@ -102,10 +84,10 @@ def transfer_figures(
                     )
                 )
             if measured:
-                errors.append(xy_panel(_error_panel(op, panel_rows, depths, colours, x_ticks)))
+                errors.append(xy_panel(_error_panel(panel, x_ticks)))
         figures.append(
             Figure(
-                f"{title} ({style.panel_depths_text(depths)})",
+                f"{title} ({style.panel_depths_text(group.depths)})",
                 tuple(linear + errors),
                 tuple(log),
                 caption,
@@ -114,97 +96,48 @@ def transfer_figures(
     return figures
 
 
-def _mbps_series(
-    rows: Sequence[Mapping[str, Any]],
-    depths: Sequence[int],
-    colours: Mapping[int, str],
-    measured: bool,
-) -> tuple[Series, ...]:
+def _points(marks: Sequence[Mark], measured: bool) -> tuple[Point, ...]:
+    return tuple(
+        Point(float(mark.block_bytes), mark.value, _row_tip(mark.row, measured), mark.suspect)
+        for mark in marks
+    )
+
+
+def _mbps_series(panel: OpPanel, measured: bool) -> tuple[Series, ...]:
     series = []
-    for qd in depths:
-        line = [row for row in rows if int(row["qd"]) == qd]
-        if not line:
+    for line in panel.lines:
+        if not line.simulated:
             continue
-        simulated_key = "simulated_mbps" if measured else "mbps"
-        series.append(
-            Series(
-                f"QD {qd} simulated",
-                colours[qd],
-                "line",
-                tuple(
-                    Point(
-                        float(row["block_bytes"]),
-                        _float(row[simulated_key]),
-                        _row_tip(row, measured),
-                    )
-                    for row in line
-                ),
-            )
+        # The simulation's line has no crosses: a suspect row is suspect as measured.
+        points = tuple(
+            Point(float(mark.block_bytes), mark.value, _row_tip(mark.row, measured))
+            for mark in line.simulated
         )
+        series.append(Series(f"QD {line.qd} simulated", line.colour, "line", points))
         if measured:
             series.append(
                 Series(
-                    f"QD {qd} measured",
-                    colours[qd],
-                    "points",
-                    tuple(
-                        Point(
-                            float(row["block_bytes"]),
-                            _float(row["measured_mbps"]),
-                            _row_tip(row, True),
-                            suspect=row.get("role") == "suspect",
-                        )
-                        for row in line
-                    ),
+                    f"QD {line.qd} measured", line.colour, "points", _points(line.measured, True)
                 )
             )
     return tuple(series)
 
 
-def _error_panel(
-    op: str,
-    rows: Sequence[Mapping[str, Any]],
-    depths: Sequence[int],
-    colours: Mapping[int, str],
-    x_ticks: tuple[tuple[float, str], ...],
-) -> XYPanel:
-    series = []
-    for qd in depths:
-        points = []
-        for row in rows:
-            ratio = style.error_ratio(row.get("measured_mbps"), row.get("simulated_mbps"))
-            if int(row["qd"]) != qd or ratio is None:
-                continue
-            points.append(
-                Point(
-                    float(row["block_bytes"]),
-                    100.0 * ratio,
-                    _row_tip(row, True),
-                    suspect=row.get("role") == "suspect",
-                )
-            )
-        series.append(Series(f"QD {qd} error", colours[qd], "line", tuple(points)))
-    errors = [(point.y, point.suspect) for line in series for point in line.points]
-    y_range = style.error_axis_pct(errors)
-    off_axis = (
-        0
-        if y_range is None
-        else sum(1 for value, _ in errors if not y_range[0] <= value <= y_range[1])
+def _error_panel(panel: OpPanel, x_ticks: tuple[tuple[float, str], ...]) -> XYPanel:
+    series = tuple(
+        Series(f"QD {line.qd} error", line.colour, "line", _points(line.errors, True))
+        for line in panel.lines
     )
     return XYPanel(
-        f"{op}: error per row, {style.panel_depths_text(depths)}{style.off_axis_text(off_axis)}",
+        panel.error_title,
         style.AXIS_TRANSFER,
         style.AXIS_ERROR,
-        tuple(series),
+        series,
         x_ticks,
         signed=True,
         height=240,
-        y_range=y_range,
+        y_range=panel.error_range,
     )
-
-
-def _float(value: Any) -> float:
-    return float("nan") if value is None else float(value)
 
 
 def explain_figures(explain: Mapping[str, Any] | None, title: str) -> list[Figure]:
