@@ -3,11 +3,15 @@
 //!
 //! A flag given twice keeps its last value (`args_override_self`), as the hand parser
 //! this replaced did and as most Unix tools do.
+//!
+//! These definitions are the one declaration of the engine's flags: [`table_json`]
+//! exports them (names, aliases, defaults, help) for the Python front end, which builds
+//! its `raidlab create/serve/...` commands and its client from that table.
 
 use super::values::{self, ByteRange};
 use crate::nbd;
 use crate::superblock::ConsistencyPolicy;
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use raidlab_layout::{Layout, Level};
 use std::path::PathBuf;
 
@@ -187,9 +191,16 @@ pub struct CreateArgs {
     /// The RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat.
     #[arg(long, value_parser = values::level)]
     pub level: Level,
-    /// Chunk (stripe unit) on one member.
-    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = values::bytes)]
-    pub chunk: u64,
+    /// Stripe unit: the bytes of one stripe on one member (the simulator's
+    /// --stripe-unit; mdadm's --chunk, which is kept as an alias).
+    #[arg(
+        long,
+        alias = "chunk",
+        value_name = "SIZE",
+        default_value = "64K",
+        value_parser = values::bytes
+    )]
+    pub stripe_unit: u64,
     /// Size of every member, superblock area included (files are created or extended);
     /// without it the members are used as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
@@ -415,4 +426,207 @@ pub struct InjectArgs {
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Every subcommand and its arguments as JSON, read from the clap definitions above:
+/// `{"name", "about", "after_help", "commands": [...]}`; per command `name`, `aliases`,
+/// `about`, `long_about` and `args`; per argument `id`, `long`, `short`, `aliases`,
+/// `help`, `long_help`, `defaults`, `value_names`, `value_delimiter`, `required`,
+/// `takes_value`, `repeated`, `positional`, `possible_values`, `hidden` and
+/// `conflicts_with`. Clap's own `help` command and `--help` are left out: every front
+/// end has its own.
+pub fn table_json() -> String {
+    let mut cli = Cli::command();
+    cli.build();
+    let commands: Vec<serde_json::Value> = cli
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .map(command_table)
+        .collect();
+    serde_json::json!({
+        "name": cli.get_name(),
+        "about": cli.get_about().map(ToString::to_string),
+        "after_help": cli.get_after_help().map(ToString::to_string),
+        "commands": commands,
+    })
+    .to_string()
+}
+
+/// One subcommand's entry of [`table_json`].
+fn command_table(command: &clap::Command) -> serde_json::Value {
+    let args: Vec<serde_json::Value> = command
+        .get_arguments()
+        .filter(|a| a.get_id() != "help")
+        .map(|a| arg_table(command, a))
+        .collect();
+    serde_json::json!({
+        "name": command.get_name(),
+        "aliases": command.get_all_aliases().collect::<Vec<_>>(),
+        "about": command.get_about().map(ToString::to_string),
+        "long_about": command.get_long_about().map(ToString::to_string),
+        "args": args,
+    })
+}
+
+/// One argument's entry of [`table_json`].
+fn arg_table(command: &clap::Command, arg: &clap::Arg) -> serde_json::Value {
+    let text = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let conflicts: Vec<String> = command
+        .get_arg_conflicts_with(arg)
+        .iter()
+        .map(|other| other.get_id().to_string())
+        .collect();
+    serde_json::json!({
+        "id": arg.get_id().as_str(),
+        "long": arg.get_long(),
+        "short": arg.get_short().map(String::from),
+        "aliases": arg.get_all_aliases().unwrap_or_default(),
+        "help": arg.get_help().map(ToString::to_string),
+        "long_help": arg.get_long_help().map(ToString::to_string),
+        "defaults": arg.get_default_values().iter().map(|v| text(v)).collect::<Vec<_>>(),
+        "value_names": arg
+            .get_value_names()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        "value_delimiter": arg.get_value_delimiter().map(String::from),
+        "required": arg.is_required_set(),
+        "takes_value": arg.get_action().takes_values(),
+        "repeated": matches!(arg.get_action(), ArgAction::Append | ArgAction::Count),
+        "positional": arg.is_positional(),
+        "possible_values": arg
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect::<Vec<_>>(),
+        "hidden": arg.is_hide_set(),
+        "conflicts_with": conflicts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> serde_json::Value {
+        serde_json::from_str(&table_json()).expect("the flag table is JSON")
+    }
+
+    fn arg<'a>(table: &'a serde_json::Value, command: &str, id: &str) -> &'a serde_json::Value {
+        let commands = table["commands"].as_array().expect("commands");
+        let command = commands
+            .iter()
+            .find(|c| c["name"] == command)
+            .expect("the command");
+        let args = command["args"].as_array().expect("args");
+        args.iter().find(|a| a["id"] == id).expect("the argument")
+    }
+
+    #[test]
+    fn the_flag_table_lists_every_subcommand_with_its_aliases() {
+        let table = table();
+        let names: Vec<&str> = table["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "create",
+                "status",
+                "serve",
+                "fail",
+                "replace",
+                "add-spare",
+                "check",
+                "repair",
+                "inject",
+                "attach-cache",
+                "detach-cache"
+            ]
+        );
+        let status = &table["commands"][1];
+        assert_eq!(status["aliases"], serde_json::json!(["assemble"]));
+        assert!(status["about"].as_str().unwrap().starts_with("Assemble"));
+    }
+
+    #[test]
+    fn every_argument_has_the_same_keys() {
+        let table = table();
+        let keys = [
+            "id",
+            "long",
+            "short",
+            "aliases",
+            "help",
+            "long_help",
+            "defaults",
+            "value_names",
+            "value_delimiter",
+            "required",
+            "takes_value",
+            "repeated",
+            "positional",
+            "possible_values",
+            "hidden",
+            "conflicts_with",
+        ];
+        for command in table["commands"].as_array().unwrap() {
+            for arg in command["args"].as_array().unwrap() {
+                let object = arg.as_object().unwrap();
+                let mut found: Vec<&str> = object.keys().map(String::as_str).collect();
+                let mut expected = keys.to_vec();
+                found.sort_unstable();
+                expected.sort_unstable();
+                assert_eq!(found, expected, "{}: {arg}", command["name"]);
+                assert_ne!(arg["id"], "help", "clap's own --help is left out");
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_carries_defaults_aliases_and_kinds_of_arguments() {
+        let table = table();
+        let unit = arg(&table, "create", "stripe_unit");
+        assert_eq!(unit["long"], "stripe-unit");
+        assert_eq!(unit["aliases"], serde_json::json!(["chunk"]));
+        assert_eq!(unit["defaults"], serde_json::json!(["64K"]));
+        assert_eq!(unit["value_names"], serde_json::json!(["SIZE"]));
+        assert_eq!(unit["takes_value"], true);
+        let level = arg(&table, "create", "level");
+        assert_eq!(
+            (&level["required"], &level["defaults"]),
+            (&serde_json::json!(true), &serde_json::json!([]))
+        );
+        let members = arg(&table, "create", "members");
+        assert_eq!(
+            (
+                &members["positional"],
+                &members["repeated"],
+                &members["long"]
+            ),
+            (
+                &serde_json::json!(true),
+                &serde_json::json!(true),
+                &serde_json::Value::Null
+            )
+        );
+        let force = arg(&table, "create", "force");
+        assert_eq!(force["takes_value"], false);
+        let cache = arg(&table, "create", "cache_members");
+        assert_eq!(cache["value_delimiter"], ",");
+        let limit = arg(&table, "serve", "requests_in_flight");
+        assert_eq!(
+            limit["defaults"],
+            serde_json::json!([nbd::REQUESTS_IN_FLIGHT_DEFAULT.to_string()])
+        );
+        let psk = arg(&table, "serve", "tls_psk");
+        assert_eq!(
+            psk["conflicts_with"],
+            serde_json::json!(["tls_cert", "tls_key"])
+        );
+    }
 }

@@ -159,7 +159,7 @@ pub fn create_options(a: &CreateArgs) -> Result<CreateOptions> {
     if a.journal_size.is_some() && a.array.journal.is_none() {
         return Err(Error::Input("--journal-size: needs --journal PATH".into()));
     }
-    let mut opts = CreateOptions::new(a.level, a.chunk, a.size);
+    let mut opts = CreateOptions::new(a.level, a.stripe_unit, a.size);
     opts.layout = a.layout;
     opts.copies = a.copies;
     opts.spans = a.spans;
