@@ -126,11 +126,11 @@ pub struct AttachCacheArgs {
     #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
     pub cache_policy: Option<raidlab_cache::Policy>,
     /// Size of every cache member, its metadata included (files are created or
-    /// extended); without it the cache members are used as they are.
+    /// extended); default: the cache members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_size: Option<u64>,
-    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
-    /// 1G, without it.
+    /// The cache's log-structured region (raidix); default: a sixteenth of the cache,
+    /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
     /// Overwrite cache members that carry a raidlab superblock.
@@ -150,13 +150,13 @@ pub struct Members {
     /// Member files or devices, at least one, in any order.
     #[arg(value_name = "MEMBER", required = true)]
     pub members: Vec<PathBuf>,
-    /// The write journal of an array created with one.
+    /// The write journal of an array created with one (default: none).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
     /// The SSD cache in front of the array: its members, comma-separated (2: RAID 1,
     /// 4 or more, even: RAID 10). An array with a cache needs them wherever it is
     /// assembled (the superblocks record which cache): it may hold its newest (dirty)
-    /// data. Refused for an array without a cache.
+    /// data. Refused for an array without a cache (default: no cache).
     #[arg(long, value_name = "SSD,SSD[,...]", value_delimiter = ',')]
     pub cache_members: Option<Vec<PathBuf>>,
 }
@@ -202,20 +202,20 @@ pub struct CreateArgs {
     )]
     pub stripe_unit: u64,
     /// Size of every member, superblock area included (files are created or extended);
-    /// without it the members are used as they are.
+    /// default: the members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub size: Option<u64>,
     /// Parity rotation (RAID 5/6/50/60) or copy placement (RAID 10); md's default
     /// without it.
     #[arg(long, value_parser = values::layout)]
     pub layout: Option<Layout>,
-    /// Copies of every chunk (RAID 10).
+    /// Copies of every chunk (RAID 10); default: the level's (2).
     #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
     pub copies: Option<u32>,
-    /// Spans (RAID 50/60).
+    /// Spans (RAID 50/60); default: the level's (2).
     #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
     pub spans: Option<u32>,
-    /// The array UUID (hex); drawn from /dev/urandom without it.
+    /// The array UUID (hex); default: drawn from /dev/urandom.
     #[arg(long, value_name = "HEX", value_parser = values::uuid)]
     pub uuid: Option<u128>,
     /// Overwrite members that carry a raidlab superblock.
@@ -242,16 +242,16 @@ pub struct CreateArgs {
     #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
     pub cache_policy: Option<raidlab_cache::Policy>,
     /// Size of every cache member, its metadata included (files are created or
-    /// extended); without it the cache members are used as they are.
+    /// extended); default: the cache members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_size: Option<u64>,
-    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
-    /// 1G, without it.
+    /// The cache's log-structured region (raidix); default: a sixteenth of the cache,
+    /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
     /// Hot spares, comma-separated (mdadm's --spare-devices): members with no role; when
     /// a member of the served array fails, the first spare takes its role and is
-    /// rebuilt online. Created or extended to --size like the members.
+    /// rebuilt online. Created or extended to --size like the members (default: none).
     #[arg(long, value_name = "SPARE[,SPARE...]", value_delimiter = ',')]
     pub spares: Vec<PathBuf>,
     /// Print the report as one JSON document.
@@ -282,14 +282,15 @@ pub struct ServeArgs {
     /// Seconds a bitmap region stays dirty after its last write (mdadm's --delay).
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = values::bounded(1..=3600u64))]
     pub bitmap_delay: u64,
-    /// The server's TLS certificate chain (PEM, its own certificate first).
+    /// The server's TLS certificate chain (PEM, its own certificate first); default:
+    /// none.
     #[arg(long, value_name = "PATH")]
     pub tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); default: none.
     #[arg(long, value_name = "PATH")]
     pub tls_key: Option<PathBuf>,
     /// Pre-shared keys instead of a certificate (qemu-nbd's tls-creds-psk keys.psk):
-    /// one IDENTITY:HEXKEY per line, the file private (mode 600).
+    /// one IDENTITY:HEXKEY per line, the file private (mode 600); default: none.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub tls_psk: Option<PathBuf>,
     /// TLS through NBD_OPT_STARTTLS: off, on (for clients that ask) or required (every
@@ -318,7 +319,7 @@ pub struct ServeArgs {
     )]
     pub handshakes_max: usize,
     /// Seconds a connection with no request in flight may send none before it is
-    /// closed (no limit without it).
+    /// closed (default: no limit).
     #[arg(long, value_name = "SECONDS", value_parser = values::bounded(1..=86400u64))]
     pub idle_timeout: Option<u64>,
     /// Seconds a reply may wait for a client that does not read it, or a started
@@ -336,7 +337,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
     pub memory_limit: u64,
     /// Append every request the cache tier sees to PATH (MSR Cambridge CSV, in the
-    /// order its policy decided them), to replay the same trace elsewhere.
+    /// order its policy decided them), to replay the same trace elsewhere (default: no
+    /// trace).
     #[arg(long, value_name = "PATH")]
     pub cache_trace: Option<PathBuf>,
     /// The array.
@@ -370,7 +372,7 @@ pub struct ReplaceArgs {
     /// The array (OLD among them or not).
     #[command(flatten)]
     pub array: Members,
-    /// Rebuild rate limit in bytes per second (unlimited without it).
+    /// Rebuild rate limit in bytes per second (default: unlimited).
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub rate: Option<u64>,
     /// Return once a served array's rebuild has started, instead of at its end.
@@ -405,19 +407,19 @@ pub struct InjectArgs {
     /// Offset of the byte to corrupt in the member's data area.
     #[arg(value_name = "OFFSET")]
     pub offset: Option<String>,
-    /// The bits to flip (hex).
+    /// The bits to flip (hex; default: ff, every bit).
     #[arg(long, value_name = "HEX", value_parser = values::mask)]
     pub mask: Option<u8>,
-    /// Reads of these data bytes fail (EIO).
+    /// Reads of these data bytes fail (EIO); LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub read_error: Option<ByteRange>,
-    /// These data bytes read EIO until written.
+    /// These data bytes read EIO until written; LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub bad_sector: Option<ByteRange>,
-    /// Writes of these data bytes fail (EIO).
+    /// Writes of these data bytes fail (EIO); LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub write_error: Option<ByteRange>,
-    /// Every I/O of the member is delayed (20ms, 500us).
+    /// Every I/O of the member is delayed (20ms, 500us; default: no delay).
     #[arg(long, value_name = "DELAY", value_parser = values::latency_us)]
     pub latency: Option<u64>,
     /// Remove the member's injected faults.
