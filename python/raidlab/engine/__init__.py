@@ -738,15 +738,19 @@ def repair(
     return ScrubReport.from_json(run_report("repair", options))
 
 
-def inject(member: Member, offset: int | str, mask: int | str = 0xFF) -> None:
+def inject(member: Member, offset: int | str, mask: int | str | None = None) -> None:
     """Flip the bits ``mask`` of data byte ``offset`` of ``member`` (fault injection for
     tests: ``check`` then finds the stripe that holds it). ``mask`` is an int 1..255 or
-    hex text as the binary takes it (``"0x01"``)."""
+    hex text as the binary takes it (``"0x01"``); the engine's default (every bit)
+    without it."""
     if isinstance(mask, bool) or (isinstance(mask, int) and not 1 <= mask <= 0xFF):
         raise RaidlabError("--mask", f"a nonzero byte, 1..255 (0x01..0xff), got {mask!r}")
-    mask_arg = f"{mask:#04x}" if isinstance(mask, int) else mask
-    offset_arg = str(parse_size(offset, "OFFSET"))
-    _run(["inject", _arg(member), offset_arg, "--mask", mask_arg])
+    options = {
+        "member": member,
+        "offset": parse_size(offset, "OFFSET"),
+        "mask": f"{mask:#04x}" if isinstance(mask, int) else mask,
+    }
+    _run(["inject", *command_args("inject", options)])
 
 
 def _extent_arg(extent: str | tuple[int | str, int | str], flag: str) -> str:
