@@ -775,29 +775,18 @@ def inject_fault(
     fail until the bytes are written, and the array rewrites them from the other
     members, as md does, so the member stays; ``latency`` (``"20ms"``, ``"500us"``)
     delays its every I/O; ``clear`` removes the array's faults. Exactly one."""
-    given = [
-        (flag, value)
-        for flag, value in (
-            ("--read-error", read_error),
-            ("--bad-sector", bad_sector),
-            ("--write-error", write_error),
-            ("--latency", latency),
-        )
-        if value is not None
-    ]
+    extents = {"read_error": read_error, "bad_sector": bad_sector, "write_error": write_error}
+    given = [key for key, value in [*extents.items(), ("latency", latency)] if value is not None]
     if len(given) + int(clear) != 1:
         raise RaidlabError(
             "inject",
             "exactly one of read_error, bad_sector, write_error, latency or clear is needed",
         )
-    args = ["inject", "--json", _arg(member)]
-    if clear:
-        args.append("--clear")
-    else:
-        flag, value = given[0]
-        text = value if flag == "--latency" else _extent_arg(value, flag)  # type: ignore[arg-type]
-        args += [flag, str(text)]
-    return ArrayStatus.from_json(_json(_run(args)))
+    options: dict[str, Any] = {"member": member, "clear": clear, "latency": latency}
+    for key, extent in extents.items():
+        if extent is not None:
+            options[key] = _extent_arg(extent, "--" + key.replace("_", "-"))
+    return ArrayStatus.from_json(run_report("inject", options))
 
 
 # ---------------------------------------------------------------------------- serving
