@@ -75,7 +75,7 @@ def random_images(tmp_path: Path, size_bytes: int, count: int) -> list[Path]:
 
 def test_create_reports_the_geometry_and_every_member(tmp_path: Path) -> None:
     members = members_in(tmp_path, 4)
-    status = engine.create(members, level=5, chunk="64K", size="8M")
+    status = engine.create(members, level=5, stripe_unit="64K", size="8M")
     assert status.level == "RAID 5" and status.layout == "left-symmetric"
     assert status.chunk_bytes == 65536 and status.member_count == 4
     assert status.capacity_bytes == 3 * MEMBER_DATA_BYTES
@@ -170,7 +170,8 @@ def test_one_corrupted_redundant_byte_is_one_mismatch_and_repair_restores_it(
         ({"level": "raid7"}, 4, "--level"),
         ({"level": 5, "size": "8Q"}, 4, "--size"),
         ({"level": 5, "size": "1K"}, 4, "--size"),
-        ({"level": 5, "chunk": "3000"}, 4, "--chunk"),
+        ({"level": 5, "stripe_unit": "3000"}, 4, "--stripe-unit"),
+        ({"level": 5, "chunk": "3000"}, 4, "--stripe-unit"),
         ({"level": 5}, 2, "MEMBER"),
         ({"level": 6}, 3, "MEMBER"),
         ({"level": 10, "copies": "x"}, 4, "--copies"),
@@ -309,7 +310,7 @@ def test_a_served_array_clears_the_bitmap_of_regions_no_longer_written(
     raid5: list[Path], tmp_path: Path
 ) -> None:
     (image,) = random_images(tmp_path, 1 << 20, 1)
-    with engine.serve(raid5, bitmap_delay_s=1) as server:
+    with engine.serve(raid5, bitmap_delay=1) as server:
         write_image(server.uri, image)
         assert engine.status(raid5).dirty_regions == 1
         deadline = time.monotonic() + 10
@@ -340,17 +341,22 @@ def _nbd_export_names(uri: str) -> list[str]:
 
 
 def test_serve_forwards_the_export_name_and_limits(raid5: list[Path]) -> None:
-    limits = engine.NbdLimits(
-        name="vol0", memory_limit="2M", handshake_timeout_s=5, idle_timeout_s=60
-    )
-    assert limits.args() == [
-        "--name", "vol0", "--memory-limit", "2M", "--handshake-timeout", "5",
-        "--idle-timeout", "60",
+    options = {"name": "vol0", "memory_limit": "2M", "handshake_timeout": 5, "idle_timeout": 60}
+    assert engine.command_args("serve", options) == [
+        "--name", "vol0", "--handshake-timeout", "5", "--idle-timeout", "60",
+        "--memory-limit", "2M",
     ]  # fmt: skip
-    with engine.serve(raid5, limits=limits) as server:
+    with engine.serve(raid5, options) as server:
         assert _nbd_export_names(server.uri) == ["vol0"]
     with engine.serve(raid5) as server:
         assert _nbd_export_names(server.uri) == ["raidlab"]
+
+
+def test_serve_refuses_an_option_the_engine_does_not_have(raid5: list[Path]) -> None:
+    with pytest.raises(RaidlabError) as raised:
+        engine.serve(raid5, bitmap_delay_s=1)
+    assert raised.value.field == "bitmap_delay_s"
+    assert "bitmap_delay" in raised.value.message
 
 
 def test_serve_that_cannot_start_raises_with_the_servers_message(
@@ -559,7 +565,9 @@ def cli_error_line(args: list[str]) -> str:
         (["create", "--level", "7", "--size", "8M"], 4, "--level"),
         (["create", "--size", "8M"], 4, "--level"),
         (["create", "--level", "5", "--size", "8Q"], 4, "--size"),
-        (["create", "--level", "5", "--size", "8M", "--chunk", "3000"], 4, "--chunk"),
+        (["create", "--level", "5", "--size", "8M", "--stripe-unit", "3000"], 4, "--stripe-unit"),
+        (["create", "--level", "5", "--size", "8M", "--chunk", "3000"], 4, "--stripe-unit"),
+        (["create", "--level", "5", "--size", "8M", "--stripe-unit", "0.3K"], 4, "--stripe-unit"),
         (["create", "--level", "0", "--size", "5000000T"], 4, "--size"),
         (["create", "--level", "5", "--size", "8M"], 2, "MEMBER"),
         (["create", "--level", "5", "--size", "8M"], 0, "MEMBER"),

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from raidlab.errors import RaidlabError
 from raidlab.units import format_size, format_size_kib, parse_size, parse_sizes
@@ -79,3 +81,46 @@ def test_a_bad_duration_names_the_field() -> None:
 
     with pytest.raises(RaidlabError, match="--runtime"):
         parse_duration_ns("ten seconds", "--runtime")
+
+
+SIZE_VECTORS = Path(__file__).parent / "data" / "sizes.tsv"
+
+
+def _size_vectors() -> list[tuple[str, str]]:
+    rows = []
+    for line in SIZE_VECTORS.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        text, expected = line.split("\t")
+        rows.append((text.replace("\\s", " "), expected))
+    return rows
+
+
+@pytest.mark.parametrize(("text", "expected"), _size_vectors())
+def test_the_shared_size_vectors_hold_in_python(text: str, expected: str) -> None:
+    # The same file the Rust parser's unit test reads: the two sides cannot drift.
+    from raidlab import _native
+
+    if expected.startswith("error "):
+        with pytest.raises(RaidlabError) as error:
+            parse_size(text, "--bs")
+        assert str(error.value).startswith("--bs: ")
+        with pytest.raises(_native.SizeError) as native_error:
+            _native.parse_size(text)
+        assert native_error.value.kind == expected.removeprefix("error ")
+    else:
+        assert parse_size(text) == int(expected)
+
+
+def test_size_errors_quote_the_text_as_python_does() -> None:
+    with pytest.raises(RaidlabError) as error:
+        parse_size("0.3K", "--bs")
+    assert str(error.value) == "--bs: '0.3K' is not a whole number of bytes"
+
+
+def test_fio_kb_base_1000_makes_only_unmarked_prefixes_decimal() -> None:
+    from raidlab.frontends.fio_values import fio_size
+
+    assert fio_size("4k", "job", "bs", kb_base=1000) == 4000
+    assert fio_size("4KiB", "job", "bs", kb_base=1000) == 4096
+    assert fio_size("4k", "job", "bs") == 4096

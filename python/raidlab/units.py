@@ -1,9 +1,11 @@
 """Byte sizes as people write them: ``512``, ``4K``, ``16k``, ``1M``, ``0.5K``, ``32GiB``.
 
-Suffixes K, M, G, T are powers of 1024 (as ATTO, fio and the studies use them),
-case-insensitive, optionally followed by ``B`` or ``iB``. A size must come out as a
-whole number of bytes. Ranges ``512..32M`` double from the first size while it is
-<= the last one (ATTO's transfer-size sweep); comma lists combine sizes and ranges.
+One grammar for every front end, parsed in Rust (``raidlab_layout::units``, which the
+engine's flags use too; shared vectors in ``tests/data/sizes.tsv``): suffixes K, M, G,
+T, P are powers of 1024 (as ATTO, fio and the studies use them), case-insensitive,
+optionally followed by ``B`` or ``iB``. A size must come out as a whole number of
+bytes. Ranges ``512..32M`` double from the first size while it is <= the last one
+(ATTO's transfer-size sweep); comma lists combine sizes and ranges.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import re
 from raidlab.errors import RaidlabError
 
 _MULTIPLIERS: dict[str, int] = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 # A sweep longer than this is almost certainly a typo (e.g. `1..1T` of counts).
 SWEEP_POINTS_MAX = 64
@@ -25,22 +26,13 @@ def parse_size(text: str | int, field: str = "size") -> int:
         raise RaidlabError(field, f"expected a size such as 4K, got {text!r}")
     if isinstance(text, int):
         return text
-    match = _SIZE_PATTERN.match(str(text))
-    if match is None:
-        raise RaidlabError(
-            field, f"expected a size such as 512, 4K, 1M or 32G (powers of 1024), got {text!r}"
-        )
-    number, suffix, _ = match.groups()
-    multiplier = _MULTIPLIERS[suffix.lower()]
-    if "." in number:
-        # Exact decimal arithmetic: 0.5K must be exactly 512, not 511.99999.
-        whole, _, frac = number.partition(".")
-        numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
-        value, remainder = divmod(numerator * multiplier, 10 ** len(frac))
-        if remainder:
-            raise RaidlabError(field, f"{text!r} is not a whole number of bytes")
-        return value
-    return int(number) * multiplier
+    # Imported here: the command line starts without the native module.
+    from raidlab import _native
+
+    try:
+        return int(_native.parse_size(str(text)))
+    except _native.SizeError as error:
+        raise RaidlabError(field, str(error.message)) from None
 
 
 def parse_sizes(text: str, field: str = "sizes") -> list[int]:

@@ -54,6 +54,7 @@ mod planner;
 mod raid0;
 mod raid10;
 mod raid5;
+pub mod units;
 
 pub use geometry::{ArraySpec, Geometry, Location, StripeAddress, StripeId, StripeParity};
 pub use level::{Layout, Level};

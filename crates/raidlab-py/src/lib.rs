@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 mod engine;
+mod units;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -196,6 +197,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_field, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(engine::engine_main, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::engine_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
+    m.add("SizeError", m.py().get_type::<units::SizeError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -27,6 +27,7 @@ not an error: the mismatches are in the :class:`ScrubReport`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -75,7 +76,7 @@ _READY_LINE = re.compile(
 # or argument the user actually gave.
 _CREATE_FIELDS = {
     "drive_count": "MEMBER",
-    "stripe_unit_bytes": "--chunk",
+    "stripe_unit_bytes": "--stripe-unit",
     "capacity_bytes": "--size",
     "member_capacity_bytes": "--size",
 }
@@ -371,21 +372,6 @@ def _json(result: subprocess.CompletedProcess[str]) -> Any:
         ) from None
 
 
-def _journal(journal: Member | None) -> list[str]:
-    """``--journal PATH``: an array created with a journal needs it wherever it is
-    assembled."""
-    return [] if journal is None else ["--journal", _arg(journal)]
-
-
-def _cache(cache_members: Sequence[Member] | None) -> list[str]:
-    """``--cache-members A,B``: an array with an SSD cache (its superblocks record which)
-    needs it wherever it is assembled, until ``detach_cache``; the engine refuses the
-    array without it, with another cache, and a cache for an array that has none."""
-    if not cache_members:
-        return []
-    return ["--cache-members", ",".join(_arg(m) for m in cache_members)]
-
-
 def _size_arg(value: int | str, flag: str) -> str:
     """Sizes are parsed here (raidlab's own syntax: 4K, 1.5M, 32GiB) and passed as bytes."""
     size_bytes = parse_size(value, flag)
@@ -394,13 +380,83 @@ def _size_arg(value: int | str, flag: str) -> str:
     return str(size_bytes)
 
 
+# ------------------------------------------------------------------ the engine's flags
+
+
+@functools.cache
+def flag_table() -> Mapping[str, Mapping[str, Any]]:
+    """The engine's subcommands by name, with their arguments, as its clap definitions
+    declare them (``raidlab._native.engine_flags``, see docs/engine.md): the one
+    declaration the ``raidlab create/serve/...`` commands and this client are built
+    from. Per argument: ``id``, ``long``, ``aliases``, ``help``, ``defaults``,
+    ``value_names``, ``value_delimiter``, ``required``, ``takes_value``, ``repeated``,
+    ``positional``."""
+    # Imported here: `raidlab --version` and the simulating commands start without it.
+    from raidlab import _native
+
+    table = json.loads(_native.engine_flags())
+    return {command["name"]: command for command in table["commands"]}
+
+
+def flag_defaults(command: str) -> dict[str, str | None]:
+    """The engine's default of every option of ``command`` that takes a value (None:
+    the option is left out unless given), by argument id."""
+    return {
+        arg["id"]: (arg["defaults"][0] if arg["defaults"] else None)
+        for arg in flag_table()[command]["args"]
+        if arg["takes_value"] and not arg["positional"]
+    }
+
+
+def _option_value(arg: Mapping[str, Any], value: Any) -> str:
+    """An option's value as the engine takes it: paths escaped, lists joined."""
+    if arg["value_delimiter"] and not isinstance(value, str | os.PathLike):
+        items = [_arg(item) for item in value]
+        for item in items:
+            if arg["value_delimiter"] in item:
+                raise RaidlabError(
+                    f"--{arg['long']}", f"paths without a {arg['value_delimiter']!r}, got {item!r}"
+                )
+        return arg["value_delimiter"].join(items)
+    if isinstance(value, os.PathLike):
+        return _arg(value)
+    return str(value)
+
+
+def command_args(command: str, options: Mapping[str, Any]) -> list[str]:
+    """The engine's argv after ``command`` for ``options`` keyed by its argument ids
+    (``stripe_unit``, ``cache_members``, ``members``): options first, in the table's
+    order, then the positional arguments; None and False leave an argument out."""
+    args = flag_table()[command]["args"]
+    known = {arg["id"] for arg in args}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise RaidlabError(
+            unknown[0], f"not an option of {command}; allowed: {', '.join(sorted(known))}"
+        )
+    flags: list[str] = []
+    positionals: list[str] = []
+    for arg in args:
+        value = options.get(arg["id"])
+        if value is None or value is False:
+            continue
+        if arg["positional"]:
+            values = _members(value) if arg["repeated"] else [_arg(str(value))]
+            positionals += values
+        elif not arg["takes_value"]:
+            flags.append(f"--{arg['long']}")
+        else:
+            flags += [f"--{arg['long']}", _option_value(arg, value)]
+    return [*flags, *positionals]
+
+
 # ------------------------------------------------------------------------- operations
 
 
 def create(
     members: Sequence[Member],
     level: int | str,
-    chunk: int | str = "64K",
+    stripe_unit: int | str | None = None,
     size: int | str | None = None,
     layout: str | None = None,
     copies: int | str | None = None,
@@ -417,6 +473,7 @@ def create(
     cache_size: int | str | None = None,
     cache_region: int | str | None = None,
     spares: Sequence[Member] = (),
+    chunk: int | str | None = None,
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
@@ -433,54 +490,49 @@ def create(
     operation below takes them), until ``detach_cache``.
 
     ``spares`` are hot spares (sized as the members): when a member of the served array
-    fails, the first takes its role and is rebuilt online by itself, as md does."""
-    args = ["create", "--json", "--level", str(level), "--chunk", _size_arg(chunk, "--chunk")]
-    if size is not None:
-        size_bytes = int(_size_arg(size, "--size"))
-        if size_bytes <= DATA_OFFSET_BYTES:
-            raise RaidlabError(
-                "--size",
-                f"each member needs more than the {DATA_OFFSET_BYTES >> 20} MiB its superblock "
-                f"and write-intent bitmap take, got {size!r}",
-            )
-        args += ["--size", str(size_bytes)]
-    for flag, value in (("--layout", layout), ("--copies", copies), ("--spans", spans)):
-        if value is not None:
-            args += [flag, str(value)]
-    if uuid is not None:
-        args += ["--uuid", uuid]
-    if force:
-        args.append("--force")
-    if assume_clean:
-        args.append("--assume-clean")
-    if sparse:
-        args.append("--sparse")
-    args += _journal(journal)
-    if journal_size is not None:
-        args += ["--journal-size", _size_arg(journal_size, "--journal-size")]
-    if consistency_policy is not None:
-        args += ["--consistency-policy", consistency_policy]
-    args += _cache(cache_members)
-    if cache_policy is not None:
-        args += ["--cache-policy", cache_policy]
-    for flag, value in (("--cache-size", cache_size), ("--cache-region", cache_region)):
-        if value is not None:
-            args += [flag, _size_arg(value, flag)]
-    if spares:
-        args += ["--spares", _spares_arg(spares)]
-    result = _run([*args, *_members(members)], fields=_CREATE_FIELDS)
-    return ArrayStatus.from_json(_json(result))
-
-
-def _spares_arg(spares: Sequence[Member]) -> str:
-    """``--spares``' comma-separated list; a path with a comma cannot be in it."""
+    fails, the first takes its role and is rebuilt online by itself, as md does.
+    ``stripe_unit`` is the bytes of a stripe on one member (the engine's default
+    without it); ``chunk``, mdadm's word for it, is the same."""
+    # Over 70 lines for its keyword list and docstring (the public API); the body only
+    # turns the keywords into the engine's argument ids, which `command_args` checks.
+    if stripe_unit is not None and chunk is not None:
+        raise RaidlabError("stripe_unit", "give stripe_unit or chunk (the same thing), not both")
     if isinstance(spares, str | os.PathLike):
         raise RaidlabError("--spares", f"a list of paths, got the single path {spares!r}")
-    paths = [_arg(spare) for spare in spares]
-    for path in paths:
-        if "," in path:
-            raise RaidlabError("--spares", f"paths without a comma, got {path!r}")
-    return ",".join(paths)
+    sizes = {
+        "stripe_unit": stripe_unit if stripe_unit is not None else chunk,
+        "size": size,
+        "journal_size": journal_size,
+        "cache_size": cache_size,
+        "cache_region": cache_region,
+    }
+    options: dict[str, Any] = {
+        key: None if value is None else _size_arg(value, "--" + key.replace("_", "-"))
+        for key, value in sizes.items()
+    }
+    if options["size"] is not None and int(options["size"]) <= DATA_OFFSET_BYTES:
+        raise RaidlabError(
+            "--size",
+            f"each member needs more than the {DATA_OFFSET_BYTES >> 20} MiB its superblock "
+            f"and write-intent bitmap take, got {size!r}",
+        )
+    options.update(
+        level=level,
+        layout=layout,
+        copies=copies,
+        spans=spans,
+        uuid=uuid,
+        force=force,
+        assume_clean=assume_clean,
+        sparse=sparse,
+        journal=journal,
+        consistency_policy=consistency_policy,
+        cache_members=cache_members or None,
+        cache_policy=cache_policy,
+        spares=list(spares) or None,
+        members=members,
+    )
+    return ArrayStatus.from_json(run_report("create", options))
 
 
 def attach_cache(
@@ -499,15 +551,16 @@ def attach_cache(
     From then on the array needs ``cache_members`` wherever it is assembled."""
     if not cache_members:
         raise RaidlabError("--cache-members", "the new cache's members, 2 or an even 4 or more")
-    args = ["attach-cache", "--json", *_journal(journal), *_cache(cache_members)]
-    if cache_policy is not None:
-        args += ["--cache-policy", cache_policy]
-    for flag, value in (("--cache-size", cache_size), ("--cache-region", cache_region)):
-        if value is not None:
-            args += [flag, _size_arg(value, flag)]
-    if force:
-        args.append("--force")
-    return ArrayStatus.from_json(_json(_run([*args, *_members(members)])))
+    options = {
+        "members": members,
+        "cache_members": cache_members,
+        "cache_policy": cache_policy,
+        "cache_size": None if cache_size is None else _size_arg(cache_size, "--cache-size"),
+        "cache_region": None if cache_region is None else _size_arg(cache_region, "--cache-region"),
+        "force": force,
+        "journal": journal,
+    }
+    return ArrayStatus.from_json(run_report("attach-cache", options))
 
 
 def detach_cache(
@@ -526,10 +579,13 @@ def detach_cache(
     names the array; only right when the array was not written without it since."""
     if not cache_members:
         raise RaidlabError("--cache-members", "the members of the array's cache")
-    args = ["detach-cache", "--json", *_journal(journal), *_cache(cache_members)]
-    if adopt:
-        args.append("--adopt")
-    return ArrayStatus.from_json(_json(_run([*args, *_members(members)])))
+    options = {
+        "members": members,
+        "cache_members": cache_members,
+        "journal": journal,
+        "adopt": adopt,
+    }
+    return ArrayStatus.from_json(run_report("detach-cache", options))
 
 
 def add_spare(
@@ -541,17 +597,13 @@ def add_spare(
     """Add ``spare`` (a file or device holding at least a member's size, with no raidlab
     superblock) as a hot spare: online when the array is served (a degraded array then
     starts rebuilding onto it at once), else recorded in the superblocks."""
-    result = _run(
-        [
-            "add-spare",
-            "--json",
-            *_journal(journal),
-            *_cache(cache_members),
-            _arg(spare),
-            *_members(members),
-        ]
-    )
-    return ArrayStatus.from_json(_json(result))
+    options = {
+        "spare": spare,
+        "members": members,
+        "journal": journal,
+        "cache_members": cache_members or None,
+    }
+    return ArrayStatus.from_json(run_report("add-spare", options))
 
 
 def status(
@@ -565,20 +617,13 @@ def status(
     when the array would not assemble otherwise (which ones: ``raw["forced"]``, also
     said on stderr); run ``check`` after it. With ``cache_members`` the report has the
     cache tier's counters under ``raw["cache"]``."""
-    force_args = ["--force"] if force else []
-    result = _run(
-        [
-            "status",
-            "--json",
-            *force_args,
-            *_journal(journal),
-            *_cache(cache_members),
-            *_members(members),
-        ]
-    )
-    if force and result.stderr:
-        sys.stderr.write(result.stderr)
-    return ArrayStatus.from_json(_json(result))
+    options = {
+        "members": members,
+        "journal": journal,
+        "force": force,
+        "cache_members": cache_members or None,
+    }
+    return ArrayStatus.from_json(run_report("status", options))
 
 
 assemble = status
@@ -591,18 +636,13 @@ def fail(
     cache_members: Sequence[Member] | None = None,
 ) -> ArrayStatus:
     """Mark ``target`` (a member path or a role index) failed; the array runs degraded."""
-    target_arg = str(target) if isinstance(target, int) else _arg(target)
-    result = _run(
-        [
-            "fail",
-            "--json",
-            *_journal(journal),
-            *_cache(cache_members),
-            target_arg,
-            *_members(members),
-        ]
-    )
-    return ArrayStatus.from_json(_json(result))
+    options = {
+        "target": target,
+        "members": members,
+        "journal": journal,
+        "cache_members": cache_members or None,
+    }
+    return ArrayStatus.from_json(run_report("fail", options))
 
 
 def replace(
@@ -623,14 +663,22 @@ def replace(
     and at the end).
     ``wait=False`` (served arrays only) returns as soon as the rebuild has started.
     """
-    args = ["replace", "--json"]
-    if rate is not None:
-        args += ["--rate", _size_arg(rate, "--rate")]
-    if not wait:
-        args.append("--no-wait")
-    args += _journal(journal) + _cache(cache_members)
-    old_arg = str(old) if isinstance(old, int) else _arg(old)
-    args = [args[0], old_arg, _arg(new), *args[1:], *_members(members)]
+    options = {
+        "old": old,
+        "new": new,
+        "members": members,
+        "rate": None if rate is None else _size_arg(rate, "--rate"),
+        "no_wait": not wait,
+        "journal": journal,
+        "cache_members": cache_members or None,
+    }
+    return run_replace(options, progress)
+
+
+def run_replace(options: Mapping[str, Any], progress: Progress | None = None) -> ArrayStatus:
+    """``replace`` with ``options`` keyed by the engine's argument ids (``old``, ``new``,
+    ``members``, ``rate``, ...), its progress lines on stderr passed to ``progress``."""
+    args = ["replace", *command_args("replace", {**options, "json": True})]
     command = [str(engine_path()), *args]
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
@@ -654,14 +702,30 @@ def replace(
     return ArrayStatus.from_json(_json(result))
 
 
+def run_report(command: str, options: Mapping[str, Any]) -> Any:
+    """Run ``command`` with ``options`` keyed by the engine's argument ids (see
+    :func:`command_args`) and ``--json``: its JSON report, or None when it prints none
+    (``inject``'s bit flip). ``check``'s exit status 1 (mismatches) is a report."""
+    args = [command, *command_args(command, {**options, "json": True})]
+    result = _run(
+        args,
+        ok=(0, 1) if command == "check" else (0,),
+        fields=_CREATE_FIELDS if command == "create" else None,
+    )
+    if command == "status" and options.get("force") and result.stderr:
+        # Which stale members were forced back in.
+        sys.stderr.write(result.stderr)
+    return _json(result) if result.stdout.strip() else None
+
+
 def check(
     members: Sequence[Member],
     journal: Member | None = None,
     cache_members: Sequence[Member] | None = None,
 ) -> ScrubReport:
     """md's ``check``: read every stripe and count those whose parity or copies disagree."""
-    args = ["check", "--json", *_journal(journal), *_cache(cache_members), *_members(members)]
-    return ScrubReport.from_json(_json(_run(args, ok=(0, 1))))
+    options = {"members": members, "journal": journal, "cache_members": cache_members or None}
+    return ScrubReport.from_json(run_report("check", options))
 
 
 def repair(
@@ -670,19 +734,23 @@ def repair(
     cache_members: Sequence[Member] | None = None,
 ) -> ScrubReport:
     """md's ``repair``: rewrite parity from data and copies from the first copy."""
-    args = ["repair", "--json", *_journal(journal), *_cache(cache_members), *_members(members)]
-    return ScrubReport.from_json(_json(_run(args)))
+    options = {"members": members, "journal": journal, "cache_members": cache_members or None}
+    return ScrubReport.from_json(run_report("repair", options))
 
 
-def inject(member: Member, offset: int | str, mask: int | str = 0xFF) -> None:
+def inject(member: Member, offset: int | str, mask: int | str | None = None) -> None:
     """Flip the bits ``mask`` of data byte ``offset`` of ``member`` (fault injection for
     tests: ``check`` then finds the stripe that holds it). ``mask`` is an int 1..255 or
-    hex text as the binary takes it (``"0x01"``)."""
+    hex text as the binary takes it (``"0x01"``); the engine's default (every bit)
+    without it."""
     if isinstance(mask, bool) or (isinstance(mask, int) and not 1 <= mask <= 0xFF):
         raise RaidlabError("--mask", f"a nonzero byte, 1..255 (0x01..0xff), got {mask!r}")
-    mask_arg = f"{mask:#04x}" if isinstance(mask, int) else mask
-    offset_arg = str(parse_size(offset, "OFFSET"))
-    _run(["inject", _arg(member), offset_arg, "--mask", mask_arg])
+    options = {
+        "member": member,
+        "offset": parse_size(offset, "OFFSET"),
+        "mask": f"{mask:#04x}" if isinstance(mask, int) else mask,
+    }
+    _run(["inject", *command_args("inject", options)])
 
 
 def _extent_arg(extent: str | tuple[int | str, int | str], flag: str) -> str:
@@ -707,57 +775,26 @@ def inject_fault(
     fail until the bytes are written, and the array rewrites them from the other
     members, as md does, so the member stays; ``latency`` (``"20ms"``, ``"500us"``)
     delays its every I/O; ``clear`` removes the array's faults. Exactly one."""
-    given = [
-        (flag, value)
-        for flag, value in (
-            ("--read-error", read_error),
-            ("--bad-sector", bad_sector),
-            ("--write-error", write_error),
-            ("--latency", latency),
-        )
-        if value is not None
-    ]
+    extents = {"read_error": read_error, "bad_sector": bad_sector, "write_error": write_error}
+    given = [key for key, value in [*extents.items(), ("latency", latency)] if value is not None]
     if len(given) + int(clear) != 1:
         raise RaidlabError(
             "inject",
             "exactly one of read_error, bad_sector, write_error, latency or clear is needed",
         )
-    args = ["inject", "--json", _arg(member)]
-    if clear:
-        args.append("--clear")
-    else:
-        flag, value = given[0]
-        text = value if flag == "--latency" else _extent_arg(value, flag)  # type: ignore[arg-type]
-        args += [flag, str(text)]
-    return ArrayStatus.from_json(_json(_run(args)))
+    options: dict[str, Any] = {"member": member, "clear": clear, "latency": latency}
+    for key, extent in extents.items():
+        if extent is not None:
+            options[key] = _extent_arg(extent, "--" + key.replace("_", "-"))
+    return ArrayStatus.from_json(run_report("inject", options))
 
 
 # ---------------------------------------------------------------------------- serving
 
 
-@dataclass(frozen=True)
-class NbdLimits:
-    """``serve``'s export name and defences against hostile clients; ``None`` keeps
-    the engine's default (see docs/engine.md, NBD)."""
-
-    name: str | None = None
-    memory_limit: int | str | None = None
-    handshake_timeout_s: int | str | None = None
-    handshakes_max: int | str | None = None
-    idle_timeout_s: int | str | None = None
-    io_timeout_s: int | str | None = None
-
-    def args(self) -> list[str]:
-        """The ``serve`` flags for the values set."""
-        flags = {
-            "--name": self.name,
-            "--memory-limit": self.memory_limit,
-            "--handshake-timeout": self.handshake_timeout_s,
-            "--handshakes-max": self.handshakes_max,
-            "--idle-timeout": self.idle_timeout_s,
-            "--io-timeout": self.io_timeout_s,
-        }
-        return [x for flag, v in flags.items() if v is not None for x in (flag, str(v))]
+# The client's own default: a free port (read back from `Server.uri`), so that tests
+# and scripts never collide on the engine's fixed 10809.
+LISTEN_DEFAULT = "127.0.0.1:0"
 
 
 class Server:
@@ -771,32 +808,17 @@ class Server:
     def __init__(
         self,
         members: Sequence[Member],
-        listen: str = "127.0.0.1:0",
-        connections_max: int | str | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
         timeout_s: float = SERVE_READY_TIMEOUT_S,
         log: Callable[[str], None] | None = None,
-        journal: Member | None = None,
-        requests_in_flight: int | str | None = None,
-        bitmap_delay_s: int | str | None = None,
-        tls_cert: Member | None = None,
-        tls_key: Member | None = None,
-        tls: str | None = None,
-        limits: NbdLimits | None = None,
-        cache_members: Sequence[Member] | None = None,
     ) -> None:
-        args = ["serve", "--listen", listen, *_journal(journal), *_cache(cache_members)]
-        for flag, value in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
-            if value is not None:
-                args += [flag, _arg(value)]
-        if tls is not None:
-            args += ["--tls", str(tls)]
-        if connections_max is not None:
-            args += ["--connections-max", str(connections_max)]
-        if requests_in_flight is not None:
-            args += ["--requests-in-flight", str(requests_in_flight)]
-        if bitmap_delay_s is not None:
-            args += ["--bitmap-delay", str(bitmap_delay_s)]
-        args += (limits or NbdLimits()).args()
+        # Keys and defaults are the engine's (`flag_defaults("serve")`); None keeps its
+        # default. Only `listen` has the client's own default (LISTEN_DEFAULT).
+        chosen = {"listen": LISTEN_DEFAULT, **(options or {})}
+        if "members" in chosen:
+            raise RaidlabError("members", "the members are the first argument, not an option")
+        args = ["serve", *command_args("serve", chosen)]
         self.members = _members(members)
         self.command = [str(engine_path()), *args, *self.members]
         self._log = log
@@ -935,46 +957,24 @@ class Server:
 
 def serve(
     members: Sequence[Member],
-    listen: str = "127.0.0.1:0",
-    connections_max: int | str | None = None,
+    options: Mapping[str, Any] | None = None,
+    *,
     timeout_s: float = SERVE_READY_TIMEOUT_S,
     log: Callable[[str], None] | None = None,
-    journal: Member | None = None,
-    requests_in_flight: int | str | None = None,
-    bitmap_delay_s: int | str | None = None,
-    tls_cert: Member | None = None,
-    tls_key: Member | None = None,
-    tls: str | None = None,
-    limits: NbdLimits | None = None,
-    cache_members: Sequence[Member] | None = None,
+    **more: Any,
 ) -> Server:
     """Serve the array on ``members`` over NBD; returns once it is ready.
 
-    ``listen`` is ``HOST:PORT``; port 0 (the default) lets the OS pick a free one, read
-    it back from ``Server.uri``. ``log`` receives each line the server prints on
-    stderr after it is ready. ``requests_in_flight`` (default 8) is how many requests
-    of one connection are served at once; ``bitmap_delay_s`` (default 5) how often the
-    write-intent bits of regions no longer written are cleared. ``tls_cert`` and
-    ``tls_key`` (PEM files) offer TLS through NBD_OPT_STARTTLS; ``tls`` is ``"off"``,
-    ``"on"`` or ``"required"`` (refuse plain clients). ``limits`` sets the export name
-    and the defences against hostile clients (the engine's defaults without it).
-    ``cache_members``: the SSD cache tier of an array created with one.
+    ``options`` (and keyword arguments, which add to them) are the engine's ``serve``
+    flags by argument id, as :func:`flag_defaults` lists them with their defaults:
+    ``listen`` (``HOST:PORT``; here port 0, a free one the OS picks, read it back
+    from ``Server.uri``), ``requests_in_flight``, ``bitmap_delay``, ``tls_cert``,
+    ``tls_key``, ``tls_psk``, ``tls``, ``name``, ``memory_limit``, ``journal``,
+    ``cache_members`` (the SSD cache tier of an array created with one), ...; see
+    ``raidlab-engine serve --help``. ``log`` receives each line the server prints on
+    stderr after it is ready.
     """
-    return Server(
-        members,
-        listen,
-        connections_max,
-        timeout_s,
-        log,
-        journal,
-        requests_in_flight,
-        bitmap_delay_s,
-        tls_cert,
-        tls_key,
-        tls,
-        limits,
-        cache_members,
-    )
+    return Server(members, {**(options or {}), **more}, timeout_s=timeout_s, log=log)
 
 
 def wait_rebuilt(
@@ -1000,7 +1000,6 @@ __all__ = [
     "ArrayStatus",
     "Fault",
     "MemberStatus",
-    "NbdLimits",
     "RebuildStatus",
     "ScrubReport",
     "Server",
@@ -1008,14 +1007,19 @@ __all__ = [
     "assemble",
     "attach_cache",
     "check",
+    "command_args",
     "create",
     "detach_cache",
     "engine_path",
     "fail",
+    "flag_defaults",
+    "flag_table",
     "inject",
     "inject_fault",
     "repair",
     "replace",
+    "run_replace",
+    "run_report",
     "serve",
     "status",
     "wait_rebuilt",

@@ -15,26 +15,28 @@ from raidlab.errors import RaidlabError
 from raidlab.scenario import native
 from raidlab.scenario.workloads import SECTOR_BYTES, fio_shares
 
-_SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)$", re.IGNORECASE)
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-
 
 def fio_size(text: str, where: str, key: str, kb_base: int = 1024) -> int:
-    """fio's size: ``4k``, ``4K``, ``4KiB``, ``1m``, ``512``, ``1.5g``."""
-    match = _SIZE.match(text.strip())
-    if match is None:
-        raise RaidlabError(
-            where, f"{key}: bad size {text!r} (expected e.g. 4k, 64KiB, 1m, 2g; fio units)"
-        )
-    number, prefix, unit = match.groups()
-    base = 1024 if unit.lower() == "ib" or kb_base == 1024 else 1000
-    multiplier = base ** _POWERS[prefix.lower()]
-    whole, _, frac = number.partition(".")
-    numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
-    value, remainder = divmod(numerator * multiplier, 10 ** len(frac))
-    if remainder:
-        raise RaidlabError(where, f"{key}: {text!r} is not a whole number of bytes")
-    return value
+    """fio's size: ``4k``, ``4K``, ``4KiB``, ``1m``, ``512``, ``1.5g``.
+
+    raidlab's one size grammar (``raidlab.units``, parsed natively), with fio's
+    ``kb_base``: at 1000 an unmarked prefix (``4k``) is decimal and ``KiB`` binary.
+    fio's own compatibility mode (``kb_base=1024``, its default) reads ``KiB`` as 1000,
+    backwards, for old scripts; raidlab keeps ``KiB`` binary there, as it always has,
+    since a job file that says KiB means 1024.
+    """
+    # Imported here: the command line starts without the native module.
+    from raidlab import _native
+
+    try:
+        return int(_native.parse_size(text, kb_base))
+    except _native.SizeError as error:
+        if error.kind == "malformed":
+            # A job file's error speaks fio's units.
+            raise RaidlabError(
+                where, f"{key}: bad size {text!r} (expected e.g. 4k, 64KiB, 1m, 2g; fio units)"
+            ) from None
+        raise RaidlabError(where, f"{key}: {error.message}") from None
 
 
 def fio_size_or_pct(text: str, where: str, key: str, capacity: int, kb_base: int) -> int:

@@ -3,11 +3,15 @@
 //!
 //! A flag given twice keeps its last value (`args_override_self`), as the hand parser
 //! this replaced did and as most Unix tools do.
+//!
+//! These definitions are the one declaration of the engine's flags: [`table_json`]
+//! exports them (names, aliases, defaults, help) for the Python front end, which builds
+//! its `raidlab create/serve/...` commands and its client from that table.
 
 use super::values::{self, ByteRange};
 use crate::nbd;
 use crate::superblock::ConsistencyPolicy;
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use raidlab_layout::{Layout, Level};
 use std::path::PathBuf;
 
@@ -122,11 +126,11 @@ pub struct AttachCacheArgs {
     #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
     pub cache_policy: Option<raidlab_cache::Policy>,
     /// Size of every cache member, its metadata included (files are created or
-    /// extended); without it the cache members are used as they are.
+    /// extended); default: the cache members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_size: Option<u64>,
-    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
-    /// 1G, without it.
+    /// The cache's log-structured region (raidix); default: a sixteenth of the cache,
+    /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
     /// Overwrite cache members that carry a raidlab superblock.
@@ -146,13 +150,13 @@ pub struct Members {
     /// Member files or devices, at least one, in any order.
     #[arg(value_name = "MEMBER", required = true)]
     pub members: Vec<PathBuf>,
-    /// The write journal of an array created with one.
+    /// The write journal of an array created with one (default: none).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
     /// The SSD cache in front of the array: its members, comma-separated (2: RAID 1,
     /// 4 or more, even: RAID 10). An array with a cache needs them wherever it is
     /// assembled (the superblocks record which cache): it may hold its newest (dirty)
-    /// data. Refused for an array without a cache.
+    /// data. Refused for an array without a cache (default: no cache).
     #[arg(long, value_name = "SSD,SSD[,...]", value_delimiter = ',')]
     pub cache_members: Option<Vec<PathBuf>>,
 }
@@ -187,24 +191,31 @@ pub struct CreateArgs {
     /// The RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat.
     #[arg(long, value_parser = values::level)]
     pub level: Level,
-    /// Chunk (stripe unit) on one member.
-    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = values::bytes)]
-    pub chunk: u64,
+    /// Stripe unit: the bytes of one stripe on one member (the simulator's
+    /// --stripe-unit; mdadm's --chunk, which is kept as an alias).
+    #[arg(
+        long,
+        alias = "chunk",
+        value_name = "SIZE",
+        default_value = "64K",
+        value_parser = values::bytes
+    )]
+    pub stripe_unit: u64,
     /// Size of every member, superblock area included (files are created or extended);
-    /// without it the members are used as they are.
+    /// default: the members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub size: Option<u64>,
     /// Parity rotation (RAID 5/6/50/60) or copy placement (RAID 10); md's default
     /// without it.
     #[arg(long, value_parser = values::layout)]
     pub layout: Option<Layout>,
-    /// Copies of every chunk (RAID 10).
+    /// Copies of every chunk (RAID 10); default: the level's (2).
     #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
     pub copies: Option<u32>,
-    /// Spans (RAID 50/60).
+    /// Spans (RAID 50/60); default: the level's (2).
     #[arg(long, value_name = "N", value_parser = values::number::<u32>)]
     pub spans: Option<u32>,
-    /// The array UUID (hex); drawn from /dev/urandom without it.
+    /// The array UUID (hex); default: drawn from /dev/urandom.
     #[arg(long, value_name = "HEX", value_parser = values::uuid)]
     pub uuid: Option<u128>,
     /// Overwrite members that carry a raidlab superblock.
@@ -231,16 +242,16 @@ pub struct CreateArgs {
     #[arg(long, value_name = "POLICY", value_parser = values::cache_policy)]
     pub cache_policy: Option<raidlab_cache::Policy>,
     /// Size of every cache member, its metadata included (files are created or
-    /// extended); without it the cache members are used as they are.
+    /// extended); default: the cache members as they are.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_size: Option<u64>,
-    /// The cache's log-structured region (raidix); a sixteenth of the cache, at most
-    /// 1G, without it.
+    /// The cache's log-structured region (raidix); default: a sixteenth of the cache,
+    /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
     /// Hot spares, comma-separated (mdadm's --spare-devices): members with no role; when
     /// a member of the served array fails, the first spare takes its role and is
-    /// rebuilt online. Created or extended to --size like the members.
+    /// rebuilt online. Created or extended to --size like the members (default: none).
     #[arg(long, value_name = "SPARE[,SPARE...]", value_delimiter = ',')]
     pub spares: Vec<PathBuf>,
     /// Print the report as one JSON document.
@@ -271,14 +282,15 @@ pub struct ServeArgs {
     /// Seconds a bitmap region stays dirty after its last write (mdadm's --delay).
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = values::bounded(1..=3600u64))]
     pub bitmap_delay: u64,
-    /// The server's TLS certificate chain (PEM, its own certificate first).
+    /// The server's TLS certificate chain (PEM, its own certificate first); default:
+    /// none.
     #[arg(long, value_name = "PATH")]
     pub tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); default: none.
     #[arg(long, value_name = "PATH")]
     pub tls_key: Option<PathBuf>,
     /// Pre-shared keys instead of a certificate (qemu-nbd's tls-creds-psk keys.psk):
-    /// one IDENTITY:HEXKEY per line, the file private (mode 600).
+    /// one IDENTITY:HEXKEY per line, the file private (mode 600); default: none.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub tls_psk: Option<PathBuf>,
     /// TLS through NBD_OPT_STARTTLS: off, on (for clients that ask) or required (every
@@ -307,7 +319,7 @@ pub struct ServeArgs {
     )]
     pub handshakes_max: usize,
     /// Seconds a connection with no request in flight may send none before it is
-    /// closed (no limit without it).
+    /// closed (default: no limit).
     #[arg(long, value_name = "SECONDS", value_parser = values::bounded(1..=86400u64))]
     pub idle_timeout: Option<u64>,
     /// Seconds a reply may wait for a client that does not read it, or a started
@@ -325,7 +337,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = values::memory_limit)]
     pub memory_limit: u64,
     /// Append every request the cache tier sees to PATH (MSR Cambridge CSV, in the
-    /// order its policy decided them), to replay the same trace elsewhere.
+    /// order its policy decided them), to replay the same trace elsewhere (default: no
+    /// trace).
     #[arg(long, value_name = "PATH")]
     pub cache_trace: Option<PathBuf>,
     /// The array.
@@ -359,7 +372,7 @@ pub struct ReplaceArgs {
     /// The array (OLD among them or not).
     #[command(flatten)]
     pub array: Members,
-    /// Rebuild rate limit in bytes per second (unlimited without it).
+    /// Rebuild rate limit in bytes per second (default: unlimited).
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub rate: Option<u64>,
     /// Return once a served array's rebuild has started, instead of at its end.
@@ -394,19 +407,19 @@ pub struct InjectArgs {
     /// Offset of the byte to corrupt in the member's data area.
     #[arg(value_name = "OFFSET")]
     pub offset: Option<String>,
-    /// The bits to flip (hex).
+    /// The bits to flip (hex; default: ff, every bit).
     #[arg(long, value_name = "HEX", value_parser = values::mask)]
     pub mask: Option<u8>,
-    /// Reads of these data bytes fail (EIO).
+    /// Reads of these data bytes fail (EIO); LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub read_error: Option<ByteRange>,
-    /// These data bytes read EIO until written.
+    /// These data bytes read EIO until written; LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub bad_sector: Option<ByteRange>,
-    /// Writes of these data bytes fail (EIO).
+    /// Writes of these data bytes fail (EIO); LEN default: 4K.
     #[arg(long, value_name = "OFF[+LEN]", value_parser = values::byte_range)]
     pub write_error: Option<ByteRange>,
-    /// Every I/O of the member is delayed (20ms, 500us).
+    /// Every I/O of the member is delayed (20ms, 500us; default: no delay).
     #[arg(long, value_name = "DELAY", value_parser = values::latency_us)]
     pub latency: Option<u64>,
     /// Remove the member's injected faults.
@@ -415,4 +428,207 @@ pub struct InjectArgs {
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Every subcommand and its arguments as JSON, read from the clap definitions above:
+/// `{"name", "about", "after_help", "commands": [...]}`; per command `name`, `aliases`,
+/// `about`, `long_about` and `args`; per argument `id`, `long`, `short`, `aliases`,
+/// `help`, `long_help`, `defaults`, `value_names`, `value_delimiter`, `required`,
+/// `takes_value`, `repeated`, `positional`, `possible_values`, `hidden` and
+/// `conflicts_with`. Clap's own `help` command and `--help` are left out: every front
+/// end has its own.
+pub fn table_json() -> String {
+    let mut cli = Cli::command();
+    cli.build();
+    let commands: Vec<serde_json::Value> = cli
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .map(command_table)
+        .collect();
+    serde_json::json!({
+        "name": cli.get_name(),
+        "about": cli.get_about().map(ToString::to_string),
+        "after_help": cli.get_after_help().map(ToString::to_string),
+        "commands": commands,
+    })
+    .to_string()
+}
+
+/// One subcommand's entry of [`table_json`].
+fn command_table(command: &clap::Command) -> serde_json::Value {
+    let args: Vec<serde_json::Value> = command
+        .get_arguments()
+        .filter(|a| a.get_id() != "help")
+        .map(|a| arg_table(command, a))
+        .collect();
+    serde_json::json!({
+        "name": command.get_name(),
+        "aliases": command.get_all_aliases().collect::<Vec<_>>(),
+        "about": command.get_about().map(ToString::to_string),
+        "long_about": command.get_long_about().map(ToString::to_string),
+        "args": args,
+    })
+}
+
+/// One argument's entry of [`table_json`].
+fn arg_table(command: &clap::Command, arg: &clap::Arg) -> serde_json::Value {
+    let text = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let conflicts: Vec<String> = command
+        .get_arg_conflicts_with(arg)
+        .iter()
+        .map(|other| other.get_id().to_string())
+        .collect();
+    serde_json::json!({
+        "id": arg.get_id().as_str(),
+        "long": arg.get_long(),
+        "short": arg.get_short().map(String::from),
+        "aliases": arg.get_all_aliases().unwrap_or_default(),
+        "help": arg.get_help().map(ToString::to_string),
+        "long_help": arg.get_long_help().map(ToString::to_string),
+        "defaults": arg.get_default_values().iter().map(|v| text(v)).collect::<Vec<_>>(),
+        "value_names": arg
+            .get_value_names()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        "value_delimiter": arg.get_value_delimiter().map(String::from),
+        "required": arg.is_required_set(),
+        "takes_value": arg.get_action().takes_values(),
+        "repeated": matches!(arg.get_action(), ArgAction::Append | ArgAction::Count),
+        "positional": arg.is_positional(),
+        "possible_values": arg
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect::<Vec<_>>(),
+        "hidden": arg.is_hide_set(),
+        "conflicts_with": conflicts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> serde_json::Value {
+        serde_json::from_str(&table_json()).expect("the flag table is JSON")
+    }
+
+    fn arg<'a>(table: &'a serde_json::Value, command: &str, id: &str) -> &'a serde_json::Value {
+        let commands = table["commands"].as_array().expect("commands");
+        let command = commands
+            .iter()
+            .find(|c| c["name"] == command)
+            .expect("the command");
+        let args = command["args"].as_array().expect("args");
+        args.iter().find(|a| a["id"] == id).expect("the argument")
+    }
+
+    #[test]
+    fn the_flag_table_lists_every_subcommand_with_its_aliases() {
+        let table = table();
+        let names: Vec<&str> = table["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "create",
+                "status",
+                "serve",
+                "fail",
+                "replace",
+                "add-spare",
+                "check",
+                "repair",
+                "inject",
+                "attach-cache",
+                "detach-cache"
+            ]
+        );
+        let status = &table["commands"][1];
+        assert_eq!(status["aliases"], serde_json::json!(["assemble"]));
+        assert!(status["about"].as_str().unwrap().starts_with("Assemble"));
+    }
+
+    #[test]
+    fn every_argument_has_the_same_keys() {
+        let table = table();
+        let keys = [
+            "id",
+            "long",
+            "short",
+            "aliases",
+            "help",
+            "long_help",
+            "defaults",
+            "value_names",
+            "value_delimiter",
+            "required",
+            "takes_value",
+            "repeated",
+            "positional",
+            "possible_values",
+            "hidden",
+            "conflicts_with",
+        ];
+        for command in table["commands"].as_array().unwrap() {
+            for arg in command["args"].as_array().unwrap() {
+                let object = arg.as_object().unwrap();
+                let mut found: Vec<&str> = object.keys().map(String::as_str).collect();
+                let mut expected = keys.to_vec();
+                found.sort_unstable();
+                expected.sort_unstable();
+                assert_eq!(found, expected, "{}: {arg}", command["name"]);
+                assert_ne!(arg["id"], "help", "clap's own --help is left out");
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_carries_defaults_aliases_and_kinds_of_arguments() {
+        let table = table();
+        let unit = arg(&table, "create", "stripe_unit");
+        assert_eq!(unit["long"], "stripe-unit");
+        assert_eq!(unit["aliases"], serde_json::json!(["chunk"]));
+        assert_eq!(unit["defaults"], serde_json::json!(["64K"]));
+        assert_eq!(unit["value_names"], serde_json::json!(["SIZE"]));
+        assert_eq!(unit["takes_value"], true);
+        let level = arg(&table, "create", "level");
+        assert_eq!(
+            (&level["required"], &level["defaults"]),
+            (&serde_json::json!(true), &serde_json::json!([]))
+        );
+        let members = arg(&table, "create", "members");
+        assert_eq!(
+            (
+                &members["positional"],
+                &members["repeated"],
+                &members["long"]
+            ),
+            (
+                &serde_json::json!(true),
+                &serde_json::json!(true),
+                &serde_json::Value::Null
+            )
+        );
+        let force = arg(&table, "create", "force");
+        assert_eq!(force["takes_value"], false);
+        let cache = arg(&table, "create", "cache_members");
+        assert_eq!(cache["value_delimiter"], ",");
+        let limit = arg(&table, "serve", "requests_in_flight");
+        assert_eq!(
+            limit["defaults"],
+            serde_json::json!([nbd::REQUESTS_IN_FLIGHT_DEFAULT.to_string()])
+        );
+        let psk = arg(&table, "serve", "tls_psk");
+        assert_eq!(
+            psk["conflicts_with"],
+            serde_json::json!(["tls_cert", "tls_key"])
+        );
+    }
 }

@@ -30,6 +30,7 @@ mod render;
 mod serve;
 mod values;
 
+pub use flags::table_json;
 use flags::Command;
 use parse::Parsed;
 use std::ffi::OsString;

@@ -159,7 +159,7 @@ pub fn create_options(a: &CreateArgs) -> Result<CreateOptions> {
     if a.journal_size.is_some() && a.array.journal.is_none() {
         return Err(Error::Input("--journal-size: needs --journal PATH".into()));
     }
-    let mut opts = CreateOptions::new(a.level, a.chunk, a.size);
+    let mut opts = CreateOptions::new(a.level, a.stripe_unit, a.size);
     opts.layout = a.layout;
     opts.copies = a.copies;
     opts.spans = a.spans;
@@ -237,7 +237,9 @@ pub fn injection(a: &InjectArgs) -> Result<Injection> {
     .into_iter()
     .flatten()
     .collect();
-    if served.len() > 1 || (!served.is_empty() && a.mask.is_some()) {
+    // OFFSET and --mask belong to the bit flip: with a served fault they are a second kind.
+    let flip_given = a.mask.is_some() || a.offset.is_some();
+    if served.len() > 1 || (!served.is_empty() && flip_given) {
         return Err(Error::Input(
             "inject: one of OFFSET [--mask], --read-error, --bad-sector, --write-error, --latency, --clear"
                 .into(),
@@ -395,7 +397,8 @@ mod tests {
         for (args, start) in [
             (&[][..], "inject: MEMBER OFFSET needed"),
             (&["m"], "inject: MEMBER OFFSET needed"),
-            (&["m", "0", "--clear"], "inject --clear: MEMBER needed"),
+            (&["m", "0", "--clear"], "inject: one of"),
+            (&["--clear"], "inject --clear: MEMBER needed"),
             (&["m", "--clear", "--latency", "1ms"], "inject: one of"),
             (&["m", "--clear", "--mask", "1"], "inject: one of"),
             (&["m", "lots"], "OFFSET: expected a size"),

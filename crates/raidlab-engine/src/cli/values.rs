@@ -2,9 +2,10 @@
 //!
 //! Each returns what is allowed and what was given, without the flag's name: the error
 //! mapping in [`super::parse`] puts the flag in front, so a message reads
-//! `--size: expected a size like 64K, 32M, 1G, got "lots"` whichever flag it came from.
+//! `--size: expected a size such as 512, 4K, 1M or 32G (powers of 1024), got "lots"`
+//! whichever flag it came from.
 
-use raidlab_layout::{Layout, Level};
+use raidlab_layout::{units, Layout, Level};
 use std::fmt::Display;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
@@ -22,28 +23,10 @@ pub struct ByteRange {
     pub len_bytes: u64,
 }
 
-/// `64K`, `32M`, `1G`, `512` (K/M/G/T = 1024^n, like fio; a trailing `B` is bytes).
+/// A size in raidlab's one grammar ([`raidlab_layout::units`]): `512`, `64K`, `1.5M`,
+/// `32GiB` (prefixes are powers of 1024).
 pub fn bytes(s: &str) -> Result<u64, String> {
-    let bad = || format!("expected a size like 64K, 32M, 1G, got {s:?}");
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last().ok_or_else(bad)? {
-        (i, c) if c.is_ascii_alphabetic() => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'B' => 1,
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => return Err(bad()),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(bad)
+    units::parse_size(s).map_err(|e| e.message(&format!("{s:?}")))
 }
 
 /// `serve --memory-limit`: a size as [`bytes`], 1M to 1T.
@@ -162,6 +145,12 @@ mod tests {
         assert!(bytes("lots").is_err());
         assert!(bytes("").is_err());
         assert!(bytes("99999999999T").is_err());
+        assert_eq!(bytes("1.5M"), Ok(3 << 19));
+        assert_eq!(bytes("64KiB"), Ok(64 << 10));
+        assert_eq!(
+            bytes("0.3K"),
+            Err("\"0.3K\" is not a whole number of bytes".to_string())
+        );
     }
 
     #[test]
