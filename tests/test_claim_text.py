@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from conftest import needs_native_levels
 from raidlab.studies import claims, reference_data
+from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
 from raidlab.studies.claim_text import FROM_TEXT, interpret
 from raidlab.studies.claims import (
-    CLAIM_STUDIES,
     PTS_IODEPTH,
     PTS_NUMJOBS,
     Check,
@@ -25,7 +25,6 @@ from raidlab.studies.claims import (
     Tolerance,
     claim_scenarios,
     load_claims,
-    reproduce_claims,
 )
 
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]

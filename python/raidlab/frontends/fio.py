@@ -300,7 +300,6 @@ def _flag(option: Option) -> bool:
     raise RaidlabError(option.where, f"{option.key}: expected 0 or 1, got {option.value!r}")
 
 
-
 # --- jobs -> plan --------------------------------------------------------------------
 
 

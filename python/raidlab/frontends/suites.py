@@ -120,6 +120,7 @@ def _frame(
     key_names: Sequence[str],
 ) -> pd.DataFrame:
     import pandas as pd
+
     records = []
     for key, result in zip(keys, results, strict=True):
         ops = result.get("ops", {})
@@ -222,6 +223,7 @@ def iometer(
 ) -> pd.DataFrame:
     """One IOMeter access specification: rows per direction and ``total``."""
     import pandas as pd
+
     labels = dict(labels or {})
     access = parse_access_spec(spec, labels.get("spec", "SPEC"))
     workloads = iometer_workloads(array, access, ios, size, labels)
@@ -337,6 +339,7 @@ def pts(
     MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
     mean latency). Returns every (round, mix, size) row and the steady-state summary."""
     import pandas as pd
+
     labels = dict(labels or {})
     if test not in PTS_METRICS:
         raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")

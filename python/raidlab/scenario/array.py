@@ -78,16 +78,16 @@ CONTROLLER_EXTRA_KEYS = (
 )
 CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
-# Controller keys left out of the scenario at these values (the native side's defaults),
-# so a scenario of a controller without the feature is what it was before the feature.
-CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {
-    "fastpath_overhead_ns": None,
-    "fastpath": False,
-    "uplink": None,
-    "rebuild_rate_min_bytes_per_s": None,
-    "rebuild_share_percent": None,
-    "rebuild_depth": 32,
-}
+# Controller keys left out of the scenario at the native side's default, so a scenario
+# of a controller without the feature is what it was before the feature.
+CONTROLLER_OMITTED_KEYS = (
+    "fastpath_overhead_ns",
+    "fastpath",
+    "uplink",
+    "rebuild_rate_min_bytes_per_s",
+    "rebuild_share_percent",
+    "rebuild_depth",
+)
 # Scheduler tunables tables of the host, and the native field naming their scheduler.
 SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}
 ARRAY_KEYS = (
@@ -322,8 +322,9 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
             "write-back needs a battery/flash backup unit (bbu = true); set "
             "force_write_back = true to accept losing acknowledged writes on power loss",
         )
-    for key, default in CONTROLLER_OMITTED_DEFAULTS.items():
-        if spec.get(key) == default:
+    defaults = limits.fields("array.controller")
+    for key in CONTROLLER_OMITTED_KEYS:
+        if key in spec and spec[key] == defaults[key].default:
             del spec[key]
     kind = table.get("kind", "hardware")
     if kind not in CONTROLLER_KINDS:

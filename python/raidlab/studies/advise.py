@@ -29,6 +29,7 @@ from raidlab.reliability import (
     resolve_options,
     risk_document,
 )
+from raidlab.scenario import limits
 from raidlab.scenario.array import ArrayRequest, build_array, build_scenario, schedulers
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
@@ -42,8 +43,9 @@ from raidlab.units import format_size, parse_size
 if TYPE_CHECKING:
     import pandas as pd
 
-# Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
-LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}
+# Levels tried; the drives each needs are the layout's (``limits.levels()``; RAID
+# 50/60 with two spans, the fewest the native side allows).
+LEVELS_TRIED = (0, 1, 5, 6, 10, 50, 60)
 STRIPE_UNITS = ("16K", "64K", "256K")
 METRICS = ("iops", "mbps", "lat_p99_us", "risk")
 # The column each metric ranks by, and whether lower is better.
@@ -140,8 +142,9 @@ class LevelArray:
 
 def _level_arrays(drive: Any, controller: Any, drives: int) -> list[LevelArray]:
     out = []
-    for level, minimum in LEVEL_MINIMUM_DRIVES.items():
-        if drives < minimum or (level in (50, 60) and drives % 2):
+    table = limits.levels()
+    for level in LEVELS_TRIED:
+        if drives < table[level]["members_min"] or (level in (50, 60) and drives % 2):
             continue
         if level == 1 and drives > 4:
             continue  # an n-way mirror of many drives is never the sensible answer
@@ -253,6 +256,7 @@ def advise(
     drive preset's; NaN where the drive has none and neither ``metric="risk"`` nor
     ``max_loss_probability`` (which drops candidates above it) asks for them."""
     import pandas as pd
+
     labels = dict(labels or {})
     if scheduler is not None and scheduler not in schedulers():
         raise RaidlabError(

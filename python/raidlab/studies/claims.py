@@ -887,13 +887,6 @@ class ClaimStudy:
     interpret: Callable[[str, Mapping[str, Any]], list[Check] | str] | None = None
 
 
-def _interpret_ssd_raid_tuning(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
-    # Imported here: claim_text builds on this module's Setup, Run and Check.
-    from raidlab.studies.claim_text import interpret
-
-    return interpret(claim_id, row)
-
-
 def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     """``study`` checking only ``checks`` (their claims stay covered, others are
     reported with the study's reasons; a claim left without checks and without a
@@ -901,41 +894,40 @@ def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     return dataclasses.replace(study, checks=lambda: list(checks), interpret=None)
 
 
-CLAIM_STUDIES: dict[str, ClaimStudy] = {
-    "ssd-raid-tuning": ClaimStudy(
-        name="ssd-raid-tuning",
-        title="Tuning SSD RAID for optimal performance (Fischer, Schönberger, ADMIN)",
-        claims_file="ssd_raid_tuning_claims.csv",
-        method=(
-            f"drive {DRIVE}; HWR = {HWR}, SWR = {SWR}, single SSD = one drive on hba",
-            f"SWR read balancing '{SWR_READ_BALANCE}': md before Linux 5.3 (raid1 the least "
-            "busy mirror; raid10 an idle copy, else the one nearest where its drive last "
-            "finished)",
-            f"HWR ({HWR}, Figures 2-3) with the MegaRAID's default write policy, "
-            "write-back (cache full: the sustained destage rate), no read-ahead, so no "
-            "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
-            "check states write-back or read-ahead",
-            f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit "
-            f"{STRIPE_UNIT}",
-            f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
-            "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
-            "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
-            "65/35 in the latency test (SNIA PTS LAT's only mixed ratio, TKperf's rwmixread 65)",
-            f"drive state: {DRIVE_STATE} (raidlab's default for every SSD, as SNIA PTS "
-            "prescribes) unless a check says fob (secure-erased, as TKperf's throughput "
-            "test leaves a drive)",
-            "qualitative claims (Q*) are checked as directions: a ratio above a threshold "
-            "(direction; 1.1 where the article says 'significantly' or 'major'), within "
-            "1 ± 10 % (unchanged) or a value in a range (range)",
-            "claims without a hand-written check are read from their config, metric, "
-            "value, unit and condition text and checked with this method and the "
-            "tolerances above ('(from the claim's text)'; raidlab.studies.claim_text)",
-        ),
-        checks=_ssd_raid_tuning_checks,
-        coverage=SSD_RAID_TUNING_COVERAGE,
-        interpret=_interpret_ssd_raid_tuning,
+# The ADMIN article's study. Its claims without a hand-written check are read from their
+# text by raidlab.studies.claim_text, which builds on this module: the registry of claim
+# studies (raidlab.studies.claim_studies) gives it that ``interpret``.
+SSD_RAID_TUNING = ClaimStudy(
+    name="ssd-raid-tuning",
+    title="Tuning SSD RAID for optimal performance (Fischer, Schönberger, ADMIN)",
+    claims_file="ssd_raid_tuning_claims.csv",
+    method=(
+        f"drive {DRIVE}; HWR = {HWR}, SWR = {SWR}, single SSD = one drive on hba",
+        f"SWR read balancing '{SWR_READ_BALANCE}': md before Linux 5.3 (raid1 the least "
+        "busy mirror; raid10 an idle copy, else the one nearest where its drive last "
+        "finished)",
+        f"HWR ({HWR}, Figures 2-3) with the MegaRAID's default write policy, "
+        "write-back (cache full: the sustained destage rate), no read-ahead, so no "
+        "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
+        "check states write-back or read-ahead",
+        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit {STRIPE_UNIT}",
+        f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
+        "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
+        "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
+        "65/35 in the latency test (SNIA PTS LAT's only mixed ratio, TKperf's rwmixread 65)",
+        f"drive state: {DRIVE_STATE} (raidlab's default for every SSD, as SNIA PTS "
+        "prescribes) unless a check says fob (secure-erased, as TKperf's throughput "
+        "test leaves a drive)",
+        "qualitative claims (Q*) are checked as directions: a ratio above a threshold "
+        "(direction; 1.1 where the article says 'significantly' or 'major'), within "
+        "1 ± 10 % (unchanged) or a value in a range (range)",
+        "claims without a hand-written check are read from their config, metric, "
+        "value, unit and condition text and checked with this method and the "
+        "tolerances above ('(from the claim's text)'; raidlab.studies.claim_text)",
     ),
-}
+    checks=_ssd_raid_tuning_checks,
+    coverage=SSD_RAID_TUNING_COVERAGE,
+)
 
 
 def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.DataFrame:
@@ -1018,7 +1010,7 @@ def claim_scenarios(
 
 
 def reproduce_claims(
-    name: str,
+    study: ClaimStudy,
     ios: int = CLAIMS_IOS_DEFAULT,
     seed: int = 1,
     jobs: int | None = None,
@@ -1034,7 +1026,6 @@ def reproduce_claims(
     (its claims without a hand-written check are read from their text)."""
     import pandas as pd
 
-    study = CLAIM_STUDIES[name]
     claims = load_claims(study, claims_file).set_index("claim_id")
     checks, coverage = study_checks(study, claims)
     runs, scenarios = claim_scenarios(checks, ios, seed)
@@ -1043,7 +1034,7 @@ def reproduce_claims(
         jobs=jobs,
         executor=executor,
         progress=progress,
-        description=f"reproducing {name}",
+        description=f"reproducing {study.name}",
         simulator=simulator,
     )
     by_run = dict(zip(runs, results, strict=True))
@@ -1094,7 +1085,7 @@ def reproduce_claims(
                 }
             )
     frame = pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-    frame.attrs["study"] = name
+    frame.attrs["study"] = study.name
     frame.attrs["title"] = study.title
     frame.attrs["method"] = list(study.method)
     frame.attrs["coverage"] = coverage
@@ -1151,8 +1142,3 @@ def claims_summary(frame: pd.DataFrame) -> dict[str, Any]:
         "claims_passed": sorted(passed_claims),
         "claims_failed": failed_claims,
     }
-
-
-# Claim studies of their own modules register themselves in CLAIM_STUDIES when imported;
-# importing them here, below everything they use, makes them known with this module.
-import raidlab.studies.nvme_raid0  # noqa: E402, F401
