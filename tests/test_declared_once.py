@@ -48,8 +48,7 @@ OPTIONS = _options()
 SHARED = sorted(
     flag
     for flag, uses in OPTIONS.items()
-    if len({command for command, _ in uses if (command, flag) not in SAME_NAME_OTHER_MEANING})
-    > 1
+    if len({command for command, _ in uses if (command, flag) not in SAME_NAME_OTHER_MEANING}) > 1
 )
 
 

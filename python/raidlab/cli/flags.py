@@ -527,14 +527,19 @@ def flagset(
 
 def given(*keys: str) -> list[str]:
     """The flags of ``keys`` (parameter names) the command line gave, as flags."""
-    import click
+    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+        from typer._click.core import ParameterSource
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click.core import ParameterSource
+        from click.globals import get_current_context
 
-    context = click.get_current_context()
+    context = get_current_context()
     by_key = {param.name: param for param in context.command.params}
     return [
         by_key[key].opts[0]
         for key in keys
-        if context.get_parameter_source(key) is not click.core.ParameterSource.DEFAULT
+        if context.get_parameter_source(key) is not ParameterSource.DEFAULT
     ]
 
 

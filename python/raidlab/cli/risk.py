@@ -77,6 +77,7 @@ def risk(
             "seed": SEED.flag,
             "drive": ARRAY["drive"].flag,
             "rebuild_rate": ARRAY["rebuild_rate"].flag,
+            "rebuild_hours": "--rebuild-hours",
         }
         document = api.risk(
             array,
@@ -86,7 +87,7 @@ def risk(
             rebuild_rate=flags.value("rebuild_rate"),
             rebuild_hours=rebuild_hours,
             seed=seed,
-            labels={**labels, "rebuild_hours": "--rebuild-hours"},
+            labels=labels,
         )
         if output_format == "json":
             print_json(document)
