@@ -95,14 +95,7 @@ def atto(
     write pass then a read pass over a test file at the start of the array."""
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
-        if plot is not None:
-            from raidlab.report.plots import check_figure_path
-
-            check_figure_path(plot, "--plot")
-        elif log_y:
-            from raidlab.errors import RaidlabError
-
-            raise RaidlabError("--log-y", "it draws the figure of --plot; give --plot FILE too")
+        _check_plot(plot, log_y)
         array = flags.build()
         frame = api.atto_sweep(
             array,
@@ -128,16 +121,16 @@ def atto(
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            document: dict[str, Any] = {
-                "records": records(frame),
-                "seed": frame.attrs["seed"],
-                "array": frame.attrs["array"],
-                "drive_state": drive_state(frame.attrs["array"]),
-            }
-            document["explain"] = explain_points
-            if figure is not None:
-                document["figure"] = str(figure)
-            print_json(document)
+            print_json(
+                {
+                    "records": records(frame),
+                    "seed": frame.attrs["seed"],
+                    "array": frame.attrs["array"],
+                    "drive_state": drive_state(frame.attrs["array"]),
+                    "explain": explain_points,
+                    **({"figure": str(figure)} if figure is not None else {}),
+                }
+            )
         else:
             print_simulated(
                 setup_line(frame.attrs["array"], flags.drive, flags.config),
@@ -154,16 +147,33 @@ def atto(
                 f"figure: {figure}", highlight=False, markup=False
             )
         if explain and output_format != "json":
-            # The largest transfer at the deepest queue shows where the array saturates.
-            qd_max = max(point["qd"] for point in explain_points)
-            block_max = max(point["block_bytes"] for point in explain_points)
-            for point in explain_points:
-                if point["qd"] == qd_max and point["block_bytes"] == block_max:
-                    print_explain(
-                        point["explain"],
-                        f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
-                        to_stderr=output_format == "csv",
-                    )
+            _print_atto_explain(explain_points, to_stderr=output_format == "csv")
+
+
+def _print_atto_explain(explain_points: list[dict[str, Any]], to_stderr: bool) -> None:
+    """The explain of the largest transfer at the deepest queue: where the array
+    saturates."""
+    qd_max = max(point["qd"] for point in explain_points)
+    block_max = max(point["block_bytes"] for point in explain_points)
+    for point in explain_points:
+        if point["qd"] == qd_max and point["block_bytes"] == block_max:
+            print_explain(
+                point["explain"],
+                f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
+                to_stderr=to_stderr,
+            )
+
+
+def _check_plot(plot: Path | None, log_y: bool) -> None:
+    """--plot's file can be written, and --log-y has a figure to draw."""
+    if plot is not None:
+        from raidlab.report.plots import check_figure_path
+
+        check_figure_path(plot, "--plot")
+    elif log_y:
+        from raidlab.errors import RaidlabError
+
+        raise RaidlabError("--log-y", "it draws the figure of --plot; give --plot FILE too")
 
 
 @app.command(

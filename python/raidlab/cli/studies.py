@@ -319,14 +319,9 @@ def reproduce(
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
     # The studies load with the command, not with the command line.
-    from raidlab.report.studies import (
-        print_claims,
-        print_cross_validation,
-        print_study_summary,
-    )
-    from raidlab.studies.atto_studies import STUDIES, StudySummary, get_study, summary_dict
+    from raidlab.report.studies import print_claims
+    from raidlab.studies.atto_studies import STUDIES, get_study
     from raidlab.studies.claim_studies import CLAIM_STUDIES
-    from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
 
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
@@ -363,52 +358,60 @@ def reproduce(
             if strict and frame.attrs["summary"]["claims_failed"]:
                 raise typer.Exit(1)
             return
-        summary: StudySummary = frame.attrs["summary"]
-        cv: CrossValidation | None = frame.attrs.get("cross_validation")
         # What was simulated: the default I/O count, not None, when the flag was left out.
-        ios_max = IOS_MAX_DEFAULT if ios is None else ios
-        if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
-            print_study_summary(frame, summary, stderr)
-            if cv is not None:
-                print_cross_validation(cv, stderr)
-        elif output_format == "json":
-            extra = {} if cv is None else {"cross_validation": cross_validation_dict(cv)}
-            print_json(
-                {
-                    "study": study,
-                    "title": frame.attrs.get("title"),
-                    "drive": frame.attrs.get("drive"),
-                    "controller": frame.attrs.get("controller"),
-                    "seed": frame.attrs.get("seed"),
-                    # What was simulated: the I/O count and the ATTO test file.
-                    "ios_max": ios_max,
-                    "length_bytes": STUDIES[study].length_bytes,
-                    # What each configuration is, for `raidlab report`'s figure titles.
-                    "configs": {
-                        name: {
-                            "drive_count": count,
-                            "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
-                            "figure": frame.attrs["figures_of"].get(name, name),
-                        }
-                        for name, count in frame.attrs.get("drive_counts", {}).items()
-                    },
-                    "records": records(frame),
-                    "summary": summary_dict(summary),
-                    "figures": list(frame.attrs.get("figures", [])),
-                    **extra,
-                }
-            )
-        else:
-            method = (
-                f"{format_size(STUDIES[study].length_bytes)} test file, at most "
-                f"{ios_max} I/Os per point, seed "
-                f"{frame.attrs.get('seed')}"
-            )
-            print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")
-            print_study_summary(frame, summary, stdout)
-            if cv is not None:
-                print_cross_validation(cv, stdout)
+        _print_atto_study(study, frame, output_format, IOS_MAX_DEFAULT if ios is None else ios)
+
+
+def _print_atto_study(study: str, frame: Any, output_format: str, ios_max: int) -> None:
+    """An ATTO study's rows, summary and cross-validation in ``output_format``."""
+    from raidlab.report.studies import print_cross_validation, print_study_summary
+    from raidlab.studies.atto_studies import STUDIES, StudySummary, summary_dict
+    from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
+
+    summary: StudySummary = frame.attrs["summary"]
+    cv: CrossValidation | None = frame.attrs.get("cross_validation")
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        print_study_summary(frame, summary, stderr)
+        if cv is not None:
+            print_cross_validation(cv, stderr)
+    elif output_format == "json":
+        extra = {} if cv is None else {"cross_validation": cross_validation_dict(cv)}
+        print_json(
+            {
+                "study": study,
+                "title": frame.attrs.get("title"),
+                "drive": frame.attrs.get("drive"),
+                "controller": frame.attrs.get("controller"),
+                "seed": frame.attrs.get("seed"),
+                # What was simulated: the I/O count and the ATTO test file.
+                "ios_max": ios_max,
+                "length_bytes": STUDIES[study].length_bytes,
+                # What each configuration is, for `raidlab report`'s figure titles.
+                "configs": {
+                    name: {
+                        "drive_count": count,
+                        "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
+                        "figure": frame.attrs["figures_of"].get(name, name),
+                    }
+                    for name, count in frame.attrs.get("drive_counts", {}).items()
+                },
+                "records": records(frame),
+                "summary": summary_dict(summary),
+                "figures": list(frame.attrs.get("figures", [])),
+                **extra,
+            }
+        )
+    else:
+        method = (
+            f"{format_size(STUDIES[study].length_bytes)} test file, at most "
+            f"{ios_max} I/Os per point, seed "
+            f"{frame.attrs.get('seed')}"
+        )
+        print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")
+        print_study_summary(frame, summary, stdout)
+        if cv is not None:
+            print_cross_validation(cv, stdout)
 
 
 def _reproduce_raidix_cache(

@@ -67,16 +67,16 @@ UNLIMITED = limits.UNLIMITED
 
 # Keys a preset (or an inline table) may carry that are not part of the scenario spec.
 DRIVE_EXTRA_KEYS = ("description", "preset")
+# A controller preset's own keys the native table declares (scope ``preset``: checked
+# there, never sent in a scenario): what it is, its backup unit, forced write-back.
+CONTROLLER_PRESET_KEYS = ("kind", "bbu", "force_write_back")
 CONTROLLER_EXTRA_KEYS = (
     "description",
-    "kind",
     "preset",
     "name",
     "added_latency_ns",
-    "bbu",
-    "force_write_back",
+    *CONTROLLER_PRESET_KEYS,
 )
-CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
 # Controller keys left out of the scenario at the native side's default, so a scenario
 # of a controller without the feature is what it was before the feature.
@@ -314,23 +314,16 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
     )
     spec = parse_table(table, "array.controller", "always", label, CONTROLLER_EXTRA_KEYS)
     spec.pop("name", None)
-    if spec["write_back"] and not table.get("bbu", False) and not table.get("force_write_back"):
-        # As MegaRAID and PERC firmware do: without a battery or flash backup a power
-        # loss would lose acknowledged writes, so write-back is refused unless forced.
-        raise RaidlabError(
-            f"{label}.write_back",
-            "write-back needs a battery/flash backup unit (bbu = true); set "
-            "force_write_back = true to accept losing acknowledged writes on power loss",
-        )
+    own = {key: table[key] for key in CONTROLLER_PRESET_KEYS if key in table}
+    limits.refused(
+        native.check_controller_preset({**own, "write_back": spec["write_back"]}),
+        {"array.controller": label},
+    )
     defaults = limits.fields("array.controller")
     for key in CONTROLLER_OMITTED_KEYS:
         if key in spec and spec[key] == defaults[key].default:
             del spec[key]
-    kind = table.get("kind", "hardware")
-    if kind not in CONTROLLER_KINDS:
-        raise RaidlabError(
-            f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, got {kind!r}"
-        )
+    kind = str(table.get("kind", limits.field("array.controller.kind", "preset").default))
     return ResolvedController({"name": name, **spec}, kind, added_latency_ns)
 
 

@@ -123,6 +123,17 @@ def validate_array(array: dict[str, Any] | Any) -> tuple[str, str] | None:
     return None
 
 
+def check_controller_preset(table: Mapping[str, Any]) -> tuple[str, str] | None:
+    """None if a controller preset's own keys (``kind``, ``bbu``, ``force_write_back``)
+    and its ``write_back`` go together, else the native side's (path, message)
+    (``_native.check_controller_preset``: write-back needs a backup unit unless forced)."""
+    try:
+        _native_module().check_controller_preset(json.dumps(dict(table)))
+    except ValueError as error:
+        return refusal(error)
+    return None
+
+
 def validate(scenario: dict[str, Any]) -> tuple[str, str] | None:
     """None if the whole scenario is valid, else the native side's (path, message)."""
     try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.scenario import limits
+from raidlab.scenario import limits, native
 from raidlab.scenario.array import check_scheduler_tables
 from raidlab.scenario.presets import preset, preset_names
 
@@ -158,11 +158,13 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
             bbu = False
         if tuning.bbu is not None:
             bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
-        if wb and not bbu:
+        # The rule is the native side's; the refusal is said in the flags' terms.
+        if native.check_controller_preset({"bbu": bbu, "write_back": wb}) is not None:
             raise RaidlabError(
                 tuning.label("write_cache"),
-                "write-back is refused without a battery/flash backup unit (--bbu no), as "
-                "the controller's firmware does; give --bbu yes",
+                f"write-back is refused without a battery/flash backup unit "
+                f"({tuning.label('bbu')} no), as the controller's firmware does; give "
+                f"{tuning.label('bbu')} yes",
             )
         if wb and controller.get("fastpath"):
             raise RaidlabError(
