@@ -26,6 +26,7 @@ from raidlab.frontends.atto import (
     IOS_MAX_DEFAULT,
     atto_frame,
     atto_points,
+    parse_ios_max,
     parse_queue_depths,
 )
 from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
@@ -389,7 +390,7 @@ def pts(
         test,
         listed(mixes),
         listed(sizes),
-        parse_int(ios, label("ios"), 64, 10_000_000),
+        parse_ios_max(ios, label("ios")),
         limits.parse_path(iodepth, "workload.iodepth", label("iodepth"), "jobs"),
         limits.parse_path(numjobs, "workload.numjobs", label("numjobs"), "jobs"),
         parse_int(rounds_max, label("rounds_max"), 5, 1000),

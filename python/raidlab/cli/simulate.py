@@ -34,11 +34,16 @@ from raidlab.cli.flags import (
     parse_jobs,
 )
 from raidlab.errors import user_errors
-from raidlab.frontends.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT, atto_in_flight
+from raidlab.frontends.atto import (
+    DEFAULT_LENGTH,
+    DEFAULT_SIZES,
+    IOS_MAX_DEFAULT,
+    atto_in_flight,
+    parse_ios_max,
+)
 from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
-from raidlab.scenario.array import parse_int
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios, write_buffers
 from raidlab.units import format_size, parse_size
@@ -102,7 +107,7 @@ def atto(
             qd=qd,
             sizes=sizes,
             length=length,
-            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            ios_max=parse_ios_max(ios_max, "--ios-max"),
             seed=seed,
             jobs=parse_jobs(jobs),
             labels={"qd": "--qd", "sizes": "--sizes", "length": "--length", "seed": "--seed"},

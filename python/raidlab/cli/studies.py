@@ -31,7 +31,7 @@ from raidlab.cli.flags import (
     parse_jobs,
 )
 from raidlab.errors import RaidlabError, user_errors
-from raidlab.frontends.atto import IOS_MAX_DEFAULT
+from raidlab.frontends.atto import IOS_MAX_DEFAULT, parse_ios_max
 from raidlab.reliability import RiskOptions
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.presets import print_preset_details
@@ -342,7 +342,7 @@ def reproduce(
             )
         if log_y and out is None:
             raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
-        ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+        ios = None if ios_max is None else parse_ios_max(ios_max, "--ios-max")
         frame = api.reproduce(
             study,
             jobs=parse_jobs(jobs),
@@ -420,7 +420,7 @@ def _reproduce_raidix_cache(
     """``reproduce raidix-cache``: the table rows and M01-M04, stated against simulated."""
     from raidlab.report.raidix_cache import table_lines
 
-    ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+    ios = None if ios_max is None else parse_ios_max(ios_max, "--ios-max")
     frame = api.reproduce(
         "raidix-cache",
         jobs=parse_jobs(jobs),

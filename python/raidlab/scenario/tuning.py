@@ -16,9 +16,9 @@ from raidlab.scenario.presets import preset, preset_names
 WRITE_CACHE_MODES = ("wt", "wb")
 READ_AHEAD_MODES = ("none", "adaptive", "always")
 # Read-ahead a controller without its own gets when asked for it: assumed, typical of
-# RAID firmware (a 64 KiB segment per stream, a few in flight).
+# RAID firmware, a 64 KiB segment per stream; how many are in flight is the native
+# table's default of ``array.controller.read_ahead_segments``.
 READ_AHEAD_DEFAULT_BYTES = 65_536
-READ_AHEAD_DEFAULT_SEGMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,9 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
         else:
             if not controller.get("read_ahead_bytes"):
                 controller["read_ahead_bytes"] = READ_AHEAD_DEFAULT_BYTES
-                controller["read_ahead_segments"] = READ_AHEAD_DEFAULT_SEGMENTS
+                controller["read_ahead_segments"] = limits.field(
+                    "array.controller.read_ahead_segments"
+                ).default
             controller["read_ahead_always"] = mode == "always"
     if tuning.write_cache is not None or tuning.bbu is not None:
         wb = controller.get("write_back", False)

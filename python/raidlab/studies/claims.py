@@ -394,6 +394,10 @@ def raid10_capacity_fraction_pct(_: Results) -> float:
 
 
 def _ssd_raid_tuning_checks() -> list[Check]:
+    """The hand-written checks of the ADMIN article's claims, in claim order."""
+    # Long because it is a table: one Check per claim, each with its runs, figure,
+    # tolerance and the sentence saying how it is checked; a claim's check is read
+    # where its neighbours are (the groups with logic of their own are functions).
     oio = f"{PTS_NUMJOBS} jobs x QD {PTS_IODEPTH}"
     checks = [
         Check(

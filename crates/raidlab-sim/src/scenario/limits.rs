@@ -843,8 +843,11 @@ limits! {
     CONTROLLER_READ_AHEAD = Limit::new("array.controller.read_ahead_bytes", Always, Bytes,
         "sequential read-ahead segment (0 = off)").ints(0, BLOCK_BYTES_MAX)
         .multiple_of(SECTOR_BYTES).or(Int(0));
+    // 4 in flight: assumed, typical of RAID firmware; a controller asked to read ahead
+    // without its own read-ahead figures gets these segments (the front end's
+    // --read-ahead), as does a scenario that leaves the field out.
     CONTROLLER_READ_AHEAD_SEGMENTS = Limit::new("array.controller.read_ahead_segments", Always,
-        Count, "read-ahead segments in flight").ints(1, 64).or(Int(2));
+        Count, "read-ahead segments in flight").ints(1, 64).or(Int(4));
     CONTROLLER_READ_HIT_OVERHEAD = Limit::new("array.controller.read_hit_overhead_ns", Always,
         Ns, "serial cost of a read-ahead hit").ints(0, NS_MAX).or(Int(0));
     CONTROLLER_READ_AHEAD_ALWAYS = Limit::new("array.controller.read_ahead_always", Always, Bool,
