@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -294,47 +294,56 @@ def pts(
             parse_jobs(jobs),
             PTS_FLAGS,
         )
-        summary, table, metric = (frame.attrs[key] for key in ("summary", "table", "metric"))
         figure = None
         if plot is not None:
             from raidlab.report.plots import plot_pts
 
-            figure = plot_pts(table, summary, metric, plot)
-        if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
-        elif output_format == "json":
-            print_json(
-                {
-                    "summary": summary,
-                    "table": {
-                        format_size(int(b)): {m: float(v) for m, v in row.items()}
-                        for b, row in table.iterrows()
-                    },
-                    "records": records(frame),
-                    **({"figure": str(figure)} if figure else {}),
-                }
+            figure = plot_pts(
+                frame.attrs["table"], frame.attrs["summary"], frame.attrs["metric"], plot
             )
-        else:
-            header = ["block", *[str(c) for c in table.columns]]
-            body = [
-                [
-                    format_size(int(b)),
-                    *[number(float(v), 0 if metric == "iops" else 1) for v in row],
-                ]
-                for b, row in table.iterrows()
+        _print_pts(frame, test, output_format, array, figure)
+
+
+def _print_pts(
+    frame: Any, test: str, output_format: str, array: dict[str, Any], figure: Path | None
+) -> None:
+    """A PTS test's rounds (csv), summary and table (json), or its table and steady
+    state (table)."""
+    summary, table, metric = (frame.attrs[key] for key in ("summary", "table", "metric"))
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    elif output_format == "json":
+        print_json(
+            {
+                "summary": summary,
+                "table": {
+                    format_size(int(b)): {m: float(v) for m, v in row.items()}
+                    for b, row in table.iterrows()
+                },
+                "records": records(frame),
+                **({"figure": str(figure)} if figure else {}),
+            }
+        )
+    else:
+        header = ["block", *[str(c) for c in table.columns]]
+        body = [
+            [
+                format_size(int(b)),
+                *[number(float(v), 0 if metric == "iops" else 1) for v in row],
             ]
-            print_table(
-                (header, body),
-                title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
-                f"{summary['window'][1]}{drive_state_note(array, ', ')})",
-            )
-            state = "reached" if summary["steady"] else "NOT reached"
-            stdout.print(
-                f"steady state {state} after {summary['rounds']} rounds on "
-                f"{summary['tracking']}: "
-                + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
-                highlight=False,
-                markup=False,
-            )
-            if figure is not None:
-                stdout.print(f"figure: {figure}", highlight=False, markup=False)
+            for b, row in table.iterrows()
+        ]
+        print_table(
+            (header, body),
+            title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
+            f"{summary['window'][1]}{drive_state_note(array, ', ')})",
+        )
+        state = "reached" if summary["steady"] else "NOT reached"
+        stdout.print(
+            f"steady state {state} after {summary['rounds']} rounds on "
+            f"{summary['tracking']}: " + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
+            highlight=False,
+            markup=False,
+        )
+        if figure is not None:
+            stdout.print(f"figure: {figure}", highlight=False, markup=False)
