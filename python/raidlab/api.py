@@ -494,6 +494,8 @@ def advise(
     ``p_loss``) come from ``risk`` (a ``raidlab.reliability.RiskOptions``) or the
     drive preset's figures, the rebuild simulated at ``rebuild_rate`` (default md's
     speed_limit_max); ``max_loss_probability`` drops the candidates above it."""
+    # Long for its signature and docstring, the API's whole description of advise; the
+    # body checks the workload source and relays to raidlab.studies.advise.
     from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S
     from raidlab.scenario.array import parse_rebuild_rate
     from raidlab.studies import advise as advising
@@ -698,6 +700,8 @@ def reproduce(
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
     no figures and calibrate nothing on array rows, so ``out`` and ``cross_validate``
     are refused."""
+    # Long for its signature and docstring (what each kind of study returns); the body
+    # picks the study's kind and relays to its module.
     from raidlab.studies import CLAIMS_IOS_DEFAULT
     from raidlab.studies.atto_studies import STUDIES, get_study, reproduce_study, summarize
     from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims

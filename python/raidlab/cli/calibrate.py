@@ -119,6 +119,8 @@ def calibrate(
     array of it: --print-jobs gives the fio job file; fio's JSON output of it gives a
     drive preset (every figure with its source and the fit error per job) that
     --drive my-drive.toml takes wherever --drive takes a preset."""
+    # Long for its signature (calibrate's own options with their help) and its two
+    # forms: --print-jobs writes the job file, fio's JSON files are fitted.
     with user_errors():
         output_format = check_format(output_format)
         if print_jobs:

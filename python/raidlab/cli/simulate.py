@@ -98,6 +98,8 @@ def atto(
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
+    # Long for its signature: ATTO's own options with their help; the output forms and
+    # the explain are helpers of their own.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         _check_plot(plot, log_y)

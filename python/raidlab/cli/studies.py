@@ -212,6 +212,8 @@ def advise(
     """Simulate the RAID levels, stripe units and cache settings (write-through,
     write-back, FastPath where the controller has it) a set of drives allows for a
     workload, and rank them, with the bottleneck of each and why the winner wins."""
+    # Long for its signature: the options only advise takes are declared here, each with
+    # its help; the body builds the workload source and relays one call to the API.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         request: WorkloadRequest | None = workload
@@ -318,6 +320,8 @@ def reproduce(
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
+    # Long for its signature (reproduce's own options with their help) and the checks of
+    # which options fit which kind of study; the output is _print_atto_study's.
     # The studies load with the command, not with the command line.
     from raidlab.report.studies import print_claims
     from raidlab.studies.atto_studies import STUDIES, get_study

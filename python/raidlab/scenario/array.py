@@ -424,23 +424,9 @@ def _level_options(request: ArrayRequest, level: int | str) -> tuple[str | None,
     return layout, copies, spans
 
 
-def build_array(request: ArrayRequest) -> dict[str, Any]:
-    """Validate ``request`` and return the scenario's ``array`` object.
-
-    Optional keys appear only where the level uses them: ``layout`` (RAID 5/6/50/60/10),
-    ``copies`` (RAID 10), ``spans`` (RAID 50/60), ``failed`` and ``rebuild`` when given,
-    and the controller's ``parity_rate_bytes_per_s`` (parity levels) and
-    ``read_balance`` (RAID 1/10). A RAID 0 scenario is therefore unchanged from
-    before RAID levels existed. Every rule (a level's drive count, its layouts, copies
-    and spans, the failed members it survives) is the native side's; a refusal names
-    the request's label for the field."""
-    level = parse_level(request.level, request.label("level"))
-    rules = limits.levels()[level]
-    drive_count = parse_checked(
-        request.drives, limits.field("array.drive_count"), request.label("drives")
-    )
-    layout, copies, spans = _level_options(request, level)
-    failed = parse_failed(request.failed, request.label("failed"))
+def _rebuild(request: ArrayRequest, failed: list[int]) -> dict[str, Any] | None:
+    """The scenario's ``rebuild`` of the lowest-index failed member: its rate, when the
+    member fails (``fail_at``, with a spare) and its minimum rate under load."""
     rebuild = None
     if request.rebuild_rate is not None:
         rate = parse_rebuild_rate(request.rebuild_rate, request.label("rebuild_rate"))
@@ -465,6 +451,27 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
         rate_min = parse_size(request.rebuild_rate_min, label)
         limits.check(limits.field("array.rebuild.rate_min_bytes_per_s"), rate_min, label)
         rebuild["rate_min_bytes_per_s"] = rate_min
+    return rebuild
+
+
+def build_array(request: ArrayRequest) -> dict[str, Any]:
+    """Validate ``request`` and return the scenario's ``array`` object.
+
+    Optional keys appear only where the level uses them: ``layout`` (RAID 5/6/50/60/10),
+    ``copies`` (RAID 10), ``spans`` (RAID 50/60), ``failed`` and ``rebuild`` when given,
+    and the controller's ``parity_rate_bytes_per_s`` (parity levels) and
+    ``read_balance`` (RAID 1/10). A RAID 0 scenario is therefore unchanged from
+    before RAID levels existed. Every rule (a level's drive count, its layouts, copies
+    and spans, the failed members it survives) is the native side's; a refusal names
+    the request's label for the field."""
+    level = parse_level(request.level, request.label("level"))
+    rules = limits.levels()[level]
+    drive_count = parse_checked(
+        request.drives, limits.field("array.drive_count"), request.label("drives")
+    )
+    layout, copies, spans = _level_options(request, level)
+    failed = parse_failed(request.failed, request.label("failed"))
+    rebuild = _rebuild(request, failed)
     spares = None
     if request.spares is not None:
         label = request.label("spares")
