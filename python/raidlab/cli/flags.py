@@ -114,8 +114,8 @@ _ARRAY = (
     Flag(
         "drive",
         "--drive",
-        "Drive preset, e.g. adata-sp900-128g (see `raidlab presets`; no default: give it "
-        "or --config).",
+        "Drive preset, e.g. adata-sp900-128g (see `raidlab presets`; no default: give it, "
+        "or --config where the command takes one).",
     ),
     Flag("controller", "--controller", "Controller preset (default: hba)."),
     Flag("level", "--level", "RAID level: 0, 1, 4, 5, 6, 10, 50, 60 or concat (default 0)."),

@@ -321,6 +321,34 @@ def _mix(text: str, label: str) -> int:
     return rp
 
 
+def _pts_scenario(
+    array: Mapping[str, Any],
+    test: str,
+    read_pct: int,
+    block: int,
+    shape: tuple[int, int, int, int],
+    labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """The scenario of one cell of the PTS matrix: sequential for ``tp``, random
+    otherwise; ``shape`` is (iodepth, numjobs, region bytes, I/Os). Its seed is the
+    round's (set by the caller)."""
+    iodepth, numjobs, size, ios = shape
+    rw = {100: "read", 0: "write"}.get(read_pct, "rw") if test == "tp" else "randrw"
+    if test != "tp" and read_pct in (0, 100):
+        rw = "randread" if read_pct == 100 else "randwrite"
+    request = WorkloadRequest(
+        rw=rw,
+        bs=block,
+        rwmixread=read_pct,
+        iodepth=iodepth,
+        numjobs=numjobs,
+        size=size,
+        ios=ios,
+        labels=labels,
+    )
+    return build_scenario(array, build_workload(request, array), 0)
+
+
 def pts(
     array: Mapping[str, Any],
     test: str = "iops",
@@ -366,27 +394,16 @@ def pts(
     history: list[float] = []
     steady, detail, rounds_done = False, {}, 0
     for round_index in range(1, rounds_max + 1):
-        scenarios, keys = [], []
-        for read_pct in read_pcts:
-            for block in blocks:
-                rw = {100: "read", 0: "write"}.get(read_pct, "rw") if test == "tp" else "randrw"
-                if test != "tp" and read_pct in (0, 100):
-                    rw = "randread" if read_pct == 100 else "randwrite"
-                workload = build_workload(
-                    WorkloadRequest(
-                        rw=rw,
-                        bs=block,
-                        rwmixread=read_pct,
-                        iodepth=iodepth,
-                        numjobs=numjobs,
-                        size=capacity,
-                        ios=ios,
-                        labels=labels,
-                    ),
-                    array,
-                )
-                scenarios.append(build_scenario(array, workload, seed + round_index - 1))
-                keys.append((round_index, f"{read_pct}/{100 - read_pct}", read_pct, block))
+        cells = [(read_pct, block) for read_pct in read_pcts for block in blocks]
+        scenarios = [
+            _pts_scenario(array, test, read_pct, block, (iodepth, numjobs, capacity, ios), labels)
+            | {"seed": seed + round_index - 1}
+            for read_pct, block in cells
+        ]
+        keys = [
+            (round_index, f"{read_pct}/{100 - read_pct}", read_pct, block)
+            for read_pct, block in cells
+        ]
         results = run_scenarios(scenarios, jobs=jobs, description=f"PTS {test} round {round_index}")
         for (rnd, mix, read_pct, block), result in zip(keys, results, strict=True):
             ops = result.get("ops", {})
