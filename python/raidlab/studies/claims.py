@@ -1013,6 +1013,32 @@ def claim_scenarios(
     return runs, scenarios
 
 
+def _checked_rows(
+    checks: list[Check], claims: pd.DataFrame, by_run: Mapping[Any, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each covered claim's rows: one per check, claimed against simulated."""
+    checked: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        claim = claims.loc[check.claim_id]
+        claimed = float(claim["value"])
+        simulated = float(check.metric({run: by_run[run] for run in check.runs}))
+        checked.setdefault(check.claim_id, []).append(
+            {
+                "variant": check.variant,
+                "claimed": claimed,
+                "simulated": simulated,
+                "tolerance_kind": check.tolerance.kind,
+                "tolerance": check.tolerance.amount_or_nan(),
+                "result": "PASS" if check.tolerance.passes(claimed, simulated) else "FAIL",
+                "role": check.role,
+                "how": check.how,
+                "claimed_text": str(claim["value_text"]),
+                "tolerance_text": check.tolerance.describe(),
+            }
+        )
+    return checked
+
+
 def reproduce_claims(
     study: ClaimStudy,
     ios: int = CLAIMS_IOS_DEFAULT,
@@ -1041,26 +1067,7 @@ def reproduce_claims(
         description=f"reproducing {study.name}",
         simulator=simulator,
     )
-    by_run = dict(zip(runs, results, strict=True))
-    checked: dict[str, list[dict[str, Any]]] = {}
-    for check in checks:
-        claim = claims.loc[check.claim_id]
-        claimed = float(claim["value"])
-        simulated = float(check.metric({run: by_run[run] for run in check.runs}))
-        checked.setdefault(check.claim_id, []).append(
-            {
-                "variant": check.variant,
-                "claimed": claimed,
-                "simulated": simulated,
-                "tolerance_kind": check.tolerance.kind,
-                "tolerance": check.tolerance.amount_or_nan(),
-                "result": "PASS" if check.tolerance.passes(claimed, simulated) else "FAIL",
-                "role": check.role,
-                "how": check.how,
-                "claimed_text": str(claim["value_text"]),
-                "tolerance_text": check.tolerance.describe(),
-            }
-        )
+    checked = _checked_rows(checks, claims, dict(zip(runs, results, strict=True)))
     rows = []
     for claim_id, claim in claims.iterrows():
         base = {
