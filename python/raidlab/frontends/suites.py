@@ -366,6 +366,8 @@ def pts(
     100 % write IOPS), ``tp`` (128K and 1M sequential 100/0 and 0/100, tracking 1M write
     MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
     mean latency). Returns every (round, mix, size) row and the steady-state summary."""
+    # The rounds loop keeps the rows, the tracking history and the steady-state test
+    # together: each round's stop depends on all three (cells: _pts_scenario).
     import pandas as pd
 
     labels = dict(labels or {})
