@@ -107,14 +107,8 @@ def test_fio_output_writes_the_report_to_the_file(tmp_path: Path, form: list[str
     out = tmp_path / "out.json"
     form = [item.replace("OUT", str(out)) for item in form]
     result = invoke(
-        "fio",
-        "--name=a",
-        "--rw=randread",
-        "--size=16m",
-        "--drive",
-        "intel-dc-s3500-80g",
-        "--output-format=json",
-        *form,
+        "fio", "--name=a", "--rw=randread", "--size=16m", "--drive", "intel-dc-s3500-80g",
+        "--output-format=json", *form,
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
@@ -125,12 +119,7 @@ def test_fio_output_into_a_missing_directory_is_refused_first(
     no_simulation: None, tmp_path: Path
 ) -> None:
     result = invoke(
-        "fio",
-        "--name=a",
-        "--rw=read",
-        "--size=1m",
-        "--drive",
-        "intel-dc-s3500-80g",
+        "fio", "--name=a", "--rw=read", "--size=1m", "--drive", "intel-dc-s3500-80g",
         f"--output={tmp_path / 'no' / 'out.json'}",
     )
     assert result.exit_code == 2

@@ -72,5 +72,7 @@ def test_a_module_imports_only_the_layers_below_it(path: Path) -> None:
 
 
 def test_the_layer_table_names_every_subpackage() -> None:
-    subpackages = {f"raidlab.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    subpackages = {
+        f"raidlab.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()
+    }
     assert subpackages == set(ALLOWED) - {"raidlab.api"} | {"raidlab.cli"}

@@ -56,7 +56,9 @@ def _claims_scenario(run: Run) -> dict:
 
 
 # The article's HWR (the 9365 of Figures 2-3) in the MegaRAID's default write-back.
-HWR_RAID5 = Setup("RAID 5 of 3 HWR", "megaraid-9365", level=5, drives=3, write_back=HWR_WRITE_BACK)
+HWR_RAID5 = Setup(
+    "RAID 5 of 3 HWR", "megaraid-9365", level=5, drives=3, write_back=HWR_WRITE_BACK
+)
 HWR_ARGS = ["--drive", "intel-dc-s3500-80g", "--controller", "megaraid-9365"]
 HWR_ARGS += ["--write-cache", "wb" if HWR_WRITE_BACK else "wt"]
 # docs/predict.md: writes on the write-back HWR warm up 100,000 + 2 x 1 GiB / 4 KiB.

@@ -120,7 +120,9 @@ def test_bad_sweep_files_get_one_line_naming_the_point_and_key(
 
 
 def test_cluster_and_jobs_together_are_refused(tmp_path: Path) -> None:
-    done = _raidlab("sweep", str(_write(tmp_path)), "--cluster", "tcp://127.0.0.1:1", "--jobs", "2")
+    done = _raidlab(
+        "sweep", str(_write(tmp_path)), "--cluster", "tcp://127.0.0.1:1", "--jobs", "2"
+    )
     assert done.returncode == 2
     assert done.stderr.startswith("error: --jobs: ")
 
@@ -129,17 +131,10 @@ def test_a_cluster_nobody_runs_is_one_line_not_a_hang(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     started = time.monotonic()
     done = _raidlab(
-        "sweep",
-        str(_write(tmp_path)),
-        "--out",
-        str(tmp_path / "r"),
-        "--cluster",
-        "tcp://127.0.0.1:9",
+        "sweep", str(_write(tmp_path)), "--out", str(tmp_path / "r"), "--cluster", "tcp://127.0.0.1:9"
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(
-        "error: --cluster: no Dask scheduler answers at tcp://127.0.0.1:9"
-    )
+    assert done.stderr.startswith("error: --cluster: no Dask scheduler answers at tcp://127.0.0.1:9")
     assert time.monotonic() - started < 120
 
 

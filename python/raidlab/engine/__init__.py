@@ -251,7 +251,6 @@ class ArrayStatus:
     def members_frame(self) -> pd.DataFrame:
         """One row per role: role, path, state, and the rebuild's done/total bytes."""
         import pandas as pd
-
         rows = []
         for member in self.members:
             rebuilding = self.rebuild is not None and self.rebuild.role == member.role
@@ -308,7 +307,6 @@ class ScrubReport:
     def to_frame(self) -> pd.DataFrame:
         """The report as a one-row DataFrame."""
         import pandas as pd
-
         return pd.DataFrame([dict(self.raw)])
 
 

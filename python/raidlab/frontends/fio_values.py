@@ -216,3 +216,5 @@ def parse_ss(text: str, where: str) -> tuple[str, float, bool]:
     if match is None:
         raise RaidlabError(where, f"ss: must be iops|iops_slope|bw|bw_slope:LIMIT[%], got {text!r}")
     return match[1].lower(), float(match[2]), bool(match[3])
+
+

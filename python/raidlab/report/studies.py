@@ -56,7 +56,8 @@ def print_claims(frame: pd.DataFrame, output_format: str) -> None:
             f"{row.config}; {row.metric}; {row.condition}",
             claimed_cell(row.claimed, row.claimed_text, row.unit),
             f"{claim_number(row.simulated)} {simulated_unit(row.tolerance_kind, row.unit)}",
-            row.tolerance_text or Tolerance(row.tolerance_kind, row.tolerance, row.unit).describe(),
+            row.tolerance_text
+            or Tolerance(row.tolerance_kind, row.tolerance, row.unit).describe(),
             row.result,
         )
     stdout.print(table)

@@ -184,7 +184,8 @@ def _run_on(
     groups = batches([scenario_cost(s) for s in scenarios], workers * BATCHES_PER_WORKER)
     run_batch = partial(_simulate_batch, simulator)
     futures: dict[Future[list[dict[str, Any]]], list[int]] = {
-        executor.submit(run_batch, [scenarios[index] for index in group]): group for group in groups
+        executor.submit(run_batch, [scenarios[index] for index in group]): group
+        for group in groups
     }
     results: list[dict[str, Any] | None] = [None] * len(scenarios)
     try:

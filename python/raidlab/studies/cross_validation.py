@@ -197,7 +197,6 @@ def cross_validate(
 ) -> CrossValidation:
     """Leave each array configuration of ATTO study ``name`` out in turn (module docs)."""
     import pandas as pd
-
     study = get_study(name)
     calibrations = study_calibrations(name)
     for calibration in calibrations:

@@ -157,7 +157,7 @@ def load_drive_file(path: str | Path, field: str) -> DriveFile:
         found = ", ".join(tables) or "none"
         raise RaidlabError(
             where,
-            f'a drive file holds one drive table [NAME] (with kind = "ssd" or "hdd"); '
+            f"a drive file holds one drive table [NAME] (with kind = \"ssd\" or \"hdd\"); "
             f"found tables: {found}",
         )
     name = tables[0]
