@@ -84,3 +84,43 @@ def test_a_flag_taken_by_one_command_is_not_also_in_the_registry() -> None:
 def test_the_exceptions_name_real_options() -> None:
     for command, flag in SAME_NAME_OTHER_MEANING:
         assert any(name == command for name, _ in OPTIONS.get(flag, [])), (command, flag)
+
+
+# The array flags' help texts state the native side's rules in words (asking the native
+# tables while the commands are built would slow every start-up); these tests keep the
+# words and the tables from drifting apart.
+def test_the_level_flag_names_every_level_the_layout_has() -> None:
+    from raidlab.scenario import limits
+
+    text = registry()["--level"].help
+    for level in limits.levels():
+        assert str(level) in text, level
+
+
+def test_the_drives_flag_states_the_layouts_member_bounds() -> None:
+    from raidlab.scenario import limits
+
+    most = {entry["members_max"] for entry in limits.levels().values()}
+    assert most == {256}
+    assert "1..256" in registry()["--drives"].help
+
+
+def test_the_layout_flag_lists_every_layout_with_the_default_first() -> None:
+    from raidlab.scenario import limits
+
+    text = registry()["--layout"].help
+    for entry in limits.levels().values():
+        for layout in entry["layouts"]:
+            assert layout in text, layout
+        if entry["default_layout"]:
+            assert f"{entry['default_layout']} (default)" in text
+
+
+def test_the_scheduler_and_stripe_unit_flags_state_the_native_choices_and_bounds() -> None:
+    from raidlab.scenario import limits
+
+    scheduler = registry()["--scheduler"].help
+    assert all(choice in scheduler for choice in limits.choices("array.host.scheduler"))
+    stripe = limits.field("array.stripe_unit_bytes")
+    assert (stripe.min, stripe.max, stripe.power_of_two) == (512, 1 << 30, True)
+    assert "power of two 512..1G" in registry()["--stripe-unit"].help
