@@ -304,6 +304,8 @@ def advise(
     probability of loss over the mission (``p_loss``), from ``risk``'s figures or the
     drive preset's; NaN where the drive has none and neither ``metric="risk"`` nor
     ``max_loss_probability`` (which drops candidates above it) asks for them."""
+    # Long for its signature and docstring (advise's whole contract); the steps of the
+    # body are functions (_level_arrays, _candidates, _candidate_scenarios, _candidate_row).
     import pandas as pd
 
     labels = dict(labels or {})
