@@ -88,7 +88,9 @@ def test_write_cache_can_be_set_in_an_array_toml_file(tmp_path, write_cache: boo
 
 
 def test_a_runtime_alone_measures_that_much_simulated_time() -> None:
-    frame = raidlab.run(drive="adata-sp900-128g", rw="randread", bs="4K", iodepth=4, runtime="20ms")
+    frame = raidlab.run(
+        drive="adata-sp900-128g", rw="randread", bs="4K", iodepth=4, runtime_ns="20ms"
+    )
     measured_ns = frame.attrs["sim_time_ns"]
     assert 20_000_000 <= measured_ns < 20_500_000
     assert frame.iops.iloc[0] > 10_000

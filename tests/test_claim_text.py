@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from raidlab.studies import claims, reference_data
+from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
 from raidlab.studies.claim_text import FROM_TEXT, interpret
 from raidlab.studies.claims import (
-    CLAIM_STUDIES,
     PTS_IODEPTH,
     PTS_NUMJOBS,
     Check,
@@ -24,7 +24,6 @@ from raidlab.studies.claims import (
     Tolerance,
     claim_scenarios,
     load_claims,
-    reproduce_claims,
 )
 
 STUDY = CLAIM_STUDIES["ssd-raid-tuning"]

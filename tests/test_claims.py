@@ -11,15 +11,14 @@ import pandas as pd
 import pytest
 from raidlab.cli import app
 from raidlab.studies import claims
+from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
 from raidlab.studies.claims import (
     CLAIM_COLUMNS,
-    CLAIM_STUDIES,
     PTS_IODEPTH,
     PTS_NUMJOBS,
     Tolerance,
     claim_scenarios,
     load_claims,
-    reproduce_claims,
     study_checks,
 )
 from typer.testing import CliRunner

@@ -161,6 +161,18 @@ def test_an_ftl_table_refuses_unknown_keys() -> None:
         )
 
 
+def test_a_controller_kind_is_one_the_native_table_allows_and_stays_out_of_the_scenario() -> None:
+    from raidlab.scenario import limits
+
+    kinds = limits.choices("array.controller.kind", "preset")
+    assert kinds == ("hba", "chipset", "hardware", "software")
+    for kind in kinds:
+        assert "kind" not in _array(controller={"preset": "hba", "kind": kind})["controller"]
+    with pytest.raises(RaidlabError, match="must be one of hba, chipset") as error:
+        _array(controller={"preset": "hba", "kind": "raid-card"})
+    assert str(error.value).startswith("controller.kind: ")
+
+
 def test_write_back_without_a_backup_unit_is_refused_unless_forced() -> None:
     import pytest
     from raidlab.errors import RaidlabError

@@ -42,7 +42,10 @@ def test_every_option_help_states_its_default(command: str) -> None:
     for param in COMMANDS[command].params:
         if param.param_type_name != "option" or param.is_flag or param.name == "help":
             continue
-        shown = param.default is not None and param.show_default is not False
+        # A default of None that means something is shown by its text: [default: TEXT].
+        shown = isinstance(param.show_default, str) or (
+            param.default is not None and param.show_default is not False
+        )
         text = param.help or ""
         if not shown and "default" not in text and "required" not in text:
             silent.append(param.opts[0])

@@ -21,7 +21,7 @@ from raidlab.scenario.array import ArrayRequest, build_array, build_scenario
 from raidlab.scenario.native import simulate
 from raidlab.scenario.presets import preset, reliability
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
-from raidlab.studies import claims
+from raidlab.studies import claim_studies
 from raidlab.studies.nvme_raid0 import NVME_RAID0
 
 NVME_PRESETS = (
@@ -154,13 +154,13 @@ def test_an_array_behind_the_dmi_never_exceeds_it() -> None:
 
 
 def test_reproduce_nvme_raid0_covers_m13_to_m18() -> None:
-    frame = claims.reproduce_claims("nvme-raid0", progress=False, jobs=1)
+    frame = claim_studies.reproduce_claims("nvme-raid0", progress=False, jobs=1)
     assert sorted(set(frame["claim_id"])) == ["M13", "M14", "M15", "M16", "M17", "M18"]
     assert (frame["result"] != "not covered").all()
     assert all(math.isfinite(value) for value in frame["simulated"])
     # M18 is an invariant of the model: the DMI caps every array behind it.
     assert (frame[frame["claim_id"] == "M18"]["result"] == "PASS").all()
-    assert NVME_RAID0.name in claims.CLAIM_STUDIES
+    assert NVME_RAID0.name in claim_studies.CLAIM_STUDIES
 
 
 @pytest.mark.parametrize(

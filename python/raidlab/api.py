@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from raidlab.frontends.atto import (
     IOS_MAX_DEFAULT,
     atto_frame,
     atto_points,
+    parse_ios_max,
     parse_queue_depths,
 )
 from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
@@ -34,6 +35,7 @@ from raidlab.report.explain import explain_lines, rebuild_lines
 from raidlab.report.output import output_directory
 from raidlab.scenario import limits
 from raidlab.scenario.array import (
+    REQUEST_KEYS,
     ArrayRequest,
     build_array,
     build_scenario,
@@ -54,6 +56,7 @@ from raidlab.scenario.presets import (
     preset_table_notes,
     unknown_name_message,
 )
+from raidlab.scenario.tuning import Tuning, tune_array
 from raidlab.scenario.workloads import (
     RunRows,
     WorkloadRequest,
@@ -73,54 +76,23 @@ if TYPE_CHECKING:
 def resolve_array(
     config: str | Path | None = None,
     *,
-    level: Any = None,
-    drives: Any = None,
-    stripe_unit: Any = None,
-    drive: Any = None,
-    controller: Any = None,
-    layout: Any = None,
-    copies: Any = None,
-    spans: Any = None,
-    failed: Any = None,
-    rebuild_rate: Any = None,
-    host: Mapping[str, Any] | None = None,
     labels: Mapping[str, str] | None = None,
-    spares: Any = None,
-    fail_at: Any = None,
-    rebuild_rate_min: Any = None,
+    **values: Any,
 ) -> dict[str, Any]:
-    """The scenario's ``array``: the TOML file ``config`` (if any) with the given
-    arguments overriding it. ``labels`` renames arguments in errors (the CLI's flags).
+    """The scenario's ``array``: the TOML file ``config`` (if any) with ``values``
+    overriding it, by the keys of ``raidlab.scenario.array.ArrayRequest`` (None leaves
+    the file's or the default). ``labels`` renames keys in errors (the CLI's flags).
 
-    RAID levels: ``level`` 0, 1, 4, 5, 6, 10, 50, 60 or ``"concat"``; ``layout``
-    (RAID 5/6/50/60 parity layouts, RAID 10 near/far/offset), ``copies`` (RAID 10),
-    ``spans`` (RAID 50/60), ``failed`` (member indices, ``"1,3"`` or a list) and
-    ``rebuild_rate`` (bytes/s, ``"50M"``: rebuilds the lowest-index failed member);
-    ``spares`` (hot spares) and ``fail_at`` (with a spare: the rebuilt member fails this
-    far into the run, ``"2ms"``, and the spare's rebuild starts at once);
-    ``rebuild_rate_min`` (bytes/s: the rebuild's minimum under load, overriding the
-    controller's)."""
+    RAID levels: ``level`` 0, 1, 4, 5, 6, 10, 50, 60 or ``"concat"``; ``drives``,
+    ``stripe_unit``, ``drive``, ``controller``, ``host``; ``layout`` (RAID 5/6/50/60
+    parity layouts, RAID 10 near/far/offset), ``copies`` (RAID 10), ``spans`` (RAID
+    50/60), ``failed`` (member indices, ``"1,3"`` or a list) and ``rebuild_rate``
+    (bytes/s, ``"50M"``: rebuilds the lowest-index failed member); ``spares`` (hot
+    spares) and ``fail_at`` (with a spare: the rebuilt member fails this far into the
+    run, ``"2ms"``, and the spare's rebuild starts at once); ``rebuild_rate_min``
+    (bytes/s: the rebuild's minimum under load, overriding the controller's)."""
     request = load_array_file(config) if config is not None else ArrayRequest()
-    request = request.overridden(
-        {
-            "level": level,
-            "drives": drives,
-            "stripe_unit": stripe_unit,
-            "drive": drive,
-            "controller": controller,
-            "layout": layout,
-            "copies": copies,
-            "spans": spans,
-            "failed": failed,
-            "rebuild_rate": rebuild_rate,
-            "host": host,
-            "spares": spares,
-            "fail_at": fail_at,
-            "rebuild_rate_min": rebuild_rate_min,
-        },
-        dict(labels or {}),
-    )
-    return build_array(request)
+    return build_array(request.overridden(values, dict(labels or {})))
 
 
 def atto_sweep(
@@ -165,57 +137,35 @@ def atto_sweep(
     return frame
 
 
-def _tuned(
-    array: dict[str, Any],
-    fastpath: bool,
-    write_cache: str | None,
-    read_ahead: str | None,
-    op: str | None,
-    precondition: str | None,
-) -> dict[str, Any]:
-    """``array`` with the CLI's tuning knobs applied (errors name the keyword)."""
-    from raidlab.scenario.tuning import Tuning, tune_array
-
-    tuning = Tuning(
-        write_cache=write_cache,
-        read_ahead=read_ahead,
-        op=op,
-        precondition=precondition,
-        fastpath=fastpath or None,
-    )
-    return tune_array(array, tuning)
+def _split(keywords: Mapping[str, Any]) -> tuple[dict[str, Any], Tuning, dict[str, Any]]:
+    """The convenience keywords of ``atto`` and ``run`` by the request they belong to,
+    by those requests' own fields: the array's (``ArrayRequest``), the tuning knobs
+    (``Tuning``) and the rest (the caller's)."""
+    tuning_keys = {f.name for f in fields(Tuning)} - {"labels"}
+    array = {key: value for key, value in keywords.items() if key in REQUEST_KEYS}
+    tuning = {key: value for key, value in keywords.items() if key in tuning_keys}
+    rest = {key: value for key, value in keywords.items() if key not in {*array, *tuning}}
+    return array, Tuning(**tuning), rest
 
 
 def atto(
-    drive: Any = None,
-    controller: Any = None,
-    level: Any = None,
-    drives: Any = None,
-    stripe_unit: Any = None,
+    config: str | Path | None = None,
+    *,
     qd: Any = DEFAULT_QUEUE_DEPTHS,
     sizes: Any = DEFAULT_SIZES,
     length: Any = DEFAULT_LENGTH,
-    config: str | Path | None = None,
     seed: Any = 1,
     jobs: int | None = None,
     ios_max: int = IOS_MAX_DEFAULT,
     executor: Executor | None = None,
     progress: bool = True,
-    layout: Any = None,
-    copies: Any = None,
-    spans: Any = None,
-    failed: Any = None,
-    rebuild_rate: Any = None,
-    *,
-    fastpath: bool = False,
-    write_cache: str | None = None,
-    read_ahead: str | None = None,
-    op: str | None = None,
-    precondition: str | None = None,
+    **keywords: Any,
 ) -> pd.DataFrame:
     """ATTO Disk Benchmark sweep: write then read passes over a ``length`` test file at
-    every queue depth and transfer size. The tuning keywords are the CLI's
-    ``--fastpath``, ``--write-cache``, ``--read-ahead``, ``--op`` and ``--precondition``.
+    every queue depth and transfer size. The other keywords are the array's (as
+    ``resolve_array`` takes them) and the tuning knobs of
+    ``raidlab.scenario.tuning.Tuning`` (the CLI's ``--fastpath``, ``--write-cache``,
+    ``--read-ahead``, ``--op``, ``--precondition``, ...).
 
     Returns columns ``op, qd, block_bytes, mbps, iops, lat_mean_us, lat_p99_us``, sorted
     by op, qd and size; ``.attrs["explain"]`` holds each point's explain dict.
@@ -223,20 +173,10 @@ def atto(
     >>> raidlab.atto(drive="adata-sp900-128g", controller="intel-h97-rst", drives=2,
     ...              stripe_unit="16K", qd=[1, 4], sizes="512..8M")  # doctest: +SKIP
     """
-    array = resolve_array(
-        config,
-        level=level,
-        drives=drives,
-        stripe_unit=stripe_unit,
-        drive=drive,
-        controller=controller,
-        layout=layout,
-        copies=copies,
-        spans=spans,
-        failed=failed,
-        rebuild_rate=rebuild_rate,
-    )
-    array = _tuned(array, fastpath, write_cache, read_ahead, op, precondition)
+    array_values, tuning, rest = _split(keywords)
+    if rest:
+        raise TypeError(f"atto() got unexpected keyword arguments: {', '.join(rest)}")
+    array = tune_array(resolve_array(config, **array_values), tuning)
     return atto_sweep(
         array,
         qd=qd,
@@ -295,39 +235,21 @@ def run_workload_rows(
 
 
 def run(
-    drive: Any = None,
-    controller: Any = None,
-    level: Any = None,
-    drives: Any = None,
-    stripe_unit: Any = None,
-    rw: str = "randread",
-    bs: Any = "4K",
-    iodepth: Any = 1,
-    numjobs: Any = 1,
-    rwmixread: Any = 50,
-    ios: Any = None,
-    size: Any = None,
-    offset: Any = 0,
-    warmup_ios: Any = None,
     config: str | Path | None = None,
+    *,
+    workload: WorkloadRequest | None = None,
     seed: Any = 1,
     explain: bool = False,
-    runtime: Any = None,
-    layout: Any = None,
-    copies: Any = None,
-    spans: Any = None,
-    failed: Any = None,
-    rebuild_rate: Any = None,
-    *,
-    fastpath: bool = False,
-    write_cache: str | None = None,
-    read_ahead: str | None = None,
-    op: str | None = None,
-    precondition: str | None = None,
+    **keywords: Any,
 ) -> pd.DataFrame:
-    """A fio-style run. ``bs`` is a size or a mix ``"4K:55,64K:25,128K:20"``. The
-    tuning keywords are the CLI's ``--fastpath``, ``--write-cache``, ``--read-ahead``,
-    ``--op`` and ``--precondition`` (docs/predict.md: a study's method).
+    """A fio-style run of ``workload`` (a ``WorkloadRequest``). The other keywords are
+    the array's (as ``resolve_array`` takes them), the tuning knobs of
+    ``raidlab.scenario.tuning.Tuning`` (the CLI's ``--fastpath``, ``--write-cache``,
+    ``--read-ahead``, ``--op``, ``--precondition``, ...; docs/predict.md: a study's
+    method) and, without ``workload``, the fields of ``WorkloadRequest`` (``rw``,
+    ``bs``: a size or a mix ``"4K:55,64K:25,128K:20"``, ``iodepth``, ``numjobs``,
+    ``rwmixread``, ``ios``, ``size``, ``offset``, ``warmup_ios``, ``runtime_ns``;
+    ``rw`` defaults to randread).
 
     Returns one row per direction that did I/O, columns
     ``op, iops, mbps, lat_mean_us, lat_p50_us, lat_p99_us``. The explain dict (resource
@@ -337,36 +259,13 @@ def run(
     >>> raidlab.run(drive="intel-dc-s3500-80g", rw="randread", bs="4K",
     ...             iodepth=32)  # doctest: +SKIP
     """
-    array = resolve_array(
-        config,
-        level=level,
-        drives=drives,
-        stripe_unit=stripe_unit,
-        drive=drive,
-        controller=controller,
-        layout=layout,
-        copies=copies,
-        spans=spans,
-        failed=failed,
-        rebuild_rate=rebuild_rate,
-    )
-    array = _tuned(array, fastpath, write_cache, read_ahead, op, precondition)
-    frame = run_workload(
-        array,
-        WorkloadRequest(
-            rw=rw,
-            bs=bs,
-            rwmixread=rwmixread,
-            iodepth=iodepth,
-            numjobs=numjobs,
-            offset=offset,
-            size=size,
-            ios=ios,
-            warmup_ios=warmup_ios,
-            runtime_ns=runtime,
-        ),
-        seed,
-    )
+    array_values, tuning, rest = _split(keywords)
+    if workload is None:
+        workload = WorkloadRequest(**{"rw": "randread", **rest})
+    elif rest:
+        raise TypeError(f"run() got workload= and workload keywords: {', '.join(rest)}")
+    array = tune_array(resolve_array(config, **array_values), tuning)
+    frame = run_workload(array, workload, seed)
     if explain:
         frame.attrs["explain_text"] = explain_lines(
             frame.attrs.get("explain"), frame.attrs.get("rebuild")
@@ -491,7 +390,7 @@ def pts(
         test,
         listed(mixes),
         listed(sizes),
-        parse_int(ios, label("ios"), 64, 10_000_000),
+        parse_ios_max(ios, label("ios")),
         limits.parse_path(iodepth, "workload.iodepth", label("iodepth"), "jobs"),
         limits.parse_path(numjobs, "workload.numjobs", label("numjobs"), "jobs"),
         parse_int(rounds_max, label("rounds_max"), 5, 1000),
@@ -595,6 +494,8 @@ def advise(
     ``p_loss``) come from ``risk`` (a ``raidlab.reliability.RiskOptions``) or the
     drive preset's figures, the rebuild simulated at ``rebuild_rate`` (default md's
     speed_limit_max); ``max_loss_probability`` drops the candidates above it."""
+    # Long for its signature and docstring, the API's whole description of advise; the
+    # body checks the workload source and relays to raidlab.studies.advise.
     from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S
     from raidlab.scenario.array import parse_rebuild_rate
     from raidlab.studies import advise as advising
@@ -760,7 +661,7 @@ def sweep(
 def study_names() -> list[str]:
     """Every study ``reproduce`` knows: ATTO measurements, then claim studies."""
     from raidlab.studies.atto_studies import STUDIES
-    from raidlab.studies.claims import CLAIM_STUDIES
+    from raidlab.studies.claim_studies import CLAIM_STUDIES
     from raidlab.studies.raidix_cache import STUDY as RAIDIX_CACHE
 
     return [*STUDIES, *CLAIM_STUDIES, RAIDIX_CACHE]
@@ -799,8 +700,11 @@ def reproduce(
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
     no figures and calibrate nothing on array rows, so ``out`` and ``cross_validate``
     are refused."""
+    # Long for its signature and docstring (what each kind of study returns); the body
+    # picks the study's kind and relays to its module.
+    from raidlab.studies import CLAIMS_IOS_DEFAULT
     from raidlab.studies.atto_studies import STUDIES, get_study, reproduce_study, summarize
-    from raidlab.studies.claims import CLAIM_STUDIES, CLAIMS_IOS_DEFAULT, reproduce_claims
+    from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
     from raidlab.studies.cross_validation import cross_validate as cross_validate_study
 
     labels = dict(labels or {})

@@ -98,6 +98,23 @@ fn check_field(py: Python<'_>, path: &str, value_json: &str, scope: &str) -> PyR
     raidlab_sim::scenario::check_field(path, scope, &value).map_err(|e| scenario_error(py, e))
 }
 
+/// Check a controller preset's own keys (JSON text of its table: `kind`, `bbu`,
+/// `force_write_back`, with its `write_back`): their values, and that write-back has a
+/// backup unit unless forced. Returns None or raises ScenarioError naming the field.
+#[pyfunction]
+fn check_controller_preset(py: Python<'_>, table_json: &str) -> PyResult<()> {
+    let table: serde_json::Value = serde_json::from_str(table_json).map_err(|e| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: "array.controller".into(),
+                message: e.to_string(),
+            },
+        )
+    })?;
+    raidlab_sim::scenario::check_controller_preset(&table).map_err(|e| scenario_error(py, e))
+}
+
 /// Every field a scenario may carry and its bounds, as JSON: a list of limits with
 /// `path` (`array.drive.zones`; fields of each of `workloads` under `workload.`),
 /// `scope` (`always`, `hdd`, `ssd`, `jobs`, `trace`), `kind` (`count`, `bytes`, `ns`,
@@ -195,6 +212,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(levels, m)?)?;
     m.add_function(wrap_pyfunction!(validate_array, m)?)?;
     m.add_function(wrap_pyfunction!(check_field, m)?)?;
+    m.add_function(wrap_pyfunction!(check_controller_preset, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(engine::engine_main, m)?)?;
     m.add_function(wrap_pyfunction!(engine::engine_flags, m)?)?;

@@ -13,7 +13,7 @@ import typer
 
 from raidlab import api
 from raidlab.cli.app import app
-from raidlab.cli.flags import FormatOption, check_format, opt
+from raidlab.cli.flags import FORMAT, check_format, flagset, opt
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.calibrate import FIT_IOS_DEFAULT, MAX_EVALS_DEFAULT, preset_toml
 from raidlab.report.calibrate import (
@@ -65,6 +65,7 @@ def _progress_bar(total: int) -> Iterator[Callable[[int, float], None]]:
   raidlab run --drive my-drive.toml --level 5 --drives 4 --rw randwrite --iodepth 16
 """
 )
+@flagset(FORMAT)
 def calibrate(
     files: Annotated[
         list[str] | None,
@@ -111,12 +112,15 @@ def calibrate(
         str | None,
         opt("--fit-ios", f"I/Os each long job is simulated with (default {FIT_IOS_DEFAULT})."),
     ] = None,
-    output_format: FormatOption = "table",
+    *,
+    output_format: str,
 ) -> None:
     """Measure one drive with fio, fit raidlab's drive model to it, and predict any
     array of it: --print-jobs gives the fio job file; fio's JSON output of it gives a
     drive preset (every figure with its source and the fit error per job) that
     --drive my-drive.toml takes wherever --drive takes a preset."""
+    # Long for its signature (calibrate's own options with their help) and its two
+    # forms: --print-jobs writes the job file, fio's JSON files are fitted.
     with user_errors():
         output_format = check_format(output_format)
         if print_jobs:

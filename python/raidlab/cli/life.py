@@ -7,7 +7,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from raidlab.cli.app import app
-from raidlab.cli.flags import RUN_FLAGS, ArrayFlags, SeedOption, opt, with_array_flags
+from raidlab.cli.flags import (
+    ARRAY,
+    FORMAT,
+    MODE,
+    SEED,
+    WORKLOAD,
+    ArrayFlags,
+    Shown,
+    check_format,
+    flagset,
+    opt,
+)
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.report.output import print_json, stdout
 from raidlab.report.tables import print_table
@@ -17,7 +28,7 @@ from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.studies import wear
 
 LIFE_FORMATS = ("table", "json")
-TRACE_LABELS = {"iodepth": "--iodepth"}
+TRACE_LABELS = {"iodepth": WORKLOAD["iodepth"].flag}
 
 
 def _rates(duty: str | None, tb_per_day: str | None) -> tuple[float | None, float | None]:
@@ -60,7 +71,24 @@ def _scenarios(
       --trace tests/data/traces/small.msr.csv --duty 24h/day
 """
 )
-@with_array_flags
+@flagset(
+    MODE,
+    WORKLOAD,
+    SEED,
+    FORMAT,
+    ARRAY,
+    defaults={
+        "mode": "open",
+        "rw": "randwrite",
+        "bs": "4K",
+        "iodepth": "1",
+        "numjobs": "1",
+        "rwmixread": "50",
+        "ios": Shown("20000"),
+        "size": Shown("whole array"),
+        "offset": "0",
+    },
+)
 def life(
     duty: Annotated[
         str | None,
@@ -85,57 +113,21 @@ def life(
     trace_format: Annotated[
         str, opt("--trace-format", "With --trace: msr (MSR Cambridge CSV) or blkparse.")
     ] = "msr",
-    mode: Annotated[
-        str, opt("--mode", "With --trace: open (at trace timestamps) or closed (at --iodepth).")
-    ] = "open",
-    rw: Annotated[
-        str,
-        opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
-    ] = "randwrite",
-    bs: Annotated[str, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
-    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per job.")] = "1",
-    numjobs: Annotated[str, opt("--numjobs", "Independent jobs.")] = "1",
-    rwmixread: Annotated[str, opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
-    ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
-    warmup_ios: Annotated[
-        str | None,
-        opt("--warmup-ios", "Host I/Os before measuring (default: the workload's warm-up)."),
-    ] = None,
-    runtime: Annotated[
-        str | None,
-        opt("--runtime", "Measured simulated time, e.g. 10s (default: no limit, --ios ends it)."),
-    ] = None,
-    size: Annotated[str | None, opt("--size", "Region size (default: whole array).")] = None,
-    offset: Annotated[str, opt("--offset", "Region start.")] = "0",
-    seed: SeedOption = "1",
-    output_format: Annotated[str, opt("--format", "table or json.")] = "table",
     *,
+    mode: str,
+    workload: WorkloadRequest,
+    seed: str,
+    output_format: str,
     flags: ArrayFlags,
 ) -> None:
     """Years each SSD lasts to its rated endurance under a workload at a duty cycle,
     projected from the steady-state flash wear the simulator counts."""
     with user_errors():
-        if output_format not in LIFE_FORMATS:
-            raise RaidlabError(
-                "--format", f"must be one of {', '.join(LIFE_FORMATS)}, got {output_format!r}"
-            )
+        check_format(output_format, LIFE_FORMATS)
         duty_hours, tb = _rates(duty, tb_per_day)
         array = wear.steady(flags.build())
-        request = WorkloadRequest(
-            rw=rw,
-            bs=bs,
-            rwmixread=rwmixread,
-            iodepth=iodepth,
-            numjobs=numjobs,
-            offset=offset,
-            size=size,
-            ios=ios,
-            warmup_ios=warmup_ios,
-            runtime_ns=runtime,
-            labels=RUN_FLAGS,
-        )
         seed_value = parse_seed(seed, "--seed")
-        scenarios = _scenarios(array, request, fio, trace, trace_format, mode, seed_value)
+        scenarios = _scenarios(array, workload, fio, trace, trace_format, mode, seed_value)
         results = wear.life_results(scenarios)
         report = wear.project_life(results, array, duty_hours, tb)
         if output_format == "json":

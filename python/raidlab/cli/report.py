@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from raidlab.cli.app import app
-from raidlab.cli.flags import opt
+from raidlab.cli.flags import LOG_Y, flagset, opt
 from raidlab.errors import user_errors
 from raidlab.report.output import stdout
 
@@ -27,6 +27,7 @@ from raidlab.report.output import stdout
   raidlab report out/levels.csv --out out/levels.html
 """
 )
+@flagset(LOG_Y)
 def report(
     input_path: Annotated[
         str,
@@ -44,9 +45,8 @@ def report(
     title: Annotated[
         str | None, opt("--title", "The page's title (default: from the input).")
     ] = None,
-    log_y: Annotated[
-        bool, opt("--log-y", "Start the MB/s figures on a log y axis (the page can switch).")
-    ] = False,
+    *,
+    log_y: bool,
 ) -> None:
     """Write one self-contained HTML report (no network needed to view it): the
     headline, measured-vs-simulated figures with the error per row, sortable tables,

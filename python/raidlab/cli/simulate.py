@@ -12,26 +12,38 @@ import typer
 from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
-    ATTO_FLAGS,
-    RUN_FLAGS,
+    ARRAY,
+    CLUSTER,
+    EXPLAIN,
+    FORMAT,
+    IOS_MAX,
+    JOBS,
+    LOG_Y,
+    MODE,
+    OUTPUT_FORMAT,
+    PLOT,
+    SEED,
+    SIZES,
+    WORKLOAD,
     ArrayFlags,
-    ClusterOption,
-    ExplainOption,
-    FormatOption,
-    JobsOption,
-    SeedOption,
+    Shown,
     check_format,
     cluster_scope,
+    flagset,
     opt,
     parse_jobs,
-    with_array_flags,
 )
 from raidlab.errors import user_errors
-from raidlab.frontends.atto import DEFAULT_LENGTH, DEFAULT_SIZES, IOS_MAX_DEFAULT, atto_in_flight
+from raidlab.frontends.atto import (
+    DEFAULT_LENGTH,
+    DEFAULT_SIZES,
+    IOS_MAX_DEFAULT,
+    atto_in_flight,
+    parse_ios_max,
+)
 from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
-from raidlab.scenario.array import parse_int
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios, write_buffers
 from raidlab.units import format_size, parse_size
@@ -49,7 +61,19 @@ from raidlab.units import format_size, parse_size
       --drives 4 --length 512M --explain
 """
 )
-@with_array_flags
+@flagset(
+    SIZES,
+    IOS_MAX,
+    SEED,
+    JOBS,
+    CLUSTER,
+    FORMAT,
+    EXPLAIN,
+    PLOT,
+    LOG_Y,
+    ARRAY,
+    defaults={"sizes": DEFAULT_SIZES, "ios_max": str(IOS_MAX_DEFAULT)},
+)
 def atto(
     qd: Annotated[
         str,
@@ -59,54 +83,36 @@ def atto(
             "ceil(N/2) I/Os in flight (QD 2 runs one at a time; docs/studies.md).",
         ),
     ] = "1,4",
-    sizes: Annotated[
-        str, opt("--sizes", "Transfer sizes: range 512..32M (doubling) or list.")
-    ] = DEFAULT_SIZES,
     length: Annotated[str, opt("--length", "Test file size.")] = DEFAULT_LENGTH,
-    ios_max: Annotated[str, opt("--ios-max", "At most this many measured I/Os per point.")] = str(
-        IOS_MAX_DEFAULT
-    ),
-    seed: SeedOption = "1",
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: FormatOption = "table",
-    explain: ExplainOption = False,
-    plot: Annotated[
-        Path | None,
-        opt(
-            "--plot",
-            "Also draw the sweep to this file (FILE.png; format from the suffix); its "
-            "directory must exist (default: no figure).",
-        ),
-    ] = None,
-    log_y: Annotated[
-        bool, opt("--log-y", "With --plot: draw MB/s on a log axis, where small transfers show.")
-    ] = False,
     *,
+    sizes: str,
+    ios_max: str,
+    seed: str,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
+    explain: bool,
+    plot: Path | None,
+    log_y: bool,
     flags: ArrayFlags,
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
+    # Long for its signature: ATTO's own options with their help; the output forms and
+    # the explain are helpers of their own.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
-        if plot is not None:
-            from raidlab.report.plots import check_figure_path
-
-            check_figure_path(plot, "--plot")
-        elif log_y:
-            from raidlab.errors import RaidlabError
-
-            raise RaidlabError("--log-y", "it draws the figure of --plot; give --plot FILE too")
+        _check_plot(plot, log_y)
         array = flags.build()
         frame = api.atto_sweep(
             array,
             qd=qd,
             sizes=sizes,
             length=length,
-            ios_max=parse_int(ios_max, "--ios-max", 64, 10_000_000),
+            ios_max=parse_ios_max(ios_max, "--ios-max"),
             seed=seed,
             jobs=parse_jobs(jobs),
-            labels=ATTO_FLAGS,
+            labels={"qd": "--qd", "sizes": "--sizes", "length": "--length", "seed": "--seed"},
         )
         explain_points = frame.attrs["explain"]
         figure = None
@@ -122,16 +128,16 @@ def atto(
         if output_format == "csv":
             sys.stdout.write(frame.to_csv(index=False))
         elif output_format == "json":
-            document: dict[str, Any] = {
-                "records": records(frame),
-                "seed": frame.attrs["seed"],
-                "array": frame.attrs["array"],
-                "drive_state": drive_state(frame.attrs["array"]),
-            }
-            document["explain"] = explain_points
-            if figure is not None:
-                document["figure"] = str(figure)
-            print_json(document)
+            print_json(
+                {
+                    "records": records(frame),
+                    "seed": frame.attrs["seed"],
+                    "array": frame.attrs["array"],
+                    "drive_state": drive_state(frame.attrs["array"]),
+                    "explain": explain_points,
+                    **({"figure": str(figure)} if figure is not None else {}),
+                }
+            )
         else:
             print_simulated(
                 setup_line(frame.attrs["array"], flags.drive, flags.config),
@@ -148,16 +154,33 @@ def atto(
                 f"figure: {figure}", highlight=False, markup=False
             )
         if explain and output_format != "json":
-            # The largest transfer at the deepest queue shows where the array saturates.
-            qd_max = max(point["qd"] for point in explain_points)
-            block_max = max(point["block_bytes"] for point in explain_points)
-            for point in explain_points:
-                if point["qd"] == qd_max and point["block_bytes"] == block_max:
-                    print_explain(
-                        point["explain"],
-                        f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
-                        to_stderr=output_format == "csv",
-                    )
+            _print_atto_explain(explain_points, to_stderr=output_format == "csv")
+
+
+def _print_atto_explain(explain_points: list[dict[str, Any]], to_stderr: bool) -> None:
+    """The explain of the largest transfer at the deepest queue: where the array
+    saturates."""
+    qd_max = max(point["qd"] for point in explain_points)
+    block_max = max(point["block_bytes"] for point in explain_points)
+    for point in explain_points:
+        if point["qd"] == qd_max and point["block_bytes"] == block_max:
+            print_explain(
+                point["explain"],
+                f"explain: {point['op']} {format_size(block_max)} at QD {qd_max}",
+                to_stderr=to_stderr,
+            )
+
+
+def _check_plot(plot: Path | None, log_y: bool) -> None:
+    """--plot's file can be written, and --log-y has a figure to draw."""
+    if plot is not None:
+        from raidlab.report.plots import check_figure_path
+
+        check_figure_path(plot, "--plot")
+    elif log_y:
+        from raidlab.errors import RaidlabError
+
+        raise RaidlabError("--log-y", "it draws the figure of --plot; give --plot FILE too")
 
 
 @app.command(
@@ -175,66 +198,38 @@ def atto(
       --drives 4 --failed 1 --rebuild-rate 200M --explain
 """
 )
-@with_array_flags
+@flagset(
+    WORKLOAD,
+    SEED,
+    FORMAT,
+    EXPLAIN,
+    ARRAY,
+    defaults={
+        "rw": "randread",
+        "bs": "4K",
+        "iodepth": "1",
+        "numjobs": "1",
+        "rwmixread": "50",
+        "ios": Shown("20000"),
+        "size": Shown("whole array"),
+        "offset": "0",
+    },
+)
 def run(
-    rw: Annotated[
-        str,
-        opt("--rw", "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite."),
-    ] = "randread",
-    bs: Annotated[str, opt("--bs", "Block size, or a mix 4K:55,64K:25,128K:20.")] = "4K",
-    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per job.")] = "1",
-    numjobs: Annotated[str, opt("--numjobs", "Independent jobs.")] = "1",
-    rwmixread: Annotated[str, opt("--rwmixread", "Read percentage for rw/randrw.")] = "50",
-    ios: Annotated[str | None, opt("--ios", "Measured host I/Os (default 20000).")] = None,
-    warmup_ios: Annotated[
-        str | None,
-        opt(
-            "--warmup-ios",
-            "Host I/Os completed and discarded before measuring (default: a tenth of "
-            "--ios, at least 8; the ssd-raid-tuning study runs SSD writes in steady state "
-            "after 100000, enough to fill the drives' write buffers, see docs/predict.md).",
-        ),
-    ] = None,
-    runtime: Annotated[
-        str | None,
-        opt(
-            "--runtime",
-            "Measured simulated time, e.g. 10s, 500ms (stops at --ios too; default: no "
-            "limit, the run ends at --ios).",
-        ),
-    ] = None,
-    size: Annotated[str | None, opt("--size", "Region size (default: whole array).")] = None,
-    offset: Annotated[str, opt("--offset", "Region start.")] = "0",
-    seed: SeedOption = "1",
-    output_format: FormatOption = "table",
-    explain: ExplainOption = False,
     *,
+    workload: WorkloadRequest,
+    seed: str,
+    output_format: str,
+    explain: bool,
     flags: ArrayFlags,
 ) -> None:
     """A fio-style run: IOPS, MB/s and latency per direction."""
     with user_errors():
         output_format = check_format(output_format)
         array = flags.build()
-        run = api.run_workload_rows(
-            array,
-            WorkloadRequest(
-                rw=rw,
-                bs=bs,
-                rwmixread=rwmixread,
-                iodepth=iodepth,
-                numjobs=numjobs,
-                offset=offset,
-                size=size,
-                ios=ios,
-                warmup_ios=warmup_ios,
-                runtime_ns=runtime,
-                labels=RUN_FLAGS,
-            ),
-            seed,
-            "--seed",
-        )
+        run = api.run_workload_rows(array, workload, seed, "--seed")
         attrs = run.attrs
-        if warmup_ios is None:
+        if workload.warmup_ios is None:
             note = warmup_note(attrs["scenario"])
             if note:
                 stderr.print(f"note: {note}", highlight=False, markup=False)
@@ -259,7 +254,7 @@ def run(
             )
             print_table(
                 run_table_rows(run.rows),
-                title=f"{rw} (seed {attrs['seed']}"
+                title=f"{workload.rw} (seed {attrs['seed']}"
                 f"{drive_state_note(attrs['scenario']['array'], ', ')})",
             )
         if explain and output_format != "json":
@@ -389,21 +384,27 @@ def atto_title(array: Mapping[str, Any], drive: str | None, config: Path | None)
       --iodepth 8 --drive hitachi-deskstar-250g --drives 4
 """
 )
-@with_array_flags
+@flagset(
+    MODE,
+    WORKLOAD.only("iodepth"),
+    SEED,
+    OUTPUT_FORMAT,
+    EXPLAIN,
+    ARRAY,
+    defaults={"mode": "open", "iodepth": "1", "output_format": "table"},
+)
 def replay(
     trace: Annotated[Path, typer.Argument(help="Block trace file.")],
     trace_format: Annotated[str, opt("--format", "msr (MSR Cambridge CSV) or blkparse.")] = "msr",
-    mode: Annotated[
-        str, opt("--mode", "open (at trace timestamps) or closed (at --iodepth).")
-    ] = "open",
-    iodepth: Annotated[str, opt("--iodepth", "Outstanding requests in closed mode.")] = "1",
     time_scale: Annotated[
         str, opt("--time-scale", "Open mode: replay this many times faster.")
     ] = "1",
-    seed: SeedOption = "1",
-    output_format: Annotated[str, opt("--output-format", "table, csv or json.")] = "table",
-    explain: ExplainOption = False,
     *,
+    mode: str,
+    workload: WorkloadRequest,
+    seed: str,
+    output_format: str,
+    explain: bool,
     flags: ArrayFlags,
 ) -> None:
     """Replay a block trace (streamed: any length) on a simulated array."""
@@ -414,7 +415,7 @@ def replay(
             trace,
             trace_format,
             mode,
-            iodepth,
+            workload.iodepth,
             time_scale,
             seed,
             {

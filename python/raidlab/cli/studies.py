@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,22 +13,25 @@ from rich.table import Table
 from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
-    RUN_FLAGS,
-    ClusterOption,
-    ControllerOption,
-    DriveOption,
-    DrivesOption,
-    FormatOption,
-    JobsOption,
-    SchedulerOption,
-    SeedOption,
+    ARRAY,
+    CLUSTER,
+    FORMAT,
+    IOS_MAX,
+    JOBS,
+    LOG_Y,
+    RISK,
+    SEED,
+    WORKLOAD,
+    Shown,
     check_format,
     cluster_scope,
+    flagset,
+    given,
     opt,
     parse_jobs,
 )
 from raidlab.errors import RaidlabError, user_errors
-from raidlab.frontends.atto import IOS_MAX_DEFAULT
+from raidlab.frontends.atto import IOS_MAX_DEFAULT, parse_ios_max
 from raidlab.reliability import RiskOptions
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.presets import print_preset_details
@@ -55,6 +59,7 @@ from raidlab.units import format_size
   raidlab presets show my-drive.toml
 """
 )
+@flagset(FORMAT)
 def presets(
     action: Annotated[
         str | None,
@@ -67,7 +72,8 @@ def presets(
             "(my-drive.toml, as `raidlab calibrate` writes)."
         ),
     ] = None,
-    output_format: FormatOption = "table",
+    *,
+    output_format: str,
 ) -> None:
     """List drive and controller presets with their key figures (CSV and JSON: one
     column per figure, named by its preset key; JSON also every parameter of every
@@ -119,29 +125,15 @@ def _records_with_sources(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-ADVISE_FLAGS = {
-    "drive": "--drive",
-    "drives": "--drives",
+ADVISE_LABELS = {
     "job": "--job",
     "access_spec": "--workload",
-    "ios": "--ios",
     "capacity": "--capacity",
     "tolerate": "--tolerate",
     "metric": "--metric",
-    "seed": "--seed",
-    "scheduler": "--scheduler",
-    "mtbf_hours": "--mtbf-hours",
-    "afr": "--afr",
-    "ure": "--ure",
-    "mission_years": "--mission-years",
-    "replace_after": "--replace-after",
-    "rebuild_rate": "--rebuild-rate",
     "max_loss_probability": "--max-loss-probability",
 }
-
-
-# Help text of advise's workload flags: the API's default workload, stated once there.
-_DEFAULT = {key: f" (default: {value})." for key, value in api.ADVISE_WORKLOAD.items()}
+ADVISE_WORKLOAD_KEYS = ("rw", "bs", "iodepth", "numjobs", "rwmixread")
 
 
 @app.command(
@@ -160,23 +152,21 @@ _DEFAULT = {key: f" (default: {value})." for key, value in api.ADVISE_WORKLOAD.i
       --metric risk --max-loss-probability 0.01
 """
 )
+@flagset(
+    ARRAY["drive"],
+    ARRAY["drives"],
+    ARRAY["controller"],
+    ARRAY["scheduler"],
+    WORKLOAD.only(*ADVISE_WORKLOAD_KEYS, "ios"),
+    RISK.only("mtbf_hours", "afr", "ure", "mission_years", "replace_after", "hot_spare"),
+    ARRAY["rebuild_rate"],
+    SEED,
+    JOBS,
+    CLUSTER,
+    FORMAT,
+    defaults={**api.ADVISE_WORKLOAD, "ios": "20000"},
+)
 def advise(
-    drive: DriveOption = None,
-    drives: DrivesOption = None,
-    controller: ControllerOption = None,
-    rw: Annotated[str | None, opt("--rw", f"fio's rw of the workload{_DEFAULT['rw']}")] = None,
-    bs: Annotated[
-        str | None, opt("--bs", f"Block size, or a mix 4K:55,64K:25,128K:20{_DEFAULT['bs']}")
-    ] = None,
-    iodepth: Annotated[
-        str | None, opt("--iodepth", f"Outstanding I/Os per job{_DEFAULT['iodepth']}")
-    ] = None,
-    numjobs: Annotated[
-        str | None, opt("--numjobs", f"Independent jobs{_DEFAULT['numjobs']}")
-    ] = None,
-    rwmixread: Annotated[
-        str | None, opt("--rwmixread", f"Read percentage for rw/randrw{_DEFAULT['rwmixread']}")
-    ] = None,
     job: Annotated[
         Path | None,
         opt(
@@ -185,7 +175,7 @@ def advise(
             "fio-style flags).",
         ),
     ] = None,
-    workload: Annotated[
+    workload_spec: Annotated[
         str | None,
         opt(
             "--workload",
@@ -193,45 +183,12 @@ def advise(
             "(default: the fio-style flags).",
         ),
     ] = None,
-    ios: Annotated[
-        str, opt("--ios", "Measured host I/Os per candidate (per job of --job, at most).")
-    ] = "20000",
     capacity: Annotated[str, opt("--capacity", "Usable capacity needed, e.g. 500G.")] = "0",
     tolerate: Annotated[str, opt("--tolerate", "Drive failures to survive in every case.")] = "0",
     metric: Annotated[
         str,
         opt("--metric", "Rank by iops, mbps, lat_p99_us or risk (P(loss) over the mission)."),
     ] = "iops",
-    seed: SeedOption = "1",
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: FormatOption = "table",
-    scheduler: SchedulerOption = None,
-    mtbf_hours: Annotated[
-        str | None,
-        opt("--mtbf-hours", "Per-drive MTBF in hours for the risk column (default: preset's)."),
-    ] = None,
-    afr: Annotated[
-        str | None,
-        opt("--afr", "Per-drive AFR, % per year, instead of --mtbf-hours (default: preset's)."),
-    ] = None,
-    ure: Annotated[
-        str | None,
-        opt("--ure", "Bits read per unrecoverable read error, e.g. 1e14 (default: preset's)."),
-    ] = None,
-    mission_years: Annotated[
-        str, opt("--mission-years", "Years over which P(loss) is given.")
-    ] = "5",
-    replace_after: Annotated[
-        str, opt("--replace-after", "Detection and replacement delay before a rebuild.")
-    ] = "24h",
-    hot_spare: Annotated[
-        bool, opt("--hot-spare", "A hot spare rebuilds at once: no replacement delay.")
-    ] = False,
-    rebuild_rate: Annotated[
-        str | None,
-        opt("--rebuild-rate", "Rebuild rate limit, bytes/s (default: md's 200000K)."),
-    ] = None,
     max_loss_probability: Annotated[
         str | None,
         opt(
@@ -239,36 +196,49 @@ def advise(
             "Only candidates whose P(loss) is at most this (default: no limit).",
         ),
     ] = None,
+    *,
+    drive: str | None,
+    drives: str | None,
+    controller: str | None,
+    scheduler: str | None,
+    workload: WorkloadRequest,
+    risk: RiskOptions,
+    rebuild_rate: str | None,
+    seed: str,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
 ) -> None:
     """Simulate the RAID levels, stripe units and cache settings (write-through,
     write-back, FastPath where the controller has it) a set of drives allows for a
     workload, and rank them, with the bottleneck of each and why the winner wins."""
+    # Long for its signature: the options only advise takes are declared here, each with
+    # its help; the body builds the workload source and relays one call to the API.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
-        workload_flags = {
-            "rw": rw,
-            "bs": bs,
-            "iodepth": iodepth,
-            "numjobs": numjobs,
-            "rwmixread": rwmixread,
-        }
-        given = {key: value for key, value in workload_flags.items() if value is not None}
-        request = None
-        if job is not None or workload is not None:
+        request: WorkloadRequest | None = workload
+        if job is not None or workload_spec is not None:
             own = "--job" if job is not None else "--workload"
-            if given:
-                leave_out = ", ".join(RUN_FLAGS[key] for key in given)
-                raise RaidlabError(own, f"the workload comes from {own}; leave out {leave_out}")
-        else:
-            # The API's default workload, with the flags given replacing its settings.
-            request = WorkloadRequest(**{**api.ADVISE_WORKLOAD, **given}, ios=ios, labels=RUN_FLAGS)
+            leave_out = given(*ADVISE_WORKLOAD_KEYS)
+            if leave_out:
+                raise RaidlabError(
+                    own, f"the workload comes from {own}; leave out {', '.join(leave_out)}"
+                )
+            request = None
+        labels = {
+            **ADVISE_LABELS,
+            **WORKLOAD.labels(),
+            **RISK.labels(),
+            **{key: ARRAY[key].flag for key in ("drive", "drives", "scheduler", "rebuild_rate")},
+            "seed": SEED.flag,
+        }
         frame = api.advise(
             drive,
             drives or "1",
             workload=request,
             job=job,
-            access_spec=workload,
-            ios=ios,
+            access_spec=workload_spec,
+            ios=workload.ios,
             controller=controller,
             capacity=capacity,
             tolerate=tolerate,
@@ -276,16 +246,8 @@ def advise(
             seed=seed,
             jobs=parse_jobs(jobs),
             scheduler=scheduler,
-            labels=ADVISE_FLAGS,
-            risk=RiskOptions(
-                mtbf_hours=mtbf_hours,
-                afr=afr,
-                ure=ure,
-                mission_years=mission_years,
-                replace_after=replace_after,
-                hot_spare=hot_spare,
-                labels=ADVISE_FLAGS,
-            ),
+            labels=labels,
+            risk=replace(risk, labels=labels),
             rebuild_rate=rebuild_rate,
             max_loss_probability=max_loss_probability,
         )
@@ -312,12 +274,19 @@ A configuration a study did not measure, simulated with the study's method (its 
 size, FastPath, warm-up): the atto/run/fio commands of docs/predict.md.
 """
 )
+@flagset(
+    FORMAT,
+    JOBS,
+    CLUSTER,
+    IOS_MAX,
+    SEED,
+    LOG_Y,
+    defaults={
+        "ios_max": Shown(f"{IOS_MAX_DEFAULT} per ATTO point, {CLAIMS_IOS_DEFAULT} per claim run")
+    },
+)
 def reproduce(
     study: Annotated[str, typer.Argument(help=f"Study: {', '.join(STUDY_NAMES)}.")],
-    output_format: Annotated[
-        str,
-        opt("--format", "table, csv (the per-row comparison) or json (rows, summary, figures)."),
-    ] = "table",
     out: Annotated[
         Path | None,
         opt(
@@ -327,17 +296,6 @@ def reproduce(
             "written, whatever the --format).",
         ),
     ] = None,
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    ios_max: Annotated[
-        str | None,
-        opt(
-            "--ios-max",
-            f"Measured I/Os: at most this many per ATTO point (default {IOS_MAX_DEFAULT}); "
-            f"exactly this many per claim run (default {CLAIMS_IOS_DEFAULT}).",
-        ),
-    ] = None,
-    seed: SeedOption = "1",
     strict: Annotated[
         bool, opt("--strict", "Claim studies: exit with status 1 if any claim fails.")
     ] = False,
@@ -350,24 +308,24 @@ def reproduce(
             "rows' MAPE (CV MAPE) next to the naive model's.",
         ),
     ] = False,
-    log_y: Annotated[
-        bool,
-        opt("--log-y", "With --out: draw MB/s on a log axis, where small transfers show."),
-    ] = False,
+    *,
+    output_format: str,
+    jobs: str | None,
+    cluster: str | None,
+    ios_max: str | None,
+    seed: str,
+    log_y: bool,
 ) -> None:
     """Simulate every row of a published measurement and report the error: per row,
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
+    # Long for its signature (reproduce's own options with their help) and the checks of
+    # which options fit which kind of study; the output is _print_atto_study's.
     # The studies load with the command, not with the command line.
-    from raidlab.report.studies import (
-        print_claims,
-        print_cross_validation,
-        print_study_summary,
-    )
-    from raidlab.studies.atto_studies import STUDIES, StudySummary, get_study, summary_dict
-    from raidlab.studies.claims import CLAIM_STUDIES
-    from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
+    from raidlab.report.studies import print_claims
+    from raidlab.studies.atto_studies import STUDIES, get_study
+    from raidlab.studies.claim_studies import CLAIM_STUDIES
 
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
@@ -388,7 +346,7 @@ def reproduce(
             )
         if log_y and out is None:
             raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
-        ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+        ios = None if ios_max is None else parse_ios_max(ios_max, "--ios-max")
         frame = api.reproduce(
             study,
             jobs=parse_jobs(jobs),
@@ -404,52 +362,60 @@ def reproduce(
             if strict and frame.attrs["summary"]["claims_failed"]:
                 raise typer.Exit(1)
             return
-        summary: StudySummary = frame.attrs["summary"]
-        cv: CrossValidation | None = frame.attrs.get("cross_validation")
         # What was simulated: the default I/O count, not None, when the flag was left out.
-        ios_max = IOS_MAX_DEFAULT if ios is None else ios
-        if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
-            print_study_summary(frame, summary, stderr)
-            if cv is not None:
-                print_cross_validation(cv, stderr)
-        elif output_format == "json":
-            extra = {} if cv is None else {"cross_validation": cross_validation_dict(cv)}
-            print_json(
-                {
-                    "study": study,
-                    "title": frame.attrs.get("title"),
-                    "drive": frame.attrs.get("drive"),
-                    "controller": frame.attrs.get("controller"),
-                    "seed": frame.attrs.get("seed"),
-                    # What was simulated: the I/O count and the ATTO test file.
-                    "ios_max": ios_max,
-                    "length_bytes": STUDIES[study].length_bytes,
-                    # What each configuration is, for `raidlab report`'s figure titles.
-                    "configs": {
-                        name: {
-                            "drive_count": count,
-                            "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
-                            "figure": frame.attrs["figures_of"].get(name, name),
-                        }
-                        for name, count in frame.attrs.get("drive_counts", {}).items()
-                    },
-                    "records": records(frame),
-                    "summary": summary_dict(summary),
-                    "figures": list(frame.attrs.get("figures", [])),
-                    **extra,
-                }
-            )
-        else:
-            method = (
-                f"{format_size(STUDIES[study].length_bytes)} test file, at most "
-                f"{ios_max} I/Os per point, seed "
-                f"{frame.attrs.get('seed')}"
-            )
-            print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")
-            print_study_summary(frame, summary, stdout)
-            if cv is not None:
-                print_cross_validation(cv, stdout)
+        _print_atto_study(study, frame, output_format, IOS_MAX_DEFAULT if ios is None else ios)
+
+
+def _print_atto_study(study: str, frame: Any, output_format: str, ios_max: int) -> None:
+    """An ATTO study's rows, summary and cross-validation in ``output_format``."""
+    from raidlab.report.studies import print_cross_validation, print_study_summary
+    from raidlab.studies.atto_studies import STUDIES, StudySummary, summary_dict
+    from raidlab.studies.cross_validation import CrossValidation, cross_validation_dict
+
+    summary: StudySummary = frame.attrs["summary"]
+    cv: CrossValidation | None = frame.attrs.get("cross_validation")
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+        print_study_summary(frame, summary, stderr)
+        if cv is not None:
+            print_cross_validation(cv, stderr)
+    elif output_format == "json":
+        extra = {} if cv is None else {"cross_validation": cross_validation_dict(cv)}
+        print_json(
+            {
+                "study": study,
+                "title": frame.attrs.get("title"),
+                "drive": frame.attrs.get("drive"),
+                "controller": frame.attrs.get("controller"),
+                "seed": frame.attrs.get("seed"),
+                # What was simulated: the I/O count and the ATTO test file.
+                "ios_max": ios_max,
+                "length_bytes": STUDIES[study].length_bytes,
+                # What each configuration is, for `raidlab report`'s figure titles.
+                "configs": {
+                    name: {
+                        "drive_count": count,
+                        "stripe_unit_bytes": frame.attrs["stripe_units"].get(name),
+                        "figure": frame.attrs["figures_of"].get(name, name),
+                    }
+                    for name, count in frame.attrs.get("drive_counts", {}).items()
+                },
+                "records": records(frame),
+                "summary": summary_dict(summary),
+                "figures": list(frame.attrs.get("figures", [])),
+                **extra,
+            }
+        )
+    else:
+        method = (
+            f"{format_size(STUDIES[study].length_bytes)} test file, at most "
+            f"{ios_max} I/Os per point, seed "
+            f"{frame.attrs.get('seed')}"
+        )
+        print_table(study_table_rows(frame), title=f"{study}: measured vs simulated ({method})")
+        print_study_summary(frame, summary, stdout)
+        if cv is not None:
+            print_cross_validation(cv, stdout)
 
 
 def _reproduce_raidix_cache(
@@ -458,7 +424,7 @@ def _reproduce_raidix_cache(
     """``reproduce raidix-cache``: the table rows and M01-M04, stated against simulated."""
     from raidlab.report.raidix_cache import table_lines
 
-    ios = None if ios_max is None else parse_int(ios_max, "--ios-max", 64, 10_000_000)
+    ios = None if ios_max is None else parse_ios_max(ios_max, "--ios-max")
     frame = api.reproduce(
         "raidix-cache",
         jobs=parse_jobs(jobs),

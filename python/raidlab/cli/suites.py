@@ -5,23 +5,29 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
+    ARRAY,
+    CLUSTER,
+    FORMAT,
+    JOBS,
+    OUTPUT_FORMAT,
+    PLOT,
+    SEED,
+    SIZES,
+    WORKLOAD,
     ArrayFlags,
-    ClusterOption,
-    FormatOption,
-    JobsOption,
-    SeedOption,
+    Shown,
     check_format,
     cluster_scope,
+    flagset,
     opt,
     parse_jobs,
-    with_array_flags,
 )
 from raidlab.cli.simulate import setup_line
 from raidlab.errors import RaidlabError, user_errors
@@ -29,6 +35,7 @@ from raidlab.frontends.fio import parse_command_line, parse_job_files
 from raidlab.report.output import json_text, output_file, print_json, records, stdout
 from raidlab.report.tables import number, print_frame, print_table
 from raidlab.scenario.tuning import drive_state, drive_state_note
+from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size
 
 
@@ -74,18 +81,12 @@ def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
   raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json --output=out.json
 """,
 )
-@with_array_flags
+@flagset(SEED, JOBS, CLUSTER, OUTPUT_FORMAT, ARRAY, defaults={"output_format": "normal"})
 def fio(
     args: Annotated[
         list[str] | None,
         typer.Argument(help="Job files and/or fio options (--name=job --rw=randread ...)."),
     ] = None,
-    seed: Annotated[str, opt("--seed", "Random seed (a job's randseed= overrides it).")] = "1",
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: Annotated[
-        str, opt("--output-format", "normal (fio's text), json or json+ (fio's schema).")
-    ] = "normal",
     output: Annotated[
         Path | None,
         opt(
@@ -95,6 +96,10 @@ def fio(
         ),
     ] = None,
     *,
+    seed: str,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
     flags: ArrayFlags,
 ) -> None:
     """fio job files (or fio's command-line job form) simulated on an array, reported
@@ -145,23 +150,32 @@ CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "
   raidlab cdm --drive intel-dc-s3500-80g --profile nvme --format csv
 """
 )
-@with_array_flags
+@flagset(
+    WORKLOAD.only("size", "ios"),
+    SEED,
+    JOBS,
+    CLUSTER,
+    FORMAT,
+    ARRAY,
+    defaults={"size": "1G", "ios": "20000"},
+)
 def cdm(
     profile: Annotated[str, opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
-    size: Annotated[str, opt("--size", "Test file size (CDM's 1GiB default).")] = "1G",
-    ios: Annotated[str, opt("--ios", "Measured I/Os of each random test.")] = "20000",
-    seed: SeedOption = "1",
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: FormatOption = "table",
     *,
+    workload: WorkloadRequest,
+    seed: str,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
     flags: ArrayFlags,
 ) -> None:
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         array = flags.build()
-        frame = api.cdm(array, profile, size, ios, seed, parse_jobs(jobs), CDM_FLAGS)
+        frame = api.cdm(
+            array, profile, workload.size, workload.ios, seed, parse_jobs(jobs), CDM_FLAGS
+        )
         title = f"CrystalDiskMark ({profile} profile{drive_state_note(array, ', ')})"
         print_frame(frame, output_format, title)
 
@@ -174,7 +188,13 @@ def cdm(
   raidlab iometer "bs=4K/100;read=70;random=100;workers=2;qd=8" --drive intel-dc-s3500-80g
 """
 )
-@with_array_flags
+@flagset(
+    WORKLOAD.only("ios", "size"),
+    SEED,
+    FORMAT,
+    ARRAY,
+    defaults={"ios": "20000", "size": Shown("whole array")},
+)
 def iometer(
     spec: Annotated[
         str,
@@ -183,11 +203,10 @@ def iometer(
             "bs=SIZE/PCT,...;read=PCT;random=PCT;workers=N;qd=N."
         ),
     ],
-    ios: Annotated[str, opt("--ios", "Measured I/Os, all workers together.")] = "20000",
-    size: Annotated[str | None, opt("--size", "Test region (default: whole array).")] = None,
-    seed: SeedOption = "1",
-    output_format: FormatOption = "table",
     *,
+    workload: WorkloadRequest,
+    seed: str,
+    output_format: str,
     flags: ArrayFlags,
 ) -> None:
     """An IOMeter access specification: IOPS, MB/s and latency per direction and total."""
@@ -197,8 +216,8 @@ def iometer(
         frame = api.iometer(
             array,
             spec,
-            ios,
-            size,
+            workload.ios,
+            workload.size,
             seed,
             {"spec": "SPEC", "ios": "--ios", "size": "--size", "seed": "--seed"},
         )
@@ -225,34 +244,33 @@ PTS_FLAGS = {
   raidlab pts --test tp --drive intel-dc-s3500-80g --drives 2 --plot pts.png
 """
 )
-@with_array_flags
+@flagset(
+    SIZES,
+    WORKLOAD.only("ios", "iodepth", "numjobs"),
+    SEED,
+    JOBS,
+    CLUSTER,
+    FORMAT,
+    PLOT,
+    ARRAY,
+    defaults={"sizes": Shown("PTS's"), "ios": "5000", "iodepth": "32", "numjobs": "1"},
+)
 def pts(
     test: Annotated[str, opt("--test", "iops, tp (throughput) or lat (latency).")] = "iops",
     mixes: Annotated[
         str | None, opt("--mixes", "R/W mixes, e.g. 100/0,65/35,0/100 (default: PTS's).")
     ] = None,
-    sizes: Annotated[
-        str | None, opt("--sizes", "Block sizes, e.g. 4K,64K (default: PTS's).")
-    ] = None,
-    ios: Annotated[str, opt("--ios", "Measured I/Os per cell and round.")] = "5000",
-    iodepth: Annotated[str, opt("--iodepth", "Outstanding I/Os per thread.")] = "32",
-    numjobs: Annotated[str, opt("--numjobs", "Threads.")] = "1",
     rounds_max: Annotated[str, opt("--rounds-max", "At most this many rounds.")] = str(
         api.PTS_ROUNDS_MAX
     ),
-    seed: SeedOption = "1",
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: FormatOption = "table",
-    plot: Annotated[
-        Path | None,
-        opt(
-            "--plot",
-            "Draw the tracking variable and the table to FILE.png; its directory must "
-            "exist (default: no figure).",
-        ),
-    ] = None,
     *,
+    sizes: str | None,
+    workload: WorkloadRequest,
+    seed: str,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
+    plot: Path | None,
     flags: ArrayFlags,
 ) -> None:
     """SNIA PTS-style test: rounds of the mix x size matrix until steady state."""
@@ -268,55 +286,64 @@ def pts(
             test,
             mixes,
             sizes,
-            ios,
-            iodepth,
-            numjobs,
+            workload.ios,
+            workload.iodepth,
+            workload.numjobs,
             rounds_max,
             seed,
             parse_jobs(jobs),
             PTS_FLAGS,
         )
-        summary, table, metric = (frame.attrs[key] for key in ("summary", "table", "metric"))
         figure = None
         if plot is not None:
             from raidlab.report.plots import plot_pts
 
-            figure = plot_pts(table, summary, metric, plot)
-        if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
-        elif output_format == "json":
-            print_json(
-                {
-                    "summary": summary,
-                    "table": {
-                        format_size(int(b)): {m: float(v) for m, v in row.items()}
-                        for b, row in table.iterrows()
-                    },
-                    "records": records(frame),
-                    **({"figure": str(figure)} if figure else {}),
-                }
+            figure = plot_pts(
+                frame.attrs["table"], frame.attrs["summary"], frame.attrs["metric"], plot
             )
-        else:
-            header = ["block", *[str(c) for c in table.columns]]
-            body = [
-                [
-                    format_size(int(b)),
-                    *[number(float(v), 0 if metric == "iops" else 1) for v in row],
-                ]
-                for b, row in table.iterrows()
+        _print_pts(frame, test, output_format, array, figure)
+
+
+def _print_pts(
+    frame: Any, test: str, output_format: str, array: dict[str, Any], figure: Path | None
+) -> None:
+    """A PTS test's rounds (csv), summary and table (json), or its table and steady
+    state (table)."""
+    summary, table, metric = (frame.attrs[key] for key in ("summary", "table", "metric"))
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    elif output_format == "json":
+        print_json(
+            {
+                "summary": summary,
+                "table": {
+                    format_size(int(b)): {m: float(v) for m, v in row.items()}
+                    for b, row in table.iterrows()
+                },
+                "records": records(frame),
+                **({"figure": str(figure)} if figure else {}),
+            }
+        )
+    else:
+        header = ["block", *[str(c) for c in table.columns]]
+        body = [
+            [
+                format_size(int(b)),
+                *[number(float(v), 0 if metric == "iops" else 1) for v in row],
             ]
-            print_table(
-                (header, body),
-                title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
-                f"{summary['window'][1]}{drive_state_note(array, ', ')})",
-            )
-            state = "reached" if summary["steady"] else "NOT reached"
-            stdout.print(
-                f"steady state {state} after {summary['rounds']} rounds on "
-                f"{summary['tracking']}: "
-                + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
-                highlight=False,
-                markup=False,
-            )
-            if figure is not None:
-                stdout.print(f"figure: {figure}", highlight=False, markup=False)
+            for b, row in table.iterrows()
+        ]
+        print_table(
+            (header, body),
+            title=f"PTS {test}: {metric} (mean of rounds {summary['window'][0]}-"
+            f"{summary['window'][1]}{drive_state_note(array, ', ')})",
+        )
+        state = "reached" if summary["steady"] else "NOT reached"
+        stdout.print(
+            f"steady state {state} after {summary['rounds']} rounds on "
+            f"{summary['tracking']}: " + ", ".join(f"{v:,.1f}" for v in summary["tracking_values"]),
+            highlight=False,
+            markup=False,
+        )
+        if figure is not None:
+            stdout.print(f"figure: {figure}", highlight=False, markup=False)

@@ -12,11 +12,12 @@ import typer
 from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import (
-    ClusterOption,
-    FormatOption,
-    JobsOption,
+    CLUSTER,
+    FORMAT,
+    JOBS,
     check_format,
     cluster_scope,
+    flagset,
     opt,
     parse_jobs,
 )
@@ -37,6 +38,7 @@ TABLE_ROWS_MAX = 50
   raidlab sweep examples/sweep-levels.toml --cluster tcp://10.0.0.5:8786
 """
 )
+@flagset(JOBS, CLUSTER, FORMAT)
 def sweep(
     path: Annotated[
         Path,
@@ -50,9 +52,10 @@ def sweep(
             "PREFIX.csv are not run again (default: out/ and the file's name).",
         ),
     ] = None,
-    jobs: JobsOption = None,
-    cluster: ClusterOption = None,
-    output_format: FormatOption = "table",
+    *,
+    jobs: str | None,
+    cluster: str | None,
+    output_format: str,
 ) -> None:
     """A design space, one row per point: IOPS, MB/s, latency and the bottleneck of
     every combination of the values in the file's [grid] (or of each [[points]])."""
@@ -68,8 +71,7 @@ def sweep(
     for note in frame.attrs["notes"]:
         stderr.print(note, highlight=False)
     stderr.print(
-        f"sweep: {frame.attrs['points']} points -> {frame.attrs['csv']}, "
-        f"{frame.attrs['parquet']}",
+        f"sweep: {frame.attrs['points']} points -> {frame.attrs['csv']}, {frame.attrs['parquet']}",
         highlight=False,
     )
     if output_format == "csv":

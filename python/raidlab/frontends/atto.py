@@ -44,6 +44,13 @@ IOS_MIN = 64
 IOS_MAX_DEFAULT = 3000
 IOS_MAX_LIMIT = 10_000_000
 DEFAULT_QUEUE_DEPTHS = (1, 4)
+
+
+def parse_ios_max(value: Any, label: str) -> int:
+    """Measured I/Os per point (ATTO's, a study's, a PTS cell's), IOS_MIN..IOS_MAX_LIMIT."""
+    return parse_int(value, label, IOS_MIN, IOS_MAX_LIMIT)
+
+
 DEFAULT_SIZES = "512..8M"
 DEFAULT_LENGTH = "256M"
 
@@ -122,7 +129,7 @@ def atto_points(
     labels = dict(labels or {})
     length_label = labels.get("length", "length")
     length_bytes = parse_size(length, length_label)
-    ios_max = parse_int(ios_max, labels.get("ios_max", "ios_max"), IOS_MIN, IOS_MAX_LIMIT)
+    ios_max = parse_ios_max(ios_max, labels.get("ios_max", "ios_max"))
     sizes = [parse_block_size(size, labels.get("sizes", "sizes")) for size in sizes]
     if not sizes:
         raise RaidlabError(labels.get("sizes", "sizes"), "give at least one transfer size")

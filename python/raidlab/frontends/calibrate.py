@@ -665,6 +665,9 @@ def calibrate(
     on_eval: Callable[[int, float], None] = lambda count, best: None,
 ) -> Calibration:
     """Fit the ``kind`` drive model to the measured ``jobs``."""
+    # One body for the fit's steps (write-cache choice, search, rpm snap, sensitivity):
+    # they share the job models, the running evaluation count and the run/evaluate
+    # closures over them; split, each would take all of them as arguments.
     check_kind(kind)
     capacity_bytes, capacity_source = _capacity(jobs, capacity)
     start = initial_ssd(jobs) if kind == "ssd" else initial_hdd(jobs)

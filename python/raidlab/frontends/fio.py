@@ -300,7 +300,6 @@ def _flag(option: Option) -> bool:
     raise RaidlabError(option.where, f"{option.key}: expected 0 or 1, got {option.value!r}")
 
 
-
 # --- jobs -> plan --------------------------------------------------------------------
 
 
@@ -446,36 +445,39 @@ def _check_natively(
     raise RaidlabError(opt.where if opt else where, f"{key}: {message}")
 
 
-def _plan_job(
-    section: JobSection, options: dict[str, Option], capacity: int, own: dict[str, str]
-) -> PlannedJob:
-    def get(key: str) -> Option | None:
-        return options.get(key)
+def _kb_base(options: Mapping[str, Option]) -> int:
+    """fio's kb_base: 1024 (K = KiB, the default) or 1000."""
+    if (opt := options.get("kb_base")) is None:
+        return 1024
+    kb_base = fio_int(opt.value, opt.where, "kb_base", 1000, 1024)
+    if kb_base not in (1000, 1024):
+        raise RaidlabError(opt.where, "kb_base: must be 1000 or 1024")
+    return kb_base
 
-    kb_base = 1024
-    if (opt := get("kb_base")) is not None:
-        kb_base = fio_int(opt.value, opt.where, "kb_base", 1000, 1024)
-        if kb_base not in (1000, 1024):
-            raise RaidlabError(opt.where, "kb_base: must be 1000 or 1024")
-    where_job = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
-    notes: list[str] = []
 
-    rw_text = (get("rw").value if get("rw") else None) or "read"
+def _rw(options: Mapping[str, Option], where_job: str) -> tuple[str, str]:
+    """The job's rw as fio wrote it (its base) and as the scenario names it."""
+    opt = options.get("rw")
+    rw_text = (opt.value if opt else None) or "read"
     rw_base, _, modifier = rw_text.partition(":")
     rw_base = rw_base.strip().lower()
     if rw_base not in RW_MAP or modifier:
-        opt = get("rw")
         raise RaidlabError(
             opt.where if opt else where_job,
             f"rw: must be read, write, randread, randwrite, rw, readwrite, randrw, trim, "
             f"randtrim, trimwrite or randtrimwrite, got {rw_text!r}",
         )
-    rw = RW_MAP[rw_base]
+    return rw_base, RW_MAP[rw_base]
 
-    # Block sizes: bssplit > bsrange > bs (fio's precedence), per direction.
+
+def _block_mixes(
+    options: Mapping[str, Option], rw_base: str, kb_base: int
+) -> tuple[list[list[int]], list[list[int]]]:
+    """The read and write block-size mixes: bssplit > bsrange > bs (fio's precedence),
+    per direction."""
     read_mix: list[list[int]] = [[4096, 1]]
     write_mix: list[list[int]] = [[4096, 1]]
-    if (opt := get("bs")) is not None and opt.value:
+    if (opt := options.get("bs")) is not None and opt.value:
         parts = [part.strip() for part in opt.value.split(",")]
         if len(parts) > 3:
             raise RaidlabError(opt.where, f"bs: at most read,write,trim sizes, got {opt.value!r}")
@@ -486,135 +488,187 @@ def _plan_job(
         if len(parts) > 2 and parts[2] and rw_base in TRIM_MODES:
             # The trim size: the simulator draws discards from the write mix.
             write_mix = [[fio_block(parts[2], opt.where, "bs", kb_base), 1]]
-    if (opt := get("bsrange")) is not None and opt.value:
+    if (opt := options.get("bsrange")) is not None and opt.value:
         parts = [part.strip() for part in opt.value.split(",")]
         if parts[0]:
             read_mix = write_mix = parse_bsrange(parts[0], opt.where, "bsrange", kb_base)
         if len(parts) > 1 and parts[1]:
             write_mix = parse_bsrange(parts[1], opt.where, "bsrange", kb_base)
-    if (opt := get("bssplit")) is not None and opt.value:
+    if (opt := options.get("bssplit")) is not None and opt.value:
         mixes = parse_bssplit(opt.value, opt.where, "bssplit", kb_base)
         if mixes[0]:
             read_mix = write_mix = mixes[0]
         if len(mixes) > 1 and mixes[1]:
             write_mix = mixes[1]
+    return read_mix, write_mix
 
+
+def _rwmixread(options: Mapping[str, Option]) -> int:
+    """Read percentage: the later of rwmixread and rwmixwrite wins, as in fio."""
     rwmixread = 50
-    mix_options = [opt for opt in options.values() if opt.key in ("rwmixread", "rwmixwrite")]
-    for opt in mix_options:  # the later one wins, as in fio (insertion order)
-        value = fio_field((opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread")
-        rwmixread = value if opt.key == "rwmixread" else 100 - value
+    for opt in options.values():  # insertion order: the order the job gave them
+        if opt.key in ("rwmixread", "rwmixwrite"):
+            value = fio_field(
+                (opt.value or "").rstrip("%"), opt.where, opt.key, "workload.rwmixread"
+            )
+            rwmixread = value if opt.key == "rwmixread" else 100 - value
+    return rwmixread
 
-    iodepth = 1
-    if (opt := get("iodepth")) is not None:
-        iodepth = fio_field(opt.value, opt.where, "iodepth", "workload.iodepth")
-    numjobs = 1
-    if (opt := get("numjobs")) is not None:
-        numjobs = fio_field(opt.value, opt.where, "numjobs", "workload.numjobs")
+
+def _region(options: Mapping[str, Option], capacity: int, kb_base: int) -> tuple[int, int, int]:
+    """The job's offset, region bytes (filesize, else size, else the rest of the array)
+    and the bytes each clone does (io_size, else size: fio's default io_size)."""
+
+    def size_of(opt: Option) -> int:
+        return fio_size_or_pct(opt.value, opt.where, opt.key, capacity, kb_base)
 
     offset = 0
-    if (opt := get("offset")) is not None and opt.value:
-        offset = fio_size_or_pct(opt.value, opt.where, "offset", capacity, kb_base)
-    size_opt = get("size")
-    file_opt = get("filesize")
-    region_opt = file_opt or size_opt
+    if (opt := options.get("offset")) is not None and opt.value:
+        offset = size_of(opt)
+    size_opt = options.get("size")
+    region_opt = options.get("filesize") or size_opt
     if region_opt is not None and region_opt.value:
-        region = fio_size_or_pct(
-            region_opt.value, region_opt.where, region_opt.key, capacity, kb_base
-        )
+        region = size_of(region_opt)
     else:
         region = max(0, capacity - offset)
-    # Bytes each clone does: io_size, else size (fio's default io_size = size).
-    if (opt := get("io_size")) is not None and opt.value:
-        io_bytes = fio_size_or_pct(opt.value, opt.where, "io_size", capacity, kb_base)
+    if (opt := options.get("io_size")) is not None and opt.value:
+        io_bytes = size_of(opt)
     elif size_opt is not None and size_opt.value:
-        io_bytes = fio_size_or_pct(size_opt.value, size_opt.where, "size", capacity, kb_base)
+        io_bytes = size_of(size_opt)
     else:
         io_bytes = region
-    if rw in ("read", "randread"):
-        mean_block = _mean_block(read_mix)
-    elif rw in ("write", "randwrite", *TRIM_MODES):
-        mean_block = _mean_block(write_mix)
-    else:
-        mean_block = (
-            rwmixread * _mean_block(read_mix) + (100 - rwmixread) * _mean_block(write_mix)
-        ) / 100
-    ios_per_clone = max(1, int(io_bytes // mean_block))
-    if (opt := get("number_ios")) is not None:
-        ios_per_clone = min(ios_per_clone, fio_int(opt.value, opt.where, "number_ios", 1, 10**12))
+    return offset, region, io_bytes
 
+
+def _ios(
+    section: JobSection,
+    options: Mapping[str, Option],
+    ios_per_clone: int,
+    numjobs: int,
+    notes: list[str],
+) -> tuple[int, int | None]:
+    """The I/Os of the job's clones together and its runtime: time_based runs until the
+    runtime is up; otherwise above DEFAULT_IOS_CAP the run is cut short (noted)."""
+    if (opt := options.get("number_ios")) is not None:
+        ios_per_clone = min(ios_per_clone, fio_int(opt.value, opt.where, "number_ios", 1, 10**12))
     runtime_ns = None
-    if (opt := get("runtime")) is not None and opt.value:
+    if (opt := options.get("runtime")) is not None and opt.value:
         runtime_ns = fio_time_ns(opt.value, opt.where, "runtime")
         if runtime_ns < 1:
             runtime_ns = None
-    time_based = (opt := get("time_based")) is not None and _flag(opt)
     ios = ios_per_clone * numjobs
-    if time_based:
+    if (opt := options.get("time_based")) is not None and _flag(opt):
         if runtime_ns is None:
-            raise RaidlabError(get("time_based").where, "time_based: needs runtime=")
-        ios = TIME_BASED_IOS
-    elif ios > DEFAULT_IOS_CAP:
+            raise RaidlabError(opt.where, "time_based: needs runtime=")
+        return TIME_BASED_IOS, runtime_ns
+    if ios > DEFAULT_IOS_CAP:
         notes.append(
             f"job {section.name}: {ios:,} I/Os capped at {DEFAULT_IOS_CAP:,} "
             "(set io_size, number_ios or runtime to choose)"
         )
         ios = DEFAULT_IOS_CAP
-    warmup_ns = 0
-    if (opt := get("ramp_time")) is not None and opt.value:
-        warmup_ns = fio_time_ns(opt.value, opt.where, "ramp_time")
+    return ios, runtime_ns
 
-    distribution: Any = "uniform"
-    if (opt := get("random_distribution")) is not None and opt.value:
-        distribution = parse_distribution(opt.value, opt.where, "random_distribution")
 
-    seed = None
-    if (opt := get("randseed")) is not None:
-        seed = fio_field(opt.value, opt.where, "randseed", "seed")
+def _steadystate(options: Mapping[str, Option]) -> SteadyState | None:
+    """fio's steady-state stop (ss=, with ss_dur= and ss_ramp=)."""
+    if (opt := options.get("ss")) is None or not opt.value:
+        if (stray := options.get("ss_dur") or options.get("ss_ramp")) is not None:
+            raise RaidlabError(stray.where, f"{stray.key}: only meaningful with ss=")
+        return None
+    metric, limit, percent = parse_ss(opt.value, opt.where)
+    dur_opt = options.get("ss_dur")
+    if dur_opt is None or not dur_opt.value:
+        raise RaidlabError(opt.where, "ss: needs ss_dur= (the steady-state window)")
+    duration_ns = fio_time_ns(dur_opt.value, dur_opt.where, "ss_dur")
+    if duration_ns < SS_SAMPLE_INTERVAL_NS:
+        raise RaidlabError(dur_opt.where, "ss_dur: must be at least 1s (fio samples once a second)")
+    ramp_opt = options.get("ss_ramp")
+    ramp_ns = (
+        fio_time_ns(ramp_opt.value, ramp_opt.where, "ss_ramp") if ramp_opt and ramp_opt.value else 0
+    )
+    return SteadyState(metric, limit, percent, duration_ns, ramp_ns)
 
-    percentiles = None
-    if (opt := get("percentile_list")) is not None and opt.value:
-        percentiles = parse_percentile_list(opt.value, opt.where, "percentile_list")
 
-    steadystate = None
-    if (opt := get("ss")) is not None and opt.value:
-        metric, limit, percent = parse_ss(opt.value, opt.where)
-        dur_opt = get("ss_dur")
-        if dur_opt is None or not dur_opt.value:
-            raise RaidlabError(opt.where, "ss: needs ss_dur= (the steady-state window)")
-        duration_ns = fio_time_ns(dur_opt.value, dur_opt.where, "ss_dur")
-        if duration_ns < SS_SAMPLE_INTERVAL_NS:
-            raise RaidlabError(
-                dur_opt.where, "ss_dur: must be at least 1s (fio samples once a second)"
-            )
-        ramp_opt = get("ss_ramp")
-        ramp_ns = (
-            fio_time_ns(ramp_opt.value, ramp_opt.where, "ss_ramp")
-            if ramp_opt and ramp_opt.value
-            else 0
+def _scheduler(
+    section: JobSection, options: Mapping[str, Option], notes: list[str]
+) -> tuple[str | None, str]:
+    """The host scheduler the job asks for (ioscheduler=) and where it asked."""
+    if (opt := options.get("ioscheduler")) is None or not opt.value:
+        return None, ""
+    name = opt.value.strip().lower()
+    if name not in IOSCHEDULERS:
+        raise RaidlabError(
+            opt.where,
+            f"ioscheduler: must be one of {', '.join(IOSCHEDULERS)}, got {opt.value!r}",
         )
-        steadystate = SteadyState(metric, limit, percent, duration_ns, ramp_ns)
-    elif get("ss_dur") is not None or get("ss_ramp") is not None:
-        opt = get("ss_dur") or get("ss_ramp")
-        raise RaidlabError(opt.where, f"{opt.key}: only meaningful with ss=")
+    scheduler = IOSCHEDULERS[name]
+    if scheduler != name:
+        notes.append(
+            f"job {section.name}: ioscheduler={name} simulated as {scheduler} "
+            "(its blk-mq successor)"
+        )
+    return scheduler, opt.where
 
-    scheduler = None
-    scheduler_where = ""
-    if (opt := get("ioscheduler")) is not None and opt.value:
-        name = opt.value.strip().lower()
-        if name not in IOSCHEDULERS:
-            raise RaidlabError(
-                opt.where,
-                f"ioscheduler: must be one of {', '.join(IOSCHEDULERS)}, got {opt.value!r}",
-            )
-        scheduler, scheduler_where = IOSCHEDULERS[name], opt.where
-        if scheduler != name:
-            notes.append(
-                f"job {section.name}: ioscheduler={name} simulated as {scheduler} "
-                "(its blk-mq successor)"
-            )
 
-    group_reporting = (opt := get("group_reporting")) is not None and _flag(opt)
+# Options of one value each: the parser of its text (value, where) and its value when
+# the job leaves it out (or gives it empty, where ``empty`` says so).
+SCALAR_OPTIONS: dict[str, tuple[Any, Any, bool]] = {
+    "iodepth": (lambda v, w: fio_field(v, w, "iodepth", "workload.iodepth"), 1, False),
+    "numjobs": (lambda v, w: fio_field(v, w, "numjobs", "workload.numjobs"), 1, False),
+    "ramp_time": (lambda v, w: fio_time_ns(v, w, "ramp_time"), 0, True),
+    "random_distribution": (
+        lambda v, w: parse_distribution(v, w, "random_distribution"),
+        "uniform",
+        True,
+    ),
+    "randseed": (lambda v, w: fio_field(v, w, "randseed", "seed"), None, False),
+    "percentile_list": (lambda v, w: parse_percentile_list(v, w, "percentile_list"), None, True),
+}
+
+
+def _scalar(options: Mapping[str, Option], key: str) -> Any:
+    """The value of a SCALAR_OPTIONS option of the job."""
+    parser, default, empty_is_default = SCALAR_OPTIONS[key]
+    opt = options.get(key)
+    if opt is None or (empty_is_default and not opt.value):
+        return default
+    return parser(opt.value, opt.where)
+
+
+def _mean_request(
+    rw: str, rwmixread: int, read_mix: list[list[int]], write_mix: list[list[int]]
+) -> float:
+    """The mean bytes of the job's requests, reads and writes in their shares."""
+    if rw in ("read", "randread"):
+        return _mean_block(read_mix)
+    if rw in ("write", "randwrite", *TRIM_MODES):
+        return _mean_block(write_mix)
+    return (rwmixread * _mean_block(read_mix) + (100 - rwmixread) * _mean_block(write_mix)) / 100
+
+
+def _plan_job(
+    section: JobSection, options: dict[str, Option], capacity: int, own: dict[str, str]
+) -> PlannedJob:
+    kb_base = _kb_base(options)
+    where_job = f"{section.source}:{section.line}" if section.line else f"--name={section.name}"
+    notes: list[str] = []
+    rw_base, rw = _rw(options, where_job)
+    read_mix, write_mix = _block_mixes(options, rw_base, kb_base)
+    rwmixread = _rwmixread(options)
+    iodepth = _scalar(options, "iodepth")
+    numjobs = _scalar(options, "numjobs")
+    offset, region, io_bytes = _region(options, capacity, kb_base)
+    ios_per_clone = max(1, int(io_bytes // _mean_request(rw, rwmixread, read_mix, write_mix)))
+    ios, runtime_ns = _ios(section, options, ios_per_clone, numjobs, notes)
+    # In fio's order of checking, so a job with two errors is told of the same one.
+    warmup_ns = _scalar(options, "ramp_time")
+    distribution = _scalar(options, "random_distribution")
+    seed = _scalar(options, "randseed")
+    percentiles = _scalar(options, "percentile_list")
+    steadystate = _steadystate(options)
+    scheduler, scheduler_where = _scheduler(section, options, notes)
+    group_reporting = (opt := options.get("group_reporting")) is not None and _flag(opt)
     workload = {
         "name": section.name,
         "rw": rw,

@@ -511,6 +511,27 @@ def _short(value: float) -> str:
 
 def fio_text(document: Mapping[str, Any], plan: FioPlan) -> str:
     """fio's normal output for a ``fio_json`` document."""
+    lines = _job_headers(plan)
+    lines.append(FIO_VERSION)
+    lines.append(f"Starting {sum(job.numjobs for job in plan.jobs)} simulated processes")
+    lines.append("")
+    by_group: dict[int, list[Mapping[str, Any]]] = {}
+    for entry in document["jobs"]:
+        by_group.setdefault(entry["groupid"], []).append(entry)
+        planned = next(job for job in plan.jobs if job.name == entry["jobname"])
+        lines.extend(_job_block(entry, planned.numjobs if planned.group_reporting else 1))
+    for group, entries in sorted(by_group.items()):
+        lines.extend(_group_status(group, entries))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _job_headers(plan: FioPlan) -> list[str]:
+    """fio's line per job section before the run: its group, rw, sizes and depth."""
+
+    def span(mix: list[list[int]]) -> str:
+        sizes = [block for block, _ in mix]
+        return f"{min(sizes)}B-{max(sizes)}B"
+
     lines: list[str] = []
     seen: set[str] = set()
     for planned in plan.jobs:
@@ -519,91 +540,89 @@ def fio_text(document: Mapping[str, Any], plan: FioPlan) -> str:
         seen.add(planned.name)
         w = planned.workload
         write_mix = w.get("bs_write", w["bs"])
-
-        def span(mix: list[list[int]]) -> str:
-            sizes = [block for block, _ in mix]
-            return f"{min(sizes)}B-{max(sizes)}B"
-
         lines.append(
             f"{planned.name}: (g={planned.group}): rw={w['rw']}, bs=(R) {span(w['bs'])}, "
             f"(W) {span(write_mix)}, (T) {span(w['bs'])}, ioengine=raidlab, "
             f"iodepth={planned.iodepth}"
         )
-    lines.append(FIO_VERSION)
-    lines.append(f"Starting {sum(job.numjobs for job in plan.jobs)} simulated processes")
-    lines.append("")
-    by_group: dict[int, list[Mapping[str, Any]]] = {}
-    for entry in document["jobs"]:
-        by_group.setdefault(entry["groupid"], []).append(entry)
-        planned = next(job for job in plan.jobs if job.name == entry["jobname"])
-        jobs_count = planned.numjobs if planned.group_reporting else 1
+    return lines
+
+
+def _direction_lines(op: str, d: Mapping[str, Any]) -> list[str]:
+    """One direction of a job: IOPS and bandwidth, latencies, percentiles, samples."""
+    lines = [
+        f"  {op}: IOPS={num2str(d['iops'])}, BW={_bw_text(d['bw_bytes'])}"
+        f"({num2str(d['io_bytes'], True, 'B')}/{d['runtime']}msec)",
+        "    " + _stat_line("slat", d["slat_ns"]),
+        "    " + _stat_line("clat", d["clat_ns"]),
+        "     " + _stat_line("lat", d["lat_ns"]),
+        *_percentile_block(d["clat_ns"]["percentile"]),
+    ]
+    if d["bw_samples"]:
         lines.append(
-            f"{entry['jobname']}: (groupid={entry['groupid']}, jobs={jobs_count}): err= 0: "
-            f"pid=0: simulated"
+            f"   bw (  KiB/s): min={d['bw_min']}, max={d['bw_max']}, "
+            f"per={d['bw_agg']:.2f}%, avg={d['bw_mean']:.2f}, "
+            f"stdev={d['bw_dev']:.2f}, samples={d['bw_samples']}"
         )
-        for op in DIRECTIONS:
-            d = entry[op]
-            if not d["total_ios"]:
-                continue
-            seconds = d["runtime"] / 1000
-            lines.append(
-                f"  {op}: IOPS={num2str(d['iops'])}, BW={_bw_text(d['bw_bytes'])}"
-                f"({num2str(d['io_bytes'], True, 'B')}/{d['runtime']}msec)"
-            )
-            del seconds
-            lines.append("    " + _stat_line("slat", d["slat_ns"]))
-            lines.append("    " + _stat_line("clat", d["clat_ns"]))
-            lines.append("     " + _stat_line("lat", d["lat_ns"]))
-            lines.extend(_percentile_block(d["clat_ns"]["percentile"]))
-            if d["bw_samples"]:
-                lines.append(
-                    f"   bw (  KiB/s): min={d['bw_min']}, max={d['bw_max']}, "
-                    f"per={d['bw_agg']:.2f}%, avg={d['bw_mean']:.2f}, "
-                    f"stdev={d['bw_dev']:.2f}, samples={d['bw_samples']}"
-                )
-                lines.append(
-                    f"   iops        : min={d['iops_min']}, max={d['iops_max']}, "
-                    f"avg={d['iops_mean']:.2f}, stdev={d['iops_stddev']:.2f}, "
-                    f"samples={d['iops_samples']}"
-                )
-        for unit in ("ns", "us", "ms"):
-            buckets = {k: v for k, v in entry[f"latency_{unit}"].items() if v >= 0.01}
-            if buckets:
-                text = ", ".join(f"{k}={v:.2f}%" for k, v in buckets.items())
-                lines.append(f"  lat ({unit[0]}sec)   : {text}".replace("(nsec)", "(nsec)"))
-        level = ", ".join(f"{k}={v:.1f}%" for k, v in entry["iodepth_level"].items())
-        lines.append(f"  IO depths    : {level}")
-        totals = ",".join(str(entry[op]["total_ios"]) for op in DIRECTIONS)
-        lines.append(f"     issued rwts: total={totals},0 short=0,0,0,0 dropped=0,0,0,0")
-        if "steadystate" in entry:
-            ss = entry["steadystate"]
-            lines.append(
-                f"  steadystate  : attained={'yes' if ss['attained'] else 'no'}, "
-                f"{ss['ss'].split(':')[0]}={ss['criterion']}, "
-                f"iops mean={ss['data']['iops_mean']}, bw mean={ss['data']['bw_mean']}KiB/s"
-            )
-        lines.append("")
-    for group, entries in sorted(by_group.items()):
-        lines.append(f"Run status group {group} (all jobs):")
-        for op in DIRECTIONS:
-            done = [e[op] for e in entries if e[op]["total_ios"]]
-            if not done:
-                continue
-            io_bytes = sum(d["io_bytes"] for d in done)
-            run_max = max(d["runtime"] for d in done)
-            run_min = min(d["runtime"] for d in done)
-            aggregate = io_bytes / (run_max / 1000)
-            low = min(d["bw_bytes"] for d in done)
-            high = max(d["bw_bytes"] for d in done)
-            lines.append(
-                f"{op.upper():>7}: bw={_bw_text(aggregate)}, "
-                f"{num2str(low, True, 'B/s')}-{num2str(high, True, 'B/s')} "
-                f"({num2str(low, False, 'B/s')}-{num2str(high, False, 'B/s')}), "
-                f"io={num2str(io_bytes, True, 'B')} ({num2str(io_bytes, False, 'B')}), "
-                f"run={run_min}-{run_max}msec"
-            )
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+        lines.append(
+            f"   iops        : min={d['iops_min']}, max={d['iops_max']}, "
+            f"avg={d['iops_mean']:.2f}, stdev={d['iops_stddev']:.2f}, "
+            f"samples={d['iops_samples']}"
+        )
+    return lines
+
+
+def _job_block(entry: Mapping[str, Any], jobs_count: int) -> list[str]:
+    """fio's block of one job's results, a blank line after it."""
+    lines = [
+        f"{entry['jobname']}: (groupid={entry['groupid']}, jobs={jobs_count}): err= 0: "
+        f"pid=0: simulated"
+    ]
+    for op in DIRECTIONS:
+        if entry[op]["total_ios"]:
+            lines.extend(_direction_lines(op, entry[op]))
+    for unit in ("ns", "us", "ms"):
+        buckets = {k: v for k, v in entry[f"latency_{unit}"].items() if v >= 0.01}
+        if buckets:
+            text = ", ".join(f"{k}={v:.2f}%" for k, v in buckets.items())
+            lines.append(f"  lat ({unit[0]}sec)   : {text}".replace("(nsec)", "(nsec)"))
+    level = ", ".join(f"{k}={v:.1f}%" for k, v in entry["iodepth_level"].items())
+    lines.append(f"  IO depths    : {level}")
+    totals = ",".join(str(entry[op]["total_ios"]) for op in DIRECTIONS)
+    lines.append(f"     issued rwts: total={totals},0 short=0,0,0,0 dropped=0,0,0,0")
+    if "steadystate" in entry:
+        ss = entry["steadystate"]
+        lines.append(
+            f"  steadystate  : attained={'yes' if ss['attained'] else 'no'}, "
+            f"{ss['ss'].split(':')[0]}={ss['criterion']}, "
+            f"iops mean={ss['data']['iops_mean']}, bw mean={ss['data']['bw_mean']}KiB/s"
+        )
+    lines.append("")
+    return lines
+
+
+def _group_status(group: int, entries: list[Mapping[str, Any]]) -> list[str]:
+    """fio's "Run status group" block: each direction's aggregate over the group."""
+    lines = [f"Run status group {group} (all jobs):"]
+    for op in DIRECTIONS:
+        done = [e[op] for e in entries if e[op]["total_ios"]]
+        if not done:
+            continue
+        io_bytes = sum(d["io_bytes"] for d in done)
+        run_max = max(d["runtime"] for d in done)
+        run_min = min(d["runtime"] for d in done)
+        aggregate = io_bytes / (run_max / 1000)
+        low = min(d["bw_bytes"] for d in done)
+        high = max(d["bw_bytes"] for d in done)
+        lines.append(
+            f"{op.upper():>7}: bw={_bw_text(aggregate)}, "
+            f"{num2str(low, True, 'B/s')}-{num2str(high, True, 'B/s')} "
+            f"({num2str(low, False, 'B/s')}-{num2str(high, False, 'B/s')}), "
+            f"io={num2str(io_bytes, True, 'B')} ({num2str(io_bytes, False, 'B')}), "
+            f"run={run_min}-{run_max}msec"
+        )
+    lines.append("")
+    return lines
 
 
 def _percentile_block(percentiles: Mapping[str, int]) -> list[str]:

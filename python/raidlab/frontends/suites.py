@@ -120,6 +120,7 @@ def _frame(
     key_names: Sequence[str],
 ) -> pd.DataFrame:
     import pandas as pd
+
     records = []
     for key, result in zip(keys, results, strict=True):
         ops = result.get("ops", {})
@@ -222,6 +223,7 @@ def iometer(
 ) -> pd.DataFrame:
     """One IOMeter access specification: rows per direction and ``total``."""
     import pandas as pd
+
     labels = dict(labels or {})
     access = parse_access_spec(spec, labels.get("spec", "SPEC"))
     workloads = iometer_workloads(array, access, ios, size, labels)
@@ -319,6 +321,34 @@ def _mix(text: str, label: str) -> int:
     return rp
 
 
+def _pts_scenario(
+    array: Mapping[str, Any],
+    test: str,
+    read_pct: int,
+    block: int,
+    shape: tuple[int, int, int, int],
+    labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """The scenario of one cell of the PTS matrix: sequential for ``tp``, random
+    otherwise; ``shape`` is (iodepth, numjobs, region bytes, I/Os). Its seed is the
+    round's (set by the caller)."""
+    iodepth, numjobs, size, ios = shape
+    rw = {100: "read", 0: "write"}.get(read_pct, "rw") if test == "tp" else "randrw"
+    if test != "tp" and read_pct in (0, 100):
+        rw = "randread" if read_pct == 100 else "randwrite"
+    request = WorkloadRequest(
+        rw=rw,
+        bs=block,
+        rwmixread=read_pct,
+        iodepth=iodepth,
+        numjobs=numjobs,
+        size=size,
+        ios=ios,
+        labels=labels,
+    )
+    return build_scenario(array, build_workload(request, array), 0)
+
+
 def pts(
     array: Mapping[str, Any],
     test: str = "iops",
@@ -336,7 +366,10 @@ def pts(
     100 % write IOPS), ``tp`` (128K and 1M sequential 100/0 and 0/100, tracking 1M write
     MB/s) or ``lat`` (0.5K/4K/8K x 100/0, 65/35, 0/100 at QD 1 T1, tracking 4K write
     mean latency). Returns every (round, mix, size) row and the steady-state summary."""
+    # The rounds loop keeps the rows, the tracking history and the steady-state test
+    # together: each round's stop depends on all three (cells: _pts_scenario).
     import pandas as pd
+
     labels = dict(labels or {})
     if test not in PTS_METRICS:
         raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")
@@ -363,27 +396,16 @@ def pts(
     history: list[float] = []
     steady, detail, rounds_done = False, {}, 0
     for round_index in range(1, rounds_max + 1):
-        scenarios, keys = [], []
-        for read_pct in read_pcts:
-            for block in blocks:
-                rw = {100: "read", 0: "write"}.get(read_pct, "rw") if test == "tp" else "randrw"
-                if test != "tp" and read_pct in (0, 100):
-                    rw = "randread" if read_pct == 100 else "randwrite"
-                workload = build_workload(
-                    WorkloadRequest(
-                        rw=rw,
-                        bs=block,
-                        rwmixread=read_pct,
-                        iodepth=iodepth,
-                        numjobs=numjobs,
-                        size=capacity,
-                        ios=ios,
-                        labels=labels,
-                    ),
-                    array,
-                )
-                scenarios.append(build_scenario(array, workload, seed + round_index - 1))
-                keys.append((round_index, f"{read_pct}/{100 - read_pct}", read_pct, block))
+        cells = [(read_pct, block) for read_pct in read_pcts for block in blocks]
+        scenarios = [
+            _pts_scenario(array, test, read_pct, block, (iodepth, numjobs, capacity, ios), labels)
+            | {"seed": seed + round_index - 1}
+            for read_pct, block in cells
+        ]
+        keys = [
+            (round_index, f"{read_pct}/{100 - read_pct}", read_pct, block)
+            for read_pct, block in cells
+        ]
         results = run_scenarios(scenarios, jobs=jobs, description=f"PTS {test} round {round_index}")
         for (rnd, mix, read_pct, block), result in zip(keys, results, strict=True):
             ops = result.get("ops", {})

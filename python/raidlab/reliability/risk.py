@@ -26,6 +26,7 @@ from raidlab.reliability.markov import (
     read_error_probability,
 )
 from raidlab.reliability.rebuild import RebuildEstimate
+from raidlab.scenario.native import array_info
 from raidlab.scenario.presets import reliability
 from raidlab.units import parse_duration_ns
 
@@ -49,26 +50,21 @@ class GroupShape:
 
 
 def group_shape(array: Mapping[str, Any]) -> GroupShape:
-    """The groups of a scenario ``array``."""
+    """The groups of a scenario ``array``. How many failures a group survives is the
+    layout's (``array_info``'s ``tolerated_failures``); only how the members split
+    into independent groups is said here."""
     level = array["level"]
     drives = int(array["drive_count"])
-    if level in (0, "concat"):
-        return GroupShape(1, drives, 0)
-    if level == 1:
-        return GroupShape(1, drives, drives - 1)
-    if level in (4, 5):
-        return GroupShape(1, drives, 1)
-    if level == 6:
-        return GroupShape(1, drives, 2)
+    tolerance = int(array_info(dict(array))["tolerated_failures"])
     if level == 10:
         copies = int(array.get("copies") or 2)
         # md spreads copies over adjacent members; an odd drive count leaves sets that
         # straddle, counted here as drives / copies sets.
-        return GroupShape(drives / copies, copies, copies - 1)
+        return GroupShape(drives / copies, copies, tolerance)
     if level in (50, 60):
         spans = int(array["spans"])
-        return GroupShape(spans, drives // spans, 1 if level == 50 else 2)
-    raise AssertionError(f"a validated array's level: {level!r}")
+        return GroupShape(spans, drives // spans, tolerance)
+    return GroupShape(1, drives, tolerance)
 
 
 @dataclass(frozen=True)
@@ -304,22 +300,30 @@ def risk_document(
     if not monte_carlo:
         return document
     mc = _monte_carlo(shape, lam, mttr or 1.0, p_ure, resolved)
+    mc["agrees_with_markov"] = _agrees_with_markov(markov, mc, resolved)
+    return {**document, "monte_carlo": mc}
+
+
+def _agrees_with_markov(
+    markov: Mapping[str, float], mc: Mapping[str, Any], resolved: ResolvedRisk
+) -> bool | None:
+    """Whether the Markov MTTDLs fall inside the Monte Carlo's 95 % intervals; None
+    when the Monte Carlo models what the chain does not (fixed repair times, latent
+    errors, correlated failures), so the two need not agree."""
     chain_only = (
         resolved.repair == "markov"
         and resolved.latent_per_hour == 0.0
         and resolved.batch_factor == 1.0
     )
-    agrees = None
-    if chain_only:
-        agrees = all(
-            low <= markov[key] <= high
-            for key, (low, high) in (
-                ("mttdl_hours", mc["mttdl_ci95_hours"]),
-                ("mttdl_with_ure_hours", mc["mttdl_with_ure_ci95_hours"]),
-            )
+    if not chain_only:
+        return None
+    return all(
+        low <= markov[key] <= high
+        for key, (low, high) in (
+            ("mttdl_hours", mc["mttdl_ci95_hours"]),
+            ("mttdl_with_ure_hours", mc["mttdl_with_ure_ci95_hours"]),
         )
-    mc["agrees_with_markov"] = agrees
-    return {**document, "monte_carlo": mc}
+    )
 
 
 def _monte_carlo(

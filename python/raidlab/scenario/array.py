@@ -67,27 +67,27 @@ UNLIMITED = limits.UNLIMITED
 
 # Keys a preset (or an inline table) may carry that are not part of the scenario spec.
 DRIVE_EXTRA_KEYS = ("description", "preset")
+# A controller preset's own keys the native table declares (scope ``preset``: checked
+# there, never sent in a scenario): what it is, its backup unit, forced write-back.
+CONTROLLER_PRESET_KEYS = ("kind", "bbu", "force_write_back")
 CONTROLLER_EXTRA_KEYS = (
     "description",
-    "kind",
     "preset",
     "name",
     "added_latency_ns",
-    "bbu",
-    "force_write_back",
+    *CONTROLLER_PRESET_KEYS,
 )
-CONTROLLER_KINDS = ("hba", "chipset", "hardware", "software")
 HOST_EXTRA_KEYS = ("description", "preset")
-# Controller keys left out of the scenario at these values (the native side's defaults),
-# so a scenario of a controller without the feature is what it was before the feature.
-CONTROLLER_OMITTED_DEFAULTS: dict[str, Any] = {
-    "fastpath_overhead_ns": None,
-    "fastpath": False,
-    "uplink": None,
-    "rebuild_rate_min_bytes_per_s": None,
-    "rebuild_share_percent": None,
-    "rebuild_depth": 32,
-}
+# Controller keys left out of the scenario at the native side's default, so a scenario
+# of a controller without the feature is what it was before the feature.
+CONTROLLER_OMITTED_KEYS = (
+    "fastpath_overhead_ns",
+    "fastpath",
+    "uplink",
+    "rebuild_rate_min_bytes_per_s",
+    "rebuild_share_percent",
+    "rebuild_depth",
+)
 # Scheduler tunables tables of the host, and the native field naming their scheduler.
 SCHEDULER_TABLES = {"deadline": "mq-deadline", "bfq": "bfq"}
 ARRAY_KEYS = (
@@ -314,22 +314,16 @@ def resolve_controller(value: Any, label: str) -> ResolvedController:
     )
     spec = parse_table(table, "array.controller", "always", label, CONTROLLER_EXTRA_KEYS)
     spec.pop("name", None)
-    if spec["write_back"] and not table.get("bbu", False) and not table.get("force_write_back"):
-        # As MegaRAID and PERC firmware do: without a battery or flash backup a power
-        # loss would lose acknowledged writes, so write-back is refused unless forced.
-        raise RaidlabError(
-            f"{label}.write_back",
-            "write-back needs a battery/flash backup unit (bbu = true); set "
-            "force_write_back = true to accept losing acknowledged writes on power loss",
-        )
-    for key, default in CONTROLLER_OMITTED_DEFAULTS.items():
-        if spec.get(key) == default:
+    own = {key: table[key] for key in CONTROLLER_PRESET_KEYS if key in table}
+    limits.refused(
+        native.check_controller_preset({**own, "write_back": spec["write_back"]}),
+        {"array.controller": label},
+    )
+    defaults = limits.fields("array.controller")
+    for key in CONTROLLER_OMITTED_KEYS:
+        if key in spec and spec[key] == defaults[key].default:
             del spec[key]
-    kind = table.get("kind", "hardware")
-    if kind not in CONTROLLER_KINDS:
-        raise RaidlabError(
-            f"{label}.kind", f"must be one of {', '.join(CONTROLLER_KINDS)}, got {kind!r}"
-        )
+    kind = str(table.get("kind", limits.field("array.controller.kind", "preset").default))
     return ResolvedController({"name": name, **spec}, kind, added_latency_ns)
 
 
@@ -430,23 +424,9 @@ def _level_options(request: ArrayRequest, level: int | str) -> tuple[str | None,
     return layout, copies, spans
 
 
-def build_array(request: ArrayRequest) -> dict[str, Any]:
-    """Validate ``request`` and return the scenario's ``array`` object.
-
-    Optional keys appear only where the level uses them: ``layout`` (RAID 5/6/50/60/10),
-    ``copies`` (RAID 10), ``spans`` (RAID 50/60), ``failed`` and ``rebuild`` when given,
-    and the controller's ``parity_rate_bytes_per_s`` (parity levels) and
-    ``read_balance`` (RAID 1/10). A RAID 0 scenario is therefore unchanged from
-    before RAID levels existed. Every rule (a level's drive count, its layouts, copies
-    and spans, the failed members it survives) is the native side's; a refusal names
-    the request's label for the field."""
-    level = parse_level(request.level, request.label("level"))
-    rules = limits.levels()[level]
-    drive_count = parse_checked(
-        request.drives, limits.field("array.drive_count"), request.label("drives")
-    )
-    layout, copies, spans = _level_options(request, level)
-    failed = parse_failed(request.failed, request.label("failed"))
+def _rebuild(request: ArrayRequest, failed: list[int]) -> dict[str, Any] | None:
+    """The scenario's ``rebuild`` of the lowest-index failed member: its rate, when the
+    member fails (``fail_at``, with a spare) and its minimum rate under load."""
     rebuild = None
     if request.rebuild_rate is not None:
         rate = parse_rebuild_rate(request.rebuild_rate, request.label("rebuild_rate"))
@@ -471,6 +451,27 @@ def build_array(request: ArrayRequest) -> dict[str, Any]:
         rate_min = parse_size(request.rebuild_rate_min, label)
         limits.check(limits.field("array.rebuild.rate_min_bytes_per_s"), rate_min, label)
         rebuild["rate_min_bytes_per_s"] = rate_min
+    return rebuild
+
+
+def build_array(request: ArrayRequest) -> dict[str, Any]:
+    """Validate ``request`` and return the scenario's ``array`` object.
+
+    Optional keys appear only where the level uses them: ``layout`` (RAID 5/6/50/60/10),
+    ``copies`` (RAID 10), ``spans`` (RAID 50/60), ``failed`` and ``rebuild`` when given,
+    and the controller's ``parity_rate_bytes_per_s`` (parity levels) and
+    ``read_balance`` (RAID 1/10). A RAID 0 scenario is therefore unchanged from
+    before RAID levels existed. Every rule (a level's drive count, its layouts, copies
+    and spans, the failed members it survives) is the native side's; a refusal names
+    the request's label for the field."""
+    level = parse_level(request.level, request.label("level"))
+    rules = limits.levels()[level]
+    drive_count = parse_checked(
+        request.drives, limits.field("array.drive_count"), request.label("drives")
+    )
+    layout, copies, spans = _level_options(request, level)
+    failed = parse_failed(request.failed, request.label("failed"))
+    rebuild = _rebuild(request, failed)
     spares = None
     if request.spares is not None:
         label = request.label("spares")

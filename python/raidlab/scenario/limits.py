@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from raidlab.errors import RaidlabError
 from raidlab.scenario import native
+
+# The user's name for a refused path, re-exported: callers ask limits for both.
+from raidlab.scenario.refusal import refused as refused
+from raidlab.scenario.refusal import relabel as relabel
 from raidlab.units import parse_size
 
 UNLIMITED = "unlimited"
@@ -165,28 +168,3 @@ def parse_path(value: Any, path: str, label: str, scope: str = "always") -> Any:
     """The value of the field at ``path`` parsed by its kind and checked by the native
     side: ``parse_path("32", "workload.iodepth", "--iodepth", "jobs")``."""
     return parse_checked(value, field(path, scope), label)
-
-
-# --- the user's name for a refused path ----------------------------------------------
-
-
-def relabel(path: str, labels: Mapping[str, str]) -> str:
-    """The user's name for a path the native side refused: the label of the longest
-    prefix of ``path`` in ``labels``, with the rest of the path after it
-    (``array.drive.zones`` with ``{"array.drive": "ssd.toml: array.drive"}`` is
-    ``ssd.toml: array.drive.zones``). A path no label covers is returned unchanged."""
-    parts = path.split(".")
-    for end in range(len(parts), 0, -1):
-        prefix = ".".join(parts[:end])
-        if prefix in labels:
-            rest = ".".join(parts[end:])
-            return f"{labels[prefix]}.{rest}" if rest else labels[prefix]
-    return path
-
-
-def refused(found: tuple[str, str] | None, labels: Mapping[str, str]) -> None:
-    """Raise the native side's refusal ``found`` (path, message), if any, naming the
-    user's label for the path."""
-    if found is not None:
-        path, message = found
-        raise RaidlabError(relabel(path, labels), message)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.scenario.refusal import relabel
 
 NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
 
@@ -30,7 +31,7 @@ def native_available() -> bool:
 
 def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Simulate one scenario with ``raidlab._native.simulate``. A refusal names
-    ``labels``' name for the refused path (see ``limits.relabel``) when given; else the
+    ``labels``' name for the refused path (see ``refusal.relabel``) when given; else the
     path itself, as a disagreement between the front end and the simulator."""
     try:
         from raidlab import _native
@@ -41,8 +42,6 @@ def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) 
     except ValueError as error:
         path, message = refusal(error)
         if labels is not None:
-            from raidlab.scenario.limits import relabel
-
             raise RaidlabError(relabel(path, labels), message) from None
         # The front end checked the fields it built, so this means the two sides
         # disagree about the contract: show the native message rather than a traceback.
@@ -119,6 +118,17 @@ def validate_array(array: dict[str, Any] | Any) -> tuple[str, str] | None:
     """None if the scenario ``array`` is valid, else the native side's (path, message)."""
     try:
         _native_module().validate_array(json.dumps(dict(array)))
+    except ValueError as error:
+        return refusal(error)
+    return None
+
+
+def check_controller_preset(table: Mapping[str, Any]) -> tuple[str, str] | None:
+    """None if a controller preset's own keys (``kind``, ``bbu``, ``force_write_back``)
+    and its ``write_back`` go together, else the native side's (path, message)
+    (``_native.check_controller_preset``: write-back needs a backup unit unless forced)."""
+    try:
+        _native_module().check_controller_preset(json.dumps(dict(table)))
     except ValueError as error:
         return refusal(error)
     return None

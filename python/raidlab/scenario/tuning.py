@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.scenario import limits
+from raidlab.scenario import limits, native
 from raidlab.scenario.array import check_scheduler_tables
 from raidlab.scenario.presets import preset, preset_names
 
 WRITE_CACHE_MODES = ("wt", "wb")
 READ_AHEAD_MODES = ("none", "adaptive", "always")
 # Read-ahead a controller without its own gets when asked for it: assumed, typical of
-# RAID firmware (a 64 KiB segment per stream, a few in flight).
+# RAID firmware, a 64 KiB segment per stream; how many are in flight is the native
+# table's default of ``array.controller.read_ahead_segments``.
 READ_AHEAD_DEFAULT_BYTES = 65_536
-READ_AHEAD_DEFAULT_SEGMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,94 @@ def _tune_fastpath(controller: dict[str, Any], tuning: Tuning) -> None:
     controller["fastpath"] = True
 
 
+def _tune_deleted(array: dict[str, Any], tuning: Tuning) -> None:
+    """The share of the array the host deleted (SSDs with an FTL model only)."""
+    label = tuning.label("deleted")
+    if array["drive"].get("kind") != "ssd" or not array["drive"].get("ftl"):
+        raise RaidlabError(
+            label,
+            "deleting data matters only to SSDs with an FTL model; give one in "
+            "[array.drive.ftl] (see docs/scenario.md)",
+        )
+    deleted = limits.parse_path(tuning.deleted, "array.deleted_percent", label)
+    array.pop("deleted_percent", None)
+    if deleted:
+        array["deleted_percent"] = deleted
+
+
+def _tune_read_ahead(controller: dict[str, Any], mode: str) -> None:
+    """Read-ahead off, adaptive or always; a controller without its own read-ahead
+    figures gets READ_AHEAD_DEFAULT_BYTES in the native default's segments."""
+    if mode == "none":
+        controller["read_ahead_bytes"] = 0
+        controller["read_ahead_always"] = False
+        return
+    if not controller.get("read_ahead_bytes"):
+        controller["read_ahead_bytes"] = READ_AHEAD_DEFAULT_BYTES
+        controller["read_ahead_segments"] = limits.field(
+            "array.controller.read_ahead_segments"
+        ).default
+    controller["read_ahead_always"] = mode == "always"
+
+
+def _tune_write_cache(controller: dict[str, Any], tuning: Tuning) -> None:
+    """Write-back or write-through, and the backup unit write-back needs."""
+    wb = controller.get("write_back", False)
+    if tuning.write_cache is not None:
+        wb = _choice(tuning.write_cache, WRITE_CACHE_MODES, tuning.label("write_cache")) == "wb"
+    if wb and not controller.get("cache_bytes"):
+        raise RaidlabError(
+            tuning.label("write_cache"),
+            f"controller {controller.get('name')!r} has no cache; write-back needs one",
+        )
+    name = str(controller.get("name", ""))
+    try:
+        bbu = bool(preset("controller", name, "controller").get("bbu", False))
+    except RaidlabError:
+        bbu = False
+    if tuning.bbu is not None:
+        bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
+    # The rule is the native side's; the refusal is said in the flags' terms.
+    if native.check_controller_preset({"bbu": bbu, "write_back": wb}) is not None:
+        raise RaidlabError(
+            tuning.label("write_cache"),
+            f"write-back is refused without a battery/flash backup unit "
+            f"({tuning.label('bbu')} no), as the controller's firmware does; give "
+            f"{tuning.label('bbu')} yes",
+        )
+    if wb and controller.get("fastpath"):
+        raise RaidlabError(
+            tuning.label("write_cache"),
+            "the controller runs FastPath, which needs write-through; refused with wb",
+        )
+    controller["write_back"] = wb
+
+
+def _tune_ftl(array: dict[str, Any], tuning: Tuning) -> None:
+    """The SSDs' over-provisioning and starting state (drives with an FTL model)."""
+    ftl = array["drive"].get("ftl")
+    if not ftl:
+        raise RaidlabError(
+            tuning.label("op" if tuning.op is not None else "precondition"),
+            "the drive has no FTL model; give one in [array.drive.ftl] (see docs/scenario.md)",
+        )
+    ftl = dict(ftl)
+    if tuning.op is not None:
+        ftl["op_percent"] = limits.parse_path(
+            tuning.op, "array.drive.ftl.op_percent", tuning.label("op"), "ssd"
+        )
+    if tuning.precondition is not None:
+        ftl["precondition"] = _choice(
+            tuning.precondition,
+            limits.choices("array.drive.ftl.precondition", "ssd"),
+            tuning.label("precondition"),
+        )
+    array["drive"]["ftl"] = ftl
+
+
 def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
-    """``array`` with the tuning knobs applied, checked as the presets are."""
+    """``array`` with the tuning knobs applied, checked as the presets are (in this
+    order, so a command line with two bad knobs is told of the same one)."""
     array = {**array, "controller": dict(array["controller"]), "drive": dict(array["drive"])}
     controller = array["controller"]
     if tuning.trim_passthrough is not None:
@@ -121,74 +207,14 @@ def tune_array(array: dict[str, Any], tuning: Tuning) -> dict[str, Any]:
             == "yes"
         )
     if tuning.deleted is not None:
-        label = tuning.label("deleted")
-        if array["drive"].get("kind") != "ssd" or not array["drive"].get("ftl"):
-            raise RaidlabError(
-                label,
-                "deleting data matters only to SSDs with an FTL model; give one in "
-                "[array.drive.ftl] (see docs/scenario.md)",
-            )
-        deleted = limits.parse_path(tuning.deleted, "array.deleted_percent", label)
-        array.pop("deleted_percent", None)
-        if deleted:
-            array["deleted_percent"] = deleted
+        _tune_deleted(array, tuning)
     if tuning.read_ahead is not None:
         mode = _choice(tuning.read_ahead, READ_AHEAD_MODES, tuning.label("read_ahead"))
-        if mode == "none":
-            controller["read_ahead_bytes"] = 0
-            controller["read_ahead_always"] = False
-        else:
-            if not controller.get("read_ahead_bytes"):
-                controller["read_ahead_bytes"] = READ_AHEAD_DEFAULT_BYTES
-                controller["read_ahead_segments"] = READ_AHEAD_DEFAULT_SEGMENTS
-            controller["read_ahead_always"] = mode == "always"
+        _tune_read_ahead(controller, mode)
     if tuning.write_cache is not None or tuning.bbu is not None:
-        wb = controller.get("write_back", False)
-        if tuning.write_cache is not None:
-            wb = _choice(tuning.write_cache, WRITE_CACHE_MODES, tuning.label("write_cache")) == "wb"
-        if wb and not controller.get("cache_bytes"):
-            raise RaidlabError(
-                tuning.label("write_cache"),
-                f"controller {controller.get('name')!r} has no cache; write-back needs one",
-            )
-        name = str(controller.get("name", ""))
-        try:
-            bbu = bool(preset("controller", name, "controller").get("bbu", False))
-        except RaidlabError:
-            bbu = False
-        if tuning.bbu is not None:
-            bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
-        if wb and not bbu:
-            raise RaidlabError(
-                tuning.label("write_cache"),
-                "write-back is refused without a battery/flash backup unit (--bbu no), as "
-                "the controller's firmware does; give --bbu yes",
-            )
-        if wb and controller.get("fastpath"):
-            raise RaidlabError(
-                tuning.label("write_cache"),
-                "the controller runs FastPath, which needs write-through; refused with wb",
-            )
-        controller["write_back"] = wb
+        _tune_write_cache(controller, tuning)
     if tuning.op is not None or tuning.precondition is not None:
-        ftl = array["drive"].get("ftl")
-        if not ftl:
-            raise RaidlabError(
-                tuning.label("op" if tuning.op is not None else "precondition"),
-                "the drive has no FTL model; give one in [array.drive.ftl] (see docs/scenario.md)",
-            )
-        ftl = dict(ftl)
-        if tuning.op is not None:
-            ftl["op_percent"] = limits.parse_path(
-                tuning.op, "array.drive.ftl.op_percent", tuning.label("op"), "ssd"
-            )
-        if tuning.precondition is not None:
-            ftl["precondition"] = _choice(
-                tuning.precondition,
-                limits.choices("array.drive.ftl.precondition", "ssd"),
-                tuning.label("precondition"),
-            )
-        array["drive"]["ftl"] = ftl
+        _tune_ftl(array, tuning)
     if tuning.fastpath:
         _tune_fastpath(controller, tuning)
     if tuning.scheduler is not None:

@@ -29,6 +29,7 @@ from raidlab.reliability import (
     resolve_options,
     risk_document,
 )
+from raidlab.scenario import limits
 from raidlab.scenario.array import ArrayRequest, build_array, build_scenario, schedulers
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
@@ -42,8 +43,9 @@ from raidlab.units import format_size, parse_size
 if TYPE_CHECKING:
     import pandas as pd
 
-# Levels tried, with md's minimum drive counts (RAID 50/60: two spans).
-LEVEL_MINIMUM_DRIVES: dict[int, int] = {0: 1, 1: 2, 5: 3, 6: 4, 10: 4, 50: 6, 60: 8}
+# Levels tried; the drives each needs are the layout's (``limits.levels()``; RAID
+# 50/60 with two spans, the fewest the native side allows).
+LEVELS_TRIED = (0, 1, 5, 6, 10, 50, 60)
 STRIPE_UNITS = ("16K", "64K", "256K")
 METRICS = ("iops", "mbps", "lat_p99_us", "risk")
 # The column each metric ranks by, and whether lower is better.
@@ -140,8 +142,9 @@ class LevelArray:
 
 def _level_arrays(drive: Any, controller: Any, drives: int) -> list[LevelArray]:
     out = []
-    for level, minimum in LEVEL_MINIMUM_DRIVES.items():
-        if drives < minimum or (level in (50, 60) and drives % 2):
+    table = limits.levels()
+    for level in LEVELS_TRIED:
+        if drives < table[level]["members_min"] or (level in (50, 60) and drives % 2):
             continue
         if level == 1 and drives > 4:
             continue  # an n-way mirror of many drives is never the sensible answer
@@ -224,6 +227,55 @@ def _candidates(
     return out
 
 
+def _candidate_scenarios(
+    candidates: list[tuple[Candidate, dict[str, Any]]],
+    workload: WorkloadRequest | WorkloadSource,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """The scenario of each candidate under ``workload``."""
+    scenarios = []
+    for candidate, array in candidates:
+        if isinstance(workload, WorkloadRequest):
+            scenario = build_scenario(array, build_workload(workload, array), seed)
+        else:
+            scenario = workload.scenario(array, seed)
+        if candidate.cache == "wb":
+            # Measure a full cache, not the burst it absorbs: warm up with writes
+            # worth twice the cache, shared by the workloads that run together.
+            cache_bytes = array["controller"]["cache_bytes"]
+            if "workload" in scenario:
+                scenario["workload"] = _warmed(scenario["workload"], cache_bytes, 1)
+            else:
+                count = len(scenario["workloads"])
+                scenario["workloads"] = [
+                    _warmed(w, cache_bytes, count) for w in scenario["workloads"]
+                ]
+        scenarios.append(scenario)
+    return scenarios
+
+
+def _candidate_row(candidate: Candidate, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A candidate's row of the ranking (without the reliability columns)."""
+    ops = result["ops"].values()
+    explain = result["explain"]
+    return {
+        "level": candidate.level,
+        "stripe_unit_bytes": parse_size(candidate.stripe_unit),
+        "write_cache": candidate.cache,
+        "usable_bytes": candidate.capacity_bytes,
+        "tolerated_failures": candidate.tolerated_failures,
+        "iops": sum(op["iops"] for op in ops),
+        "mbps": sum(op["mbps"] for op in ops),
+        "lat_p99_us": max(op["percentiles_ns"]["99.000000"] for op in ops) / 1e3,
+        "bound": explain.get("bound", "resource"),
+        "bottleneck": explain["bottleneck"],
+        "bottleneck_utilisation": explain["bottleneck_utilisation"],
+        "stage_longest": explain.get("stage_longest", ""),
+        "_ios": sum(op["ios"] for op in ops),
+        "_member_ios": explain["member_ios_per_host_io"],
+    }
+
+
 def advise(
     drive: Any,
     drives: Any,
@@ -252,7 +304,10 @@ def advise(
     probability of loss over the mission (``p_loss``), from ``risk``'s figures or the
     drive preset's; NaN where the drive has none and neither ``metric="risk"`` nor
     ``max_loss_probability`` (which drops candidates above it) asks for them."""
+    # Long for its signature and docstring (advise's whole contract); the steps of the
+    # body are functions (_level_arrays, _candidates, _candidate_scenarios, _candidate_row).
     import pandas as pd
+
     labels = dict(labels or {})
     if scheduler is not None and scheduler not in schedulers():
         raise RaidlabError(
@@ -272,24 +327,7 @@ def advise(
     _check_constraints(levels, drive_count, capacity_bytes, tolerated, labels)
     candidates = _candidates(levels, capacity_bytes, tolerated, scheduler)
     assert candidates, "write-through is always a candidate of a level that meets the constraints"
-    scenarios = []
-    for candidate, array in candidates:
-        if isinstance(workload, WorkloadRequest):
-            scenario = build_scenario(array, build_workload(workload, array), seed)
-        else:
-            scenario = workload.scenario(array, seed)
-        if candidate.cache == "wb":
-            # Measure a full cache, not the burst it absorbs: warm up with writes
-            # worth twice the cache, shared by the workloads that run together.
-            cache_bytes = array["controller"]["cache_bytes"]
-            if "workload" in scenario:
-                scenario["workload"] = _warmed(scenario["workload"], cache_bytes, 1)
-            else:
-                count = len(scenario["workloads"])
-                scenario["workloads"] = [
-                    _warmed(w, cache_bytes, count) for w in scenario["workloads"]
-                ]
-        scenarios.append(scenario)
+    scenarios = _candidate_scenarios(candidates, workload, seed)
     rebuilds = {}
     if reliability is not None:
         hot_spare = reliability[1].hot_spare
@@ -299,30 +337,13 @@ def advise(
     )
     rebuild_results = dict(zip(rebuilds, results[len(scenarios) :], strict=True))
     results = results[: len(scenarios)]
-    rows = []
-    for (candidate, array), result in zip(candidates, results, strict=True):
-        ops = result["ops"].values()
-        ios = sum(op["ios"] for op in ops)
-        p99 = max(op["percentiles_ns"]["99.000000"] for op in ops) / 1e3
-        rows.append(
-            {
-                "level": candidate.level,
-                "stripe_unit_bytes": parse_size(candidate.stripe_unit),
-                "write_cache": candidate.cache,
-                "usable_bytes": candidate.capacity_bytes,
-                "tolerated_failures": candidate.tolerated_failures,
-                "iops": sum(op["iops"] for op in ops),
-                "mbps": sum(op["mbps"] for op in ops),
-                "lat_p99_us": p99,
-                "bound": result["explain"].get("bound", "resource"),
-                "bottleneck": result["explain"]["bottleneck"],
-                "bottleneck_utilisation": result["explain"]["bottleneck_utilisation"],
-                "stage_longest": result["explain"].get("stage_longest", ""),
-                "_ios": ios,
-                "_member_ios": result["explain"]["member_ios_per_host_io"],
-                **_risk_columns(reliability, array, rebuild_results, candidate, rebuild_rate),
-            }
-        )
+    rows = [
+        {
+            **_candidate_row(candidate, result),
+            **_risk_columns(reliability, array, rebuild_results, candidate, rebuild_rate),
+        }
+        for (candidate, array), result in zip(candidates, results, strict=True)
+    ]
     frame = pd.DataFrame(rows)
     if max_loss_probability is not None:
         frame = _within_risk(frame, max_loss_probability, labels)

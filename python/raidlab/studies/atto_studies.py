@@ -55,6 +55,7 @@ STUDY_COLUMNS = [
 ]
 SUMMARY_COLUMNS = ["config", "op", "qd", "role", "rows", "mape_pct"]
 
+
 @dataclass(frozen=True)
 class RowPattern:
     """Array rows of a study: one op at one queue depth, at the listed transfer sizes
@@ -274,6 +275,7 @@ class Study:
 
 def _reference_csv(name: str) -> pd.DataFrame:
     import pandas as pd
+
     return pd.read_csv(io.StringIO(reference_data.read_text(name)))
 
 
@@ -301,6 +303,7 @@ def _ssd_drives(name: str) -> int:
 
 def _ssd_measured() -> pd.DataFrame:
     import pandas as pd
+
     raw = _reference_csv("ssd_raid0_atto.csv")
     # The 65536 KiB rows are real rows of the file (an 18th value the paper prints);
     # their `note` says the size is assumed. They are kept and simulated like the rest.
@@ -342,6 +345,7 @@ def _hdd_config_name(disks: int, su_kib: int) -> str:
 
 def _hdd_measured() -> pd.DataFrame:
     import pandas as pd
+
     raw = _reference_csv("hdd_raid0_atto.csv")
     # Any drive count and stripe unit is a configuration (raid0_{disks}_su{su_kib}K);
     # only values no array can have are refused.
@@ -409,7 +413,7 @@ STUDIES: dict[str, Study] = {
 def get_study(name: str, label: str = "study") -> Study:
     """The ATTO study ``name``; an unknown name suggests any study, claims included."""
     if name not in STUDIES:
-        from raidlab.studies.claims import CLAIM_STUDIES
+        from raidlab.studies.claim_studies import CLAIM_STUDIES
 
         raise RaidlabError(label, unknown_name_message("study", name, [*STUDIES, *CLAIM_STUDIES]))
     return STUDIES[name]
@@ -522,6 +526,7 @@ def simulate_rows(
     (a Series on the same index), one simulation per distinct run. ``run`` runs a list
     of scenarios (default: run_scenarios inline, no progress bar)."""
     import pandas as pd
+
     measured, keys, scenarios = study_scenarios(study, ios_max, seed, measured, array_overrides)
     if run is None:
         results = run_scenarios(scenarios, jobs=1, progress=False)
@@ -548,6 +553,7 @@ def reproduce_study(
 ) -> pd.DataFrame:
     """Measured vs simulated for every row of study ``name`` (columns STUDY_COLUMNS)."""
     import pandas as pd
+
     study = get_study(name)
     run = runner(jobs, executor, progress, simulator)
 
@@ -606,6 +612,7 @@ def naive_mbps(frame: pd.DataFrame, drive_counts: Mapping[str, int]) -> pd.Serie
     and transfer size, times the array's drive count. NaN where no single-drive row
     exists (e.g. a queue depth only measured on the array)."""
     import pandas as pd
+
     drives = frame["config"].map(drive_counts)
     single = frame[drives == 1]
     single_value = single.groupby(["op", "qd", "block_bytes"])["measured_mbps"].first()
@@ -639,6 +646,7 @@ def summarize(
     """MAPE per (config, op, qd) and per role, the worst row, and the naive model.
     Suspect rows count in neither the calibration nor the prediction MAPE."""
     import pandas as pd
+
     drive_counts = dict(drive_counts or frame.attrs.get("drive_counts", {}))
     usable = frame[frame["measured_mbps"] != 0]
     groups = []
@@ -724,6 +732,7 @@ def runner(
 def summary_dict(summary: StudySummary) -> dict[str, Any]:
     """``summary`` as plain JSON-ready data (NaN becomes None)."""
     import pandas as pd
+
     document: dict[str, Any] = {}
     for item in fields(summary):
         value = getattr(summary, item.name)

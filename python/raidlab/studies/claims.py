@@ -394,6 +394,10 @@ def raid10_capacity_fraction_pct(_: Results) -> float:
 
 
 def _ssd_raid_tuning_checks() -> list[Check]:
+    """The hand-written checks of the ADMIN article's claims, in claim order."""
+    # Long because it is a table: one Check per claim, each with its runs, figure,
+    # tolerance and the sentence saying how it is checked; a claim's check is read
+    # where its neighbours are (the groups with logic of their own are functions).
     oio = f"{PTS_NUMJOBS} jobs x QD {PTS_IODEPTH}"
     checks = [
         Check(
@@ -887,13 +891,6 @@ class ClaimStudy:
     interpret: Callable[[str, Mapping[str, Any]], list[Check] | str] | None = None
 
 
-def _interpret_ssd_raid_tuning(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
-    # Imported here: claim_text builds on this module's Setup, Run and Check.
-    from raidlab.studies.claim_text import interpret
-
-    return interpret(claim_id, row)
-
-
 def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     """``study`` checking only ``checks`` (their claims stay covered, others are
     reported with the study's reasons; a claim left without checks and without a
@@ -901,41 +898,40 @@ def replace_checks(study: ClaimStudy, checks: list[Check]) -> ClaimStudy:
     return dataclasses.replace(study, checks=lambda: list(checks), interpret=None)
 
 
-CLAIM_STUDIES: dict[str, ClaimStudy] = {
-    "ssd-raid-tuning": ClaimStudy(
-        name="ssd-raid-tuning",
-        title="Tuning SSD RAID for optimal performance (Fischer, Schönberger, ADMIN)",
-        claims_file="ssd_raid_tuning_claims.csv",
-        method=(
-            f"drive {DRIVE}; HWR = {HWR}, SWR = {SWR}, single SSD = one drive on hba",
-            f"SWR read balancing '{SWR_READ_BALANCE}': md before Linux 5.3 (raid1 the least "
-            "busy mirror; raid10 an idle copy, else the one nearest where its drive last "
-            "finished)",
-            f"HWR ({HWR}, Figures 2-3) with the MegaRAID's default write policy, "
-            "write-back (cache full: the sustained destage rate), no read-ahead, so no "
-            "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
-            "check states write-back or read-ahead",
-            f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit "
-            f"{STRIPE_UNIT}",
-            f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
-            "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
-            "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
-            "65/35 in the latency test (SNIA PTS LAT's only mixed ratio, TKperf's rwmixread 65)",
-            f"drive state: {DRIVE_STATE} (raidlab's default for every SSD, as SNIA PTS "
-            "prescribes) unless a check says fob (secure-erased, as TKperf's throughput "
-            "test leaves a drive)",
-            "qualitative claims (Q*) are checked as directions: a ratio above a threshold "
-            "(direction; 1.1 where the article says 'significantly' or 'major'), within "
-            "1 ± 10 % (unchanged) or a value in a range (range)",
-            "claims without a hand-written check are read from their config, metric, "
-            "value, unit and condition text and checked with this method and the "
-            "tolerances above ('(from the claim's text)'; raidlab.studies.claim_text)",
-        ),
-        checks=_ssd_raid_tuning_checks,
-        coverage=SSD_RAID_TUNING_COVERAGE,
-        interpret=_interpret_ssd_raid_tuning,
+# The ADMIN article's study. Its claims without a hand-written check are read from their
+# text by raidlab.studies.claim_text, which builds on this module: the registry of claim
+# studies (raidlab.studies.claim_studies) gives it that ``interpret``.
+SSD_RAID_TUNING = ClaimStudy(
+    name="ssd-raid-tuning",
+    title="Tuning SSD RAID for optimal performance (Fischer, Schönberger, ADMIN)",
+    claims_file="ssd_raid_tuning_claims.csv",
+    method=(
+        f"drive {DRIVE}; HWR = {HWR}, SWR = {SWR}, single SSD = one drive on hba",
+        f"SWR read balancing '{SWR_READ_BALANCE}': md before Linux 5.3 (raid1 the least "
+        "busy mirror; raid10 an idle copy, else the one nearest where its drive last "
+        "finished)",
+        f"HWR ({HWR}, Figures 2-3) with the MegaRAID's default write policy, "
+        "write-back (cache full: the sustained destage rate), no read-ahead, so no "
+        "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
+        "check states write-back or read-ahead",
+        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit {STRIPE_UNIT}",
+        f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
+        "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
+        "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
+        "65/35 in the latency test (SNIA PTS LAT's only mixed ratio, TKperf's rwmixread 65)",
+        f"drive state: {DRIVE_STATE} (raidlab's default for every SSD, as SNIA PTS "
+        "prescribes) unless a check says fob (secure-erased, as TKperf's throughput "
+        "test leaves a drive)",
+        "qualitative claims (Q*) are checked as directions: a ratio above a threshold "
+        "(direction; 1.1 where the article says 'significantly' or 'major'), within "
+        "1 ± 10 % (unchanged) or a value in a range (range)",
+        "claims without a hand-written check are read from their config, metric, "
+        "value, unit and condition text and checked with this method and the "
+        "tolerances above ('(from the claim's text)'; raidlab.studies.claim_text)",
     ),
-}
+    checks=_ssd_raid_tuning_checks,
+    coverage=SSD_RAID_TUNING_COVERAGE,
+)
 
 
 def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.DataFrame:
@@ -1017,36 +1013,10 @@ def claim_scenarios(
     return runs, scenarios
 
 
-def reproduce_claims(
-    name: str,
-    ios: int = CLAIMS_IOS_DEFAULT,
-    seed: int = 1,
-    jobs: int | None = None,
-    executor: Executor | None = None,
-    progress: bool = True,
-    simulator: Simulator | None = None,
-    claims_file: str | Path | None = None,
-) -> pd.DataFrame:
-    """One row per check of a covered claim and one per claim not covered (columns
-    CLAIM_COLUMNS; ``result`` is PASS, FAIL or "not covered", ``how`` says how it was
-    simulated or why not). ``.attrs`` carries the method, coverage and summary.
-    ``claims_file``: a claims file of the study's article in place of the packaged one
-    (its claims without a hand-written check are read from their text)."""
-    import pandas as pd
-
-    study = CLAIM_STUDIES[name]
-    claims = load_claims(study, claims_file).set_index("claim_id")
-    checks, coverage = study_checks(study, claims)
-    runs, scenarios = claim_scenarios(checks, ios, seed)
-    results = run_scenarios(
-        scenarios,
-        jobs=jobs,
-        executor=executor,
-        progress=progress,
-        description=f"reproducing {name}",
-        simulator=simulator,
-    )
-    by_run = dict(zip(runs, results, strict=True))
+def _checked_rows(
+    checks: list[Check], claims: pd.DataFrame, by_run: Mapping[Any, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each covered claim's rows: one per check, claimed against simulated."""
     checked: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
         claim = claims.loc[check.claim_id]
@@ -1066,6 +1036,38 @@ def reproduce_claims(
                 "tolerance_text": check.tolerance.describe(),
             }
         )
+    return checked
+
+
+def reproduce_claims(
+    study: ClaimStudy,
+    ios: int = CLAIMS_IOS_DEFAULT,
+    seed: int = 1,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    simulator: Simulator | None = None,
+    claims_file: str | Path | None = None,
+) -> pd.DataFrame:
+    """One row per check of a covered claim and one per claim not covered (columns
+    CLAIM_COLUMNS; ``result`` is PASS, FAIL or "not covered", ``how`` says how it was
+    simulated or why not). ``.attrs`` carries the method, coverage and summary.
+    ``claims_file``: a claims file of the study's article in place of the packaged one
+    (its claims without a hand-written check are read from their text)."""
+    import pandas as pd
+
+    claims = load_claims(study, claims_file).set_index("claim_id")
+    checks, coverage = study_checks(study, claims)
+    runs, scenarios = claim_scenarios(checks, ios, seed)
+    results = run_scenarios(
+        scenarios,
+        jobs=jobs,
+        executor=executor,
+        progress=progress,
+        description=f"reproducing {study.name}",
+        simulator=simulator,
+    )
+    checked = _checked_rows(checks, claims, dict(zip(runs, results, strict=True)))
     rows = []
     for claim_id, claim in claims.iterrows():
         base = {
@@ -1094,7 +1096,7 @@ def reproduce_claims(
                 }
             )
     frame = pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-    frame.attrs["study"] = name
+    frame.attrs["study"] = study.name
     frame.attrs["title"] = study.title
     frame.attrs["method"] = list(study.method)
     frame.attrs["coverage"] = coverage
@@ -1151,8 +1153,3 @@ def claims_summary(frame: pd.DataFrame) -> dict[str, Any]:
         "claims_passed": sorted(passed_claims),
         "claims_failed": failed_claims,
     }
-
-
-# Claim studies of their own modules register themselves in CLAIM_STUDIES when imported;
-# importing them here, below everything they use, makes them known with this module.
-import raidlab.studies.nvme_raid0  # noqa: E402, F401

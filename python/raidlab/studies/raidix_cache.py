@@ -288,6 +288,65 @@ def _job_value(results: Mapping[str, Any], job: str, op: str, unit: str) -> floa
     raise KeyError(job)
 
 
+def _table_patterns(
+    table: list[dict[str, str]],
+) -> tuple[dict[str, tuple[Workload, ...]], dict[str, str]]:
+    """The workloads of each pattern of the article's table (rows of one pattern run
+    together), and why a pattern's text maps to none."""
+    by_text: dict[str, list[dict[str, str]]] = {}
+    for row in table:
+        by_text.setdefault(" ".join(row["pattern"].split()), []).append(row)
+    patterns: dict[str, tuple[Workload, ...]] = {}
+    unmapped: dict[str, str] = {}
+    for text, rows in by_text.items():
+        try:
+            patterns[text] = pattern_workloads(text, rows)
+        except Unmapped as reason:
+            unmapped[text] = str(reason)
+    return patterns, unmapped
+
+
+def _claim_rows(
+    raidix_cache: Mapping[str, Any], lru_cache: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, float]]:
+    """The rows of claims M01-M04 from the two policies' cache reports, and their
+    write-hit and NAND-bytes-per-host-byte figures."""
+    rows: list[dict[str, Any]] = []
+    claims = {c["claim_id"]: c for c in _reference("misc_claims.csv")}
+
+    def host_written(report: Mapping[str, Any]) -> float:
+        return float(report["host_write_bytes"]) or 1.0
+
+    raidix_hits = float(raidix_cache["ssd_write_hits"])
+    lru_hits = float(lru_cache["ssd_write_hits"])
+    raidix_nand = float(raidix_cache["ssd_nand_write_bytes"]) / host_written(raidix_cache)
+    lru_nand = float(lru_cache["ssd_nand_write_bytes"]) / host_written(lru_cache)
+    simulated = {
+        "M01": raidix_hits,
+        "M02": lru_hits,
+        "M03": lru_hits / raidix_hits,
+        "M04": lru_nand / raidix_nand,
+    }
+    for claim_id, value in simulated.items():
+        claim = claims[claim_id]
+        rows.append(
+            {
+                "row": claim_id,
+                "pattern": f"{claim['config']}: {claim['metric']}",
+                "request_type": claim["condition"],
+                "unit": claim["unit"],
+                "with_cache_stated": float("nan"),
+                "without_cache_stated": float("nan"),
+                "gain_stated": float(claim["value"]),
+                "with_cache_simulated": float("nan"),
+                "without_cache_simulated": float("nan"),
+                "gain_simulated": value,
+            }
+        )
+    hits = {"raidix": raidix_hits, "lru": lru_hits}
+    return rows, hits, {"raidix": raidix_nand, "lru": lru_nand}
+
+
 def reproduce_raidix_cache(
     ios: int = IOS_DEFAULT,
     seed: int = 1,
@@ -302,17 +361,7 @@ def reproduce_raidix_cache(
     plain = main_array()
     cached = with_cache(plain, "raidix")
     table = _reference("raidix_cache.csv")
-    # The article's table rows by pattern (rows of one pattern run together).
-    by_text: dict[str, list[dict[str, str]]] = {}
-    for row in table:
-        by_text.setdefault(" ".join(row["pattern"].split()), []).append(row)
-    patterns: dict[str, tuple[Workload, ...]] = {}
-    unmapped: dict[str, str] = {}
-    for text, rows in by_text.items():
-        try:
-            patterns[text] = pattern_workloads(text, rows)
-        except Unmapped as reason:
-            unmapped[text] = str(reason)
+    patterns, unmapped = _table_patterns(table)
     scenarios = [
         pattern_scenario(w, a, ios, seed) for w in patterns.values() for a in (cached, plain)
     ]
@@ -353,37 +402,8 @@ def reproduce_raidix_cache(
             }
         )
     raidix_cache, lru_cache = (r["explain"]["cache"] for r in results[-2:])
-    claims = {c["claim_id"]: c for c in _reference("misc_claims.csv")}
-
-    def host_written(report: Mapping[str, Any]) -> float:
-        return float(report["host_write_bytes"]) or 1.0
-
-    raidix_hits = float(raidix_cache["ssd_write_hits"])
-    lru_hits = float(lru_cache["ssd_write_hits"])
-    raidix_nand = float(raidix_cache["ssd_nand_write_bytes"]) / host_written(raidix_cache)
-    lru_nand = float(lru_cache["ssd_nand_write_bytes"]) / host_written(lru_cache)
-    simulated = {
-        "M01": raidix_hits,
-        "M02": lru_hits,
-        "M03": lru_hits / raidix_hits,
-        "M04": lru_nand / raidix_nand,
-    }
-    for claim_id, value in simulated.items():
-        claim = claims[claim_id]
-        rows.append(
-            {
-                "row": claim_id,
-                "pattern": f"{claim['config']}: {claim['metric']}",
-                "request_type": claim["condition"],
-                "unit": claim["unit"],
-                "with_cache_stated": float("nan"),
-                "without_cache_stated": float("nan"),
-                "gain_stated": float(claim["value"]),
-                "with_cache_simulated": float("nan"),
-                "without_cache_simulated": float("nan"),
-                "gain_simulated": value,
-            }
-        )
+    claim_rows, hits, nand = _claim_rows(raidix_cache, lru_cache)
+    rows.extend(claim_rows)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame.attrs["study"] = STUDY
     frame.attrs["title"] = TITLE
@@ -392,6 +412,6 @@ def reproduce_raidix_cache(
     frame.attrs["ios"] = ios
     # Rows kept in the frame without a simulation, and why (their pattern's text).
     frame.attrs["not_simulated"] = not_simulated
-    frame.attrs["write_hits"] = {"raidix": raidix_hits, "lru": lru_hits}
-    frame.attrs["nand_bytes_per_host_byte"] = {"raidix": raidix_nand, "lru": lru_nand}
+    frame.attrs["write_hits"] = hits
+    frame.attrs["nand_bytes_per_host_byte"] = nand
     return frame

@@ -114,6 +114,9 @@ pub enum Scope {
     Jobs,
     /// Only trace replays (`kind = "trace"`).
     Trace,
+    /// A key of a preset table the front end reads and never puts in a scenario (a
+    /// controller's `kind`, its backup unit); a scenario carrying one is refused.
+    Preset,
 }
 
 impl std::str::FromStr for Scope {
@@ -128,12 +131,15 @@ impl std::str::FromStr for Scope {
             Scope::Nvme,
             Scope::Jobs,
             Scope::Trace,
+            Scope::Preset,
         ]
         .into_iter()
         .find(|scope| scope.name() == s)
         .ok_or_else(|| ScenarioError {
             field: "scope".into(),
-            message: format!("must be one of always, hdd, ssd, nvme, jobs, trace, got {s:?}"),
+            message: format!(
+                "must be one of always, hdd, ssd, nvme, jobs, trace, preset, got {s:?}"
+            ),
         })
     }
 }
@@ -148,6 +154,7 @@ impl Scope {
             Scope::Nvme => "nvme",
             Scope::Jobs => "jobs",
             Scope::Trace => "trace",
+            Scope::Preset => "preset",
         }
     }
 }
@@ -615,7 +622,7 @@ const RW: &[&str] = &[
 
 use Fallback::{Absent, Bool as B, Empty, Int, Real, Str};
 use Kind::*;
-use Scope::{Always, Hdd, Jobs, Nvme, Ssd, Trace};
+use Scope::{Always, Hdd, Jobs, Nvme, Preset, Ssd, Trace};
 
 macro_rules! limits {
     ($($name:ident = $limit:expr;)*) => {
@@ -836,8 +843,11 @@ limits! {
     CONTROLLER_READ_AHEAD = Limit::new("array.controller.read_ahead_bytes", Always, Bytes,
         "sequential read-ahead segment (0 = off)").ints(0, BLOCK_BYTES_MAX)
         .multiple_of(SECTOR_BYTES).or(Int(0));
+    // 4 in flight: assumed, typical of RAID firmware; a controller asked to read ahead
+    // without its own read-ahead figures gets these segments (the front end's
+    // --read-ahead), as does a scenario that leaves the field out.
     CONTROLLER_READ_AHEAD_SEGMENTS = Limit::new("array.controller.read_ahead_segments", Always,
-        Count, "read-ahead segments in flight").ints(1, 64).or(Int(2));
+        Count, "read-ahead segments in flight").ints(1, 64).or(Int(4));
     CONTROLLER_READ_HIT_OVERHEAD = Limit::new("array.controller.read_hit_overhead_ns", Always,
         Ns, "serial cost of a read-ahead hit").ints(0, NS_MAX).or(Int(0));
     CONTROLLER_READ_AHEAD_ALWAYS = Limit::new("array.controller.read_ahead_always", Always, Bool,
@@ -874,6 +884,16 @@ limits! {
     CONTROLLER_REBUILD_DEPTH = Limit::new("array.controller.rebuild_depth", Always, Count,
         "rebuild units in flight at most while the rebuild is below its minimum")
         .ints(1, 256).or(Int(32));
+    CONTROLLER_KIND = Limit::new("array.controller.kind", Preset, Choice,
+        "what the controller is: a host bus adapter, a chipset's RAID, a RAID card or \
+        software RAID (a preset key)").of(&["hba", "chipset", "hardware", "software"])
+        .or(Str("hardware"));
+    CONTROLLER_BBU = Limit::new("array.controller.bbu", Preset, Bool,
+        "a battery or flash backup unit is fitted, so write-back keeps acknowledged writes \
+        over a power loss (a preset key)").or(B(false));
+    CONTROLLER_FORCE_WRITE_BACK = Limit::new("array.controller.force_write_back", Preset, Bool,
+        "write-back without a backup unit, accepting the loss of acknowledged writes on \
+        power loss (a preset key)").or(B(false));
     CONTROLLER_READ_AHEAD_WITHIN_STRIPE_UNIT = Limit::new(
         "array.controller.read_ahead_within_stripe_unit", Always, Bool,
         "read-ahead fills only the rest of the stripe unit a read ends in").or(B(false));

@@ -35,7 +35,7 @@ pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };
 pub use trace::{trace_host_workload, TraceFormat, TraceMode, TraceSpec};
-pub use validate::{check_field, levels_json, scenario_level};
+pub use validate::{check_controller_preset, check_field, levels_json, scenario_level};
 pub use workload::{Distribution, Rw, WorkloadSpec};
 
 /// Schema version this crate reads and writes.

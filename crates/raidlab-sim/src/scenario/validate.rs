@@ -304,6 +304,42 @@ pub fn check_field(path: &str, scope: Scope, value: &Value) -> Result<(), Scenar
     check_value(limit, value, path, scope)
 }
 
+/// Check the preset keys of a controller table (`kind`, `bbu`, `force_write_back`, as
+/// [`limits::LIMITS`] declares them in scope `preset`) and the rule they make with its
+/// `write_back`: as MegaRAID and PERC firmware do, write-back is refused without a
+/// battery or flash backup unit, since a power loss would lose acknowledged writes,
+/// unless forced. A key left out takes its default; other keys are not looked at.
+pub fn check_controller_preset(table: &Value) -> Result<(), ScenarioError> {
+    let Value::Object(map) = table else {
+        return refuse("array.controller", format!("expected a table, got {table}"));
+    };
+    let flag = |limit: &limits::Limit| -> Result<bool, ScenarioError> {
+        match map.get(limit.key()) {
+            None => Ok(matches!(limit.default, limits::Fallback::Bool(true))),
+            Some(value) => {
+                check_value(limit, value, limit.path, Scope::Preset)?;
+                Ok(value.as_bool() == Some(true))
+            }
+        }
+    };
+    if let Some(kind) = map.get(limits::CONTROLLER_KIND.key()) {
+        let limit = &limits::CONTROLLER_KIND;
+        check_value(limit, kind, limit.path, Scope::Preset)?;
+    }
+    let bbu = flag(&limits::CONTROLLER_BBU)?;
+    let forced = flag(&limits::CONTROLLER_FORCE_WRITE_BACK)?;
+    let write_back = map.get("write_back").and_then(Value::as_bool) == Some(true);
+    if write_back && !bbu && !forced {
+        refuse(
+            "array.controller.write_back",
+            "write-back needs a battery/flash backup unit (bbu = true); set \
+             force_write_back = true to accept losing acknowledged writes on power loss"
+                .into(),
+        )?;
+    }
+    Ok(())
+}
+
 // --- the table walk ------------------------------------------------------------------
 
 /// Check every field of a scenario document against [`limits::LIMITS`].
