@@ -21,13 +21,19 @@
 //! held back by its workload's other pieces, so the contention a throttled workload
 //! causes on its other array is overstated. Latency figures are the bottleneck piece's
 //! (the array time of the host I/O that waits longest), the mean from Little's law.
+//!
+//! It sits at the top of the crate, beside the event loop rather than in a component's
+//! folder, because it is no component of one array: it composes two runs of
+//! [`crate::simulation`] (the cache's array and the main one) around the policy.
 
 use crate::host::{Job, Workload};
+/// The tier's report is part of the results (a leaf); named here too, where it is built.
+pub use crate::results::{CacheReport, PieceReport};
 use crate::results::{Explain, JobResults, OpStats, Resource, Results, Samples};
 use crate::rng::Rng;
 use crate::scenario::{ArraySpec, Distribution, Rw, Scenario, ScenarioError, WorkloadSpec};
 use crate::scenario::{TraceMode, BLOCK_BYTES_MAX, IODEPTH_MAX, SCHEMA};
-use crate::sim::Simulation;
+use crate::simulation::Simulation;
 use crate::trace::{Reader, TraceError};
 use raidlab_cache::{Action, Cache, CacheConfig, Counters, Op, Policy, Request};
 use serde::{Deserialize, Serialize};
@@ -186,67 +192,6 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
-}
-
-/// What the cache tier did over the measured host I/O.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CacheReport {
-    /// Policy name.
-    pub policy: String,
-    /// Cache bytes used.
-    pub capacity_bytes: u64,
-    /// Cache line.
-    pub line_bytes: u64,
-    /// The policy's counters over the measured host I/O (`raidlab_cache::Counters`).
-    pub counters: BTreeMap<String, u64>,
-    /// Read lines served from the cache, of all read lines.
-    pub read_hit_ratio: f64,
-    /// Read lines served from the RRC (raidix).
-    pub read_hit_ratio_rrc: f64,
-    /// Read lines served from the RWC (raidix).
-    pub read_hit_ratio_rwc: f64,
-    /// Written lines stored in the cache, of all written lines.
-    pub write_cached_ratio: f64,
-    /// SSD write hits (the article's M01/M02 metric as read here): bytes the cache
-    /// writes to its SSD array (host data, admissions, refills) per byte the host
-    /// writes. None when the host wrote nothing.
-    pub ssd_write_hits: Option<f64>,
-    /// Cache-device bytes written per host byte moved (reads and writes).
-    pub cache_write_bytes_per_host_byte: f64,
-    /// The cache SSDs' NAND writes over the measured host I/O: member bytes written
-    /// times their FTL's write amplification (1 for SSDs without an FTL model).
-    pub ssd_nand_write_bytes: f64,
-    /// Flash write amplification of the cache SSDs in their run.
-    pub ssd_write_amplification: Option<f64>,
-    /// Bytes destaged to the main array.
-    pub destaged_bytes: u64,
-    /// Bytes the host wrote in the measured interval.
-    pub host_write_bytes: u64,
-    /// Bytes the host read in the measured interval.
-    pub host_read_bytes: u64,
-    /// Every piece: the I/O one workload sent one array, and how fast it went.
-    pub pieces: Vec<PieceReport>,
-}
-
-/// One piece of a workload's I/O on one array.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PieceReport {
-    /// The host workload's name.
-    pub workload: String,
-    /// `cache` or `main`.
-    pub array: String,
-    /// fio's pattern of the piece (`randread`, `write`, ...).
-    pub rw: String,
-    /// Array requests in the policy pass's measured interval.
-    pub ops: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Array requests per second the piece reached in its array's run.
-    pub iops: f64,
-    /// Time the piece needs for its requests, ns (ops / iops).
-    pub time_ns: u64,
-    /// Whether it sets its workload's pace.
-    pub bottleneck: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

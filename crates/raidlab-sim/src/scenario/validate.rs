@@ -579,7 +579,7 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
 
 /// A PCIe link has 1, 2, 4, 8 or 16 lanes.
 fn check_pcie_lanes(lanes: u32, field: &str) -> Result<(), ScenarioError> {
-    if crate::nvme::PCIE_LANES.contains(&lanes) {
+    if crate::drive::nvme::PCIE_LANES.contains(&lanes) {
         return Ok(());
     }
     refuse(

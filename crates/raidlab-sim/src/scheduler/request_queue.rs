@@ -1,6 +1,19 @@
-//! The scheduler's queues of requests: each sorted by LBA and in expiry order.
+//! The scheduler's queues of requests (not the simulator's event queue,
+//! `crate::event_queue`): each sorted by LBA and in expiry order.
 
-use super::Req;
+/// One request: host I/Os merged into one extent, identified by its first I/O's slot.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Req {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) write: bool,
+    pub(super) discard: bool,
+    /// When it expires (deadline) or its arrival (FIFO order).
+    pub(super) expire_ns: u64,
+    pub(super) queue: u32,
+    /// Last host I/O of its chain.
+    pub(super) tail: u32,
+}
 
 /// Queued requests of one direction (mq-deadline), one process (bfq) or all (FIFO).
 #[derive(Debug, Default)]

@@ -8,15 +8,15 @@
 //! spare is present. Without that field the member failed before the run and its
 //! replacement is in place when it starts.
 
-use super::controller::op_count;
-use super::{Request, Simulation};
-use crate::queue::EventKind;
+use super::{op_count, Rebuild, SYNC_MARKS, SYNC_MARK_STEP_NS};
+use crate::event_queue::EventKind;
 use crate::scenario::{ArraySpec, ControllerSpec, DriveSpec, ReadBalance, RebuildSpec};
+use crate::simulation::{Request, Simulation};
 use raidlab_layout::{LeastOutstanding, MemberSet};
 
 /// The members failed when the run starts: `failed`, less one that fails only during
 /// the run (a hot spare's rebuild).
-pub(super) fn failed_at_start(a: &ArraySpec) -> MemberSet {
+pub(crate) fn failed_at_start(a: &ArraySpec) -> MemberSet {
     let mut failed = MemberSet::from_members(&a.failed);
     // Failing at 0 ns is failing before the run: the same as no failure time.
     if let Some(r) = a
@@ -29,50 +29,9 @@ pub(super) fn failed_at_start(a: &ArraySpec) -> MemberSet {
     failed
 }
 
-/// md's rate marks (`md_do_sync`): the rebuild's speed is measured since the oldest of
-/// `SYNC_MARKS` marks, a new one taken every `SYNC_MARK_STEP`.
-const SYNC_MARKS: usize = 10;
-const SYNC_MARK_STEP_NS: u64 = 3_000_000_000;
-
-/// A background rebuild of one member, a stripe unit of member space at a time, at a
-/// limited rate, competing with the workload for the same drives.
-///
-/// Below its minimum rate (`min_ps_per_byte`) it keeps up to `depth` units in flight,
-/// whatever the load; at or above it, one at a time: the next unit goes once the last
-/// is done, as md's `md_do_sync` waits for its resync I/O to drain
-/// (`recovery_active`) when it is above `speed_limit_min` and the array is busy, and
-/// issues without waiting below it.
-pub(super) struct Rebuild {
-    pub(super) member: u32,
-    pub(super) ps_per_byte: u64,
-    pub(super) unit_bytes: u64,
-    pub(super) member_bytes: u64,
-    /// Member bytes below this are rebuilt (or being rebuilt by the units in flight).
-    pub(super) next_offset_bytes: u64,
-    pub(super) bytes_done: u64,
-    pub(super) bytes_at_start: u64,
-    pub(super) started_ns: u64,
-    pub(super) finished_ns: Option<u64>,
-    /// The minimum rate as picoseconds per byte (None: no minimum).
-    pub(super) min_ps_per_byte: Option<u64>,
-    /// Units in flight at most while below the minimum.
-    pub(super) depth: u32,
-    /// The rebuild's request slots not in flight (popped from the end).
-    pub(super) free_slots: Vec<u32>,
-    /// `free_slots` when none is in flight.
-    pub(super) slots: u32,
-    /// Time and bytes done at each mark, the last taken at `last_mark`.
-    pub(super) marks: [(u64, u64); SYNC_MARKS],
-    pub(super) last_mark: usize,
-    /// The mark the speed is measured from (md's `resync_mark`, `resync_mark_cnt`).
-    pub(super) speed_mark: (u64, u64),
-    /// A `RebuildNext` is queued for this time (the rate limit's).
-    pub(super) wake_ns: Option<u64>,
-}
-
 impl Rebuild {
     /// A rebuild starting at `started_ns` over its `slots` request slots.
-    pub(super) fn new(
+    pub(crate) fn new(
         spec: &RebuildSpec,
         controller: &ControllerSpec,
         drive: &DriveSpec,
@@ -108,7 +67,7 @@ impl Rebuild {
     }
 
     /// Request slots a rebuild needs: one, or its depth when it has a minimum.
-    pub(super) fn slots_needed(spec: &RebuildSpec, a: &ArraySpec) -> u32 {
+    pub(crate) fn slots_needed(spec: &RebuildSpec, a: &ArraySpec) -> u32 {
         if spec.rate_min(&a.controller, &a.drive).is_some() {
             a.controller.rebuild_depth
         } else {
@@ -145,13 +104,13 @@ impl Rebuild {
 impl Simulation {
     /// Whether `slot` is one of the rebuild's request slots.
     #[inline]
-    pub(super) fn is_rebuild_slot(&self, slot: u32) -> bool {
+    pub(crate) fn is_rebuild_slot(&self, slot: u32) -> bool {
         slot == self.rebuild_slot || slot >= self.rebuild_extra_slots
     }
 
     /// Plan and send the next rebuild units the window allows, or wait until the rate
     /// limit allows one.
-    pub(super) fn rebuild_next(&mut self) {
+    pub(crate) fn rebuild_next(&mut self) {
         let now = self.now_ns;
         loop {
             let rb = self.rebuild.as_mut().expect("a rebuild runs");
@@ -236,7 +195,7 @@ impl Simulation {
     }
 
     /// The member fails; the hot spare takes its role and its rebuild starts now.
-    pub(super) fn member_fails(&mut self) {
+    pub(crate) fn member_fails(&mut self) {
         let member = self.rebuild.as_ref().expect("a rebuild runs").member;
         debug_assert!(!self.failed.contains(member), "a member fails once");
         self.failed.insert(member);
@@ -244,7 +203,7 @@ impl Simulation {
     }
 
     /// A rebuild unit in `slot` is written to the replacement.
-    pub(super) fn rebuild_unit_done(&mut self, slot: u32) {
+    pub(crate) fn rebuild_unit_done(&mut self, slot: u32) {
         let len = self.requests[slot as usize].len_bytes;
         let rb = self.rebuild.as_mut().expect("a rebuild runs");
         rb.bytes_done += len;

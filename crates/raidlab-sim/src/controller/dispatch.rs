@@ -1,8 +1,8 @@
-//! The RAID controller: it plans a host request into member operations with the
-//! layout's planner, charges its CPU for the request and each member operation (or
-//! FastPath's cut-through cost), runs parity on its engine, cuts member operations into
-//! commands (at its largest transfer, and at strip boundaries if it merges no strips), queues them at each drive's port while the drive's command
-//! queue is full, and carries data across the bus and its read and write paths.
+//! The controller's request path as events: a host request planned into member
+//! operations with the layout's planner, the CPU charged for the request and each member
+//! operation (or FastPath's cut-through cost), parity run on its engine, member
+//! operations cut into commands and queued at each drive's port while the drive's
+//! command queue is full, and data carried across the bus and the read and write paths.
 //!
 //! ```text
 //! ControllerArrive ─(cpu)─► Dispatch ─► reads ─► MemberDone ─► parity ─► writes
@@ -10,106 +10,18 @@
 //!                                         HostComplete ◄── (bus, paths) ◄─────┘
 //! ```
 
-use super::read_ahead::ReadAhead;
 use super::read_balance::MdRaid10Nearest;
-use super::write_back::DestageEngine;
-use super::{DriveModel, MemberOp, Request, Simulation};
-use crate::queue::EventKind;
-use crate::resource::{Path, Server};
+use super::{op_count, CommandSplit};
+use crate::drive::DriveModel;
+use crate::event_queue::EventKind;
 use crate::scenario::ReadBalance;
+use crate::simulation::{MemberOp, Request, Simulation};
 use raidlab_layout::{LeastOutstanding, Level, MemberSet, Plan, Request as PlanRequest};
-
-/// The controller's CPU, data paths and settings, and the caches it runs.
-pub(super) struct Controller {
-    pub(super) cpu: Server,
-    pub(super) request_overhead_ns: u64,
-    pub(super) member_op_overhead_ns: u64,
-    /// Each member command of a request leaves as soon as it is built
-    /// (`member_dispatch = "serial"`), not all once every one is.
-    pub(super) post_serially: bool,
-    /// How member operations are cut into commands.
-    pub(super) split: CommandSplit,
-    pub(super) read_hit_overhead_ns: u64,
-    pub(super) parity: Option<Path>,
-    pub(super) bus_up: Option<Path>,
-    pub(super) bus_down: Option<Path>,
-    pub(super) read_path: Option<Path>,
-    pub(super) write_path: Option<Path>,
-    /// The shared link (a chipset's DMI) members from `uplink_first_member` on sit
-    /// behind, each direction.
-    pub(super) uplink_up: Option<Path>,
-    pub(super) uplink_down: Option<Path>,
-    pub(super) uplink_first_member: u32,
-    pub(super) read_ahead: Option<ReadAhead>,
-    pub(super) cache_overhead_ns: u64,
-    pub(super) write_cache: Option<DestageEngine>,
-    /// Host discards reach the members (passthrough on, and they are SSDs).
-    pub(super) members_take_trim: bool,
-    /// FastPath's per-I/O cost, when FastPath is on.
-    pub(super) fastpath_overhead_ns: Option<u64>,
-    /// Which I/O FastPath takes on this level: reads, writes (RAID 0 only).
-    pub(super) fastpath_reads: bool,
-    pub(super) fastpath_writes: bool,
-}
-
-/// How a controller cuts the extent a member receives into commands: never longer than
-/// its largest transfer, and, for a controller that issues one command per strip
-/// (`member_commands = "per-strip"`), never across a strip boundary of the member.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct CommandSplit {
-    pub(super) max_bytes: u64,
-    /// Strip size on the member (`u64::MAX`: strips a member receives are merged).
-    pub(super) strip_bytes: u64,
-}
-
-impl CommandSplit {
-    /// Length of the command starting at member offset `at` with `left` bytes to go.
-    #[inline]
-    pub(super) fn next_len(&self, at: u64, left: u64) -> u64 {
-        let len = left.min(self.max_bytes);
-        if self.strip_bytes == u64::MAX {
-            // Merged strips: no boundary before the extent's end (no division either).
-            return len;
-        }
-        let to_strip_end = self.strip_bytes - at % self.strip_bytes;
-        len.min(to_strip_end)
-    }
-
-    /// Commands an extent of `len` bytes at member offset `offset` becomes.
-    pub(super) fn count(&self, offset: u64, len: u64) -> u64 {
-        if self.strip_bytes == u64::MAX {
-            if len <= self.max_bytes {
-                // One command (none for nothing), without a division.
-                return u64::from(len > 0);
-            }
-            return len.div_ceil(self.max_bytes);
-        }
-        if self.max_bytes >= self.strip_bytes {
-            // One command per strip touched.
-            return (offset + len - 1) / self.strip_bytes - offset / self.strip_bytes + 1;
-        }
-        let (mut at, mut n) = (offset, 0);
-        while at < offset + len {
-            at += self.next_len(at, offset + len - at);
-            n += 1;
-        }
-        n
-    }
-}
-
-/// Member commands of a plan once cut as the controller cuts them.
-pub(super) fn op_count(plan: &Plan, split: CommandSplit) -> u64 {
-    plan.reads
-        .iter()
-        .chain(&plan.writes)
-        .map(|e| split.count(e.offset_bytes, e.len_bytes))
-        .sum()
-}
 
 impl Simulation {
     /// Plan request `slot` into its member reads and writes; returns the member
     /// operation count the controller pays for.
-    pub(super) fn plan_request(&mut self, slot: u32) -> u64 {
+    pub(crate) fn plan_request(&mut self, slot: u32) -> u64 {
         let r = self.requests[slot as usize];
         let failed = self.failed_for(r.offset_bytes);
         let request = PlanRequest {
@@ -164,7 +76,7 @@ impl Simulation {
         failed
     }
 
-    pub(super) fn controller_arrive(&mut self, slot: u32) {
+    pub(crate) fn controller_arrive(&mut self, slot: u32) {
         self.paths[slot as usize].controller_ns = self.now_ns;
         let r = self.requests[slot as usize];
         if r.trim {
@@ -197,7 +109,7 @@ impl Simulation {
     /// built: the first once the lead is done, each next one a member operation's cost
     /// later, its bookkeeping after its posting. So a request on one member waits only
     /// for the lead, and the CPU stays busy for the whole either way.
-    pub(super) fn charge_and_post(&mut self, slot: u32, lead_ns: u64, ops: u64) {
+    pub(crate) fn charge_and_post(&mut self, slot: u32, lead_ns: u64, ops: u64) {
         let per_op = self.controller.member_op_overhead_ns;
         let (start, end) = self
             .controller
@@ -269,7 +181,7 @@ impl Simulation {
     /// The host deleted the last `percent` of the array before the run: its discard
     /// goes through the same layout rules as a runtime TRIM, untimed, when the
     /// controller passes discards on.
-    pub(super) fn discard_deleted(&mut self, percent: f64) {
+    pub(crate) fn discard_deleted(&mut self, percent: f64) {
         if !self.controller.members_take_trim {
             return;
         }
@@ -305,7 +217,7 @@ impl Simulation {
 
     /// Send a planned request's first phase to the drives: its member reads, or, with
     /// none, its parity work and writes.
-    pub(super) fn dispatch(&mut self, slot: u32) {
+    pub(crate) fn dispatch(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
         {
             let req = &mut self.requests[slot as usize];
@@ -356,7 +268,7 @@ impl Simulation {
     /// Send one phase's member operations, split at the controller's largest transfer:
     /// all at once, or, when the request's commands are posted as they are built
     /// (`post_gap_ns` > 0), one after the other in the host's address order.
-    pub(super) fn issue_phase(&mut self, slot: u32, write: bool) {
+    pub(crate) fn issue_phase(&mut self, slot: u32, write: bool) {
         let trim = self.requests[slot as usize].trim;
         // A discard carries no data: one command per member range, never split.
         let split = if trim {
@@ -504,7 +416,7 @@ impl Simulation {
     }
 
     /// Host write data crossing the bus and the controller's write path.
-    pub(super) fn host_data_down(&mut self, len: u64) -> u64 {
+    pub(crate) fn host_data_down(&mut self, len: u64) -> u64 {
         let now = self.now_ns;
         let mut t = now;
         if let Some(bus) = self.controller.bus_down.as_mut() {
@@ -530,7 +442,7 @@ impl Simulation {
     }
 
     /// A new member operation for its drive: counted in the member's load until done.
-    pub(super) fn submit_to_drive(&mut self, id: u32) {
+    pub(crate) fn submit_to_drive(&mut self, id: u32) {
         let drive = self.ops[id as usize].drive;
         self.member_load[drive as usize] += 1;
         self.send_to_drive(id);
@@ -577,7 +489,7 @@ impl Simulation {
         }
     }
 
-    pub(super) fn member_done(&mut self, id: u32) {
+    pub(crate) fn member_done(&mut self, id: u32) {
         let op = self.ops[id as usize];
         let now = self.now_ns;
         self.member_load[op.drive as usize] -= 1;

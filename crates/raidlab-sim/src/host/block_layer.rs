@@ -1,14 +1,14 @@
-//! The host side of the loop: fio-like jobs issue requests through the host stack,
-//! optionally through the block layer's I/O scheduler, and count completions once the
-//! warm-up is over. A job issues its next request as soon as one completes, so each
-//! job keeps its `iodepth` outstanding (closed loop).
+//! The host's block layer as events: each job issues its next request through the host
+//! stack, optionally through the block layer's I/O scheduler, and counts completions
+//! once the warm-up is over. A job issues its next request as soon as one completes, so
+//! each job keeps its `iodepth` outstanding (closed loop).
 
-use super::{Request, Simulation, TRIM};
-use crate::queue::EventKind;
+use crate::event_queue::EventKind;
+use crate::simulation::{Request, Simulation, TRIM};
 
 impl Simulation {
     /// Job of `slot` issues its next request now.
-    pub(super) fn issue(&mut self, slot: u32) {
+    pub(crate) fn issue(&mut self, slot: u32) {
         let job = &mut self.jobs[self.slot_job[slot as usize] as usize];
         let ask = self.workloads[job.workload as usize].next(&mut self.rng, job);
         self.requests[slot as usize] = Request {
@@ -29,7 +29,7 @@ impl Simulation {
     /// Where an issued host request goes after the host stack: the I/O scheduler, or
     /// straight to the controller.
     #[inline]
-    pub(super) fn host_arrival(&self) -> EventKind {
+    pub(crate) fn host_arrival(&self) -> EventKind {
         if self.scheduler.is_some() {
             EventKind::SchedulerInsert
         } else {
@@ -38,12 +38,12 @@ impl Simulation {
     }
 
     /// Whether some workload has not finished its warm-up.
-    pub(super) fn any_warming_up(&self) -> bool {
+    pub(crate) fn any_warming_up(&self) -> bool {
         self.workloads.iter().any(|w| w.warming_up(0, self.now_ns))
     }
 
     /// A host request or a read-ahead segment has all its data.
-    pub(super) fn request_complete(&mut self, slot: u32) {
+    pub(crate) fn request_complete(&mut self, slot: u32) {
         if self.is_rebuild_slot(slot) {
             self.rebuild_unit_done(slot);
             return;
@@ -121,7 +121,7 @@ impl Simulation {
     // ----- host I/O scheduler ------------------------------------------------------
 
     /// A host request reaches the I/O scheduler.
-    pub(super) fn scheduler_insert(&mut self, slot: u32) {
+    pub(crate) fn scheduler_insert(&mut self, slot: u32) {
         let r = self.requests[slot as usize];
         // One process per fio job; a trace is one process.
         let process = if self.trace.is_some() {
@@ -142,7 +142,7 @@ impl Simulation {
         self.scheduler_pump();
     }
 
-    pub(super) fn scheduler_timer(&mut self, generation: u32) {
+    pub(crate) fn scheduler_timer(&mut self, generation: u32) {
         self.scheduler
             .as_mut()
             .expect("a scheduler stage")

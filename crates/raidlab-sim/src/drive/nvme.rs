@@ -23,7 +23,7 @@
 //!   interrupt) goes with its data: [`COMMAND_LINK_BYTES`].
 //!
 //! The flash behind it (channels, dies, tR, tPROG, write buffer, read buffer, program
-//! suspend) is [`crate::ssd::Ssd`]'s, built from [`NvmeSpec::flash_spec`].
+//! suspend) is [`crate::drive::ssd::Ssd`]'s, built from [`NvmeSpec::flash_spec`].
 
 use crate::scenario::{NvmeSpec, SsdSpec, IODEPTH_MAX};
 

@@ -13,37 +13,9 @@
 //! stripe width"): small sequential reads then hit the rest of the unit, and reads of
 //! whole stripe units gain nothing (`within_stripe_unit`).
 
-use super::{Request, Simulation};
-use crate::queue::EventKind;
-use std::collections::VecDeque;
-
-#[derive(Clone, Copy)]
-pub(super) struct Segment {
-    start: u64,
-    end: u64,
-    ready: bool,
-    slot: u32,
-}
-
-/// Controller read-ahead: a window of consecutive segments ahead of a sequential
-/// stream, fetched by the controller itself.
-pub(super) struct ReadAhead {
-    pub(super) segment_bytes: u64,
-    pub(super) segments_max: usize,
-    /// Segments in address order, contiguous.
-    pub(super) window: VecDeque<Segment>,
-    pub(super) free_slots: Vec<u32>,
-    /// Where the next read of a sequential stream would start.
-    pub(super) expect_offset: u64,
-    /// Fetch ahead after every read, sequential or not.
-    pub(super) always: bool,
-    /// Fetch only the rest of the stripe unit the stream is in, never beyond it.
-    pub(super) within_stripe_unit: bool,
-    /// End of the last segment fetched.
-    pub(super) window_end: u64,
-    pub(super) waiters: Vec<u32>,
-    pub(super) hits: u64,
-}
+use super::{ReadAhead, Segment};
+use crate::event_queue::EventKind;
+use crate::simulation::{Request, Simulation};
 
 impl ReadAhead {
     /// Do window segments cover `[start, end)` without a gap?
@@ -75,7 +47,7 @@ impl Simulation {
     /// The window holds segments fetched ahead of the furthest byte the host has asked
     /// for; a segment is at least the read-ahead size and at least the stream's request
     /// size, so large sequential reads are read ahead too (as Intel RST does).
-    pub(super) fn read_ahead_serves(&mut self, slot: u32) -> bool {
+    pub(crate) fn read_ahead_serves(&mut self, slot: u32) -> bool {
         let r = self.requests[slot as usize];
         let end = r.offset_bytes + r.len_bytes;
         let ra = self
@@ -194,7 +166,7 @@ impl Simulation {
     }
 
     /// A read-ahead segment has arrived: serve the reads waiting for it.
-    pub(super) fn segment_ready(&mut self, slot: u32) {
+    pub(crate) fn segment_ready(&mut self, slot: u32) {
         let now = self.now_ns;
         let ra = self
             .controller
@@ -220,7 +192,7 @@ impl Simulation {
     }
 
     /// A read served from the read-ahead buffer crosses the bus to the host.
-    pub(super) fn read_hit(&mut self, slot: u32) {
+    pub(crate) fn read_hit(&mut self, slot: u32) {
         let len = self.requests[slot as usize].len_bytes;
         let now = self.now_ns;
         let t = match self.controller.bus_up.as_mut() {

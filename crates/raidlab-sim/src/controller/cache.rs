@@ -1,4 +1,5 @@
-//! The controller's write-back cache: dirty data waiting to be destaged to the members.
+//! The write-back cache's contents: the dirty extents waiting to be destaged, their
+//! marks and the order destages take them in (pure state; `write_back` runs it).
 //!
 //! A write is acknowledged once its data is in the cache. Dirty data is kept as merged
 //! extents, so adjacent writes coalesce (and sequential writes gather into full

@@ -1,29 +1,11 @@
-//! The controller's write-back cache: host writes are acknowledged once in the cache,
-//! reads of dirty data are served from it, and destages (the controller's own writes,
+//! Write-back as events: host writes acknowledged once in the cache ([`super::cache`]),
+//! reads of dirty data served from it, and destages (the controller's own writes,
 //! in slots after the read-ahead's and the rebuild's) drain dirty data to the members
 //! between the low and high marks. Writes wait for room in arrival order.
 
-use super::{Request, Simulation};
-use crate::cache::WriteCache;
-use crate::queue::EventKind;
-use std::collections::VecDeque;
-
-/// A write-back cache and the destages it has in flight.
-pub(super) struct DestageEngine {
-    pub(super) cache: WriteCache,
-    /// Free destage request slots.
-    pub(super) free_slots: Vec<u32>,
-    pub(super) first_slot: u32,
-    /// Host writes waiting for cache room, in arrival order.
-    pub(super) waiters: VecDeque<u32>,
-    pub(super) max_bytes: u64,
-    pub(super) align_bytes: u64,
-    pub(super) concurrency: u32,
-    /// Destages in flight, and the integral of that over time (for utilisation).
-    pub(super) in_flight: u32,
-    pub(super) in_flight_since_ns: u64,
-    pub(super) in_flight_area_ns: u64,
-}
+use super::DestageEngine;
+use crate::event_queue::EventKind;
+use crate::simulation::{Request, Simulation};
 
 impl DestageEngine {
     /// Account the time since the last change at the current in-flight count.
@@ -33,7 +15,7 @@ impl DestageEngine {
     }
 
     /// Busy time: in-flight destages over time, as a share of the allowed concurrency.
-    pub(super) fn busy_ns(&self) -> u64 {
+    pub(crate) fn busy_ns(&self) -> u64 {
         self.in_flight_area_ns / u64::from(self.concurrency)
     }
 }
@@ -41,7 +23,7 @@ impl DestageEngine {
 impl Simulation {
     /// Writes into the cache (acknowledged once there), reads of dirty data from it.
     /// Returns whether the cache took care of the request.
-    pub(super) fn cache_serves(&mut self, slot: u32) -> bool {
+    pub(crate) fn cache_serves(&mut self, slot: u32) -> bool {
         let r = self.requests[slot as usize];
         let end = r.offset_bytes + r.len_bytes;
         let engine = self.controller.write_cache.as_ref().expect("a write cache");
@@ -103,7 +85,7 @@ impl Simulation {
     }
 
     /// A destage reached the members: its room goes to waiting writes, then more destage.
-    pub(super) fn destage_done(&mut self, slot: u32) {
+    pub(crate) fn destage_done(&mut self, slot: u32) {
         let len = self.requests[slot as usize].len_bytes;
         let now = self.now_ns;
         let engine = self.controller.write_cache.as_mut().expect("a write cache");
@@ -117,7 +99,7 @@ impl Simulation {
 
     /// A TRIM of cached data: the dirty bytes it covers are dropped, not destaged, and
     /// the room they held goes to waiting writes.
-    pub(super) fn discard_cached(&mut self, start: u64, end: u64) {
+    pub(crate) fn discard_cached(&mut self, start: u64, end: u64) {
         let engine = self.controller.write_cache.as_mut().expect("a write cache");
         if engine.cache.discard(start, end) > 0 {
             self.admit_waiters();

@@ -3,32 +3,13 @@
 //! issued either at their timestamps (open loop, with a bounded backlog) or with a
 //! fixed number outstanding in trace order (closed loop).
 
-use super::{Request, Simulation};
-use crate::queue::EventKind;
+use super::{TraceSource, BACKLOG_MAX};
+use crate::event_queue::EventKind;
 use crate::results::Results;
 use crate::scenario::Scenario;
+use crate::simulation::{Request, Simulation};
 use crate::trace::{Reader, Record, TraceError};
 use std::collections::VecDeque;
-
-/// A block trace feeding the host instead of workload generators.
-pub(super) struct TraceSource {
-    reader: Reader<Box<dyn std::io::BufRead>>,
-    /// Open loop: requests arrive at their timestamps; closed: at a queue depth.
-    open_loop: bool,
-    time_scale: f64,
-    /// Arrivals waiting for a free slot (open loop), bounded by `BACKLOG_MAX`.
-    backlog: VecDeque<(Record, u64)>,
-    /// The next record, read ahead, and when it arrives.
-    next: Option<(Record, u64)>,
-    free_slots: Vec<u32>,
-    outstanding: u32,
-    exhausted: bool,
-    error: Option<TraceError>,
-}
-
-/// Open-loop arrivals held back while the array falls behind; beyond it the trace is
-/// read more slowly rather than memory growing with it.
-const BACKLOG_MAX: usize = 1 << 20;
 
 impl Simulation {
     /// A run that replays `reader` against the scenario's array (its workloads are
@@ -143,7 +124,7 @@ impl Simulation {
         }
     }
 
-    pub(super) fn trace_arrival(&mut self) {
+    pub(crate) fn trace_arrival(&mut self) {
         let trace = self.trace.as_mut().expect("a trace");
         let (r, at) = trace.next.take().expect("an arrival was read ahead");
         match trace.free_slots.pop() {
@@ -156,7 +137,7 @@ impl Simulation {
     }
 
     /// A traced request completed in `slot`: the slot takes the next request waiting.
-    pub(super) fn trace_slot_free(&mut self, slot: u32) {
+    pub(crate) fn trace_slot_free(&mut self, slot: u32) {
         let trace = self.trace.as_mut().expect("a trace");
         trace.outstanding -= 1;
         trace.free_slots.push(slot);

@@ -16,7 +16,7 @@
 //! garbage collection, over-provisioning) sits between `write` and the die
 //! reservations: the copies and erases a write causes are paced onto the dies.
 
-use crate::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
+use crate::drive::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
 use crate::resource::{ps_per_byte, transfer_ns, Divisor, GapServer, Server};
 use crate::results::MemberWear;
 use crate::rng::Rng;

@@ -1,4 +1,4 @@
-//! Read balancing that needs the simulation's state, not only the layout: md raid10's
+//! The controller's read balancing that needs the simulation's state, not only the layout: md raid10's
 //! choice of copy by where each drive last was.
 
 use raidlab_layout::{CopyChooser, LeastOutstanding};
@@ -10,7 +10,7 @@ use raidlab_layout::{CopyChooser, LeastOutstanding};
 /// "md/raid10: read balance chooses idlest disk for SSD", 2019), as raid1 had done
 /// since 3.6.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct MdRaid10Nearest<'a> {
+pub(crate) struct MdRaid10Nearest<'a> {
     outstanding: &'a [u32],
     head_bytes: &'a [u64],
 }
@@ -18,7 +18,7 @@ pub(super) struct MdRaid10Nearest<'a> {
 impl<'a> MdRaid10Nearest<'a> {
     /// `outstanding[m]`: operations in flight on member `m`; `head_bytes[m]`: the end
     /// of the last operation member `m` completed.
-    pub(super) fn new(outstanding: &'a [u32], head_bytes: &'a [u64]) -> Self {
+    pub(crate) fn new(outstanding: &'a [u32], head_bytes: &'a [u64]) -> Self {
         debug_assert_eq!(outstanding.len(), head_bytes.len());
         Self {
             outstanding,
