@@ -346,6 +346,9 @@ impl Action {
 
     /// Extends `self` by `next` when both are the same kind and both their array and
     /// cache ranges continue each other.
+    // Long only on the page: one match whose three rules (same kind, same reason, both
+    // extents contiguous) are spelled as struct patterns rustfmt lays out a field a
+    // line; splitting it would scatter one rule over several functions.
     fn try_merge(&mut self, next: &Action) -> bool {
         use Action::*;
         match (self, next) {

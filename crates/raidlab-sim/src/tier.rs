@@ -770,6 +770,53 @@ fn compose(
     capacity_bytes: u64,
     line_bytes: u64,
 ) -> Results {
+    let pieces = piece_results(pass, cache, main);
+    let mut jobs = Vec::new();
+    let mut total: HostTotals = [(0, 0, 0.0, 0.0, 0.0); 2];
+    let mut sim_time_s: f64 = 0.0;
+    let mut bottlenecks = Vec::new();
+    for (w, spec_w) in specs.iter().enumerate() {
+        let (job, slowest, t) = workload_result(w, spec_w, pass, &pieces, &mut total);
+        jobs.push(job);
+        bottlenecks.push(slowest);
+        sim_time_s = sim_time_s.max(t);
+    }
+    let ops = host_ops(&total, &pieces, &bottlenecks);
+    let mut explain = explain(cache.1, main.1);
+    explain.cache = Some(cache_report(
+        spec,
+        pass,
+        &pieces,
+        &bottlenecks,
+        cache.1,
+        capacity_bytes,
+        line_bytes,
+        specs,
+    ));
+    Results {
+        schema: SCHEMA,
+        seed: scenario.seed,
+        sim_time_ns: ((sim_time_s * 1e9) as u64).max(1),
+        events: cache.1.map_or(0, |r| r.events)
+            + main.1.map_or(0, |r| r.events)
+            + pass.counters["requests"],
+        ops,
+        explain,
+        jobs,
+        rebuild: None,
+    }
+}
+
+/// Per direction, over every workload: host I/Os, bytes, IOPS, MB/s and latency times
+/// I/Os (for the I/O-weighted mean).
+type HostTotals = [(u64, u64, f64, f64, f64); 2];
+
+/// Every piece of the array runs that took place, with the rate its array ran it at.
+fn piece_results<'a>(
+    pass: &PolicyPass,
+    cache: (&[PieceKey], Option<&'a Results>),
+    main: (&[PieceKey], Option<&'a Results>),
+) -> Vec<PieceResult<'a>> {
     let mut pieces: Vec<PieceResult> = Vec::new();
     for (keys, run) in [cache, main] {
         let Some(run) = run else { continue };
@@ -786,65 +833,76 @@ fn compose(
             });
         }
     }
-    let mut jobs = Vec::new();
-    let mut total: [(u64, u64, f64, f64, f64); 2] = [(0, 0, 0.0, 0.0, 0.0); 2];
-    let mut sim_time_s: f64 = 0.0;
-    let mut bottlenecks = Vec::new();
-    for (w, spec_w) in specs.iter().enumerate() {
-        let own: Vec<&PieceResult> = pieces
-            .iter()
-            .filter(|p| p.key.workload == w as u32)
-            .collect();
-        let slowest = own
-            .iter()
-            .max_by(|a, b| a.time_s.total_cmp(&b.time_s))
-            .expect("every host I/O reaches an array");
-        bottlenecks.push(slowest.key);
-        let t = slowest.time_s.max(1e-9);
-        sim_time_s = sim_time_s.max(t);
-        let host_iops: f64 = (pass.host_ios[w][0] + pass.host_ios[w][1]) as f64 / t;
-        let depth = f64::from(spec_w.iodepth * spec_w.numjobs);
-        let lat_mean_ns = depth / host_iops.max(1e-9) * 1e9;
-        let mut ops = BTreeMap::new();
-        for (dir, name) in [(0, "read"), (1, "write")] {
-            let ios = pass.host_ios[w][dir];
-            if ios == 0 {
-                continue;
-            }
-            let bytes = pass.host_bytes[w][dir];
-            let stats = OpStats {
-                ios,
-                bytes,
-                iops: ios as f64 / t,
-                mbps: bytes as f64 / t / 1e6,
-                lat_mean_ns,
-                lat_min_ns: slowest.stats.lat_min_ns,
-                lat_max_ns: slowest.stats.lat_max_ns,
-                percentiles_ns: slowest.stats.percentiles_ns.clone(),
-            };
-            let tot = &mut total[dir];
-            tot.0 += ios;
-            tot.1 += bytes;
-            tot.2 += stats.iops;
-            tot.3 += stats.mbps;
-            tot.4 += lat_mean_ns * ios as f64;
-            ops.insert(name.to_string(), stats);
+    pieces
+}
+
+/// Workload `w`'s results, paced by its slowest piece: the job, that piece's key and
+/// its time (s); its figures are added to `total`.
+fn workload_result(
+    w: usize,
+    spec_w: &WorkloadSpec,
+    pass: &PolicyPass,
+    pieces: &[PieceResult],
+    total: &mut HostTotals,
+) -> (JobResults, PieceKey, f64) {
+    let slowest = pieces
+        .iter()
+        .filter(|p| p.key.workload == w as u32)
+        .max_by(|a, b| a.time_s.total_cmp(&b.time_s))
+        .expect("every host I/O reaches an array");
+    let t = slowest.time_s.max(1e-9);
+    let host_iops: f64 = (pass.host_ios[w][0] + pass.host_ios[w][1]) as f64 / t;
+    let depth = f64::from(spec_w.iodepth * spec_w.numjobs);
+    let lat_mean_ns = depth / host_iops.max(1e-9) * 1e9;
+    let mut ops = BTreeMap::new();
+    for (dir, name) in [(0, "read"), (1, "write")] {
+        let ios = pass.host_ios[w][dir];
+        if ios == 0 {
+            continue;
         }
-        jobs.push(JobResults {
-            name: spec_w.name.clone().unwrap_or_else(|| format!("job{w}")),
-            ops,
-            runtime_ns: (t * 1e9) as u64,
-            samples: Samples {
-                interval_ns: spec_w.sample_interval_ns.max(1),
-                read_ios: Vec::new(),
-                read_bytes: Vec::new(),
-                write_ios: Vec::new(),
-                write_bytes: Vec::new(),
-                trim_ios: Vec::new(),
-                trim_bytes: Vec::new(),
-            },
-        });
+        let bytes = pass.host_bytes[w][dir];
+        let stats = OpStats {
+            ios,
+            bytes,
+            iops: ios as f64 / t,
+            mbps: bytes as f64 / t / 1e6,
+            lat_mean_ns,
+            lat_min_ns: slowest.stats.lat_min_ns,
+            lat_max_ns: slowest.stats.lat_max_ns,
+            percentiles_ns: slowest.stats.percentiles_ns.clone(),
+        };
+        let tot = &mut total[dir];
+        tot.0 += ios;
+        tot.1 += bytes;
+        tot.2 += stats.iops;
+        tot.3 += stats.mbps;
+        tot.4 += lat_mean_ns * ios as f64;
+        ops.insert(name.to_string(), stats);
     }
+    let job = JobResults {
+        name: spec_w.name.clone().unwrap_or_else(|| format!("job{w}")),
+        ops,
+        runtime_ns: (t * 1e9) as u64,
+        samples: Samples {
+            interval_ns: spec_w.sample_interval_ns.max(1),
+            read_ios: Vec::new(),
+            read_bytes: Vec::new(),
+            write_ios: Vec::new(),
+            write_bytes: Vec::new(),
+            trim_ios: Vec::new(),
+            trim_bytes: Vec::new(),
+        },
+    };
+    (job, slowest.key, t)
+}
+
+/// The host's figures per direction over every workload; latency extremes and
+/// percentiles from the pieces that set their workloads' pace.
+fn host_ops(
+    total: &HostTotals,
+    pieces: &[PieceResult],
+    bottlenecks: &[PieceKey],
+) -> BTreeMap<String, OpStats> {
     let mut ops = BTreeMap::new();
     for (dir, name) in [(0, "read"), (1, "write")] {
         let (ios, bytes, iops, mbps, lat) = total[dir];
@@ -870,29 +928,7 @@ fn compose(
             },
         );
     }
-    let mut explain = explain(cache.1, main.1);
-    explain.cache = Some(cache_report(
-        spec,
-        pass,
-        &pieces,
-        &bottlenecks,
-        cache.1,
-        capacity_bytes,
-        line_bytes,
-        specs,
-    ));
-    Results {
-        schema: SCHEMA,
-        seed: scenario.seed,
-        sim_time_ns: ((sim_time_s * 1e9) as u64).max(1),
-        events: cache.1.map_or(0, |r| r.events)
-            + main.1.map_or(0, |r| r.events)
-            + pass.counters["requests"],
-        ops,
-        explain,
-        jobs,
-        rebuild: None,
-    }
+    ops
 }
 
 /// Both arrays' resources, named `cache.*` and `main.*`; the busiest is the bottleneck.

@@ -101,6 +101,15 @@ impl Rebuild {
     }
 }
 
+/// One unit of member space the rebuild sends: where on its member, and its slot.
+#[derive(Clone, Copy)]
+struct RebuildUnit {
+    member: u32,
+    offset_bytes: u64,
+    len_bytes: u64,
+    slot: u32,
+}
+
 impl Simulation {
     /// Whether `slot` is one of the rebuild's request slots.
     #[inline]
@@ -111,87 +120,111 @@ impl Simulation {
     /// Plan and send the next rebuild units the window allows, or wait until the rate
     /// limit allows one.
     pub(crate) fn rebuild_next(&mut self) {
-        let now = self.now_ns;
-        loop {
-            let rb = self.rebuild.as_mut().expect("a rebuild runs");
-            if rb.wake_ns.is_some_and(|t| t <= now) {
-                rb.wake_ns = None;
-            }
-            if rb.next_offset_bytes >= rb.member_bytes {
-                if rb.in_flight() == 0 && rb.finished_ns.is_none() {
-                    rb.finished_ns = Some(now);
-                    self.failed.remove(rb.member);
-                }
-                return;
-            }
-            rb.mark(now);
-            // Below the minimum, up to `depth` units in flight; else the last must be
-            // done before the next goes.
-            let window = if rb.below_min(now) { rb.depth } else { 1 };
-            if rb.in_flight() >= window {
-                return;
-            }
-            // The rate limit: unit k may start once k units' worth of time has passed.
-            let due = rb.started_ns
-                + (u128::from(rb.next_offset_bytes) * u128::from(rb.ps_per_byte) / 1000) as u64;
-            if due > now {
-                if rb.wake_ns.is_none() {
-                    rb.wake_ns = Some(due);
-                    self.queue.push(due, EventKind::RebuildNext, 0);
-                }
-                return;
-            }
-            let offset = rb.next_offset_bytes;
-            let len = rb.unit_bytes.min(rb.member_bytes - offset);
-            let member = rb.member;
-            rb.next_offset_bytes = offset + len;
-            let slot = *rb.free_slots.last().expect("the window has a free slot");
-            let failed = self.failed;
-            let plan = &mut self.plans[slot as usize];
-            let planned = match self.read_balance {
-                ReadBalance::RoundRobin => self.layout.rebuild_plan(
-                    member,
-                    offset,
-                    len,
-                    &failed,
-                    &mut self.round_robin,
-                    plan,
-                ),
-                // md's recovery reads are not read-balanced by head position.
-                ReadBalance::LeastOutstanding | ReadBalance::Md => self.layout.rebuild_plan(
-                    member,
-                    offset,
-                    len,
-                    &failed,
-                    &mut LeastOutstanding::new(&self.member_load),
-                    plan,
-                ),
-            };
-            planned.expect("a validated rebuild has survivors to read");
-            if plan.writes.is_empty() {
+        while let Some(unit) = self.next_rebuild_unit() {
+            if self.plan_rebuild_unit(unit) {
+                self.issue_rebuild_unit(unit);
+            } else {
                 // Space the member does not use (RAID 10 tails): nothing to copy.
                 let rb = self.rebuild.as_mut().expect("a rebuild runs");
-                rb.bytes_done += len;
-                continue;
+                rb.bytes_done += unit.len_bytes;
             }
-            self.rebuild
-                .as_mut()
-                .expect("a rebuild runs")
-                .free_slots
-                .pop();
-            let ops = op_count(plan, self.controller.split);
-            self.requests[slot as usize] = Request {
-                offset_bytes: offset,
-                len_bytes: len,
-                issued_ns: now,
-                ..Request::default()
-            };
-            let (_, ready) = self
-                .controller
-                .cpu
-                .reserve(now, ops * self.controller.member_op_overhead_ns);
-            self.queue.push(ready, EventKind::Dispatch, slot);
         }
+    }
+
+    /// The next unit, taken off the rebuild's frontier, when it may go now; None when
+    /// the rebuild is done (marked finished once nothing is in flight), its window is
+    /// full, or its rate limit holds it back (a `RebuildNext` is then queued).
+    fn next_rebuild_unit(&mut self) -> Option<RebuildUnit> {
+        let now = self.now_ns;
+        let rb = self.rebuild.as_mut().expect("a rebuild runs");
+        if rb.wake_ns.is_some_and(|t| t <= now) {
+            rb.wake_ns = None;
+        }
+        if rb.next_offset_bytes >= rb.member_bytes {
+            if rb.in_flight() == 0 && rb.finished_ns.is_none() {
+                rb.finished_ns = Some(now);
+                self.failed.remove(rb.member);
+            }
+            return None;
+        }
+        rb.mark(now);
+        // Below the minimum, up to `depth` units in flight; else the last must be
+        // done before the next goes.
+        let window = if rb.below_min(now) { rb.depth } else { 1 };
+        if rb.in_flight() >= window {
+            return None;
+        }
+        // The rate limit: unit k may start once k units' worth of time has passed.
+        let due = rb.started_ns
+            + (u128::from(rb.next_offset_bytes) * u128::from(rb.ps_per_byte) / 1000) as u64;
+        if due > now {
+            if rb.wake_ns.is_none() {
+                rb.wake_ns = Some(due);
+                self.queue.push(due, EventKind::RebuildNext, 0);
+            }
+            return None;
+        }
+        let offset_bytes = rb.next_offset_bytes;
+        let len_bytes = rb.unit_bytes.min(rb.member_bytes - offset_bytes);
+        rb.next_offset_bytes = offset_bytes + len_bytes;
+        Some(RebuildUnit {
+            member: rb.member,
+            offset_bytes,
+            len_bytes,
+            slot: *rb.free_slots.last().expect("the window has a free slot"),
+        })
+    }
+
+    /// Plan a unit's reads of the survivors and its write into its slot's plan;
+    /// whether it writes anything.
+    fn plan_rebuild_unit(&mut self, unit: RebuildUnit) -> bool {
+        let RebuildUnit {
+            member,
+            offset_bytes: offset,
+            len_bytes: len,
+            slot,
+        } = unit;
+        let failed = self.failed;
+        let plan = &mut self.plans[slot as usize];
+        let planned = match self.read_balance {
+            ReadBalance::RoundRobin => {
+                let copies = &mut self.round_robin;
+                self.layout
+                    .rebuild_plan(member, offset, len, &failed, copies, plan)
+            }
+            // md's recovery reads are not read-balanced by head position.
+            ReadBalance::LeastOutstanding | ReadBalance::Md => {
+                let copies = &mut LeastOutstanding::new(&self.member_load);
+                self.layout
+                    .rebuild_plan(member, offset, len, &failed, copies, plan)
+            }
+        };
+        planned.expect("a validated rebuild has survivors to read");
+        !plan.writes.is_empty()
+    }
+
+    /// Send a planned unit: its slot taken, the controller's CPU charged per member
+    /// operation, then its dispatch.
+    fn issue_rebuild_unit(&mut self, unit: RebuildUnit) {
+        let now = self.now_ns;
+        let slot = unit.slot;
+        self.rebuild
+            .as_mut()
+            .expect("a rebuild runs")
+            .free_slots
+            .pop();
+        let ops = op_count(&self.plans[slot as usize], self.controller.split);
+        self.requests[slot as usize] = Request {
+            offset_bytes: unit.offset_bytes,
+            len_bytes: unit.len_bytes,
+            issued_ns: now,
+            ..Request::default()
+        };
+        let (_, ready) = self
+            .controller
+            .cpu
+            .reserve(now, ops * self.controller.member_op_overhead_ns);
+        self.queue.push(ready, EventKind::Dispatch, slot);
     }
 
     /// The member fails; the hot spare takes its role and its rebuild starts now.

@@ -186,34 +186,36 @@ const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
 /// firmware starts a transfer at any sector boundary it reaches.
 const ON_TIME_SLACK_NS: u64 = 2_000;
 
-impl Hdd {
-    /// A drive at rest, head on track 0.
-    pub fn new(spec: &HddSpec, port_rate_bytes_per_s: f64) -> Self {
-        let revolution_ns = (60e9 / f64::from(spec.rpm)).round() as u64;
-        let zone_count = u64::from(spec.zones);
-        let zone_bytes = spec.capacity_bytes.div_ceil(zone_count);
-        let mut zones = Vec::with_capacity(spec.zones as usize);
-        let mut track = 0;
-        for z in 0..zone_count {
-            // Media rate falls linearly from the outer to the inner zone.
-            let frac = if zone_count > 1 {
-                z as f64 / (zone_count - 1) as f64
-            } else {
-                0.0
-            };
-            let rate = spec.media_rate_bytes_per_s_outer
-                + frac * (spec.media_rate_bytes_per_s_inner - spec.media_rate_bytes_per_s_outer);
-            let track_bytes = ((rate * revolution_ns as f64 / 1e9).round() as u64).max(512);
-            zones.push(Zone {
-                first_byte: z * zone_bytes,
-                first_track: track,
-                track_bytes,
-            });
-            track += zone_bytes.div_ceil(track_bytes);
-        }
-        let tracks = track.max(2);
-        // seek(d) = t2t + b*sqrt(d-1) + c*(d-1), through average at a third of the
-        // stroke and full stroke at all of it.
+/// The drive's zones over its capacity (the media rate falling linearly from the
+/// outer to the inner zone), the bytes of each and the tracks of all.
+fn zones_of(spec: &HddSpec, revolution_ns: u64) -> (Vec<Zone>, u64, u64) {
+    let zone_count = u64::from(spec.zones);
+    let zone_bytes = spec.capacity_bytes.div_ceil(zone_count);
+    let mut zones = Vec::with_capacity(spec.zones as usize);
+    let mut track = 0;
+    for z in 0..zone_count {
+        let frac = if zone_count > 1 {
+            z as f64 / (zone_count - 1) as f64
+        } else {
+            0.0
+        };
+        let rate = spec.media_rate_bytes_per_s_outer
+            + frac * (spec.media_rate_bytes_per_s_inner - spec.media_rate_bytes_per_s_outer);
+        let track_bytes = ((rate * revolution_ns as f64 / 1e9).round() as u64).max(512);
+        zones.push(Zone {
+            first_byte: z * zone_bytes,
+            first_track: track,
+            track_bytes,
+        });
+        track += zone_bytes.div_ceil(track_bytes);
+    }
+    (zones, zone_bytes, track.max(2))
+}
+
+impl SeekCurve {
+    /// seek(d) = t2t + b*sqrt(d-1) + c*(d-1), through average at a third of the stroke
+    /// and full stroke at all of it, over `tracks`.
+    fn new(spec: &HddSpec, tracks: u64) -> Self {
         let t2t = spec.seek_ns_track_to_track as f64;
         let x1 = (tracks as f64 / 3.0 - 1.0).max(1.0);
         let x2 = (tracks as f64 - 1.0).max(2.0);
@@ -228,22 +230,31 @@ impl Hdd {
         } else {
             (0.0, y2 / x2)
         };
+        SeekCurve {
+            t2t_ns: t2t,
+            sqrt_coef: b,
+            linear_coef: c,
+            memo: Rc::new(RefCell::new(vec![
+                0;
+                tracks.min(SEEK_MEMO_DISTANCES_MAX)
+                    as usize
+            ])),
+        }
+    }
+}
+
+impl Hdd {
+    /// A drive at rest, head on track 0.
+    pub fn new(spec: &HddSpec, port_rate_bytes_per_s: f64) -> Self {
+        let revolution_ns = (60e9 / f64::from(spec.rpm)).round() as u64;
+        let (zones, zone_bytes, tracks) = zones_of(spec, revolution_ns);
         let outer_track_bytes = zones[0].track_bytes;
         Self {
             zones,
             zone_bytes,
             tracks,
             revolution_ns,
-            seek: SeekCurve {
-                t2t_ns: t2t,
-                sqrt_coef: b,
-                linear_coef: c,
-                memo: Rc::new(RefCell::new(vec![
-                    0;
-                    tracks.min(SEEK_MEMO_DISTANCES_MAX)
-                        as usize
-                ])),
-            },
+            seek: SeekCurve::new(spec, tracks),
             command_overhead_ns: spec.command_overhead_ns,
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
             read_ahead_bytes: spec.read_ahead_bytes,
@@ -557,6 +568,10 @@ impl Hdd {
     /// the link at `t0`): the one whose data can start earliest. Read-ahead hits cost
     /// no positioning, and a write the cache takes needs no mechanism at all. Ties go
     /// to the oldest command.
+    // It stays one function, long as it is: it is the drive model's inner loop (one pass
+    // over the queue per dispatch), tuned against `make bench` around one key and its
+    // conditional move; splitting the per-command weighing out would change that code's
+    // shape on the hottest path, which only the bench, not this issue, can clear.
     fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> (usize, Option<u64>) {
         // One command (a drive at queue depth 1, a stream): nothing to weigh.
         if self.queue.len() == 1 {

@@ -20,7 +20,7 @@ use crate::drive::ftl::{EraseStats, Ftl, GcPolicy, GcWork};
 use crate::resource::{ps_per_byte, transfer_ns, Divisor, GapServer, Server};
 use crate::results::MemberWear;
 use crate::rng::Rng;
-use crate::scenario::{FtlGc, Precondition, SsdSpec};
+use crate::scenario::{FtlGc, FtlSpec, Precondition, SsdSpec};
 use std::collections::VecDeque;
 
 /// One flash die: reads on one timeline, programs (and the copies and erases of garbage
@@ -248,6 +248,75 @@ pub struct Ssd {
     next_log_page: u64,
 }
 
+impl DriveFtl {
+    /// The FTL of a drive of `spec`, scaled to at most `f.units` units and
+    /// preconditioned as `f.precondition` says; `history_seed` seeds its past writes.
+    fn new(spec: &SsdSpec, f: &FtlSpec, history_seed: u64) -> Self {
+        let drive_units = (spec.raw_capacity_bytes() / f.map_unit_bytes).max(1);
+        let units = f.units.min(drive_units as u32).max(1024);
+        let state = preconditioned_ftl(spec, f, units, history_seed);
+        // Each scaled unit starts at a random share of its next write.
+        let mut phases = Rng::new(history_seed ^ 0x5ca1_ed00);
+        let coverage = (0..units)
+            .map(|_| phases.below(1 << 24) as f32 / (1u32 << 24) as f32)
+            .collect();
+        let scale = f64::from(units) / drive_units as f64;
+        // A drive in steady state is collecting garbage from its first write.
+        let (pace, erase_pace) = forward_pace(&state);
+        let block_bytes = u64::from(f.pages_per_block) * spec.page_bytes;
+        let flash_bytes = spec.raw_capacity_bytes() as f64 * (1.0 + f.spare_percent / 100.0);
+        let flash_units = flash_bytes / f.map_unit_bytes as f64;
+        DriveFtl {
+            idle_target_units: flash_units * f.idle_gc_free_percent / 100.0,
+            idle_free_units: 0.0,
+            idle_victims: 0.0,
+            idle_victim: None,
+            erased_blocks: 0,
+            flash_blocks: ((flash_bytes / block_bytes as f64) as u64).max(1),
+            erase_counts_at_reset: state.erase_counts().to_vec(),
+            state,
+            unit_bytes: f.map_unit_bytes,
+            scale,
+            erase_ns: f.erase_ns,
+            gc_unit_firmware_ns: f.gc_unit_firmware_ns as f64,
+            firmware_debt_ns: 0.0,
+            pace,
+            due_units: 0.0,
+            burst_units: f64::from(f.gc_burst_units),
+            copied_debt_units: 0.0,
+            erase_debt_blocks: 0.0,
+            erase_pace,
+            coverage,
+            host_units: 0,
+            copied_units: 0,
+        }
+    }
+}
+
+/// The FTL's state of `units` units as its past writes left it, counters reset.
+fn preconditioned_ftl(spec: &SsdSpec, f: &FtlSpec, units: u32, history_seed: u64) -> Ftl {
+    let policy = match f.gc {
+        FtlGc::Greedy => GcPolicy::Greedy,
+        FtlGc::CostBenefit => GcPolicy::CostBenefit,
+    };
+    let units_per_block = (f.pages_per_block as u64 * spec.page_bytes / f.map_unit_bytes) as u32;
+    let mut state = Ftl::new(units, f.spare_percent / 100.0, units_per_block, policy);
+    let partitioned = (f64::from(units) * (1.0 - f.op_percent / 100.0)) as u32;
+    if f.precondition == Precondition::Steady {
+        // SNIA PTS: fill the partitioned space, then random writes until the garbage
+        // collection settles (twice the space, 4 KiB units).
+        for u in 0..partitioned {
+            state.write(u);
+        }
+        let mut rng = Rng::new(history_seed);
+        for _ in 0..2 * u64::from(partitioned) {
+            state.write(rng.below(u64::from(partitioned)) as u32);
+        }
+    }
+    state.reset_counters();
+    state
+}
+
 impl Ssd {
     /// A drive; `history_seed` seeds its preconditioning (its past writes).
     pub fn new(spec: &SsdSpec, port_rate_bytes_per_s: f64, history_seed: u64) -> Self {
@@ -289,66 +358,10 @@ impl Ssd {
             buffer_bytes: spec.write_buffer_bytes,
             hold_die_until_sent: !spec.read_buffer,
             program_suspend: spec.program_suspend,
-            ftl: spec.ftl.as_ref().map(|f| {
-                let drive_units = (spec.raw_capacity_bytes() / f.map_unit_bytes).max(1);
-                let units = f.units.min(drive_units as u32).max(1024);
-                let policy = match f.gc {
-                    FtlGc::Greedy => GcPolicy::Greedy,
-                    FtlGc::CostBenefit => GcPolicy::CostBenefit,
-                };
-                let units_per_block =
-                    (f.pages_per_block as u64 * spec.page_bytes / f.map_unit_bytes) as u32;
-                let mut state = Ftl::new(units, f.spare_percent / 100.0, units_per_block, policy);
-                let partitioned = (f64::from(units) * (1.0 - f.op_percent / 100.0)) as u32;
-                if f.precondition == Precondition::Steady {
-                    // SNIA PTS: fill the partitioned space, then random writes until
-                    // the garbage collection settles (twice the space, 4 KiB units).
-                    for u in 0..partitioned {
-                        state.write(u);
-                    }
-                    let mut rng = Rng::new(history_seed);
-                    for _ in 0..2 * u64::from(partitioned) {
-                        state.write(rng.below(u64::from(partitioned)) as u32);
-                    }
-                }
-                state.reset_counters();
-                // Each scaled unit starts at a random share of its next write.
-                let mut phases = Rng::new(history_seed ^ 0x5ca1_ed00);
-                let coverage = (0..units)
-                    .map(|_| phases.below(1 << 24) as f32 / (1u32 << 24) as f32)
-                    .collect();
-                let scale = f64::from(units) / drive_units as f64;
-                // A drive in steady state is collecting garbage from its first write.
-                let (pace, erase_pace) = forward_pace(&state);
-                let block_bytes = u64::from(f.pages_per_block) * spec.page_bytes;
-                let flash_bytes =
-                    spec.raw_capacity_bytes() as f64 * (1.0 + f.spare_percent / 100.0);
-                let flash_units = flash_bytes / f.map_unit_bytes as f64;
-                DriveFtl {
-                    idle_target_units: flash_units * f.idle_gc_free_percent / 100.0,
-                    idle_free_units: 0.0,
-                    idle_victims: 0.0,
-                    idle_victim: None,
-                    erased_blocks: 0,
-                    flash_blocks: ((flash_bytes / block_bytes as f64) as u64).max(1),
-                    erase_counts_at_reset: state.erase_counts().to_vec(),
-                    state,
-                    unit_bytes: f.map_unit_bytes,
-                    scale,
-                    erase_ns: f.erase_ns,
-                    gc_unit_firmware_ns: f.gc_unit_firmware_ns as f64,
-                    firmware_debt_ns: 0.0,
-                    pace,
-                    due_units: 0.0,
-                    burst_units: f64::from(f.gc_burst_units),
-                    copied_debt_units: 0.0,
-                    erase_debt_blocks: 0.0,
-                    erase_pace,
-                    coverage,
-                    host_units: 0,
-                    copied_units: 0,
-                }
-            }),
+            ftl: spec
+                .ftl
+                .as_ref()
+                .map(|f| DriveFtl::new(spec, f, history_seed)),
             write_commit_ns: spec.write_commit_ns,
             queued_command_latency_ns: spec.queued_command_latency_ns,
             merge_unit_bytes: spec.write_merge_unit_bytes,

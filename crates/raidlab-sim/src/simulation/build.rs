@@ -8,11 +8,11 @@ use crate::drive::hdd::Hdd;
 use crate::drive::ssd::Ssd;
 use crate::drive::{Drive, DriveModel};
 use crate::event_queue::EventQueue;
-use crate::host::Workload;
+use crate::host::{Job, Workload};
 use crate::rng::Rng;
 use crate::scenario::{DriveSpec, Precondition, Rw, Scenario, SsdSpec, IODEPTH_MAX};
 use crate::scheduler::{Counters, Scheduler};
-use raidlab_layout::{Plan, RoundRobin};
+use raidlab_layout::{Geometry, Plan, RoundRobin};
 use std::collections::VecDeque;
 
 impl Simulation {
@@ -23,18 +23,7 @@ impl Simulation {
     pub fn new(scenario: &Scenario) -> Self {
         let a = &scenario.array;
         let c = &a.controller;
-        let mut jobs = Vec::new();
-        let workloads: Vec<Workload> = scenario
-            .workload_specs()
-            .into_iter()
-            .enumerate()
-            .map(|(i, spec)| Workload::new(i, spec, &mut jobs))
-            .collect();
-        let mut slot_job = Vec::new();
-        for (j, job) in jobs.iter().enumerate() {
-            let depth = workloads[job.workload as usize].iodepth;
-            slot_job.extend(std::iter::repeat_n(j as u32, depth as usize));
-        }
+        let (workloads, jobs, slot_job) = host_jobs(scenario);
         let layout = a.geometry().expect("validated scenario");
         let read_ahead = ReadAhead::new(c);
         let slots = Slots::new(scenario, slot_job.len() as u32, read_ahead.is_some());
@@ -52,15 +41,7 @@ impl Simulation {
             round_robin: RoundRobin::new(),
             member_load: vec![0; a.drive_count as usize],
             member_head_bytes: vec![0; a.drive_count as usize],
-            rebuild: a.rebuild.as_ref().map(|r| {
-                // Its first slot after the read-ahead's, the window's after all others.
-                let rebuild_slots = (slots.extra_at()..slots.extra_at() + slots.rebuild_extra)
-                    .rev()
-                    .chain([slots.rebuild()])
-                    .collect();
-                let (unit, member) = (layout.stripe_unit_bytes(), layout.member_used_bytes());
-                Rebuild::new(r, c, &a.drive, unit, member, rebuild_slots)
-            }),
+            rebuild: build_rebuild(scenario, &layout, &slots),
             rebuild_slot: slots.rebuild(),
             rebuild_extra_slots: if slots.rebuild_extra > 0 {
                 slots.extra_at()
@@ -106,6 +87,38 @@ impl Simulation {
         }
         sim
     }
+}
+
+/// The host's workloads, their jobs, and the job of each host request slot (one slot
+/// per outstanding I/O of every job).
+fn host_jobs(scenario: &Scenario) -> (Vec<Workload>, Vec<Job>, Vec<u32>) {
+    let mut jobs = Vec::new();
+    let workloads: Vec<Workload> = scenario
+        .workload_specs()
+        .into_iter()
+        .enumerate()
+        .map(|(i, spec)| Workload::new(i, spec, &mut jobs))
+        .collect();
+    let mut slot_job = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let depth = workloads[job.workload as usize].iodepth;
+        slot_job.extend(std::iter::repeat_n(j as u32, depth as usize));
+    }
+    (workloads, jobs, slot_job)
+}
+
+/// The array's rebuild, when it has one, over its slots: its first after the
+/// read-ahead's, its window's after all others.
+fn build_rebuild(scenario: &Scenario, layout: &Geometry, slots: &Slots) -> Option<Rebuild> {
+    let a = &scenario.array;
+    a.rebuild.as_ref().map(|r| {
+        let rebuild_slots = (slots.extra_at()..slots.extra_at() + slots.rebuild_extra)
+            .rev()
+            .chain([slots.rebuild()])
+            .collect();
+        let (unit, member) = (layout.stripe_unit_bytes(), layout.member_used_bytes());
+        Rebuild::new(r, &a.controller, &a.drive, unit, member, rebuild_slots)
+    })
 }
 
 /// The request slots of a run, fixed at construction, in this order: the host's (one per
