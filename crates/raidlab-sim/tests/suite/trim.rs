@@ -1,9 +1,7 @@
 //! TRIM through the array: whether the controller passes discards to its members, and
 //! what that does to sustained random writes after the host deleted data.
 
-mod common;
-
-use common::{busy_ns, s3500_80g, scenario, w};
+use crate::common::{busy_ns, s3500_80g, scenario, w};
 use raidlab_sim::scenario::{Level, Rw, Scenario};
 use raidlab_sim::{simulate, Results};
 

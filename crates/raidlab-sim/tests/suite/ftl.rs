@@ -1,8 +1,6 @@
 //! SSD garbage collection and over-provisioning as the simulator runs them.
 
-mod common;
-
-use common::{s3500_800g, scenario, w};
+use crate::common::{s3500_800g, scenario, w};
 use raidlab_sim::scenario::{DriveSpec, Precondition, Rw, Scenario};
 use raidlab_sim::simulate;
 

@@ -1,9 +1,7 @@
 //! The table of limits is the validator: every bound it declares is enforced just past
 //! it, with an error naming the field's path; the level rules come from the layout.
 
-mod common;
-
-use common::{hdd, scenario, ssd};
+use crate::common::{hdd, scenario, ssd};
 use raidlab_sim::scenario::limits::{Fallback, Kind, Limit, Num, Scope, LAYOUTS, LIMITS};
 use raidlab_sim::scenario::{Rw, Scenario};
 use serde_json::{json, Value};

@@ -1,8 +1,6 @@
 //! Trace replay: open and closed loop, streamed, malformed lines named.
 
-mod common;
-
-use common::{hdd, scenario, ssd};
+use crate::common::{hdd, scenario, ssd};
 use raidlab_sim::scenario::{Rw, SchedulerKind};
 use raidlab_sim::simulate_trace_json;
 use std::io::Write;

@@ -1,8 +1,6 @@
 //! The SSD cache tier in front of an HDD array: policy decisions reach the two arrays.
 
-mod common;
-
-use common::{hdd, s3500_800g, scenario, w};
+use crate::common::{hdd, s3500_800g, scenario, w};
 use raidlab_cache::{Action, Cache, CacheConfig, Op, Policy, Request};
 use raidlab_sim::scenario::{Distribution, Level, Precondition, Rw, Scenario};
 use raidlab_sim::scenario::{TraceFormat, TraceMode, TraceSpec};

@@ -1,9 +1,7 @@
 //! RAID levels in the simulator: what one host request costs, degraded arrays,
 //! mirrors and rebuilds. One behaviour per test.
 
-mod common;
-
-use common::{busy_ns, rebuild_of, scenario, ssd, w};
+use crate::common::{busy_ns, rebuild_of, scenario, ssd, w};
 use raidlab_sim::scenario::{Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 
@@ -241,7 +239,7 @@ fn a_full_write_back_cache_runs_at_the_destage_rate() {
 fn below_the_high_watermark_an_idle_cache_holds_a_burst_without_destaging() {
     // 2,000 random 4 KiB writes (8 MiB) into a 64 MiB cache of a RAID 5 of 4 HDDs.
     let burst = |high: f64| {
-        let mut s = scenario(common::hdd(), 4, Rw::Randwrite, 4096, 4);
+        let mut s = scenario(crate::common::hdd(), 4, Rw::Randwrite, 4096, 4);
         s.array.level = Level::Number(5);
         w(&mut s).ios = 2_000;
         w(&mut s).warmup_ios = 0;

@@ -2,9 +2,7 @@
 //! in flight (md below `speed_limit_min`, a hardware controller's rebuild share), above
 //! it one unit at a time, as before. One behaviour per test.
 
-mod common;
-
-use common::{hdd, iops, rebuild_of, scenario, ssd, w};
+use crate::common::{hdd, iops, rebuild_of, scenario, ssd, w};
 use raidlab_sim::scenario::{DriveSpec, Level, RebuildSpec, Rw, Scenario};
 use raidlab_sim::simulate;
 

@@ -12,9 +12,7 @@
 //! member command was issued, served and completed within the measured interval `T`
 //! (`sim_time_ns`). The bounds read the per-member counters of `explain.members`.
 
-mod common;
-
-use common::{busy_ns, hba, hdd, s3500_ftl, scenario, ssd, w};
+use crate::common::{busy_ns, hba, hdd, s3500_ftl, scenario, ssd, w};
 use raidlab_sim::resource::ps_per_byte;
 use raidlab_sim::rng::Rng;
 use raidlab_sim::scenario::limits::{self, Num, Scope};

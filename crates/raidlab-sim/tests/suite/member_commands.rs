@@ -2,9 +2,7 @@
 //! how many it keeps outstanding per member, and what each command costs on an SSD's
 //! link.
 
-mod common;
-
-use common::{hdd, mbps, scenario, ssd, w};
+use crate::common::{hdd, mbps, scenario, ssd, w};
 use raidlab_sim::scenario::{DriveSpec, MemberCommands, MemberDispatch, Rw};
 use raidlab_sim::simulate;
 
@@ -67,8 +65,8 @@ fn the_controller_keeps_at_most_its_member_queue_depth_outstanding() {
     let mut shallow = deep.clone();
     shallow.array.controller.member_queue_depth = Some(1);
     let (d, s) = (
-        common::iops(&simulate(&deep), "read"),
-        common::iops(&simulate(&shallow), "read"),
+        crate::common::iops(&simulate(&deep), "read"),
+        crate::common::iops(&simulate(&shallow), "read"),
     );
     assert!(s < 0.7 * d, "queue depth 1: {s:.0} IOPS, 32: {d:.0} IOPS");
 }
@@ -184,7 +182,7 @@ fn serial_dispatch_keeps_the_controller_cpu_busy_as_long_as_batch() {
     // Deep queue, CPU-bound: each request holds the CPU for its overhead and its
     // commands' either way, so the request rate is the same.
     let iops = |d| {
-        common::iops(
+        crate::common::iops(
             &simulate(&dispatching(d, 10_000, 50_000, 4 * 8192, 32)),
             "read",
         )

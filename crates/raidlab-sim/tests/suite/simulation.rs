@@ -1,8 +1,6 @@
 //! Whole-simulator behaviour, one behaviour per test.
 
-mod common;
-
-use common::{hdd, iops, scenario, ssd, w};
+use crate::common::{hdd, iops, scenario, ssd, w};
 use raidlab_sim::scenario::{DriveSpec, Precondition, Rw};
 use raidlab_sim::{simulate, simulate_json};
 
@@ -295,7 +293,7 @@ fn a_sequential_run_starts_from_the_state_sequential_writes_leave() {
     let run = |rw: Rw, precondition: Precondition| {
         let mut drive = ssd();
         if let DriveSpec::Ssd(s) = &mut drive {
-            s.ftl = Some(common::s3500_ftl(10.0, 0.0, precondition));
+            s.ftl = Some(crate::common::s3500_ftl(10.0, 0.0, precondition));
         }
         let mut s = scenario(drive, 1, rw, 1 << 20, 16);
         w(&mut s).ios = 2000;

@@ -2,9 +2,7 @@
 //! and SSD arrays. Every figure asserted is measured from a run; the bounds say how
 //! large an effect is expected, not what a constant was set to.
 
-mod common;
-
-use common::{hdd, iops, mbps, scenario, ssd, w};
+use crate::common::{hdd, iops, mbps, scenario, ssd, w};
 use raidlab_sim::scenario::{
     BfqSpec, DeadlineSpec, DriveSpec, Rw, Scenario, SchedulerKind, WorkloadSpec,
 };

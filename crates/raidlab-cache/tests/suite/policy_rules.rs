@@ -1,43 +1,7 @@
 //! Each policy rule on a tiny scripted trace.
 
+use crate::common::{cache_offsets_written, raidix_tiny, req, run, KIB, LINE};
 use raidlab_cache::{Action, Area, Cache, CacheConfig, Entry, Op, Policy, Request, WriteReason};
-
-const KIB: u64 = 1024;
-const LINE: u64 = 4 * KIB;
-
-/// A raidix cache of 4 regions of 4 lines (2 RRC, 2 RWC).
-fn raidix_tiny() -> CacheConfig {
-    let mut c = CacheConfig::new(Policy::Raidix, 16 * LINE);
-    c.region_bytes = 4 * LINE;
-    c
-}
-
-fn req(op: Op, line: u64, lines: u64) -> Request {
-    Request {
-        stream: 0,
-        op,
-        offset_bytes: line * LINE,
-        len_bytes: lines * LINE,
-    }
-}
-
-fn run(cache: &mut Cache, r: Request) -> Vec<Action> {
-    let mut out = Vec::new();
-    cache.access(&r, &mut out);
-    out
-}
-
-fn cache_offsets_written(actions: &[Action]) -> Vec<u64> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::CacheWrite {
-                cache_offset_bytes, ..
-            } => Some(*cache_offset_bytes),
-            _ => None,
-        })
-        .collect()
-}
 
 #[test]
 fn raidix_admits_a_random_read_on_its_third_touch() {
