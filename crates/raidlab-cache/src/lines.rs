@@ -1,10 +1,12 @@
 //! One area of line slots with recency order: the LRU second-level cache, and the
 //! smq-like and bcache-like policies that differ from it only in what they admit.
 
+use crate::action::{Action, Area, Entry, Out, WriteReason};
 use crate::classifier::Classified;
+use crate::config::{CacheConfig, ConfigError, Policy};
 use crate::ghost::Ghost;
 use crate::map::Map;
-use crate::{Action, Area, CacheConfig, ConfigError, Entry, Op, Out, Policy, Request, WriteReason};
+use crate::request::{Op, Request};
 
 const NIL: u32 = u32::MAX;
 const NONE: u64 = u64::MAX;

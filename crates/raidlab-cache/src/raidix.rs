@@ -1,10 +1,12 @@
 //! RAIDIX's split cache: Random Read Cache (RRC) and Random Write Cache (RWC), each a
 //! set of log-structured regions (article claims M09–M11; see the crate docs).
 
+use crate::action::{Action, Area, Entry, Out, WriteReason};
 use crate::classifier::{Classified, Pattern};
+use crate::config::{CacheConfig, ConfigError};
 use crate::ghost::Ghost;
 use crate::map::Map;
-use crate::{Action, Area, CacheConfig, ConfigError, Entry, Op, Out, Request, WriteReason};
+use crate::request::{Op, Request};
 use std::collections::VecDeque;
 
 const NONE: u64 = u64::MAX;

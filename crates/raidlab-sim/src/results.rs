@@ -128,7 +128,7 @@ pub struct Explain {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scheduler: Option<SchedulerReport>,
     /// Each member's commands, in member order: what its link, firmware and media
-    /// were asked to do (the physical bounds of `tests/invariants.rs` read these).
+    /// were asked to do (the physical bounds of `tests/suite/invariants.rs` read these).
     /// Absent from documents written before it existed.
     #[serde(default)]
     pub members: Vec<MemberCounters>,

@@ -558,7 +558,7 @@ impl Hdd {
         // link still carried the last command's data), but its status crosses that
         // link, which is busy until `now_ns`: a write with the write cache off can end
         // on the platter earlier, never complete earlier. Reporting it in the past put
-        // an event behind the clock (tests/invariants.rs, debug build: a 1 MiB write
+        // an event behind the clock (tests/suite/invariants.rs, debug build: a 1 MiB write
         // after a read queued behind buffered write data on the link).
         started.done_ns = started.done_ns.max(now_ns);
         Some(started)
@@ -808,7 +808,7 @@ impl Hdd {
             // the stretch of the stream past what is already booked is new work.
             // Booking `data_ready..media_from` instead counted busy time twice and put
             // a mechanism's busy time above the measured interval (found by
-            // tests/invariants.rs, seed 6441: degraded RAID 5 re-reading its chunks).
+            // tests/suite/invariants.rs, seed 6441: degraded RAID 5 re-reading its chunks).
             let media_from = self
                 .ra_time(c.offset_bytes)
                 .max(self.mechanism.free_at_ns());

@@ -8,6 +8,7 @@
 pub mod ftl;
 pub mod hdd;
 pub mod nvme;
+pub mod pcie;
 pub mod ssd;
 
 use hdd::Hdd;

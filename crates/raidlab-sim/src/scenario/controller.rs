@@ -146,7 +146,7 @@ pub struct UplinkSpec {
 impl UplinkSpec {
     /// Payload rate of the link, each direction.
     pub fn rate_bytes_per_s(&self) -> f64 {
-        crate::drive::nvme::pcie_payload_rate(
+        crate::drive::pcie::pcie_payload_rate(
             self.pcie_gen,
             self.pcie_lanes,
             self.pcie_max_payload_bytes,
