@@ -3,8 +3,8 @@
 //!
 //! This module holds what each part keeps between events; the submodules hold how the
 //! parts act, as `impl Simulation` blocks over the whole run's state (the request
-//! slots, the event queue, the drives): [`dispatch`] (the request path from arrival to
-//! completion), [`write_back`], [`read_ahead`], [`rebuild`]. The state lives here, apart
+//! slots, the event queue, the drives): `dispatch` (the request path from arrival to
+//! completion), `write_back`, `read_ahead`, `rebuild`. The state lives here, apart
 //! from the handlers, so that the event loop (`crate::simulation`) can hold it without
 //! importing the handlers that import the event loop: no import circle.
 //!
@@ -114,6 +114,7 @@ pub(crate) fn op_count(plan: &Plan, split: CommandSplit) -> u64 {
         .sum()
 }
 
+/// One read-ahead segment: its extent, whether its data is in, and its request slot.
 #[derive(Clone, Copy)]
 pub(crate) struct Segment {
     start: u64,

@@ -24,6 +24,8 @@ pub(crate) enum DriveModel {
     Ssd(Ssd),
 }
 
+/// A member as the controller sees it: its model, and the commands it may hold, holds,
+/// and waits to send.
 pub(crate) struct Drive {
     pub(crate) model: DriveModel,
     pub(crate) ncq_depth: u32,

@@ -12,7 +12,7 @@
 //! sequentially lands that way). Writes append to a log dealt round-robin over the dies,
 //! whatever their address, as a page-mapped FTL does. Each resource is a FIFO server,
 //! so a drive is modelled without one event per page: a command's completion time is
-//! computed when it arrives. With an FTL in the spec, [`crate::ftl`] (mapping,
+//! computed when it arrives. With an FTL in the spec, [`crate::drive::ftl`] (mapping,
 //! garbage collection, over-provisioning) sits between `write` and the die
 //! reservations: the copies and erases a write causes are paced onto the dies.
 

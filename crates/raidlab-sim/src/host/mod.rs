@@ -8,7 +8,7 @@
 //!   (its reader is [`crate::trace`], shared with scenario validation and the cache
 //!   tier).
 //!
-//! The replay's state ([`TraceSource`]) lives here, apart from its handlers, so that
+//! The replay's state (`TraceSource`) lives here, apart from its handlers, so that
 //! the event loop (`crate::simulation`) can hold it without importing the handlers that
 //! import the event loop.
 
