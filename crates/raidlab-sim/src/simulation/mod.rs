@@ -40,6 +40,8 @@ pub(crate) const READ: usize = 0;
 pub(crate) const WRITE: usize = 1;
 pub(crate) const TRIM: usize = 2;
 
+/// What one request slot is doing: a host I/O, or the controller's own (a read-ahead
+/// segment, a rebuild unit, a destage), from issue to completion.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Request {
     pub(crate) offset_bytes: u64,
