@@ -2,7 +2,8 @@
 //! contiguous runs of recent streams (RAIDIX's detector, article claim M09; bcache keeps
 //! a similar window of recent I/Os for its `sequential_cutoff`).
 
-use crate::{CacheConfig, Op, Request};
+use crate::config::CacheConfig;
+use crate::request::{Op, Request};
 
 /// Random or sequential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,12 @@
 //! One area of line slots with recency order: the LRU second-level cache, and the
 //! smq-like and bcache-like policies that differ from it only in what they admit.
 
+use crate::action::{Action, Area, Entry, Out, WriteReason};
 use crate::classifier::Classified;
+use crate::config::{CacheConfig, ConfigError, Policy};
 use crate::ghost::Ghost;
 use crate::map::Map;
-use crate::{Action, Area, CacheConfig, ConfigError, Entry, Op, Out, Policy, Request, WriteReason};
+use crate::request::{Op, Request};
 
 const NIL: u32 = u32::MAX;
 const NONE: u64 = u64::MAX;
@@ -164,90 +166,109 @@ impl Lines {
     pub fn access(&mut self, r: &Request, c: &Classified, out: &mut Out) {
         let lb = self.line_bytes;
         let first = r.offset_bytes / lb;
-        let n = r.len_bytes / lb;
+        let lines = first..first + r.len_bytes / lb;
         // bcache: "sequential IO will skip the cache" once the run passes the cutoff.
         let bypass = self.policy == Policy::Bcache && c.run_bytes > self.cutoff_bytes;
-        let mut last_hotspot = (NONE, 0);
         match r.op {
-            Op::Read => {
-                out.counters.read_lines += n;
-                self.admit_buf.clear();
-                for line in first..first + n {
-                    if let Some(&s) = self.map.get(&line) {
-                        out.counters.read_hit_lines_main += 1;
-                        self.touch(s);
-                        out.push(Action::CacheRead {
-                            lba_bytes: line * lb,
-                            len_bytes: lb,
-                            cache_offset_bytes: s as u64 * lb,
-                        });
-                    } else {
-                        out.push(Action::ArrayRead {
-                            lba_bytes: line * lb,
-                            len_bytes: lb,
-                        });
-                        if self.admits(line, bypass, &mut last_hotspot) {
-                            self.admit_buf.push(line);
-                        }
-                    }
+            Op::Read => self.read(lines, bypass, out),
+            Op::Write => self.write(lines, bypass, out),
+        }
+    }
+
+    /// A host read of `lines`: hits from the cache, misses from the array, then the
+    /// misses the policy admits written into the cache.
+    fn read(&mut self, lines: std::ops::Range<u64>, bypass: bool, out: &mut Out) {
+        let lb = self.line_bytes;
+        let mut last_hotspot = (NONE, 0);
+        out.counters.read_lines += lines.end - lines.start;
+        self.admit_buf.clear();
+        for line in lines {
+            if let Some(&s) = self.map.get(&line) {
+                out.counters.read_hit_lines_main += 1;
+                self.touch(s);
+                out.push(Action::CacheRead {
+                    lba_bytes: line * lb,
+                    len_bytes: lb,
+                    cache_offset_bytes: s as u64 * lb,
+                });
+            } else {
+                out.push(Action::ArrayRead {
+                    lba_bytes: line * lb,
+                    len_bytes: lb,
+                });
+                if self.admits(line, bypass, &mut last_hotspot) {
+                    self.admit_buf.push(line);
                 }
-                let admit = std::mem::take(&mut self.admit_buf);
-                for &line in &admit {
-                    let s = self.insert(line, false, out);
-                    out.counters.read_admitted_lines += 1;
+            }
+        }
+        let admit = std::mem::take(&mut self.admit_buf);
+        for &line in &admit {
+            let s = self.insert(line, false, out);
+            out.counters.read_admitted_lines += 1;
+            out.push(Action::CacheWrite {
+                lba_bytes: line * lb,
+                len_bytes: lb,
+                cache_offset_bytes: s as u64 * lb,
+                reason: WriteReason::Admit,
+            });
+        }
+        self.admit_buf = admit;
+    }
+
+    /// A host write of `lines`: each line into the cache (a hit, or a miss the policy
+    /// admits) or past it to the array (a bypassed hit is invalidated).
+    fn write(&mut self, lines: std::ops::Range<u64>, bypass: bool, out: &mut Out) {
+        let lb = self.line_bytes;
+        let mut last_hotspot = (NONE, 0);
+        out.counters.write_lines += lines.end - lines.start;
+        for line in lines {
+            match self.write_slot(line, bypass, &mut last_hotspot, out) {
+                Some(s) => {
+                    out.counters.write_cached_lines += 1;
                     out.push(Action::CacheWrite {
                         lba_bytes: line * lb,
                         len_bytes: lb,
                         cache_offset_bytes: s as u64 * lb,
-                        reason: WriteReason::Admit,
+                        reason: WriteReason::Host,
                     });
                 }
-                self.admit_buf = admit;
-            }
-            Op::Write => {
-                out.counters.write_lines += n;
-                for line in first..first + n {
-                    let cached = self.map.get(&line).copied();
-                    let s = match cached {
-                        Some(s) if !bypass => {
-                            out.counters.write_hit_lines += 1;
-                            self.touch(s);
-                            if !self.dirty[s as usize] {
-                                self.dirty[s as usize] = true;
-                                self.dirty_count += 1;
-                            }
-                            Some(s)
-                        }
-                        Some(_) => {
-                            self.drop_line(line);
-                            out.counters.invalidated_lines += 1;
-                            None
-                        }
-                        None if self.admits(line, bypass, &mut last_hotspot) => {
-                            Some(self.insert(line, true, out))
-                        }
-                        None => None,
-                    };
-                    match s {
-                        Some(s) => {
-                            out.counters.write_cached_lines += 1;
-                            out.push(Action::CacheWrite {
-                                lba_bytes: line * lb,
-                                len_bytes: lb,
-                                cache_offset_bytes: s as u64 * lb,
-                                reason: WriteReason::Host,
-                            });
-                        }
-                        None => {
-                            out.counters.write_bypass_lines += 1;
-                            out.push(Action::ArrayWrite {
-                                lba_bytes: line * lb,
-                                len_bytes: lb,
-                            });
-                        }
-                    }
+                None => {
+                    out.counters.write_bypass_lines += 1;
+                    out.push(Action::ArrayWrite {
+                        lba_bytes: line * lb,
+                        len_bytes: lb,
+                    });
                 }
             }
+        }
+    }
+
+    /// The cache slot a written line goes to (marked dirty), or None when it goes to
+    /// the array.
+    fn write_slot(
+        &mut self,
+        line: u64,
+        bypass: bool,
+        last_hotspot: &mut (u64, u32),
+        out: &mut Out,
+    ) -> Option<u32> {
+        match self.map.get(&line).copied() {
+            Some(s) if !bypass => {
+                out.counters.write_hit_lines += 1;
+                self.touch(s);
+                if !self.dirty[s as usize] {
+                    self.dirty[s as usize] = true;
+                    self.dirty_count += 1;
+                }
+                Some(s)
+            }
+            Some(_) => {
+                self.drop_line(line);
+                out.counters.invalidated_lines += 1;
+                None
+            }
+            None if self.admits(line, bypass, last_hotspot) => Some(self.insert(line, true, out)),
+            None => None,
         }
     }
 

@@ -1,10 +1,12 @@
 //! RAIDIX's split cache: Random Read Cache (RRC) and Random Write Cache (RWC), each a
 //! set of log-structured regions (article claims M09–M11; see the crate docs).
 
+use crate::action::{Action, Area, Entry, Out, WriteReason};
 use crate::classifier::{Classified, Pattern};
+use crate::config::{CacheConfig, ConfigError};
 use crate::ghost::Ghost;
 use crate::map::Map;
-use crate::{Action, Area, CacheConfig, ConfigError, Entry, Op, Out, Request, WriteReason};
+use crate::request::{Op, Request};
 use std::collections::VecDeque;
 
 const NONE: u64 = u64::MAX;
@@ -414,54 +416,65 @@ impl Raidix {
     }
 
     pub fn restore(&mut self, config: &CacheConfig, entries: &[Entry]) -> Result<(), ConfigError> {
-        let bad = |allowed: &str| {
-            Err(ConfigError {
+        debug_assert_eq!(self.line_bytes, config.line_bytes);
+        for e in entries {
+            self.restore_entry(e).map_err(|allowed| ConfigError {
                 field: "entries",
                 allowed: allowed.to_string(),
-            })
-        };
+            })?;
+        }
+        self.reopen_regions();
+        Ok(())
+    }
+
+    /// Put one entry back in its region and its area's map; what the entries must be
+    /// when it does not fit.
+    fn restore_entry(&mut self, e: &Entry) -> Result<(), &'static str> {
         let lb = self.line_bytes;
         let slots = self.regions.len() as u64 * self.lines_per_region;
-        debug_assert_eq!(lb, config.line_bytes);
-        for e in entries {
-            if !e.lba_bytes.is_multiple_of(lb)
-                || !e.cache_offset_bytes.is_multiple_of(lb)
-                || e.cache_offset_bytes / lb >= slots
-            {
-                return bad("line-aligned offsets inside the cache's regions");
-            }
-            let slot = e.cache_offset_bytes / lb;
-            let r = (slot / self.lines_per_region) as usize;
-            let idx = (slot % self.lines_per_region) as usize;
-            let line = e.lba_bytes / lb;
-            let region = &mut self.regions[r];
-            if e.area != region.area || e.dirty != (e.area == Area::Rwc) || e.region_epoch == 0 {
-                return bad(
-                    "each entry in its area's regions (RRC clean, RWC dirty) with an epoch >= 1",
-                );
-            }
-            if region.in_use && region.epoch != e.region_epoch {
-                return bad("one epoch per region");
-            }
-            if region.lines.len() <= idx {
-                region.lines.resize(idx + 1, NONE);
-            }
-            if region.lines[idx] != NONE {
-                return bad("one entry per cache offset");
-            }
-            if self.rrc.contains_key(&line) || self.rwc.contains_key(&line) {
-                return bad("one entry per line");
-            }
-            region.lines[idx] = line;
-            region.valid += 1;
-            region.in_use = true;
-            region.epoch = e.region_epoch;
-            self.epoch_next = self.epoch_next.max(e.region_epoch + 1);
-            match e.area {
-                Area::Rwc => self.rwc.insert(line, slot),
-                _ => self.rrc.insert(line, slot),
-            };
+        if !e.lba_bytes.is_multiple_of(lb)
+            || !e.cache_offset_bytes.is_multiple_of(lb)
+            || e.cache_offset_bytes / lb >= slots
+        {
+            return Err("line-aligned offsets inside the cache's regions");
         }
+        let slot = e.cache_offset_bytes / lb;
+        let r = (slot / self.lines_per_region) as usize;
+        let idx = (slot % self.lines_per_region) as usize;
+        let line = e.lba_bytes / lb;
+        let region = &mut self.regions[r];
+        if e.area != region.area || e.dirty != (e.area == Area::Rwc) || e.region_epoch == 0 {
+            return Err(
+                "each entry in its area's regions (RRC clean, RWC dirty) with an epoch >= 1",
+            );
+        }
+        if region.in_use && region.epoch != e.region_epoch {
+            return Err("one epoch per region");
+        }
+        if region.lines.len() <= idx {
+            region.lines.resize(idx + 1, NONE);
+        }
+        if region.lines[idx] != NONE {
+            return Err("one entry per cache offset");
+        }
+        if self.rrc.contains_key(&line) || self.rwc.contains_key(&line) {
+            return Err("one entry per line");
+        }
+        region.lines[idx] = line;
+        region.valid += 1;
+        region.in_use = true;
+        region.epoch = e.region_epoch;
+        self.epoch_next = self.epoch_next.max(e.region_epoch + 1);
+        match e.area {
+            Area::Rwc => self.rwc.insert(line, slot),
+            _ => self.rrc.insert(line, slot),
+        };
+        Ok(())
+    }
+
+    /// After a restore: the RWC's regions in epoch order, the open region of each area
+    /// the newest in use, the rest free.
+    fn reopen_regions(&mut self) {
         let mut used: Vec<usize> = (0..self.regions.len())
             .filter(|&i| self.regions[i].in_use)
             .collect();
@@ -483,6 +496,5 @@ impl Raidix {
         self.rwc_free = (self.rrc_ids.len()..self.regions.len())
             .filter(|&i| !self.regions[i].in_use)
             .collect();
-        Ok(())
     }
 }

@@ -31,28 +31,31 @@
 
 #![deny(missing_docs)]
 
-pub mod cache;
-pub mod ftl;
-pub mod hdd;
-pub mod histogram;
+// The components, one folder each, as the diagram above draws them.
+pub mod controller;
+pub mod drive;
 pub mod host;
-pub mod nvme;
-pub mod queue;
-pub mod resource;
-pub mod results;
-pub mod rng;
-pub mod scenario;
 pub mod scheduler;
-pub mod sim;
-pub mod ssd;
+// The event loop that wires them, and the cache tier that composes two of its runs.
+pub mod event_queue;
+pub mod simulation;
 pub mod tier;
+// Plain data in and out: the scenario and its rules, the results (a leaf: it imports
+// nothing from the components), and a block trace's reader (input, like the scenario).
+pub mod results;
+pub mod scenario;
 pub mod trace;
+// Leaves every component uses: time on shared resources, latency histograms, the
+// seeded random numbers.
+pub mod histogram;
+pub mod resource;
+pub mod rng;
 
 pub use raidlab_layout as layout;
 pub use results::Results;
 pub use scenario::limits::{limits_json, Limit, LIMITS};
 pub use scenario::{levels_json, Scenario, ScenarioError};
-pub use sim::Simulation;
+pub use simulation::Simulation;
 
 /// Run a scenario of fio-style workloads that passed [`Scenario::validate`] (an
 /// unvalidated one may panic); a trace replay goes through [`run`], and

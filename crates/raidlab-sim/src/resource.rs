@@ -2,6 +2,9 @@
 //! links, buses, flash dies and firmware processors. Reserving returns when the work
 //! starts and ends; the server remembers when it is next free and how long it has been
 //! busy, which is what utilisation and the bottleneck are computed from.
+//!
+//! A leaf at the top of the crate: the drives' dies and links and the controller's CPU,
+//! paths and ports are all built from it, and it imports nothing.
 
 /// Converts a rate to picoseconds per byte once, so every transfer time after that is
 /// integer arithmetic.

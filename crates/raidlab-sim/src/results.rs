@@ -1,4 +1,7 @@
 //! Results: plain data out, as documented in `docs/scenario.md`.
+//!
+//! A leaf: it imports nothing from the simulator's components, which all report into it
+//! (the drives their wear, the cache tier its [`CacheReport`], the event loop the rest).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,7 +65,7 @@ pub struct OpStats {
     /// Largest latency, ns.
     pub lat_max_ns: u64,
     /// Latency in ns at fio's default percentiles, keyed as fio's JSON keys them
-    /// (`"99.900000"`; see [`crate::sim::PERCENTILES`]). Within 1/64 of the true value
+    /// (`"99.900000"`; see [`PERCENTILES`]). Within 1/64 of the true value
     /// (the histogram's bucket width).
     pub percentiles_ns: BTreeMap<String, u64>,
 }
@@ -125,13 +128,13 @@ pub struct Explain {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scheduler: Option<SchedulerReport>,
     /// Each member's commands, in member order: what its link, firmware and media
-    /// were asked to do (the physical bounds of `tests/invariants.rs` read these).
+    /// were asked to do (the physical bounds of `tests/suite/invariants.rs` read these).
     /// Absent from documents written before it existed.
     #[serde(default)]
     pub members: Vec<MemberCounters>,
     /// The SSD cache tier, when the array has one (`crate::tier`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cache: Option<crate::tier::CacheReport>,
+    pub cache: Option<CacheReport>,
     /// Flash wear of every member with an FTL over the measured interval, in member
     /// order (empty, and absent from the JSON, when no member has one).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -256,4 +259,87 @@ pub struct Samples {
     /// Discarded bytes per interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trim_bytes: Vec<u64>,
+}
+
+/// fio's default percentile list: (the key fio's JSON prints, the percentile). The
+/// results' `percentiles_ns` use these keys, so reports read like fio's.
+pub const PERCENTILES: [(&str, f64); 17] = [
+    ("1.000000", 1.0),
+    ("5.000000", 5.0),
+    ("10.000000", 10.0),
+    ("20.000000", 20.0),
+    ("30.000000", 30.0),
+    ("40.000000", 40.0),
+    ("50.000000", 50.0),
+    ("60.000000", 60.0),
+    ("70.000000", 70.0),
+    ("80.000000", 80.0),
+    ("90.000000", 90.0),
+    ("95.000000", 95.0),
+    ("99.000000", 99.0),
+    ("99.500000", 99.5),
+    ("99.900000", 99.9),
+    ("99.950000", 99.95),
+    ("99.990000", 99.99),
+];
+
+/// What the cache tier did over the measured host I/O.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheReport {
+    /// Policy name.
+    pub policy: String,
+    /// Cache bytes used.
+    pub capacity_bytes: u64,
+    /// Cache line.
+    pub line_bytes: u64,
+    /// The policy's counters over the measured host I/O (`raidlab_cache::Counters`).
+    pub counters: BTreeMap<String, u64>,
+    /// Read lines served from the cache, of all read lines.
+    pub read_hit_ratio: f64,
+    /// Read lines served from the RRC (raidix).
+    pub read_hit_ratio_rrc: f64,
+    /// Read lines served from the RWC (raidix).
+    pub read_hit_ratio_rwc: f64,
+    /// Written lines stored in the cache, of all written lines.
+    pub write_cached_ratio: f64,
+    /// SSD write hits (the article's M01/M02 metric as read here): bytes the cache
+    /// writes to its SSD array (host data, admissions, refills) per byte the host
+    /// writes. None when the host wrote nothing.
+    pub ssd_write_hits: Option<f64>,
+    /// Cache-device bytes written per host byte moved (reads and writes).
+    pub cache_write_bytes_per_host_byte: f64,
+    /// The cache SSDs' NAND writes over the measured host I/O: member bytes written
+    /// times their FTL's write amplification (1 for SSDs without an FTL model).
+    pub ssd_nand_write_bytes: f64,
+    /// Flash write amplification of the cache SSDs in their run.
+    pub ssd_write_amplification: Option<f64>,
+    /// Bytes destaged to the main array.
+    pub destaged_bytes: u64,
+    /// Bytes the host wrote in the measured interval.
+    pub host_write_bytes: u64,
+    /// Bytes the host read in the measured interval.
+    pub host_read_bytes: u64,
+    /// Every piece: the I/O one workload sent one array, and how fast it went.
+    pub pieces: Vec<PieceReport>,
+}
+
+/// One piece of a workload's I/O on one array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PieceReport {
+    /// The host workload's name.
+    pub workload: String,
+    /// `cache` or `main`.
+    pub array: String,
+    /// fio's pattern of the piece (`randread`, `write`, ...).
+    pub rw: String,
+    /// Array requests in the policy pass's measured interval.
+    pub ops: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Array requests per second the piece reached in its array's run.
+    pub iops: f64,
+    /// Time the piece needs for its requests, ns (ops / iops).
+    pub time_ns: u64,
+    /// Whether it sets its workload's pace.
+    pub bottleneck: bool,
 }

@@ -1,5 +1,8 @@
 //! Seeded pseudo-random numbers: xoshiro256** seeded through SplitMix64. Same seed,
 //! same stream, on every platform.
+//!
+//! A leaf at the top of the crate: the host's offsets, the drives' variation and the
+//! property tests draw from it; it imports nothing.
 
 /// xoshiro256** (Blackman and Vigna), small, fast and good enough for workload choice.
 #[derive(Debug, Clone)]

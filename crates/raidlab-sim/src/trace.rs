@@ -1,5 +1,9 @@
 //! Block traces, read a record at a time so a trace of any length needs no memory:
 //! MSR Cambridge CSV and blkparse's default text output.
+//!
+//! Input, as the scenario is: scenario validation reads a trace through it once, and
+//! both the host's replay ([`crate::host`]) and the cache tier ([`crate::tier`]) stream
+//! it, so it belongs to no one component and imports none.
 
 use std::io::BufRead;
 

@@ -1,7 +1,7 @@
 """The rebuild time of an array, from a simulated rebuild competing with a workload.
 
 The simulator rebuilds one failed member a stripe unit at a time at the rebuild's rate
-limit, sharing the drives with the workload (``crates/raidlab-sim/src/sim/rebuild.rs``),
+limit, sharing the drives with the workload (``crates/raidlab-sim/src/controller/rebuild.rs``),
 and reports how far it got (``results["rebuild"]``). A run of a few thousand host I/Os
 rebuilds a sample of the member; its ``time_ns_projected`` is the whole member's
 rebuild at the rate the sample achieved (or the measured time, when the run rebuilt

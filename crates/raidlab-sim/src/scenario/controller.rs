@@ -146,7 +146,11 @@ pub struct UplinkSpec {
 impl UplinkSpec {
     /// Payload rate of the link, each direction.
     pub fn rate_bytes_per_s(&self) -> f64 {
-        crate::nvme::pcie_payload_rate(self.pcie_gen, self.pcie_lanes, self.pcie_max_payload_bytes)
+        crate::drive::pcie::pcie_payload_rate(
+            self.pcie_gen,
+            self.pcie_lanes,
+            self.pcie_max_payload_bytes,
+        )
     }
 
     /// The first member behind the link in an array of `drive_count`.

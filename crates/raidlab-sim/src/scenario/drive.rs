@@ -11,7 +11,7 @@ pub enum DriveSpec {
     Hdd(HddSpec),
     /// A flash drive.
     Ssd(SsdSpec),
-    /// A flash drive on PCIe with NVMe's queues (`crate::nvme`).
+    /// A flash drive on PCIe with NVMe's queues (`crate::drive::nvme`).
     Nvme(NvmeSpec),
 }
 

@@ -55,7 +55,7 @@ impl Scenario {
 
     fn check_rules(&self) -> Result<(), ScenarioError> {
         let layout = self.array.check_rules()?;
-        crate::tier::check_scenario(self)?;
+        crate::tier::spec::check_scenario(self)?;
         if let Some(trace) = &self.trace {
             if !self.workloads.is_empty() {
                 refuse(
@@ -368,7 +368,7 @@ fn walk_table(
     for (key, value) in map {
         let path = join(table, key);
         if path == "array.cache" {
-            crate::tier::check_cache(value, &join(field, key))?;
+            crate::tier::spec::check_cache(value, &join(field, key))?;
             continue;
         }
         let Some(limit) = limits::find(&path, scope) else {
@@ -615,7 +615,7 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
 
 /// A PCIe link has 1, 2, 4, 8 or 16 lanes.
 fn check_pcie_lanes(lanes: u32, field: &str) -> Result<(), ScenarioError> {
-    if crate::nvme::PCIE_LANES.contains(&lanes) {
+    if crate::drive::pcie::PCIE_LANES.contains(&lanes) {
         return Ok(());
     }
     refuse(

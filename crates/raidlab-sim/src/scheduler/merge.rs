@@ -1,7 +1,8 @@
 //! Merging: a host I/O joins a queued request it is adjacent to (back or front),
 //! within the largest request, and two requests that come to touch become one.
 
-use super::{Req, Scheduler, SchedulerKind};
+use super::request_queue::Req;
+use super::{Scheduler, SchedulerKind};
 
 impl Scheduler {
     /// Back or front merge of a new host I/O onto a queued request of its queue and

@@ -35,12 +35,12 @@
 mod bfq;
 mod merge;
 mod mq_deadline;
-mod queue;
+mod request_queue;
 
 use crate::scenario::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };
-use queue::Queue;
+use request_queue::{Queue, Req};
 use std::collections::VecDeque;
 
 const NIL: u32 = u32::MAX;
@@ -58,20 +58,6 @@ struct Io {
     queue: u32,
     /// Next host I/O of the same request (`NIL` at the end).
     next: u32,
-}
-
-/// One request: host I/Os merged into one extent, identified by its first I/O's slot.
-#[derive(Debug, Clone, Copy, Default)]
-struct Req {
-    start: u64,
-    end: u64,
-    write: bool,
-    discard: bool,
-    /// When it expires (deadline) or its arrival (FIFO order).
-    expire_ns: u64,
-    queue: u32,
-    /// Last host I/O of its chain.
-    tail: u32,
 }
 
 /// What the scheduler did, counted from the start of the run.
