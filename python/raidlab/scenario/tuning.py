@@ -146,11 +146,6 @@ def _tune_write_cache(controller: dict[str, Any], tuning: Tuning) -> None:
     wb = controller.get("write_back", False)
     if tuning.write_cache is not None:
         wb = _choice(tuning.write_cache, WRITE_CACHE_MODES, tuning.label("write_cache")) == "wb"
-    if wb and not controller.get("cache_bytes"):
-        raise RaidlabError(
-            tuning.label("write_cache"),
-            f"controller {controller.get('name')!r} has no cache; write-back needs one",
-        )
     name = str(controller.get("name", ""))
     try:
         bbu = bool(preset("controller", name, "controller").get("bbu", False))
@@ -158,18 +153,26 @@ def _tune_write_cache(controller: dict[str, Any], tuning: Tuning) -> None:
         bbu = False
     if tuning.bbu is not None:
         bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
-    # The rule is the native side's; the refusal is said in the flags' terms.
-    if native.check_controller_preset({"bbu": bbu, "write_back": wb}) is not None:
+    # The rules are the native side's (a cache to write back into, no FastPath, a
+    # backup unit); the refusal names the flag, and the backup unit's in the flags' terms.
+    found = native.check_controller_preset(
+        {
+            "bbu": bbu,
+            "write_back": wb,
+            "cache_bytes": controller.get("cache_bytes", 0),
+            "fastpath": bool(controller.get("fastpath", False)),
+        }
+    )
+    if found is not None and found[0] == "array.controller.write_back":
         raise RaidlabError(
             tuning.label("write_cache"),
             f"write-back is refused without a battery/flash backup unit "
             f"({tuning.label('bbu')} no), as the controller's firmware does; give "
             f"{tuning.label('bbu')} yes",
         )
-    if wb and controller.get("fastpath"):
+    if found is not None:
         raise RaidlabError(
-            tuning.label("write_cache"),
-            "the controller runs FastPath, which needs write-through; refused with wb",
+            tuning.label("write_cache"), f"controller {name!r}: {found[1]}"
         )
     controller["write_back"] = wb
 

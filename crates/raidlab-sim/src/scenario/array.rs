@@ -47,9 +47,9 @@ pub struct ArraySpec {
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub spares: u32,
     /// An SSD cache tier in front of this array (`docs/cache-tier.md`); checked by
-    /// [`crate::tier::spec::check_cache`], run by [`crate::tier`].
+    /// [`super::cache::check_cache`], run by [`crate::tier`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<Box<crate::tier::spec::CacheSpec>>,
+    pub cache: Option<Box<super::cache::CacheSpec>>,
 }
 
 fn is_zero(value: &f64) -> bool {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod array;
+mod cache;
 mod controller;
 mod drive;
 mod host;
@@ -29,6 +30,7 @@ mod validate;
 mod workload;
 
 pub use array::{ArraySpec, Level, RebuildSpec};
+pub use cache::{check_cache, check_scenario, CacheSpec};
 pub use controller::{ControllerSpec, MemberCommands, MemberDispatch, ReadBalance, UplinkSpec};
 pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdSpec};
 pub use host::{

@@ -55,7 +55,7 @@ impl Scenario {
 
     fn check_rules(&self) -> Result<(), ScenarioError> {
         let layout = self.array.check_rules()?;
-        crate::tier::spec::check_scenario(self)?;
+        super::cache::check_scenario(self)?;
         if let Some(trace) = &self.trace {
             if !self.workloads.is_empty() {
                 refuse(
@@ -329,12 +329,48 @@ pub fn check_controller_preset(table: &Value) -> Result<(), ScenarioError> {
     let bbu = flag(&limits::CONTROLLER_BBU)?;
     let forced = flag(&limits::CONTROLLER_FORCE_WRITE_BACK)?;
     let write_back = map.get("write_back").and_then(Value::as_bool) == Some(true);
+    // A tuned table (the front end's --write-cache) carries its cache and FastPath too:
+    // the same rule the scenario's controller is held to, asked before the run.
+    if map.contains_key("cache_bytes") || map.contains_key("fastpath") {
+        let cache_bytes = map.get("cache_bytes").and_then(Value::as_u64).unwrap_or(0);
+        let fastpath = map.get("fastpath").and_then(Value::as_bool) == Some(true);
+        check_write_policy(write_back, cache_bytes, fastpath)?;
+    }
     if write_back && !bbu && !forced {
         refuse(
             "array.controller.write_back",
             "write-back needs a battery/flash backup unit (bbu = true); set \
              force_write_back = true to accept losing acknowledged writes on power loss"
                 .into(),
+        )?;
+    }
+    Ok(())
+}
+
+/// The write policy's own rule, one owner for the scenario's controller and the front
+/// end's tuning: write-back needs a cache to hold the writes it acknowledges, and
+/// FastPath (LSI MegaRAID, Dell PERC) bypasses the cache, so it needs write-through.
+fn check_write_policy(
+    write_back: bool,
+    cache_bytes: u64,
+    fastpath: bool,
+) -> Result<(), ScenarioError> {
+    if write_back && cache_bytes == 0 {
+        refuse(
+            "array.controller.cache_bytes",
+            "the controller has no cache; write-back needs one of at least 1 MiB".into(),
+        )?;
+    }
+    if write_back && cache_bytes < WRITE_BACK_CACHE_BYTES_MIN {
+        refuse(
+            "array.controller.cache_bytes",
+            format!("write-back needs a cache of at least 1 MiB, got {cache_bytes}"),
+        )?;
+    }
+    if write_back && fastpath {
+        refuse(
+            "array.controller.fastpath",
+            "FastPath needs write-through: write_back must be false".into(),
         )?;
     }
     Ok(())
@@ -368,7 +404,7 @@ fn walk_table(
     for (key, value) in map {
         let path = join(table, key);
         if path == "array.cache" {
-            crate::tier::spec::check_cache(value, &join(field, key))?;
+            super::cache::check_cache(value, &join(field, key))?;
             continue;
         }
         let Some(limit) = limits::find(&path, scope) else {
@@ -639,26 +675,12 @@ fn check_controller(a: &ArraySpec) -> Result<(), ScenarioError> {
             )?;
         }
     }
-    if c.write_back && c.cache_bytes < WRITE_BACK_CACHE_BYTES_MIN {
-        refuse(
-            "array.controller.cache_bytes",
-            format!(
-                "write-back needs a cache of at least 1 MiB, got {}",
-                c.cache_bytes
-            ),
-        )?;
-    }
+    check_write_policy(c.write_back, c.cache_bytes, c.fastpath)?;
     if c.fastpath {
         if c.fastpath_overhead_ns.is_none() {
             refuse(
                 "array.controller.fastpath",
                 "this controller has no FastPath (fastpath_overhead_ns is not set)".into(),
-            )?;
-        }
-        if c.write_back {
-            refuse(
-                "array.controller.fastpath",
-                "FastPath needs write-through: write_back must be false".into(),
             )?;
         }
         if c.read_ahead_bytes > 0 {

@@ -2,9 +2,9 @@
 
 use crate::common::{hdd, s3500_800g, scenario, w};
 use raidlab_cache::{Action, Cache, CacheConfig, Op, Policy, Request};
+use raidlab_sim::scenario::CacheSpec;
 use raidlab_sim::scenario::{Distribution, Level, Precondition, Rw, Scenario};
 use raidlab_sim::scenario::{TraceFormat, TraceMode, TraceSpec};
-use raidlab_sim::tier::CacheSpec;
 use std::io::Write;
 
 fn cached(policy: &str, rw: Rw, hot_bytes: u64) -> Scenario {

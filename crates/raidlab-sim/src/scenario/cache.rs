@@ -1,11 +1,11 @@
 //! The `[cache]` table of a scenario and its checks: what the cache tier is asked to
-//! be, apart from how it runs ([`super`]).
+//! be, apart from how it runs ([`crate::tier`]).
 //!
 //! Scenario validation asks these checks, so they import only the scenario and the
 //! policy crate, never the event loop the tier runs: validating a scenario does not
 //! reach the simulator.
 
-use crate::scenario::{ArraySpec, Scenario, ScenarioError, TraceMode};
+use super::{ArraySpec, Scenario, ScenarioError, TraceMode};
 use raidlab_cache::{CacheConfig, Policy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

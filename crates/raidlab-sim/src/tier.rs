@@ -26,16 +26,12 @@
 //! folder, because it is no component of one array: it composes two runs of
 //! [`crate::simulation`] (the cache's array and the main one) around the policy.
 
-pub mod spec;
-
-pub use spec::{check_cache, check_scenario, CacheSpec};
-
 use crate::host::{Job, Workload};
 /// The tier's report is part of the results (a leaf); named here too, where it is built.
 pub use crate::results::{CacheReport, PieceReport};
 use crate::results::{Explain, JobResults, OpStats, Resource, Results, Samples};
 use crate::rng::Rng;
-use crate::scenario::{ArraySpec, Distribution, Rw, Scenario, WorkloadSpec};
+use crate::scenario::{ArraySpec, CacheSpec, Distribution, Rw, Scenario, WorkloadSpec};
 use crate::scenario::{BLOCK_BYTES_MAX, IODEPTH_MAX, SCHEMA};
 use crate::simulation::Simulation;
 use crate::trace::{Reader, TraceError};
