@@ -20,15 +20,6 @@ from raidlab.scenario.refusal import relabel
 NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
 
 
-def native_available() -> bool:
-    """Whether ``raidlab._native`` can be imported."""
-    try:
-        import raidlab._native  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Simulate one scenario with ``raidlab._native.simulate``. A refusal names
     ``labels``' name for the refused path (see ``refusal.relabel``) when given; else the
@@ -62,16 +53,6 @@ def array_info(array: dict[str, Any] | Any) -> dict[str, Any]:
     except ValueError as error:
         raise RaidlabError("array", f"refused by the layout: {error}") from None
     return info
-
-
-def native_has_trace() -> bool:
-    """Whether the native module replays traces (docs/scenario.md, Trace replay): a
-    scenario's workload of ``kind = "trace"``, run by ``simulate``."""
-    try:
-        from raidlab import _native
-    except ImportError:
-        return False
-    return hasattr(_native, "simulate_trace")
 
 
 def _native_module() -> Any:
