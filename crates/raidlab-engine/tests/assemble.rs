@@ -4,7 +4,7 @@
 mod common;
 
 use common::member_paths;
-use raidlab_engine::superblock::{Superblock, DATA_OFFSET_BYTES};
+use raidlab_engine::format::superblock::{Superblock, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions, MemberState};
 use raidlab_layout::Level;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@ mod common;
 
 use common::member_paths;
 use raidlab_engine::array::Fault;
-use raidlab_engine::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
+use raidlab_engine::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::member_paths;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
 use std::sync::Arc;

@@ -14,7 +14,8 @@ use common::{
     engine, engine_command, engine_json, engine_output, free_listen_address, refused, status,
     wait_listening, Server,
 };
-use raidlab_engine::{nbd, Array, CreateOptions};
+use raidlab_engine::net::nbd::{protocol, server};
+use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -81,9 +82,9 @@ impl Client {
         s.read_exact(&mut hello).unwrap();
         assert_eq!(&hello[..16], b"NBDMAGICIHAVEOPT");
         s.write_all(&3u32.to_be_bytes()).unwrap(); // FIXED_NEWSTYLE | NO_ZEROES
-        let name = nbd::EXPORT_NAME.as_bytes();
-        let mut b = nbd::IHAVEOPT.to_be_bytes().to_vec();
-        b.extend_from_slice(&nbd::OPT_EXPORT_NAME.to_be_bytes());
+        let name = server::EXPORT_NAME.as_bytes();
+        let mut b = protocol::IHAVEOPT.to_be_bytes().to_vec();
+        b.extend_from_slice(&protocol::OPT_EXPORT_NAME.to_be_bytes());
         b.extend_from_slice(&(name.len() as u32).to_be_bytes());
         b.extend_from_slice(name);
         s.write_all(&b).unwrap();
@@ -94,7 +95,7 @@ impl Client {
 
     /// Sends one request; returns the reply's error and, for a READ, the data.
     fn request(&mut self, cmd: u16, offset: u64, len: u32, payload: &[u8]) -> (u32, Vec<u8>) {
-        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         b.extend_from_slice(&0u16.to_be_bytes());
         b.extend_from_slice(&cmd.to_be_bytes());
         b.extend_from_slice(&offset.to_be_bytes()); // the cookie
@@ -106,12 +107,12 @@ impl Client {
         self.0.read_exact(&mut h).unwrap();
         assert_eq!(
             u32::from_be_bytes(h[..4].try_into().unwrap()),
-            nbd::SIMPLE_REPLY_MAGIC
+            protocol::SIMPLE_REPLY_MAGIC
         );
         assert_eq!(u64::from_be_bytes(h[8..].try_into().unwrap()), offset);
         let err = u32::from_be_bytes(h[4..8].try_into().unwrap());
         let mut data = Vec::new();
-        if err == 0 && cmd == nbd::CMD_READ {
+        if err == 0 && cmd == protocol::CMD_READ {
             data = vec![0u8; len as usize];
             self.0.read_exact(&mut data).unwrap();
         }
@@ -119,7 +120,7 @@ impl Client {
     }
 
     fn write(&mut self, offset: u64, data: &[u8]) -> u32 {
-        self.request(nbd::CMD_WRITE, offset, data.len() as u32, data)
+        self.request(protocol::CMD_WRITE, offset, data.len() as u32, data)
             .0
     }
 }
@@ -245,11 +246,11 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
     // Acknowledged blocks still read back while full (reconstructed where degraded),
     // overwriting one works (its blocks are allocated), and a FLUSH succeeds.
     for &(i, sum) in &acked {
-        let (e, back) = c.request(nbd::CMD_READ, i * BLOCK as u64, BLOCK as u32, &[]);
+        let (e, back) = c.request(protocol::CMD_READ, i * BLOCK as u64, BLOCK as u32, &[]);
         assert_eq!((e, checksum(&back)), (0, sum), "block {i} while full");
     }
     assert_eq!(c.write(0, &block(0, BLOCK)), 0);
-    assert_eq!(c.request(nbd::CMD_FLUSH, 0, 0, &[]).0, 0);
+    assert_eq!(c.request(protocol::CMD_FLUSH, 0, 0, &[]).0, 0);
 
     // Free space, then stop cleanly.
     std::fs::remove_file(&filler).unwrap();

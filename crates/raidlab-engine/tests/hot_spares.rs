@@ -7,7 +7,7 @@
 mod common;
 
 use common::{engine, engine_json, refused, serve, spawn_server, without_fio_nbd, Server};
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -4,8 +4,8 @@
 mod common;
 
 use common::member_paths;
-use raidlab_engine::journal::Journal;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use raidlab_engine::format::journal::Journal;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::os::unix::fs::FileExt;

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{engine, engine_command, engine_json, refused, run, serve, without_fio_nbd};
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::{ArraySpec, Geometry, Level, StripeId};
 use serde_json::Value;
 use std::path::Path;

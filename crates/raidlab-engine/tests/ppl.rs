@@ -13,7 +13,7 @@ use common::{
     qemu_io_in_background, qemu_io_outcome, refused, retry_in_use, run, serve, spawn_server,
     wait_listening, without_qemu_io,
 };
-use raidlab_engine::superblock::{ConsistencyPolicy, DATA_OFFSET_BYTES};
+use raidlab_engine::format::superblock::{ConsistencyPolicy, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::path::Path;
@@ -319,7 +319,8 @@ fn after_the_log_wraps_the_newest_record_has_the_last_word() {
     o.policy = Some(ConsistencyPolicy::Ppl);
     let a = Array::create(&paths, &o).unwrap();
     a.open_for_writes().unwrap();
-    let slots = raidlab_engine::ppl::PPL_BYTES / raidlab_engine::ppl::slot_bytes(16 << 10);
+    let slots =
+        raidlab_engine::format::ppl::PPL_BYTES / raidlab_engine::format::ppl::slot_bytes(16 << 10);
     assert_eq!(slots, 28);
     for _ in 0..slots - 1 {
         a.write(0, &[1; 4096], false).unwrap();

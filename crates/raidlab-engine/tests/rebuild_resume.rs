@@ -154,7 +154,7 @@ fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
 /// Every member's superblock says dirty and its bitmap marks region 0: what an unclean
 /// stop leaves after writes to the first 64 MiB of every member.
 fn mark_dirty_region_0(paths: &[std::path::PathBuf]) {
-    use raidlab_engine::superblock::{Superblock, BITMAP_OFFSET_BYTES, SUPERBLOCK_BYTES};
+    use raidlab_engine::format::superblock::{Superblock, BITMAP_OFFSET_BYTES, SUPERBLOCK_BYTES};
     use std::os::unix::fs::FileExt;
     for p in paths {
         let f = std::fs::OpenOptions::new()
@@ -175,7 +175,7 @@ fn mark_dirty_region_0(paths: &[std::path::PathBuf]) {
 
 #[test]
 fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
-    use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+    use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
     use raidlab_engine::{Array, CreateOptions};
     use raidlab_layout::Level;
     use std::os::unix::fs::FileExt;

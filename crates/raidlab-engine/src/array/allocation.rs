@@ -11,7 +11,7 @@
 
 use super::Array;
 use crate::error::{Error, Result};
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::format::superblock::DATA_OFFSET_BYTES;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -155,7 +155,7 @@ fn piece_runs(copies: &[Copy], at: u64, piece_end: u64, runs: &mut Vec<(u64, boo
 
 #[cfg(test)]
 mod tests {
-    use crate::superblock::DATA_OFFSET_BYTES;
+    use crate::format::superblock::DATA_OFFSET_BYTES;
     use crate::{Array, CreateOptions};
     use raidlab_layout::Level;
 

@@ -11,9 +11,9 @@ use super::rebuild::Checkpoint;
 use super::spares::{check_spare_bytes, Spare, SPARES_MAX};
 use super::{Array, State, REQUEST_BYTES_MAX};
 use crate::error::{Error, Result};
-use crate::journal::Journal;
-use crate::ppl;
-use crate::superblock::{
+use crate::format::journal::Journal;
+use crate::format::ppl;
+use crate::format::superblock::{
     ConsistencyPolicy, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
 };
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
@@ -52,7 +52,7 @@ pub struct CreateOptions {
     /// copies would be inconsistent with that data until a `repair`).
     pub assume_clean: bool,
     /// A write journal (file or device) every write goes through first; closes the
-    /// write hole (see [`crate::journal`]). Redundant levels only.
+    /// write hole (see [`crate::format::journal`]). Redundant levels only.
     pub journal: Option<PathBuf>,
     /// Size of a journal file; `None` takes [`journal_bytes_default`].
     pub journal_bytes: Option<u64>,
@@ -300,7 +300,7 @@ impl Array {
                         geo.level()
                     )));
                 }
-                let need = crate::journal::HEADER_BYTES
+                let need = crate::format::journal::HEADER_BYTES
                     + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
                 let bytes = opts
                     .journal_bytes
@@ -679,7 +679,7 @@ impl Array {
 
     /// After an unclean stop under the `ppl` policy: recomputes, from each active
     /// member's partial parity log, the parity of every stripe a write may have left
-    /// half done (see [`crate::ppl`]), and syncs it. Returns the stripe parities
+    /// half done (see [`crate::format::ppl`]), and syncs it. Returns the stripe parities
     /// written.
     fn recover_ppl(&self) -> Result<u64> {
         if self.ppl.is_none() {

@@ -5,9 +5,9 @@
 use super::members::io_err;
 use super::scrub::ScrubReport;
 use super::Array;
+use crate::array::staged::Staged;
 use crate::error::Result;
-use crate::staged::Staged;
-use crate::superblock::{BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES};
+use crate::format::superblock::{BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES};
 use raidlab_layout::Geometry;
 use std::os::unix::fs::FileExt;
 

@@ -5,7 +5,7 @@
 use super::members::{device_bytes, io_err, member_err, open_rw};
 use super::Array;
 use crate::error::{Error, Result};
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::format::superblock::DATA_OFFSET_BYTES;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,9 +6,9 @@ use super::faults::crash_point;
 use super::members::allocate_range;
 use super::stripe::{parity_of, stripe_blocks, stripe_members};
 use super::{Array, REQUEST_BYTES_MAX};
+use crate::array::staged::Staged;
 use crate::error::{is_no_space, Error, Result};
-use crate::staged::Staged;
-use crate::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
+use crate::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
 use raidlab_layout::{
     CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
@@ -390,13 +390,13 @@ impl Array {
         self.refresh_rebuilt_rows(req, &read.failed)
     }
 
-    /// Writes the request's partial parity log records (see [`crate::ppl`]) when the
+    /// Writes the request's partial parity log records (see [`crate::format::ppl`]) when the
     /// array has a PPL; they stay in flight until the returned guard is dropped.
     fn log_partial_parity(
         &self,
         req: Request,
         read: &PlannedRead,
-    ) -> Result<Option<crate::ppl::InFlight<'_>>> {
+    ) -> Result<Option<crate::format::ppl::InFlight<'_>>> {
         let Some(ppl) = &self.ppl else {
             return Ok(None);
         };
@@ -429,8 +429,8 @@ impl Array {
         failed: &FailedSet,
         plan: &Plan,
         reads: &Staged,
-    ) -> Vec<crate::ppl::Record> {
-        use crate::ppl::{Entry, Record};
+    ) -> Vec<crate::format::ppl::Record> {
+        use crate::format::ppl::{Entry, Record};
         let geo = &self.geo;
         let end = req.offset_bytes + req.len_bytes;
         let inside = |l: u64, len: u64| l >= req.offset_bytes && l + len <= end;

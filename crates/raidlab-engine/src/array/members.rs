@@ -4,7 +4,7 @@
 
 use super::{Array, State};
 use crate::error::{Error, Result};
-use crate::superblock::{Superblock, SUPERBLOCK_BYTES};
+use crate::format::superblock::{Superblock, SUPERBLOCK_BYTES};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};

@@ -6,9 +6,11 @@ use super::bitmap::bit_is_set;
 use super::members::{device_bytes, io_err, member_err, MemberState};
 use super::stripe::stripe_blocks;
 use super::{Array, State, STRIPE_LOCKS};
+use crate::array::staged::Staged;
 use crate::error::{Error, Result};
-use crate::staged::Staged;
-use crate::superblock::{Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES};
+use crate::format::superblock::{
+    Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
+};
 use raidlab_layout::{FailedSet, Plan, PlanError, Request, StripeId, StripeKind};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};

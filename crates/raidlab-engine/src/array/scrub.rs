@@ -5,7 +5,7 @@ use super::members::io_err;
 use super::stripe::{parity_of, stripe_members};
 use super::Array;
 use crate::error::{Error, Result};
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::StripeId;
 use std::os::unix::fs::FileExt;
 

@@ -36,7 +36,7 @@
 //! the next 256: the home bytes are destaged to the array (synced) first instead.
 //!
 //! The array's superblocks record that a cache fronts it and which one (the UUID of
-//! the cache mirror, see [`crate::superblock`]): [`CachedArray::create`] writes it once
+//! the cache mirror, see [`crate::format::superblock`]): [`CachedArray::create`] writes it once
 //! the cache is whole, [`CachedArray::open`] and [`check_members`] refuse the wrong
 //! cache or none, and [`CachedArray::detach`] clears it once every dirty line is on
 //! the array.
@@ -47,10 +47,10 @@
 pub mod meta;
 pub mod store;
 
-use crate::crc32c::crc32c;
 use crate::error::{Error, Result};
-use crate::nbd::Export;
+use crate::net::nbd::export::Export;
 use crate::Array;
+use crc32c::crc32c;
 use meta::{Entry, Kind, Record};
 use raidlab_cache::{Action, Area, Cache, CacheConfig, Op, Policy, Request, WriteReason};
 use serde_json::{json, Value};

@@ -11,7 +11,8 @@ use super::flags::{
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::cache::CachedArray;
-use crate::{control, Array, Error, Result};
+use crate::net::control;
+use crate::{Array, Error, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -14,7 +14,7 @@ pub fn report(json: bool, v: &Value, text: fn(&Value) -> String) {
     }
 }
 
-/// A status report (the JSON of [`crate::control::status_json`]) as text.
+/// A status report (the JSON of [`crate::net::control::status_json`]) as text.
 pub fn status(s: &Value) -> String {
     let u = |k: &str| s[k].as_u64().unwrap_or(0);
     let mut out = String::new();
@@ -189,7 +189,7 @@ fn member_line(m: &Value) -> String {
     )
 }
 
-/// A scrub report (the JSON of [`crate::control::scrub_json`]) as text.
+/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text.
 pub fn scrub(r: &Value) -> String {
     format!(
         "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}\n",

@@ -9,8 +9,11 @@
 use super::commands::absolute;
 use super::flags::ServeArgs;
 use crate::cache::CachedArray;
-use crate::tls::{self, TlsMode, TlsServer};
-use crate::{control, nbd, Array, Error, Result};
+use crate::net::control;
+use crate::net::nbd::export::Export;
+use crate::net::nbd::server as nbd;
+use crate::net::tls::{self, TlsMode, TlsServer};
+use crate::{Array, Error, Result};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -77,7 +80,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         let delay_s = a.bitmap_delay;
         std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
     };
-    let export: Arc<dyn nbd::Export> = match &tier {
+    let export: Arc<dyn Export> = match &tier {
         Some(t) => t.clone(),
         None => array.clone(),
     };

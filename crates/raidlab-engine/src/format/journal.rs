@@ -23,8 +23,8 @@
 //! record at once. Concurrent writers share syncs (group commit): one sync covers every
 //! record written, gap-free, before it started.
 
-use crate::crc32c::crc32c;
 use crate::error::{Error, Result};
+use crc32c::crc32c;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;

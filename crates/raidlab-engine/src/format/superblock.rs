@@ -41,9 +41,9 @@
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
 //! the write-intent bitmap (see the constants below and the crate README), or, under the
 //! `ppl` policy, which keeps no bitmap (as md: the two exclude each other), the member's
-//! partial parity log (see [`crate::ppl`]).
+//! partial parity log (see [`crate::format::ppl`]).
 
-use crate::crc32c::crc32c;
+use crc32c::crc32c;
 use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
 
 /// Bytes of the superblock at the start of every member.
@@ -67,7 +67,7 @@ pub const MAGIC: [u8; 8] = *b"RAIDLAB\x01";
 pub const FORMAT_VERSION: u32 = 1;
 /// Flag bit: the array was open for writing and not closed cleanly.
 pub const FLAG_DIRTY: u32 = 1;
-/// Flag bit: every write goes through a write journal (see `crate::journal`), which
+/// Flag bit: every write goes through a write journal (see `crate::format::journal`), which
 /// must be given to assemble the array.
 pub const FLAG_JOURNAL: u32 = 2;
 /// Flag bit: this member is being rebuilt; its data below `recovery_offset_bytes` is
@@ -93,10 +93,10 @@ pub enum ConsistencyPolicy {
     #[default]
     Bitmap,
     /// A write journal (`--journal`, with the bitmap too): half-done writes are replayed
-    /// whole (see [`crate::journal`]).
+    /// whole (see [`crate::format::journal`]).
     Journal,
     /// md's partial parity log, RAID 5 only: no bitmap; the log on each stripe's parity
-    /// member makes parity consistent again, degraded too (see [`crate::ppl`]).
+    /// member makes parity consistent again, degraded too (see [`crate::format::ppl`]).
     Ppl,
 }
 

@@ -1,6 +1,6 @@
 //! An NBD server (fixed newstyle handshake, simple or structured replies, block status,
 //! TLS) exporting one [`Export`]. Structured replies and `base:allocation` live in
-//! [`crate::nbd_structured`], TLS (`NBD_OPT_STARTTLS`) in [`crate::tls`].
+//! [`super::structured`], TLS (`NBD_OPT_STARTTLS`) in [`crate::net::tls`].
 //!
 //! ```text
 //! server: NBDMAGIC IHAVEOPT flags(FIXED_NEWSTYLE|NO_ZEROES)
@@ -29,107 +29,18 @@
 //! TLS the same holds: the TLS handshake and the options after it count against the
 //! handshake deadline, and the transmission's buffers come from the same budget.
 
-use crate::budget::{Budget, Buffer, Reserve};
-use crate::log_limit::{LogLimit, LINES_PER_SECOND};
-use crate::nbd_structured::{self as structured, Negotiated};
-use crate::tls::{self, TlsMode, TlsServer};
-use crate::Array;
+use super::export::Export;
+use super::protocol::*;
+use super::structured::{self, Negotiated};
+use crate::net::budget::{Budget, Buffer, Reserve};
+use crate::net::log_limit::{LogLimit, LINES_PER_SECOND};
+use crate::net::tls::{self, TlsMode, TlsServer};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// `NBDMAGIC`: the first 8 bytes the server sends, opening the newstyle handshake.
-pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
-/// `IHAVEOPT`: opens the option haggling and prefixes every option.
-pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
-/// Magic that opens every option reply (server to client, during the handshake).
-pub const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-/// Magic that opens every transmission request (`NBD_REQUEST_MAGIC`).
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// Magic that opens every simple reply to a request (`NBD_SIMPLE_REPLY_MAGIC`).
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
-
-/// Handshake flag `NBD_FLAG_FIXED_NEWSTYLE`: unknown options get an error reply
-/// instead of ending the connection.
-pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
-/// Handshake flag: no 124 zero bytes after NBD_OPT_EXPORT_NAME.
-pub const FLAG_NO_ZEROES: u16 = 2;
-
-/// Option `NBD_OPT_EXPORT_NAME`: names the export and enters transmission at once
-/// (no reply on success, as the protocol's oldest way to end the handshake).
-pub const OPT_EXPORT_NAME: u32 = 1;
-/// Option `NBD_OPT_ABORT`: ends the handshake without transmission.
-pub const OPT_ABORT: u32 = 2;
-/// Option `NBD_OPT_LIST`: lists the exports (this server has one, [`EXPORT_NAME`]).
-pub const OPT_LIST: u32 = 3;
-/// Option `NBD_OPT_INFO`: export size, flags and block sizes, without transmission.
-pub const OPT_INFO: u32 = 6;
-/// Option `NBD_OPT_GO`: what `NBD_OPT_INFO` answers, then transmission.
-pub const OPT_GO: u32 = 7;
-
-/// Option reply `NBD_REP_ACK`: the option succeeded; its last reply.
-pub const REP_ACK: u32 = 1;
-/// Option reply `NBD_REP_SERVER`: one export name (to `NBD_OPT_LIST`).
-pub const REP_SERVER: u32 = 2;
-/// Option reply `NBD_REP_INFO`: one information item (to `NBD_OPT_INFO` and `GO`).
-pub const REP_INFO: u32 = 3;
-/// Option reply `NBD_REP_ERR_UNSUP`: the option is not supported.
-pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
-/// Option reply `NBD_REP_ERR_POLICY`: refused by the server's policy (here: every
-/// transmission slot is taken).
-pub const REP_ERR_POLICY: u32 = 0x8000_0002;
-/// Option reply `NBD_REP_ERR_INVALID`: the option's payload is malformed.
-pub const REP_ERR_INVALID: u32 = 0x8000_0003;
-/// Option reply `NBD_REP_ERR_UNKNOWN`: no export of that name.
-pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
-
-/// Information item `NBD_INFO_EXPORT`: export size in bytes and transmission flags.
-pub const INFO_EXPORT: u16 = 0;
-/// Information item `NBD_INFO_BLOCK_SIZE`: minimum, preferred and maximum block bytes.
-pub const INFO_BLOCK_SIZE: u16 = 3;
-
-/// Transmission flag `NBD_FLAG_HAS_FLAGS`: always set; the other flags are meaningful.
-pub const TF_HAS_FLAGS: u16 = 1;
-/// Transmission flag: `NBD_CMD_FLUSH` is supported.
-pub const TF_SEND_FLUSH: u16 = 1 << 2;
-/// Transmission flag: the FUA flag on writes is supported.
-pub const TF_SEND_FUA: u16 = 1 << 3;
-/// Transmission flag: `NBD_CMD_TRIM` is supported.
-pub const TF_SEND_TRIM: u16 = 1 << 5;
-/// Transmission flag: `NBD_CMD_WRITE_ZEROES` is supported.
-pub const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
-/// Transmission flag `NBD_FLAG_CAN_MULTI_CONN`: several connections see each other's
-/// writes and one FLUSH covers them all (they share the member files).
-pub const TF_CAN_MULTI_CONN: u16 = 1 << 8;
-/// The transmission flags this server advertises: every flag above.
-pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
-    | TF_SEND_FLUSH
-    | TF_SEND_FUA
-    | TF_SEND_TRIM
-    | TF_SEND_WRITE_ZEROES
-    | TF_CAN_MULTI_CONN;
-
-/// Command `NBD_CMD_READ`: the reply carries the bytes read.
-pub const CMD_READ: u16 = 0;
-/// Command `NBD_CMD_WRITE`: the payload follows the request header.
-pub const CMD_WRITE: u16 = 1;
-/// Command `NBD_CMD_DISC`: the client disconnects; no reply.
-pub const CMD_DISC: u16 = 2;
-/// Command `NBD_CMD_FLUSH`: every completed write made durable ([`Export::flush`]).
-pub const CMD_FLUSH: u16 = 3;
-/// Command `NBD_CMD_TRIM`: a hint that the range may be discarded; this server keeps
-/// the bytes (trim is advisory) and only checks the range.
-pub const CMD_TRIM: u16 = 4;
-/// Command `NBD_CMD_WRITE_ZEROES`: the range reads back as zeros.
-pub const CMD_WRITE_ZEROES: u16 = 6;
-/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply (accepted on
-/// every command, as the protocol asks once SEND_FUA is advertised).
-pub const CMD_FLAG_FUA: u16 = 1;
-/// Command flag `NBD_CMD_FLAG_NO_HOLE`: WRITE_ZEROES must allocate (it always does here).
-pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 /// The command flags this server knows for `cmd`; any other flag gets EINVAL.
 pub fn command_flags_known(cmd: u16) -> u16 {
@@ -140,14 +51,13 @@ pub fn command_flags_known(cmd: u16) -> u16 {
     }
 }
 
-/// Error reply `EIO`: the export's read, write or flush failed (for the array, more
-/// member failures than its level tolerates).
-pub const EIO: u32 = 5;
-/// Error reply `EINVAL`: an empty, misaligned (not whole 512 B sectors) or oversized
-/// request.
-pub const EINVAL: u32 = 22;
-/// Error reply `ENOSPC`: a write past the end of the export.
-pub const ENOSPC: u32 = 28;
+/// The transmission flags this server advertises: every flag above.
+pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
+    | TF_SEND_FLUSH
+    | TF_SEND_FUA
+    | TF_SEND_TRIM
+    | TF_SEND_WRITE_ZEROES
+    | TF_CAN_MULTI_CONN;
 
 /// Smallest block in bytes (a sector): offsets and lengths are multiples of it.
 pub const BLOCK_BYTES_MIN: u32 = 512;
@@ -238,39 +148,6 @@ pub fn max_payload_bytes(budget: &Budget) -> u32 {
     (budget.shared_bytes() / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
 }
 
-/// What an NBD export needs. [`Array`] implements it.
-pub trait Export: Send + Sync {
-    /// Bytes of the export.
-    fn size_bytes(&self) -> u64;
-    /// Reads `buf.len()` bytes at `offset_bytes` (aligned, in bounds: checked before).
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()>;
-    /// Writes; `fua`: durable on return.
-    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()>;
-    /// Makes every completed write durable.
-    fn flush(&self) -> io::Result<()>;
-    /// Allocation of `len_bytes` at `offset_bytes` (in bounds: checked before): runs of
-    /// `(bytes, hole)` from the range's start, at most `max_runs`, covering the range
-    /// or a prefix of it. `hole`: unallocated, reads as zeros. Without a way to tell,
-    /// everything is data.
-    fn allocation(
-        &self,
-        offset_bytes: u64,
-        len_bytes: u64,
-        max_runs: usize,
-    ) -> io::Result<Vec<(u64, bool)>> {
-        let _ = (offset_bytes, max_runs);
-        Ok(vec![(len_bytes, false)])
-    }
-}
-
-fn to_io(e: crate::Error) -> io::Error {
-    if e.is_no_space() {
-        // Kept as the OS error, so that the reply is ENOSPC (see `write_errno`).
-        return io::Error::from_raw_os_error(libc::ENOSPC);
-    }
-    io::Error::other(e.to_string())
-}
-
 /// The error reply of a failed write: `ENOSPC` when a member's filesystem is full
 /// (the array is intact; the client may retry once there is space), else `EIO`.
 fn write_errno(e: io::Error) -> u32 {
@@ -278,24 +155,6 @@ fn write_errno(e: io::Error) -> u32 {
         ENOSPC
     } else {
         EIO
-    }
-}
-
-impl Export for Array {
-    fn size_bytes(&self) -> u64 {
-        self.capacity_bytes()
-    }
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.read(offset_bytes, buf).map_err(to_io)
-    }
-    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()> {
-        self.write(offset_bytes, data, fua).map_err(to_io)
-    }
-    fn flush(&self) -> io::Result<()> {
-        Array::flush(self).map_err(to_io)
-    }
-    fn allocation(&self, offset: u64, len: u64, max_runs: usize) -> io::Result<Vec<(u64, bool)>> {
-        Array::allocation(self, offset, len, max_runs).map_err(to_io)
     }
 }
 
@@ -325,17 +184,6 @@ fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
-}
-
-/// Sends one option reply (`NBD_REP_*`) with its data.
-pub(crate) fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
-    let mut b = Vec::with_capacity(20 + data.len());
-    b.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
-    b.extend_from_slice(&opt.to_be_bytes());
-    b.extend_from_slice(&reply.to_be_bytes());
-    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    b.extend_from_slice(data);
-    w.write_all(&b)
 }
 
 /// How the handshake ended.

@@ -6,7 +6,7 @@
 //! rebuilt online while NBD clients keep working.
 //!
 //! The socket lives in a private directory and answers only its own uid and root (see
-//! [`crate::private_socket`]). The server never opens a path a client names: `replace`
+//! [`crate::net::private_socket`]). The server never opens a path a client names: `replace`
 //! sends the new member as an open file descriptor (`SCM_RIGHTS`) that the client opened
 //! with its own rights, and a member named by a path that is not one of the served
 //! members' is resolved by the client (`role` in the request).
@@ -20,7 +20,7 @@
 
 use crate::array::{Fault, RebuildProgress, ScrubReport, Status};
 use crate::error::{Error, Result};
-use crate::private_socket;
+use crate::net::private_socket;
 use crate::Array;
 use serde_json::{json, Value};
 use std::fs::File;

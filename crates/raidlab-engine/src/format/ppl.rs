@@ -57,8 +57,8 @@
 //! its data. Modified members are a bit mask, so PPL arrays have at most 64 members, as
 //! md's.
 
-use crate::crc32c::crc32c;
-use crate::superblock::{BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use crate::format::superblock::{BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use crc32c::crc32c;
 use raidlab_layout::{FailedSet, Geometry, Level, StripeId};
 use std::collections::BTreeSet;
 use std::fs::File;
