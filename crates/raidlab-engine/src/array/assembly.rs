@@ -4,12 +4,12 @@
 
 use super::bitmap::bitmap_bytes;
 use super::members::{
-    device_bytes, io_err, member_err, open_member_once, preallocate, random_uuid,
-    read_superblock_of, MemberState,
+    device_bytes, open_member_once, preallocate, random_uuid, read_superblock_of, MemberState,
 };
 use super::rebuild::Checkpoint;
 use super::spares::{check_spare_bytes, Spare, SPARES_MAX};
 use super::{Array, State, REQUEST_BYTES_MAX};
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
 use crate::format::journal::Journal;
 use crate::format::ppl;

@@ -2,8 +2,9 @@
 //! write errors, bad sectors the next write remaps, latency), bits flipped on a member
 //! file at rest, and the crash point the write-hole tests abort at.
 
-use super::members::{device_bytes, io_err, member_err, open_rw};
+use super::members::{device_bytes, open_rw};
 use super::Array;
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
 use crate::format::superblock::DATA_OFFSET_BYTES;
 use std::os::unix::fs::FileExt;

@@ -3,10 +3,11 @@
 //! lets a stopped rebuild resume where it stood, as md resumes a recovery.
 
 use super::bitmap::bit_is_set;
-use super::members::{device_bytes, io_err, member_err, MemberState};
+use super::members::{device_bytes, MemberState};
 use super::stripe::stripe_blocks;
 use super::{Array, State, STRIPE_LOCKS};
 use crate::array::staged::Staged;
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
 use crate::format::superblock::{
     Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,

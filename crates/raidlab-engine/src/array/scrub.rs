@@ -1,9 +1,9 @@
 //! md's `check` and `repair`: every stripe's parity (every copy, for mirrors) compared
 //! with its data, mismatches counted and, with `repair`, rewritten.
 
-use super::members::io_err;
 use super::stripe::{parity_of, stripe_members};
 use super::Array;
+use crate::error::io_err;
 use crate::error::{Error, Result};
 use crate::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::StripeId;

@@ -14,8 +14,9 @@
 //!                 (the spare's superblock becomes the role's, recovering, then active)
 //! ```
 
-use super::members::{device_bytes, io_err, member_err, MemberState};
+use super::members::{device_bytes, MemberState};
 use super::{Array, State};
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
 use crate::format::superblock::{Superblock, DATA_OFFSET_BYTES, ROLE_SPARE};
 use std::fs::File;

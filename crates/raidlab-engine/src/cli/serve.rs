@@ -6,8 +6,8 @@
 //! a host process (Python, through `raidlab._native.engine_main`) keeps its own Ctrl-C
 //! handling once the engine returns.
 
-use super::commands::absolute;
 use super::flags::ServeArgs;
+use super::open::{absolute, assemble, recover_unclean_stop};
 use crate::cache::CachedArray;
 use crate::net::control;
 use crate::net::nbd::export::Export;
@@ -45,7 +45,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let _signals = SignalHandlers::install();
     let tls = tls_server(a)?;
     let members = absolute(&a.array.members)?;
-    let array = Arc::new(super::commands::assemble(&members, &a.array)?);
+    let array = Arc::new(assemble(&members, &a.array)?);
     let control_socket = control::bind(array.status().uuid)?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
@@ -222,29 +222,6 @@ fn health(array: &Array) -> &'static str {
     } else {
         "degraded"
     }
-}
-
-/// Replays the write journal and resyncs the dirty bitmap regions an unclean stop left.
-pub(super) fn recover_unclean_stop(array: &Array) -> Result<()> {
-    let replayed = array.status().journal_replayed;
-    if replayed > 0 {
-        eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
-    }
-    let recomputed = array.status().ppl_recovered;
-    if recomputed > 0 {
-        eprintln!(
-            "raidlab-engine: unclean stop: recomputed {recomputed} stripe parities from the \
-             partial parity log"
-        );
-    }
-    if let Some((regions, r)) = array.resync_dirty_regions()? {
-        eprintln!(
-            "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
-             ({} stripes checked, {} rewritten)",
-            r.stripes_checked, r.repaired_stripes
-        );
-    }
-    Ok(())
 }
 
 /// Every `delay_s` seconds until [`STOP`], clears the bitmap bits of regions no longer

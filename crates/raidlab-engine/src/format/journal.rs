@@ -23,7 +23,7 @@
 //! record at once. Concurrent writers share syncs (group commit): one sync covers every
 //! record written, gap-free, before it started.
 
-use crate::error::{Error, Result};
+use crate::error::{io_err, Error, Result};
 use crc32c::crc32c;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -106,14 +106,6 @@ pub struct Journal {
     /// Held shared from a record's append until its member writes are done; a
     /// checkpoint takes it exclusively so it never retires a record still in flight.
     gate: RwLock<()>,
-}
-
-fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
-    }
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
