@@ -73,16 +73,13 @@ impl Array {
             })?;
         let files = self.files.read().expect("files lock").clone();
         let failed = self.failed();
-        let su = self.geo.stripe_unit_bytes();
         let max_runs = max_runs.max(1);
         let mut runs: Vec<(u64, bool)> = Vec::new();
-        let mut at = offset_bytes;
-        while at < end {
+        for chunk in self.geo.chunks(offset_bytes, end - offset_bytes) {
             // Within one chunk every copy is one contiguous run on its member.
-            let piece_end = end.min((at / su + 1) * su);
-            let copies: Vec<Copy> = self
-                .geo
-                .copies_of(at)
+            let (at, piece_end) = (chunk.logical_bytes, chunk.end_bytes());
+            let copies: Vec<Copy> = chunk
+                .copies()
                 .filter(|c| !failed.contains(c.member))
                 .filter_map(|c| {
                     files[c.member as usize].as_ref().map(|f| Copy {
@@ -101,7 +98,6 @@ impl Array {
                 runs.truncate(max_runs);
                 break;
             }
-            at = piece_end;
         }
         Ok(runs)
     }

@@ -238,24 +238,20 @@ impl Array {
             return false;
         }
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
-        let end = offset_bytes + buf.len() as u64;
         // (member, member offset, piece index): pieces are buf cut at chunk borders.
         let mut pieces: Vec<(u32, u64, usize)> = Vec::new();
         let mut slices: Vec<Option<&mut [u8]>> = Vec::new();
         let mut rest: &mut [u8] = buf;
-        let mut at = offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let mut copies = geo.copies_of(at);
+        let len_bytes = rest.len() as u64;
+        for chunk in geo.chunks(offset_bytes, len_bytes) {
+            let mut copies = chunk.copies();
             let (Some(copy), None) = (copies.next(), copies.next()) else {
                 return false;
             };
-            let (piece, tail) = std::mem::take(&mut rest).split_at_mut((piece_end - at) as usize);
+            let (piece, tail) = std::mem::take(&mut rest).split_at_mut(chunk.len_bytes as usize);
             rest = tail;
             pieces.push((copy.member, copy.offset_bytes, slices.len()));
             slices.push(Some(piece));
-            at = piece_end;
         }
         pieces.sort_by_key(|&(member, offset, _)| (member, offset));
         let files = self.files.read().expect("files lock").clone();
@@ -328,16 +324,11 @@ impl Array {
     /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
     fn assemble_read(&self, req: Request, failed: &FailedSet, reads: &Staged, buf: &mut [u8]) {
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
-        let end = req.offset_bytes + req.len_bytes;
-        let mut at = req.offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let len = piece_end - at;
-            let dst =
-                &mut buf[(at - req.offset_bytes) as usize..(piece_end - req.offset_bytes) as usize];
-            let copy = geo
-                .copies_of(at)
+        for chunk in geo.chunks(req.offset_bytes, req.len_bytes) {
+            let (at, len) = (chunk.logical_bytes, chunk.len_bytes);
+            let dst = &mut buf[chunk.request_range()];
+            let copy = chunk
+                .copies()
                 .filter(|c| !failed.contains(c.member))
                 .find_map(|c| reads.get(c.member, c.offset_bytes, len));
             if let Some(src) = copy {
@@ -354,7 +345,6 @@ impl Array {
                 let slot = order.iter().position(|&k| k == a.data_index).expect("slot");
                 dst.copy_from_slice(&blocks[slot]);
             }
-            at = piece_end;
         }
     }
 
@@ -536,7 +526,6 @@ impl Array {
         reads: &Staged,
     ) -> Staged {
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
         let mut w = Staged::zeroed(&plan.writes);
         let end = req.offset_bytes + req.len_bytes;
         let new_of = |l: u64, len: u64| -> Option<&[u8]> {
@@ -545,16 +534,13 @@ impl Array {
                 &data[o..o + len as usize]
             })
         };
-        let mut at = req.offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let src = new_of(at, piece_end - at).expect("inside the request");
-            for c in geo.copies_of(at) {
+        for chunk in geo.chunks(req.offset_bytes, req.len_bytes) {
+            let src = &data[chunk.request_range()];
+            for c in chunk.copies() {
                 if !failed.contains(c.member) {
                     w.put(c.member, c.offset_bytes, src);
                 }
             }
-            at = piece_end;
         }
         for sp in &plan.stripes {
             if !writes_parity(sp.kind) {
