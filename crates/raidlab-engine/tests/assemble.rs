@@ -1,9 +1,7 @@
 //! Creating and assembling from superblocks: what is refused (naming the member) and
 //! what assembles degraded.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use raidlab_engine::format::superblock::{Superblock, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions, MemberState};
 use raidlab_layout::Level;

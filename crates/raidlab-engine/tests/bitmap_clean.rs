@@ -2,9 +2,7 @@
 //! clears it: a region's bit goes once no write is in progress there and none came for a
 //! whole pass, so an unclean stop resyncs only the regions written lately.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use raidlab_engine::array::Fault;
 use raidlab_engine::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};

@@ -1,9 +1,7 @@
 //! Threads writing interleaved sectors of the same stripes at once: the stripe locks keep
 //! parity and copies consistent, and every thread reads back its own last write.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};

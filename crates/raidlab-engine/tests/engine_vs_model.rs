@@ -2,9 +2,7 @@
 //! (within what the level tolerates) in the middle: the array returns the model's bytes,
 //! survives reassembly, rebuilds, and scrubs clean afterwards.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use proptest::prelude::*;
 use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};

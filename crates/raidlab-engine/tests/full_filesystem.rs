@@ -8,9 +8,7 @@
 //!
 //! The tmpfs tests need root (to mount); they skip with a message otherwise.
 
-mod common;
-
-use common::{
+use crate::common::{
     engine, engine_command, engine_json, engine_output, free_listen_address, refused, status,
     wait_listening, Server,
 };

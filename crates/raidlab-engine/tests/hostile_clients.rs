@@ -7,9 +7,9 @@
 //! deadline, rate-limited refusal logs, export names (NBD_REP_ERR_UNKNOWN), unknown
 //! command flags (EINVAL), the advertised maximum payload and the plain-text warning.
 
-mod common;
+use crate::common;
 
-use common::{engine, free_listen_address, have, spawn_server_with, Server};
+use crate::common::{engine, free_listen_address, spawn_server_with, tool, Server};
 use raidlab_engine::net::nbd::{protocol, server};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -157,22 +157,15 @@ fn timed(cmd: &mut Command) -> (bool, Duration, String) {
 /// of the export to name its content). Empty, after saying so, when neither is.
 fn normal_clients(uri: &str) -> Vec<(&'static str, Command)> {
     let mut clients = Vec::new();
-    if have("qemu-io") {
+    if tool("qemu-io") {
         let mut c = Command::new("qemu-io");
         c.args(["-f", "raw", uri, "-c", "read -P 0 0 4k"]);
         clients.push(("qemu-io read 4k", c));
     }
-    if Command::new("nbdinfo")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if tool("nbdinfo") {
         let mut c = Command::new("nbdinfo");
         c.arg(uri);
         clients.push(("nbdinfo", c));
-    }
-    if clients.is_empty() {
-        eprintln!("skipped: neither qemu-io (qemu-utils) nor nbdinfo (libnbd-bin) installed");
     }
     clients
 }

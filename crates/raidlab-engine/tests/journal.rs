@@ -1,9 +1,7 @@
 //! The write journal on its own: records in order, a torn tail ends the log, the wrong
 //! journal or none is refused at assembly, and a clean close retires every record.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use raidlab_engine::format::journal::Journal;
 use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};

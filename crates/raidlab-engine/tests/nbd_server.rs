@@ -2,9 +2,7 @@
 //! read back, flush, trim, write zeroes, bounds, several connections at once, and
 //! garbage on the wire (an error reply or a clean disconnect, never a panic).
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use proptest::prelude::*;
 use raidlab_engine::net::nbd::export::Export;
 use raidlab_engine::net::nbd::protocol;

@@ -2,9 +2,7 @@
 //! rebuild, reads back; the rebuilt member agrees with parity and copies (scrub finds no
 //! mismatch) and carries the data alone when another member fails afterwards.
 
-mod common;
-
-use common::member_paths;
+use crate::common::member_paths;
 use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};

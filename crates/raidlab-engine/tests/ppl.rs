@@ -6,12 +6,12 @@
 //! parity agree with the data on disk first and every flushed byte reads back. Also the
 //! policy's rules at create and its resync. Skips, saying why, without qemu-io.
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     engine, engine_command, engine_stdout, free_listen_address, member_paths,
-    qemu_io_in_background, qemu_io_outcome, refused, retry_in_use, run, serve, spawn_server,
-    wait_listening, without_qemu_io,
+    qemu_io_in_background, qemu_io_outcome, refused, retry_in_use, run, serve, spawn_server, tool,
+    wait_listening,
 };
 use raidlab_engine::format::superblock::{ConsistencyPolicy, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
@@ -75,7 +75,7 @@ fn crash_then_lose_a_member(d: &Path, policy: Option<&str>) -> bool {
 
 #[test]
 fn without_a_policy_the_crash_point_loses_flushed_data() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -87,7 +87,7 @@ fn without_a_policy_the_crash_point_loses_flushed_data() {
 
 #[test]
 fn with_ppl_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -148,7 +148,7 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
 
 #[test]
 fn kill_9_under_latency_then_a_lost_member_corrupts_without_ppl_and_not_with_it() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     // Without a policy some cycle shows the hole (each does, nearly always), so the

@@ -3,9 +3,9 @@
 //! next `serve` continues from there; after an unclean stop too, once the rows of the
 //! regions the write-intent bitmap marks below the checkpoint are done again.
 
-mod common;
+use crate::common;
 
-use common::{engine, engine_stdout, qemu_io, serve, spawn_server, status, without_qemu_io};
+use crate::common::{engine, engine_stdout, qemu_io, serve, spawn_server, status, tool};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -68,7 +68,7 @@ fn wait_rebuilt(d: &Path, members: &[&str]) {
 
 #[test]
 fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -122,7 +122,7 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
 
 #[test]
 fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

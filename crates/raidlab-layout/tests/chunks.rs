@@ -2,9 +2,7 @@
 //! exactly, in order, each inside one chunk, at its place in the request, with the
 //! copies `copies_of` gives for its first byte.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use raidlab_layout::{ArraySpec, Geometry, Level};
 
