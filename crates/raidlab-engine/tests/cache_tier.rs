@@ -43,7 +43,7 @@ impl Lab {
         };
         let mut opts = CreateOptions::new(Level::Raid5, 64 << 10, Some(8 << 20));
         opts.uuid = Some(0x5eed);
-        let backing = Arc::new(Array::create(&lab.members, &opts).unwrap());
+        let backing = Arc::new(retry_in_use(|| Array::create(&lab.members, &opts)));
         let tier = CachedArray::create(
             backing,
             &lab.cache,

@@ -9,8 +9,8 @@
 //! The tmpfs tests need root (to mount); they skip with a message otherwise.
 
 use crate::common::{
-    engine, engine_command, engine_json, engine_output, free_listen_address, refused, status,
-    wait_listening, Server,
+    engine, engine_command, engine_json, engine_output, free_listen_address, refused, retry_in_use,
+    status, wait_listening, Server,
 };
 use raidlab_engine::net::nbd::{protocol, server};
 use raidlab_engine::{Array, CreateOptions};
@@ -281,7 +281,7 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
     if mode == Mode::Degraded {
         // Every acknowledged block as the degraded array serves it, then a rebuild
         // (onto a file off the full filesystem) and the same with member 0 back.
-        verify(&Array::assemble(&member_paths).unwrap(), "degraded");
+        verify(&retry_in_use(|| Array::assemble(&member_paths)), "degraded");
         let new = dir.join("new0").display().to_string();
         let mut replace = vec!["replace", "0", &new];
         replace.extend(&m);
@@ -299,7 +299,7 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
 
     // Every acknowledged block reads back intact; again with member 1 failed, so that
     // parity (or the other copy) is shown to agree with the data.
-    let array = Array::assemble(&member_paths).unwrap();
+    let array = retry_in_use(|| Array::assemble(&member_paths));
     verify(&array, "all members");
     array.fail_member(1).unwrap();
     verify(&array, "member 1 failed");
@@ -388,19 +388,19 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     // member that missed only the last superblock write, and current). Restored, both
     // are stale, member 1 the fresher.
     {
-        let a = Array::create(&paths, &opts).unwrap();
+        let a = retry_in_use(|| Array::create(&paths, &opts));
         a.write(0, &early, false).unwrap();
         a.close().unwrap();
     }
     let saved0 = std::fs::read(&paths[0]).unwrap();
     {
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         a.write(BLOCK as u64 * 4, &later, false).unwrap();
         a.close().unwrap();
     }
     let saved1 = std::fs::read(&paths[1]).unwrap();
     {
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         a.open_for_writes().unwrap();
         a.close().unwrap();
     }
@@ -439,7 +439,7 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     );
     // Recorded: no --force needed any more.
     assert_eq!(status(dir, &m)["failed"], serde_json::json!([0]));
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     let mut buf = vec![0u8; BLOCK];
     a.read(0, &mut buf).unwrap();
     assert!(buf == early, "the first write, before both went stale");

@@ -2,7 +2,7 @@
 //! read back, flush, trim, write zeroes, bounds, several connections at once, and
 //! garbage on the wire (an error reply or a clean disconnect, never a panic).
 
-use crate::common::member_paths;
+use crate::common::{member_paths, retry_in_use};
 use proptest::prelude::*;
 use raidlab_engine::net::nbd::export::Export;
 use raidlab_engine::net::nbd::protocol;
@@ -18,7 +18,7 @@ fn raid5(dir: &std::path::Path) -> Arc<Array> {
     let paths = member_paths(dir, "m", 4);
     let mut opts = CreateOptions::new(Level::Raid5, 16 << 10, Some(3 << 20));
     opts.uuid = Some(5);
-    Arc::new(Array::create(&paths, &opts).unwrap())
+    Arc::new(retry_in_use(|| Array::create(&paths, &opts)))
 }
 
 struct Client {

@@ -237,11 +237,11 @@ fn after_an_unclean_stop_resync_resyncs_everything_and_ppl_nothing() {
         let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
         o.policy = Some(policy);
         o.force = true;
-        let a = Array::create(&paths, &o).unwrap();
+        let a = retry_in_use(|| Array::create(&paths, &o));
         a.open_for_writes().unwrap();
         a.write(0, &[7; 4096], false).unwrap();
         drop(a); // no close: an unclean stop
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         assert_eq!(a.status().dirty_regions, regions, "{policy}");
         let resynced = a.resync_dirty_regions().unwrap().map(|(r, _)| r);
         assert_eq!(resynced, (regions > 0).then_some(regions), "{policy}");
@@ -269,7 +269,7 @@ fn concurrent_writers_then_an_unclean_stop(su: u64) {
     let paths = member_paths(dir.path(), "m", 3);
     let mut o = CreateOptions::new(Level::Raid5, su, Some(DATA_OFFSET_BYTES + (4 << 20)));
     o.policy = Some(ConsistencyPolicy::Ppl);
-    let a = std::sync::Arc::new(Array::create(&paths, &o).unwrap());
+    let a = std::sync::Arc::new(retry_in_use(|| Array::create(&paths, &o)));
     a.open_for_writes().unwrap();
     let cap = a.capacity_bytes();
     let threads: Vec<_> = (0..4u64)
@@ -298,7 +298,7 @@ fn concurrent_writers_then_an_unclean_stop(su: u64) {
     }
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     drop(a); // unclean stop
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     assert!(a.status().ppl_recovered > 0);
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     let mut after = vec![0u8; cap as usize];
@@ -317,7 +317,7 @@ fn after_the_log_wraps_the_newest_record_has_the_last_word() {
     let paths = member_paths(dir.path(), "m", 3);
     let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.policy = Some(ConsistencyPolicy::Ppl);
-    let a = Array::create(&paths, &o).unwrap();
+    let a = retry_in_use(|| Array::create(&paths, &o));
     a.open_for_writes().unwrap();
     let slots =
         raidlab_engine::format::ppl::PPL_BYTES / raidlab_engine::format::ppl::slot_bytes(16 << 10);
@@ -328,7 +328,7 @@ fn after_the_log_wraps_the_newest_record_has_the_last_word() {
     a.write(0, &[2; 4096], false).unwrap();
     a.write(16 << 10, &[3; 4096], false).unwrap();
     drop(a); // unclean stop
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     let mut b = vec![0u8; 4096];
     a.read(0, &mut b).unwrap();

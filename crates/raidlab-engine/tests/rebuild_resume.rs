@@ -5,7 +5,9 @@
 
 use crate::common;
 
-use crate::common::{engine, engine_stdout, qemu_io, serve, spawn_server, status, tool};
+use crate::common::{
+    engine, engine_stdout, qemu_io, retry_in_use, serve, spawn_server, status, tool,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -183,7 +185,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
     let path = |n: &str| dir.path().join(n);
     let members: Vec<_> = ["a", "b", "c", "d"].iter().map(|n| path(n)).collect();
     let o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (8 << 20)));
-    let array = Array::create(&members, &o).unwrap();
+    let array = retry_in_use(|| Array::create(&members, &o));
     let data: Vec<u8> = (0..array.capacity_bytes())
         .map(|i| (i / 4096 * 7) as u8)
         .collect();
@@ -201,7 +203,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
     array.close().unwrap();
     drop(array);
     let now: Vec<_> = ["a", "e", "c", "d"].iter().map(|n| path(n)).collect();
-    let stopped = Array::assemble(&now).unwrap();
+    let stopped = retry_in_use(|| Array::assemble(&now));
     let (_, _, offset, _) = stopped.resumable_rebuild().expect("a checkpoint");
     assert!((16 << 10..8 << 20).contains(&offset), "{offset}");
     drop(stopped);
@@ -214,7 +216,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
         .unwrap();
     mark_dirty_region_0(&now);
 
-    let array = Array::assemble(&now).unwrap();
+    let array = retry_in_use(|| Array::assemble(&now));
     assert_eq!(array.resumable_rebuild().map(|r| r.2), Some(offset));
     array.resume_rebuild(|_, _| {}).unwrap();
     assert!(array.failed().is_empty());

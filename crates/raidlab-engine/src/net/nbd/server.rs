@@ -973,15 +973,18 @@ pub fn serve(
     stop: &AtomicBool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    let options = Arc::new(options.clone());
     let budget = Arc::new(Budget::new(
         options.memory_limit_bytes,
         options.connections_max,
     ));
-    let active = Arc::new(AtomicUsize::new(0));
-    let handshaking: Arc<Handshaking> = Arc::new(Mutex::new(VecDeque::new()));
-    // Set when this returns: connection threads waiting on the budget give up.
-    let stopping = Arc::new(AtomicBool::new(false));
+    let shared = Shared {
+        export,
+        options: Arc::new(options.clone()),
+        budget,
+        active: Arc::new(AtomicUsize::new(0)),
+        handshaking: Arc::new(Mutex::new(VecDeque::new())),
+        stopping: Arc::new(AtomicBool::new(false)),
+    };
     let mut next_id = 0u64;
     let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
@@ -989,7 +992,7 @@ pub fn serve(
         match listener.accept() {
             Ok((stream, peer)) => {
                 let connections_max = options.connections_max;
-                if active.load(Ordering::Relaxed) >= connections_max {
+                if shared.active.load(Ordering::Relaxed) >= connections_max {
                     REFUSALS.log(&format!(
                         "raidlab-engine: {peer}: refused, {connections_max} connections open"
                     ));
@@ -1002,83 +1005,9 @@ pub fn serve(
                 };
                 let id = next_id;
                 next_id += 1;
-                {
-                    let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
-                    while h.len() >= options.handshakes_max.max(1) {
-                        let Some((_, oldest, oldest_peer)) = h.pop_front() else {
-                            break;
-                        };
-                        let _ = oldest.shutdown(std::net::Shutdown::Both);
-                        REFUSALS.log(&format!(
-                            "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
-                             with {} handshakes open",
-                            options.handshakes_max
-                        ));
-                    }
-                    h.push_back((id, registered, peer));
-                }
-                let thread = {
-                    let (export, options, budget) =
-                        (export.clone(), options.clone(), budget.clone());
-                    let (active, handshaking, stopping) =
-                        (active.clone(), handshaking.clone(), stopping.clone());
-                    std::thread::spawn(move || {
-                        let closer = stream.try_clone().ok();
-                        let admitted = AtomicBool::new(false);
-                        let admit = || {
-                            let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
-                            // Closed for a newcomer: its socket is shut already.
-                            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
-                                return false;
-                            };
-                            let max = options.connections_max;
-                            let took = active
-                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                                    (n < max).then_some(n + 1)
-                                })
-                                .is_ok();
-                            if took {
-                                h.remove(at);
-                                admitted.store(true, Ordering::SeqCst);
-                            }
-                            took
-                        };
-                        let ctx = Context {
-                            export: &*export,
-                            name: &options.export_name,
-                            budget: &budget,
-                            max_payload: max_payload_bytes(&budget),
-                            in_flight: options.requests_in_flight.max(1),
-                            idle_timeout: options.idle_timeout,
-                            io_timeout: options.io_timeout,
-                            stop: &stopping,
-                            admit: &admit,
-                            tls: options.tls.as_deref(),
-                        };
-                        match serve_stream(&ctx, stream, options.handshake_timeout) {
-                            // A client that hangs up mid-handshake (a port probe), or a
-                            // connection shut down at stop, is no news.
-                            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
-                                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
-                            }
-                            _ => {}
-                        }
-                        // Its slot is free before the client sees the end, so a client
-                        // that reconnects at once finds it.
-                        handshaking
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .retain(|(i, ..)| *i != id);
-                        if admitted.load(Ordering::SeqCst) {
-                            active.fetch_sub(1, Ordering::SeqCst);
-                        }
-                        // The clone kept by the accept loop holds the socket open: shut
-                        // it down here, so the client sees the end at once.
-                        if let Some(c) = closer {
-                            let _ = c.shutdown(std::net::Shutdown::Both);
-                        }
-                    })
-                };
+                shared.take_handshake_slot(id, registered, peer);
+                let connection = shared.clone();
+                let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
                 open.retain(|(_, t)| !t.is_finished());
                 open.push((closer, thread));
             }
@@ -1106,7 +1035,7 @@ pub fn serve(
             }
         }
     }
-    stopping.store(true, Ordering::Relaxed);
+    shared.stopping.store(true, Ordering::Relaxed);
     for (stream, _) in &open {
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
@@ -1115,6 +1044,99 @@ pub fn serve(
     }
     REFUSALS.flush();
     outcome
+}
+
+/// What the accept loop of [`serve`] shares with every connection thread.
+#[derive(Clone)]
+struct Shared {
+    export: Arc<dyn Export>,
+    options: Arc<ServeOptions>,
+    budget: Arc<Budget>,
+    /// Connections in transmission.
+    active: Arc<AtomicUsize>,
+    handshaking: Arc<Handshaking>,
+    /// Set when [`serve`] returns: connection threads waiting on the budget give up.
+    stopping: Arc<AtomicBool>,
+}
+
+impl Shared {
+    /// Registers connection `id` as handshaking, first closing the oldest unfinished
+    /// handshakes while the handshake slots are full.
+    fn take_handshake_slot(&self, id: u64, registered: TcpStream, peer: SocketAddr) {
+        let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+        while h.len() >= self.options.handshakes_max.max(1) {
+            let Some((_, oldest, oldest_peer)) = h.pop_front() else {
+                break;
+            };
+            let _ = oldest.shutdown(std::net::Shutdown::Both);
+            REFUSALS.log(&format!(
+                "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
+                 with {} handshakes open",
+                self.options.handshakes_max
+            ));
+        }
+        h.push_back((id, registered, peer));
+    }
+
+    /// Connection `id`'s thread: its handshake, a transmission slot at GO (if one is
+    /// free and it was not closed for a newcomer), its requests; then its slots back.
+    fn serve(self, id: u64, peer: SocketAddr, stream: TcpStream) {
+        let closer = stream.try_clone().ok();
+        let admitted = AtomicBool::new(false);
+        let admit = || {
+            let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+            // Closed for a newcomer: its socket is shut already.
+            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
+                return false;
+            };
+            let max = self.options.connections_max;
+            let took = self
+                .active
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok();
+            if took {
+                h.remove(at);
+                admitted.store(true, Ordering::SeqCst);
+            }
+            took
+        };
+        let ctx = Context {
+            export: &*self.export,
+            name: &self.options.export_name,
+            budget: &self.budget,
+            max_payload: max_payload_bytes(&self.budget),
+            in_flight: self.options.requests_in_flight.max(1),
+            idle_timeout: self.options.idle_timeout,
+            io_timeout: self.options.io_timeout,
+            stop: &self.stopping,
+            admit: &admit,
+            tls: self.options.tls.as_deref(),
+        };
+        match serve_stream(&ctx, stream, self.options.handshake_timeout) {
+            // A client that hangs up mid-handshake (a port probe), or a
+            // connection shut down at stop, is no news.
+            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
+                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
+            }
+            _ => {}
+        }
+        // Its slot is free before the client sees the end, so a client
+        // that reconnects at once finds it.
+        self.handshaking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(i, ..)| *i != id);
+        if admitted.load(Ordering::SeqCst) {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+        }
+        // The clone kept by the accept loop holds the socket open: shut
+        // it down here, so the client sees the end at once.
+        if let Some(c) = closer {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 /// Waits until `listener` has a connection to accept, `timeout` at most.
