@@ -148,20 +148,12 @@ impl Array {
             extended: Vec::new(),
             armed: true,
         };
-        let mut files = Vec::new();
-        let mut fresh = true;
-        let mut data_bytes_min = u64::MAX;
-        // (index in `files`, bytes) of the regular files, which preallocation fills.
-        let mut regular = Vec::new();
-        for path in paths {
-            let member = open_new_member(path, paths, opts, &mut ids, &mut undo)?;
-            fresh &= member.fresh;
-            data_bytes_min = data_bytes_min.min(member.bytes - DATA_OFFSET_BYTES);
-            if !member.block_device {
-                regular.push((files.len(), member.bytes));
-            }
-            files.push(member.file);
-        }
+        let NewMembers {
+            files,
+            fresh,
+            data_bytes_min,
+            regular,
+        } = open_new_members(paths, opts, &mut ids, &mut undo)?;
         let all_paths: Vec<PathBuf> = paths.iter().chain(&opts.spares).cloned().collect();
         let spares = open_spares(
             opts,
@@ -171,17 +163,7 @@ impl Array {
             DATA_OFFSET_BYTES + data_bytes_min,
         )?;
         if !opts.sparse {
-            let mut members: Vec<(&Path, &File, u64)> = regular
-                .iter()
-                .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
-                .collect();
-            members.extend(
-                spares
-                    .iter()
-                    .filter(|(s, _)| s.file.metadata().is_ok_and(|m| m.file_type().is_file()))
-                    .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
-            );
-            preallocate(&members)?;
+            preallocate_files(paths, &files, &regular, &spares)?;
         }
         let spec = ArraySpec {
             level: opts.level,
@@ -222,20 +204,26 @@ impl Array {
         )?;
         *array.spares.get_mut().expect("spares lock") =
             spares.into_iter().map(|(s, _)| s).collect();
-        // A reused member may hold an old bitmap: start with every region clean.
-        array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
-        if policy == ConsistencyPolicy::Ppl {
-            // ... or an old log.
-            array.clear_ppl()?;
+        array.start_consistent(fresh || opts.assume_clean)?;
+        undo.armed = false;
+        Ok(array)
+    }
+
+    /// A new array's first state on disk: a clean bitmap and, under PPL, an empty log
+    /// (a reused member may hold old ones), parity made consistent unless the members
+    /// are known to be (`consistent`: zero-filled, or `--assume-clean`), then the
+    /// superblocks.
+    fn start_consistent(&self, consistent: bool) -> Result<()> {
+        self.write_bitmap(&[0u8].repeat(bitmap_bytes(&self.geo)))?;
+        if self.policy == ConsistencyPolicy::Ppl {
+            self.clear_ppl()?;
         }
         // Zero-filled members are already consistent (zero data, zero P and Q); any
         // other content needs md's initial resync.
-        if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
-            array.scrub(true)?;
+        if !consistent && self.geo.tolerated_failures() > 0 {
+            self.scrub(true)?;
         }
-        array.commit_state(|_| {})?;
-        undo.armed = false;
-        Ok(array)
+        self.commit_state(|_| {})
     }
 
     /// Assembles the array from its member files: refuses foreign, duplicate, corrupt or
@@ -736,6 +724,64 @@ fn check_create_geometry(paths: &[PathBuf], opts: &CreateOptions) -> Result<()> 
         spans: opts.spans,
     })?;
     Ok(())
+}
+
+/// Fills the regular member files (`regular`: index in `paths` and `files`, bytes)
+/// and spare files `create` sized, so that a full filesystem shows now, not on a
+/// later write.
+fn preallocate_files(
+    paths: &[PathBuf],
+    files: &[File],
+    regular: &[(usize, u64)],
+    spares: &[(Spare, u64)],
+) -> Result<()> {
+    let mut members: Vec<(&Path, &File, u64)> = regular
+        .iter()
+        .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
+        .collect();
+    members.extend(
+        spares
+            .iter()
+            .filter(|(s, _)| s.file.metadata().is_ok_and(|m| m.file_type().is_file()))
+            .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
+    );
+    preallocate(&members)
+}
+
+/// The members `create` opened, in role order.
+struct NewMembers {
+    files: Vec<File>,
+    /// Whether every member is all zeros for sure.
+    fresh: bool,
+    /// Bytes of the smallest member past the metadata area.
+    data_bytes_min: u64,
+    /// (index in `files`, bytes) of the regular files, which preallocation fills.
+    regular: Vec<(usize, u64)>,
+}
+
+/// Opens and sizes every member for `create` ([`open_new_member`]).
+fn open_new_members(
+    paths: &[PathBuf],
+    opts: &CreateOptions,
+    ids: &mut Vec<(u64, u64)>,
+    undo: &mut Undo,
+) -> Result<NewMembers> {
+    let mut new = NewMembers {
+        files: Vec::new(),
+        fresh: true,
+        data_bytes_min: u64::MAX,
+        regular: Vec::new(),
+    };
+    for path in paths {
+        let member = open_new_member(path, paths, opts, ids, undo)?;
+        new.fresh &= member.fresh;
+        new.data_bytes_min = new.data_bytes_min.min(member.bytes - DATA_OFFSET_BYTES);
+        if !member.block_device {
+            new.regular.push((new.files.len(), member.bytes));
+        }
+        new.files.push(member.file);
+    }
+    Ok(new)
 }
 
 /// A member file or device opened for `create`, sized.
