@@ -336,17 +336,7 @@ fn options(
 ) -> io::Result<Handshake> {
     while state.options < OPTIONS_MAX {
         state.options += 1;
-        if read_u64(r)? != IHAVEOPT {
-            return Err(protocol("option without IHAVEOPT"));
-        }
-        let opt = read_u32(r)?;
-        let len = read_u32(r)?;
-        if len > OPTION_BYTES_MAX {
-            return Err(protocol(format!("option of {len} B")));
-        }
-        let mut data = vec![0u8; len as usize];
-        r.read_exact(&mut data)?;
-        let size = ctx.export.size_bytes();
+        let (opt, data) = read_option(r)?;
         if state.tls_missing() && opt != structured::OPT_STARTTLS && opt != OPT_ABORT {
             if opt == OPT_EXPORT_NAME {
                 // No reply can refuse it: hang up, as qemu-nbd does.
@@ -356,106 +346,178 @@ fn options(
             w.flush()?;
             continue;
         }
-        match opt {
-            structured::OPT_STARTTLS => {
-                if len != 0 {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
-                } else if state.tls_active {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
-                } else if ctx.tls.is_none() {
-                    opt_reply(w, opt, REP_ERR_POLICY, b"TLS is not configured")?;
-                } else {
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                    w.flush()?;
-                    return Ok(Handshake::StartTls);
-                }
-            }
+        let ended = match opt {
+            structured::OPT_STARTTLS => starttls_option(ctx, state, w, &data)?,
             structured::OPT_STRUCTURED_REPLY => {
-                structured::structured_reply_option(w, opt, &data, &mut state.neg)?
+                structured::structured_reply_option(w, opt, &data, &mut state.neg)?;
+                None
             }
             structured::OPT_LIST_META_CONTEXT | structured::OPT_SET_META_CONTEXT => {
-                match structured::meta_export_name(&data) {
-                    // The export name is checked as INFO/GO check it.
-                    Some(name) if state.neg.structured && !ctx.knows(name) => {
-                        if opt == structured::OPT_SET_META_CONTEXT {
-                            state.neg.base_allocation = false;
-                        }
-                        opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
-                    }
-                    _ => structured::meta_context_option(w, opt, &data, &mut state.neg)?,
-                }
+                meta_context_option(ctx, state, w, opt, &data)?;
+                None
             }
-            OPT_EXPORT_NAME => {
-                // The protocol leaves no way to answer an error here but hanging up.
-                if !ctx.knows(&data) {
-                    return Err(protocol(format!(
-                        "unknown export name {:?}",
-                        String::from_utf8_lossy(&data)
-                    )));
-                }
-                if !(ctx.admit)() {
-                    return Err(protocol("refused: every transmission slot is taken"));
-                }
-                let mut b = Vec::with_capacity(134);
-                b.extend_from_slice(&size.to_be_bytes());
-                b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                if !state.no_zeroes {
-                    b.extend_from_slice(&[0u8; 124]);
-                }
-                w.write_all(&b)?;
-                w.flush()?;
-                return Ok(Handshake::Transmit);
-            }
+            OPT_EXPORT_NAME => Some(export_name_option(ctx, state, w, &data)?),
             OPT_ABORT => {
                 // The client may already be gone; an error here is no error.
                 let _ = opt_reply(w, opt, REP_ACK, &[]).and_then(|()| w.flush());
-                return Ok(Handshake::Done);
+                Some(Handshake::Done)
             }
             OPT_LIST => {
-                if len != 0 {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
-                } else {
-                    let mut b = (ctx.name.len() as u32).to_be_bytes().to_vec();
-                    b.extend_from_slice(ctx.name.as_bytes());
-                    opt_reply(w, opt, REP_SERVER, &b)?;
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                }
+                list_option(ctx, w, &data)?;
+                None
             }
-            OPT_INFO | OPT_GO => match info_request_name(&data) {
-                None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
-                Some(name) if !ctx.knows(name) => {
-                    opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
-                }
-                Some(_) if opt == OPT_GO && !(ctx.admit)() => {
-                    opt_reply(
-                        w,
-                        opt,
-                        REP_ERR_POLICY,
-                        b"every transmission slot is taken, retry later",
-                    )?;
-                }
-                Some(_) => {
-                    let mut b = INFO_EXPORT.to_be_bytes().to_vec();
-                    b.extend_from_slice(&size.to_be_bytes());
-                    b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                    opt_reply(w, opt, REP_INFO, &b)?;
-                    let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, ctx.max_payload] {
-                        b.extend_from_slice(&v.to_be_bytes());
-                    }
-                    opt_reply(w, opt, REP_INFO, &b)?;
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                    if opt == OPT_GO {
-                        w.flush()?;
-                        return Ok(Handshake::Transmit);
-                    }
-                }
-            },
-            _ => opt_reply(w, opt, REP_ERR_UNSUP, &[])?,
+            OPT_INFO | OPT_GO => info_option(ctx, w, opt, &data)?,
+            _ => {
+                opt_reply(w, opt, REP_ERR_UNSUP, &[])?;
+                None
+            }
+        };
+        if let Some(end) = ended {
+            return Ok(end);
         }
         w.flush()?;
     }
     Err(protocol(format!("more than {OPTIONS_MAX} options")))
+}
+
+/// One option from the client: its number and payload (at most [`OPTION_BYTES_MAX`];
+/// a larger one ends the handshake).
+fn read_option(r: &mut impl Read) -> io::Result<(u32, Vec<u8>)> {
+    if read_u64(r)? != IHAVEOPT {
+        return Err(protocol("option without IHAVEOPT"));
+    }
+    let opt = read_u32(r)?;
+    let len = read_u32(r)?;
+    if len > OPTION_BYTES_MAX {
+        return Err(protocol(format!("option of {len} B")));
+    }
+    let mut data = vec![0u8; len as usize];
+    r.read_exact(&mut data)?;
+    Ok((opt, data))
+}
+
+/// `NBD_OPT_STARTTLS`: acknowledged (the handshake then goes on over TLS) when TLS is
+/// configured and not running yet.
+fn starttls_option(
+    ctx: &Context,
+    state: &HandshakeState,
+    w: &mut impl Write,
+    data: &[u8],
+) -> io::Result<Option<Handshake>> {
+    let opt = structured::OPT_STARTTLS;
+    if !data.is_empty() {
+        opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
+    } else if state.tls_active {
+        opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
+    } else if ctx.tls.is_none() {
+        opt_reply(w, opt, REP_ERR_POLICY, b"TLS is not configured")?;
+    } else {
+        opt_reply(w, opt, REP_ACK, &[])?;
+        w.flush()?;
+        return Ok(Some(Handshake::StartTls));
+    }
+    Ok(None)
+}
+
+/// `NBD_OPT_LIST_META_CONTEXT` / `SET_META_CONTEXT`: the export name is checked as
+/// INFO/GO check it, the contexts by [`structured::meta_context_option`].
+fn meta_context_option(
+    ctx: &Context,
+    state: &mut HandshakeState,
+    w: &mut impl Write,
+    opt: u32,
+    data: &[u8],
+) -> io::Result<()> {
+    match structured::meta_export_name(data) {
+        Some(name) if state.neg.structured && !ctx.knows(name) => {
+            if opt == structured::OPT_SET_META_CONTEXT {
+                state.neg.base_allocation = false;
+            }
+            opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())
+        }
+        _ => structured::meta_context_option(w, opt, data, &mut state.neg),
+    }
+}
+
+/// `NBD_OPT_EXPORT_NAME`: the export's size and flags, then transmission. The
+/// protocol leaves no way to answer an error here but hanging up.
+fn export_name_option(
+    ctx: &Context,
+    state: &HandshakeState,
+    w: &mut impl Write,
+    data: &[u8],
+) -> io::Result<Handshake> {
+    if !ctx.knows(data) {
+        return Err(protocol(format!(
+            "unknown export name {:?}",
+            String::from_utf8_lossy(data)
+        )));
+    }
+    if !(ctx.admit)() {
+        return Err(protocol("refused: every transmission slot is taken"));
+    }
+    let mut b = Vec::with_capacity(134);
+    b.extend_from_slice(&ctx.export.size_bytes().to_be_bytes());
+    b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+    if !state.no_zeroes {
+        b.extend_from_slice(&[0u8; 124]);
+    }
+    w.write_all(&b)?;
+    w.flush()?;
+    Ok(Handshake::Transmit)
+}
+
+/// `NBD_OPT_LIST`: the one export's name.
+fn list_option(ctx: &Context, w: &mut impl Write, data: &[u8]) -> io::Result<()> {
+    let opt = OPT_LIST;
+    if !data.is_empty() {
+        return opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data");
+    }
+    let mut b = (ctx.name.len() as u32).to_be_bytes().to_vec();
+    b.extend_from_slice(ctx.name.as_bytes());
+    opt_reply(w, opt, REP_SERVER, &b)?;
+    opt_reply(w, opt, REP_ACK, &[])
+}
+
+/// `NBD_OPT_INFO` / `NBD_OPT_GO`: size, flags and block sizes of the named export;
+/// GO then enters transmission if a transmission slot is free.
+fn info_option(
+    ctx: &Context,
+    w: &mut impl Write,
+    opt: u32,
+    data: &[u8],
+) -> io::Result<Option<Handshake>> {
+    match info_request_name(data) {
+        None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
+        Some(name) if !ctx.knows(name) => {
+            opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
+        }
+        Some(_) if opt == OPT_GO && !(ctx.admit)() => {
+            opt_reply(
+                w,
+                opt,
+                REP_ERR_POLICY,
+                b"every transmission slot is taken, retry later",
+            )?;
+        }
+        Some(_) => {
+            let mut b = INFO_EXPORT.to_be_bytes().to_vec();
+            b.extend_from_slice(&ctx.export.size_bytes().to_be_bytes());
+            b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+            opt_reply(w, opt, REP_INFO, &b)?;
+            let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+            for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, ctx.max_payload] {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            opt_reply(w, opt, REP_INFO, &b)?;
+            opt_reply(w, opt, REP_ACK, &[])?;
+            if opt == OPT_GO {
+                w.flush()?;
+                return Ok(Some(Handshake::Transmit));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The export name of an NBD_OPT_INFO/GO payload (`u32 name length, name, u16 count,
