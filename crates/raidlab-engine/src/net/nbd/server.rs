@@ -583,6 +583,13 @@ struct Connection<'a, R, W> {
     /// What this connection has taken of its reserve in the budget.
     reserve: &'a Reserve,
 }
+/// What becomes of a request just read: served, refused (its error reply sent; the
+/// next request is read), or the end of the connection.
+enum Step<'b> {
+    Serve(Request<'b>),
+    Refused,
+    End,
+}
 
 /// One request, read under the reader lock.
 struct Request<'b> {
@@ -816,8 +823,6 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     /// answered here and the next one read. The buffer a request needs is taken from
     /// the budget here, before its payload is read.
     fn read_request(&self, r: &mut R) -> io::Result<Option<Request<'a>>> {
-        let export = self.ctx.export;
-        let max = self.ctx.max_payload;
         loop {
             let mut head = [0u8; 28];
             // EOF before a request is an orderly (if impolite) end.
@@ -839,87 +844,106 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
                 buf: None,
             };
-            let (cookie, offset, len) = (request.cookie, request.offset, request.len);
             let flags_known = flags & !command_flags_known(request.cmd) == 0;
-            match request.cmd {
-                CMD_DISC => return Ok(None),
-                CMD_READ => {
-                    if let Some(e) = (len > max || !flags_known)
-                        .then_some(EINVAL)
-                        .or_else(|| range_error(export, offset, len, EINVAL))
-                    {
-                        self.send_chunk(e, cookie, offset, &[])?;
-                        continue;
-                    }
-                    let Some(buf) = self.buffer(len) else {
-                        return Ok(None);
-                    };
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
-                CMD_WRITE => {
-                    if len > max {
-                        // The payload cannot be skipped safely: refuse and hang up.
-                        self.send(EINVAL, cookie, &[])?;
-                        return Err(protocol(format!("write of {len} B")));
-                    }
-                    let Some(mut buf) = self.buffer(len) else {
-                        return Ok(None);
-                    };
-                    self.read_rest(r, &mut buf[..len as usize])?;
-                    let refused = (!flags_known)
-                        .then_some(EINVAL)
-                        .or_else(|| range_error(export, offset, len, ENOSPC));
-                    if let Some(e) = refused {
-                        drop(buf);
-                        self.send(e, cookie, &[])?;
-                        continue;
-                    }
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
-                structured::CMD_BLOCK_STATUS => {
-                    // Any byte range inside the export, in a selected context.
-                    let inside = offset
-                        .checked_add(u64::from(len))
-                        .is_some_and(|end| end <= export.size_bytes());
-                    if !self.neg.base_allocation || !flags_known || len == 0 || !inside {
-                        self.send_chunk(EINVAL, cookie, offset, &[])?;
-                        continue;
-                    }
-                    // The reply's bytes, from the budget as a read's are.
-                    let bytes = structured::block_status_bytes(self.extents_max(request.req_one));
-                    let Some(buf) = self.buffer(bytes as u32) else {
-                        return Ok(None);
-                    };
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
+            let step = match request.cmd {
+                CMD_DISC => Step::End,
+                CMD_READ => self.admit_read(request, flags_known)?,
+                CMD_WRITE => self.admit_write(r, request, flags_known)?,
+                structured::CMD_BLOCK_STATUS => self.admit_block_status(request, flags_known)?,
                 CMD_WRITE_ZEROES if flags_known => {
-                    if range_error(export, offset, len, ENOSPC).is_none() {
-                        let Some(buf) = self.buffer(len.min(ZEROES_PIECE_BYTES).min(max)) else {
-                            return Ok(None);
-                        };
-                        return Ok(Some(Request {
-                            buf: Some(buf),
-                            ..request
-                        }));
+                    let (offset, len) = (request.offset, request.len);
+                    if range_error(self.ctx.export, offset, len, ENOSPC).is_none() {
+                        let max = self.ctx.max_payload;
+                        self.with_buffer(request, len.min(ZEROES_PIECE_BYTES).min(max))
+                    } else {
+                        Step::Serve(request)
                     }
                 }
-                CMD_FLUSH | CMD_TRIM if flags_known => {}
+                CMD_FLUSH | CMD_TRIM if flags_known => Step::Serve(request),
                 _ => {
-                    self.send(EINVAL, cookie, &[])?;
-                    continue;
+                    self.send(EINVAL, request.cookie, &[])?;
+                    Step::Refused
                 }
+            };
+            match step {
+                Step::Serve(request) => return Ok(Some(request)),
+                Step::Refused => continue,
+                Step::End => return Ok(None),
             }
-            return Ok(Some(request));
         }
+    }
+
+    /// `request` with a buffer of `bytes` from the budget, or the end when the
+    /// connection gives up waiting for one.
+    fn with_buffer(&self, request: Request<'a>, bytes: u32) -> Step<'a> {
+        match self.buffer(bytes) {
+            Some(buf) => Step::Serve(Request {
+                buf: Some(buf),
+                ..request
+            }),
+            None => Step::End,
+        }
+    }
+
+    /// A READ: refused (EINVAL) when too large, with unknown flags or outside the
+    /// export, else given its reply's buffer.
+    fn admit_read(&self, request: Request<'a>, flags_known: bool) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        if let Some(e) = (len > self.ctx.max_payload || !flags_known)
+            .then_some(EINVAL)
+            .or_else(|| range_error(self.ctx.export, offset, len, EINVAL))
+        {
+            self.send_chunk(e, cookie, offset, &[])?;
+            return Ok(Step::Refused);
+        }
+        Ok(self.with_buffer(request, len))
+    }
+
+    /// A WRITE: its payload read into a buffer from the budget, then refused (EINVAL,
+    /// ENOSPC past the end) or served; one too large to skip safely ends the connection.
+    fn admit_write(
+        &self,
+        r: &mut R,
+        request: Request<'a>,
+        flags_known: bool,
+    ) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        if len > self.ctx.max_payload {
+            // The payload cannot be skipped safely: refuse and hang up.
+            self.send(EINVAL, cookie, &[])?;
+            return Err(protocol(format!("write of {len} B")));
+        }
+        let Some(mut buf) = self.buffer(len) else {
+            return Ok(Step::End);
+        };
+        self.read_rest(r, &mut buf[..len as usize])?;
+        let refused = (!flags_known)
+            .then_some(EINVAL)
+            .or_else(|| range_error(self.ctx.export, offset, len, ENOSPC));
+        if let Some(e) = refused {
+            drop(buf);
+            self.send(e, cookie, &[])?;
+            return Ok(Step::Refused);
+        }
+        Ok(Step::Serve(Request {
+            buf: Some(buf),
+            ..request
+        }))
+    }
+
+    /// A BLOCK_STATUS: any byte range inside the export, in a selected context; its
+    /// reply's bytes come from the budget as a read's do.
+    fn admit_block_status(&self, request: Request<'a>, flags_known: bool) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        let inside = offset
+            .checked_add(u64::from(len))
+            .is_some_and(|end| end <= self.ctx.export.size_bytes());
+        if !self.neg.base_allocation || !flags_known || len == 0 || !inside {
+            self.send_chunk(EINVAL, cookie, offset, &[])?;
+            return Ok(Step::Refused);
+        }
+        let bytes = structured::block_status_bytes(self.extents_max(request.req_one));
+        Ok(self.with_buffer(request, bytes as u32))
     }
 
     /// Serves a request read by [`Connection::read_request`] and replies; its buffer
