@@ -11,7 +11,8 @@ use crate::error::{is_no_space, Error, Result};
 use crate::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
 use raidlab_layout::{
-    CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
+    CopyChooser, FailedSet, Geometry, Plan, PlanError, Request, StripeId, StripeKind, StripePlan,
+    SECTOR_BYTES,
 };
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -434,7 +435,6 @@ impl Array {
                 stripe: sp.stripe,
             };
             let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
-            let off = geo.stripe_offset_bytes(id) + col;
             let (members, order) = stripe_members(geo, id);
             let d = order.len();
             let pm = members[d];
@@ -463,45 +463,10 @@ impl Array {
             };
             let entries = &mut records[at].entries;
             if modified.iter().all(|&m| m) {
-                // Written whole: recovery recomputes parity from the data. One entry
-                // spans every such stripe of the request on this member.
-                match entries.iter_mut().find(|e| e.partial_parity.is_empty()) {
-                    Some(e) => {
-                        e.first_stripe = e.first_stripe.min(sp.stripe);
-                        e.last_stripe = e.last_stripe.max(sp.stripe);
-                    }
-                    None => entries.push(Entry {
-                        first_stripe: sp.stripe,
-                        last_stripe: sp.stripe,
-                        column_offset_bytes: 0,
-                        len_bytes: geo.stripe_unit_bytes(),
-                        modified: mask,
-                        partial_parity: Vec::new(),
-                    }),
-                }
+                whole_stripe_entry(entries, sp.stripe, geo.stripe_unit_bytes(), mask);
                 continue;
             }
-            let mut pp = vec![0u8; len as usize];
-            let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
-            match sp.kind {
-                StripeKind::Rmw => {
-                    xor(&mut pp, reads.must(pm, off, len));
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
-                        xor(&mut pp, reads.must(members[slot], off, len));
-                    }
-                }
-                StripeKind::DegradedWrite => {
-                    let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                        xor(&mut pp, &old[slot]);
-                    }
-                }
-                _ => {
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                        xor(&mut pp, reads.must(members[slot], off, len));
-                    }
-                }
-            }
+            let pp = partial_parity(geo, sp, &members, &modified, reads);
             entries.push(Entry {
                 first_stripe: sp.stripe,
                 last_stripe: sp.stripe,
@@ -697,6 +662,72 @@ impl Array {
             source,
         }
     }
+}
+
+/// Notes a stripe the write covers whole: recovery recomputes its parity from the
+/// data, so one entry without partial parity spans every such stripe of the request
+/// on this parity member.
+fn whole_stripe_entry(
+    entries: &mut Vec<crate::format::ppl::Entry>,
+    stripe: u64,
+    stripe_unit_bytes: u64,
+    mask: u64,
+) {
+    match entries.iter_mut().find(|e| e.partial_parity.is_empty()) {
+        Some(e) => {
+            e.first_stripe = e.first_stripe.min(stripe);
+            e.last_stripe = e.last_stripe.max(stripe);
+        }
+        None => entries.push(crate::format::ppl::Entry {
+            first_stripe: stripe,
+            last_stripe: stripe,
+            column_offset_bytes: 0,
+            len_bytes: stripe_unit_bytes,
+            modified: mask,
+            partial_parity: Vec::new(),
+        }),
+    }
+}
+
+/// The partial parity of stripe segment `sp` of a write: the XOR of the data chunks
+/// it does not modify (`modified`, by data slot), from the reads (RCW: those chunks;
+/// RMW: old parity XOR old data of the modified ones; degraded: those rebuilt).
+fn partial_parity(
+    geo: &Geometry,
+    sp: &StripePlan,
+    members: &[u32],
+    modified: &[bool],
+    reads: &Staged,
+) -> Vec<u8> {
+    let id = StripeId {
+        span: sp.span,
+        stripe: sp.stripe,
+    };
+    let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+    let off = geo.stripe_offset_bytes(id) + col;
+    let pm = members[modified.len()];
+    let mut pp = vec![0u8; len as usize];
+    let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
+    match sp.kind {
+        StripeKind::Rmw => {
+            xor(&mut pp, reads.must(pm, off, len));
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
+                xor(&mut pp, reads.must(members[slot], off, len));
+            }
+        }
+        StripeKind::DegradedWrite => {
+            let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                xor(&mut pp, &old[slot]);
+            }
+        }
+        _ => {
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                xor(&mut pp, reads.must(members[slot], off, len));
+            }
+        }
+    }
+    pp
 }
 
 /// Whether a stripe of this kind writes its parity (and so needs it made consistent):
