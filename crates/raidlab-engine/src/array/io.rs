@@ -515,47 +515,11 @@ impl Array {
                 span: sp.span,
                 stripe: sp.stripe,
             };
-            let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
-            let off = geo.stripe_offset_bytes(id) + col;
+            let off = geo.stripe_offset_bytes(id) + sp.column_offset_bytes;
             let (members, order) = stripe_members(geo, id);
             let d = order.len();
             let ppx = geo.parity_per_stripe();
-            let (p, q) = match sp.kind {
-                StripeKind::Rmw => {
-                    let mut p = reads.must(members[d], off, len).to_vec();
-                    let mut q = if ppx == 2 {
-                        reads.must(members[d + 1], off, len).to_vec()
-                    } else {
-                        Vec::new()
-                    };
-                    for (slot, &k) in order.iter().enumerate() {
-                        if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
-                            let old = reads.must(members[slot], off, len);
-                            parity::update_p(&mut p, old, new);
-                            if ppx == 2 {
-                                parity::update_q(&mut q, slot as u32, old, new);
-                            }
-                        }
-                    }
-                    (p, q)
-                }
-                _ => {
-                    let old = (sp.kind == StripeKind::DegradedWrite)
-                        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
-                    let blocks: Vec<&[u8]> = order
-                        .iter()
-                        .enumerate()
-                        .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
-                            Some(new) => new,
-                            None => match &old {
-                                Some(o) => o[slot].as_slice(),
-                                None => reads.must(members[slot], off, len),
-                            },
-                        })
-                        .collect();
-                    parity_of(&blocks, ppx)
-                }
-            };
+            let (p, q) = new_parity(geo, sp, (&members, &order), &new_of, reads);
             if !failed.contains(members[d]) {
                 w.put(members[d], off, &p);
             }
@@ -660,6 +624,63 @@ impl Array {
             path,
             op: "write (filesystem full; the member is not failed)",
             source,
+        }
+    }
+}
+
+/// The new P and Q (empty without Q) of stripe segment `sp` of a write, whose
+/// `(members, order)` are [`stripe_members`]'s: updated from the old parity and data
+/// (RMW), or computed from the segment's data, new where the write brings it
+/// (`new_of`), read or rebuilt elsewhere.
+fn new_parity<'d>(
+    geo: &Geometry,
+    sp: &StripePlan,
+    (members, order): (&[u32], &[u32]),
+    new_of: &impl Fn(u64, u64) -> Option<&'d [u8]>,
+    reads: &Staged,
+) -> (Vec<u8>, Vec<u8>) {
+    let id = StripeId {
+        span: sp.span,
+        stripe: sp.stripe,
+    };
+    let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+    let off = geo.stripe_offset_bytes(id) + col;
+    let d = order.len();
+    let ppx = geo.parity_per_stripe();
+    match sp.kind {
+        StripeKind::Rmw => {
+            let mut p = reads.must(members[d], off, len).to_vec();
+            let mut q = if ppx == 2 {
+                reads.must(members[d + 1], off, len).to_vec()
+            } else {
+                Vec::new()
+            };
+            for (slot, &k) in order.iter().enumerate() {
+                if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
+                    let old = reads.must(members[slot], off, len);
+                    parity::update_p(&mut p, old, new);
+                    if ppx == 2 {
+                        parity::update_q(&mut q, slot as u32, old, new);
+                    }
+                }
+            }
+            (p, q)
+        }
+        _ => {
+            let old = (sp.kind == StripeKind::DegradedWrite)
+                .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+            let blocks: Vec<&[u8]> = order
+                .iter()
+                .enumerate()
+                .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
+                    Some(new) => new,
+                    None => match &old {
+                        Some(o) => o[slot].as_slice(),
+                        None => reads.must(members[slot], off, len),
+                    },
+                })
+                .collect();
+            parity_of(&blocks, ppx)
         }
     }
 }
