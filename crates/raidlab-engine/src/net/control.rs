@@ -523,6 +523,18 @@ fn replace(
         }
         return Ok(served_status_json(&array.status()));
     }
+    wait_for_rebuild(array, role, req, &rx, out)
+}
+
+/// Streams a rebuild's progress to the client every 200 ms until it ends (the
+/// rebuild goes on when the client goes away), then its last line and the status.
+fn wait_for_rebuild(
+    array: &Array,
+    role: u32,
+    req: &Value,
+    rx: &std::sync::mpsc::Receiver<std::result::Result<(), String>>,
+    out: &mut UnixStream,
+) -> Result<Value> {
     let mut client_gone = false;
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {

@@ -1077,25 +1077,11 @@ pub fn serve(
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                let connections_max = options.connections_max;
-                if shared.active.load(Ordering::Relaxed) >= connections_max {
-                    REFUSALS.log(&format!(
-                        "raidlab-engine: {peer}: refused, {connections_max} connections open"
-                    ));
-                    continue;
+                if let Some(started) = shared.start(stream, peer, next_id) {
+                    next_id += 1;
+                    open.retain(|(_, t)| !t.is_finished());
+                    open.push(started);
                 }
-                // Kept to shut the connection down at stop, and to close it when a
-                // newcomer needs its handshake slot.
-                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
-                    continue;
-                };
-                let id = next_id;
-                next_id += 1;
-                shared.take_handshake_slot(id, registered, peer);
-                let connection = shared.clone();
-                let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
-                open.retain(|(_, t)| !t.is_finished());
-                open.push((closer, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 open.retain(|(_, t)| !t.is_finished());
@@ -1146,6 +1132,33 @@ struct Shared {
 }
 
 impl Shared {
+    /// Starts connection `id` on its own thread, unless every transmission slot is
+    /// taken (it is closed at accept); returns a handle to shut it down at stop and
+    /// its thread.
+    fn start(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        id: u64,
+    ) -> Option<(TcpStream, std::thread::JoinHandle<()>)> {
+        let connections_max = self.options.connections_max;
+        if self.active.load(Ordering::Relaxed) >= connections_max {
+            REFUSALS.log(&format!(
+                "raidlab-engine: {peer}: refused, {connections_max} connections open"
+            ));
+            return None;
+        }
+        // Kept to shut the connection down at stop, and to close it when a
+        // newcomer needs its handshake slot.
+        let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
+            return None;
+        };
+        self.take_handshake_slot(id, registered, peer);
+        let connection = self.clone();
+        let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
+        Some((closer, thread))
+    }
+
     /// Registers connection `id` as handshaking, first closing the oldest unfinished
     /// handshakes while the handshake slots are full.
     fn take_handshake_slot(&self, id: u64, registered: TcpStream, peer: SocketAddr) {
