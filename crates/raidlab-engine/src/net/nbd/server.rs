@@ -1326,19 +1326,6 @@ fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     let until = Instant::now() + handshake_timeout;
-    fn deadline<S>(
-        socket: &TcpStream,
-        inner: S,
-        until: Instant,
-        timeout: Duration,
-    ) -> Deadline<'_, S> {
-        Deadline {
-            socket,
-            inner,
-            until,
-            timeout,
-        }
-    }
     let t = handshake_timeout;
     let mut state = HandshakeState::new(ctx.tls);
     match handshake(
@@ -1354,43 +1341,63 @@ fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -
             let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
             transmission(ctx, state.neg, &mut reader, &mut writer)
         }
-        Handshake::StartTls => {
-            let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
-            // The handshake is read unbuffered: nothing of the TLS handshake was taken
-            // off the socket yet.
-            let (mut reader, mut writer) = tls::accept(
-                server,
-                stream.try_clone()?,
-                &[],
-                &mut deadline(&stream, &stream, until, t),
-            )?;
-            reader.set_deadline(Some(until));
-            state.tls_active = true;
-            // Nothing agreed in the clear carries over into TLS.
-            state.neg = Negotiated::default();
-            let ended = options(
-                ctx,
-                &mut state,
-                &mut deadline(&stream, &mut reader, until, t),
-                &mut deadline(&stream, &mut writer, until, t),
-            );
-            let outcome = match ended {
-                Ok(Handshake::Transmit) => {
-                    reader.set_deadline(None);
-                    transmission_timeouts(ctx, &stream)?;
-                    let mut buffered = io::BufWriter::with_capacity(256 << 10, &mut writer);
-                    let outcome = transmission(ctx, state.neg, &mut reader, &mut buffered);
-                    drop(buffered);
-                    outcome
-                }
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            };
-            // close_notify, unless the client is gone or stuck (the write would wait).
-            if outcome.is_ok() {
-                let _ = writer.close();
-            }
+        Handshake::StartTls => serve_over_tls(ctx, &stream, state, until, t),
+    }
+}
+
+/// `inner` (the socket or a TLS side of it) bound to the handshake's deadline.
+fn deadline<S>(socket: &TcpStream, inner: S, until: Instant, timeout: Duration) -> Deadline<'_, S> {
+    Deadline {
+        socket,
+        inner,
+        until,
+        timeout,
+    }
+}
+
+/// After STARTTLS: the TLS handshake, the options again over TLS (within the same
+/// handshake deadline), then the transmission over TLS, ended with close_notify.
+fn serve_over_tls(
+    ctx: &Context,
+    stream: &TcpStream,
+    mut state: HandshakeState,
+    until: Instant,
+    t: Duration,
+) -> io::Result<()> {
+    let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
+    // The handshake is read unbuffered: nothing of the TLS handshake was taken
+    // off the socket yet.
+    let (mut reader, mut writer) = tls::accept(
+        server,
+        stream.try_clone()?,
+        &[],
+        &mut deadline(stream, stream, until, t),
+    )?;
+    reader.set_deadline(Some(until));
+    state.tls_active = true;
+    // Nothing agreed in the clear carries over into TLS.
+    state.neg = Negotiated::default();
+    let ended = options(
+        ctx,
+        &mut state,
+        &mut deadline(stream, &mut reader, until, t),
+        &mut deadline(stream, &mut writer, until, t),
+    );
+    let outcome = match ended {
+        Ok(Handshake::Transmit) => {
+            reader.set_deadline(None);
+            transmission_timeouts(ctx, stream)?;
+            let mut buffered = io::BufWriter::with_capacity(256 << 10, &mut writer);
+            let outcome = transmission(ctx, state.neg, &mut reader, &mut buffered);
+            drop(buffered);
             outcome
         }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
+    };
+    // close_notify, unless the client is gone or stuck (the write would wait).
+    if outcome.is_ok() {
+        let _ = writer.close();
     }
+    outcome
 }
