@@ -1,7 +1,7 @@
 //! The engine's error: one line naming what is wrong (and the member file when one is).
 
 use raidlab_layout::{LayoutError, PlanError};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why an engine operation failed.
 #[derive(Debug)]
@@ -47,6 +47,26 @@ impl Error {
     /// answers the client `ENOSPC`.
     pub fn is_no_space(&self) -> bool {
         matches!(self, Self::Io { source, .. } if is_no_space(source))
+    }
+}
+
+/// The error of I/O operation `op` on the file at `path`, for `map_err`.
+pub(crate) fn io_err<'a>(
+    path: &'a Path,
+    op: &'static str,
+) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+/// A member file at `path` that cannot serve as one, and why.
+pub(crate) fn member_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Member {
+        path: path.to_path_buf(),
+        message: message.into(),
     }
 }
 

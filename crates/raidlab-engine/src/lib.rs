@@ -3,7 +3,7 @@
 //! them, exported over NBD.
 //!
 //! ```text
-//!  NBD client ──TCP──► nbd::serve ──► Array::read / write / flush
+//!  NBD client ──TCP──► net::nbd::server::serve ──► Array::read / write / flush
 //!                                        │ stripe locks, Geometry::plan(failed)
 //!                                        ▼
 //!                 read phase ─► parity (raidlab_layout::parity) ─► write phase
@@ -32,23 +32,11 @@
 #![deny(missing_docs)]
 
 pub mod array;
-pub mod budget;
 pub mod cache;
 pub mod cli;
-pub mod control;
-pub mod crc32c;
 pub mod error;
-pub mod journal;
-pub mod log_limit;
-pub mod nbd;
-pub mod nbd_structured;
-pub mod ppl;
-pub mod private_socket;
-#[cfg(feature = "psk")]
-pub mod psk;
-mod staged;
-pub mod superblock;
-pub mod tls;
+pub mod format;
+pub mod net;
 
 pub use array::{Array, CreateOptions, MemberState, RebuildProgress, ScrubReport, Status};
 pub use error::{Error, Result};

@@ -1,10 +1,8 @@
 //! Creating and assembling from superblocks: what is refused (naming the member) and
 //! what assembles degraded.
 
-mod common;
-
-use common::member_paths;
-use raidlab_engine::superblock::{Superblock, DATA_OFFSET_BYTES};
+use crate::common::{member_paths, retry_in_use};
+use raidlab_engine::format::superblock::{Superblock, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions, MemberState};
 use raidlab_layout::Level;
 use std::path::{Path, PathBuf};
@@ -12,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn create(paths: &[PathBuf], level: Level, uuid: u128) -> Array {
     let mut o = CreateOptions::new(level, 4096, Some(DATA_OFFSET_BYTES + (64 << 10)));
     o.uuid = Some(uuid);
-    Array::create(paths, &o).unwrap()
+    retry_in_use(|| Array::create(paths, &o))
 }
 
 fn err(paths: &[PathBuf]) -> String {
@@ -97,7 +95,7 @@ fn a_stale_member_is_left_out_and_the_array_runs_degraded() {
     array.write(0, &[8u8; 8192], false).unwrap();
     drop(array);
     assert!(read_superblock(&a[2]).events < read_superblock(&a[0]).events);
-    let array = Array::assemble(&a).unwrap();
+    let array = retry_in_use(|| Array::assemble(&a));
     let st = array.status();
     assert!(matches!(st.members[2].1, MemberState::Stale { .. }));
     assert_eq!(array.failed().iter().collect::<Vec<_>>(), vec![2]);
@@ -117,7 +115,7 @@ fn missing_members_assemble_degraded_within_tolerance_and_are_refused_beyond() {
     create(&a, Level::Raid6, 1)
         .write(4096, &[3u8; 4096], true)
         .unwrap();
-    let two = Array::assemble(&a[1..3]).unwrap();
+    let two = retry_in_use(|| Array::assemble(&a[1..3]));
     assert_eq!(two.failed().len(), 2);
     let mut back = vec![0u8; 4096];
     two.read(4096, &mut back).unwrap();
@@ -157,7 +155,7 @@ fn create_over_old_data_resyncs_so_a_degraded_read_is_right() {
     }
     let mut o = CreateOptions::new(Level::Raid5, 4096, None);
     o.uuid = Some(9);
-    let array = Array::create(&a, &o).unwrap();
+    let array = retry_in_use(|| Array::create(&a, &o));
     assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 0);
     let mut healthy = vec![0u8; 65536];
     array.read(0, &mut healthy).unwrap();
@@ -176,7 +174,7 @@ fn check_counts_an_injected_corruption_and_repair_fixes_it() {
         array.write(0, &vec![0x5a; 65536], false).unwrap();
         drop(array);
         raidlab_engine::array::inject(&a[1], 4096 + 17, 0xff).unwrap();
-        let array = Array::assemble(&a).unwrap();
+        let array = retry_in_use(|| Array::assemble(&a));
         let r = array.scrub(false).unwrap();
         assert_eq!(r.mismatched_stripes, 1, "{level:?}");
         assert_eq!(array.scrub(true).unwrap().repaired_stripes, 1);
@@ -235,7 +233,7 @@ fn a_member_one_superblock_write_behind_is_current_two_behind_is_stale() {
     for p in &a[1..] {
         lag_superblock(p, 1);
     }
-    let array = Array::assemble(&a).unwrap();
+    let array = retry_in_use(|| Array::assemble(&a));
     assert!(array.failed().is_empty(), "{:?}", array.status().members);
     let mut back = vec![0u8; 8192];
     array.read(0, &mut back).unwrap();
@@ -244,7 +242,7 @@ fn a_member_one_superblock_write_behind_is_current_two_behind_is_stale() {
     drop(array);
     // Two events behind is a member that missed a real change: stale, left out.
     lag_superblock(&a[2], 2);
-    let array = Array::assemble(&a).unwrap();
+    let array = retry_in_use(|| Array::assemble(&a));
     assert!(matches!(
         array.status().members[2].1,
         MemberState::Stale { .. }

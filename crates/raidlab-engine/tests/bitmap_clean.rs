@@ -2,11 +2,9 @@
 //! clears it: a region's bit goes once no write is in progress there and none came for a
 //! whole pass, so an unclean stop resyncs only the regions written lately.
 
-mod common;
-
-use common::member_paths;
+use crate::common::{member_paths, retry_in_use};
 use raidlab_engine::array::Fault;
-use raidlab_engine::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
+use raidlab_engine::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::sync::Arc;
@@ -20,7 +18,7 @@ fn array(dir: &tempfile::TempDir, level: Level, n: usize) -> Array {
         64 << 10,
         Some(DATA_OFFSET_BYTES + 3 * BITMAP_REGION_BYTES),
     );
-    let array = Array::create(&paths, &o).unwrap();
+    let array = retry_in_use(|| Array::create(&paths, &o));
     array.open_for_writes().unwrap();
     array
 }

@@ -3,9 +3,7 @@
 //! member, rebuild online onto another device, scrub. Skips, saying why, where loop
 //! devices cannot be set up (needs root and /dev/loop-control) or qemu-io is missing.
 
-mod common;
-
-use common::{engine, engine_stdout, qemu_io, serve, without_qemu_io};
+use crate::common::{engine, engine_stdout, qemu_io, serve, tool};
 use std::path::Path;
 use std::process::Command;
 
@@ -35,7 +33,7 @@ impl Drop for Loop {
 
 #[test]
 fn raid5_on_loop_devices_serves_fails_and_rebuilds_online() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

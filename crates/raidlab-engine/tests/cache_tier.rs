@@ -3,9 +3,7 @@
 //! restarts and a cache member failing; hot data hits; and the hits the engine counts
 //! are the hits the policy crate gives for the same trace.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use raidlab_cache::{Action, Cache, CacheConfig, Op, Policy, Request};
 use raidlab_engine::cache::CachedArray;
 use raidlab_engine::{Array, CreateOptions};
@@ -45,7 +43,7 @@ impl Lab {
         };
         let mut opts = CreateOptions::new(Level::Raid5, 64 << 10, Some(8 << 20));
         opts.uuid = Some(0x5eed);
-        let backing = Arc::new(Array::create(&lab.members, &opts).unwrap());
+        let backing = Arc::new(retry_in_use(|| Array::create(&lab.members, &opts)));
         let tier = CachedArray::create(
             backing,
             &lab.cache,
@@ -275,7 +273,7 @@ fn cached_members(dir: &Path, policy: &str) -> Vec<String> {
 
 #[test]
 fn fio_through_the_cache_verifies_and_hits_as_the_policy_replayed() {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     for policy in [Policy::Raidix, Policy::Lru] {
@@ -336,7 +334,7 @@ fn fio_through_the_cache_verifies_and_hits_as_the_policy_replayed() {
 
 #[test]
 fn kill_9_during_writes_then_every_flushed_block_reads_back() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -388,7 +386,7 @@ fn kill_9_during_writes_then_every_flushed_block_reads_back() {
 
 #[test]
 fn a_cache_member_failed_while_serving_keeps_clients_working() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -490,7 +488,7 @@ fn cache_flags_without_cache_members_are_refused() {
 
 #[test]
 fn attach_cache_puts_an_empty_cache_in_front_of_an_existing_array() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -872,7 +870,7 @@ fn commands_refuse_a_cached_array_without_its_cache_or_with_another() {
 
 #[test]
 fn detach_cache_then_the_array_is_served_alone_with_every_block() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

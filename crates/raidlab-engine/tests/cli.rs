@@ -1,9 +1,7 @@
 //! The binary: the story on files (create, fail, keep working, replace, check),
 //! and bad input as one `error:` line with exit code 2.
 
-mod common;
-
-use common::{engine_output, output_text, refused};
+use crate::common::{engine_output, output_text, refused};
 
 #[test]
 fn bad_input_is_one_error_line_and_exit_code_2() {

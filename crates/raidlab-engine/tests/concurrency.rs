@@ -1,10 +1,8 @@
 //! Threads writing interleaved sectors of the same stripes at once: the stripe locks keep
 //! parity and copies consistent, and every thread reads back its own last write.
 
-mod common;
-
-use common::member_paths;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use crate::common::{member_paths, retry_in_use};
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
 use std::sync::Arc;
@@ -15,7 +13,7 @@ fn run(level: Level, n: usize, layout: Option<Layout>) {
     let mut o = CreateOptions::new(level, 4096, Some(DATA_OFFSET_BYTES + (256 << 10)));
     o.layout = layout;
     o.uuid = Some(1);
-    let array = Arc::new(Array::create(&paths, &o).unwrap());
+    let array = Arc::new(retry_in_use(|| Array::create(&paths, &o)));
     let geo = *array.geometry();
     let su = geo.stripe_unit_bytes();
     let full = geo.full_stripe_bytes();

@@ -8,9 +8,9 @@
 //! when the tests do not run as root, setpriv or python3 (the raw socket peer) is
 //! missing, or `nobody` cannot run the binary.
 
-mod common;
-
-use common::{engine, engine_command, engine_output, free_listen_address, wait_listening, Server};
+use crate::common::{
+    engine, engine_command, engine_output, free_listen_address, wait_listening, Server,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -2,11 +2,9 @@
 //! (within what the level tolerates) in the middle: the array returns the model's bytes,
 //! survives reassembly, rebuilds, and scrubs clean afterwards.
 
-mod common;
-
-use common::member_paths;
+use crate::common::{member_paths, retry_in_use};
 use proptest::prelude::*;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
 
@@ -73,7 +71,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let (opts, n) = options(Level::ALL[level], r);
         let paths = member_paths(dir.path(), "m", n);
-        let array = Array::create(&paths, &opts).unwrap();
+        let array = retry_in_use(|| Array::create(&paths, &opts));
         let cap = array.capacity_bytes();
         let mut model = vec![0u8; cap as usize];
         let sectors = cap / S;
@@ -113,7 +111,7 @@ proptest! {
         array.close().unwrap();
         drop(array);
         // Reassemble from the surviving files: stale (failed) members are left out.
-        let array = Array::assemble(&paths).unwrap();
+        let array = retry_in_use(|| Array::assemble(&paths));
         let failed = array.failed();
         let mut all = vec![0u8; cap as usize];
         for (k, piece) in all.chunks_mut(1 << 20).enumerate() {

@@ -3,16 +3,14 @@
 //! from the other members and its member stays, up to md's 20 corrections; latency
 //! slows the member's I/O; faults need a server, and bad fault flags are one error line.
 
-mod common;
-
-use common::{
-    engine, engine_stdout, qemu_io, qemu_io_in_background, refused, serve, status, without_qemu_io,
+use crate::common::{
+    engine, engine_stdout, qemu_io, qemu_io_in_background, refused, serve, status, tool,
 };
 use std::time::Instant;
 
 #[test]
 fn read_and_write_errors_fail_their_members_and_keep_the_data() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -58,7 +56,7 @@ fn read_and_write_errors_fail_their_members_and_keep_the_data() {
 
 #[test]
 fn latency_slows_the_member_and_faults_need_a_server() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -90,7 +88,7 @@ fn latency_slows_the_member_and_faults_need_a_server() {
 /// agrees everywhere. Stopped at several points of the write cycle.
 #[test]
 fn a_stop_during_writes_waits_for_them_and_leaves_parity_consistent() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -129,7 +127,7 @@ fn a_stop_during_writes_waits_for_them_and_leaves_parity_consistent() {
 
 #[test]
 fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -176,7 +174,7 @@ fn a_bad_sector_is_rewritten_from_the_other_members_and_the_member_stays() {
 
 #[test]
 fn a_member_with_more_than_twenty_read_errors_is_failed_as_md_does() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -8,13 +8,12 @@
 //!
 //! The tmpfs tests need root (to mount); they skip with a message otherwise.
 
-mod common;
-
-use common::{
-    engine, engine_command, engine_json, engine_output, free_listen_address, refused, status,
-    wait_listening, Server,
+use crate::common::{
+    engine, engine_command, engine_json, engine_output, free_listen_address, refused, retry_in_use,
+    status, wait_listening, Server,
 };
-use raidlab_engine::{nbd, Array, CreateOptions};
+use raidlab_engine::net::nbd::{protocol, server};
+use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -81,9 +80,9 @@ impl Client {
         s.read_exact(&mut hello).unwrap();
         assert_eq!(&hello[..16], b"NBDMAGICIHAVEOPT");
         s.write_all(&3u32.to_be_bytes()).unwrap(); // FIXED_NEWSTYLE | NO_ZEROES
-        let name = nbd::EXPORT_NAME.as_bytes();
-        let mut b = nbd::IHAVEOPT.to_be_bytes().to_vec();
-        b.extend_from_slice(&nbd::OPT_EXPORT_NAME.to_be_bytes());
+        let name = server::EXPORT_NAME.as_bytes();
+        let mut b = protocol::IHAVEOPT.to_be_bytes().to_vec();
+        b.extend_from_slice(&protocol::OPT_EXPORT_NAME.to_be_bytes());
         b.extend_from_slice(&(name.len() as u32).to_be_bytes());
         b.extend_from_slice(name);
         s.write_all(&b).unwrap();
@@ -94,7 +93,7 @@ impl Client {
 
     /// Sends one request; returns the reply's error and, for a READ, the data.
     fn request(&mut self, cmd: u16, offset: u64, len: u32, payload: &[u8]) -> (u32, Vec<u8>) {
-        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         b.extend_from_slice(&0u16.to_be_bytes());
         b.extend_from_slice(&cmd.to_be_bytes());
         b.extend_from_slice(&offset.to_be_bytes()); // the cookie
@@ -106,12 +105,12 @@ impl Client {
         self.0.read_exact(&mut h).unwrap();
         assert_eq!(
             u32::from_be_bytes(h[..4].try_into().unwrap()),
-            nbd::SIMPLE_REPLY_MAGIC
+            protocol::SIMPLE_REPLY_MAGIC
         );
         assert_eq!(u64::from_be_bytes(h[8..].try_into().unwrap()), offset);
         let err = u32::from_be_bytes(h[4..8].try_into().unwrap());
         let mut data = Vec::new();
-        if err == 0 && cmd == nbd::CMD_READ {
+        if err == 0 && cmd == protocol::CMD_READ {
             data = vec![0u8; len as usize];
             self.0.read_exact(&mut data).unwrap();
         }
@@ -119,7 +118,7 @@ impl Client {
     }
 
     fn write(&mut self, offset: u64, data: &[u8]) -> u32 {
-        self.request(nbd::CMD_WRITE, offset, data.len() as u32, data)
+        self.request(protocol::CMD_WRITE, offset, data.len() as u32, data)
             .0
     }
 }
@@ -245,11 +244,11 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
     // Acknowledged blocks still read back while full (reconstructed where degraded),
     // overwriting one works (its blocks are allocated), and a FLUSH succeeds.
     for &(i, sum) in &acked {
-        let (e, back) = c.request(nbd::CMD_READ, i * BLOCK as u64, BLOCK as u32, &[]);
+        let (e, back) = c.request(protocol::CMD_READ, i * BLOCK as u64, BLOCK as u32, &[]);
         assert_eq!((e, checksum(&back)), (0, sum), "block {i} while full");
     }
     assert_eq!(c.write(0, &block(0, BLOCK)), 0);
-    assert_eq!(c.request(nbd::CMD_FLUSH, 0, 0, &[]).0, 0);
+    assert_eq!(c.request(protocol::CMD_FLUSH, 0, 0, &[]).0, 0);
 
     // Free space, then stop cleanly.
     std::fs::remove_file(&filler).unwrap();
@@ -282,7 +281,7 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
     if mode == Mode::Degraded {
         // Every acknowledged block as the degraded array serves it, then a rebuild
         // (onto a file off the full filesystem) and the same with member 0 back.
-        verify(&Array::assemble(&member_paths).unwrap(), "degraded");
+        verify(&retry_in_use(|| Array::assemble(&member_paths)), "degraded");
         let new = dir.join("new0").display().to_string();
         let mut replace = vec!["replace", "0", &new];
         replace.extend(&m);
@@ -300,7 +299,7 @@ fn fill_and_recover(level: &str, members: usize, mode: Mode) {
 
     // Every acknowledged block reads back intact; again with member 1 failed, so that
     // parity (or the other copy) is shown to agree with the data.
-    let array = Array::assemble(&member_paths).unwrap();
+    let array = retry_in_use(|| Array::assemble(&member_paths));
     verify(&array, "all members");
     array.fail_member(1).unwrap();
     verify(&array, "member 1 failed");
@@ -389,19 +388,19 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     // member that missed only the last superblock write, and current). Restored, both
     // are stale, member 1 the fresher.
     {
-        let a = Array::create(&paths, &opts).unwrap();
+        let a = retry_in_use(|| Array::create(&paths, &opts));
         a.write(0, &early, false).unwrap();
         a.close().unwrap();
     }
     let saved0 = std::fs::read(&paths[0]).unwrap();
     {
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         a.write(BLOCK as u64 * 4, &later, false).unwrap();
         a.close().unwrap();
     }
     let saved1 = std::fs::read(&paths[1]).unwrap();
     {
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         a.open_for_writes().unwrap();
         a.close().unwrap();
     }
@@ -440,7 +439,7 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     );
     // Recorded: no --force needed any more.
     assert_eq!(status(dir, &m)["failed"], serde_json::json!([0]));
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     let mut buf = vec![0u8; BLOCK];
     a.read(0, &mut buf).unwrap();
     assert!(buf == early, "the first write, before both went stale");

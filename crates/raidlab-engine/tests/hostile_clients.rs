@@ -7,10 +7,10 @@
 //! deadline, rate-limited refusal logs, export names (NBD_REP_ERR_UNKNOWN), unknown
 //! command flags (EINVAL), the advertised maximum payload and the plain-text warning.
 
-mod common;
+use crate::common;
 
-use common::{engine, free_listen_address, have, spawn_server_with, Server};
-use raidlab_engine::nbd;
+use crate::common::{engine, free_listen_address, spawn_server_with, tool, Server};
+use raidlab_engine::net::nbd::{protocol, server};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::Path;
@@ -157,22 +157,15 @@ fn timed(cmd: &mut Command) -> (bool, Duration, String) {
 /// of the export to name its content). Empty, after saying so, when neither is.
 fn normal_clients(uri: &str) -> Vec<(&'static str, Command)> {
     let mut clients = Vec::new();
-    if have("qemu-io") {
+    if tool("qemu-io") {
         let mut c = Command::new("qemu-io");
         c.args(["-f", "raw", uri, "-c", "read -P 0 0 4k"]);
         clients.push(("qemu-io read 4k", c));
     }
-    if Command::new("nbdinfo")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if tool("nbdinfo") {
         let mut c = Command::new("nbdinfo");
         c.arg(uri);
         clients.push(("nbdinfo", c));
-    }
-    if clients.is_empty() {
-        eprintln!("skipped: neither qemu-io (qemu-utils) nor nbdinfo (libnbd-bin) installed");
     }
     clients
 }
@@ -223,7 +216,7 @@ fn greet(s: &mut TcpStream) {
 }
 
 fn option(opt: u32, data: &[u8]) -> Vec<u8> {
-    let mut b = nbd::IHAVEOPT.to_be_bytes().to_vec();
+    let mut b = protocol::IHAVEOPT.to_be_bytes().to_vec();
     b.extend_from_slice(&opt.to_be_bytes());
     b.extend_from_slice(&(data.len() as u32).to_be_bytes());
     b.extend_from_slice(data);
@@ -235,8 +228,8 @@ fn go_option(name: &[u8]) -> Vec<u8> {
     let mut data = (name.len() as u32).to_be_bytes().to_vec();
     data.extend_from_slice(name);
     data.extend_from_slice(&1u16.to_be_bytes());
-    data.extend_from_slice(&nbd::INFO_BLOCK_SIZE.to_be_bytes());
-    option(nbd::OPT_GO, &data)
+    data.extend_from_slice(&protocol::INFO_BLOCK_SIZE.to_be_bytes());
+    option(protocol::OPT_GO, &data)
 }
 
 /// One option reply: its type and payload.
@@ -245,7 +238,7 @@ fn opt_reply(s: &mut TcpStream) -> (u32, Vec<u8>) {
     s.read_exact(&mut h).unwrap();
     assert_eq!(
         u64::from_be_bytes(h[..8].try_into().unwrap()),
-        nbd::OPT_REPLY_MAGIC
+        protocol::OPT_REPLY_MAGIC
     );
     let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
     let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
@@ -261,10 +254,10 @@ fn go(s: &mut TcpStream, name: &[u8]) -> (u32, Option<(u32, u32, u32)>) {
     let mut block = None;
     loop {
         let (kind, data) = opt_reply(s);
-        if kind != nbd::REP_INFO {
+        if kind != protocol::REP_INFO {
             return (kind, block);
         }
-        if u16::from_be_bytes([data[0], data[1]]) == nbd::INFO_BLOCK_SIZE {
+        if u16::from_be_bytes([data[0], data[1]]) == protocol::INFO_BLOCK_SIZE {
             let v = |at: usize| u32::from_be_bytes(data[at..at + 4].try_into().unwrap());
             block = Some((v(2), v(6), v(10)));
         }
@@ -275,12 +268,12 @@ fn go(s: &mut TcpStream, name: &[u8]) -> (u32, Option<(u32, u32, u32)>) {
 fn transmitting(addr: &str) -> TcpStream {
     let mut s = connect(addr);
     greet(&mut s);
-    assert_eq!(go(&mut s, b"").0, nbd::REP_ACK);
+    assert_eq!(go(&mut s, b"").0, protocol::REP_ACK);
     s
 }
 
 fn request(flags: u16, cmd: u16, cookie: u64, offset: u64, len: u32) -> Vec<u8> {
-    let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+    let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
     b.extend_from_slice(&flags.to_be_bytes());
     b.extend_from_slice(&cmd.to_be_bytes());
     b.extend_from_slice(&cookie.to_be_bytes());
@@ -295,7 +288,7 @@ fn simple_reply(s: &mut TcpStream) -> (u32, u64) {
     s.read_exact(&mut h).unwrap();
     assert_eq!(
         u32::from_be_bytes(h[..4].try_into().unwrap()),
-        nbd::SIMPLE_REPLY_MAGIC
+        protocol::SIMPLE_REPLY_MAGIC
     );
     (
         u32::from_be_bytes(h[4..8].try_into().unwrap()),
@@ -352,7 +345,7 @@ fn silent_connections_beyond_every_slot_lock_no_one_out_and_meet_the_deadline() 
     let mut worker = transmitting(&addr(&server));
     let more: Vec<TcpStream> = (0..24).map(|_| connect(&addr(&server))).collect();
     worker
-        .write_all(&request(0, nbd::CMD_READ, 7, 0, 4096))
+        .write_all(&request(0, protocol::CMD_READ, 7, 0, 4096))
         .unwrap();
     assert_eq!(simple_reply(&mut worker), (0, 7));
     worker.read_exact(&mut [0u8; 4096]).unwrap();
@@ -380,7 +373,7 @@ fn silent_connections_beyond_every_slot_lock_no_one_out_and_meet_the_deadline() 
     );
     // The worker was not closed by any of it.
     worker
-        .write_all(&request(0, nbd::CMD_READ, 8, 4096, 4096))
+        .write_all(&request(0, protocol::CMD_READ, 8, 4096, 4096))
         .unwrap();
     let (err, cookie) = simple_reply(&mut worker);
     assert_eq!((err, cookie), (0, 8));
@@ -397,7 +390,7 @@ fn unread_reads(addr: &str, connections: usize, requests: usize) -> Vec<TcpStrea
             for i in 0..requests {
                 burst.extend(request(
                     0,
-                    nbd::CMD_READ,
+                    protocol::CMD_READ,
                     (c * requests + i) as u64,
                     0,
                     32 << 20,
@@ -450,7 +443,7 @@ fn a_client_that_never_reads_its_replies_gives_its_budget_back_after_the_io_time
     // for a few seconds first) and the stuck connection is closed.
     let t0 = Instant::now();
     let mut next = transmitting(&addr(&server));
-    next.write_all(&request(0, nbd::CMD_READ, 1, 0, 32 << 20))
+    next.write_all(&request(0, protocol::CMD_READ, 1, 0, 32 << 20))
         .unwrap();
     assert_eq!(simple_reply(&mut next), (0, 1));
     let waited = t0.elapsed();
@@ -558,20 +551,20 @@ fn oversized_options_are_refused_at_once_and_logged_rate_limited() {
                 // Options claiming 4 GiB, 64 KiB + 1 and 64 KiB (allowed, never sent).
                 let lens = [
                     u32::MAX - 15,
-                    nbd::OPTION_BYTES_MAX + 1,
-                    nbd::OPTION_BYTES_MAX,
+                    server::OPTION_BYTES_MAX + 1,
+                    server::OPTION_BYTES_MAX,
                 ];
                 let mut held = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     for len in lens {
                         let mut s = connect(&addr);
                         greet(&mut s);
-                        let mut o = nbd::IHAVEOPT.to_be_bytes().to_vec();
-                        o.extend_from_slice(&nbd::OPT_GO.to_be_bytes());
+                        let mut o = protocol::IHAVEOPT.to_be_bytes().to_vec();
+                        o.extend_from_slice(&protocol::OPT_GO.to_be_bytes());
                         o.extend_from_slice(&len.to_be_bytes());
                         o.extend_from_slice(&[0u8; 1024]);
                         let _ = s.write_all(&o);
-                        if len > nbd::OPTION_BYTES_MAX {
+                        if len > server::OPTION_BYTES_MAX {
                             assert!(
                                 closed_within(&mut s, Duration::from_secs(10)),
                                 "an option of {len} B was not refused"
@@ -628,19 +621,20 @@ fn export_names_flags_and_the_maximum_payload_follow_the_protocol() {
     let a = addr(&server);
     // The named export and the empty (default) one; anything else is unknown.
     for (name, want) in [
-        (&b"vol0"[..], nbd::REP_ACK),
-        (b"", nbd::REP_ACK),
-        (b"raidlab", nbd::REP_ERR_UNKNOWN),
-        (b"VOL0", nbd::REP_ERR_UNKNOWN),
+        (&b"vol0"[..], protocol::REP_ACK),
+        (b"", protocol::REP_ACK),
+        (b"raidlab", protocol::REP_ERR_UNKNOWN),
+        (b"VOL0", protocol::REP_ERR_UNKNOWN),
     ] {
         let mut s = connect(&a);
         greet(&mut s);
         let (kind, block) = go(&mut s, name);
         assert_eq!(kind, want, "{:?}", String::from_utf8_lossy(name));
-        if want == nbd::REP_ACK {
+        if want == protocol::REP_ACK {
             // Half the budget is shared (the rest: 2 x 512 KiB reserves).
             assert_eq!(block, Some((512, 4096, 1 << 20)));
-            s.write_all(&request(0, nbd::CMD_DISC, 0, 0, 0)).unwrap();
+            s.write_all(&request(0, protocol::CMD_DISC, 0, 0, 0))
+                .unwrap();
             // Its transmission slot is free again once it is closed.
             assert!(closed_within(&mut s, Duration::from_secs(10)));
         }
@@ -648,42 +642,54 @@ fn export_names_flags_and_the_maximum_payload_follow_the_protocol() {
     // NBD_OPT_LIST names it.
     let mut s = connect(&a);
     greet(&mut s);
-    s.write_all(&option(nbd::OPT_LIST, &[])).unwrap();
+    s.write_all(&option(protocol::OPT_LIST, &[])).unwrap();
     let (kind, data) = opt_reply(&mut s);
-    assert_eq!((kind, &data[4..]), (nbd::REP_SERVER, &b"vol0"[..]));
+    assert_eq!((kind, &data[4..]), (protocol::REP_SERVER, &b"vol0"[..]));
     // EXPORT_NAME of an unknown name: the protocol's only answer is hanging up.
     let mut s = connect(&a);
     greet(&mut s);
-    s.write_all(&option(nbd::OPT_EXPORT_NAME, b"nosuch"))
+    s.write_all(&option(protocol::OPT_EXPORT_NAME, b"nosuch"))
         .unwrap();
     assert!(closed_within(&mut s, Duration::from_secs(10)));
     // Requests above the maximum payload, and unknown command flags: EINVAL.
     let mut s = transmitting(&a);
-    s.write_all(&request(0, nbd::CMD_READ, 1, 0, 2 << 20))
+    s.write_all(&request(0, protocol::CMD_READ, 1, 0, 2 << 20))
         .unwrap();
-    assert_eq!(simple_reply(&mut s), (nbd::EINVAL, 1));
-    s.write_all(&request(1 << 5, nbd::CMD_READ, 2, 0, 4096))
+    assert_eq!(simple_reply(&mut s), (protocol::EINVAL, 1));
+    s.write_all(&request(1 << 5, protocol::CMD_READ, 2, 0, 4096))
         .unwrap();
-    assert_eq!(simple_reply(&mut s), (nbd::EINVAL, 2));
-    s.write_all(&request(nbd::CMD_FLAG_NO_HOLE, nbd::CMD_FLUSH, 3, 0, 0))
-        .unwrap();
-    assert_eq!(simple_reply(&mut s), (nbd::EINVAL, 3));
+    assert_eq!(simple_reply(&mut s), (protocol::EINVAL, 2));
+    s.write_all(&request(
+        protocol::CMD_FLAG_NO_HOLE,
+        protocol::CMD_FLUSH,
+        3,
+        0,
+        0,
+    ))
+    .unwrap();
+    assert_eq!(simple_reply(&mut s), (protocol::EINVAL, 3));
     // A write with an unknown flag: its payload is skipped, the connection goes on.
-    let mut w = request(1 << 9, nbd::CMD_WRITE, 4, 0, 4096);
+    let mut w = request(1 << 9, protocol::CMD_WRITE, 4, 0, 4096);
     w.extend_from_slice(&[0xee; 4096]);
     s.write_all(&w).unwrap();
-    assert_eq!(simple_reply(&mut s), (nbd::EINVAL, 4));
+    assert_eq!(simple_reply(&mut s), (protocol::EINVAL, 4));
     // Known flags still work: FUA on a write, NO_HOLE on write zeroes, FUA on a read.
-    let mut w = request(nbd::CMD_FLAG_FUA, nbd::CMD_WRITE, 5, 0, 4096);
+    let mut w = request(protocol::CMD_FLAG_FUA, protocol::CMD_WRITE, 5, 0, 4096);
     w.extend_from_slice(&[0xab; 4096]);
     s.write_all(&w).unwrap();
     assert_eq!(simple_reply(&mut s), (0, 5));
-    let zero = nbd::CMD_FLAG_NO_HOLE | nbd::CMD_FLAG_FUA;
-    s.write_all(&request(zero, nbd::CMD_WRITE_ZEROES, 6, 4096, 4096))
+    let zero = protocol::CMD_FLAG_NO_HOLE | protocol::CMD_FLAG_FUA;
+    s.write_all(&request(zero, protocol::CMD_WRITE_ZEROES, 6, 4096, 4096))
         .unwrap();
     assert_eq!(simple_reply(&mut s), (0, 6));
-    s.write_all(&request(nbd::CMD_FLAG_FUA, nbd::CMD_READ, 7, 0, 8192))
-        .unwrap();
+    s.write_all(&request(
+        protocol::CMD_FLAG_FUA,
+        protocol::CMD_READ,
+        7,
+        0,
+        8192,
+    ))
+    .unwrap();
     assert_eq!(simple_reply(&mut s), (0, 7));
     let mut back = vec![0u8; 8192];
     s.read_exact(&mut back).unwrap();
@@ -693,7 +699,7 @@ fn export_names_flags_and_the_maximum_payload_follow_the_protocol() {
     );
     assert!(back[4096..].iter().all(|b| *b == 0));
     // The largest request allowed is served.
-    s.write_all(&request(0, nbd::CMD_READ, 8, 0, 1 << 20))
+    s.write_all(&request(0, protocol::CMD_READ, 8, 0, 1 << 20))
         .unwrap();
     assert_eq!(simple_reply(&mut s), (0, 8));
     let mut big = vec![0u8; 1 << 20];
@@ -713,24 +719,24 @@ fn connections_past_the_transmission_slots_are_refused_at_go() {
     let mut second = connect(&a);
     greet(&mut first);
     greet(&mut second);
-    assert_eq!(go(&mut first, b"").0, nbd::REP_ACK);
-    assert_eq!(go(&mut second, b"").0, nbd::REP_ERR_POLICY);
+    assert_eq!(go(&mut first, b"").0, protocol::REP_ACK);
+    assert_eq!(go(&mut second, b"").0, protocol::REP_ERR_POLICY);
     // Once the first leaves, the second may try again on the same connection.
     first
-        .write_all(&request(0, nbd::CMD_DISC, 0, 0, 0))
+        .write_all(&request(0, protocol::CMD_DISC, 0, 0, 0))
         .unwrap();
     assert!(closed_within(&mut first, Duration::from_secs(10)));
     let t0 = Instant::now();
     loop {
         let (kind, _) = go(&mut second, b"");
-        if kind == nbd::REP_ACK {
+        if kind == protocol::REP_ACK {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(10), "slot never freed");
         std::thread::sleep(Duration::from_millis(100));
     }
     second
-        .write_all(&request(0, nbd::CMD_READ, 1, 0, 4096))
+        .write_all(&request(0, protocol::CMD_READ, 1, 0, 4096))
         .unwrap();
     assert_eq!(simple_reply(&mut second), (0, 1));
     server.stop();
@@ -747,7 +753,7 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
     let t0 = Instant::now();
     // A request every half second keeps a connection open past the timeout.
     for cookie in 0..8 {
-        busy.write_all(&request(0, nbd::CMD_READ, cookie, 0, 4096))
+        busy.write_all(&request(0, protocol::CMD_READ, cookie, 0, 4096))
             .unwrap();
         assert_eq!(simple_reply(&mut busy), (0, cookie));
         let mut data = [0u8; 4096];
@@ -757,7 +763,7 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
     assert!(closed_within(&mut idle, Duration::from_secs(20)));
     let lived = t0.elapsed();
     assert!(lived >= Duration::from_secs(2), "closed after {lived:?}");
-    busy.write_all(&request(0, nbd::CMD_FLUSH, 99, 0, 0))
+    busy.write_all(&request(0, protocol::CMD_FLUSH, 99, 0, 0))
         .unwrap();
     assert_eq!(simple_reply(&mut busy), (0, 99));
     server.stop();

@@ -4,10 +4,10 @@
 //! verifying through it); without a spare the array stays degraded; a spare smaller
 //! than a member is refused.
 
-mod common;
+use crate::common;
 
-use common::{engine, engine_json, refused, serve, spawn_server, without_fio_nbd, Server};
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use crate::common::{engine, engine_json, refused, serve, spawn_server, tool, Server};
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -299,7 +299,7 @@ fn a_member_failed_offline_is_taken_over_when_serve_starts() {
 /// and completes by itself, fio finds 0 verify errors and `check` 0 mismatched stripes.
 #[test]
 fn hot_spare_takes_over_a_failed_member_while_fio_writes_and_verifies() {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

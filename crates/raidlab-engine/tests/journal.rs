@@ -1,11 +1,9 @@
 //! The write journal on its own: records in order, a torn tail ends the log, the wrong
 //! journal or none is refused at assembly, and a clean close retires every record.
 
-mod common;
-
-use common::member_paths;
-use raidlab_engine::journal::Journal;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use crate::common::{member_paths, retry_in_use};
+use raidlab_engine::format::journal::Journal;
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::os::unix::fs::FileExt;
@@ -17,7 +15,7 @@ fn journaled(dir: &std::path::Path, uuid: u128, journal: &str) -> (Vec<PathBuf>,
     o.uuid = Some(uuid);
     o.journal = Some(dir.join(journal));
     o.journal_bytes = Some(200 << 20);
-    drop(Array::create(&paths, &o).unwrap());
+    drop(retry_in_use(|| Array::create(&paths, &o)));
     (paths, dir.join(journal))
 }
 
@@ -25,7 +23,7 @@ fn journaled(dir: &std::path::Path, uuid: u128, journal: &str) -> (Vec<PathBuf>,
 fn records_follow_writes_and_a_torn_tail_ends_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let (paths, j) = journaled(dir.path(), 11, "j");
-    let array = Array::assemble_with(&paths, Some(&j)).unwrap();
+    let array = retry_in_use(|| Array::assemble_with(&paths, Some(&j)));
     array.open_for_writes().unwrap();
     for i in 0..5u64 {
         array.write(i * 4096, &[i as u8 + 1; 4096], false).unwrap();
@@ -98,7 +96,7 @@ fn a_full_journal_checkpoints_and_keeps_going() {
     o.journal = Some(j.clone());
     let min = 4096 + Journal::record_bytes_max(raidlab_engine::array::REQUEST_BYTES_MAX, 3);
     o.journal_bytes = Some(min);
-    let array = Array::create(&paths, &o).unwrap();
+    let array = retry_in_use(|| Array::create(&paths, &o));
     array.open_for_writes().unwrap();
     // 1 MiB writes put 1.5 MiB of data and parity in the journal: ~65 fill it.
     for i in 0..200u64 {

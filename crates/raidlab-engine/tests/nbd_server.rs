@@ -2,11 +2,11 @@
 //! read back, flush, trim, write zeroes, bounds, several connections at once, and
 //! garbage on the wire (an error reply or a clean disconnect, never a panic).
 
-mod common;
-
-use common::member_paths;
+use crate::common::{member_paths, retry_in_use};
 use proptest::prelude::*;
-use raidlab_engine::nbd::{self, handle_connection, Export};
+use raidlab_engine::net::nbd::export::Export;
+use raidlab_engine::net::nbd::protocol;
+use raidlab_engine::net::nbd::server::{self, handle_connection};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::io::{Read, Write};
@@ -18,7 +18,7 @@ fn raid5(dir: &std::path::Path) -> Arc<Array> {
     let paths = member_paths(dir, "m", 4);
     let mut opts = CreateOptions::new(Level::Raid5, 16 << 10, Some(3 << 20));
     opts.uuid = Some(5);
-    Arc::new(Array::create(&paths, &opts).unwrap())
+    Arc::new(retry_in_use(|| Array::create(&paths, &opts)))
 }
 
 struct Client {
@@ -47,14 +47,14 @@ impl Client {
             data.extend_from_slice(name);
             data.extend_from_slice(&1u16.to_be_bytes());
             data.extend_from_slice(&3u16.to_be_bytes()); // ask for NBD_INFO_BLOCK_SIZE
-            Self::option(&mut s, nbd::OPT_GO, &data);
+            Self::option(&mut s, protocol::OPT_GO, &data);
             let (mut size, mut flags, mut block) = (0, 0, None);
             loop {
-                let (kind, payload) = Self::opt_reply(&mut s, nbd::OPT_GO);
-                if kind == nbd::REP_ACK {
+                let (kind, payload) = Self::opt_reply(&mut s, protocol::OPT_GO);
+                if kind == protocol::REP_ACK {
                     break;
                 }
-                assert_eq!(kind, nbd::REP_INFO);
+                assert_eq!(kind, protocol::REP_INFO);
                 match u16::from_be_bytes([payload[0], payload[1]]) {
                     0 => {
                         size = u64::from_be_bytes(payload[2..10].try_into().unwrap());
@@ -73,7 +73,7 @@ impl Client {
             assert_eq!(block, Some((512, 4096, 32 << 20)));
             Client { s, size, flags }
         } else {
-            Self::option(&mut s, nbd::OPT_EXPORT_NAME, b"raidlab");
+            Self::option(&mut s, protocol::OPT_EXPORT_NAME, b"raidlab");
             let mut b = [0u8; 10];
             s.read_exact(&mut b).unwrap();
             Client {
@@ -85,7 +85,7 @@ impl Client {
     }
 
     fn option(s: &mut TcpStream, opt: u32, data: &[u8]) {
-        let mut b = nbd::IHAVEOPT.to_be_bytes().to_vec();
+        let mut b = protocol::IHAVEOPT.to_be_bytes().to_vec();
         b.extend_from_slice(&opt.to_be_bytes());
         b.extend_from_slice(&(data.len() as u32).to_be_bytes());
         b.extend_from_slice(data);
@@ -97,7 +97,7 @@ impl Client {
         s.read_exact(&mut h).unwrap();
         assert_eq!(
             u64::from_be_bytes(h[..8].try_into().unwrap()),
-            nbd::OPT_REPLY_MAGIC
+            protocol::OPT_REPLY_MAGIC
         );
         assert_eq!(u32_of(&h[8..]), opt);
         let mut payload = vec![0u8; u32_of(&h[16..]) as usize];
@@ -114,7 +114,7 @@ impl Client {
         len: u32,
         payload: &[u8],
     ) -> (u32, Vec<u8>) {
-        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         b.extend_from_slice(&flags.to_be_bytes());
         b.extend_from_slice(&cmd.to_be_bytes());
         b.extend_from_slice(&0x00C0_0C1E_u64.to_be_bytes());
@@ -124,11 +124,11 @@ impl Client {
         self.s.write_all(&b).unwrap();
         let mut h = [0u8; 16];
         self.s.read_exact(&mut h).unwrap();
-        assert_eq!(u32_of(&h), nbd::SIMPLE_REPLY_MAGIC);
+        assert_eq!(u32_of(&h), protocol::SIMPLE_REPLY_MAGIC);
         assert_eq!(u64::from_be_bytes(h[8..].try_into().unwrap()), 0x00C0_0C1E);
         let err = u32_of(&h[4..]);
         let mut data = Vec::new();
-        if err == 0 && cmd == nbd::CMD_READ {
+        if err == 0 && cmd == protocol::CMD_READ {
             data = vec![0u8; len as usize];
             self.s.read_exact(&mut data).unwrap();
         }
@@ -136,9 +136,9 @@ impl Client {
     }
 
     fn disconnect(mut self) {
-        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         b.extend_from_slice(&0u16.to_be_bytes());
-        b.extend_from_slice(&nbd::CMD_DISC.to_be_bytes());
+        b.extend_from_slice(&protocol::CMD_DISC.to_be_bytes());
         b.extend_from_slice(&[0u8; 20]);
         self.s.write_all(&b).unwrap();
         let mut rest = Vec::new();
@@ -155,7 +155,7 @@ fn start(array: Arc<Array>) -> (std::net::SocketAddr, Arc<AtomicBool>) {
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    std::thread::spawn(move || nbd::serve(array, listener, &eight_connections(), &s2).unwrap());
+    std::thread::spawn(move || server::serve(array, listener, &eight_connections(), &s2).unwrap());
     (addr, stop)
 }
 
@@ -167,21 +167,30 @@ fn a_client_writes_reads_back_flushes_and_disconnects() {
     for go in [true, false] {
         let mut c = Client::connect(addr, go);
         assert_eq!(c.size, array.capacity_bytes());
-        assert_eq!(c.flags, nbd::TRANSMISSION_FLAGS);
+        assert_eq!(c.flags, server::TRANSMISSION_FLAGS);
         let data: Vec<u8> = (0..40960u32)
             .map(|i| (i * 7 + u32::from(go)) as u8)
             .collect();
         assert_eq!(
-            c.request(nbd::CMD_WRITE, nbd::CMD_FLAG_FUA, 8192, 40960, &data)
-                .0,
+            c.request(
+                protocol::CMD_WRITE,
+                protocol::CMD_FLAG_FUA,
+                8192,
+                40960,
+                &data
+            )
+            .0,
             0
         );
-        let (err, back) = c.request(nbd::CMD_READ, 0, 8192, 40960, &[]);
+        let (err, back) = c.request(protocol::CMD_READ, 0, 8192, 40960, &[]);
         assert_eq!((err, back == data), (0, true));
-        assert_eq!(c.request(nbd::CMD_FLUSH, 0, 0, 0, &[]).0, 0);
-        assert_eq!(c.request(nbd::CMD_TRIM, 0, 8192, 4096, &[]).0, 0);
-        assert_eq!(c.request(nbd::CMD_WRITE_ZEROES, 0, 8192, 1024, &[]).0, 0);
-        let (_, back) = c.request(nbd::CMD_READ, 0, 8192, 2048, &[]);
+        assert_eq!(c.request(protocol::CMD_FLUSH, 0, 0, 0, &[]).0, 0);
+        assert_eq!(c.request(protocol::CMD_TRIM, 0, 8192, 4096, &[]).0, 0);
+        assert_eq!(
+            c.request(protocol::CMD_WRITE_ZEROES, 0, 8192, 1024, &[]).0,
+            0
+        );
+        let (_, back) = c.request(protocol::CMD_READ, 0, 8192, 2048, &[]);
         assert!(back[..1024].iter().all(|&b| b == 0) && back[1024..] == data[1024..2048]);
         c.disconnect();
     }
@@ -195,34 +204,46 @@ fn bad_requests_get_error_replies_and_the_connection_survives() {
     let size = array.capacity_bytes();
     let (addr, _stop) = start(array);
     let mut c = Client::connect(addr, true);
-    assert_eq!(c.request(nbd::CMD_READ, 0, size, 512, &[]).0, nbd::EINVAL);
     assert_eq!(
-        c.request(nbd::CMD_READ, 0, u64::MAX - 511, 512, &[]).0,
-        nbd::EINVAL
-    );
-    assert_eq!(c.request(nbd::CMD_READ, 0, 100, 512, &[]).0, nbd::EINVAL);
-    assert_eq!(c.request(nbd::CMD_READ, 0, 0, 0, &[]).0, nbd::EINVAL);
-    assert_eq!(
-        c.request(nbd::CMD_READ, 0, 0, (32 << 20) + 512, &[]).0,
-        nbd::EINVAL
+        c.request(protocol::CMD_READ, 0, size, 512, &[]).0,
+        protocol::EINVAL
     );
     assert_eq!(
-        c.request(nbd::CMD_WRITE, 0, size - 512, 1024, &[1u8; 1024])
+        c.request(protocol::CMD_READ, 0, u64::MAX - 511, 512, &[]).0,
+        protocol::EINVAL
+    );
+    assert_eq!(
+        c.request(protocol::CMD_READ, 0, 100, 512, &[]).0,
+        protocol::EINVAL
+    );
+    assert_eq!(
+        c.request(protocol::CMD_READ, 0, 0, 0, &[]).0,
+        protocol::EINVAL
+    );
+    assert_eq!(
+        c.request(protocol::CMD_READ, 0, 0, (32 << 20) + 512, &[]).0,
+        protocol::EINVAL
+    );
+    assert_eq!(
+        c.request(protocol::CMD_WRITE, 0, size - 512, 1024, &[1u8; 1024])
             .0,
-        nbd::ENOSPC
+        protocol::ENOSPC
     );
     assert_eq!(
-        c.request(nbd::CMD_WRITE, 0, 1, 512, &[1u8; 512]).0,
-        nbd::EINVAL
+        c.request(protocol::CMD_WRITE, 0, 1, 512, &[1u8; 512]).0,
+        protocol::EINVAL
     );
     assert_eq!(
-        c.request(nbd::CMD_WRITE_ZEROES, 0, size, 512, &[]).0,
-        nbd::ENOSPC
+        c.request(protocol::CMD_WRITE_ZEROES, 0, size, 512, &[]).0,
+        protocol::ENOSPC
     );
-    assert_eq!(c.request(99, 0, 0, 512, &[]).0, nbd::EINVAL);
+    assert_eq!(c.request(99, 0, 0, 512, &[]).0, protocol::EINVAL);
     // Still in sync after all that.
-    assert_eq!(c.request(nbd::CMD_WRITE, 0, 0, 512, &[9u8; 512]).0, 0);
-    assert_eq!(c.request(nbd::CMD_READ, 0, 0, 512, &[]).1, vec![9u8; 512]);
+    assert_eq!(c.request(protocol::CMD_WRITE, 0, 0, 512, &[9u8; 512]).0, 0);
+    assert_eq!(
+        c.request(protocol::CMD_READ, 0, 0, 512, &[]).1,
+        vec![9u8; 512]
+    );
     c.disconnect();
 }
 
@@ -235,18 +256,27 @@ fn unknown_options_are_unsupported_and_abort_ends_the_handshake() {
     s.read_exact(&mut hello).unwrap();
     s.write_all(&3u32.to_be_bytes()).unwrap();
     Client::option(&mut s, 0x77, &[]); // no such option
-    assert_eq!(Client::opt_reply(&mut s, 0x77).0, nbd::REP_ERR_UNSUP);
-    Client::option(&mut s, nbd::OPT_INFO, &[0, 0, 0, 9, 1]); // truncated
+    assert_eq!(Client::opt_reply(&mut s, 0x77).0, protocol::REP_ERR_UNSUP);
+    Client::option(&mut s, protocol::OPT_INFO, &[0, 0, 0, 9, 1]); // truncated
     assert_eq!(
-        Client::opt_reply(&mut s, nbd::OPT_INFO).0,
-        nbd::REP_ERR_INVALID
+        Client::opt_reply(&mut s, protocol::OPT_INFO).0,
+        protocol::REP_ERR_INVALID
     );
-    Client::option(&mut s, nbd::OPT_LIST, &[]);
-    let (kind, payload) = Client::opt_reply(&mut s, nbd::OPT_LIST);
-    assert_eq!((kind, &payload[4..]), (nbd::REP_SERVER, &b"raidlab"[..]));
-    assert_eq!(Client::opt_reply(&mut s, nbd::OPT_LIST).0, nbd::REP_ACK);
-    Client::option(&mut s, nbd::OPT_ABORT, &[]);
-    assert_eq!(Client::opt_reply(&mut s, nbd::OPT_ABORT).0, nbd::REP_ACK);
+    Client::option(&mut s, protocol::OPT_LIST, &[]);
+    let (kind, payload) = Client::opt_reply(&mut s, protocol::OPT_LIST);
+    assert_eq!(
+        (kind, &payload[4..]),
+        (protocol::REP_SERVER, &b"raidlab"[..])
+    );
+    assert_eq!(
+        Client::opt_reply(&mut s, protocol::OPT_LIST).0,
+        protocol::REP_ACK
+    );
+    Client::option(&mut s, protocol::OPT_ABORT, &[]);
+    assert_eq!(
+        Client::opt_reply(&mut s, protocol::OPT_ABORT).0,
+        protocol::REP_ACK
+    );
     let mut rest = Vec::new();
     assert_eq!(s.read_to_end(&mut rest).unwrap(), 0);
 }
@@ -264,8 +294,8 @@ fn several_connections_write_disjoint_and_shared_stripes_at_once() {
                     // Every thread writes its own sectors of the same stripes.
                     let off = (i % 10) * 48 * 1024 + u64::from(t) * 512 * 3;
                     let data = vec![t.wrapping_mul(31).wrapping_add(i as u8); 1536];
-                    assert_eq!(c.request(nbd::CMD_WRITE, 0, off, 1536, &data).0, 0);
-                    assert_eq!(c.request(nbd::CMD_READ, 0, off, 1536, &[]).1, data);
+                    assert_eq!(c.request(protocol::CMD_WRITE, 0, off, 1536, &data).0, 0);
+                    assert_eq!(c.request(protocol::CMD_READ, 0, off, 1536, &[]).1, data);
                 }
                 c.disconnect();
             })
@@ -304,8 +334,8 @@ impl Export for Mem {
 /// A valid handshake (fixed newstyle, EXPORT_NAME) followed by `tail`.
 fn after_handshake(tail: &[u8]) -> Vec<u8> {
     let mut b = 3u32.to_be_bytes().to_vec();
-    b.extend_from_slice(&nbd::IHAVEOPT.to_be_bytes());
-    b.extend_from_slice(&nbd::OPT_EXPORT_NAME.to_be_bytes());
+    b.extend_from_slice(&protocol::IHAVEOPT.to_be_bytes());
+    b.extend_from_slice(&protocol::OPT_EXPORT_NAME.to_be_bytes());
     b.extend_from_slice(&0u32.to_be_bytes());
     b.extend_from_slice(tail);
     b
@@ -328,13 +358,13 @@ proptest! {
         len in prop_oneof![0u32..70_000, any::<u32>()], cut in any::<usize>(), flip in any::<(usize, u8)>()
     ) {
         let export = Mem(std::sync::Mutex::new(vec![0u8; 1 << 20]));
-        let mut req = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut req = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         req.extend_from_slice(&flags.to_be_bytes());
         req.extend_from_slice(&cmd.to_be_bytes());
         req.extend_from_slice(&7u64.to_be_bytes());
         req.extend_from_slice(&offset.to_be_bytes());
         req.extend_from_slice(&len.to_be_bytes());
-        if cmd == nbd::CMD_WRITE && len < 70_000 {
+        if cmd == protocol::CMD_WRITE && len < 70_000 {
             req.extend(std::iter::repeat_n(0xA5, len as usize));
         }
         let mut input = after_handshake(&req);
@@ -392,14 +422,15 @@ fn requests_in_flight_on_one_connection_run_at_once() {
         second_done: std::sync::Mutex::new(false),
         changed: std::sync::Condvar::new(),
     });
-    let server =
-        std::thread::spawn(move || nbd::serve(gate, listener, &eight_connections(), &s2).unwrap());
+    let server = std::thread::spawn(move || {
+        server::serve(gate, listener, &eight_connections(), &s2).unwrap()
+    });
     let mut c = Client::connect(addr, true);
     // Two reads sent back to back, the first of which cannot finish before the second.
     for (cookie, offset) in [(1u64, 0u64), (2, 4096)] {
-        let mut b = nbd::REQUEST_MAGIC.to_be_bytes().to_vec();
+        let mut b = protocol::REQUEST_MAGIC.to_be_bytes().to_vec();
         b.extend_from_slice(&0u16.to_be_bytes());
-        b.extend_from_slice(&nbd::CMD_READ.to_be_bytes());
+        b.extend_from_slice(&protocol::CMD_READ.to_be_bytes());
         b.extend_from_slice(&cookie.to_be_bytes());
         b.extend_from_slice(&offset.to_be_bytes());
         b.extend_from_slice(&4096u32.to_be_bytes());
@@ -409,7 +440,7 @@ fn requests_in_flight_on_one_connection_run_at_once() {
     for _ in 0..2 {
         let mut h = [0u8; 16];
         c.s.read_exact(&mut h).unwrap();
-        assert_eq!(u32_of(&h), nbd::SIMPLE_REPLY_MAGIC);
+        assert_eq!(u32_of(&h), protocol::SIMPLE_REPLY_MAGIC);
         assert_eq!(u32_of(&h[4..]), 0, "both reads succeed");
         let cookie = u64::from_be_bytes(h[8..].try_into().unwrap());
         let mut data = vec![0u8; 4096];
@@ -431,9 +462,9 @@ fn requests_in_flight_on_one_connection_run_at_once() {
 }
 
 /// The server's defaults with 8 connections at most.
-fn eight_connections() -> nbd::ServeOptions {
-    nbd::ServeOptions {
+fn eight_connections() -> server::ServeOptions {
+    server::ServeOptions {
         connections_max: 8,
-        ..nbd::ServeOptions::default()
+        ..server::ServeOptions::default()
     }
 }

@@ -3,14 +3,13 @@
 //! (`nbds://` URIs with `tls-certificates=DIR`) and qemu-io (`tls-creds-x509`), each
 //! skipped, saying why, when missing. `--tls required` refuses plain clients.
 
-mod common;
-mod nbd_wire;
+use crate::common;
 
-use common::{
-    engine, engine_command, free_listen_address, have, output_text, refused, run,
-    spawn_server_with, wait_listening, without_qemu_io, Server,
+use crate::common::{
+    engine, engine_command, free_listen_address, output_text, refused, run, spawn_server_with,
+    tool, wait_listening, Server,
 };
-use nbd_wire::*;
+use crate::nbd_wire::*;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::{Read, Write};
@@ -217,8 +216,7 @@ fn nbds_uri(port: u16, pki: &Path) -> String {
 
 #[test]
 fn nbdinfo_and_nbdcopy_over_tls() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        eprintln!("skipped: nbdinfo/nbdcopy not installed (apt-get install libnbd-bin)");
+    if !tool("nbdinfo") || !tool("nbdcopy") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -270,7 +268,7 @@ fn qemu_io_tls(port: u16, pki: &Path, cmds: &[&str]) -> (bool, String) {
 
 #[test]
 fn qemu_io_over_tls_writes_what_a_plain_server_reads_back() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

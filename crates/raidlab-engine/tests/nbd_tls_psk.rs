@@ -6,11 +6,10 @@
 //! keys file is one line and exit 2.
 #![cfg(feature = "psk")]
 
-mod common;
-mod nbd_wire;
+use crate::common;
 
-use common::{engine, have, output_text, refused, run, spawn_server_with, without_qemu_io, Server};
-use nbd_wire::*;
+use crate::common::{engine, output_text, refused, run, spawn_server_with, tool, Server};
+use crate::nbd_wire::*;
 use openssl::ssl::{SslConnector, SslMethod, SslStream, SslVerifyMode, SslVersion};
 use std::io::Read;
 use std::net::TcpStream;
@@ -150,8 +149,7 @@ fn nbds_uri(port: u16, user: &str, keys: &Path) -> String {
 
 #[test]
 fn nbdinfo_and_nbdcopy_over_psk() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        eprintln!("skipped: nbdinfo/nbdcopy not installed (apt-get install libnbd-bin)");
+    if !tool("nbdinfo") || !tool("nbdcopy") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -210,7 +208,7 @@ fn qemu_io_psk(port: u16, user: &str, keys: &Path, cmds: &[&str]) -> (bool, Stri
 
 #[test]
 fn qemu_io_over_psk_writes_what_a_plain_server_reads_back() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -2,10 +2,8 @@
 //! rebuild, reads back; the rebuilt member agrees with parity and copies (scrub finds no
 //! mismatch) and carries the data alone when another member fails afterwards.
 
-mod common;
-
-use common::member_paths;
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use crate::common::{member_paths, retry_in_use};
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::{Layout, Level};
 use std::collections::BTreeMap;
@@ -33,7 +31,7 @@ fn run(level: Level, n: usize, layout: Option<Layout>, spans: Option<u32>, rebui
     o.layout = layout;
     o.spans = spans;
     o.uuid = Some(3);
-    let array = Arc::new(Array::create(&paths, &o).unwrap());
+    let array = Arc::new(retry_in_use(|| Array::create(&paths, &o)));
     let blocks = array.capacity_bytes() / BLOCK;
     array.fail_member(rebuild).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

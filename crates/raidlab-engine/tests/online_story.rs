@@ -5,10 +5,8 @@
 //! parity block (one copy) behind the engine's back: `check` finds exactly that stripe
 //! and `repair` fixes it. Skips, saying why, without fio's nbd engine.
 
-mod common;
-
-use common::{engine, engine_command, engine_json, refused, run, serve, without_fio_nbd};
-use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+use crate::common::{engine, engine_command, engine_json, refused, run, serve, tool};
+use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_layout::{ArraySpec, Geometry, Level, StripeId};
 use serde_json::Value;
 use std::path::Path;
@@ -69,7 +67,7 @@ fn tolerated_sets(geo: &Geometry) -> Vec<Vec<u32>> {
 }
 
 fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -301,7 +299,7 @@ fn raid60_online_story_with_fio() {
 /// No redundancy: fio's crc32c verify through the export, and nothing to fail.
 #[test]
 fn raid0_verifies_under_fio() {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -6,14 +6,14 @@
 //! parity agree with the data on disk first and every flushed byte reads back. Also the
 //! policy's rules at create and its resync. Skips, saying why, without qemu-io.
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     engine, engine_command, engine_stdout, free_listen_address, member_paths,
-    qemu_io_in_background, qemu_io_outcome, refused, retry_in_use, run, serve, spawn_server,
-    wait_listening, without_qemu_io,
+    qemu_io_in_background, qemu_io_outcome, refused, retry_in_use, run, serve, spawn_server, tool,
+    wait_listening,
 };
-use raidlab_engine::superblock::{ConsistencyPolicy, DATA_OFFSET_BYTES};
+use raidlab_engine::format::superblock::{ConsistencyPolicy, DATA_OFFSET_BYTES};
 use raidlab_engine::{Array, CreateOptions};
 use raidlab_layout::Level;
 use std::path::Path;
@@ -75,7 +75,7 @@ fn crash_then_lose_a_member(d: &Path, policy: Option<&str>) -> bool {
 
 #[test]
 fn without_a_policy_the_crash_point_loses_flushed_data() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -87,7 +87,7 @@ fn without_a_policy_the_crash_point_loses_flushed_data() {
 
 #[test]
 fn with_ppl_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -148,7 +148,7 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
 
 #[test]
 fn kill_9_under_latency_then_a_lost_member_corrupts_without_ppl_and_not_with_it() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     // Without a policy some cycle shows the hole (each does, nearly always), so the
@@ -237,11 +237,11 @@ fn after_an_unclean_stop_resync_resyncs_everything_and_ppl_nothing() {
         let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
         o.policy = Some(policy);
         o.force = true;
-        let a = Array::create(&paths, &o).unwrap();
+        let a = retry_in_use(|| Array::create(&paths, &o));
         a.open_for_writes().unwrap();
         a.write(0, &[7; 4096], false).unwrap();
         drop(a); // no close: an unclean stop
-        let a = Array::assemble(&paths).unwrap();
+        let a = retry_in_use(|| Array::assemble(&paths));
         assert_eq!(a.status().dirty_regions, regions, "{policy}");
         let resynced = a.resync_dirty_regions().unwrap().map(|(r, _)| r);
         assert_eq!(resynced, (regions > 0).then_some(regions), "{policy}");
@@ -269,7 +269,7 @@ fn concurrent_writers_then_an_unclean_stop(su: u64) {
     let paths = member_paths(dir.path(), "m", 3);
     let mut o = CreateOptions::new(Level::Raid5, su, Some(DATA_OFFSET_BYTES + (4 << 20)));
     o.policy = Some(ConsistencyPolicy::Ppl);
-    let a = std::sync::Arc::new(Array::create(&paths, &o).unwrap());
+    let a = std::sync::Arc::new(retry_in_use(|| Array::create(&paths, &o)));
     a.open_for_writes().unwrap();
     let cap = a.capacity_bytes();
     let threads: Vec<_> = (0..4u64)
@@ -298,7 +298,7 @@ fn concurrent_writers_then_an_unclean_stop(su: u64) {
     }
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     drop(a); // unclean stop
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     assert!(a.status().ppl_recovered > 0);
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     let mut after = vec![0u8; cap as usize];
@@ -317,9 +317,10 @@ fn after_the_log_wraps_the_newest_record_has_the_last_word() {
     let paths = member_paths(dir.path(), "m", 3);
     let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
     o.policy = Some(ConsistencyPolicy::Ppl);
-    let a = Array::create(&paths, &o).unwrap();
+    let a = retry_in_use(|| Array::create(&paths, &o));
     a.open_for_writes().unwrap();
-    let slots = raidlab_engine::ppl::PPL_BYTES / raidlab_engine::ppl::slot_bytes(16 << 10);
+    let slots =
+        raidlab_engine::format::ppl::PPL_BYTES / raidlab_engine::format::ppl::slot_bytes(16 << 10);
     assert_eq!(slots, 28);
     for _ in 0..slots - 1 {
         a.write(0, &[1; 4096], false).unwrap();
@@ -327,7 +328,7 @@ fn after_the_log_wraps_the_newest_record_has_the_last_word() {
     a.write(0, &[2; 4096], false).unwrap();
     a.write(16 << 10, &[3; 4096], false).unwrap();
     drop(a); // unclean stop
-    let a = Array::assemble(&paths).unwrap();
+    let a = retry_in_use(|| Array::assemble(&paths));
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     let mut b = vec![0u8; 4096];
     a.read(0, &mut b).unwrap();

@@ -4,11 +4,9 @@
 //! pull a member out, serve degraded and read the pattern back, put a new member in,
 //! check.
 
-mod common;
-
-use common::{
-    engine, engine_stdout, fio_randwrite_verify, have, qemu_io, qemu_io_in_background, run, serve,
-    spawn_server, spawn_server_with, without_fio_nbd, without_qemu_io,
+use crate::common::{
+    engine, engine_stdout, fio_randwrite_verify, qemu_io, qemu_io_in_background, run, serve,
+    spawn_server, spawn_server_with, tool,
 };
 use std::path::Path;
 use std::process::Command;
@@ -16,7 +14,7 @@ use std::time::Duration;
 
 #[test]
 fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -72,7 +70,7 @@ fn qemu_io_pattern_survives_a_pulled_member_and_a_replacement() {
 
 #[test]
 fn fio_randwrite_verifies_crc32c_on_a_degraded_raid5() {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -127,8 +125,7 @@ fn assert_export_holds(path: &Path, want: &[u8]) {
 
 #[test]
 fn nbdcopy_round_trips_random_bytes_through_a_raid5_healthy_and_degraded() {
-    if !have("nbdcopy") {
-        eprintln!("skipped: nbdcopy not installed (apt-get install libnbd-bin)");
+    if !tool("nbdcopy") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -177,7 +174,7 @@ fn create_three_region_raid5(d: &Path) -> [&'static str; 4] {
 
 #[test]
 fn after_kill_9_serve_resyncs_only_dirty_regions_and_flushed_writes_survive() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -227,7 +224,7 @@ fn dirty_regions(d: &Path, members: &[&str]) -> String {
 
 #[test]
 fn a_served_array_clears_quiet_regions_so_kill_9_resyncs_only_the_latest() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

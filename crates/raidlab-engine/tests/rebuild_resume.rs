@@ -3,9 +3,11 @@
 //! next `serve` continues from there; after an unclean stop too, once the rows of the
 //! regions the write-intent bitmap marks below the checkpoint are done again.
 
-mod common;
+use crate::common;
 
-use common::{engine, engine_stdout, qemu_io, serve, spawn_server, status, without_qemu_io};
+use crate::common::{
+    engine, engine_stdout, qemu_io, retry_in_use, serve, spawn_server, status, tool,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -68,7 +70,7 @@ fn wait_rebuilt(d: &Path, members: &[&str]) {
 
 #[test]
 fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -122,7 +124,7 @@ fn a_rebuild_stopped_cleanly_resumes_at_its_checkpoint() {
 
 #[test]
 fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -154,7 +156,7 @@ fn after_an_unclean_stop_the_rebuild_resumes_at_its_checkpoint() {
 /// Every member's superblock says dirty and its bitmap marks region 0: what an unclean
 /// stop leaves after writes to the first 64 MiB of every member.
 fn mark_dirty_region_0(paths: &[std::path::PathBuf]) {
-    use raidlab_engine::superblock::{Superblock, BITMAP_OFFSET_BYTES, SUPERBLOCK_BYTES};
+    use raidlab_engine::format::superblock::{Superblock, BITMAP_OFFSET_BYTES, SUPERBLOCK_BYTES};
     use std::os::unix::fs::FileExt;
     for p in paths {
         let f = std::fs::OpenOptions::new()
@@ -175,7 +177,7 @@ fn mark_dirty_region_0(paths: &[std::path::PathBuf]) {
 
 #[test]
 fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
-    use raidlab_engine::superblock::DATA_OFFSET_BYTES;
+    use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
     use raidlab_engine::{Array, CreateOptions};
     use raidlab_layout::Level;
     use std::os::unix::fs::FileExt;
@@ -183,7 +185,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
     let path = |n: &str| dir.path().join(n);
     let members: Vec<_> = ["a", "b", "c", "d"].iter().map(|n| path(n)).collect();
     let o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (8 << 20)));
-    let array = Array::create(&members, &o).unwrap();
+    let array = retry_in_use(|| Array::create(&members, &o));
     let data: Vec<u8> = (0..array.capacity_bytes())
         .map(|i| (i / 4096 * 7) as u8)
         .collect();
@@ -201,7 +203,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
     array.close().unwrap();
     drop(array);
     let now: Vec<_> = ["a", "e", "c", "d"].iter().map(|n| path(n)).collect();
-    let stopped = Array::assemble(&now).unwrap();
+    let stopped = retry_in_use(|| Array::assemble(&now));
     let (_, _, offset, _) = stopped.resumable_rebuild().expect("a checkpoint");
     assert!((16 << 10..8 << 20).contains(&offset), "{offset}");
     drop(stopped);
@@ -214,7 +216,7 @@ fn rows_below_the_checkpoint_in_dirty_regions_are_rebuilt_again() {
         .unwrap();
     mark_dirty_region_0(&now);
 
-    let array = Array::assemble(&now).unwrap();
+    let array = retry_in_use(|| Array::assemble(&now));
     assert_eq!(array.resumable_rebuild().map(|r| r.2), Some(offset));
     array.resume_rebuild(|_, _| {}).unwrap();
     assert!(array.failed().is_empty());

@@ -5,12 +5,9 @@
 //! wrong; with `--journal` the half-done write is replayed and every flushed byte is
 //! intact. Skips, saying why, without qemu-io.
 
-mod common;
-
-use common::{
+use crate::common::{
     engine, engine_command, engine_stdout, fio_randwrite_verify, free_listen_address,
-    qemu_io_in_background, qemu_io_outcome, run, serve, spawn_server, wait_listening,
-    without_fio_nbd, without_qemu_io,
+    qemu_io_in_background, qemu_io_outcome, run, serve, spawn_server, tool, wait_listening,
 };
 use std::path::Path;
 
@@ -71,7 +68,7 @@ fn crash_then_lose_a_member(d: &Path, journal: bool) -> bool {
 
 #[test]
 fn without_a_journal_the_write_hole_loses_flushed_data() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -83,7 +80,7 @@ fn without_a_journal_the_write_hole_loses_flushed_data() {
 
 #[test]
 fn with_a_journal_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -99,7 +96,7 @@ fn with_a_journal_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
 
 #[test]
 fn a_journaled_raid6_verifies_under_fio() {
-    if without_fio_nbd() {
+    if !tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -135,7 +132,7 @@ fn a_journaled_raid6_verifies_under_fio() {
 
 #[test]
 fn with_a_journal_kill_9_during_writes_then_a_lost_member_keeps_every_flushed_byte() {
-    if without_qemu_io() {
+    if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

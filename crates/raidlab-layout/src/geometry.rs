@@ -141,6 +141,135 @@ pub struct Geometry {
     capacity_bytes: u64,
 }
 
+/// The layout of `spec`: its own if the level has it, else the level's default
+/// (parity rotations for 5/6/50/60, copy placement for 10, none elsewhere); refuses
+/// `copies` outside RAID 10.
+fn layout_of(spec: &ArraySpec) -> Result<Option<Layout>, LayoutError> {
+    let level = spec.level;
+    let layout = match (level, spec.layout) {
+        (l, None) => l.default_layout(),
+        (l, Some(x)) if l.layouts().contains(&x) => Some(x),
+        (l, Some(x)) => return Err(err("layout", layout_refused(l, x))),
+    };
+    if spec.copies.is_some() && level != Level::Raid10 {
+        return Err(err(
+            "copies",
+            format!("copies is only for RAID 10 ({level} given; RAID 1 keeps drive_count copies)"),
+        ));
+    }
+    Ok(layout)
+}
+
+/// The spans of `spec` and the members of each: RAID 50/60 need spans, the other
+/// levels take none; every span has the level's minimum of members.
+fn spans_of(spec: &ArraySpec) -> Result<(u32, u32), LayoutError> {
+    let (level, n) = (spec.level, spec.drive_count);
+    let spans = match (level, spec.spans) {
+        (Level::Raid50 | Level::Raid60, Some(s)) => s,
+        (Level::Raid50 | Level::Raid60, None) => {
+            return Err(err(
+                "spans",
+                format!("{level} needs spans (the number of sub-arrays it stripes over)"),
+            ))
+        }
+        (_, None) => 1,
+        (_, Some(s)) => {
+            return Err(err(
+                "spans",
+                format!("spans is only for RAID 50 and RAID 60 ({level} given, spans {s})"),
+            ))
+        }
+    };
+    if spans == 0 {
+        return Err(err("spans", "must be at least 1".into()));
+    }
+    if !n.is_multiple_of(spans) {
+        return Err(err(
+            "drive_count",
+            format!("{level} with {spans} spans needs a multiple of {spans} drives, got {n}"),
+        ));
+    }
+    let span_width = n / spans;
+    let min_width = level.span_members_min();
+    if span_width < min_width {
+        let message = if spans > 1 {
+            format!(
+                "{level} needs at least {min_width} drives per span; {n} drives in {spans} spans give {span_width}"
+            )
+        } else {
+            format!("{level} needs at least {min_width} drives, got {n}")
+        };
+        return Err(err("drive_count", message));
+    }
+    Ok((spans, span_width))
+}
+
+/// The error of a member too small for one whole chunk (per far copy on RAID 10).
+fn no_whole_chunk(spec: &ArraySpec) -> LayoutError {
+    err(
+        "capacity_bytes",
+        format!(
+            "a member of {} B holds no whole {} B chunk{}",
+            spec.member_capacity_bytes,
+            spec.stripe_unit_bytes,
+            if spec.level == Level::Raid10 {
+                " per far copy"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// The family of `spec`'s level, the rows of chunks it uses on each member and the
+/// array's capacity in chunks; RAID 10's copies are checked here.
+fn family_of(
+    spec: &ArraySpec,
+    layout: Option<Layout>,
+    chunks_per_member: u64,
+) -> Result<(Family, u64, u64), LayoutError> {
+    let (level, n) = (spec.level, spec.drive_count);
+    let spans = spec.spans.unwrap_or(1);
+    Ok(match level {
+        Level::Raid0
+        | Level::Raid4
+        | Level::Raid5
+        | Level::Raid6
+        | Level::Raid50
+        | Level::Raid60 => (
+            Family::Striped,
+            chunks_per_member,
+            chunks_per_member * u64::from(n - spans * level.parity_per_stripe()),
+        ),
+        Level::Concat => (
+            Family::Concat,
+            chunks_per_member,
+            chunks_per_member * u64::from(n),
+        ),
+        Level::Raid1 => (Family::Mirror1, chunks_per_member, chunks_per_member),
+        Level::Raid10 => {
+            let copies = spec.copies.unwrap_or(COPIES_DEFAULT);
+            if copies < 2 || copies > n {
+                return Err(err(
+                    "copies",
+                    format!("RAID 10 needs 2..={n} copies on {n} drives, got {copies}"),
+                ));
+            }
+            let (nc, fc, fo) = match layout {
+                Some(Layout::Near) => (copies, 1, false),
+                Some(Layout::Far) => (1, copies, false),
+                Some(Layout::Offset) => (1, copies, true),
+                _ => unreachable!("validated above"),
+            };
+            let g = Raid10Geom::new(n, nc, fc, fo, chunks_per_member);
+            if g.array_chunks == 0 {
+                return Err(no_whole_chunk(spec));
+            }
+            (Family::Mirror10(g), g.dev_rows, g.array_chunks)
+        }
+    })
+}
+
 /// Why `level` does not take `layout`: the level's own layouts, or, for a level with a
 /// single arrangement, the levels that have layouts and theirs.
 fn layout_refused(level: Level, layout: Layout) -> String {
@@ -196,114 +325,14 @@ impl Geometry {
                 format!("must be a power of two >= {SECTOR_BYTES} B, got {su}"),
             ));
         }
-        // Layout: parity rotations for 5/6/50/60, copy placement for 10, none elsewhere.
-        let layout = match (level, spec.layout) {
-            (l, None) => l.default_layout(),
-            (l, Some(x)) if l.layouts().contains(&x) => Some(x),
-            (l, Some(x)) => return Err(err("layout", layout_refused(l, x))),
-        };
-        if spec.copies.is_some() && level != Level::Raid10 {
-            return Err(err(
-                "copies",
-                format!(
-                    "copies is only for RAID 10 ({level} given; RAID 1 keeps drive_count copies)"
-                ),
-            ));
-        }
-        let spans = match (level, spec.spans) {
-            (Level::Raid50 | Level::Raid60, Some(s)) => s,
-            (Level::Raid50 | Level::Raid60, None) => {
-                return Err(err(
-                    "spans",
-                    format!("{level} needs spans (the number of sub-arrays it stripes over)"),
-                ))
-            }
-            (_, None) => 1,
-            (_, Some(s)) => {
-                return Err(err(
-                    "spans",
-                    format!("spans is only for RAID 50 and RAID 60 ({level} given, spans {s})"),
-                ))
-            }
-        };
-        if spans == 0 {
-            return Err(err("spans", "must be at least 1".into()));
-        }
-        if !n.is_multiple_of(spans) {
-            return Err(err(
-                "drive_count",
-                format!("{level} with {spans} spans needs a multiple of {spans} drives, got {n}"),
-            ));
-        }
-        let span_width = n / spans;
-        let min_width = level.span_members_min();
-        if span_width < min_width {
-            let message = if spans > 1 {
-                format!(
-                    "{level} needs at least {min_width} drives per span; {n} drives in {spans} spans give {span_width}"
-                )
-            } else {
-                format!("{level} needs at least {min_width} drives, got {n}")
-            };
-            return Err(err("drive_count", message));
-        }
+        let layout = layout_of(spec)?;
+        let (spans, span_width) = spans_of(spec)?;
         let chunks_per_member = spec.member_capacity_bytes / su;
-        let no_chunk = || {
-            err(
-                "capacity_bytes",
-                format!(
-                    "a member of {} B holds no whole {su} B chunk{}",
-                    spec.member_capacity_bytes,
-                    if level == Level::Raid10 {
-                        " per far copy"
-                    } else {
-                        ""
-                    }
-                ),
-            )
-        };
         if chunks_per_member == 0 {
-            return Err(no_chunk());
+            return Err(no_whole_chunk(spec));
         }
         let parity_per_stripe = level.parity_per_stripe();
-        let (family, rows, capacity_chunks) = match level {
-            Level::Raid0
-            | Level::Raid4
-            | Level::Raid5
-            | Level::Raid6
-            | Level::Raid50
-            | Level::Raid60 => (
-                Family::Striped,
-                chunks_per_member,
-                chunks_per_member * u64::from(n - spans * parity_per_stripe),
-            ),
-            Level::Concat => (
-                Family::Concat,
-                chunks_per_member,
-                chunks_per_member * u64::from(n),
-            ),
-            Level::Raid1 => (Family::Mirror1, chunks_per_member, chunks_per_member),
-            Level::Raid10 => {
-                let copies = spec.copies.unwrap_or(COPIES_DEFAULT);
-                if copies < 2 || copies > n {
-                    return Err(err(
-                        "copies",
-                        format!("RAID 10 needs 2..={n} copies on {n} drives, got {copies}"),
-                    ));
-                }
-                let (nc, fc, fo) = match layout {
-                    Some(Layout::Near) => (copies, 1, false),
-                    Some(Layout::Far) => (1, copies, false),
-                    Some(Layout::Offset) => (1, copies, true),
-                    _ => unreachable!("validated above"),
-                };
-                let g = Raid10Geom::new(n, nc, fc, fo, chunks_per_member);
-                if g.array_chunks == 0 {
-                    return Err(no_chunk());
-                }
-                (Family::Mirror10(g), g.dev_rows, g.array_chunks)
-            }
-        };
+        let (family, rows, capacity_chunks) = family_of(spec, layout, chunks_per_member)?;
         let capacity_bytes = capacity_chunks.checked_mul(su).ok_or_else(|| {
             err(
                 "member_capacity_bytes",

@@ -46,6 +46,7 @@
 
 #![deny(missing_docs)]
 
+mod chunks;
 mod geometry;
 mod level;
 mod member_set;
@@ -56,6 +57,7 @@ mod raid10;
 mod raid5;
 pub mod units;
 
+pub use chunks::{Chunk, Chunks};
 pub use geometry::{ArraySpec, Geometry, Location, StripeAddress, StripeId, StripeParity};
 pub use level::{Layout, Level};
 pub use member_set::{FailedSet, MemberSet};

@@ -274,25 +274,7 @@ pub fn reconstruct(
         blocks.iter().all(|b| b.len() == len),
         "blocks differ in length"
     );
-    if let Some(&index) = missing.iter().find(|&&i| i >= n) {
-        return Err(ParityError::NoSuchBlock { index, blocks: n });
-    }
-    // Sorted, without duplicates, in a fixed array: at most two entries matter.
-    let mut lost = [usize::MAX; 2];
-    let mut lost_count = 0;
-    for &i in missing {
-        if lost[..lost_count].contains(&i) {
-            continue;
-        }
-        if lost_count == parity_count {
-            return Err(ParityError::TooManyMissing {
-                missing: missing.len(),
-                parity_count,
-            });
-        }
-        lost[lost_count] = i;
-        lost_count += 1;
-    }
+    let (mut lost, lost_count) = lost_blocks(missing, n, parity_count)?;
     let lost = &mut lost[..lost_count];
     lost.sort_unstable();
     let k = n - parity_count;
@@ -310,40 +292,8 @@ pub fn reconstruct(
             // D_x = P + sum of the other data.
             xor_sum_into(blocks, x, k + 1, &[]);
         }
-        [x] => {
-            // P is gone too, so solve Q for D_x: g^x D_x = Q + sum_{i != x} g^i D_i.
-            q_sum_into(blocks, x, k, &[]);
-            let (d, s) = pair(blocks, x, q);
-            xor_into(d, s);
-            let t = mul_table(gf_pow2(255 - x as u32 % 255));
-            for b in blocks[x].iter_mut() {
-                *b = t[*b as usize];
-            }
-        }
-        [x, y] => {
-            // Anvin, "The mathematics of RAID-6", section 4: with Pxy and Qxy the
-            // syndromes computed without D_x and D_y,
-            //   D_x = A (P + Pxy) + B (Q + Qxy),  D_y = (P + Pxy) + D_x,
-            //   A = g^(y-x) / (g^(y-x) + 1),  B = g^(-x) / (g^(y-x) + 1).
-            xor_sum_into(blocks, x, k + 1, &[y]); // P + Pxy
-            q_sum_into(blocks, y, k, &[x]); // Qxy
-            let (d, s) = pair(blocks, y, q);
-            xor_into(d, s); // Q + Qxy
-            let gyx = gf_pow2((y - x) as u32);
-            let denom_inv = gf_inv(gyx ^ 1);
-            let a = mul_table(gf_mul(gyx, denom_inv));
-            let b = mul_table(gf_mul(gf_pow2(255 - x as u32 % 255), denom_inv));
-            let (dx, dy) = {
-                let (lo, hi) = blocks.split_at_mut(y);
-                (&mut *lo[x], &mut *hi[0])
-            };
-            for (px, qy) in dx.iter_mut().zip(dy.iter_mut()) {
-                let pxy = *px;
-                let d_x = a[pxy as usize] ^ b[*qy as usize];
-                *px = d_x;
-                *qy = pxy ^ d_x;
-            }
-        }
+        [x] => data_from_q(blocks, x, k),
+        [x, y] => two_data_from_p_and_q(blocks, x, y, k),
         _ => unreachable!("at most two blocks are missing"),
     }
     if p_lost {
@@ -353,6 +303,73 @@ pub fn reconstruct(
         q_sum_into(blocks, q, k, &[]);
     }
     Ok(())
+}
+
+/// The distinct blocks of `missing`, in a fixed array (at most two matter) with their
+/// count; refused past the block count or past what `parity_count` can rebuild.
+fn lost_blocks(
+    missing: &[usize],
+    n: usize,
+    parity_count: usize,
+) -> Result<([usize; 2], usize), ParityError> {
+    if let Some(&index) = missing.iter().find(|&&i| i >= n) {
+        return Err(ParityError::NoSuchBlock { index, blocks: n });
+    }
+    let mut lost = [usize::MAX; 2];
+    let mut lost_count = 0;
+    for &i in missing {
+        if lost[..lost_count].contains(&i) {
+            continue;
+        }
+        if lost_count == parity_count {
+            return Err(ParityError::TooManyMissing {
+                missing: missing.len(),
+                parity_count,
+            });
+        }
+        lost[lost_count] = i;
+        lost_count += 1;
+    }
+    Ok((lost, lost_count))
+}
+
+/// Data block `x` when P is gone too, of `k` data blocks (Q at `k + 1`): solve Q for
+/// D_x: g^x D_x = Q + sum_{i != x} g^i D_i.
+fn data_from_q(blocks: &mut [&mut [u8]], x: usize, k: usize) {
+    let q = k + 1;
+    q_sum_into(blocks, x, k, &[]);
+    let (d, s) = pair(blocks, x, q);
+    xor_into(d, s);
+    let t = mul_table(gf_pow2(255 - x as u32 % 255));
+    for b in blocks[x].iter_mut() {
+        *b = t[*b as usize];
+    }
+}
+
+/// Data blocks `x < y` of `k` (P at `k`, Q at `k + 1`). Anvin, "The mathematics of
+/// RAID-6", section 4: with Pxy and Qxy the syndromes computed without D_x and D_y,
+///   D_x = A (P + Pxy) + B (Q + Qxy),  D_y = (P + Pxy) + D_x,
+///   A = g^(y-x) / (g^(y-x) + 1),  B = g^(-x) / (g^(y-x) + 1).
+fn two_data_from_p_and_q(blocks: &mut [&mut [u8]], x: usize, y: usize, k: usize) {
+    let q = k + 1;
+    xor_sum_into(blocks, x, k + 1, &[y]); // P + Pxy
+    q_sum_into(blocks, y, k, &[x]); // Qxy
+    let (d, s) = pair(blocks, y, q);
+    xor_into(d, s); // Q + Qxy
+    let gyx = gf_pow2((y - x) as u32);
+    let denom_inv = gf_inv(gyx ^ 1);
+    let a = mul_table(gf_mul(gyx, denom_inv));
+    let b = mul_table(gf_mul(gf_pow2(255 - x as u32 % 255), denom_inv));
+    let (dx, dy) = {
+        let (lo, hi) = blocks.split_at_mut(y);
+        (&mut *lo[x], &mut *hi[0])
+    };
+    for (px, qy) in dx.iter_mut().zip(dy.iter_mut()) {
+        let pxy = *px;
+        let d_x = a[pxy as usize] ^ b[*qy as usize];
+        *px = d_x;
+        *qy = pxy ^ d_x;
+    }
 }
 
 #[cfg(test)]

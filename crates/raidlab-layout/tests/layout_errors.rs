@@ -1,8 +1,6 @@
 //! Bad geometries are refused with the field named, following md's minimums.
 
-mod common;
-
-use common::spec;
+use crate::common::spec;
 use raidlab_layout::{ArraySpec, Geometry, Layout, Level};
 
 fn field(spec: ArraySpec) -> &'static str {

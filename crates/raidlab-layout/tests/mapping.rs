@@ -1,9 +1,7 @@
 //! Logical-to-member mapping: a bijection onto the members' data blocks for every level
 //! and layout; copies on distinct members; parity blocks disjoint from data.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use raidlab_layout::{Geometry, Level, Location, Raid0};
 use std::collections::HashSet;

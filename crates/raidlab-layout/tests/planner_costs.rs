@@ -1,9 +1,7 @@
 //! What specific requests cost: md's small-write, full-stripe, degraded and mirror
 //! behaviour, member operation by member operation.
 
-mod common;
-
-use common::{geo, spec, KIB, SU};
+use crate::common::{geo, spec, KIB, SU};
 use raidlab_layout::{
     FailedSet, Geometry, LeastOutstanding, Level, MemberExtent, Plan, PlanError, Request,
     RoundRobin, StripeKind,

@@ -3,9 +3,7 @@
 //! and cover exactly the copies and parity they touch, rebuilds restore lost members,
 //! and no plan touches a failed member. Random geometry, data, failures and requests.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use raidlab_layout::{FailedSet, Geometry, Plan, PlanError, Request, RoundRobin};
 

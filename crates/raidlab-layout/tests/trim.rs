@@ -1,8 +1,6 @@
 //! Discards (TRIM) through the layouts: which member ranges a host discard becomes.
 
-mod common;
-
-use common::{geo, spec, KIB, SU};
+use crate::common::{geo, spec, KIB, SU};
 use raidlab_layout::{FailedSet, Geometry, Level, MemberExtent, Plan, Request};
 
 fn trim(g: &Geometry, offset_bytes: u64, len_bytes: u64, failed: &[u32]) -> Plan {

@@ -11,7 +11,7 @@
 
 use super::Array;
 use crate::error::{Error, Result};
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::format::superblock::DATA_OFFSET_BYTES;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -73,16 +73,13 @@ impl Array {
             })?;
         let files = self.files.read().expect("files lock").clone();
         let failed = self.failed();
-        let su = self.geo.stripe_unit_bytes();
         let max_runs = max_runs.max(1);
         let mut runs: Vec<(u64, bool)> = Vec::new();
-        let mut at = offset_bytes;
-        while at < end {
+        for chunk in self.geo.chunks(offset_bytes, end - offset_bytes) {
             // Within one chunk every copy is one contiguous run on its member.
-            let piece_end = end.min((at / su + 1) * su);
-            let copies: Vec<Copy> = self
-                .geo
-                .copies_of(at)
+            let (at, piece_end) = (chunk.logical_bytes, chunk.end_bytes());
+            let copies: Vec<Copy> = chunk
+                .copies()
                 .filter(|c| !failed.contains(c.member))
                 .filter_map(|c| {
                     files[c.member as usize].as_ref().map(|f| Copy {
@@ -101,7 +98,6 @@ impl Array {
                 runs.truncate(max_runs);
                 break;
             }
-            at = piece_end;
         }
         Ok(runs)
     }
@@ -155,7 +151,7 @@ fn piece_runs(copies: &[Copy], at: u64, piece_end: u64, runs: &mut Vec<(u64, boo
 
 #[cfg(test)]
 mod tests {
-    use crate::superblock::DATA_OFFSET_BYTES;
+    use crate::format::superblock::DATA_OFFSET_BYTES;
     use crate::{Array, CreateOptions};
     use raidlab_layout::Level;
 

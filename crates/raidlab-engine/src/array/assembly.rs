@@ -4,16 +4,16 @@
 
 use super::bitmap::bitmap_bytes;
 use super::members::{
-    device_bytes, io_err, member_err, open_member_once, preallocate, random_uuid,
-    read_superblock_of, MemberState,
+    device_bytes, open_member_once, preallocate, random_uuid, read_superblock_of, MemberState,
 };
 use super::rebuild::Checkpoint;
 use super::spares::{check_spare_bytes, Spare, SPARES_MAX};
 use super::{Array, State, REQUEST_BYTES_MAX};
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::journal::Journal;
-use crate::ppl;
-use crate::superblock::{
+use crate::format::journal::Journal;
+use crate::format::ppl;
+use crate::format::superblock::{
     ConsistencyPolicy, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
 };
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
@@ -52,7 +52,7 @@ pub struct CreateOptions {
     /// copies would be inconsistent with that data until a `repair`).
     pub assume_clean: bool,
     /// A write journal (file or device) every write goes through first; closes the
-    /// write hole (see [`crate::journal`]). Redundant levels only.
+    /// write hole (see [`crate::format::journal`]). Redundant levels only.
     pub journal: Option<PathBuf>,
     /// Size of a journal file; `None` takes [`journal_bytes_default`].
     pub journal_bytes: Option<u64>,
@@ -141,97 +141,19 @@ impl Array {
     /// Creates an array on `paths` (member i gets role i) and returns it assembled.
     /// Refuses members that already carry a raidlab superblock unless `force`.
     pub fn create(paths: &[PathBuf], opts: &CreateOptions) -> Result<Self> {
-        if paths.is_empty() || paths.len() > MEMBERS_MAX as usize {
-            return Err(Error::Input(format!(
-                "members: 1..={MEMBERS_MAX} member files or devices needed, got {}",
-                paths.len()
-            )));
-        }
-        // Parse, then build: refuse a bad geometry before any file is created.
-        // Without a size, any size the devices may have: 1 PiB per member, whose array
-        // (256 members at most) still counts in 64 bits.
-        let probe_bytes = opts
-            .member_size_bytes
-            .map_or(1 << 50, |s| s.saturating_sub(DATA_OFFSET_BYTES));
-        Geometry::new(&ArraySpec {
-            level: opts.level,
-            drive_count: paths.len() as u32,
-            stripe_unit_bytes: opts.stripe_unit_bytes,
-            member_capacity_bytes: probe_bytes,
-            layout: opts.layout,
-            copies: opts.copies,
-            spans: opts.spans,
-        })?;
-        let mut files = Vec::new();
+        check_create_geometry(paths, opts)?;
         let mut ids = Vec::new();
-        let mut fresh = true;
-        let mut data_bytes_min = u64::MAX;
         let mut undo = Undo {
             created: Vec::new(),
             extended: Vec::new(),
             armed: true,
         };
-        let mut regular = Vec::new();
-        for path in paths {
-            let existed = path.exists();
-            if !existed && opts.member_size_bytes.is_none() {
-                return Err(member_err(
-                    path,
-                    "does not exist; give --size to create member files",
-                ));
-            }
-            let file = open_member_once(path, true, paths, &mut ids)?;
-            if !existed {
-                undo.created.push(path.clone());
-            }
-            let meta = file.metadata().map_err(io_err(path, "stat"))?;
-            if !opts.force {
-                if let Ok(sb) = read_superblock_of(&file, path) {
-                    return Err(member_err(
-                        path,
-                        format!(
-                            "already a member (role {}) of array {:032x}; use --force to overwrite",
-                            sb.role, sb.array_uuid
-                        ),
-                    ));
-                }
-            }
-            let mut bytes = device_bytes(&file, path)?;
-            if let Some(want) = opts.member_size_bytes {
-                if meta.file_type().is_block_device() {
-                    if bytes < want {
-                        return Err(member_err(
-                            path,
-                            format!("device holds {bytes} B, --size asks {want}"),
-                        ));
-                    }
-                } else if bytes < want {
-                    fresh &= bytes == 0;
-                    if existed {
-                        undo.extended.push((path.clone(), bytes));
-                    }
-                    file.set_len(want).map_err(io_err(path, "extend"))?;
-                    bytes = want;
-                } else {
-                    fresh = false;
-                }
-            } else {
-                fresh = false;
-            }
-            if bytes <= DATA_OFFSET_BYTES {
-                return Err(member_err(
-                    path,
-                    format!(
-                        "holds {bytes} B, not more than the {DATA_OFFSET_BYTES} B metadata area"
-                    ),
-                ));
-            }
-            data_bytes_min = data_bytes_min.min(bytes - DATA_OFFSET_BYTES);
-            if !meta.file_type().is_block_device() {
-                regular.push((files.len(), bytes));
-            }
-            files.push(file);
-        }
+        let NewMembers {
+            files,
+            fresh,
+            data_bytes_min,
+            regular,
+        } = open_new_members(paths, opts, &mut ids, &mut undo)?;
         let all_paths: Vec<PathBuf> = paths.iter().chain(&opts.spares).cloned().collect();
         let spares = open_spares(
             opts,
@@ -241,17 +163,7 @@ impl Array {
             DATA_OFFSET_BYTES + data_bytes_min,
         )?;
         if !opts.sparse {
-            let mut members: Vec<(&Path, &File, u64)> = regular
-                .iter()
-                .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
-                .collect();
-            members.extend(
-                spares
-                    .iter()
-                    .filter(|(s, _)| s.file.metadata().is_ok_and(|m| m.file_type().is_file()))
-                    .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
-            );
-            preallocate(&members)?;
+            preallocate_files(paths, &files, &regular, &spares)?;
         }
         let spec = ArraySpec {
             level: opts.level,
@@ -267,71 +179,10 @@ impl Array {
             Some(u) => u,
             None => random_uuid()?,
         };
-        let policy = match (opts.policy, &opts.journal) {
-            (None, None) => ConsistencyPolicy::Bitmap,
-            (None | Some(ConsistencyPolicy::Journal), Some(_)) => ConsistencyPolicy::Journal,
-            (Some(ConsistencyPolicy::Journal), None) => {
-                return Err(Error::Input(
-                    "--consistency-policy: journal needs --journal PATH".into(),
-                ))
-            }
-            (Some(p), Some(_)) => {
-                return Err(Error::Input(format!(
-                    "--consistency-policy: {p} does not take --journal (that is the journal policy)"
-                )))
-            }
-            (Some(p), None) => p,
-        };
-        if policy == ConsistencyPolicy::Ppl {
-            if let Some(why) = ppl::unsupported(&geo) {
-                return Err(Error::Input(format!("--consistency-policy: {why}")));
-            }
-        }
+        let policy = consistency_policy(opts, &geo)?;
         let journal = match &opts.journal {
             None => None,
-            Some(path) => {
-                // As mdadm's --write-journal: only parity has a write hole to close (a
-                // mirror torn by a crash holds the old or the new data on each copy,
-                // and the bitmap resync makes them agree).
-                if geo.parity_per_stripe() == 0 {
-                    return Err(Error::Input(format!(
-                        "--journal: only for parity levels (4, 5, 6, 50, 60); {} has no \
-                         parity write hole to close",
-                        geo.level()
-                    )));
-                }
-                let need = crate::journal::HEADER_BYTES
-                    + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
-                let bytes = opts
-                    .journal_bytes
-                    .unwrap_or_else(|| journal_bytes_default(geo.members()));
-                if bytes < need {
-                    return Err(Error::Input(format!(
-                        "--journal-size: at least {need} B for {} members (one {REQUEST_BYTES_MAX} B write), got {bytes}",
-                        geo.members()
-                    )));
-                }
-                if paths.iter().any(|p| p == path) {
-                    return Err(member_err(
-                        path,
-                        "is a member; the journal needs its own file",
-                    ));
-                }
-                if !path.exists() {
-                    undo.created.push(path.clone());
-                }
-                let j = Journal::create(path, uuid, bytes)?;
-                if !opts.sparse {
-                    let file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(path)
-                        .map_err(io_err(path, "open journal"))?;
-                    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
-                        preallocate(&[(path.as_path(), &file, bytes)])?;
-                    }
-                }
-                Some(j)
-            }
+            Some(path) => Some(create_journal(path, paths, opts, &geo, uuid, &mut undo)?),
         };
         let mut array = Self::with_state(
             spec,
@@ -353,20 +204,26 @@ impl Array {
         )?;
         *array.spares.get_mut().expect("spares lock") =
             spares.into_iter().map(|(s, _)| s).collect();
-        // A reused member may hold an old bitmap: start with every region clean.
-        array.write_bitmap(&[0u8].repeat(bitmap_bytes(&geo)))?;
-        if policy == ConsistencyPolicy::Ppl {
-            // ... or an old log.
-            array.clear_ppl()?;
+        array.start_consistent(fresh || opts.assume_clean)?;
+        undo.armed = false;
+        Ok(array)
+    }
+
+    /// A new array's first state on disk: a clean bitmap and, under PPL, an empty log
+    /// (a reused member may hold old ones), parity made consistent unless the members
+    /// are known to be (`consistent`: zero-filled, or `--assume-clean`), then the
+    /// superblocks.
+    fn start_consistent(&self, consistent: bool) -> Result<()> {
+        self.write_bitmap(&[0u8].repeat(bitmap_bytes(&self.geo)))?;
+        if self.policy == ConsistencyPolicy::Ppl {
+            self.clear_ppl()?;
         }
         // Zero-filled members are already consistent (zero data, zero P and Q); any
         // other content needs md's initial resync.
-        if !fresh && !opts.assume_clean && geo.tolerated_failures() > 0 {
-            array.scrub(true)?;
+        if !consistent && self.geo.tolerated_failures() > 0 {
+            self.scrub(true)?;
         }
-        array.commit_state(|_| {})?;
-        undo.armed = false;
-        Ok(array)
+        self.commit_state(|_| {})
     }
 
     /// Assembles the array from its member files: refuses foreign, duplicate, corrupt or
@@ -392,241 +249,25 @@ impl Array {
     /// them for the user, who should run `check`. Refused when even every member
     /// present cannot make up the array (too many missing).
     pub fn assemble_forced(paths: &[PathBuf], journal: Option<&Path>, force: bool) -> Result<Self> {
-        if paths.is_empty() {
-            return Err(Error::Input(
-                "members: at least one member file or device needed".into(),
-            ));
-        }
-        let mut found: Vec<(PathBuf, File, Superblock)> = Vec::new();
-        let mut spares_found: Vec<(PathBuf, File, Superblock)> = Vec::new();
-        let mut ids = Vec::new();
-        for path in paths {
-            let file = open_member_once(path, false, paths, &mut ids)?;
-            let sb = read_superblock_of(&file, path)?;
-            if sb.is_spare() {
-                spares_found.push((path.clone(), file, sb));
-            } else {
-                found.push((path.clone(), file, sb));
-            }
-        }
-        // The newest superblock of a member with a role speaks for the array (a spare
-        // holds no data: its event counter says nothing about what it missed).
-        let Some(newest) = found
-            .iter()
-            .max_by_key(|(_, _, sb)| sb.events)
-            .map(|(_, _, sb)| *sb)
-        else {
-            return Err(Error::Input(
-                "members: only hot spares given; the array's members are needed too".into(),
-            ));
-        };
-        let n = newest.spec.drive_count;
-        let mut by_role: Vec<Option<usize>> = vec![None; n as usize];
-        for (i, (path, _, sb)) in found.iter().enumerate() {
-            if sb.array_uuid != newest.array_uuid {
-                return Err(member_err(
-                    path,
-                    format!(
-                        "belongs to array {:032x}, not {:032x} (the array of the other members)",
-                        sb.array_uuid, newest.array_uuid
-                    ),
-                ));
-            }
-            if sb.spec != newest.spec {
-                let describe = |s: &ArraySpec| {
-                    format!(
-                        "{} members, {}, chunk {} B, {} B per member",
-                        s.drive_count, s.level, s.stripe_unit_bytes, s.member_capacity_bytes
-                    )
-                };
-                return Err(member_err(
-                    path,
-                    format!(
-                        "its superblock says {}, the newest member's says {}",
-                        describe(&sb.spec),
-                        describe(&newest.spec)
-                    ),
-                ));
-            }
-            if let Some(j) = by_role[sb.role as usize] {
-                return Err(member_err(
-                    path,
-                    format!(
-                        "claims role {} like {}: duplicate member",
-                        sb.role,
-                        found[j].0.display()
-                    ),
-                ));
-            }
-            by_role[sb.role as usize] = Some(i);
-        }
-        if found.len() > n as usize {
-            return Err(Error::Input(format!(
-                "members: {} given, the array has {n}",
-                found.len()
-            )));
-        }
+        let (found, spares_found) = read_members(paths)?;
+        let newest = newest_superblock(&found)?;
+        let by_role = roles_of(&found, &newest)?;
         let geo = Geometry::new(&newest.spec)?;
-        let mut failed = newest.failed;
-        let mut members = vec![(None, MemberState::Missing); n as usize];
-        let mut files: Vec<Option<Arc<File>>> = vec![None; n as usize];
-        let mut resume = None;
-        for (role, slot) in by_role.iter().enumerate() {
-            let role = role as u32;
-            let Some(i) = *slot else {
-                failed.insert(role);
-                continue;
-            };
-            let (path, file, sb) = &found[i];
-            // A state change writes the superblocks one member after another, so a crash
-            // in between leaves members one event behind that missed nothing but that
-            // superblock: they are current unless the newest superblock failed them.
-            // mdadm's assembly allows the same ("int event_margin = 1; /* always allow a
-            // difference of '1' like the kernel does */", Assemble.c), and the kernel
-            // accepts ev1 + 1 while assembling (md.c, super_*_validate).
-            let missed_the_last_write =
-                sb.events + EVENT_MARGIN >= newest.events && !newest.failed.contains(role);
-            let state = if sb.events < newest.events && !missed_the_last_write {
-                failed.insert(role);
-                MemberState::Stale { events: sb.events }
-            } else if let (Some(offset_bytes), true) =
-                (sb.recovery_offset_bytes, failed.contains(role))
-            {
-                // A rebuild stopped: its work below the checkpoint is current, except
-                // after an unclean stop in the regions the bitmap marks (a write then in
-                // flight may not have reached the replacement), which the resumed
-                // rebuild does again first.
-                let file = Arc::new(file.try_clone().map_err(io_err(path, "dup"))?);
-                resume = Some(Checkpoint {
-                    role,
-                    path: path.clone(),
-                    file: file.clone(),
-                    offset_bytes,
-                    rate_bytes_per_s: sb.recovery_rate_bytes_per_s,
-                });
-                files[role as usize] = Some(file);
-                MemberState::Recovering { offset_bytes }
-            } else if failed.contains(role) {
-                MemberState::Failed
-            } else {
-                files[role as usize] = Some(data_member(file, path, &geo)?);
-                MemberState::Active
-            };
-            members[role as usize] = (Some(path.clone()), state);
-        }
-        let mut forced = Vec::new();
-        if force && !geo.tolerates(&failed) {
-            // Stale or failed members present, freshest first (mdadm's order).
-            let mut candidates: Vec<(u64, u32)> = members
-                .iter()
-                .enumerate()
-                .filter_map(|(r, (_, s))| match s {
-                    MemberState::Stale { events } => Some((*events, r as u32)),
-                    MemberState::Failed => Some((newest.events, r as u32)),
-                    _ => None,
-                })
-                .collect();
-            candidates.sort_by_key(|&(events, role)| (std::cmp::Reverse(events), role));
-            let mut trial = failed;
-            let needed: Vec<(u64, u32)> = candidates
-                .into_iter()
-                .take_while(|&(_, role)| {
-                    let go_on = !geo.tolerates(&trial);
-                    if go_on {
-                        trial.remove(role);
-                    }
-                    go_on
-                })
-                .collect();
-            if geo.tolerates(&trial) {
-                for (events, role) in needed {
-                    let (path, file, _) = &found[by_role[role as usize].expect("present")];
-                    files[role as usize] = Some(data_member(file, path, &geo)?);
-                    members[role as usize].1 = MemberState::Active;
-                    failed.remove(role);
-                    forced.push(Forced {
-                        role,
-                        path: path.clone(),
-                        events,
-                        array_events: newest.events,
-                    });
-                }
-            }
-        }
-        if !geo.tolerates(&failed) {
-            let detail: Vec<String> = members
-                .iter()
-                .enumerate()
-                .filter(|(r, _)| failed.contains(*r as u32))
-                .map(|(r, (p, s))| match p {
-                    Some(p) => format!("{r} ({}: {s})", p.display()),
-                    None => format!("{r} (missing)"),
-                })
-                .collect();
-            // Would putting back every stale or failed member present do?
-            let mut all_back = failed;
-            for (r, (_, s)) in members.iter().enumerate() {
-                if matches!(s, MemberState::Stale { .. } | MemberState::Failed) {
-                    all_back.remove(r as u32);
-                }
-            }
-            let hint = if force {
-                " even with --force (members missing entirely cannot be forced in)"
-            } else if geo.tolerates(&all_back) {
-                " (--force puts the freshest stale members back in)"
-            } else {
-                ""
-            };
-            return Err(Error::Input(format!(
-                "cannot assemble{hint}: members {} are failed, missing or stale; {} survives {} failure(s)",
-                detail.join(", "),
-                geo.level(),
-                geo.tolerated_failures()
-            )));
-        }
-        let mut bitmap = vec![0u8; bitmap_bytes(&geo)];
-        for (role, f) in files.iter().enumerate() {
-            let Some(f) = f else { continue };
-            let mut mine = vec![0u8; bitmap.len()];
-            f.read_exact_at(&mut mine, BITMAP_OFFSET_BYTES)
-                .map_err(|e| Error::Io {
-                    path: members[role].0.clone().unwrap_or_default(),
-                    op: "read bitmap",
-                    source: e,
-                })?;
-            bitmap.iter_mut().zip(&mine).for_each(|(b, m)| *b |= m);
-        }
-        if !newest.dirty {
-            // A clean stop leaves nothing in flight, whatever a member's bitmap says.
-            bitmap.fill(0);
-        } else if !newest.policy.keeps_bitmap() {
-            // No bitmap on disk: after an unclean stop the `resync` policy resyncs every
-            // region; `ppl` recovers from its logs instead, but a rebuild resumed after
-            // the crash redoes its rows (the log of the replacement is not replayed).
-            bitmap.fill(0);
-            if newest.policy == ConsistencyPolicy::Resync || resume.is_some() {
-                let regions = geo.member_used_bytes().div_ceil(BITMAP_REGION_BYTES);
-                for r in 0..regions {
-                    bitmap[(r / 8) as usize] |= 1 << (r % 8);
-                }
-            }
-        }
-        let journal = match (journal, newest.journaled) {
-            (None, false) => None,
-            (Some(j), true) => Some(Journal::open(j, newest.array_uuid)?),
-            (None, true) => {
-                return Err(Error::Input(format!(
-                    "--journal: array {:032x} writes through a journal; give its path",
-                    newest.array_uuid
-                )))
-            }
-            (Some(_), false) => {
-                return Err(Error::Input(format!(
-                    "--journal: array {:032x} has no write journal",
-                    newest.array_uuid
-                )))
-            }
+        let mut slots = member_slots(&found, &by_role, &newest, &geo)?;
+        let forced = if force && !geo.tolerates(&slots.failed) {
+            force_back(&mut slots, &found, &by_role, &newest, &geo)?
+        } else {
+            Vec::new()
         };
+        refuse_untolerated(&slots, &geo, force)?;
+        let bitmap = assembled_bitmap(&slots, &newest, &geo)?;
+        let journal = open_journal(journal, &newest)?;
+        let Slots {
+            failed,
+            members,
+            files,
+            resume,
+        } = slots;
         let state = State {
             events: newest.events,
             dirty: newest.dirty,
@@ -679,7 +320,7 @@ impl Array {
 
     /// After an unclean stop under the `ppl` policy: recomputes, from each active
     /// member's partial parity log, the parity of every stripe a write may have left
-    /// half done (see [`crate::ppl`]), and syncs it. Returns the stripe parities
+    /// half done (see [`crate::format::ppl`]), and syncs it. Returns the stripe parities
     /// written.
     fn recover_ppl(&self) -> Result<u64> {
         if self.ppl.is_none() {
@@ -749,6 +390,559 @@ impl Array {
         j.retire()?;
         Ok(records.len() as u64)
     }
+}
+
+/// A member file given to assembly, open, with its superblock.
+type Found = (PathBuf, File, Superblock);
+
+/// The members as assembly finds them, by role: what [`Array::assemble_forced`]
+/// builds the array's state from.
+struct Slots {
+    /// Roles failed, missing or stale.
+    failed: FailedSet,
+    /// Per role: its file's path (none when missing) and state.
+    members: Vec<(Option<PathBuf>, MemberState)>,
+    /// Per role: the open file the array reads and writes, if it serves data.
+    files: Vec<Option<Arc<File>>>,
+    /// The rebuild a member's superblock says was stopped, to resume.
+    resume: Option<Checkpoint>,
+}
+
+/// Opens every path once and reads its superblock: the members with a role, then
+/// the hot spares.
+fn read_members(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<Found>)> {
+    if paths.is_empty() {
+        return Err(Error::Input(
+            "members: at least one member file or device needed".into(),
+        ));
+    }
+    let mut found: Vec<Found> = Vec::new();
+    let mut spares_found: Vec<Found> = Vec::new();
+    let mut ids = Vec::new();
+    for path in paths {
+        let file = open_member_once(path, false, paths, &mut ids)?;
+        let sb = read_superblock_of(&file, path)?;
+        if sb.is_spare() {
+            spares_found.push((path.clone(), file, sb));
+        } else {
+            found.push((path.clone(), file, sb));
+        }
+    }
+    Ok((found, spares_found))
+}
+
+/// The newest superblock of a member with a role: it speaks for the array (a spare
+/// holds no data: its event counter says nothing about what it missed).
+fn newest_superblock(found: &[Found]) -> Result<Superblock> {
+    found
+        .iter()
+        .max_by_key(|(_, _, sb)| sb.events)
+        .map(|(_, _, sb)| *sb)
+        .ok_or_else(|| {
+            Error::Input(
+                "members: only hot spares given; the array's members are needed too".into(),
+            )
+        })
+}
+
+/// Which of `found` holds each role of the newest superblock's array; refused when a
+/// member belongs to another array or geometry, two claim one role, or there are
+/// more members than roles.
+fn roles_of(found: &[Found], newest: &Superblock) -> Result<Vec<Option<usize>>> {
+    let n = newest.spec.drive_count;
+    let mut by_role: Vec<Option<usize>> = vec![None; n as usize];
+    for (i, (path, _, sb)) in found.iter().enumerate() {
+        if sb.array_uuid != newest.array_uuid {
+            return Err(member_err(
+                path,
+                format!(
+                    "belongs to array {:032x}, not {:032x} (the array of the other members)",
+                    sb.array_uuid, newest.array_uuid
+                ),
+            ));
+        }
+        if sb.spec != newest.spec {
+            let describe = |s: &ArraySpec| {
+                format!(
+                    "{} members, {}, chunk {} B, {} B per member",
+                    s.drive_count, s.level, s.stripe_unit_bytes, s.member_capacity_bytes
+                )
+            };
+            return Err(member_err(
+                path,
+                format!(
+                    "its superblock says {}, the newest member's says {}",
+                    describe(&sb.spec),
+                    describe(&newest.spec)
+                ),
+            ));
+        }
+        if let Some(j) = by_role[sb.role as usize] {
+            return Err(member_err(
+                path,
+                format!(
+                    "claims role {} like {}: duplicate member",
+                    sb.role,
+                    found[j].0.display()
+                ),
+            ));
+        }
+        by_role[sb.role as usize] = Some(i);
+    }
+    if found.len() > n as usize {
+        return Err(Error::Input(format!(
+            "members: {} given, the array has {n}",
+            found.len()
+        )));
+    }
+    Ok(by_role)
+}
+
+/// Each role's state from its member's superblock against the newest one: active,
+/// failed, stale, missing, or recovering (a stopped rebuild, to resume).
+fn member_slots(
+    found: &[Found],
+    by_role: &[Option<usize>],
+    newest: &Superblock,
+    geo: &Geometry,
+) -> Result<Slots> {
+    let n = by_role.len();
+    let mut slots = Slots {
+        failed: newest.failed,
+        members: vec![(None, MemberState::Missing); n],
+        files: vec![None; n],
+        resume: None,
+    };
+    for (role, slot) in by_role.iter().enumerate() {
+        let role = role as u32;
+        let Some(i) = *slot else {
+            slots.failed.insert(role);
+            continue;
+        };
+        let (path, file, sb) = &found[i];
+        // A state change writes the superblocks one member after another, so a crash
+        // in between leaves members one event behind that missed nothing but that
+        // superblock: they are current unless the newest superblock failed them.
+        // mdadm's assembly allows the same ("int event_margin = 1; /* always allow a
+        // difference of '1' like the kernel does */", Assemble.c), and the kernel
+        // accepts ev1 + 1 while assembling (md.c, super_*_validate).
+        let missed_the_last_write =
+            sb.events + EVENT_MARGIN >= newest.events && !newest.failed.contains(role);
+        let state = if sb.events < newest.events && !missed_the_last_write {
+            slots.failed.insert(role);
+            MemberState::Stale { events: sb.events }
+        } else if let (Some(offset_bytes), true) =
+            (sb.recovery_offset_bytes, slots.failed.contains(role))
+        {
+            // A rebuild stopped: its work below the checkpoint is current, except
+            // after an unclean stop in the regions the bitmap marks (a write then in
+            // flight may not have reached the replacement), which the resumed
+            // rebuild does again first.
+            let file = Arc::new(file.try_clone().map_err(io_err(path, "dup"))?);
+            slots.resume = Some(Checkpoint {
+                role,
+                path: path.clone(),
+                file: file.clone(),
+                offset_bytes,
+                rate_bytes_per_s: sb.recovery_rate_bytes_per_s,
+            });
+            slots.files[role as usize] = Some(file);
+            MemberState::Recovering { offset_bytes }
+        } else if slots.failed.contains(role) {
+            MemberState::Failed
+        } else {
+            slots.files[role as usize] = Some(data_member(file, path, geo)?);
+            MemberState::Active
+        };
+        slots.members[role as usize] = (Some(path.clone()), state);
+    }
+    Ok(slots)
+}
+
+/// `--force`: puts the freshest stale or failed members present back in (mdadm's
+/// order), as few as the level needs to tolerate the rest; none when even all of
+/// them would not do.
+fn force_back(
+    slots: &mut Slots,
+    found: &[Found],
+    by_role: &[Option<usize>],
+    newest: &Superblock,
+    geo: &Geometry,
+) -> Result<Vec<Forced>> {
+    let mut candidates: Vec<(u64, u32)> = slots
+        .members
+        .iter()
+        .enumerate()
+        .filter_map(|(r, (_, s))| match s {
+            MemberState::Stale { events } => Some((*events, r as u32)),
+            MemberState::Failed => Some((newest.events, r as u32)),
+            _ => None,
+        })
+        .collect();
+    candidates.sort_by_key(|&(events, role)| (std::cmp::Reverse(events), role));
+    let mut trial = slots.failed;
+    let needed: Vec<(u64, u32)> = candidates
+        .into_iter()
+        .take_while(|&(_, role)| {
+            let go_on = !geo.tolerates(&trial);
+            if go_on {
+                trial.remove(role);
+            }
+            go_on
+        })
+        .collect();
+    let mut forced = Vec::new();
+    if !geo.tolerates(&trial) {
+        return Ok(forced);
+    }
+    for (events, role) in needed {
+        let (path, file, _) = &found[by_role[role as usize].expect("present")];
+        slots.files[role as usize] = Some(data_member(file, path, geo)?);
+        slots.members[role as usize].1 = MemberState::Active;
+        slots.failed.remove(role);
+        forced.push(Forced {
+            role,
+            path: path.clone(),
+            events,
+            array_events: newest.events,
+        });
+    }
+    Ok(forced)
+}
+
+/// Refuses an array with more failed, missing or stale members than its level
+/// tolerates, naming them, and says whether `--force` would help.
+fn refuse_untolerated(slots: &Slots, geo: &Geometry, force: bool) -> Result<()> {
+    let failed = slots.failed;
+    if geo.tolerates(&failed) {
+        return Ok(());
+    }
+    let detail: Vec<String> = slots
+        .members
+        .iter()
+        .enumerate()
+        .filter(|(r, _)| failed.contains(*r as u32))
+        .map(|(r, (p, s))| match p {
+            Some(p) => format!("{r} ({}: {s})", p.display()),
+            None => format!("{r} (missing)"),
+        })
+        .collect();
+    // Would putting back every stale or failed member present do?
+    let mut all_back = failed;
+    for (r, (_, s)) in slots.members.iter().enumerate() {
+        if matches!(s, MemberState::Stale { .. } | MemberState::Failed) {
+            all_back.remove(r as u32);
+        }
+    }
+    let hint = if force {
+        " even with --force (members missing entirely cannot be forced in)"
+    } else if geo.tolerates(&all_back) {
+        " (--force puts the freshest stale members back in)"
+    } else {
+        ""
+    };
+    Err(Error::Input(format!(
+        "cannot assemble{hint}: members {} are failed, missing or stale; {} survives {} failure(s)",
+        detail.join(", "),
+        geo.level(),
+        geo.tolerated_failures()
+    )))
+}
+
+/// The write-intent bitmap to resync from: the union of the members' bitmaps after
+/// an unclean stop, nothing after a clean one, every region when the policy keeps no
+/// bitmap but must resync (or a resumed rebuild must redo its rows).
+fn assembled_bitmap(slots: &Slots, newest: &Superblock, geo: &Geometry) -> Result<Vec<u8>> {
+    let mut bitmap = vec![0u8; bitmap_bytes(geo)];
+    for (role, f) in slots.files.iter().enumerate() {
+        let Some(f) = f else { continue };
+        let mut mine = vec![0u8; bitmap.len()];
+        f.read_exact_at(&mut mine, BITMAP_OFFSET_BYTES)
+            .map_err(|e| Error::Io {
+                path: slots.members[role].0.clone().unwrap_or_default(),
+                op: "read bitmap",
+                source: e,
+            })?;
+        bitmap.iter_mut().zip(&mine).for_each(|(b, m)| *b |= m);
+    }
+    if !newest.dirty {
+        // A clean stop leaves nothing in flight, whatever a member's bitmap says.
+        bitmap.fill(0);
+    } else if !newest.policy.keeps_bitmap() {
+        // No bitmap on disk: after an unclean stop the `resync` policy resyncs every
+        // region; `ppl` recovers from its logs instead, but a rebuild resumed after
+        // the crash redoes its rows (the log of the replacement is not replayed).
+        bitmap.fill(0);
+        if newest.policy == ConsistencyPolicy::Resync || slots.resume.is_some() {
+            let regions = geo.member_used_bytes().div_ceil(BITMAP_REGION_BYTES);
+            for r in 0..regions {
+                bitmap[(r / 8) as usize] |= 1 << (r % 8);
+            }
+        }
+    }
+    Ok(bitmap)
+}
+
+/// The array's write journal at `journal`: required when the array has one, refused
+/// when it has none.
+fn open_journal(journal: Option<&Path>, newest: &Superblock) -> Result<Option<Journal>> {
+    match (journal, newest.journaled) {
+        (None, false) => Ok(None),
+        (Some(j), true) => Ok(Some(Journal::open(j, newest.array_uuid)?)),
+        (None, true) => Err(Error::Input(format!(
+            "--journal: array {:032x} writes through a journal; give its path",
+            newest.array_uuid
+        ))),
+        (Some(_), false) => Err(Error::Input(format!(
+            "--journal: array {:032x} has no write journal",
+            newest.array_uuid
+        ))),
+    }
+}
+
+/// Refuses a member count or geometry that cannot make an array before any file is
+/// created (parse, then build).
+fn check_create_geometry(paths: &[PathBuf], opts: &CreateOptions) -> Result<()> {
+    if paths.is_empty() || paths.len() > MEMBERS_MAX as usize {
+        return Err(Error::Input(format!(
+            "members: 1..={MEMBERS_MAX} member files or devices needed, got {}",
+            paths.len()
+        )));
+    }
+    // Without a size, any size the devices may have: 1 PiB per member, whose array
+    // (256 members at most) still counts in 64 bits.
+    let probe_bytes = opts
+        .member_size_bytes
+        .map_or(1 << 50, |s| s.saturating_sub(DATA_OFFSET_BYTES));
+    Geometry::new(&ArraySpec {
+        level: opts.level,
+        drive_count: paths.len() as u32,
+        stripe_unit_bytes: opts.stripe_unit_bytes,
+        member_capacity_bytes: probe_bytes,
+        layout: opts.layout,
+        copies: opts.copies,
+        spans: opts.spans,
+    })?;
+    Ok(())
+}
+
+/// Fills the regular member files (`regular`: index in `paths` and `files`, bytes)
+/// and spare files `create` sized, so that a full filesystem shows now, not on a
+/// later write.
+fn preallocate_files(
+    paths: &[PathBuf],
+    files: &[File],
+    regular: &[(usize, u64)],
+    spares: &[(Spare, u64)],
+) -> Result<()> {
+    let mut members: Vec<(&Path, &File, u64)> = regular
+        .iter()
+        .map(|&(i, bytes)| (paths[i].as_path(), &files[i], bytes))
+        .collect();
+    members.extend(
+        spares
+            .iter()
+            .filter(|(s, _)| s.file.metadata().is_ok_and(|m| m.file_type().is_file()))
+            .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
+    );
+    preallocate(&members)
+}
+
+/// The members `create` opened, in role order.
+struct NewMembers {
+    files: Vec<File>,
+    /// Whether every member is all zeros for sure.
+    fresh: bool,
+    /// Bytes of the smallest member past the metadata area.
+    data_bytes_min: u64,
+    /// (index in `files`, bytes) of the regular files, which preallocation fills.
+    regular: Vec<(usize, u64)>,
+}
+
+/// Opens and sizes every member for `create` ([`open_new_member`]).
+fn open_new_members(
+    paths: &[PathBuf],
+    opts: &CreateOptions,
+    ids: &mut Vec<(u64, u64)>,
+    undo: &mut Undo,
+) -> Result<NewMembers> {
+    let mut new = NewMembers {
+        files: Vec::new(),
+        fresh: true,
+        data_bytes_min: u64::MAX,
+        regular: Vec::new(),
+    };
+    for path in paths {
+        let member = open_new_member(path, paths, opts, ids, undo)?;
+        new.fresh &= member.fresh;
+        new.data_bytes_min = new.data_bytes_min.min(member.bytes - DATA_OFFSET_BYTES);
+        if !member.block_device {
+            new.regular.push((new.files.len(), member.bytes));
+        }
+        new.files.push(member.file);
+    }
+    Ok(new)
+}
+
+/// A member file or device opened for `create`, sized.
+struct NewMember {
+    file: File,
+    /// Bytes of the file or device after sizing.
+    bytes: u64,
+    /// Whether it is all zeros for sure (a file created or grown from empty here).
+    fresh: bool,
+    block_device: bool,
+}
+
+/// Opens (creating when `--size` is given) one member for `create`, refusing one that
+/// already belongs to an array unless forced, and grows a regular file to `--size`;
+/// what it created or grew goes into `undo`.
+fn open_new_member(
+    path: &Path,
+    paths: &[PathBuf],
+    opts: &CreateOptions,
+    ids: &mut Vec<(u64, u64)>,
+    undo: &mut Undo,
+) -> Result<NewMember> {
+    let existed = path.exists();
+    if !existed && opts.member_size_bytes.is_none() {
+        return Err(member_err(
+            path,
+            "does not exist; give --size to create member files",
+        ));
+    }
+    let file = open_member_once(path, true, paths, ids)?;
+    if !existed {
+        undo.created.push(path.to_path_buf());
+    }
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    if !opts.force {
+        if let Ok(sb) = read_superblock_of(&file, path) {
+            return Err(member_err(
+                path,
+                format!(
+                    "already a member (role {}) of array {:032x}; use --force to overwrite",
+                    sb.role, sb.array_uuid
+                ),
+            ));
+        }
+    }
+    let block_device = meta.file_type().is_block_device();
+    let mut bytes = device_bytes(&file, path)?;
+    let mut fresh = true;
+    if let Some(want) = opts.member_size_bytes {
+        if block_device {
+            if bytes < want {
+                return Err(member_err(
+                    path,
+                    format!("device holds {bytes} B, --size asks {want}"),
+                ));
+            }
+        } else if bytes < want {
+            fresh = bytes == 0;
+            if existed {
+                undo.extended.push((path.to_path_buf(), bytes));
+            }
+            file.set_len(want).map_err(io_err(path, "extend"))?;
+            bytes = want;
+        } else {
+            fresh = false;
+        }
+    } else {
+        fresh = false;
+    }
+    if bytes <= DATA_OFFSET_BYTES {
+        return Err(member_err(
+            path,
+            format!("holds {bytes} B, not more than the {DATA_OFFSET_BYTES} B metadata area"),
+        ));
+    }
+    Ok(NewMember {
+        file,
+        bytes,
+        fresh,
+        block_device,
+    })
+}
+
+/// The consistency policy `create` was asked for: the journal's when a journal is
+/// given, else the bitmap unless told; refused where the two disagree or PPL cannot
+/// serve the geometry.
+fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<ConsistencyPolicy> {
+    let policy = match (opts.policy, &opts.journal) {
+        (None, None) => ConsistencyPolicy::Bitmap,
+        (None | Some(ConsistencyPolicy::Journal), Some(_)) => ConsistencyPolicy::Journal,
+        (Some(ConsistencyPolicy::Journal), None) => {
+            return Err(Error::Input(
+                "--consistency-policy: journal needs --journal PATH".into(),
+            ))
+        }
+        (Some(p), Some(_)) => {
+            return Err(Error::Input(format!(
+                "--consistency-policy: {p} does not take --journal (that is the journal policy)"
+            )))
+        }
+        (Some(p), None) => p,
+    };
+    if policy == ConsistencyPolicy::Ppl {
+        if let Some(why) = ppl::unsupported(geo) {
+            return Err(Error::Input(format!("--consistency-policy: {why}")));
+        }
+    }
+    Ok(policy)
+}
+
+/// Creates the write journal at `path` for `create` (`--journal`), sized by
+/// `--journal-size` or the default, preallocated unless sparse.
+fn create_journal(
+    path: &Path,
+    paths: &[PathBuf],
+    opts: &CreateOptions,
+    geo: &Geometry,
+    uuid: u128,
+    undo: &mut Undo,
+) -> Result<Journal> {
+    // As mdadm's --write-journal: only parity has a write hole to close (a
+    // mirror torn by a crash holds the old or the new data on each copy,
+    // and the bitmap resync makes them agree).
+    if geo.parity_per_stripe() == 0 {
+        return Err(Error::Input(format!(
+            "--journal: only for parity levels (4, 5, 6, 50, 60); {} has no \
+             parity write hole to close",
+            geo.level()
+        )));
+    }
+    let need = crate::format::journal::HEADER_BYTES
+        + Journal::record_bytes_max(REQUEST_BYTES_MAX, geo.members());
+    let bytes = opts
+        .journal_bytes
+        .unwrap_or_else(|| journal_bytes_default(geo.members()));
+    if bytes < need {
+        return Err(Error::Input(format!(
+            "--journal-size: at least {need} B for {} members (one {REQUEST_BYTES_MAX} B write), got {bytes}",
+            geo.members()
+        )));
+    }
+    if paths.iter().any(|p| p == path) {
+        return Err(member_err(
+            path,
+            "is a member; the journal needs its own file",
+        ));
+    }
+    if !path.exists() {
+        undo.created.push(path.to_path_buf());
+    }
+    let j = Journal::create(path, uuid, bytes)?;
+    if !opts.sparse {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io_err(path, "open journal"))?;
+        if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            preallocate(&[(path, &file, bytes)])?;
+        }
+    }
+    Ok(j)
 }
 
 /// A member's file for data I/O, once it is checked to hold the array's data area.

@@ -2,12 +2,12 @@
 //! member, set on disk before data moves there, cleared by a cleaning pass once the
 //! region is quiet; after an unclean stop only the set regions are resynced.
 
-use super::members::io_err;
 use super::scrub::ScrubReport;
 use super::Array;
+use crate::array::staged::Staged;
+use crate::error::io_err;
 use crate::error::Result;
-use crate::staged::Staged;
-use crate::superblock::{BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES};
+use crate::format::superblock::{BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES};
 use raidlab_layout::Geometry;
 use std::os::unix::fs::FileExt;
 

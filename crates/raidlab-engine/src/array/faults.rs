@@ -2,10 +2,11 @@
 //! write errors, bad sectors the next write remaps, latency), bits flipped on a member
 //! file at rest, and the crash point the write-hole tests abort at.
 
-use super::members::{device_bytes, io_err, member_err, open_rw};
+use super::members::{device_bytes, open_rw};
 use super::Array;
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::superblock::DATA_OFFSET_BYTES;
+use crate::format::superblock::DATA_OFFSET_BYTES;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

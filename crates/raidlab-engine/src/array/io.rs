@@ -6,12 +6,13 @@ use super::faults::crash_point;
 use super::members::allocate_range;
 use super::stripe::{parity_of, stripe_blocks, stripe_members};
 use super::{Array, REQUEST_BYTES_MAX};
+use crate::array::staged::Staged;
 use crate::error::{is_no_space, Error, Result};
-use crate::staged::Staged;
-use crate::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
+use crate::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
 use raidlab_layout::{
-    CopyChooser, FailedSet, Plan, PlanError, Request, StripeId, StripeKind, SECTOR_BYTES,
+    CopyChooser, FailedSet, Geometry, Plan, PlanError, Request, StripeId, StripeKind, StripePlan,
+    SECTOR_BYTES,
 };
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -238,24 +239,20 @@ impl Array {
             return false;
         }
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
-        let end = offset_bytes + buf.len() as u64;
         // (member, member offset, piece index): pieces are buf cut at chunk borders.
         let mut pieces: Vec<(u32, u64, usize)> = Vec::new();
         let mut slices: Vec<Option<&mut [u8]>> = Vec::new();
         let mut rest: &mut [u8] = buf;
-        let mut at = offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let mut copies = geo.copies_of(at);
+        let len_bytes = rest.len() as u64;
+        for chunk in geo.chunks(offset_bytes, len_bytes) {
+            let mut copies = chunk.copies();
             let (Some(copy), None) = (copies.next(), copies.next()) else {
                 return false;
             };
-            let (piece, tail) = std::mem::take(&mut rest).split_at_mut((piece_end - at) as usize);
+            let (piece, tail) = std::mem::take(&mut rest).split_at_mut(chunk.len_bytes as usize);
             rest = tail;
             pieces.push((copy.member, copy.offset_bytes, slices.len()));
             slices.push(Some(piece));
-            at = piece_end;
         }
         pieces.sort_by_key(|&(member, offset, _)| (member, offset));
         let files = self.files.read().expect("files lock").clone();
@@ -328,16 +325,11 @@ impl Array {
     /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
     fn assemble_read(&self, req: Request, failed: &FailedSet, reads: &Staged, buf: &mut [u8]) {
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
-        let end = req.offset_bytes + req.len_bytes;
-        let mut at = req.offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let len = piece_end - at;
-            let dst =
-                &mut buf[(at - req.offset_bytes) as usize..(piece_end - req.offset_bytes) as usize];
-            let copy = geo
-                .copies_of(at)
+        for chunk in geo.chunks(req.offset_bytes, req.len_bytes) {
+            let (at, len) = (chunk.logical_bytes, chunk.len_bytes);
+            let dst = &mut buf[chunk.request_range()];
+            let copy = chunk
+                .copies()
                 .filter(|c| !failed.contains(c.member))
                 .find_map(|c| reads.get(c.member, c.offset_bytes, len));
             if let Some(src) = copy {
@@ -354,7 +346,6 @@ impl Array {
                 let slot = order.iter().position(|&k| k == a.data_index).expect("slot");
                 dst.copy_from_slice(&blocks[slot]);
             }
-            at = piece_end;
         }
     }
 
@@ -390,13 +381,13 @@ impl Array {
         self.refresh_rebuilt_rows(req, &read.failed)
     }
 
-    /// Writes the request's partial parity log records (see [`crate::ppl`]) when the
+    /// Writes the request's partial parity log records (see [`crate::format::ppl`]) when the
     /// array has a PPL; they stay in flight until the returned guard is dropped.
     fn log_partial_parity(
         &self,
         req: Request,
         read: &PlannedRead,
-    ) -> Result<Option<crate::ppl::InFlight<'_>>> {
+    ) -> Result<Option<crate::format::ppl::InFlight<'_>>> {
         let Some(ppl) = &self.ppl else {
             return Ok(None);
         };
@@ -429,8 +420,8 @@ impl Array {
         failed: &FailedSet,
         plan: &Plan,
         reads: &Staged,
-    ) -> Vec<crate::ppl::Record> {
-        use crate::ppl::{Entry, Record};
+    ) -> Vec<crate::format::ppl::Record> {
+        use crate::format::ppl::{Entry, Record};
         let geo = &self.geo;
         let end = req.offset_bytes + req.len_bytes;
         let inside = |l: u64, len: u64| l >= req.offset_bytes && l + len <= end;
@@ -444,7 +435,6 @@ impl Array {
                 stripe: sp.stripe,
             };
             let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
-            let off = geo.stripe_offset_bytes(id) + col;
             let (members, order) = stripe_members(geo, id);
             let d = order.len();
             let pm = members[d];
@@ -473,45 +463,10 @@ impl Array {
             };
             let entries = &mut records[at].entries;
             if modified.iter().all(|&m| m) {
-                // Written whole: recovery recomputes parity from the data. One entry
-                // spans every such stripe of the request on this member.
-                match entries.iter_mut().find(|e| e.partial_parity.is_empty()) {
-                    Some(e) => {
-                        e.first_stripe = e.first_stripe.min(sp.stripe);
-                        e.last_stripe = e.last_stripe.max(sp.stripe);
-                    }
-                    None => entries.push(Entry {
-                        first_stripe: sp.stripe,
-                        last_stripe: sp.stripe,
-                        column_offset_bytes: 0,
-                        len_bytes: geo.stripe_unit_bytes(),
-                        modified: mask,
-                        partial_parity: Vec::new(),
-                    }),
-                }
+                whole_stripe_entry(entries, sp.stripe, geo.stripe_unit_bytes(), mask);
                 continue;
             }
-            let mut pp = vec![0u8; len as usize];
-            let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
-            match sp.kind {
-                StripeKind::Rmw => {
-                    xor(&mut pp, reads.must(pm, off, len));
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
-                        xor(&mut pp, reads.must(members[slot], off, len));
-                    }
-                }
-                StripeKind::DegradedWrite => {
-                    let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                        xor(&mut pp, &old[slot]);
-                    }
-                }
-                _ => {
-                    for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                        xor(&mut pp, reads.must(members[slot], off, len));
-                    }
-                }
-            }
+            let pp = partial_parity(geo, sp, &members, &modified, reads);
             entries.push(Entry {
                 first_stripe: sp.stripe,
                 last_stripe: sp.stripe,
@@ -536,7 +491,6 @@ impl Array {
         reads: &Staged,
     ) -> Staged {
         let geo = &self.geo;
-        let su = geo.stripe_unit_bytes();
         let mut w = Staged::zeroed(&plan.writes);
         let end = req.offset_bytes + req.len_bytes;
         let new_of = |l: u64, len: u64| -> Option<&[u8]> {
@@ -545,16 +499,13 @@ impl Array {
                 &data[o..o + len as usize]
             })
         };
-        let mut at = req.offset_bytes;
-        while at < end {
-            let piece_end = end.min((at / su + 1) * su);
-            let src = new_of(at, piece_end - at).expect("inside the request");
-            for c in geo.copies_of(at) {
+        for chunk in geo.chunks(req.offset_bytes, req.len_bytes) {
+            let src = &data[chunk.request_range()];
+            for c in chunk.copies() {
                 if !failed.contains(c.member) {
                     w.put(c.member, c.offset_bytes, src);
                 }
             }
-            at = piece_end;
         }
         for sp in &plan.stripes {
             if !writes_parity(sp.kind) {
@@ -564,47 +515,11 @@ impl Array {
                 span: sp.span,
                 stripe: sp.stripe,
             };
-            let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
-            let off = geo.stripe_offset_bytes(id) + col;
+            let off = geo.stripe_offset_bytes(id) + sp.column_offset_bytes;
             let (members, order) = stripe_members(geo, id);
             let d = order.len();
             let ppx = geo.parity_per_stripe();
-            let (p, q) = match sp.kind {
-                StripeKind::Rmw => {
-                    let mut p = reads.must(members[d], off, len).to_vec();
-                    let mut q = if ppx == 2 {
-                        reads.must(members[d + 1], off, len).to_vec()
-                    } else {
-                        Vec::new()
-                    };
-                    for (slot, &k) in order.iter().enumerate() {
-                        if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
-                            let old = reads.must(members[slot], off, len);
-                            parity::update_p(&mut p, old, new);
-                            if ppx == 2 {
-                                parity::update_q(&mut q, slot as u32, old, new);
-                            }
-                        }
-                    }
-                    (p, q)
-                }
-                _ => {
-                    let old = (sp.kind == StripeKind::DegradedWrite)
-                        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
-                    let blocks: Vec<&[u8]> = order
-                        .iter()
-                        .enumerate()
-                        .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
-                            Some(new) => new,
-                            None => match &old {
-                                Some(o) => o[slot].as_slice(),
-                                None => reads.must(members[slot], off, len),
-                            },
-                        })
-                        .collect();
-                    parity_of(&blocks, ppx)
-                }
-            };
+            let (p, q) = new_parity(geo, sp, (&members, &order), &new_of, reads);
             if !failed.contains(members[d]) {
                 w.put(members[d], off, &p);
             }
@@ -711,6 +626,129 @@ impl Array {
             source,
         }
     }
+}
+
+/// The new P and Q (empty without Q) of stripe segment `sp` of a write, whose
+/// `(members, order)` are [`stripe_members`]'s: updated from the old parity and data
+/// (RMW), or computed from the segment's data, new where the write brings it
+/// (`new_of`), read or rebuilt elsewhere.
+fn new_parity<'d>(
+    geo: &Geometry,
+    sp: &StripePlan,
+    (members, order): (&[u32], &[u32]),
+    new_of: &impl Fn(u64, u64) -> Option<&'d [u8]>,
+    reads: &Staged,
+) -> (Vec<u8>, Vec<u8>) {
+    let id = StripeId {
+        span: sp.span,
+        stripe: sp.stripe,
+    };
+    let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+    let off = geo.stripe_offset_bytes(id) + col;
+    let d = order.len();
+    let ppx = geo.parity_per_stripe();
+    match sp.kind {
+        StripeKind::Rmw => {
+            let mut p = reads.must(members[d], off, len).to_vec();
+            let mut q = if ppx == 2 {
+                reads.must(members[d + 1], off, len).to_vec()
+            } else {
+                Vec::new()
+            };
+            for (slot, &k) in order.iter().enumerate() {
+                if let Some(new) = new_of(geo.logical_of(id, k, col), len) {
+                    let old = reads.must(members[slot], off, len);
+                    parity::update_p(&mut p, old, new);
+                    if ppx == 2 {
+                        parity::update_q(&mut q, slot as u32, old, new);
+                    }
+                }
+            }
+            (p, q)
+        }
+        _ => {
+            let old = (sp.kind == StripeKind::DegradedWrite)
+                .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+            let blocks: Vec<&[u8]> = order
+                .iter()
+                .enumerate()
+                .map(|(slot, &k)| match new_of(geo.logical_of(id, k, col), len) {
+                    Some(new) => new,
+                    None => match &old {
+                        Some(o) => o[slot].as_slice(),
+                        None => reads.must(members[slot], off, len),
+                    },
+                })
+                .collect();
+            parity_of(&blocks, ppx)
+        }
+    }
+}
+
+/// Notes a stripe the write covers whole: recovery recomputes its parity from the
+/// data, so one entry without partial parity spans every such stripe of the request
+/// on this parity member.
+fn whole_stripe_entry(
+    entries: &mut Vec<crate::format::ppl::Entry>,
+    stripe: u64,
+    stripe_unit_bytes: u64,
+    mask: u64,
+) {
+    match entries.iter_mut().find(|e| e.partial_parity.is_empty()) {
+        Some(e) => {
+            e.first_stripe = e.first_stripe.min(stripe);
+            e.last_stripe = e.last_stripe.max(stripe);
+        }
+        None => entries.push(crate::format::ppl::Entry {
+            first_stripe: stripe,
+            last_stripe: stripe,
+            column_offset_bytes: 0,
+            len_bytes: stripe_unit_bytes,
+            modified: mask,
+            partial_parity: Vec::new(),
+        }),
+    }
+}
+
+/// The partial parity of stripe segment `sp` of a write: the XOR of the data chunks
+/// it does not modify (`modified`, by data slot), from the reads (RCW: those chunks;
+/// RMW: old parity XOR old data of the modified ones; degraded: those rebuilt).
+fn partial_parity(
+    geo: &Geometry,
+    sp: &StripePlan,
+    members: &[u32],
+    modified: &[bool],
+    reads: &Staged,
+) -> Vec<u8> {
+    let id = StripeId {
+        span: sp.span,
+        stripe: sp.stripe,
+    };
+    let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
+    let off = geo.stripe_offset_bytes(id) + col;
+    let pm = members[modified.len()];
+    let mut pp = vec![0u8; len as usize];
+    let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
+    match sp.kind {
+        StripeKind::Rmw => {
+            xor(&mut pp, reads.must(pm, off, len));
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
+                xor(&mut pp, reads.must(members[slot], off, len));
+            }
+        }
+        StripeKind::DegradedWrite => {
+            let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                xor(&mut pp, &old[slot]);
+            }
+        }
+        _ => {
+            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
+                xor(&mut pp, reads.must(members[slot], off, len));
+            }
+        }
+    }
+    pp
 }
 
 /// Whether a stripe of this kind writes its parity (and so needs it made consistent):

@@ -3,8 +3,8 @@
 //! counter md bumps on each), and marking members failed.
 
 use super::{Array, State};
-use crate::error::{Error, Result};
-use crate::superblock::{Superblock, SUPERBLOCK_BYTES};
+use crate::error::{io_err, member_err, Error, Result};
+use crate::format::superblock::{Superblock, SUPERBLOCK_BYTES};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -43,24 +43,6 @@ impl std::fmt::Display for MemberState {
                 "recovering ({offset_bytes} B rebuilt; serve resumes the rebuild)"
             ),
         }
-    }
-}
-
-pub(super) fn io_err<'a>(
-    path: &'a Path,
-    op: &'static str,
-) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
-    }
-}
-
-pub(super) fn member_err(path: &Path, message: impl Into<String>) -> Error {
-    Error::Member {
-        path: path.to_path_buf(),
-        message: message.into(),
     }
 }
 

@@ -47,6 +47,7 @@ mod read_errors;
 mod rebuild;
 mod scrub;
 mod spares;
+mod staged;
 mod stripe;
 mod stripe_locks;
 
@@ -60,9 +61,9 @@ pub use scrub::ScrubReport;
 pub use spares::SPARES_MAX;
 
 use crate::error::Result;
-use crate::journal::Journal;
-use crate::ppl::Ppl;
-use crate::superblock::ConsistencyPolicy;
+use crate::format::journal::Journal;
+use crate::format::ppl::Ppl;
+use crate::format::superblock::ConsistencyPolicy;
 use bitmap::{bitmap_bytes, BitmapActivity};
 use raidlab_layout::{ArraySpec, FailedSet, Geometry};
 use read_errors::ReadErrors;
@@ -92,7 +93,7 @@ pub struct Status {
     pub dirty: bool,
     /// Failed members (includes missing and stale ones).
     pub failed: FailedSet,
-    /// Write-intent bitmap regions marked dirty (each [`BITMAP_REGION_BYTES`](crate::superblock::BITMAP_REGION_BYTES) of every
+    /// Write-intent bitmap regions marked dirty (each [`BITMAP_REGION_BYTES`](crate::format::superblock::BITMAP_REGION_BYTES) of every
     /// member): what `serve` resyncs after an unclean stop.
     pub dirty_regions: u64,
     /// Per role: the path given for it, if any, and its state.
@@ -112,7 +113,7 @@ pub struct Status {
     /// The consistency policy (`--consistency-policy`).
     pub policy: ConsistencyPolicy,
     /// Stripe parities the partial parity log recomputed when the array was assembled
-    /// (writes an unclean stop had left half done; see [`crate::ppl`]).
+    /// (writes an unclean stop had left half done; see [`crate::format::ppl`]).
     pub ppl_recovered: u64,
     /// The report of the cache tier in front of the array, when one is attached (see
     /// [`crate::cache`]).
@@ -355,7 +356,7 @@ impl Array {
             return Ok(());
         }
         let r = self.scrub_where(true, |off| {
-            regions.contains_key(&(off / crate::superblock::BITMAP_REGION_BYTES))
+            regions.contains_key(&(off / crate::format::superblock::BITMAP_REGION_BYTES))
         })?;
         eprintln!(
             "raidlab-engine: resynced {} region(s) a write left half done for lack of space \

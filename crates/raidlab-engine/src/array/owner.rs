@@ -13,7 +13,7 @@
 //! process included. `inject MEMBER OFFSET` (bit flips, a test tool that corrupts a
 //! member on purpose, served or not) takes none.
 
-use super::members::io_err;
+use crate::error::io_err;
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};

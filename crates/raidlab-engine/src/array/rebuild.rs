@@ -3,12 +3,15 @@
 //! lets a stopped rebuild resume where it stood, as md resumes a recovery.
 
 use super::bitmap::bit_is_set;
-use super::members::{device_bytes, io_err, member_err, MemberState};
+use super::members::{device_bytes, MemberState};
 use super::stripe::stripe_blocks;
 use super::{Array, State, STRIPE_LOCKS};
+use crate::array::staged::Staged;
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::staged::Staged;
-use crate::superblock::{Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES};
+use crate::format::superblock::{
+    Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
+};
 use raidlab_layout::{FailedSet, Plan, PlanError, Request, StripeId, StripeKind};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -255,6 +258,57 @@ impl Array {
         let su = self.geo.stripe_unit_bytes();
         let total = self.geo.member_used_bytes();
         let rows = total.div_ceil(su);
+        self.start_rebuilding(role, &file, new_path, start_row, rate_bytes_per_s)?;
+        // Rows below the checkpoint that writes may have changed without reaching the
+        // replacement (an unclean stop) are done again first; rows_done stays at the
+        // checkpoint meanwhile, so writes below it keep refreshing the replacement.
+        let redo = self.dirty_rows_below(start_row);
+        let outcome = self
+            .save_checkpoint(start_row * su)
+            .and_then(|()| self.rebuild_rows(role, &file, new_path, redo, rate_bytes_per_s, None))
+            .and_then(|()| {
+                self.rebuild_rows(
+                    role,
+                    &file,
+                    new_path,
+                    start_row..rows,
+                    rate_bytes_per_s,
+                    Some(&mut progress),
+                )
+            });
+        let outcome = outcome.and_then(|()| self.finish_rebuild(role, &file, new_path));
+        let rows_done = self
+            .rebuilding
+            .lock()
+            .expect("rebuild lock")
+            .take()
+            .map(|r| r.rows_done);
+        if outcome.is_err() {
+            match rows_done {
+                // Stopped on purpose: keep what is rebuilt for the next `serve`.
+                Some(done) if self.cancel_rebuild.load(Ordering::Relaxed) => {
+                    if let Err(e) = self.save_checkpoint((done * su).min(total)) {
+                        eprintln!("raidlab-engine: saving the rebuild checkpoint: {e}");
+                    }
+                }
+                _ => *self.checkpoint.lock().expect("checkpoint lock") = None,
+            }
+        }
+        outcome
+    }
+
+    /// Registers the rebuild of `role` onto `file` from `start_row`: refused while
+    /// another runs; the replacement takes the role's slot (still failed) and the
+    /// checkpoint says where the rebuild stands.
+    fn start_rebuilding(
+        &self,
+        role: u32,
+        file: &Arc<File>,
+        new_path: &Path,
+        start_row: u64,
+        rate_bytes_per_s: Option<u64>,
+    ) -> Result<()> {
+        let su = self.geo.stripe_unit_bytes();
         {
             let mut rb = self.rebuilding.lock().expect("rebuild lock");
             if rb.is_some() {
@@ -280,52 +334,21 @@ impl Array {
             offset_bytes: start_row * su,
             rate_bytes_per_s,
         });
-        // Rows below the checkpoint that writes may have changed without reaching the
-        // replacement (an unclean stop) are done again first; rows_done stays at the
-        // checkpoint meanwhile, so writes below it keep refreshing the replacement.
-        let redo = self.dirty_rows_below(start_row);
-        let outcome = self
-            .save_checkpoint(start_row * su)
-            .and_then(|()| self.rebuild_rows(role, &file, new_path, redo, rate_bytes_per_s, None))
-            .and_then(|()| {
-                self.rebuild_rows(
-                    role,
-                    &file,
-                    new_path,
-                    start_row..rows,
-                    rate_bytes_per_s,
-                    Some(&mut progress),
-                )
-            });
-        let outcome = outcome.and_then(|()| {
-            file.sync_all().map_err(io_err(new_path, "sync"))?;
-            let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();
-            let _every_stripe = self.lock_indices(&mut all);
-            *self.rebuilding.lock().expect("rebuild lock") = None;
-            *self.checkpoint.lock().expect("checkpoint lock") = None;
-            self.commit_state(|st| {
-                st.failed.remove(role);
-                st.members[role as usize].1 = MemberState::Active;
-            })
-        });
-        let rows_done = self
-            .rebuilding
-            .lock()
-            .expect("rebuild lock")
-            .take()
-            .map(|r| r.rows_done);
-        if outcome.is_err() {
-            match rows_done {
-                // Stopped on purpose: keep what is rebuilt for the next `serve`.
-                Some(done) if self.cancel_rebuild.load(Ordering::Relaxed) => {
-                    if let Err(e) = self.save_checkpoint((done * su).min(total)) {
-                        eprintln!("raidlab-engine: saving the rebuild checkpoint: {e}");
-                    }
-                }
-                _ => *self.checkpoint.lock().expect("checkpoint lock") = None,
-            }
-        }
-        outcome
+        Ok(())
+    }
+
+    /// A rebuild done: the replacement synced, then, with every stripe locked, the
+    /// role active again and the checkpoint gone.
+    fn finish_rebuild(&self, role: u32, file: &File, new_path: &Path) -> Result<()> {
+        file.sync_all().map_err(io_err(new_path, "sync"))?;
+        let mut all: Vec<usize> = (0..STRIPE_LOCKS).collect();
+        let _every_stripe = self.lock_indices(&mut all);
+        *self.rebuilding.lock().expect("rebuild lock") = None;
+        *self.checkpoint.lock().expect("checkpoint lock") = None;
+        self.commit_state(|st| {
+            st.failed.remove(role);
+            st.members[role as usize].1 = MemberState::Active;
+        })
     }
 
     fn rebuild_rows(

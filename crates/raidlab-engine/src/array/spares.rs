@@ -4,7 +4,7 @@
 //! `remove_and_add_spares`) gives a spare the failed member's role and rebuilds onto it
 //! online, without waiting for anyone; here the server's control thread asks
 //! [`Array::take_spare`] at every tick and runs the rebuild it returns
-//! (see `crate::control`), so a failure by I/O error, injected fault or `fail` is
+//! (see `crate::net::control`), so a failure by I/O error, injected fault or `fail` is
 //! followed by a rebuild within a tick.
 //!
 //! ```text
@@ -14,10 +14,11 @@
 //!                 (the spare's superblock becomes the role's, recovering, then active)
 //! ```
 
-use super::members::{device_bytes, io_err, member_err, MemberState};
+use super::members::{device_bytes, MemberState};
 use super::{Array, State};
+use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::superblock::{Superblock, DATA_OFFSET_BYTES, ROLE_SPARE};
+use crate::format::superblock::{Superblock, DATA_OFFSET_BYTES, ROLE_SPARE};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The blocks of one parity stripe on real bytes: its members in reconstruct order,
 //! its blocks from a read phase with lost ones rebuilt, and P (and Q) of its data.
 
-use crate::staged::Staged;
+use crate::array::staged::Staged;
 use raidlab_layout::parity;
 use raidlab_layout::{FailedSet, Geometry, StripeId};
 

@@ -1,6 +1,6 @@
 //! The cache tier's metadata on the cache mirror: a header and a log of which backing
 //! block every cache slot holds, with CRC32C records like the write journal's
-//! ([`crate::journal`]), replayed when the tier is opened.
+//! ([`crate::format::journal`]), replayed when the tier is opened.
 //!
 //! ```text
 //! cache mirror: header (4 KiB) │ log area 0 │ log area 1 │ (to 1 MiB) │ slot 0 │ slot 1 │ ...
@@ -24,8 +24,8 @@
 //! out bytes of another block. A slot is only ever reused once its old block is clean
 //! on the backing array (destaged and synced), so losing an old claim loses nothing.
 
-use crate::crc32c::crc32c;
 use crate::error::{Error, Result};
+use crc32c::crc32c;
 use std::collections::BTreeMap;
 
 /// Bytes of the header.

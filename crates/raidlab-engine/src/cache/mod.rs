@@ -36,7 +36,7 @@
 //! the next 256: the home bytes are destaged to the array (synced) first instead.
 //!
 //! The array's superblocks record that a cache fronts it and which one (the UUID of
-//! the cache mirror, see [`crate::superblock`]): [`CachedArray::create`] writes it once
+//! the cache mirror, see [`crate::format::superblock`]): [`CachedArray::create`] writes it once
 //! the cache is whole, [`CachedArray::open`] and [`check_members`] refuse the wrong
 //! cache or none, and [`CachedArray::detach`] clears it once every dirty line is on
 //! the array.
@@ -47,10 +47,10 @@
 pub mod meta;
 pub mod store;
 
-use crate::crc32c::crc32c;
 use crate::error::{Error, Result};
-use crate::nbd::Export;
+use crate::net::nbd::export::Export;
 use crate::Array;
+use crc32c::crc32c;
 use meta::{Entry, Kind, Record};
 use raidlab_cache::{Action, Area, Cache, CacheConfig, Op, Policy, Request, WriteReason};
 use serde_json::{json, Value};
@@ -662,23 +662,34 @@ impl CachedArray {
                     lba_bytes,
                     len_bytes,
                     cache_offset_bytes,
-                } => {
-                    let slots = cache_offset_bytes / LINE_BYTES
-                        ..(cache_offset_bytes + len_bytes).div_ceil(LINE_BYTES);
-                    if inner.rewrites.range(slots).next().is_some() {
-                        self.apply_rewrites(inner)?;
-                    }
-                    let mut data = vec![0u8; len_bytes as usize];
-                    inner.store.read_at(cache_offset_bytes, &mut data)?;
-                    store::write_big(&self.backing, lba_bytes, &data)?;
-                    inner.counters.destaged_bytes += len_bytes;
-                    for i in 0..len_bytes / LINE_BYTES {
-                        let block = lba_bytes / LINE_BYTES + i;
-                        let slot = cache_offset_bytes / LINE_BYTES + i;
-                        self.mark_destaged(inner, block, slot);
-                    }
-                }
+                } => self.destage(inner, lba_bytes, len_bytes, cache_offset_bytes)?,
             }
+        }
+        Ok(())
+    }
+
+    /// The policy's destage of `len_bytes` of lines from `cache_offset_bytes` to the
+    /// array at `lba_bytes` (rewrites waiting in those slots go home first).
+    fn destage(
+        &self,
+        inner: &mut Inner,
+        lba_bytes: u64,
+        len_bytes: u64,
+        cache_offset_bytes: u64,
+    ) -> Result<()> {
+        let slots =
+            cache_offset_bytes / LINE_BYTES..(cache_offset_bytes + len_bytes).div_ceil(LINE_BYTES);
+        if inner.rewrites.range(slots).next().is_some() {
+            self.apply_rewrites(inner)?;
+        }
+        let mut data = vec![0u8; len_bytes as usize];
+        inner.store.read_at(cache_offset_bytes, &mut data)?;
+        store::write_big(&self.backing, lba_bytes, &data)?;
+        inner.counters.destaged_bytes += len_bytes;
+        for i in 0..len_bytes / LINE_BYTES {
+            let block = lba_bytes / LINE_BYTES + i;
+            let slot = cache_offset_bytes / LINE_BYTES + i;
+            self.mark_destaged(inner, block, slot);
         }
         Ok(())
     }
@@ -726,26 +737,9 @@ impl CachedArray {
         let mut direct = Vec::with_capacity(n as usize);
         for i in 0..n {
             let (block, slot) = (first_block + i, first_slot + i);
-            let flushed_dirty = inner
-                .slots
-                .get(&slot)
-                .is_some_and(|o| o.dirty && o.block == block)
-                && !inner.written_since_sync.contains(&slot);
-            if inner.rewrites.contains_key(&slot) || flushed_dirty {
-                if self.shadow_rewrite(inner, block, slot, line(i), dirty, area)? {
-                    continue;
-                }
-                // No free slot: the array keeps the old bytes (synced below) instead.
-                self.destage_line(inner, block, slot)?;
-                inner.counters.rewrite_destages += 1;
+            if self.goes_direct(inner, block, slot, line(i), dirty, area)? {
+                direct.push(i);
             }
-            if let Some(old) = inner.slots.get(&slot).copied() {
-                if old.dirty && old.block != block {
-                    self.destage_line(inner, old.block, slot)?;
-                    inner.counters.guarded_destages += 1;
-                }
-            }
-            direct.push(i);
         }
         // A slot is reused only once the array holds what it had.
         self.sync_destages(inner)?;
@@ -768,6 +762,41 @@ impl CachedArray {
             self.apply_rewrites(inner)?;
         }
         Ok(())
+    }
+
+    /// Whether line `block` goes straight into its `slot` (false: it went to a shadow
+    /// slot, see [`Self::shadow_rewrite`]). Before it does, what the slot must not lose
+    /// is destaged: the old bytes of a rewrite with no shadow free, or another block's
+    /// dirty line.
+    fn goes_direct(
+        &self,
+        inner: &mut Inner,
+        block: u64,
+        slot: u64,
+        line: &[u8],
+        dirty: bool,
+        area: u8,
+    ) -> Result<bool> {
+        let flushed_dirty = inner
+            .slots
+            .get(&slot)
+            .is_some_and(|o| o.dirty && o.block == block)
+            && !inner.written_since_sync.contains(&slot);
+        if inner.rewrites.contains_key(&slot) || flushed_dirty {
+            if self.shadow_rewrite(inner, block, slot, line, dirty, area)? {
+                return Ok(false);
+            }
+            // No free slot: the array keeps the old bytes (synced below) instead.
+            self.destage_line(inner, block, slot)?;
+            inner.counters.rewrite_destages += 1;
+        }
+        if let Some(old) = inner.slots.get(&slot).copied() {
+            if old.dirty && old.block != block {
+                self.destage_line(inner, old.block, slot)?;
+                inner.counters.guarded_destages += 1;
+            }
+        }
+        Ok(true)
     }
 
     /// Writes a rewrite of line `block` (home `slot`) to its shadow, a free slot (the

@@ -151,7 +151,7 @@ impl Store {
                 return Ok(!0);
             }
             store.read_slot(slot, &mut buf)?;
-            Ok(crate::crc32c::crc32c(&buf))
+            Ok(crc32c::crc32c(&buf))
         })?;
         store.snapshot(&entries)?;
         store.mirror.flush()?;

@@ -6,12 +6,14 @@
 
 use super::flags::{
     AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs, InjectArgs,
-    Members, ReplaceArgs, StatusArgs,
+    ReplaceArgs, StatusArgs,
 };
+use super::open::{absolute, assemble, recover_unclean_stop};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::cache::CachedArray;
-use crate::{control, Array, Error, Result};
+use crate::net::control;
+use crate::{Array, Error, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,7 +109,7 @@ pub fn detach_cache(args: &DetachCacheArgs) -> Result<i32> {
         assemble(&members, &a.array)?
     });
     // Destages are writes: parity left stale by an unclean stop is made right first.
-    super::serve::recover_unclean_stop(&array)?;
+    recover_unclean_stop(&array)?;
     let tier = if args.adopt {
         CachedArray::adopt(array.clone(), &paths)?
     } else {
@@ -363,25 +365,6 @@ fn fault_request(member: &Path, fault: ServedFault) -> Value {
         ServedFault::Clear => {}
     }
     req
-}
-
-/// The array of `members` (already absolute), with its journal if given, refused
-/// unless `--cache-members` names the cache its superblocks record, or none when they
-/// record none (see [`crate::cache::check_members`]): the members of a cached array
-/// alone may miss its newest data.
-pub(super) fn assemble(members: &[PathBuf], given: &Members) -> Result<Array> {
-    let array = Array::assemble_with(members, given.journal.as_deref())?;
-    let cache = given.cache_members.as_deref().map(absolute).transpose()?;
-    crate::cache::check_members(&array, cache.as_deref())?;
-    Ok(array)
-}
-
-/// Absolute member paths: a server keeps them, and clients name members to it.
-pub(super) fn absolute(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    paths
-        .iter()
-        .map(|p| std::path::absolute(p).map_err(|e| Error::Input(format!("{}: {e}", p.display()))))
-        .collect()
 }
 
 /// A path argument made absolute (the server matches it against the absolute member

@@ -9,8 +9,8 @@
 //! its `raidlab create/serve/...` commands and its client from that table.
 
 use super::values::{self, ByteRange};
-use crate::nbd;
-use crate::superblock::ConsistencyPolicy;
+use crate::format::superblock::ConsistencyPolicy;
+use crate::net::nbd::server as nbd;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use raidlab_layout::{Layout, Level};
 use std::path::PathBuf;
@@ -295,8 +295,8 @@ pub struct ServeArgs {
     pub tls_psk: Option<PathBuf>,
     /// TLS through NBD_OPT_STARTTLS: off, on (for clients that ask) or required (every
     /// other option before TLS is refused). On when --tls-cert or --tls-psk is given, else off.
-    #[arg(long, value_name = "MODE", value_parser = crate::tls::TlsMode::parse)]
-    pub tls: Option<crate::tls::TlsMode>,
+    #[arg(long, value_name = "MODE", value_parser = crate::net::tls::TlsMode::parse)]
+    pub tls: Option<crate::net::tls::TlsMode>,
     /// Name of the export (NBD_OPT_LIST shows it); the empty name, the protocol's
     /// default export, is accepted too; other names get NBD_REP_ERR_UNKNOWN.
     #[arg(long, value_name = "NAME", default_value = nbd::EXPORT_NAME, value_parser = values::export_name)]

@@ -25,6 +25,7 @@
 
 mod commands;
 mod flags;
+mod open;
 mod parse;
 mod render;
 mod serve;

@@ -14,8 +14,9 @@ pub fn report(json: bool, v: &Value, text: fn(&Value) -> String) {
     }
 }
 
-/// A status report (the JSON of [`crate::control::status_json`]) as text.
-pub fn status(s: &Value) -> String {
+/// A status report's first lines: the array, its geometry, state and failed members,
+/// dirty regions and consistency policy.
+fn array_lines(s: &Value) -> String {
     let u = |k: &str| s[k].as_u64().unwrap_or(0);
     let mut out = String::new();
     let _ = writeln!(out, "array {}", s["uuid"].as_str().unwrap_or(""));
@@ -61,6 +62,13 @@ pub fn status(s: &Value) -> String {
         }
         out.push('\n');
     }
+    out
+}
+
+/// A status report (the JSON of [`crate::net::control::status_json`]) as text.
+pub fn status(s: &Value) -> String {
+    let u = |k: &str| s[k].as_u64().unwrap_or(0);
+    let mut out = array_lines(s);
     for f in s["faults"].as_array().into_iter().flatten() {
         let _ = writeln!(out, "  injected fault: {f}");
     }
@@ -189,7 +197,7 @@ fn member_line(m: &Value) -> String {
     )
 }
 
-/// A scrub report (the JSON of [`crate::control::scrub_json`]) as text.
+/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text.
 pub fn scrub(r: &Value) -> String {
     format!(
         "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}\n",

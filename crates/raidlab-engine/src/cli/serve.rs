@@ -6,11 +6,14 @@
 //! a host process (Python, through `raidlab._native.engine_main`) keeps its own Ctrl-C
 //! handling once the engine returns.
 
-use super::commands::absolute;
 use super::flags::ServeArgs;
+use super::open::{absolute, assemble, recover_unclean_stop};
 use crate::cache::CachedArray;
-use crate::tls::{self, TlsMode, TlsServer};
-use crate::{control, nbd, Array, Error, Result};
+use crate::net::control;
+use crate::net::nbd::export::Export;
+use crate::net::nbd::server as nbd;
+use crate::net::tls::{self, TlsMode, TlsServer};
+use crate::{Array, Error, Result};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,7 +45,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let _signals = SignalHandlers::install();
     let tls = tls_server(a)?;
     let members = absolute(&a.array.members)?;
-    let array = Arc::new(super::commands::assemble(&members, &a.array)?);
+    let array = Arc::new(assemble(&members, &a.array)?);
     let control_socket = control::bind(array.status().uuid)?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
@@ -77,7 +80,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         let delay_s = a.bitmap_delay;
         std::thread::spawn(move || clean_bitmap_until_stop(&array, delay_s))
     };
-    let export: Arc<dyn nbd::Export> = match &tier {
+    let export: Arc<dyn Export> = match &tier {
         Some(t) => t.clone(),
         None => array.clone(),
     };
@@ -219,29 +222,6 @@ fn health(array: &Array) -> &'static str {
     } else {
         "degraded"
     }
-}
-
-/// Replays the write journal and resyncs the dirty bitmap regions an unclean stop left.
-pub(super) fn recover_unclean_stop(array: &Array) -> Result<()> {
-    let replayed = array.status().journal_replayed;
-    if replayed > 0 {
-        eprintln!("raidlab-engine: unclean stop: replayed {replayed} journal records");
-    }
-    let recomputed = array.status().ppl_recovered;
-    if recomputed > 0 {
-        eprintln!(
-            "raidlab-engine: unclean stop: recomputed {recomputed} stripe parities from the \
-             partial parity log"
-        );
-    }
-    if let Some((regions, r)) = array.resync_dirty_regions()? {
-        eprintln!(
-            "raidlab-engine: unclean stop: resynced {regions} dirty bitmap regions \
-             ({} stripes checked, {} rewritten)",
-            r.stripes_checked, r.repaired_stripes
-        );
-    }
-    Ok(())
 }
 
 /// Every `delay_s` seconds until [`STOP`], clears the bitmap bits of regions no longer

@@ -32,7 +32,7 @@ pub fn bytes(s: &str) -> Result<u64, String> {
 /// `serve --memory-limit`: a size as [`bytes`], 1M to 1T.
 pub fn memory_limit(s: &str) -> Result<u64, String> {
     let n = bytes(s)?;
-    if (crate::nbd::MEMORY_LIMIT_MIN..=1 << 40).contains(&n) {
+    if (crate::net::nbd::server::MEMORY_LIMIT_MIN..=1 << 40).contains(&n) {
         Ok(n)
     } else {
         Err(format!("expected a size from 1M to 1T, got {s:?}"))
@@ -41,10 +41,10 @@ pub fn memory_limit(s: &str) -> Result<u64, String> {
 
 /// `serve --name`: at most 4096 bytes (the protocol's string limit), no NUL.
 pub fn export_name(s: &str) -> Result<String, String> {
-    if s.len() > crate::nbd::EXPORT_NAME_BYTES_MAX || s.contains('\0') {
+    if s.len() > crate::net::nbd::server::EXPORT_NAME_BYTES_MAX || s.contains('\0') {
         Err(format!(
             "expected a name of at most {} bytes without NUL, got {} bytes",
-            crate::nbd::EXPORT_NAME_BYTES_MAX,
+            crate::net::nbd::server::EXPORT_NAME_BYTES_MAX,
             s.len()
         ))
     } else {

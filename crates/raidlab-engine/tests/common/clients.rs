@@ -1,38 +1,9 @@
-//! Real NBD clients against a served array, and the skip (saying why) when one is
-//! not installed.
+//! Real NBD clients (qemu-io, fio) against a served array; whether one is installed is
+//! [`super::tools::tool`]'s to say.
 
 use super::binary::{output_text, run};
 use std::path::Path;
 use std::process::{Child, Command};
-
-/// Whether `tool --version` runs.
-pub fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// True, after saying the test is skipped, when qemu-io is missing.
-pub fn without_qemu_io() -> bool {
-    let missing = !have("qemu-io");
-    if missing {
-        eprintln!("skipped: qemu-io not installed (apt-get install qemu-utils)");
-    }
-    missing
-}
-
-/// True, after saying the test is skipped, when fio lacks its nbd engine.
-pub fn without_fio_nbd() -> bool {
-    let missing = !Command::new("fio")
-        .arg("--enghelp")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("nbd"));
-    if missing {
-        eprintln!("skipped: fio with the nbd engine not installed (apt-get install fio)");
-    }
-    missing
-}
 
 /// qemu-io on the raw export `uri` running `cmds` (each one `-c`).
 fn qemu_io_command(uri: &str, cmds: &[&str]) -> Command {

@@ -3,7 +3,8 @@
 //!
 //! - [`binary`]: the `raidlab-engine` binary run in a test's own directory;
 //! - [`server`]: `serve` started on a free port and stopped cleanly;
-//! - [`clients`]: real NBD clients (qemu-io, fio) and the skips when they are missing;
+//! - [`clients`]: real NBD clients (qemu-io, fio) driven against a served array;
+//! - [`tools`]: whether an external tool is installed, and the skip or failure when not;
 //! - [`members`]: member file paths for arrays built through the library.
 #![allow(dead_code, unused_imports)]
 
@@ -11,8 +12,10 @@ pub mod binary;
 pub mod clients;
 pub mod members;
 pub mod server;
+pub mod tools;
 
 pub use binary::*;
 pub use clients::*;
 pub use members::*;
 pub use server::*;
+pub use tools::*;

@@ -94,14 +94,29 @@ fn served_port(stderr: std::process::ChildStderr) -> (u16, JoinHandle<String>) {
     }
 }
 
-/// A loopback address no one listens on (`127.0.0.1:port`) and its port.
+/// A loopback address no one listens on (`127.0.0.1:port`) and its port, for a test
+/// that must name its server's port before starting it. Taken below the kernel's
+/// ephemeral range (`ip_local_port_range`), where servers on port 0 and client sockets
+/// get theirs: all the tests share one process and run at once, so a port released
+/// here and then given to another test's port-0 server would send this test's clients
+/// to that server. Each call tries the next port of this process's own run of them.
 pub fn free_listen_address() -> (String, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    (format!("127.0.0.1:{port}"), port)
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_min: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let low = ephemeral_min.saturating_sub(10_000).max(1024);
+    let span = ephemeral_min.saturating_sub(low).max(1);
+    let start = std::process::id() * 97 % span;
+    for _ in 0..span {
+        let port = (low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return (format!("127.0.0.1:{port}"), port);
+        }
+    }
+    panic!("no free loopback port in {low}..{ephemeral_min}");
 }
 
 /// Waits (20 s at most) until a server accepts connections on `listen`.

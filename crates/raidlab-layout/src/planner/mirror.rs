@@ -105,17 +105,7 @@ impl Geometry {
             let mut read = MemberSet::new();
             let mut written = MemberSet::new();
             if req.write {
-                for i in 0..self.copies() {
-                    let loc = self.copy(at, i);
-                    if !failed.contains(loc.member) {
-                        written.insert(loc.member);
-                        out.writes.push(MemberExtent {
-                            member: loc.member,
-                            offset_bytes: loc.offset_bytes,
-                            len_bytes,
-                        });
-                    }
-                }
+                written = self.write_every_copy(at, len_bytes, failed, out);
             } else {
                 let pick = chooser.choose_at(&candidates[..count], &offsets[..count]);
                 assert!(pick < count, "chooser picked {pick} of {count} candidates");
@@ -145,5 +135,29 @@ impl Geometry {
             });
             at = piece_end;
         }
+    }
+
+    /// The writes of `len_bytes` at logical `at` to every surviving copy; the members
+    /// written.
+    fn write_every_copy(
+        &self,
+        at: u64,
+        len_bytes: u64,
+        failed: &MemberSet,
+        out: &mut Plan,
+    ) -> MemberSet {
+        let mut written = MemberSet::new();
+        for i in 0..self.copies() {
+            let loc = self.copy(at, i);
+            if !failed.contains(loc.member) {
+                written.insert(loc.member);
+                out.writes.push(MemberExtent {
+                    member: loc.member,
+                    offset_bytes: loc.offset_bytes,
+                    len_bytes,
+                });
+            }
+        }
+        written
     }
 }

@@ -33,8 +33,6 @@ impl Geometry {
     ) {
         let lost = self.lost_in_span(id.span, failed);
         let col = seg.b - seg.a;
-        let d = self.data_per_span_stripe();
-        let m = self.parity_per_stripe();
         // The unwritten data members are the rest of the span less its parity, as whole
         // words, so a small write to a wide array does not pay for every data member.
         let (parity, written_data) = self.parity_and_written_data(id, seg);
@@ -67,41 +65,7 @@ impl Geometry {
                 "checked by tolerates"
             );
         } else {
-            for p in parity.iter().filter(|&p| !lost.contains(p)) {
-                sp.written.insert(p);
-            }
-            let rmw_possible = written_data.union(&parity).intersection(&lost).is_empty();
-            let rcw_possible = unwritten_data.intersection(&lost).is_empty();
-            let (rmw, rcw) = (w + m, d - w);
-            let out_blocks = u64::from(surviving_parity);
-            if w == d {
-                sp.kind = StripeKind::FullStripe;
-                sp.parity_source_bytes = col * u64::from(d);
-            } else if rmw_possible && (!rcw_possible || rmw < rcw) {
-                sp.kind = StripeKind::Rmw;
-                sp.read = written_data.union(&parity);
-                // Each parity block folds in old and new data of the written chunks.
-                sp.parity_source_bytes = col * u64::from(m) * (2 * u64::from(w) + 1);
-            } else if rcw_possible {
-                sp.kind = StripeKind::Rcw;
-                sp.read = unwritten_data;
-                sp.parity_source_bytes = col * u64::from(d) * out_blocks;
-            } else {
-                sp.kind = StripeKind::DegradedWrite;
-                for member in self.span_members(id.span) {
-                    if !lost.contains(member) {
-                        sp.read.insert(member);
-                    }
-                }
-                let rebuilt = u64::from(unwritten_data.intersection(&lost).len());
-                sp.parity_bytes = col * rebuilt;
-                sp.parity_source_bytes =
-                    col * u64::from(sp.read.len()) + col * u64::from(d) * out_blocks;
-            }
-            sp.parity_bytes += col * out_blocks;
-            if sp.kind == StripeKind::FullStripe {
-                sp.parity_source_bytes *= out_blocks;
-            }
+            self.choose_parity_write(id, &mut sp, parity, written_data, unwritten_data, w);
         }
         debug_assert!(sp.read.intersection(&lost).is_empty());
         for member in sp.read.iter() {
@@ -111,6 +75,61 @@ impl Geometry {
             out.writes.push(self.extent(id, member, seg));
         }
         out.push_stripe(sp);
+    }
+
+    /// The kind of a parity write with surviving parity, and what it reads: a full
+    /// stripe, md's RMW when it reads fewer blocks than RCW (or RCW cannot be done), RCW,
+    /// or a degraded write that reads every surviving member; with the parity bytes it
+    /// computes and reads for them.
+    fn choose_parity_write(
+        &self,
+        id: StripeId,
+        sp: &mut StripePlan,
+        parity: MemberSet,
+        written_data: MemberSet,
+        unwritten_data: MemberSet,
+        w: u32,
+    ) {
+        let lost = sp.lost;
+        let col = sp.column_len_bytes;
+        let d = self.data_per_span_stripe();
+        let m = self.parity_per_stripe();
+        let surviving_parity = parity.len() - parity.intersection(&lost).len();
+        for p in parity.iter().filter(|&p| !lost.contains(p)) {
+            sp.written.insert(p);
+        }
+        let rmw_possible = written_data.union(&parity).intersection(&lost).is_empty();
+        let rcw_possible = unwritten_data.intersection(&lost).is_empty();
+        let (rmw, rcw) = (w + m, d - w);
+        let out_blocks = u64::from(surviving_parity);
+        if w == d {
+            sp.kind = StripeKind::FullStripe;
+            sp.parity_source_bytes = col * u64::from(d);
+        } else if rmw_possible && (!rcw_possible || rmw < rcw) {
+            sp.kind = StripeKind::Rmw;
+            sp.read = written_data.union(&parity);
+            // Each parity block folds in old and new data of the written chunks.
+            sp.parity_source_bytes = col * u64::from(m) * (2 * u64::from(w) + 1);
+        } else if rcw_possible {
+            sp.kind = StripeKind::Rcw;
+            sp.read = unwritten_data;
+            sp.parity_source_bytes = col * u64::from(d) * out_blocks;
+        } else {
+            sp.kind = StripeKind::DegradedWrite;
+            for member in self.span_members(id.span) {
+                if !lost.contains(member) {
+                    sp.read.insert(member);
+                }
+            }
+            let rebuilt = u64::from(unwritten_data.intersection(&lost).len());
+            sp.parity_bytes = col * rebuilt;
+            sp.parity_source_bytes =
+                col * u64::from(sp.read.len()) + col * u64::from(d) * out_blocks;
+        }
+        sp.parity_bytes += col * out_blocks;
+        if sp.kind == StripeKind::FullStripe {
+            sp.parity_source_bytes *= out_blocks;
+        }
     }
 
     /// [`Geometry::plan_parity_write`] on a span with no member lost (the one-chunk

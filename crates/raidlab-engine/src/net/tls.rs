@@ -16,7 +16,7 @@
 //! Pre-shared keys (qemu-nbd's `tls-creds-psk`, `serve --tls-psk`): rustls (0.23) has
 //! no external-PSK API, for TLS 1.2 PSK cipher suites nor for TLS 1.3 external PSKs
 //! (it uses PSKs only to resume its own sessions), so a PSK server's sessions run on
-//! OpenSSL ([`crate::psk`], cargo feature `psk`) behind the same [`TlsReader`] and
+//! OpenSSL ([`crate::net::psk`], cargo feature `psk`) behind the same [`TlsReader`] and
 //! [`TlsWriter`].
 
 use rustls::pki_types::pem::PemObject;
@@ -67,7 +67,7 @@ pub struct TlsServer {
 enum Creds {
     X509(Arc<ServerConfig>),
     #[cfg(feature = "psk")]
-    Psk(Arc<crate::psk::PskServer>),
+    Psk(Arc<crate::net::psk::PskServer>),
 }
 
 impl std::fmt::Debug for TlsServer {
@@ -107,10 +107,10 @@ impl TlsServer {
     }
 
     /// Loads a keys file of `identity:hexkey` lines (qemu-nbd's `tls-creds-psk`
-    /// format; see [`crate::psk::load_keys`]). Errors are one line naming `--tls-psk`.
+    /// format; see [`crate::net::psk::load_keys`]). Errors are one line naming `--tls-psk`.
     #[cfg(feature = "psk")]
     pub fn load_psk(keys: &Path, mode: TlsMode) -> Result<Self, String> {
-        let server = crate::psk::PskServer::new(crate::psk::load_keys(keys)?)?;
+        let server = crate::net::psk::PskServer::new(crate::net::psk::load_keys(keys)?)?;
         Ok(Self {
             mode,
             creds: Creds::Psk(Arc::new(server)),
@@ -177,7 +177,7 @@ pub struct TlsReader(ReaderKind);
 enum ReaderKind {
     X509(X509Reader),
     #[cfg(feature = "psk")]
-    Psk(crate::psk::PskReader),
+    Psk(crate::net::psk::PskReader),
 }
 
 /// The plaintext writing half of a TLS connection: every `write` is encrypted and sent
@@ -187,7 +187,7 @@ pub struct TlsWriter(WriterKind);
 enum WriterKind {
     X509(X509Writer),
     #[cfg(feature = "psk")]
-    Psk(crate::psk::PskWriter),
+    Psk(crate::net::psk::PskWriter),
 }
 
 /// The reading half of a rustls connection.
@@ -230,7 +230,7 @@ pub fn accept(
         }
         #[cfg(feature = "psk")]
         Creds::Psk(psk) => {
-            let (r, w) = crate::psk::accept(psk, socket, early, io)?;
+            let (r, w) = crate::net::psk::accept(psk, socket, early, io)?;
             Ok((TlsReader(ReaderKind::Psk(r)), TlsWriter(WriterKind::Psk(w))))
         }
     }

@@ -1,4 +1,4 @@
-//! Structured replies and block status for the NBD server ([`crate::nbd`]).
+//! Structured replies and block status for the NBD server ([`super::server`]).
 //!
 //! ```text
 //! handshake: NBD_OPT_STRUCTURED_REPLY ─► ACK
@@ -13,7 +13,8 @@
 //! the holes of sparse members as [`Export::allocation`] finds them: `NBD_STATE_HOLE |
 //! NBD_STATE_ZERO` for a hole, 0 for data.
 
-use crate::nbd::{opt_reply, Export, REP_ACK, REP_ERR_INVALID};
+use super::export::Export;
+use super::protocol::{opt_reply, REP_ACK, REP_ERR_INVALID};
 use std::io::{self, Write};
 
 /// Option `NBD_OPT_STARTTLS`: the rest of the connection runs over TLS.
@@ -27,9 +28,6 @@ pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 /// Option reply `NBD_REP_META_CONTEXT`: one context, its id and name.
 pub const REP_META_CONTEXT: u32 = 4;
-/// Option reply `NBD_REP_ERR_POLICY`: refused by the server's policy (STARTTLS on a
-/// server without TLS).
-pub const REP_ERR_POLICY: u32 = 0x8000_0002;
 /// Option reply `NBD_REP_ERR_TLS_REQD`: this option needs TLS first.
 pub const REP_ERR_TLS_REQD: u32 = 0x8000_0005;
 

@@ -41,9 +41,9 @@
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
 //! the write-intent bitmap (see the constants below and the crate README), or, under the
 //! `ppl` policy, which keeps no bitmap (as md: the two exclude each other), the member's
-//! partial parity log (see [`crate::ppl`]).
+//! partial parity log (see [`crate::format::ppl`]).
 
-use crate::crc32c::crc32c;
+use crc32c::crc32c;
 use raidlab_layout::{ArraySpec, FailedSet, Layout, Level, MEMBERS_MAX};
 
 /// Bytes of the superblock at the start of every member.
@@ -67,7 +67,7 @@ pub const MAGIC: [u8; 8] = *b"RAIDLAB\x01";
 pub const FORMAT_VERSION: u32 = 1;
 /// Flag bit: the array was open for writing and not closed cleanly.
 pub const FLAG_DIRTY: u32 = 1;
-/// Flag bit: every write goes through a write journal (see `crate::journal`), which
+/// Flag bit: every write goes through a write journal (see `crate::format::journal`), which
 /// must be given to assemble the array.
 pub const FLAG_JOURNAL: u32 = 2;
 /// Flag bit: this member is being rebuilt; its data below `recovery_offset_bytes` is
@@ -93,10 +93,10 @@ pub enum ConsistencyPolicy {
     #[default]
     Bitmap,
     /// A write journal (`--journal`, with the bitmap too): half-done writes are replayed
-    /// whole (see [`crate::journal`]).
+    /// whole (see [`crate::format::journal`]).
     Journal,
     /// md's partial parity log, RAID 5 only: no bitmap; the log on each stripe's parity
-    /// member makes parity consistent again, degraded too (see [`crate::ppl`]).
+    /// member makes parity consistent again, degraded too (see [`crate::format::ppl`]).
     Ppl,
 }
 
@@ -294,18 +294,7 @@ impl Superblock {
     /// Decodes and validates an on-disk image (magic, version, checksum, field ranges).
     /// Geometry validity is checked later by `Geometry::new`.
     pub fn decode(b: &[u8; SUPERBLOCK_BYTES]) -> Result<Self, SuperblockError> {
-        if b[0..8] != MAGIC {
-            return Err(SuperblockError::NoMagic);
-        }
-        let version = u32_at(b, 8);
-        if version != FORMAT_VERSION {
-            return Err(SuperblockError::Version(version));
-        }
-        let stored = u32_at(b, SUPERBLOCK_BYTES - 4);
-        let computed = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
-        if stored != computed {
-            return Err(SuperblockError::Checksum { stored, computed });
-        }
+        check_header(b)?;
         let level = *LEVELS
             .get(b[32] as usize)
             .ok_or(SuperblockError::Field("level", u64::from(b[32])))?;
@@ -330,38 +319,9 @@ impl Superblock {
         if data_offset != DATA_OFFSET_BYTES {
             return Err(SuperblockError::Field("data_offset_bytes", data_offset));
         }
-        let journaled = u32_at(b, 76) & FLAG_JOURNAL != 0;
-        let policy = match b[34] {
-            // Written before the policy existed: the bitmap, and the journal if flagged.
-            0 if journaled => ConsistencyPolicy::Journal,
-            0 => ConsistencyPolicy::Bitmap,
-            c => *ConsistencyPolicy::ALL
-                .get(c as usize - 1)
-                .ok_or(SuperblockError::Field("consistency_policy", u64::from(c)))?,
-        };
-        if journaled != (policy == ConsistencyPolicy::Journal) {
-            return Err(SuperblockError::Field(
-                "consistency_policy",
-                u64::from(b[34]),
-            ));
-        }
-        let cache_uuid = u128::from_le_bytes(b[136..152].try_into().expect("16 bytes"));
-        let cache_uuid = match (u32_at(b, 76) & FLAG_CACHED != 0, cache_uuid) {
-            (true, 0) => return Err(SuperblockError::Field("cache_uuid", 0)),
-            (true, u) => Some(u),
-            (false, 0) => None,
-            // A UUID without the flag: not something this code writes.
-            (false, u) => return Err(SuperblockError::Field("cache_uuid", u as u64)),
-        };
-        let mut failed = FailedSet::new();
-        for m in 0..MEMBERS_MAX {
-            if b[88 + m as usize / 8] & (1 << (m % 8)) != 0 {
-                if m >= drive_count {
-                    return Err(SuperblockError::Field("failed", m.into()));
-                }
-                failed.insert(m);
-            }
-        }
+        let (journaled, policy) = decode_policy(b)?;
+        let cache_uuid = decode_cache_uuid(b)?;
+        let failed = decode_failed(b, drive_count)?;
         Ok(Self {
             array_uuid: u128::from_le_bytes(b[16..32].try_into().expect("16 bytes")),
             spec: ArraySpec {
@@ -379,16 +339,7 @@ impl Superblock {
             failed,
             journaled,
             policy,
-            recovery_offset_bytes: match u32_at(b, 76) & FLAG_RECOVERING {
-                0 => None,
-                _ => {
-                    let at = u64_at(b, 120);
-                    if at > u64_at(b, 56) {
-                        return Err(SuperblockError::Field("recovery_offset_bytes", at));
-                    }
-                    Some(at)
-                }
-            },
+            recovery_offset_bytes: decode_recovery_offset(b)?,
             recovery_rate_bytes_per_s: match (u32_at(b, 76) & FLAG_RECOVERING, u64_at(b, 128)) {
                 (0, _) | (_, 0) => None,
                 (_, rate) => Some(rate),
@@ -396,6 +347,88 @@ impl Superblock {
             cache_uuid,
         })
     }
+}
+
+/// Refuses bytes that are no superblock of this format: magic, version, checksum.
+fn check_header(b: &[u8; SUPERBLOCK_BYTES]) -> Result<(), SuperblockError> {
+    if b[0..8] != MAGIC {
+        return Err(SuperblockError::NoMagic);
+    }
+    let version = u32_at(b, 8);
+    if version != FORMAT_VERSION {
+        return Err(SuperblockError::Version(version));
+    }
+    let stored = u32_at(b, SUPERBLOCK_BYTES - 4);
+    let computed = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+    if stored != computed {
+        return Err(SuperblockError::Checksum { stored, computed });
+    }
+    Ok(())
+}
+
+/// Whether the array writes through a journal, and its consistency policy; the two
+/// must agree.
+fn decode_policy(b: &[u8; SUPERBLOCK_BYTES]) -> Result<(bool, ConsistencyPolicy), SuperblockError> {
+    let journaled = u32_at(b, 76) & FLAG_JOURNAL != 0;
+    let policy = match b[34] {
+        // Written before the policy existed: the bitmap, and the journal if flagged.
+        0 if journaled => ConsistencyPolicy::Journal,
+        0 => ConsistencyPolicy::Bitmap,
+        c => *ConsistencyPolicy::ALL
+            .get(c as usize - 1)
+            .ok_or(SuperblockError::Field("consistency_policy", u64::from(c)))?,
+    };
+    if journaled != (policy == ConsistencyPolicy::Journal) {
+        return Err(SuperblockError::Field(
+            "consistency_policy",
+            u64::from(b[34]),
+        ));
+    }
+    Ok((journaled, policy))
+}
+
+/// The UUID of the cache tier the array is behind, if flagged (and only then).
+fn decode_cache_uuid(b: &[u8; SUPERBLOCK_BYTES]) -> Result<Option<u128>, SuperblockError> {
+    let cache_uuid = u128::from_le_bytes(b[136..152].try_into().expect("16 bytes"));
+    let cache_uuid = match (u32_at(b, 76) & FLAG_CACHED != 0, cache_uuid) {
+        (true, 0) => return Err(SuperblockError::Field("cache_uuid", 0)),
+        (true, u) => Some(u),
+        (false, 0) => None,
+        // A UUID without the flag: not something this code writes.
+        (false, u) => return Err(SuperblockError::Field("cache_uuid", u as u64)),
+    };
+    Ok(cache_uuid)
+}
+
+/// The failed members' bitmap, every one below `drive_count`.
+fn decode_failed(
+    b: &[u8; SUPERBLOCK_BYTES],
+    drive_count: u32,
+) -> Result<FailedSet, SuperblockError> {
+    let mut failed = FailedSet::new();
+    for m in 0..MEMBERS_MAX {
+        if b[88 + m as usize / 8] & (1 << (m % 8)) != 0 {
+            if m >= drive_count {
+                return Err(SuperblockError::Field("failed", m.into()));
+            }
+            failed.insert(m);
+        }
+    }
+    Ok(failed)
+}
+
+/// Where a stopped rebuild onto this member stands, if one was recorded.
+fn decode_recovery_offset(b: &[u8; SUPERBLOCK_BYTES]) -> Result<Option<u64>, SuperblockError> {
+    Ok(match u32_at(b, 76) & FLAG_RECOVERING {
+        0 => None,
+        _ => {
+            let at = u64_at(b, 120);
+            if at > u64_at(b, 56) {
+                return Err(SuperblockError::Field("recovery_offset_bytes", at));
+            }
+            Some(at)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! An NBD server (fixed newstyle handshake, simple or structured replies, block status,
 //! TLS) exporting one [`Export`]. Structured replies and `base:allocation` live in
-//! [`crate::nbd_structured`], TLS (`NBD_OPT_STARTTLS`) in [`crate::tls`].
+//! [`super::structured`], TLS (`NBD_OPT_STARTTLS`) in [`crate::net::tls`].
 //!
 //! ```text
 //! server: NBDMAGIC IHAVEOPT flags(FIXED_NEWSTYLE|NO_ZEROES)
@@ -29,107 +29,18 @@
 //! TLS the same holds: the TLS handshake and the options after it count against the
 //! handshake deadline, and the transmission's buffers come from the same budget.
 
-use crate::budget::{Budget, Buffer, Reserve};
-use crate::log_limit::{LogLimit, LINES_PER_SECOND};
-use crate::nbd_structured::{self as structured, Negotiated};
-use crate::tls::{self, TlsMode, TlsServer};
-use crate::Array;
+use super::export::Export;
+use super::protocol::*;
+use super::structured::{self, Negotiated};
+use crate::net::budget::{Budget, Buffer, Reserve};
+use crate::net::log_limit::{LogLimit, LINES_PER_SECOND};
+use crate::net::tls::{self, TlsMode, TlsServer};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// `NBDMAGIC`: the first 8 bytes the server sends, opening the newstyle handshake.
-pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
-/// `IHAVEOPT`: opens the option haggling and prefixes every option.
-pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
-/// Magic that opens every option reply (server to client, during the handshake).
-pub const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-/// Magic that opens every transmission request (`NBD_REQUEST_MAGIC`).
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// Magic that opens every simple reply to a request (`NBD_SIMPLE_REPLY_MAGIC`).
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
-
-/// Handshake flag `NBD_FLAG_FIXED_NEWSTYLE`: unknown options get an error reply
-/// instead of ending the connection.
-pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
-/// Handshake flag: no 124 zero bytes after NBD_OPT_EXPORT_NAME.
-pub const FLAG_NO_ZEROES: u16 = 2;
-
-/// Option `NBD_OPT_EXPORT_NAME`: names the export and enters transmission at once
-/// (no reply on success, as the protocol's oldest way to end the handshake).
-pub const OPT_EXPORT_NAME: u32 = 1;
-/// Option `NBD_OPT_ABORT`: ends the handshake without transmission.
-pub const OPT_ABORT: u32 = 2;
-/// Option `NBD_OPT_LIST`: lists the exports (this server has one, [`EXPORT_NAME`]).
-pub const OPT_LIST: u32 = 3;
-/// Option `NBD_OPT_INFO`: export size, flags and block sizes, without transmission.
-pub const OPT_INFO: u32 = 6;
-/// Option `NBD_OPT_GO`: what `NBD_OPT_INFO` answers, then transmission.
-pub const OPT_GO: u32 = 7;
-
-/// Option reply `NBD_REP_ACK`: the option succeeded; its last reply.
-pub const REP_ACK: u32 = 1;
-/// Option reply `NBD_REP_SERVER`: one export name (to `NBD_OPT_LIST`).
-pub const REP_SERVER: u32 = 2;
-/// Option reply `NBD_REP_INFO`: one information item (to `NBD_OPT_INFO` and `GO`).
-pub const REP_INFO: u32 = 3;
-/// Option reply `NBD_REP_ERR_UNSUP`: the option is not supported.
-pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
-/// Option reply `NBD_REP_ERR_POLICY`: refused by the server's policy (here: every
-/// transmission slot is taken).
-pub const REP_ERR_POLICY: u32 = 0x8000_0002;
-/// Option reply `NBD_REP_ERR_INVALID`: the option's payload is malformed.
-pub const REP_ERR_INVALID: u32 = 0x8000_0003;
-/// Option reply `NBD_REP_ERR_UNKNOWN`: no export of that name.
-pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
-
-/// Information item `NBD_INFO_EXPORT`: export size in bytes and transmission flags.
-pub const INFO_EXPORT: u16 = 0;
-/// Information item `NBD_INFO_BLOCK_SIZE`: minimum, preferred and maximum block bytes.
-pub const INFO_BLOCK_SIZE: u16 = 3;
-
-/// Transmission flag `NBD_FLAG_HAS_FLAGS`: always set; the other flags are meaningful.
-pub const TF_HAS_FLAGS: u16 = 1;
-/// Transmission flag: `NBD_CMD_FLUSH` is supported.
-pub const TF_SEND_FLUSH: u16 = 1 << 2;
-/// Transmission flag: the FUA flag on writes is supported.
-pub const TF_SEND_FUA: u16 = 1 << 3;
-/// Transmission flag: `NBD_CMD_TRIM` is supported.
-pub const TF_SEND_TRIM: u16 = 1 << 5;
-/// Transmission flag: `NBD_CMD_WRITE_ZEROES` is supported.
-pub const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
-/// Transmission flag `NBD_FLAG_CAN_MULTI_CONN`: several connections see each other's
-/// writes and one FLUSH covers them all (they share the member files).
-pub const TF_CAN_MULTI_CONN: u16 = 1 << 8;
-/// The transmission flags this server advertises: every flag above.
-pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
-    | TF_SEND_FLUSH
-    | TF_SEND_FUA
-    | TF_SEND_TRIM
-    | TF_SEND_WRITE_ZEROES
-    | TF_CAN_MULTI_CONN;
-
-/// Command `NBD_CMD_READ`: the reply carries the bytes read.
-pub const CMD_READ: u16 = 0;
-/// Command `NBD_CMD_WRITE`: the payload follows the request header.
-pub const CMD_WRITE: u16 = 1;
-/// Command `NBD_CMD_DISC`: the client disconnects; no reply.
-pub const CMD_DISC: u16 = 2;
-/// Command `NBD_CMD_FLUSH`: every completed write made durable ([`Export::flush`]).
-pub const CMD_FLUSH: u16 = 3;
-/// Command `NBD_CMD_TRIM`: a hint that the range may be discarded; this server keeps
-/// the bytes (trim is advisory) and only checks the range.
-pub const CMD_TRIM: u16 = 4;
-/// Command `NBD_CMD_WRITE_ZEROES`: the range reads back as zeros.
-pub const CMD_WRITE_ZEROES: u16 = 6;
-/// Command flag `NBD_CMD_FLAG_FUA`: the write is durable before its reply (accepted on
-/// every command, as the protocol asks once SEND_FUA is advertised).
-pub const CMD_FLAG_FUA: u16 = 1;
-/// Command flag `NBD_CMD_FLAG_NO_HOLE`: WRITE_ZEROES must allocate (it always does here).
-pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 /// The command flags this server knows for `cmd`; any other flag gets EINVAL.
 pub fn command_flags_known(cmd: u16) -> u16 {
@@ -140,14 +51,13 @@ pub fn command_flags_known(cmd: u16) -> u16 {
     }
 }
 
-/// Error reply `EIO`: the export's read, write or flush failed (for the array, more
-/// member failures than its level tolerates).
-pub const EIO: u32 = 5;
-/// Error reply `EINVAL`: an empty, misaligned (not whole 512 B sectors) or oversized
-/// request.
-pub const EINVAL: u32 = 22;
-/// Error reply `ENOSPC`: a write past the end of the export.
-pub const ENOSPC: u32 = 28;
+/// The transmission flags this server advertises: every flag above.
+pub const TRANSMISSION_FLAGS: u16 = TF_HAS_FLAGS
+    | TF_SEND_FLUSH
+    | TF_SEND_FUA
+    | TF_SEND_TRIM
+    | TF_SEND_WRITE_ZEROES
+    | TF_CAN_MULTI_CONN;
 
 /// Smallest block in bytes (a sector): offsets and lengths are multiples of it.
 pub const BLOCK_BYTES_MIN: u32 = 512;
@@ -238,39 +148,6 @@ pub fn max_payload_bytes(budget: &Budget) -> u32 {
     (budget.shared_bytes() / sector * sector).clamp(sector, u64::from(BLOCK_BYTES_MAX)) as u32
 }
 
-/// What an NBD export needs. [`Array`] implements it.
-pub trait Export: Send + Sync {
-    /// Bytes of the export.
-    fn size_bytes(&self) -> u64;
-    /// Reads `buf.len()` bytes at `offset_bytes` (aligned, in bounds: checked before).
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()>;
-    /// Writes; `fua`: durable on return.
-    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()>;
-    /// Makes every completed write durable.
-    fn flush(&self) -> io::Result<()>;
-    /// Allocation of `len_bytes` at `offset_bytes` (in bounds: checked before): runs of
-    /// `(bytes, hole)` from the range's start, at most `max_runs`, covering the range
-    /// or a prefix of it. `hole`: unallocated, reads as zeros. Without a way to tell,
-    /// everything is data.
-    fn allocation(
-        &self,
-        offset_bytes: u64,
-        len_bytes: u64,
-        max_runs: usize,
-    ) -> io::Result<Vec<(u64, bool)>> {
-        let _ = (offset_bytes, max_runs);
-        Ok(vec![(len_bytes, false)])
-    }
-}
-
-fn to_io(e: crate::Error) -> io::Error {
-    if e.is_no_space() {
-        // Kept as the OS error, so that the reply is ENOSPC (see `write_errno`).
-        return io::Error::from_raw_os_error(libc::ENOSPC);
-    }
-    io::Error::other(e.to_string())
-}
-
 /// The error reply of a failed write: `ENOSPC` when a member's filesystem is full
 /// (the array is intact; the client may retry once there is space), else `EIO`.
 fn write_errno(e: io::Error) -> u32 {
@@ -278,24 +155,6 @@ fn write_errno(e: io::Error) -> u32 {
         ENOSPC
     } else {
         EIO
-    }
-}
-
-impl Export for Array {
-    fn size_bytes(&self) -> u64 {
-        self.capacity_bytes()
-    }
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.read(offset_bytes, buf).map_err(to_io)
-    }
-    fn write_at(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()> {
-        self.write(offset_bytes, data, fua).map_err(to_io)
-    }
-    fn flush(&self) -> io::Result<()> {
-        Array::flush(self).map_err(to_io)
-    }
-    fn allocation(&self, offset: u64, len: u64, max_runs: usize) -> io::Result<Vec<(u64, bool)>> {
-        Array::allocation(self, offset, len, max_runs).map_err(to_io)
     }
 }
 
@@ -325,17 +184,6 @@ fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
-}
-
-/// Sends one option reply (`NBD_REP_*`) with its data.
-pub(crate) fn opt_reply(w: &mut impl Write, opt: u32, reply: u32, data: &[u8]) -> io::Result<()> {
-    let mut b = Vec::with_capacity(20 + data.len());
-    b.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
-    b.extend_from_slice(&opt.to_be_bytes());
-    b.extend_from_slice(&reply.to_be_bytes());
-    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    b.extend_from_slice(data);
-    w.write_all(&b)
 }
 
 /// How the handshake ended.
@@ -488,17 +336,7 @@ fn options(
 ) -> io::Result<Handshake> {
     while state.options < OPTIONS_MAX {
         state.options += 1;
-        if read_u64(r)? != IHAVEOPT {
-            return Err(protocol("option without IHAVEOPT"));
-        }
-        let opt = read_u32(r)?;
-        let len = read_u32(r)?;
-        if len > OPTION_BYTES_MAX {
-            return Err(protocol(format!("option of {len} B")));
-        }
-        let mut data = vec![0u8; len as usize];
-        r.read_exact(&mut data)?;
-        let size = ctx.export.size_bytes();
+        let (opt, data) = read_option(r)?;
         if state.tls_missing() && opt != structured::OPT_STARTTLS && opt != OPT_ABORT {
             if opt == OPT_EXPORT_NAME {
                 // No reply can refuse it: hang up, as qemu-nbd does.
@@ -508,106 +346,178 @@ fn options(
             w.flush()?;
             continue;
         }
-        match opt {
-            structured::OPT_STARTTLS => {
-                if len != 0 {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
-                } else if state.tls_active {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
-                } else if ctx.tls.is_none() {
-                    opt_reply(w, opt, REP_ERR_POLICY, b"TLS is not configured")?;
-                } else {
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                    w.flush()?;
-                    return Ok(Handshake::StartTls);
-                }
-            }
+        let ended = match opt {
+            structured::OPT_STARTTLS => starttls_option(ctx, state, w, &data)?,
             structured::OPT_STRUCTURED_REPLY => {
-                structured::structured_reply_option(w, opt, &data, &mut state.neg)?
+                structured::structured_reply_option(w, opt, &data, &mut state.neg)?;
+                None
             }
             structured::OPT_LIST_META_CONTEXT | structured::OPT_SET_META_CONTEXT => {
-                match structured::meta_export_name(&data) {
-                    // The export name is checked as INFO/GO check it.
-                    Some(name) if state.neg.structured && !ctx.knows(name) => {
-                        if opt == structured::OPT_SET_META_CONTEXT {
-                            state.neg.base_allocation = false;
-                        }
-                        opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
-                    }
-                    _ => structured::meta_context_option(w, opt, &data, &mut state.neg)?,
-                }
+                meta_context_option(ctx, state, w, opt, &data)?;
+                None
             }
-            OPT_EXPORT_NAME => {
-                // The protocol leaves no way to answer an error here but hanging up.
-                if !ctx.knows(&data) {
-                    return Err(protocol(format!(
-                        "unknown export name {:?}",
-                        String::from_utf8_lossy(&data)
-                    )));
-                }
-                if !(ctx.admit)() {
-                    return Err(protocol("refused: every transmission slot is taken"));
-                }
-                let mut b = Vec::with_capacity(134);
-                b.extend_from_slice(&size.to_be_bytes());
-                b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                if !state.no_zeroes {
-                    b.extend_from_slice(&[0u8; 124]);
-                }
-                w.write_all(&b)?;
-                w.flush()?;
-                return Ok(Handshake::Transmit);
-            }
+            OPT_EXPORT_NAME => Some(export_name_option(ctx, state, w, &data)?),
             OPT_ABORT => {
                 // The client may already be gone; an error here is no error.
                 let _ = opt_reply(w, opt, REP_ACK, &[]).and_then(|()| w.flush());
-                return Ok(Handshake::Done);
+                Some(Handshake::Done)
             }
             OPT_LIST => {
-                if len != 0 {
-                    opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
-                } else {
-                    let mut b = (ctx.name.len() as u32).to_be_bytes().to_vec();
-                    b.extend_from_slice(ctx.name.as_bytes());
-                    opt_reply(w, opt, REP_SERVER, &b)?;
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                }
+                list_option(ctx, w, &data)?;
+                None
             }
-            OPT_INFO | OPT_GO => match info_request_name(&data) {
-                None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
-                Some(name) if !ctx.knows(name) => {
-                    opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
-                }
-                Some(_) if opt == OPT_GO && !(ctx.admit)() => {
-                    opt_reply(
-                        w,
-                        opt,
-                        REP_ERR_POLICY,
-                        b"every transmission slot is taken, retry later",
-                    )?;
-                }
-                Some(_) => {
-                    let mut b = INFO_EXPORT.to_be_bytes().to_vec();
-                    b.extend_from_slice(&size.to_be_bytes());
-                    b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                    opt_reply(w, opt, REP_INFO, &b)?;
-                    let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                    for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, ctx.max_payload] {
-                        b.extend_from_slice(&v.to_be_bytes());
-                    }
-                    opt_reply(w, opt, REP_INFO, &b)?;
-                    opt_reply(w, opt, REP_ACK, &[])?;
-                    if opt == OPT_GO {
-                        w.flush()?;
-                        return Ok(Handshake::Transmit);
-                    }
-                }
-            },
-            _ => opt_reply(w, opt, REP_ERR_UNSUP, &[])?,
+            OPT_INFO | OPT_GO => info_option(ctx, w, opt, &data)?,
+            _ => {
+                opt_reply(w, opt, REP_ERR_UNSUP, &[])?;
+                None
+            }
+        };
+        if let Some(end) = ended {
+            return Ok(end);
         }
         w.flush()?;
     }
     Err(protocol(format!("more than {OPTIONS_MAX} options")))
+}
+
+/// One option from the client: its number and payload (at most [`OPTION_BYTES_MAX`];
+/// a larger one ends the handshake).
+fn read_option(r: &mut impl Read) -> io::Result<(u32, Vec<u8>)> {
+    if read_u64(r)? != IHAVEOPT {
+        return Err(protocol("option without IHAVEOPT"));
+    }
+    let opt = read_u32(r)?;
+    let len = read_u32(r)?;
+    if len > OPTION_BYTES_MAX {
+        return Err(protocol(format!("option of {len} B")));
+    }
+    let mut data = vec![0u8; len as usize];
+    r.read_exact(&mut data)?;
+    Ok((opt, data))
+}
+
+/// `NBD_OPT_STARTTLS`: acknowledged (the handshake then goes on over TLS) when TLS is
+/// configured and not running yet.
+fn starttls_option(
+    ctx: &Context,
+    state: &HandshakeState,
+    w: &mut impl Write,
+    data: &[u8],
+) -> io::Result<Option<Handshake>> {
+    let opt = structured::OPT_STARTTLS;
+    if !data.is_empty() {
+        opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data")?;
+    } else if state.tls_active {
+        opt_reply(w, opt, REP_ERR_INVALID, b"TLS is already running")?;
+    } else if ctx.tls.is_none() {
+        opt_reply(w, opt, REP_ERR_POLICY, b"TLS is not configured")?;
+    } else {
+        opt_reply(w, opt, REP_ACK, &[])?;
+        w.flush()?;
+        return Ok(Some(Handshake::StartTls));
+    }
+    Ok(None)
+}
+
+/// `NBD_OPT_LIST_META_CONTEXT` / `SET_META_CONTEXT`: the export name is checked as
+/// INFO/GO check it, the contexts by [`structured::meta_context_option`].
+fn meta_context_option(
+    ctx: &Context,
+    state: &mut HandshakeState,
+    w: &mut impl Write,
+    opt: u32,
+    data: &[u8],
+) -> io::Result<()> {
+    match structured::meta_export_name(data) {
+        Some(name) if state.neg.structured && !ctx.knows(name) => {
+            if opt == structured::OPT_SET_META_CONTEXT {
+                state.neg.base_allocation = false;
+            }
+            opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())
+        }
+        _ => structured::meta_context_option(w, opt, data, &mut state.neg),
+    }
+}
+
+/// `NBD_OPT_EXPORT_NAME`: the export's size and flags, then transmission. The
+/// protocol leaves no way to answer an error here but hanging up.
+fn export_name_option(
+    ctx: &Context,
+    state: &HandshakeState,
+    w: &mut impl Write,
+    data: &[u8],
+) -> io::Result<Handshake> {
+    if !ctx.knows(data) {
+        return Err(protocol(format!(
+            "unknown export name {:?}",
+            String::from_utf8_lossy(data)
+        )));
+    }
+    if !(ctx.admit)() {
+        return Err(protocol("refused: every transmission slot is taken"));
+    }
+    let mut b = Vec::with_capacity(134);
+    b.extend_from_slice(&ctx.export.size_bytes().to_be_bytes());
+    b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+    if !state.no_zeroes {
+        b.extend_from_slice(&[0u8; 124]);
+    }
+    w.write_all(&b)?;
+    w.flush()?;
+    Ok(Handshake::Transmit)
+}
+
+/// `NBD_OPT_LIST`: the one export's name.
+fn list_option(ctx: &Context, w: &mut impl Write, data: &[u8]) -> io::Result<()> {
+    let opt = OPT_LIST;
+    if !data.is_empty() {
+        return opt_reply(w, opt, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data");
+    }
+    let mut b = (ctx.name.len() as u32).to_be_bytes().to_vec();
+    b.extend_from_slice(ctx.name.as_bytes());
+    opt_reply(w, opt, REP_SERVER, &b)?;
+    opt_reply(w, opt, REP_ACK, &[])
+}
+
+/// `NBD_OPT_INFO` / `NBD_OPT_GO`: size, flags and block sizes of the named export;
+/// GO then enters transmission if a transmission slot is free.
+fn info_option(
+    ctx: &Context,
+    w: &mut impl Write,
+    opt: u32,
+    data: &[u8],
+) -> io::Result<Option<Handshake>> {
+    match info_request_name(data) {
+        None => opt_reply(w, opt, REP_ERR_INVALID, b"malformed NBD_OPT_INFO/GO")?,
+        Some(name) if !ctx.knows(name) => {
+            opt_reply(w, opt, REP_ERR_UNKNOWN, unknown_name(ctx, name).as_bytes())?;
+        }
+        Some(_) if opt == OPT_GO && !(ctx.admit)() => {
+            opt_reply(
+                w,
+                opt,
+                REP_ERR_POLICY,
+                b"every transmission slot is taken, retry later",
+            )?;
+        }
+        Some(_) => {
+            let mut b = INFO_EXPORT.to_be_bytes().to_vec();
+            b.extend_from_slice(&ctx.export.size_bytes().to_be_bytes());
+            b.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+            opt_reply(w, opt, REP_INFO, &b)?;
+            let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+            for v in [BLOCK_BYTES_MIN, BLOCK_BYTES_PREFERRED, ctx.max_payload] {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            opt_reply(w, opt, REP_INFO, &b)?;
+            opt_reply(w, opt, REP_ACK, &[])?;
+            if opt == OPT_GO {
+                w.flush()?;
+                return Ok(Some(Handshake::Transmit));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The export name of an NBD_OPT_INFO/GO payload (`u32 name length, name, u16 count,
@@ -672,6 +582,13 @@ struct Connection<'a, R, W> {
     last_activity: Mutex<Instant>,
     /// What this connection has taken of its reserve in the budget.
     reserve: &'a Reserve,
+}
+/// What becomes of a request just read: served, refused (its error reply sent; the
+/// next request is read), or the end of the connection.
+enum Step<'b> {
+    Serve(Request<'b>),
+    Refused,
+    End,
 }
 
 /// One request, read under the reader lock.
@@ -906,8 +823,6 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     /// answered here and the next one read. The buffer a request needs is taken from
     /// the budget here, before its payload is read.
     fn read_request(&self, r: &mut R) -> io::Result<Option<Request<'a>>> {
-        let export = self.ctx.export;
-        let max = self.ctx.max_payload;
         loop {
             let mut head = [0u8; 28];
             // EOF before a request is an orderly (if impolite) end.
@@ -929,87 +844,106 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
                 buf: None,
             };
-            let (cookie, offset, len) = (request.cookie, request.offset, request.len);
             let flags_known = flags & !command_flags_known(request.cmd) == 0;
-            match request.cmd {
-                CMD_DISC => return Ok(None),
-                CMD_READ => {
-                    if let Some(e) = (len > max || !flags_known)
-                        .then_some(EINVAL)
-                        .or_else(|| range_error(export, offset, len, EINVAL))
-                    {
-                        self.send_chunk(e, cookie, offset, &[])?;
-                        continue;
-                    }
-                    let Some(buf) = self.buffer(len) else {
-                        return Ok(None);
-                    };
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
-                CMD_WRITE => {
-                    if len > max {
-                        // The payload cannot be skipped safely: refuse and hang up.
-                        self.send(EINVAL, cookie, &[])?;
-                        return Err(protocol(format!("write of {len} B")));
-                    }
-                    let Some(mut buf) = self.buffer(len) else {
-                        return Ok(None);
-                    };
-                    self.read_rest(r, &mut buf[..len as usize])?;
-                    let refused = (!flags_known)
-                        .then_some(EINVAL)
-                        .or_else(|| range_error(export, offset, len, ENOSPC));
-                    if let Some(e) = refused {
-                        drop(buf);
-                        self.send(e, cookie, &[])?;
-                        continue;
-                    }
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
-                structured::CMD_BLOCK_STATUS => {
-                    // Any byte range inside the export, in a selected context.
-                    let inside = offset
-                        .checked_add(u64::from(len))
-                        .is_some_and(|end| end <= export.size_bytes());
-                    if !self.neg.base_allocation || !flags_known || len == 0 || !inside {
-                        self.send_chunk(EINVAL, cookie, offset, &[])?;
-                        continue;
-                    }
-                    // The reply's bytes, from the budget as a read's are.
-                    let bytes = structured::block_status_bytes(self.extents_max(request.req_one));
-                    let Some(buf) = self.buffer(bytes as u32) else {
-                        return Ok(None);
-                    };
-                    return Ok(Some(Request {
-                        buf: Some(buf),
-                        ..request
-                    }));
-                }
+            let step = match request.cmd {
+                CMD_DISC => Step::End,
+                CMD_READ => self.admit_read(request, flags_known)?,
+                CMD_WRITE => self.admit_write(r, request, flags_known)?,
+                structured::CMD_BLOCK_STATUS => self.admit_block_status(request, flags_known)?,
                 CMD_WRITE_ZEROES if flags_known => {
-                    if range_error(export, offset, len, ENOSPC).is_none() {
-                        let Some(buf) = self.buffer(len.min(ZEROES_PIECE_BYTES).min(max)) else {
-                            return Ok(None);
-                        };
-                        return Ok(Some(Request {
-                            buf: Some(buf),
-                            ..request
-                        }));
+                    let (offset, len) = (request.offset, request.len);
+                    if range_error(self.ctx.export, offset, len, ENOSPC).is_none() {
+                        let max = self.ctx.max_payload;
+                        self.with_buffer(request, len.min(ZEROES_PIECE_BYTES).min(max))
+                    } else {
+                        Step::Serve(request)
                     }
                 }
-                CMD_FLUSH | CMD_TRIM if flags_known => {}
+                CMD_FLUSH | CMD_TRIM if flags_known => Step::Serve(request),
                 _ => {
-                    self.send(EINVAL, cookie, &[])?;
-                    continue;
+                    self.send(EINVAL, request.cookie, &[])?;
+                    Step::Refused
                 }
+            };
+            match step {
+                Step::Serve(request) => return Ok(Some(request)),
+                Step::Refused => continue,
+                Step::End => return Ok(None),
             }
-            return Ok(Some(request));
         }
+    }
+
+    /// `request` with a buffer of `bytes` from the budget, or the end when the
+    /// connection gives up waiting for one.
+    fn with_buffer(&self, request: Request<'a>, bytes: u32) -> Step<'a> {
+        match self.buffer(bytes) {
+            Some(buf) => Step::Serve(Request {
+                buf: Some(buf),
+                ..request
+            }),
+            None => Step::End,
+        }
+    }
+
+    /// A READ: refused (EINVAL) when too large, with unknown flags or outside the
+    /// export, else given its reply's buffer.
+    fn admit_read(&self, request: Request<'a>, flags_known: bool) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        if let Some(e) = (len > self.ctx.max_payload || !flags_known)
+            .then_some(EINVAL)
+            .or_else(|| range_error(self.ctx.export, offset, len, EINVAL))
+        {
+            self.send_chunk(e, cookie, offset, &[])?;
+            return Ok(Step::Refused);
+        }
+        Ok(self.with_buffer(request, len))
+    }
+
+    /// A WRITE: its payload read into a buffer from the budget, then refused (EINVAL,
+    /// ENOSPC past the end) or served; one too large to skip safely ends the connection.
+    fn admit_write(
+        &self,
+        r: &mut R,
+        request: Request<'a>,
+        flags_known: bool,
+    ) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        if len > self.ctx.max_payload {
+            // The payload cannot be skipped safely: refuse and hang up.
+            self.send(EINVAL, cookie, &[])?;
+            return Err(protocol(format!("write of {len} B")));
+        }
+        let Some(mut buf) = self.buffer(len) else {
+            return Ok(Step::End);
+        };
+        self.read_rest(r, &mut buf[..len as usize])?;
+        let refused = (!flags_known)
+            .then_some(EINVAL)
+            .or_else(|| range_error(self.ctx.export, offset, len, ENOSPC));
+        if let Some(e) = refused {
+            drop(buf);
+            self.send(e, cookie, &[])?;
+            return Ok(Step::Refused);
+        }
+        Ok(Step::Serve(Request {
+            buf: Some(buf),
+            ..request
+        }))
+    }
+
+    /// A BLOCK_STATUS: any byte range inside the export, in a selected context; its
+    /// reply's bytes come from the budget as a read's do.
+    fn admit_block_status(&self, request: Request<'a>, flags_known: bool) -> io::Result<Step<'a>> {
+        let (cookie, offset, len) = (request.cookie, request.offset, request.len);
+        let inside = offset
+            .checked_add(u64::from(len))
+            .is_some_and(|end| end <= self.ctx.export.size_bytes());
+        if !self.neg.base_allocation || !flags_known || len == 0 || !inside {
+            self.send_chunk(EINVAL, cookie, offset, &[])?;
+            return Ok(Step::Refused);
+        }
+        let bytes = structured::block_status_bytes(self.extents_max(request.req_one));
+        Ok(self.with_buffer(request, bytes as u32))
     }
 
     /// Serves a request read by [`Connection::read_request`] and replies; its buffer
@@ -1125,114 +1059,29 @@ pub fn serve(
     stop: &AtomicBool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    let options = Arc::new(options.clone());
     let budget = Arc::new(Budget::new(
         options.memory_limit_bytes,
         options.connections_max,
     ));
-    let active = Arc::new(AtomicUsize::new(0));
-    let handshaking: Arc<Handshaking> = Arc::new(Mutex::new(VecDeque::new()));
-    // Set when this returns: connection threads waiting on the budget give up.
-    let stopping = Arc::new(AtomicBool::new(false));
+    let shared = Shared {
+        export,
+        options: Arc::new(options.clone()),
+        budget,
+        active: Arc::new(AtomicUsize::new(0)),
+        handshaking: Arc::new(Mutex::new(VecDeque::new())),
+        stopping: Arc::new(AtomicBool::new(false)),
+    };
     let mut next_id = 0u64;
     let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                let connections_max = options.connections_max;
-                if active.load(Ordering::Relaxed) >= connections_max {
-                    REFUSALS.log(&format!(
-                        "raidlab-engine: {peer}: refused, {connections_max} connections open"
-                    ));
-                    continue;
+                if let Some(started) = shared.start(stream, peer, next_id) {
+                    next_id += 1;
+                    open.retain(|(_, t)| !t.is_finished());
+                    open.push(started);
                 }
-                // Kept to shut the connection down at stop, and to close it when a
-                // newcomer needs its handshake slot.
-                let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
-                    continue;
-                };
-                let id = next_id;
-                next_id += 1;
-                {
-                    let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
-                    while h.len() >= options.handshakes_max.max(1) {
-                        let Some((_, oldest, oldest_peer)) = h.pop_front() else {
-                            break;
-                        };
-                        let _ = oldest.shutdown(std::net::Shutdown::Both);
-                        REFUSALS.log(&format!(
-                            "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
-                             with {} handshakes open",
-                            options.handshakes_max
-                        ));
-                    }
-                    h.push_back((id, registered, peer));
-                }
-                let thread = {
-                    let (export, options, budget) =
-                        (export.clone(), options.clone(), budget.clone());
-                    let (active, handshaking, stopping) =
-                        (active.clone(), handshaking.clone(), stopping.clone());
-                    std::thread::spawn(move || {
-                        let closer = stream.try_clone().ok();
-                        let admitted = AtomicBool::new(false);
-                        let admit = || {
-                            let mut h = handshaking.lock().unwrap_or_else(|p| p.into_inner());
-                            // Closed for a newcomer: its socket is shut already.
-                            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
-                                return false;
-                            };
-                            let max = options.connections_max;
-                            let took = active
-                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                                    (n < max).then_some(n + 1)
-                                })
-                                .is_ok();
-                            if took {
-                                h.remove(at);
-                                admitted.store(true, Ordering::SeqCst);
-                            }
-                            took
-                        };
-                        let ctx = Context {
-                            export: &*export,
-                            name: &options.export_name,
-                            budget: &budget,
-                            max_payload: max_payload_bytes(&budget),
-                            in_flight: options.requests_in_flight.max(1),
-                            idle_timeout: options.idle_timeout,
-                            io_timeout: options.io_timeout,
-                            stop: &stopping,
-                            admit: &admit,
-                            tls: options.tls.as_deref(),
-                        };
-                        match serve_stream(&ctx, stream, options.handshake_timeout) {
-                            // A client that hangs up mid-handshake (a port probe), or a
-                            // connection shut down at stop, is no news.
-                            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
-                                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
-                            }
-                            _ => {}
-                        }
-                        // Its slot is free before the client sees the end, so a client
-                        // that reconnects at once finds it.
-                        handshaking
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .retain(|(i, ..)| *i != id);
-                        if admitted.load(Ordering::SeqCst) {
-                            active.fetch_sub(1, Ordering::SeqCst);
-                        }
-                        // The clone kept by the accept loop holds the socket open: shut
-                        // it down here, so the client sees the end at once.
-                        if let Some(c) = closer {
-                            let _ = c.shutdown(std::net::Shutdown::Both);
-                        }
-                    })
-                };
-                open.retain(|(_, t)| !t.is_finished());
-                open.push((closer, thread));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 open.retain(|(_, t)| !t.is_finished());
@@ -1258,7 +1107,7 @@ pub fn serve(
             }
         }
     }
-    stopping.store(true, Ordering::Relaxed);
+    shared.stopping.store(true, Ordering::Relaxed);
     for (stream, _) in &open {
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
@@ -1267,6 +1116,126 @@ pub fn serve(
     }
     REFUSALS.flush();
     outcome
+}
+
+/// What the accept loop of [`serve`] shares with every connection thread.
+#[derive(Clone)]
+struct Shared {
+    export: Arc<dyn Export>,
+    options: Arc<ServeOptions>,
+    budget: Arc<Budget>,
+    /// Connections in transmission.
+    active: Arc<AtomicUsize>,
+    handshaking: Arc<Handshaking>,
+    /// Set when [`serve`] returns: connection threads waiting on the budget give up.
+    stopping: Arc<AtomicBool>,
+}
+
+impl Shared {
+    /// Starts connection `id` on its own thread, unless every transmission slot is
+    /// taken (it is closed at accept); returns a handle to shut it down at stop and
+    /// its thread.
+    fn start(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        id: u64,
+    ) -> Option<(TcpStream, std::thread::JoinHandle<()>)> {
+        let connections_max = self.options.connections_max;
+        if self.active.load(Ordering::Relaxed) >= connections_max {
+            REFUSALS.log(&format!(
+                "raidlab-engine: {peer}: refused, {connections_max} connections open"
+            ));
+            return None;
+        }
+        // Kept to shut the connection down at stop, and to close it when a
+        // newcomer needs its handshake slot.
+        let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
+            return None;
+        };
+        self.take_handshake_slot(id, registered, peer);
+        let connection = self.clone();
+        let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
+        Some((closer, thread))
+    }
+
+    /// Registers connection `id` as handshaking, first closing the oldest unfinished
+    /// handshakes while the handshake slots are full.
+    fn take_handshake_slot(&self, id: u64, registered: TcpStream, peer: SocketAddr) {
+        let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+        while h.len() >= self.options.handshakes_max.max(1) {
+            let Some((_, oldest, oldest_peer)) = h.pop_front() else {
+                break;
+            };
+            let _ = oldest.shutdown(std::net::Shutdown::Both);
+            REFUSALS.log(&format!(
+                "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
+                 with {} handshakes open",
+                self.options.handshakes_max
+            ));
+        }
+        h.push_back((id, registered, peer));
+    }
+
+    /// Connection `id`'s thread: its handshake, a transmission slot at GO (if one is
+    /// free and it was not closed for a newcomer), its requests; then its slots back.
+    fn serve(self, id: u64, peer: SocketAddr, stream: TcpStream) {
+        let closer = stream.try_clone().ok();
+        let admitted = AtomicBool::new(false);
+        let admit = || {
+            let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+            // Closed for a newcomer: its socket is shut already.
+            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
+                return false;
+            };
+            let max = self.options.connections_max;
+            let took = self
+                .active
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok();
+            if took {
+                h.remove(at);
+                admitted.store(true, Ordering::SeqCst);
+            }
+            took
+        };
+        let ctx = Context {
+            export: &*self.export,
+            name: &self.options.export_name,
+            budget: &self.budget,
+            max_payload: max_payload_bytes(&self.budget),
+            in_flight: self.options.requests_in_flight.max(1),
+            idle_timeout: self.options.idle_timeout,
+            io_timeout: self.options.io_timeout,
+            stop: &self.stopping,
+            admit: &admit,
+            tls: self.options.tls.as_deref(),
+        };
+        match serve_stream(&ctx, stream, self.options.handshake_timeout) {
+            // A client that hangs up mid-handshake (a port probe), or a
+            // connection shut down at stop, is no news.
+            Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
+                REFUSALS.log(&format!("raidlab-engine: {peer}: {e}"));
+            }
+            _ => {}
+        }
+        // Its slot is free before the client sees the end, so a client
+        // that reconnects at once finds it.
+        self.handshaking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(i, ..)| *i != id);
+        if admitted.load(Ordering::SeqCst) {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+        }
+        // The clone kept by the accept loop holds the socket open: shut
+        // it down here, so the client sees the end at once.
+        if let Some(c) = closer {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 /// Waits until `listener` has a connection to accept, `timeout` at most.
@@ -1357,19 +1326,6 @@ fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     let until = Instant::now() + handshake_timeout;
-    fn deadline<S>(
-        socket: &TcpStream,
-        inner: S,
-        until: Instant,
-        timeout: Duration,
-    ) -> Deadline<'_, S> {
-        Deadline {
-            socket,
-            inner,
-            until,
-            timeout,
-        }
-    }
     let t = handshake_timeout;
     let mut state = HandshakeState::new(ctx.tls);
     match handshake(
@@ -1385,43 +1341,63 @@ fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -
             let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
             transmission(ctx, state.neg, &mut reader, &mut writer)
         }
-        Handshake::StartTls => {
-            let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
-            // The handshake is read unbuffered: nothing of the TLS handshake was taken
-            // off the socket yet.
-            let (mut reader, mut writer) = tls::accept(
-                server,
-                stream.try_clone()?,
-                &[],
-                &mut deadline(&stream, &stream, until, t),
-            )?;
-            reader.set_deadline(Some(until));
-            state.tls_active = true;
-            // Nothing agreed in the clear carries over into TLS.
-            state.neg = Negotiated::default();
-            let ended = options(
-                ctx,
-                &mut state,
-                &mut deadline(&stream, &mut reader, until, t),
-                &mut deadline(&stream, &mut writer, until, t),
-            );
-            let outcome = match ended {
-                Ok(Handshake::Transmit) => {
-                    reader.set_deadline(None);
-                    transmission_timeouts(ctx, &stream)?;
-                    let mut buffered = io::BufWriter::with_capacity(256 << 10, &mut writer);
-                    let outcome = transmission(ctx, state.neg, &mut reader, &mut buffered);
-                    drop(buffered);
-                    outcome
-                }
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            };
-            // close_notify, unless the client is gone or stuck (the write would wait).
-            if outcome.is_ok() {
-                let _ = writer.close();
-            }
+        Handshake::StartTls => serve_over_tls(ctx, &stream, state, until, t),
+    }
+}
+
+/// `inner` (the socket or a TLS side of it) bound to the handshake's deadline.
+fn deadline<S>(socket: &TcpStream, inner: S, until: Instant, timeout: Duration) -> Deadline<'_, S> {
+    Deadline {
+        socket,
+        inner,
+        until,
+        timeout,
+    }
+}
+
+/// After STARTTLS: the TLS handshake, the options again over TLS (within the same
+/// handshake deadline), then the transmission over TLS, ended with close_notify.
+fn serve_over_tls(
+    ctx: &Context,
+    stream: &TcpStream,
+    mut state: HandshakeState,
+    until: Instant,
+    t: Duration,
+) -> io::Result<()> {
+    let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
+    // The handshake is read unbuffered: nothing of the TLS handshake was taken
+    // off the socket yet.
+    let (mut reader, mut writer) = tls::accept(
+        server,
+        stream.try_clone()?,
+        &[],
+        &mut deadline(stream, stream, until, t),
+    )?;
+    reader.set_deadline(Some(until));
+    state.tls_active = true;
+    // Nothing agreed in the clear carries over into TLS.
+    state.neg = Negotiated::default();
+    let ended = options(
+        ctx,
+        &mut state,
+        &mut deadline(stream, &mut reader, until, t),
+        &mut deadline(stream, &mut writer, until, t),
+    );
+    let outcome = match ended {
+        Ok(Handshake::Transmit) => {
+            reader.set_deadline(None);
+            transmission_timeouts(ctx, stream)?;
+            let mut buffered = io::BufWriter::with_capacity(256 << 10, &mut writer);
+            let outcome = transmission(ctx, state.neg, &mut reader, &mut buffered);
+            drop(buffered);
             outcome
         }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
+    };
+    // close_notify, unless the client is gone or stuck (the write would wait).
+    if outcome.is_ok() {
+        let _ = writer.close();
     }
+    outcome
 }

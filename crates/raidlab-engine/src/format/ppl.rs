@@ -57,8 +57,8 @@
 //! its data. Modified members are a bit mask, so PPL arrays have at most 64 members, as
 //! md's.
 
-use crate::crc32c::crc32c;
-use crate::superblock::{BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use crate::format::superblock::{BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
+use crc32c::crc32c;
 use raidlab_layout::{FailedSet, Geometry, Level, StripeId};
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -493,25 +493,35 @@ impl Ppl {
             writes.push((m, file, r.encode(self.uuid, seq, oldest), seq));
         }
         drop(logs);
-        let slot = slot_bytes(self.stripe_unit_bytes);
         for (m, file, bytes, seq) in writes {
-            debug_assert!(bytes.len() as u64 <= slot);
-            let at = PPL_OFFSET_BYTES + ((seq - 1) % self.slots) * slot;
-            // md writes the log with FUA: here a write that is durable on return and
-            // syncs only its own range (a member sync would also write back every data
-            // write the page cache holds for the member).
-            let r = match write_dsync(&file, &bytes, at) {
-                Ok(true) => Ok(()),
-                Ok(false) => file
-                    .write_all_at(&bytes, at)
-                    .and_then(|()| self.sync(m, &file)),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = r {
+            if let Err(e) = self.write_record(m, &file, &bytes, seq) {
                 errors.push((m, e));
             }
         }
         (guard, errors)
+    }
+
+    /// Writes record number `seq` of member `m`'s log into its slot of the ring,
+    /// durable on return. md writes the log with FUA: here a write that is durable on
+    /// return and syncs only its own range (a member sync would also write back every
+    /// data write the page cache holds for the member).
+    fn write_record(
+        &self,
+        m: u32,
+        file: &Arc<File>,
+        bytes: &[u8],
+        seq: u64,
+    ) -> std::io::Result<()> {
+        let slot = slot_bytes(self.stripe_unit_bytes);
+        debug_assert!(bytes.len() as u64 <= slot);
+        let at = PPL_OFFSET_BYTES + ((seq - 1) % self.slots) * slot;
+        match write_dsync(file, bytes, at) {
+            Ok(true) => Ok(()),
+            Ok(false) => file
+                .write_all_at(bytes, at)
+                .and_then(|()| self.sync(m, file)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Makes every record written to member `m`'s log so far durable, sharing the

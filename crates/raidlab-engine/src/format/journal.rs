@@ -23,13 +23,13 @@
 //! record at once. Concurrent writers share syncs (group commit): one sync covers every
 //! record written, gap-free, before it started.
 
-use crate::crc32c::crc32c;
-use crate::error::{Error, Result};
+use crate::error::{io_err, Error, Result};
+use crc32c::crc32c;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Bytes of the journal header.
 pub const HEADER_BYTES: u64 = 4096;
@@ -108,12 +108,21 @@ pub struct Journal {
     gate: RwLock<()>,
 }
 
-fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
+/// A record of `extents` with its header left blank: the extent table, then the
+/// bytes of each extent (`payload` bytes in all, table included).
+fn record_body(extents: &[(u32, u64, &[u8])], payload: usize) -> Vec<u8> {
+    let table = extents.len() * EXTENT_BYTES;
+    let mut rec = vec![0u8; RECORD_HEADER_BYTES + payload];
+    let mut data_at = RECORD_HEADER_BYTES + table;
+    for (i, (member, offset, data)) in extents.iter().enumerate() {
+        let e = RECORD_HEADER_BYTES + i * EXTENT_BYTES;
+        rec[e..e + 4].copy_from_slice(&member.to_le_bytes());
+        rec[e + 8..e + 16].copy_from_slice(&offset.to_le_bytes());
+        rec[e + 16..e + 24].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        rec[data_at..data_at + data.len()].copy_from_slice(data);
+        data_at += data.len();
     }
+    rec
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -316,16 +325,7 @@ impl Journal {
                 self.path.display()
             )));
         }
-        let mut rec = vec![0u8; RECORD_HEADER_BYTES + payload];
-        let mut data_at = RECORD_HEADER_BYTES + table;
-        for (i, (member, offset, data)) in extents.iter().enumerate() {
-            let e = RECORD_HEADER_BYTES + i * EXTENT_BYTES;
-            rec[e..e + 4].copy_from_slice(&member.to_le_bytes());
-            rec[e + 8..e + 16].copy_from_slice(&offset.to_le_bytes());
-            rec[e + 16..e + 24].copy_from_slice(&(data.len() as u64).to_le_bytes());
-            rec[data_at..data_at + data.len()].copy_from_slice(data);
-            data_at += data.len();
-        }
+        let mut rec = record_body(extents, payload);
         loop {
             let guard = self.gate.read().expect("journal gate");
             let mut tail = self.tail.lock().expect("journal tail");
@@ -351,32 +351,8 @@ impl Journal {
                     return Err(io_err(&self.path, "append to journal")(e));
                 }
                 tail.written(start, end);
-                loop {
-                    if tail.broken {
-                        return Err(Error::Input(format!(
-                            "journal {}: an earlier write or sync failed",
-                            self.path.display()
-                        )));
-                    }
-                    if tail.durable_end >= end {
-                        return Ok(guard);
-                    }
-                    if tail.syncing {
-                        tail = self.synced.wait(tail).expect("journal tail");
-                        continue;
-                    }
-                    tail.syncing = true;
-                    let target = tail.written_end;
-                    drop(tail);
-                    let r = self.file.sync_data();
-                    tail = self.tail.lock().expect("journal tail");
-                    tail.syncing = false;
-                    match r {
-                        Ok(()) => tail.durable_end = tail.durable_end.max(target),
-                        Err(_) => tail.broken = true,
-                    }
-                    self.synced.notify_all();
-                }
+                self.wait_durable(tail, end)?;
+                return Ok(guard);
             }
             drop(tail);
             drop(guard);
@@ -386,6 +362,38 @@ impl Journal {
                 checkpoint()?;
                 self.retire()?;
             }
+        }
+    }
+
+    /// Returns once the journal is durable up to `end` (synced by this writer, or by
+    /// another whose sync covers it: one `fdatasync` serves every record written
+    /// before it started); refused once a write or sync has failed.
+    fn wait_durable<'t>(&'t self, mut tail: MutexGuard<'t, Tail>, end: u64) -> Result<()> {
+        loop {
+            if tail.broken {
+                return Err(Error::Input(format!(
+                    "journal {}: an earlier write or sync failed",
+                    self.path.display()
+                )));
+            }
+            if tail.durable_end >= end {
+                return Ok(());
+            }
+            if tail.syncing {
+                tail = self.synced.wait(tail).expect("journal tail");
+                continue;
+            }
+            tail.syncing = true;
+            let target = tail.written_end;
+            drop(tail);
+            let r = self.file.sync_data();
+            tail = self.tail.lock().expect("journal tail");
+            tail.syncing = false;
+            match r {
+                Ok(()) => tail.durable_end = tail.durable_end.max(target),
+                Err(_) => tail.broken = true,
+            }
+            self.synced.notify_all();
         }
     }
 

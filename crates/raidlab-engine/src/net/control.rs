@@ -6,7 +6,7 @@
 //! rebuilt online while NBD clients keep working.
 //!
 //! The socket lives in a private directory and answers only its own uid and root (see
-//! [`crate::private_socket`]). The server never opens a path a client names: `replace`
+//! [`crate::net::private_socket`]). The server never opens a path a client names: `replace`
 //! sends the new member as an open file descriptor (`SCM_RIGHTS`) that the client opened
 //! with its own rights, and a member named by a path that is not one of the served
 //! members' is resolved by the client (`role` in the request).
@@ -20,7 +20,7 @@
 
 use crate::array::{Fault, RebuildProgress, ScrubReport, Status};
 use crate::error::{Error, Result};
-use crate::private_socket;
+use crate::net::private_socket;
 use crate::Array;
 use serde_json::{json, Value};
 use std::fs::File;
@@ -415,39 +415,7 @@ fn execute(
             Ok(served_status_json(&array.status()))
         }
         "inject" => {
-            let member = served_role(array, req, "target")?;
-            let num = |f: &str| {
-                req.get(f).and_then(Value::as_u64).ok_or_else(|| {
-                    Error::Input(format!("control request: {f}: a number is needed"))
-                })
-            };
-            match text(req, "kind")? {
-                "clear" => array.clear_faults(),
-                "read-error" => array.inject_fault(Fault::ReadError {
-                    member,
-                    offset_bytes: num("offset_bytes")?,
-                    len_bytes: num("len_bytes")?,
-                })?,
-                "bad-sector" => array.inject_fault(Fault::BadSector {
-                    member,
-                    offset_bytes: num("offset_bytes")?,
-                    len_bytes: num("len_bytes")?,
-                })?,
-                "write-error" => array.inject_fault(Fault::WriteError {
-                    member,
-                    offset_bytes: num("offset_bytes")?,
-                    len_bytes: num("len_bytes")?,
-                })?,
-                "latency" => array.inject_fault(Fault::Latency {
-                    member,
-                    delay: Duration::from_micros(num("delay_us")?),
-                })?,
-                other => {
-                    return Err(Error::Input(format!(
-                        "control request: kind {other:?}; allowed: read-error, bad-sector, write-error, latency, clear"
-                    )))
-                }
-            }
+            inject(array, req)?;
             Ok(served_status_json(&array.status()))
         }
         "add-spare" => {
@@ -460,78 +428,138 @@ fn execute(
             let repair = text(req, "cmd")? == "repair";
             Ok(scrub_json(&array.scrub(repair)?))
         }
-        "replace" => {
-            let role = served_role(array, req, "old")?;
-            let new = PathBuf::from(text(req, "new")?);
-            let file = passed_member(fd, &new)?;
-            let rate = req.get("rate").and_then(Value::as_u64);
-            let wait = req.get("wait").and_then(Value::as_bool).unwrap_or(true);
-            if !array.failed().contains(role) {
-                array.fail_member(role)?;
-            }
-            let (tx, rx) = std::sync::mpsc::channel();
-            {
-                let mut slot = rebuild.lock().expect("rebuild handle");
-                if let Some(r) = array.rebuild_progress() {
-                    return Err(Error::Input(format!(
-                        "a rebuild of member {} is running; wait for it",
-                        r.role
-                    )));
-                }
-                if let Some(h) = slot.take() {
-                    let _ = h.join();
-                }
-                let array = array.clone();
-                *slot = Some(std::thread::spawn(move || {
-                    let r = array.rebuild_onto(role, file, &new, rate, |_, _| {});
-                    match &r {
-                        Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt, array clean"),
-                        Err(e) => eprintln!("raidlab-engine: rebuild of member {role}: {e}"),
-                    }
-                    let _ = tx.send(r.map_err(|e| e.to_string()));
-                }));
-            }
-            if !wait {
-                // Let the rebuild register itself, so status shows it.
-                while array.rebuild_progress().is_none() && !array.failed().is_empty() {
-                    if let Ok(r) = rx.recv_timeout(Duration::from_millis(5)) {
-                        r.map_err(Error::Input)?;
-                        break;
-                    }
-                }
-                return Ok(served_status_json(&array.status()));
-            }
-            let mut client_gone = false;
-            loop {
-                match rx.recv_timeout(Duration::from_millis(200)) {
-                    Ok(r) => {
-                        r.map_err(Error::Input)?;
-                        let total = array.geometry().member_used_bytes();
-                        let done = RebuildProgress {
-                            role,
-                            path: PathBuf::from(text(req, "new")?),
-                            done_bytes: total,
-                            total_bytes: total,
-                        };
-                        if !client_gone {
-                            let _ = send(out, &json!({ "progress": progress_json(&done) }));
-                        }
-                        return Ok(served_status_json(&array.status()));
-                    }
-                    Err(_) if client_gone => {}
-                    Err(_) => {
-                        if let Some(p) = array.rebuild_progress() {
-                            // The rebuild goes on when the client goes away.
-                            client_gone =
-                                send(out, &json!({ "progress": progress_json(&p) })).is_err();
-                        }
-                    }
-                }
-            }
-        }
+        "replace" => replace(array, rebuild, req, fd, out),
         other => Err(Error::Input(format!(
             "control request: unknown cmd {other:?}; allowed: status, fail, replace, add-spare, inject, check, repair"
         ))),
+    }
+}
+
+/// `inject`: a fault on a served member (or `clear`: none left).
+fn inject(array: &Array, req: &Value) -> Result<()> {
+    let member = served_role(array, req, "target")?;
+    let num = |f: &str| {
+        req.get(f)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| Error::Input(format!("control request: {f}: a number is needed")))
+    };
+    match text(req, "kind")? {
+        "clear" => array.clear_faults(),
+        "read-error" => array.inject_fault(Fault::ReadError {
+            member,
+            offset_bytes: num("offset_bytes")?,
+            len_bytes: num("len_bytes")?,
+        })?,
+        "bad-sector" => array.inject_fault(Fault::BadSector {
+            member,
+            offset_bytes: num("offset_bytes")?,
+            len_bytes: num("len_bytes")?,
+        })?,
+        "write-error" => array.inject_fault(Fault::WriteError {
+            member,
+            offset_bytes: num("offset_bytes")?,
+            len_bytes: num("len_bytes")?,
+        })?,
+        "latency" => array.inject_fault(Fault::Latency {
+            member,
+            delay: Duration::from_micros(num("delay_us")?),
+        })?,
+        other => {
+            return Err(Error::Input(format!(
+                "control request: kind {other:?}; allowed: read-error, bad-sector, write-error, latency, clear"
+            )))
+        }
+    };
+    Ok(())
+}
+
+/// `replace`: fails the old member (if it is not failed yet) and rebuilds onto the
+/// new one in the background; with `wait`, streams the rebuild's progress to the
+/// client until it ends (the rebuild goes on if the client goes away).
+fn replace(
+    array: &Arc<Array>,
+    rebuild: &Arc<Mutex<Option<JoinHandle<()>>>>,
+    req: &Value,
+    fd: Option<OwnedFd>,
+    out: &mut UnixStream,
+) -> Result<Value> {
+    let role = served_role(array, req, "old")?;
+    let new = PathBuf::from(text(req, "new")?);
+    let file = passed_member(fd, &new)?;
+    let rate = req.get("rate").and_then(Value::as_u64);
+    let wait = req.get("wait").and_then(Value::as_bool).unwrap_or(true);
+    if !array.failed().contains(role) {
+        array.fail_member(role)?;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let mut slot = rebuild.lock().expect("rebuild handle");
+        if let Some(r) = array.rebuild_progress() {
+            return Err(Error::Input(format!(
+                "a rebuild of member {} is running; wait for it",
+                r.role
+            )));
+        }
+        if let Some(h) = slot.take() {
+            let _ = h.join();
+        }
+        let array = array.clone();
+        *slot = Some(std::thread::spawn(move || {
+            let r = array.rebuild_onto(role, file, &new, rate, |_, _| {});
+            match &r {
+                Ok(()) => eprintln!("raidlab-engine: member {role} rebuilt, array clean"),
+                Err(e) => eprintln!("raidlab-engine: rebuild of member {role}: {e}"),
+            }
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        }));
+    }
+    if !wait {
+        // Let the rebuild register itself, so status shows it.
+        while array.rebuild_progress().is_none() && !array.failed().is_empty() {
+            if let Ok(r) = rx.recv_timeout(Duration::from_millis(5)) {
+                r.map_err(Error::Input)?;
+                break;
+            }
+        }
+        return Ok(served_status_json(&array.status()));
+    }
+    wait_for_rebuild(array, role, req, &rx, out)
+}
+
+/// Streams a rebuild's progress to the client every 200 ms until it ends (the
+/// rebuild goes on when the client goes away), then its last line and the status.
+fn wait_for_rebuild(
+    array: &Array,
+    role: u32,
+    req: &Value,
+    rx: &std::sync::mpsc::Receiver<std::result::Result<(), String>>,
+    out: &mut UnixStream,
+) -> Result<Value> {
+    let mut client_gone = false;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(r) => {
+                r.map_err(Error::Input)?;
+                let total = array.geometry().member_used_bytes();
+                let done = RebuildProgress {
+                    role,
+                    path: PathBuf::from(text(req, "new")?),
+                    done_bytes: total,
+                    total_bytes: total,
+                };
+                if !client_gone {
+                    let _ = send(out, &json!({ "progress": progress_json(&done) }));
+                }
+                return Ok(served_status_json(&array.status()));
+            }
+            Err(_) if client_gone => {}
+            Err(_) => {
+                if let Some(p) = array.rebuild_progress() {
+                    // The rebuild goes on when the client goes away.
+                    client_gone = send(out, &json!({ "progress": progress_json(&p) })).is_err();
+                }
+            }
+        }
     }
 }
 

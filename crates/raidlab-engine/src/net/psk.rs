@@ -5,7 +5,7 @@
 //! which OpenSSL also uses for TLS 1.3 with a SHA-256 suite) and the TLS 1.2 PSK
 //! suites for older clients. No certificate is involved.
 //!
-//! The session is shared by a connection's reader and writer as in [`crate::tls`]:
+//! The session is shared by a connection's reader and writer as in [`crate::net::tls`]:
 //! OpenSSL reads its records from an in-memory buffer ([`Io`]) that [`PskReader`]
 //! fills from the socket without the lock, and writes its records straight to the
 //! socket under the lock, so writers go on while the reader waits for the client.
