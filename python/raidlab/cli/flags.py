@@ -11,6 +11,7 @@ where ``run`` reads); the flag's help and meaning stay the registry's.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -28,7 +29,7 @@ from raidlab.reliability import RiskOptions
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.executor import JOBS_MAX, executor_scope
 from raidlab.scenario.tuning import Tuning, tune_array
-from raidlab.scenario.workloads import WorkloadRequest
+from raidlab.scenario.workloads import DEFAULT_IOS, WorkloadRequest
 
 FORMATS = ("table", "csv", "json")
 
@@ -354,6 +355,23 @@ WORKLOAD = FlagSet(
     ),
     lambda values: WorkloadRequest(**WORKLOAD.requested(values), labels=WORKLOAD.labels()),
 )
+
+
+def _one_workload_defaults() -> dict[str, Any]:
+    """The workload flags' defaults where a command runs one fio-style workload (run,
+    life): the request's own (``WorkloadRequest``), as typer shows them, and the default
+    run's I/O count. A command gives only what it does differently (its ``rw``)."""
+    own = {f.name: f.default for f in dataclasses.fields(WorkloadRequest)}
+    keys = ("bs", "iodepth", "numjobs", "rwmixread", "offset")
+    return {
+        **{key: str(own[key]) for key in keys},
+        "ios": Shown(str(DEFAULT_IOS)),
+        "size": Shown("whole array"),
+    }
+
+
+ONE_WORKLOAD_DEFAULTS = _one_workload_defaults()
+IOS_DEFAULT = str(DEFAULT_IOS)
 
 
 # --- reliability figures of risk and advise: one RiskOptions ---------------------------

@@ -11,10 +11,10 @@ from raidlab.cli.flags import (
     ARRAY,
     FORMAT,
     MODE,
+    ONE_WORKLOAD_DEFAULTS,
     SEED,
     WORKLOAD,
     ArrayFlags,
-    Shown,
     check_format,
     flagset,
     opt,
@@ -77,17 +77,7 @@ def _scenarios(
     SEED,
     FORMAT,
     ARRAY,
-    defaults={
-        "mode": "open",
-        "rw": "randwrite",
-        "bs": "4K",
-        "iodepth": "1",
-        "numjobs": "1",
-        "rwmixread": "50",
-        "ios": Shown("20000"),
-        "size": Shown("whole array"),
-        "offset": "0",
-    },
+    defaults={**ONE_WORKLOAD_DEFAULTS, "mode": "open", "rw": "randwrite"},
 )
 def life(
     duty: Annotated[

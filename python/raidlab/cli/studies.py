@@ -16,6 +16,7 @@ from raidlab.cli.flags import (
     ARRAY,
     CLUSTER,
     FORMAT,
+    IOS_DEFAULT,
     IOS_MAX,
     JOBS,
     LOG_Y,
@@ -164,7 +165,7 @@ ADVISE_WORKLOAD_KEYS = ("rw", "bs", "iodepth", "numjobs", "rwmixread")
     JOBS,
     CLUSTER,
     FORMAT,
-    defaults={**api.ADVISE_WORKLOAD, "ios": "20000"},
+    defaults={**api.ADVISE_WORKLOAD, "ios": IOS_DEFAULT},
 )
 def advise(
     job: Annotated[

@@ -15,6 +15,7 @@ from raidlab.cli.flags import (
     ARRAY,
     CLUSTER,
     FORMAT,
+    IOS_DEFAULT,
     JOBS,
     OUTPUT_FORMAT,
     PLOT,
@@ -157,7 +158,7 @@ CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "
     CLUSTER,
     FORMAT,
     ARRAY,
-    defaults={"size": "1G", "ios": "20000"},
+    defaults={"size": "1G", "ios": IOS_DEFAULT},
 )
 def cdm(
     profile: Annotated[str, opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
@@ -193,7 +194,7 @@ def cdm(
     SEED,
     FORMAT,
     ARRAY,
-    defaults={"ios": "20000", "size": Shown("whole array")},
+    defaults={"ios": IOS_DEFAULT, "size": Shown("whole array")},
 )
 def iometer(
     spec: Annotated[

@@ -32,7 +32,12 @@ from raidlab.errors import RaidlabError
 from raidlab.scenario import limits
 from raidlab.scenario.array import array_capacity_bytes, build_scenario, parse_int
 from raidlab.scenario.executor import run_scenarios
-from raidlab.scenario.workloads import WorkloadRequest, build_workload, parse_block_size
+from raidlab.scenario.workloads import (
+    DEFAULT_IOS,
+    WorkloadRequest,
+    build_workload,
+    parse_block_size,
+)
 from raidlab.units import format_size, parse_size
 
 # pandas loads where a frame is built, not with the module: the command line starts
@@ -73,7 +78,7 @@ def cdm(
     array: Mapping[str, Any],
     profile: str = "default",
     size: Any = "1G",
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     seed: int = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
@@ -216,7 +221,7 @@ def parse_access_spec(text: str, label: str = "SPEC") -> AccessSpec:
 def iometer(
     array: Mapping[str, Any],
     spec: str,
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     size: Any = None,
     seed: int = 1,
     labels: Mapping[str, str] | None = None,
@@ -245,7 +250,7 @@ def iometer(
 def iometer_workloads(
     array: Mapping[str, Any],
     access: AccessSpec,
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     size: Any = None,
     labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from raidlab.scenario import native
 from raidlab.scenario.array import parse_int
+from raidlab.scenario.workloads import DEFAULT_IOS
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -136,7 +137,7 @@ def scenario_cost(scenario: dict[str, Any]) -> float:
     on it."""
     workload = scenario.get("workload", {})
     array = scenario.get("array", {})
-    ios = workload.get("ios") or 20_000
+    ios = workload.get("ios") or DEFAULT_IOS
     ios += workload.get("warmup_ios") or 0
     sizes = workload.get("bs") or [[4096, 1]]
     try:

@@ -35,7 +35,7 @@ from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
 from raidlab.scenario.presets import DEFAULT_CONTROLLER
 from raidlab.scenario.tuning import Tuning, tune_array
-from raidlab.scenario.workloads import WorkloadRequest, build_workload
+from raidlab.scenario.workloads import DEFAULT_IOS, WorkloadRequest, build_workload
 from raidlab.units import format_size, parse_size
 
 # pandas loads where a frame is built, not with the module: the command line starts
@@ -85,7 +85,7 @@ class FioJobs:
 
     job_file: JobFile
     source: str
-    ios: int = 20_000
+    ios: int = DEFAULT_IOS
     label: str = "job"
 
     def scenario(self, array: Mapping[str, Any], seed: int) -> dict[str, Any]:
@@ -108,7 +108,7 @@ class AccessSpecWorkload:
     """An IOMeter access specification or preset (desktop, database, fileserver)."""
 
     spec: str
-    ios: int = 20_000
+    ios: int = DEFAULT_IOS
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def scenario(self, array: Mapping[str, Any], seed: int) -> dict[str, Any]:
