@@ -124,3 +124,43 @@ def test_the_scheduler_and_stripe_unit_flags_state_the_native_choices_and_bounds
     stripe = limits.field("array.stripe_unit_bytes")
     assert (stripe.min, stripe.max, stripe.power_of_two) == (512, 1 << 30, True)
     assert "power of two 512..1G" in registry()["--stripe-unit"].help
+
+
+def _declarations() -> dict[str, list[str]]:
+    """Where each flag name is written as a declaration in the CLI's source (the first
+    argument of ``Flag``, ``opt`` or ``typer.Option``), by flag: ``module:line`` each."""
+    import ast
+    from pathlib import Path
+
+    import raidlab.cli
+
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(Path(raidlab.cli.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            called = called or (node.func.id if isinstance(node.func, ast.Name) else None)
+            if called not in ("Flag", "opt", "Option"):
+                continue
+            names = [node.args[0]] if called == "opt" else node.args[:2]
+            for arg in names:
+                if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+                    found[str(arg.value)].append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_every_flag_name_is_written_in_one_declaration() -> None:
+    # The source, not the built commands: a second copy of a declaration with the same
+    # help would pass the tests above, and fails here.
+    allowed = defaultdict(int)
+    for _, flag in SAME_NAME_OTHER_MEANING:
+        allowed[flag] += 1
+    for flag, places in _declarations().items():
+        most = max(1, allowed[flag] + (1 if flag in registry() else 0))
+        assert len(places) <= most, f"{flag} declared {len(places)} times: {places}"
+
+
+def test_the_declaration_finder_sees_the_registry() -> None:
+    found = _declarations()
+    assert found["--iodepth"] and found["--stripe-unit"] and found["--mtbf-hours"]
