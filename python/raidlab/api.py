@@ -58,6 +58,7 @@ from raidlab.scenario.presets import (
 )
 from raidlab.scenario.tuning import Tuning, tune_array
 from raidlab.scenario.workloads import (
+    DEFAULT_IOS,
     RunRows,
     WorkloadRequest,
     build_workload,
@@ -330,7 +331,7 @@ def cdm(
     array: Mapping[str, Any],
     profile: str = "default",
     size: Any = "1G",
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     seed: Any = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
@@ -345,7 +346,7 @@ def cdm(
 def iometer(
     array: Mapping[str, Any],
     spec: str,
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     size: Any = None,
     seed: Any = 1,
     labels: Mapping[str, str] | None = None,
@@ -469,7 +470,7 @@ def advise(
     workload: WorkloadRequest | None = None,
     job: str | Path | None = None,
     access_spec: str | None = None,
-    ios: Any = 20_000,
+    ios: Any = DEFAULT_IOS,
     controller: Any = None,
     capacity: Any = 0,
     tolerate: Any = 0,
