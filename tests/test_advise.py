@@ -6,7 +6,7 @@ import json
 
 from raidlab.cli import app
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.studies.advise import advise
+from raidlab.studies.advise import AdviseRequest, advise
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -14,10 +14,8 @@ runner = CliRunner()
 
 def test_candidates_meet_the_constraints_and_are_ranked_best_first() -> None:
     frame = advise(
-        "intel-dc-s3500-80g",
-        4,
+        AdviseRequest("intel-dc-s3500-80g", 4, tolerate=1),
         WorkloadRequest(rw="randread", bs="4K", iodepth=16, ios=2000),
-        tolerate=1,
         jobs=1,
         progress=False,
     )
@@ -48,11 +46,8 @@ def test_a_capacity_no_level_offers_is_one_clear_error() -> None:
 def test_fastpath_is_a_candidate_only_where_the_controller_has_it() -> None:
     workload = WorkloadRequest(rw="randread", bs="4K", iodepth=32, numjobs=2, ios=4000)
     megaraid = advise(
-        "intel-dc-s3500-80g",
-        4,
+        AdviseRequest("intel-dc-s3500-80g", 4, controller="megaraid-9365", tolerate=1),
         workload,
-        controller="megaraid-9365",
-        tolerate=1,
         jobs=1,
         progress=False,
     )
@@ -61,7 +56,8 @@ def test_fastpath_is_a_candidate_only_where_the_controller_has_it() -> None:
     # the cut-through path wins, and the explanation names it.
     assert megaraid["write_cache"].iloc[0] == "fastpath"
     assert "FastPath" in megaraid.attrs["why"]
-    md = advise("intel-dc-s3500-80g", 4, workload, controller="linux-md", jobs=1, progress=False)
+    linux_md = AdviseRequest("intel-dc-s3500-80g", 4, controller="linux-md")
+    md = advise(linux_md, workload, jobs=1, progress=False)
     assert set(md["write_cache"]) == {"wt"}
 
 

@@ -16,7 +16,7 @@ from raidlab.reliability.montecarlo import GroupModel, simulate_group
 from raidlab.scenario.array import ArrayRequest, build_array
 from raidlab.scenario.presets import reliability
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.studies.advise import advise
+from raidlab.studies.advise import AdviseRequest, advise
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -241,9 +241,8 @@ ADVISE_RISK = RiskOptions(mtbf_hours=1e6, ure=1e14)
 
 @pytest.fixture(scope="module")
 def ranked_by_risk() -> object:
-    return advise(
-        ADVISE_DRIVE, 4, ADVISE_WORKLOAD, metric="risk", jobs=1, progress=False, risk=ADVISE_RISK
-    )
+    request = AdviseRequest(ADVISE_DRIVE, 4, metric="risk", risk=ADVISE_RISK)
+    return advise(request, ADVISE_WORKLOAD, jobs=1, progress=False)
 
 
 def test_advise_ranks_by_risk_with_a_reliability_column(ranked_by_risk: object) -> None:
@@ -261,10 +260,8 @@ def test_advise_ranks_by_risk_with_a_reliability_column(ranked_by_risk: object) 
 def test_advise_filters_by_the_probability_of_loss(ranked_by_risk: object) -> None:
     everything = ranked_by_risk
     limit = float(everything[everything["level"] == 5]["p_loss"].min()) * 1.01
-    kept = advise(
-        ADVISE_DRIVE, 4, ADVISE_WORKLOAD, jobs=1, progress=False, risk=ADVISE_RISK,
-        max_loss_probability=limit,
-    )  # fmt: skip
+    request = AdviseRequest(ADVISE_DRIVE, 4, risk=ADVISE_RISK, max_loss_probability=limit)
+    kept = advise(request, ADVISE_WORKLOAD, jobs=1, progress=False)
     assert (kept["p_loss"] <= limit).all()
     assert 0 not in set(kept["level"]) and 5 in set(kept["level"])
     assert len(kept) < len(everything)

@@ -73,6 +73,8 @@ from raidlab.units import format_size, parse_sizes
 if TYPE_CHECKING:
     import pandas as pd
 
+    from raidlab.studies.advise import AdviseRequest
+
 
 def resolve_array(
     config: str | Path | None = None,
@@ -465,60 +467,27 @@ ADVISE_WORKLOAD: dict[str, str] = {
 
 
 def advise(
-    drive: Any,
-    drives: Any = 1,
+    request: AdviseRequest | None = None,
     workload: WorkloadRequest | None = None,
     job: str | Path | None = None,
     access_spec: str | None = None,
     ios: Any = DEFAULT_IOS,
-    controller: Any = None,
-    capacity: Any = 0,
-    tolerate: Any = 0,
-    metric: str = "iops",
-    seed: Any = 1,
     jobs: int | None = None,
-    scheduler: str | None = None,
     progress: bool = True,
-    labels: Mapping[str, str] | None = None,
-    risk: Any = None,
-    rebuild_rate: Any = None,
-    max_loss_probability: Any = None,
+    **keywords: Any,
 ) -> pd.DataFrame:
-    """Rank the RAID levels, stripe units and cache settings ``drives`` x ``drive``
-    allow for a workload: fio-style (``workload``, default randrw 4K 70 % reads QD 32),
-    a fio job file (``job``: its jobs run together, each capped at ``ios``) or an
-    IOMeter preset/access specification (``access_spec``). Only candidates with
-    ``capacity`` usable bytes that survive ``tolerate`` failures in every case are
-    tried. Best first by ``metric`` (iops, mbps, lat_p99_us, or risk: the probability
-    of data loss over the mission); ``.attrs["why"]`` explains the winner against the
-    runner-up. Reliability columns (``mttr_hours``, ``mttdl_with_ure_hours``,
-    ``p_loss``) come from ``risk`` (a ``raidlab.reliability.RiskOptions``) or the
-    drive preset's figures, the rebuild simulated at ``rebuild_rate`` (default md's
-    speed_limit_max); ``max_loss_probability`` drops the candidates above it."""
-    # Long for its signature and docstring, the API's whole description of advise; the
-    # body checks the workload source and relays to raidlab.studies.advise.
-    from raidlab.reliability import MD_SPEED_LIMIT_MAX_BYTES_PER_S
-    from raidlab.scenario.array import parse_rebuild_rate
+    """Rank the RAID levels, stripe units and cache settings ``request`` (an
+    ``AdviseRequest``: the drives, the constraints, the metric; or its fields as
+    ``keywords``) allows for a workload: fio-style (``workload``, default randrw 4K
+    70 % reads QD 32), a fio job file (``job``: its jobs run together, each capped at
+    ``ios``) or an IOMeter preset/access specification (``access_spec``). Best first;
+    ``.attrs["why"]`` explains the winner against the runner-up."""
     from raidlab.studies import advise as advising
 
-    labels = dict(labels or {})
-
-    def label(key: str) -> str:
-        return labels.get(key, key)
-
-    rate = (
-        MD_SPEED_LIMIT_MAX_BYTES_PER_S
-        if rebuild_rate is None
-        else parse_rebuild_rate(rebuild_rate, label("rebuild_rate"))
-    )
-    max_loss = None
-    if max_loss_probability is not None:
-        max_loss = _probability(max_loss_probability, label("max_loss_probability"))
-
+    request = request or advising.AdviseRequest(**keywords)
+    label = request.label
     if job is not None and access_spec is not None:
         raise RaidlabError(label("job"), f"give {label('job')} or {label('access_spec')}, not both")
-    if drive is None:
-        raise RaidlabError(label("drive"), "give a drive preset (see `raidlab presets`)")
     source: WorkloadRequest | advising.WorkloadSource
     if job is not None or access_spec is not None:
         ios_cap = parse_int(ios, label("ios"), 1, 100_000_000)
@@ -532,23 +501,7 @@ def advise(
             )
     else:
         source = workload or WorkloadRequest(**ADVISE_WORKLOAD, ios=ios)
-    return advising.advise(
-        drive,
-        limits.parse_path(drives, "array.drive_count", label("drives")),
-        source,
-        controller=controller,
-        capacity=capacity,
-        tolerate=parse_int(tolerate, label("tolerate"), 0, 255),
-        metric=metric,
-        seed=parse_seed(seed, label("seed")),
-        jobs=jobs,
-        progress=progress,
-        labels=labels,
-        scheduler=scheduler,
-        risk=risk,
-        rebuild_rate=rate,
-        max_loss_probability=max_loss,
-    )
+    return advising.advise(request, source, jobs=jobs, progress=progress)
 
 
 def _finite(value: Any) -> Any:
@@ -560,17 +513,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(item) for item in value]
     return value
-
-
-def _probability(value: Any, label: str) -> float:
-    """A probability, 0..=1."""
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}")
-    return number
 
 
 # The workload a rebuild competes with in `risk` when none is given: a light mixed load

@@ -233,24 +233,29 @@ def advise(
             **{key: ARRAY[key].flag for key in ("drive", "drives", "scheduler", "rebuild_rate")},
             "seed": SEED.flag,
         }
+        from raidlab.studies.advise import AdviseRequest
+
+        wanted = AdviseRequest(
+            drive=drive,
+            drives=drives or "1",
+            controller=controller,
+            scheduler=scheduler,
+            capacity=capacity,
+            tolerate=tolerate,
+            metric=metric,
+            risk=replace(risk, labels=labels),
+            rebuild_rate=rebuild_rate,
+            max_loss_probability=max_loss_probability,
+            seed=seed,
+            labels=labels,
+        )
         frame = api.advise(
-            drive,
-            drives or "1",
+            wanted,
             workload=request,
             job=job,
             access_spec=workload_spec,
             ios=workload.ios,
-            controller=controller,
-            capacity=capacity,
-            tolerate=tolerate,
-            metric=metric,
-            seed=seed,
             jobs=parse_jobs(jobs),
-            scheduler=scheduler,
-            labels=labels,
-            risk=replace(risk, labels=labels),
-            rebuild_rate=rebuild_rate,
-            max_loss_probability=max_loss_probability,
         )
         if output_format == "table":
             print_table(advise_table_rows(frame), "candidate arrays, best first")

@@ -30,7 +30,15 @@ from raidlab.reliability import (
     risk_document,
 )
 from raidlab.scenario import limits
-from raidlab.scenario.array import ArrayRequest, build_array, build_scenario, schedulers
+from raidlab.scenario.array import (
+    ArrayRequest,
+    build_array,
+    build_scenario,
+    parse_int,
+    parse_rebuild_rate,
+    parse_seed,
+    schedulers,
+)
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.native import array_info
 from raidlab.scenario.presets import DEFAULT_CONTROLLER
@@ -276,39 +284,91 @@ def _candidate_row(candidate: Candidate, result: Mapping[str, Any]) -> dict[str,
     }
 
 
+@dataclass(frozen=True)
+class AdviseRequest:
+    """What advise ranks and by what, as the user wrote it: ``drives`` x ``drive``
+    behind ``controller`` (default: the default controller) and ``scheduler`` (the
+    host I/O scheduler every candidate runs behind; default none, a job file's
+    ioscheduler= wins); only candidates with ``capacity`` usable bytes that survive
+    ``tolerate`` failures are tried, ranked by ``metric`` (iops, mbps, lat_p99_us, or
+    risk). Reliability figures come from ``risk`` (a RiskOptions) or the drive preset's,
+    each rebuild simulated at ``rebuild_rate`` (default md's speed_limit_max);
+    ``max_loss_probability`` drops the candidates above it. ``advise`` parses each
+    field, naming ``labels``' flag for its key in errors (as ArrayRequest does)."""
+
+    drive: Any = None
+    drives: Any = 1
+    controller: Any = None
+    scheduler: str | None = None
+    capacity: Any = 0
+    tolerate: Any = 0
+    metric: str = "iops"
+    risk: RiskOptions | None = None
+    rebuild_rate: Any = None
+    max_loss_probability: Any = None
+    seed: Any = 1
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+
+def _probability(value: Any, label: str) -> float:
+    """A probability, 0..=1."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise RaidlabError(label, f"must be a probability 0..=1, got {value!r}")
+    return number
+
+
 def advise(
-    drive: Any,
-    drives: Any,
+    request: AdviseRequest,
     workload: WorkloadRequest | WorkloadSource,
-    controller: Any = None,
-    capacity: Any = 0,
-    tolerate: Any = 0,
-    metric: str = "iops",
-    seed: int = 1,
     jobs: int | None = None,
     progress: bool = True,
-    labels: Mapping[str, str] | None = None,
-    scheduler: str | None = None,
-    risk: RiskOptions | None = None,
-    rebuild_rate: float = MD_SPEED_LIMIT_MAX_BYTES_PER_S,
-    max_loss_probability: float | None = None,
 ) -> pd.DataFrame:
-    """Rank the candidate arrays for ``workload`` (fio-style flags as a WorkloadRequest,
-    a fio job file as FioJobs, an IOMeter access specification as AccessSpecWorkload);
-    columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains the winner against
-    the runner-up. ``scheduler`` is the host I/O scheduler every candidate runs behind
-    (default: none; a job file's ioscheduler= wins).
+    """Rank the candidate arrays of ``request`` for ``workload`` (fio-style flags as a
+    WorkloadRequest, a fio job file as FioJobs, an IOMeter access specification as
+    AccessSpecWorkload); columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains
+    the winner against the runner-up.
 
     Reliability (docs/reliability.md): each candidate's MTTR (its rebuild simulated
-    under the same workload at ``rebuild_rate``), MTTDL with read errors and
-    probability of loss over the mission (``p_loss``), from ``risk``'s figures or the
-    drive preset's; NaN where the drive has none and neither ``metric="risk"`` nor
-    ``max_loss_probability`` (which drops candidates above it) asks for them."""
-    # Long for its signature and docstring (advise's whole contract); the steps of the
-    # body are functions (_level_arrays, _candidates, _candidate_scenarios, _candidate_row).
+    under the same workload at the request's ``rebuild_rate``), MTTDL with read errors
+    and probability of loss over the mission (``p_loss``), from the request's ``risk``
+    figures or the drive preset's; NaN where the drive has none and neither
+    ``metric="risk"`` nor ``max_loss_probability`` asks for them."""
+    # Long for its docstring (advise's whole contract) and the request's fields parsed
+    # one by one; the steps of the body are functions (_level_arrays, _candidates,
+    # _candidate_scenarios, _candidate_row).
     import pandas as pd
 
-    labels = dict(labels or {})
+    labels = dict(request.labels)
+    label = request.label
+    if request.drive is None:
+        raise RaidlabError(label("drive"), "give a drive preset (see `raidlab presets`)")
+    drive, controller, scheduler, metric = (
+        request.drive,
+        request.controller,
+        request.scheduler,
+        request.metric,
+    )
+    drives = limits.parse_path(request.drives, "array.drive_count", label("drives"))
+    tolerate = parse_int(request.tolerate, label("tolerate"), 0, 255)
+    seed = parse_seed(request.seed, label("seed"))
+    rebuild_rate = (
+        MD_SPEED_LIMIT_MAX_BYTES_PER_S
+        if request.rebuild_rate is None
+        else parse_rebuild_rate(request.rebuild_rate, label("rebuild_rate"))
+    )
+    max_loss_probability = None
+    if request.max_loss_probability is not None:
+        max_loss_probability = _probability(
+            request.max_loss_probability, label("max_loss_probability")
+        )
+    capacity, risk = request.capacity, request.risk
     if scheduler is not None and scheduler not in schedulers():
         raise RaidlabError(
             labels.get("scheduler", "scheduler"),
