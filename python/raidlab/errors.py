@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class RaidlabError(Exception):
@@ -43,3 +44,18 @@ def user_errors() -> Iterator[None]:
     except RaidlabError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+
+
+def read_user_text(path: str | Path, label: str, cannot: str = "cannot read") -> str:
+    """The UTF-8 text of a file the user named (a config, a job file, a sweep, a claims
+    file). A file that cannot be read, or is not text at all (random bytes given as a
+    config), is bad input naming ``label``: one line, never a traceback."""
+    try:
+        return Path(path).read_text("utf-8")
+    except OSError as error:
+        raise RaidlabError(label, f"{cannot}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        byte = error.object[error.start]
+        raise RaidlabError(
+            label, f"not a UTF-8 text file (byte {error.start} is 0x{byte:02x})"
+        ) from None

@@ -77,3 +77,23 @@ fn create_fail_replace_check_on_files() {
         .status
         .success());
 }
+
+/// `raidlab-engine --help | head -1`: a reader that closed its end before the help was
+/// written is no error (exit 0, no panic), whatever the timing; the pipe here has no
+/// reader from the start, so the write always meets a closed pipe.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--help"][..], &["create", "--help"], &["--version"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = crate::common::engine_command(dir.path())
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -291,7 +291,7 @@ class ArrayFlags:
 
             try:
                 document = tomllib.loads(self.config.read_text("utf-8"))
-            except (OSError, tomllib.TOMLDecodeError):
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 document = {}  # load_array_file has reported it already
             values, file_labels = cache_table_values(document, str(self.config))
             # A key the file gives is named as the file's; others as their flag.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raidlab.errors import RaidlabError
+from raidlab.errors import RaidlabError, read_user_text
 from raidlab.frontends.fio_values import (
     SteadyState,
     fio_block,
@@ -244,10 +244,7 @@ def parse_job_files(paths: Sequence[str | Path]) -> JobFile:
     result = JobFile()
     for path in paths:
         path = Path(path)
-        try:
-            text = path.read_text("utf-8")
-        except OSError as error:
-            raise RaidlabError(str(path), f"cannot read job file: {error.strerror}") from None
+        text = read_user_text(path, str(path), "cannot read job file")
         before = len(result.jobs)
         parse_job_text(text, str(path), result)
         if len(result.jobs) == before:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from raidlab.errors import RaidlabError
+from raidlab.errors import RaidlabError, read_user_text
 from raidlab.scenario.array import array_request_from_document, build_array, build_scenario
 from raidlab.scenario.array import parse_seed as parse_seed_value
 from raidlab.scenario.executor import run_scenarios
@@ -124,10 +124,9 @@ def load_sweep(path: str | Path) -> Sweep:
     """Read and check a sweep file: every point is built (and refused) before any runs."""
     path = Path(path)
     source = str(path)
+    text = read_user_text(path, source)
     try:
-        document = tomllib.loads(path.read_text("utf-8"))
-    except OSError as error:
-        raise RaidlabError(source, f"cannot read: {error.strerror or error}") from None
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise RaidlabError(source, f"malformed TOML: {error}") from None
     for key in document:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import raidlab.scenario.presets as drive_files  # drive files: my-drive.toml
-from raidlab.errors import RaidlabError
+from raidlab.errors import RaidlabError, read_user_text
 from raidlab.scenario import limits, native
 from raidlab.scenario.limits import parse_checked
 from raidlab.scenario.presets import DEFAULT_CONTROLLER, DEFAULT_HOST, preset
@@ -542,10 +542,7 @@ _TOML_POSITION = re.compile(r"^(?P<what>.*?)\s*\(at line (?P<line>\d+), column (
 def load_array_file(path: str | Path) -> ArrayRequest:
     """Read an array TOML file into an ArrayRequest whose errors name ``file: key``."""
     path = Path(path)
-    try:
-        text = path.read_text("utf-8")
-    except OSError as error:
-        raise RaidlabError(str(path), f"cannot read: {error.strerror or error}") from None
+    text = read_user_text(path, str(path))
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from raidlab.errors import RaidlabError, read_user_text
 from raidlab.scenario.array import (
     ArrayRequest,
     array_capacity_bytes,
@@ -934,6 +935,11 @@ SSD_RAID_TUNING = ClaimStudy(
 )
 
 
+# The columns of a claims file (data/reference/*_claims.csv), as the reference README
+# gives them.
+CLAIM_FILE_COLUMNS = ("source_file", "claim_id", "config", "metric", "value", "unit", "condition")
+
+
 def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.DataFrame:
     """The study's claims file (``raidlab.studies.reference_data``), or
     ``claims_file``: rows of the same article in the same columns."""
@@ -942,8 +948,19 @@ def load_claims(study: ClaimStudy, claims_file: str | Path | None = None) -> pd.
     if claims_file is None:
         text = reference_data.read_text(study.claims_file)
     else:
-        text = Path(claims_file).read_text("utf-8")
-    claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
+        text = read_user_text(claims_file, str(claims_file))
+    where = str(claims_file) if claims_file is not None else study.claims_file
+    try:
+        claims = pd.read_csv(io.StringIO(text), dtype={"claim_id": str, "value": str})
+    except (ValueError, pd.errors.ParserError) as error:
+        raise RaidlabError(where, f"not a claims CSV: {' '.join(str(error).split())}") from None
+    missing = [column for column in CLAIM_FILE_COLUMNS if column not in claims.columns]
+    if missing:
+        raise RaidlabError(
+            where,
+            f"a claims CSV needs the columns {', '.join(CLAIM_FILE_COLUMNS)}; "
+            f"missing {', '.join(missing)}",
+        )
     if study.claim_ids:
         claims = claims[claims["claim_id"].isin(study.claim_ids)].reset_index(drop=True)
     # Qualitative claims (Q*) state a direction (">1", "RAID10 only", ...), not a number:

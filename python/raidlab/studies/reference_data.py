@@ -37,7 +37,7 @@ def checkout_directory() -> Path | None:
 
 def read_text(name: str) -> str:
     """The reference file ``name`` (e.g. ``hdd_raid0_atto.csv``) as text (module docs)."""
-    from raidlab.errors import RaidlabError
+    from raidlab.errors import RaidlabError, read_user_text
 
     override = os.environ.get(ENVIRONMENT)
     if override:
@@ -48,7 +48,7 @@ def read_text(name: str) -> str:
                 f"{override!r} has no {name}: give a directory holding the reference "
                 "files (a copy of data/reference/), or unset it",
             )
-        return path.read_text("utf-8")
+        return read_user_text(path, ENVIRONMENT)
     checkout = checkout_directory()
     if checkout is not None and (checkout / name).is_file():
         return (checkout / name).read_text("utf-8")

@@ -62,7 +62,7 @@ where
 fn run(parsed: Parsed) -> crate::Result<i32> {
     let command = match parsed {
         Parsed::Print(text) => {
-            println!("{}", text.trim_end());
+            render::stdout(&format!("{}\n", text.trim_end()));
             return Ok(0);
         }
         Parsed::Run(command) => command,

@@ -8,9 +8,23 @@ use std::fmt::Write;
 /// A report on stdout: the JSON document on one line, or `text` of it.
 pub fn report(json: bool, v: &Value, text: fn(&Value) -> String) {
     if json {
-        println!("{v}");
+        stdout(&format!("{v}\n"));
     } else {
-        print!("{}", text(v));
+        stdout(&text(v));
+    }
+}
+
+/// `text` on stdout. A reader that stopped reading (`raidlab-engine --help | head -1`)
+/// is no error of the command, whose work is done: a closed pipe ends the output
+/// quietly, where `print!` would panic (the engine ignores SIGPIPE, as Rust programs
+/// do, so that its server sees a client's closed socket as an error, not a signal).
+pub fn stdout(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("warning: stdout: {e}"),
     }
 }
 
