@@ -97,3 +97,16 @@ fn output_into_a_closed_pipe_ends_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// `inject` flips bytes only in a file that carries a raidlab superblock, as `status`
+/// and `check` read only such files: a mistyped path is refused and left as it was.
+#[test]
+fn inject_refuses_a_file_that_is_no_member_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bytes: Vec<u8> = (0..(8u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(d.join("notes"), &bytes).unwrap();
+    let message = refused(d, &["inject", "notes", "4096"]);
+    assert!(message.contains("no raidlab superblock"), "{message}");
+    assert_eq!(std::fs::read(d.join("notes")).unwrap(), bytes);
+}

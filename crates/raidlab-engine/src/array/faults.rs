@@ -2,7 +2,7 @@
 //! write errors, bad sectors the next write remaps, latency), bits flipped on a member
 //! file at rest, and the crash point the write-hole tests abort at.
 
-use super::members::{device_bytes, open_rw};
+use super::members::{device_bytes, open_rw, read_superblock_of};
 use super::Array;
 use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
@@ -88,9 +88,12 @@ pub(super) fn crash_point() {
 }
 
 /// Flips bits of the byte at data offset `offset_bytes` of member `path` (XOR with
-/// `mask`): fault injection for tests of scrub and degraded reads.
+/// `mask`): fault injection for tests of scrub and degraded reads. Only a file that
+/// carries a raidlab superblock is touched, as `status` and `check` refuse any other:
+/// a mistyped path must not corrupt a file that belongs to nobody's array.
 pub fn inject(path: &Path, offset_bytes: u64, mask: u8) -> Result<()> {
     let file = open_rw(path, false)?;
+    read_superblock_of(&file, path)?;
     let at = DATA_OFFSET_BYTES
         .checked_add(offset_bytes)
         .ok_or_else(|| Error::Input(format!("offset {offset_bytes} too large")))?;
