@@ -753,3 +753,12 @@ def test_cli_refuses_a_spare_smaller_than_a_member_in_one_line(raid5: list[Path]
     os.truncate(small, MEMBER_BYTES // 2)
     line = cli_error_line(["add-spare", str(small), *map(str, raid5)])
     assert line.startswith("error: ") and "smaller than" in line, line
+
+
+def test_serve_forwards_what_the_engine_says_before_it_serves(raid5: list[Path]) -> None:
+    # The engine warns about a listener that is no loopback address (and has no TLS)
+    # before its ready line; `raidlab serve` passes its lines on through `log`.
+    said: list[str] = []
+    with engine.serve(raid5, {"listen": "0.0.0.0:0"}, log=said.append):
+        pass
+    assert any("is not a loopback address" in line for line in said), said

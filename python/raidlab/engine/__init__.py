@@ -850,7 +850,10 @@ class Server:
                 if self._ready_match is not None:
                     self._ready.set()
                     continue
-            if self._ready.is_set() and self._log is not None:
+            # Before the ready line the engine says what the user must know (a listener
+            # that is no loopback and has no TLS, an unclean stop it recovered from):
+            # forwarded too. An `error:` line is not: the failure raises it, once.
+            if self._log is not None and (self._ready.is_set() or not line.startswith("error:")):
                 self._log(line)
         self._ready.set()  # EOF: the server has exited (or closed stderr)
 
