@@ -8,12 +8,9 @@ known because it is named here, not because some module happened to import it.
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Executor
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from raidlab.scenario.executor import Simulator
-from raidlab.studies import CLAIMS_IOS_DEFAULT, claims
+from raidlab.studies import claims
 from raidlab.studies.claim_text import interpret
 from raidlab.studies.claims import ClaimStudy
 from raidlab.studies.nvme_raid0 import NVME_RAID0
@@ -31,24 +28,8 @@ CLAIM_STUDIES: dict[str, ClaimStudy] = {
 }
 
 
-def reproduce_claims(
-    name: str,
-    ios: int = CLAIMS_IOS_DEFAULT,
-    seed: int = 1,
-    jobs: int | None = None,
-    executor: Executor | None = None,
-    progress: bool = True,
-    simulator: Simulator | None = None,
-    claims_file: str | Path | None = None,
-) -> pd.DataFrame:
-    """The claim study ``name`` reproduced (``raidlab.studies.claims.reproduce_claims``)."""
-    return claims.reproduce_claims(
-        CLAIM_STUDIES[name],
-        ios=ios,
-        seed=seed,
-        jobs=jobs,
-        executor=executor,
-        progress=progress,
-        simulator=simulator,
-        claims_file=claims_file,
-    )
+def reproduce_claims(name: str, **options: Any) -> pd.DataFrame:
+    """The claim study ``name`` reproduced; ``options`` and their defaults are
+    ``raidlab.studies.claims.reproduce_claims``'s own (ios, seed, jobs, executor,
+    progress, simulator, claims_file), not restated here."""
+    return claims.reproduce_claims(CLAIM_STUDIES[name], **options)
