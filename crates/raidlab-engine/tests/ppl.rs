@@ -101,7 +101,7 @@ fn with_ppl_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
     assert!(t.contains("mismatched 0"), "{t}");
 }
 
-/// kill -9 while every member I/O waits 50 ms and 4 KiB writes hit the first chunk of
+/// kill -9 while every member I/O waits 200 ms and 4 KiB writes hit the first chunk of
 /// every stripe, then m1 is lost: the number of 4 KiB blocks of the other chunks
 /// (written and flushed before) that read back wrong, and the stripe parities PPL
 /// recovery recomputed.
@@ -111,7 +111,7 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
     let (ok, t) = qemu_io_outcome(&s.uri(), &["write -P 0xab 0 24M", "flush"]);
     assert!(ok, "{t}");
     for m in MEMBERS {
-        engine(d, &["inject", m, "--latency", "50ms"]);
+        engine(d, &["inject", m, "--latency", "200ms"]);
     }
     let stripes = 24 * 1024 / 192;
     let cmds: Vec<String> = (0..4)
@@ -121,10 +121,13 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
         })
         .collect();
     let mut writer = qemu_io_in_background(&s.uri(), &cmds);
-    // Long enough for qemu-io to connect and have writes in flight at the kill (700 ms
-    // was not, once the server grew its handshake checks); the assert below fails loudly
-    // if the writes are already over.
-    std::thread::sleep(Duration::from_millis(2000));
+    // Kill inside the first write's hole, found by watching the members, not after a
+    // fixed time: each write is a read-modify-write whose member I/Os wait 200 ms
+    // apiece, so a fixed sleep lands in the same phase of them every run (with the old
+    // 2 s, a read phase: no hole, and CI failed). Stripe 0's data is at the start of
+    // m0's data area and its parity at the start of m3's; the first of the two to carry
+    // 0xcd leaves the other 200 ms behind.
+    wait_for_either(&[d.join("m0"), d.join("m3")], 0xcd);
     assert!(
         writer.try_wait().unwrap().is_none(),
         "writes over before the kill"
@@ -144,6 +147,31 @@ fn kill_9_with_latency_then_lose_a_member(d: &Path, policy: Option<&str>) -> (us
     s.stop();
     let recovered = st["ppl_recovered"].as_u64().unwrap();
     (t.matches("Pattern verification failed").count(), recovered)
+}
+
+/// Waits (at most 60 s) until the first byte of one of `members`' data areas is
+/// `byte`.
+fn wait_for_either(members: &[std::path::PathBuf], byte: u8) {
+    use std::os::unix::fs::FileExt;
+    let files: Vec<std::fs::File> = members
+        .iter()
+        .map(|m| std::fs::File::open(m).unwrap())
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        for f in &files {
+            let mut b = [0u8; 1];
+            f.read_exact_at(&mut b, DATA_OFFSET_BYTES).unwrap();
+            if b[0] == byte {
+                return;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first write reached no member within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[test]
