@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -167,6 +168,12 @@ STUDY_CSV_COLUMNS = [
 ]
 
 
+# Every row of the HDD study's reference file is a row of its reproduction.
+HDD_ROWS = len(
+    pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "reference" / "hdd_raid0_atto.csv")
+)
+
+
 def test_reproduce_writes_figures_and_summary(fake_native: None, tmp_path) -> None:
     result = runner.invoke(
         app,
@@ -175,7 +182,7 @@ def test_reproduce_writes_figures_and_summary(fake_native: None, tmp_path) -> No
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
     assert list(frame.columns) == STUDY_CSV_COLUMNS
-    assert len(frame) == 300 and (frame["role"] == "suspect").sum() == 90
+    assert len(frame) == HDD_ROWS and (frame["role"] == "suspect").sum() == 90
     assert "prediction rows" in result.stderr
     assert (
         "suspect rows (single disk QD 4, identical to QD 1 in the paper): 90, MAPE "
@@ -207,13 +214,13 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
     assert document["study"] == "hdd-raid0-atto" and document["seed"] == 1
     # What was simulated, defaults included: 3000 I/Os a point, ATTO's 512 MB file.
     assert (document["ios_max"], document["length_bytes"]) == (3000, 512 << 20)
-    assert len(document["records"]) == 300
+    assert len(document["records"]) == HDD_ROWS
     assert list(document["records"][0]) == STUDY_CSV_COLUMNS
     summary = document["summary"]
     # Calibration: 90 single-disk rows, the 6 array rows of the PERC's member queue and
     # the 18 multi-strip reads of its time per member command.
     assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 114
-    assert summary["rows_prediction"] == 96
+    assert summary["rows_prediction"] == HDD_ROWS - 90 - 114
     assert summary["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
     assert {row["role"] for row in summary["per_config"]} == {
         "calibration",

@@ -33,14 +33,58 @@ fn scenario_error(py: Python<'_>, e: raidlab_sim::ScenarioError) -> PyErr {
     }
 }
 
+/// How often a running simulation takes the GIL to look for a signal (Ctrl-C) and to
+/// report its progress: often enough that a stop is seen within a second, rarely
+/// enough to cost nothing.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Runs `run` (a simulation, GIL released) watched: every [`WATCH_EVERY`] it runs the
+/// Python signal handlers (a Ctrl-C raises KeyboardInterrupt there, on the main
+/// thread) and calls `progress(fraction)` (`fraction` in [0, 1], or None when unknown)
+/// if given. An exception from either stops the run and is raised here.
+fn watched<R: Send>(
+    py: Python<'_>,
+    progress: Option<PyObject>,
+    run: impl FnOnce() -> R + Send,
+) -> PyResult<R> {
+    py.allow_threads(move || {
+        let mut raised: Option<PyErr> = None;
+        let outcome = {
+            let mut last = std::time::Instant::now();
+            let mut watcher = |fraction: Option<f64>| {
+                if last.elapsed() < WATCH_EVERY {
+                    return false;
+                }
+                last = std::time::Instant::now();
+                Python::with_gil(|py| {
+                    let reported = py.check_signals().and_then(|()| match &progress {
+                        Some(callback) => callback.call1(py, (fraction,)).map(|_| ()),
+                        None => Ok(()),
+                    });
+                    raised = reported.err();
+                    raised.is_some()
+                })
+            };
+            raidlab_sim::watch::watched(&mut watcher, run)
+        };
+        outcome.map_err(|raidlab_sim::watch::Interrupted| {
+            raised.unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))
+        })
+    })
+}
+
 /// Simulate one scenario (JSON text, see docs/scenario.md) and return results JSON.
 /// The workload may be fio-style jobs or a trace replay (`"kind": "trace"`).
-/// Releases the GIL while simulating, so threads can run points side by side.
-/// Raises ScenarioError (a ValueError) with the field's path when it is refused.
+/// Releases the GIL while simulating, so threads can run points side by side; takes it
+/// back every 100 ms to run signal handlers (Ctrl-C stops the run with
+/// KeyboardInterrupt) and to call `progress(fraction)` when given (`fraction` in
+/// [0, 1], None for a trace). Raises ScenarioError (a ValueError) with the field's
+/// path when it is refused.
 #[pyfunction]
-fn simulate(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+#[pyo3(signature = (scenario_json, progress=None))]
+fn simulate(py: Python<'_>, scenario_json: &str, progress: Option<PyObject>) -> PyResult<String> {
     let text = scenario_json.to_owned();
-    py.allow_threads(move || raidlab_sim::simulate_json(&text))
+    watched(py, progress, move || raidlab_sim::simulate_json(&text))?
         .map_err(|e| scenario_error(py, e))
 }
 
@@ -170,10 +214,12 @@ fn failed_set(failed: &[u32], members: u32) -> PyResult<raidlab_sim::layout::Mem
 
 /// Replay a block trace against a scenario's array: `simulate` with the scenario's
 /// workload replaced by a trace workload of these fields (docs/scenario.md, "Trace
-/// replay"). The trace is streamed; the GIL is released while it runs. Raises
-/// ScenarioError naming the field (`workload.path`, `workload.iodepth`, ...).
+/// replay"). The trace is streamed; the GIL is released while it runs and Ctrl-C and
+/// `progress` work as in `simulate`. Raises ScenarioError naming the field
+/// (`workload.path`, `workload.iodepth`, ...).
 #[pyfunction]
-#[pyo3(signature = (scenario_json, trace_path, trace_format, mode, iodepth, time_scale))]
+#[pyo3(signature = (scenario_json, trace_path, trace_format, mode, iodepth, time_scale, progress=None))]
+#[allow(clippy::too_many_arguments)] // the trace workload's fields, as the docs list them
 fn simulate_trace(
     py: Python<'_>,
     scenario_json: &str,
@@ -182,6 +228,7 @@ fn simulate_trace(
     mode: &str,
     iodepth: u32,
     time_scale: f64,
+    progress: Option<PyObject>,
 ) -> PyResult<String> {
     let (scenario, path, format, mode) = (
         scenario_json.to_owned(),
@@ -189,9 +236,9 @@ fn simulate_trace(
         trace_format.to_owned(),
         mode.to_owned(),
     );
-    py.allow_threads(move || {
+    watched(py, progress, move || {
         raidlab_sim::simulate_trace_json(&scenario, &path, &format, &mode, iodepth, time_scale)
-    })
+    })?
     .map_err(|e| scenario_error(py, e))
 }
 

@@ -50,6 +50,9 @@ pub mod trace;
 pub mod histogram;
 pub mod resource;
 pub mod rng;
+// How far a run is and whether to stop it: what a front end's progress bar and Ctrl-C
+// see.
+pub mod watch;
 
 pub use raidlab_layout as layout;
 pub use results::Results;

@@ -11,7 +11,9 @@ with status 2 (the same status click uses for its own usage errors); never a tra
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 import typer
@@ -29,6 +31,7 @@ from raidlab.cli.life import life as life_command  # noqa: F401  (registers it)
 from raidlab.cli.report import report as report_command  # noqa: F401  (registers it)
 from raidlab.cli.risk import risk as risk_command  # noqa: F401  (registers it)
 from raidlab.errors import RaidlabError
+from raidlab.progress import progress_of_long_runs
 
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
     from typer._click.exceptions import UsageError
@@ -39,10 +42,37 @@ except ImportError:  # pragma: no cover
 register_engine_commands(app)
 
 
+class _CtrlC:
+    """Remembers a Ctrl-C (SIGINT) while raising KeyboardInterrupt as Python does: typer
+    turns that into a silent exit status 130, and `main` adds the one line that says
+    why."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def install(self) -> None:
+        # Only over Python's own handler: a SIGINT ignored by whoever started us (a
+        # background job) stays ignored.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point: every usage error is `error: ...` and status 2."""
+    """Console-script entry point: every usage error is `error: ...` and status 2;
+    Ctrl-C stops any simulation within a fraction of a second: `interrupted`, status
+    130."""
+    ctrl_c = _CtrlC()
+    if threading.current_thread() is threading.main_thread():
+        ctrl_c.install()
     try:
-        result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        with progress_of_long_runs():
+            result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        if ctrl_c.seen and result == 130:
+            raise KeyboardInterrupt
     except UsageError as error:
         if type(error).__name__ == "NoArgsIsHelpError" and error.ctx is not None:
             # `raidlab` alone: the help, whole, as click prints it (not one error line).
@@ -55,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except RaidlabError as error:
         typer.echo(f"error: {error}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(130)

@@ -30,6 +30,7 @@ Repair models (``repair``):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,10 +75,15 @@ class MonteCarloEstimate:
 
 
 def simulate_group(
-    model: GroupModel, episodes: int, seed: int, repair: str = "markov"
+    model: GroupModel,
+    episodes: int,
+    seed: int,
+    repair: str = "markov",
+    progress: Callable[[float], None] | None = None,
 ) -> MonteCarloEstimate:
     """The group's MTTDL from ``episodes`` simulated degraded episodes (deterministic for
-    a ``seed``)."""
+    a ``seed``). ``progress(fraction)`` is told after each step the fraction of episodes
+    that have ended."""
     assert repair in REPAIR_MODELS, repair
     assert episodes >= 100, episodes
     lam = model.failure_per_hour
@@ -87,8 +93,12 @@ def simulate_group(
         return MonteCarloEstimate(mttdl, (mttdl, mttdl), episodes, 1.0)
     rng = np.random.default_rng(seed)
     run = _episodes_markov if repair == "markov" else _episodes_fixed
-    weight_duration, weight_loss = run(model, episodes, rng)
+    weight_duration, weight_loss = run(model, episodes, rng, progress or _no_progress)
     return _ratio_estimate(1.0 / (model.members * lam), weight_duration, weight_loss)
+
+
+def _no_progress(fraction: float) -> None:
+    return None
 
 
 def _ratio_estimate(
@@ -137,7 +147,7 @@ def _biased_check(p: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
 
 
 def _episodes_markov(
-    model: GroupModel, n: int, rng: np.random.Generator
+    model: GroupModel, n: int, rng: np.random.Generator, progress: Callable[[float], None]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The chain's episodes: exponential rebuilds, one at a time; the embedded jump
     chain is biased towards failures, holding times are drawn unbiased."""
@@ -152,6 +162,7 @@ def _episodes_markov(
     age = _scrub_age(model, n, rng)
     for _ in range(EPISODE_STEPS_MAX):
         idx = np.flatnonzero(active)
+        progress(1.0 - idx.size / n)
         if idx.size == 0:
             break
         f = failed[idx]
@@ -177,7 +188,7 @@ def _episodes_markov(
 
 
 def _episodes_fixed(
-    model: GroupModel, n: int, rng: np.random.Generator
+    model: GroupModel, n: int, rng: np.random.Generator, progress: Callable[[float], None]
 ) -> tuple[np.ndarray, np.ndarray]:
     """md's episodes: each failed drive back exactly MTTR after its failure, rebuilds
     together. Failures of the survivors are drawn at a biased rate (at least one per
@@ -195,6 +206,7 @@ def _episodes_fixed(
     age = _scrub_age(model, n, rng)
     for _ in range(EPISODE_STEPS_MAX):
         idx = np.flatnonzero(active)
+        progress(1.0 - idx.size / n)
         if idx.size == 0:
             break
         f = failed[idx]

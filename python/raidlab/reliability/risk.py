@@ -329,6 +329,7 @@ def _agrees_with_markov(
 def _monte_carlo(
     shape: GroupShape, lam: float, mttr: float, p_ure: float, resolved: ResolvedRisk
 ) -> dict[str, Any]:
+    from raidlab.progress import late_bar
     from raidlab.reliability.montecarlo import GroupModel, simulate_group
 
     model = GroupModel(
@@ -343,12 +344,28 @@ def _monte_carlo(
     )
     bare = GroupModel(model.members, model.tolerance, lam, mttr, batch_factor=resolved.batch_factor)
     with_errors = GroupModel(**{**model.__dict__, "p_ure": p_ure})
-    runs = {
-        "": simulate_group(bare, resolved.episodes, 2 * resolved.seed, resolved.repair),
-        "_with_ure": simulate_group(
-            with_errors, resolved.episodes, 2 * resolved.seed + 1, resolved.repair
-        ),
-    }
+    bar = late_bar("Monte Carlo")
+    try:
+        # One bar over both runs: the first half, then the second.
+        runs = {
+            "": simulate_group(
+                bare,
+                resolved.episodes,
+                2 * resolved.seed,
+                resolved.repair,
+                None if bar is None else lambda done: bar(done / 2),
+            ),
+            "_with_ure": simulate_group(
+                with_errors,
+                resolved.episodes,
+                2 * resolved.seed + 1,
+                resolved.repair,
+                None if bar is None else lambda done: bar(0.5 + done / 2),
+            ),
+        }
+    finally:
+        if bar is not None:
+            bar.close()
     mission = resolved.mission_hours
     doc: dict[str, Any] = {
         "repair": resolved.repair,

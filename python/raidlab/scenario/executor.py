@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from raidlab.progress import progress_of_long_runs
 from raidlab.scenario import native
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import DEFAULT_IOS
@@ -104,7 +105,9 @@ def run_scenarios(
         executor = _SCOPED.get()
     jobs = default_jobs() if jobs is None else parse_int(jobs, "jobs", 1, JOBS_MAX)
     bar = _progress(progress and sys.stderr is not None, len(scenarios), description)
-    with bar if bar is not None else _NoProgress() as live:
+    # One bar at a time: runs counted by this bar draw none of their own.
+    own_bars = progress_of_long_runs(enabled=bar is None)
+    with own_bars, bar if bar is not None else _NoProgress() as live:
         task = live.add_task(description, total=len(scenarios))
         if executor is None and (jobs == 1 or len(scenarios) <= 1):
             results = []
@@ -185,8 +188,7 @@ def _run_on(
     groups = batches([scenario_cost(s) for s in scenarios], workers * BATCHES_PER_WORKER)
     run_batch = partial(_simulate_batch, simulator)
     futures: dict[Future[list[dict[str, Any]]], list[int]] = {
-        executor.submit(run_batch, [scenarios[index] for index in group]): group
-        for group in groups
+        executor.submit(run_batch, [scenarios[index] for index in group]): group for group in groups
     }
     results: list[dict[str, Any] | None] = [None] * len(scenarios)
     try:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from raidlab.errors import RaidlabError
+from raidlab.progress import late_bar
 from raidlab.scenario.refusal import relabel
 
 NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
@@ -23,13 +24,19 @@ NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
 def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Simulate one scenario with ``raidlab._native.simulate``. A refusal names
     ``labels``' name for the refused path (see ``refusal.relabel``) when given; else the
-    path itself, as a disagreement between the front end and the simulator."""
+    path itself, as a disagreement between the front end and the simulator. Ctrl-C stops
+    it within a fraction of a second (KeyboardInterrupt); a long run shows a bar
+    (``raidlab.progress``)."""
     try:
         from raidlab import _native
     except ImportError as error:
         raise RaidlabError("simulator", NATIVE_MISSING) from error
+    bar = late_bar("simulating")
     try:
-        results_json = _native.simulate(json.dumps(scenario))
+        if bar is None:
+            results_json = _native.simulate(json.dumps(scenario))
+        else:
+            results_json = _native.simulate(json.dumps(scenario), bar)
     except ValueError as error:
         path, message = refusal(error)
         if labels is not None:
@@ -37,6 +44,9 @@ def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) 
         # The front end checked the fields it built, so this means the two sides
         # disagree about the contract: show the native message rather than a traceback.
         raise RaidlabError("scenario", f"rejected by the simulator: {path}: {message}") from None
+    finally:
+        if bar is not None:
+            bar.close()
     results: dict[str, Any] = json.loads(results_json)
     return results
 

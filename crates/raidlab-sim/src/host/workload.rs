@@ -330,6 +330,20 @@ impl Workload {
         self.completed < self.warmup_ios || now_ns < run_start_ns + self.warmup_ns
     }
 
+    /// How far the workload is, in [0, 1], at `now_ns` (the run started at 0): its
+    /// completions against its warm-up and measured I/O counts, or its time against its
+    /// warm-up and runtime, whichever is further (either ends it). For a progress bar.
+    pub(crate) fn progress(&self, now_ns: u64) -> f64 {
+        if self.stopped {
+            return 1.0;
+        }
+        let by_ios = self.completed as f64 / (self.warmup_ios + self.ios).max(1) as f64;
+        let by_time = self.runtime_ns.map_or(0.0, |runtime| {
+            now_ns as f64 / (self.warmup_ns + runtime).max(1) as f64
+        });
+        by_ios.max(by_time).min(1.0)
+    }
+
     /// Count a measured completion; returns whether the workload is now done.
     /// `dir` is 0 for a read, 1 for a write, 2 for a trim.
     pub fn record(

@@ -31,6 +31,7 @@ use crate::results::{MemberCounters, Results};
 use crate::rng::Rng;
 use crate::scenario::ReadBalance;
 use crate::scheduler::{Counters, Scheduler};
+use crate::watch;
 use raidlab_layout::{Geometry, MemberSet, Plan, RoundRobin};
 
 mod build;
@@ -194,6 +195,9 @@ impl Simulation {
             debug_assert!(event.time_ns >= self.now_ns, "time never runs backwards");
             self.now_ns = event.time_ns;
             self.events += 1;
+            if self.events.is_multiple_of(watch::CHECK_EVERY_EVENTS) {
+                watch::checkpoint(self.progress());
+            }
             match event.kind {
                 EventKind::ControllerArrive => self.controller_arrive(event.target),
                 EventKind::Dispatch => self.dispatch(event.target),
@@ -213,6 +217,16 @@ impl Simulation {
             }
         }
         self.stopped.then(|| self.results())
+    }
+
+    /// How far the run is, in [0, 1]: the mean of its workloads' progress; `None` for a
+    /// trace replay, whose length is not known until its file ends.
+    fn progress(&self) -> Option<f64> {
+        if self.trace.is_some() || self.workloads.is_empty() {
+            return None;
+        }
+        let sum: f64 = self.workloads.iter().map(|w| w.progress(self.now_ns)).sum();
+        Some(sum / self.workloads.len() as f64)
     }
 
     /// Run until every workload has completed its measurement (its I/O count or its
