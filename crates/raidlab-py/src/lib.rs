@@ -88,6 +88,17 @@ fn simulate(py: Python<'_>, scenario_json: &str, progress: Option<PyObject>) -> 
         .map_err(|e| scenario_error(py, e))
 }
 
+/// Memory, bytes, a run of a scenario (JSON text) holds for its outstanding host I/Os
+/// (every job's `numjobs` x `iodepth`, or the trace replay's depth), as the simulator
+/// reserves it: what a front end compares with a memory limit before running. Raises
+/// ScenarioError like `validate`.
+#[pyfunction]
+fn memory_needed(py: Python<'_>, scenario_json: &str) -> PyResult<u64> {
+    raidlab_sim::Scenario::from_json(scenario_json)
+        .map(|scenario| raidlab_sim::Simulation::host_slots_bytes(&scenario))
+        .map_err(|e| scenario_error(py, e))
+}
+
 /// Validate a scenario (JSON text) without running it: returns None, or raises
 /// ScenarioError with `.field` (the path, e.g. `array.drive.zones`) and `.message`.
 /// A trace workload's file is opened and its first record read.
@@ -255,6 +266,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(array_info, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_trace, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_needed, m)?)?;
     m.add_function(wrap_pyfunction!(limits, m)?)?;
     m.add_function(wrap_pyfunction!(levels, m)?)?;
     m.add_function(wrap_pyfunction!(validate_array, m)?)?;

@@ -116,6 +116,9 @@ impl Default for EventQueue {
 }
 
 impl EventQueue {
+    /// Bytes one queued event takes in the queue's storage.
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+
     /// An empty queue with room for `capacity` events.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {

@@ -451,6 +451,14 @@ EXPLAIN = Flag(
     False,
     bool,
 )
+MEMORY_LIMIT = Flag(
+    "memory_limit",
+    "--memory-limit",
+    "The most simulator memory the run's I/Os in flight (--numjobs x --iodepth) may "
+    "take; a run that needs more is refused before it starts.",
+    "4G",
+    str,
+)
 JOBS = Flag("jobs", "--jobs", "Worker processes (default: CPU count).")
 CLUSTER = Flag(
     "cluster",

@@ -19,6 +19,7 @@ from raidlab.cli.flags import (
     IOS_MAX,
     JOBS,
     LOG_Y,
+    MEMORY_LIMIT,
     MODE,
     ONE_WORKLOAD_DEFAULTS,
     OUTPUT_FORMAT,
@@ -44,6 +45,7 @@ from raidlab.frontends.atto import (
 from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
+from raidlab.scenario import native
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios, write_buffers
 from raidlab.units import format_size, parse_size
@@ -64,6 +66,7 @@ from raidlab.units import format_size, parse_size
 @flagset(
     SIZES,
     IOS_MAX,
+    MEMORY_LIMIT,
     SEED,
     JOBS,
     CLUSTER,
@@ -203,6 +206,7 @@ def _check_plot(plot: Path | None, log_y: bool) -> None:
     SEED,
     FORMAT,
     EXPLAIN,
+    MEMORY_LIMIT,
     ARRAY,
     defaults={**ONE_WORKLOAD_DEFAULTS, "rw": "randread"},
 )
@@ -212,13 +216,17 @@ def run(
     seed: str,
     output_format: str,
     explain: bool,
+    memory_limit: str,
     flags: ArrayFlags,
 ) -> None:
     """A fio-style run: IOPS, MB/s and latency per direction."""
     with user_errors():
         output_format = check_format(output_format)
+        limit = parse_size(memory_limit, "--memory-limit")
         array = flags.build()
-        run = api.run_workload_rows(array, workload, seed, "--seed")
+        in_flight = {f"workload.{key}": WORKLOAD[key].flag for key in ("numjobs", "iodepth")}
+        with native.memory_limit(limit, in_flight):
+            run = api.run_workload_rows(array, workload, seed, "--seed")
         attrs = run.attrs
         if workload.warmup_ios is None:
             note = warmup_note(attrs["scenario"])

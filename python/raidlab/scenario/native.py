@@ -11,7 +11,9 @@ is valid: ``limits_table``, ``levels_table``, ``check_field``, ``validate_array`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from raidlab.errors import RaidlabError
@@ -19,6 +21,57 @@ from raidlab.progress import late_bar
 from raidlab.scenario.refusal import relabel
 
 NATIVE_MISSING = "native module not built: run `make demo` or `maturin develop`"
+
+# The most simulator memory a run may hold for its outstanding I/Os unless the user
+# says otherwise (`raidlab run --memory-limit`): far above any real device's queues
+# (1,024 jobs x QD 256 need 77 MB), far below what `numjobs` x `iodepth` at their
+# bounds would take (67 million I/Os in flight, ~20 GB), which used to grow until the
+# machine ran out.
+MEMORY_LIMIT_DEFAULT = 4 << 30
+
+_MEMORY_LIMIT: ContextVar[tuple[int, Mapping[str, str]]] = ContextVar(
+    "raidlab_memory_limit", default=(MEMORY_LIMIT_DEFAULT, {})
+)
+
+
+@contextmanager
+def memory_limit(limit_bytes: int, labels: Mapping[str, str]) -> Iterator[None]:
+    """Within it, a simulation that would hold more than ``limit_bytes`` for its
+    outstanding I/Os is refused before it starts, naming the fields by ``labels`` (the
+    user's flags for ``workload.numjobs`` and ``workload.iodepth``)."""
+    token = _MEMORY_LIMIT.set((limit_bytes, labels))
+    try:
+        yield
+    finally:
+        _MEMORY_LIMIT.reset(token)
+
+
+def _readable(size_bytes: int) -> str:
+    if size_bytes >= 1 << 30:
+        return f"{size_bytes / (1 << 30):.1f} GiB"
+    return f"{size_bytes / (1 << 20):.1f} MiB"
+
+
+def _check_memory(native: Any, text: str, labels: Mapping[str, str] | None) -> None:
+    """Refuse, naming the flags, a run whose outstanding I/Os need more memory than the
+    limit: the one part of a run's memory its flags can make arbitrarily large."""
+    needed = getattr(native, "memory_needed", None)
+    if needed is None:
+        return
+    try:
+        need = int(needed(text))
+    except ValueError:
+        return  # refused as a scenario, by `simulate` itself, with its field
+    limit, flags = _MEMORY_LIMIT.get()
+    if need <= limit:
+        return
+    names = {**flags, **(labels or {})}
+    raise RaidlabError(
+        f"{relabel('workload.numjobs', names)} x {relabel('workload.iodepth', names)}",
+        f"the I/Os in flight need at least {_readable(need)} of simulator memory, above "
+        f"the memory limit of {_readable(limit)}; lower them, or raise the limit "
+        "(raidlab run --memory-limit SIZE)",
+    )
 
 
 def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -31,12 +84,14 @@ def simulate(scenario: dict[str, Any], labels: Mapping[str, str] | None = None) 
         from raidlab import _native
     except ImportError as error:
         raise RaidlabError("simulator", NATIVE_MISSING) from error
+    text = json.dumps(scenario)
+    _check_memory(_native, text, labels)
     bar = late_bar("simulating")
     try:
         if bar is None:
-            results_json = _native.simulate(json.dumps(scenario))
+            results_json = _native.simulate(text)
         else:
-            results_json = _native.simulate(json.dumps(scenario), bar)
+            results_json = _native.simulate(text, bar)
     except ValueError as error:
         path, message = refusal(error)
         if labels is not None:

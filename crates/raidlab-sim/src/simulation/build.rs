@@ -1,7 +1,7 @@
 //! Building a run from a scenario: the host's jobs and their request slots, the drives,
 //! the controller and its parts, each in the slots fixed for the whole run.
 
-use super::{PathTimes, Request, Simulation, Tally};
+use super::{MemberOp, PathTimes, Request, Simulation, Tally};
 use crate::controller::rebuild::failed_at_start;
 use crate::controller::{Controller, DestageEngine, ReadAhead, Rebuild};
 use crate::drive::hdd::Hdd;
@@ -105,6 +105,32 @@ fn host_jobs(scenario: &Scenario) -> (Vec<Workload>, Vec<Job>, Vec<u32>) {
         slot_job.extend(std::iter::repeat_n(j as u32, depth as usize));
     }
     (workloads, jobs, slot_job)
+}
+
+/// Bytes the simulator holds per outstanding host I/O (a host slot): its request and
+/// where-the-time-went record, its job index, the two member operations and four
+/// queued events `Simulation::new` reserves for it. A drive's own queue adds to it,
+/// bounded by its command queue, not by the host's depth.
+pub const HOST_SLOT_BYTES: u64 = (std::mem::size_of::<Request>()
+    + std::mem::size_of::<PathTimes>()
+    + std::mem::size_of::<u32>()
+    + 2 * std::mem::size_of::<MemberOp>()
+    + 4 * EventQueue::ENTRY_BYTES) as u64;
+
+impl Simulation {
+    /// Memory, bytes, a run of `scenario` holds for its outstanding host I/Os: every
+    /// job's queue depth (or the trace replay's) times [`HOST_SLOT_BYTES`]. The one
+    /// part of a run's memory its flags can make arbitrarily large (`numjobs` x
+    /// `iodepth`), so a front end can refuse a run that cannot fit before it starts.
+    pub fn host_slots_bytes(scenario: &Scenario) -> u64 {
+        let jobs: u64 = scenario
+            .workload_specs()
+            .iter()
+            .map(|w| u64::from(w.numjobs) * u64::from(w.iodepth))
+            .sum();
+        let trace = scenario.trace.as_ref().map_or(0, |t| u64::from(t.iodepth));
+        (jobs + trace) * HOST_SLOT_BYTES
+    }
 }
 
 /// The array's rebuild, when it has one, over its slots: its first after the
