@@ -76,8 +76,19 @@ pub fn is_no_space(e: &std::io::Error) -> bool {
 }
 
 impl From<LayoutError> for Error {
+    /// The layout names fields as a scenario does (`copies`, `stripe_unit_bytes`); the
+    /// engine's user gave them as `create`'s flags, so the error names the flag.
     fn from(e: LayoutError) -> Self {
-        Self::Input(e.to_string())
+        let flag = match e.field {
+            "level" => "--level",
+            "copies" => "--copies",
+            "spans" => "--spans",
+            "layout" => "--layout",
+            "stripe_unit_bytes" => "--stripe-unit",
+            "drive_count" => "MEMBER",
+            other => other,
+        };
+        Self::Input(format!("{flag}: {}", e.message))
     }
 }
 

@@ -28,7 +28,12 @@ from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.studies import wear
 
 LIFE_FORMATS = ("table", "json")
-TRACE_LABELS = {"iodepth": WORKLOAD["iodepth"].flag}
+TRACE_LABELS = {
+    "iodepth": WORKLOAD["iodepth"].flag,
+    "path": "--trace",
+    "format": "--trace-format",
+    "mode": MODE.flag,
+}
 
 
 def _rates(duty: str | None, tb_per_day: str | None) -> tuple[float | None, float | None]:

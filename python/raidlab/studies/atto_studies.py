@@ -414,8 +414,10 @@ def get_study(name: str, label: str = "study") -> Study:
     """The ATTO study ``name``; an unknown name suggests any study, claims included."""
     if name not in STUDIES:
         from raidlab.studies.claim_studies import CLAIM_STUDIES
+        from raidlab.studies.raidix_cache import STUDY as RAIDIX_CACHE
 
-        raise RaidlabError(label, unknown_name_message("study", name, [*STUDIES, *CLAIM_STUDIES]))
+        known = [*STUDIES, *CLAIM_STUDIES, RAIDIX_CACHE]
+        raise RaidlabError(label, unknown_name_message("study", name, known))
     return STUDIES[name]
 
 

@@ -26,10 +26,11 @@ from typing import Any
 
 from raidlab.errors import RaidlabError
 from raidlab.frontends.fio import parse_job_files, plan_jobs
-from raidlab.scenario import limits
+from raidlab.scenario import limits, native
 from raidlab.scenario.array import build_scenario, resolve_drive
 from raidlab.scenario.executor import run_scenarios
 from raidlab.scenario.presets import preset_names, reliability
+from raidlab.scenario.refusal import refused
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 
 # Whose SMART attribute meanings the `smart` object follows. Intel SSD DC S3500 Series
@@ -230,7 +231,12 @@ def trace_scenarios(
         ),
         "time_scale": 1.0,
     }
-    return [{"schema": 1, "seed": seed, "array": dict(array), "workload": workload}]
+    scenario = {"schema": 1, "seed": seed, "array": dict(array), "workload": workload}
+    # The trace file is opened and its first record read here, so a missing or
+    # unreadable trace is the user's flag, not the scenario's `workload.path`.
+    names = {f"workload.{key}": label for key, label in labels.items()}
+    refused(native.validate(scenario), names)
+    return [scenario]
 
 
 def life_results(scenarios: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -516,15 +516,15 @@ impl Limit {
     /// "must be 1..=1024", "must be a power of two in 512 B..=1 GiB", ...
     pub fn allowed(&self) -> String {
         let range = match (self.min, self.max) {
-            (Some(min), Some(max)) if min == max => self.show(min.as_f64()),
+            (Some(min), Some(max)) if min == max => self.show_bound(min),
             (Some(min), Some(max)) => {
-                format!("{}..={}", self.show(min.as_f64()), self.show(max.as_f64()))
+                format!("{}..={}", self.show_bound(min), self.show_bound(max))
             }
             (Some(min), None) if self.min_exclusive => {
-                format!("above {}", self.show(min.as_f64()))
+                format!("above {}", self.show_bound(min))
             }
-            (Some(min), None) => format!("at least {}", self.show(min.as_f64())),
-            (None, Some(max)) => format!("at most {}", self.show(max.as_f64())),
+            (Some(min), None) => format!("at least {}", self.show_bound(min)),
+            (None, Some(max)) => format!("at most {}", self.show_bound(max)),
             (None, None) => String::new(),
         };
         let shape = match (self.power_of_two, self.multiple_of) {
@@ -536,6 +536,15 @@ impl Limit {
             (true, _) => format!("must be {range}"),
             (false, true) => format!("must be {shape}"),
             (false, false) => format!("must be {shape} in {range}"),
+        }
+    }
+
+    /// A bound as declared: a whole-number bound exactly (the seed's 2^64 - 1 is not a
+    /// float's 18446744073709552000).
+    fn show_bound(&self, bound: Num) -> String {
+        match bound {
+            Num::Int(n) if self.kind != Kind::Bytes => format!("{n}{}", self.kind.unit()),
+            _ => self.show(bound.as_f64()),
         }
     }
 
