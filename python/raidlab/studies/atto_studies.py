@@ -171,7 +171,7 @@ CONTROLLER_CALIBRATIONS: list[Calibration] = [
             "published",
         ),
         reason="512 B reads at QD 16 are served from RST's read-ahead buffer, one "
-        "request per ~7.5 us",
+        "request per ~7.6 us",
     ),
     Calibration(
         study="hdd-raid0-atto",
