@@ -98,8 +98,7 @@ def test_presets_state_the_controller_cache_policy_and_fastpath() -> None:
     frame = raidlab.presets()
     figures = dict(zip(frame["name"], frame["key_figures"], strict=True))
     assert (
-        "cache 1G write-back (--write-cache), FastPath off (--fastpath)"
-        in figures["megaraid-9365"]
+        "cache 1G write-back (--write-cache), FastPath off (--fastpath)" in figures["megaraid-9365"]
     )
     assert "cache 256M write-through" in figures["dell-perc6i"]
     assert "FastPath" not in figures["dell-perc6i"]
