@@ -11,6 +11,7 @@ naming what it did not understand.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -263,3 +264,34 @@ def test_a_form_it_cannot_read_gets_one_reason_naming_what(
 def test_a_reason_is_a_not_expressible_not_a_crash() -> None:
     with pytest.raises(NotExpressible, match="'bogus'"):
         parse_metric("bogus_iops", ("read",))
+
+
+# --- end to end: rephrased rows are checked, none refused ----------------------------
+
+REPHRASED_ROWS = "".join(
+    f"x.txt,{row}\n"
+    for row in (
+        "Y01,RAID1 2x Intel DC S3500 80GB HWR,added_latency,0.04,ms,all three workloads",
+        "Y02,RAID5 4x SSD HWR,seq_read_mbps_slowdown_with_readahead,0,percent,1024KB blocks",
+        "Y03,single Intel DC S3500 800GB,random_write_iops_gain_from_op,175,percent,20% OP",
+        "Y04,RAID5 SSD SWR and HWR,drives_to_double_random_read_iops,4,drives,4KB random read",
+        "Y05,RAID5 4x SSD,seq_write_throughput_swr_vs_hwr,0.87,x,1024KB blocks",
+        "Y06,RAID10 4x SSD SWR,latency_step_read_to_write,0.05,ms,",
+        "Y07,RAID5 3x SSD SWR and HWR,random_write_iops_vs_single_ssd,on a par,,",
+    )
+)
+
+
+def test_rephrased_rows_are_checked_none_refused(fake_native: None, tmp_path: Path) -> None:
+    from raidlab.studies import reference_data
+    from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
+
+    text = reference_data.read_text(CLAIM_STUDIES["ssd-raid-tuning"].claims_file)
+    path = tmp_path / "claims.csv"
+    path.write_text(text + REPHRASED_ROWS)
+    frame = reproduce_claims("ssd-raid-tuning", ios=200, jobs=1, progress=False, claims_file=path)
+    rows = frame[frame["claim_id"].str.startswith("Y")]
+    assert sorted(set(rows["claim_id"])) == [f"Y0{n}" for n in range(1, 8)]
+    refused = rows[rows["result"] == "not covered"]
+    assert refused.empty, refused[["claim_id", "how"]].to_string()
+    assert set(rows["result"]) <= {"PASS", "FAIL"}

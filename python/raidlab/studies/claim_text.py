@@ -292,7 +292,11 @@ def _policy(controller: str, stated: bool | None) -> bool:
 
 
 def _op_percent(words: str) -> float:
-    match = re.search(r"(\d+(?:\.\d+)?)\s*%\s*(?:extra\s+|user\s+)?over-?provisioning", words)
+    match = re.search(
+        r"(\d+(?:\.\d+)?)\s*%\s*(?:extra\s+|user\s+|of\s+)?"
+        r"(?:over[- ]?provisioning|op\b|spare area)",
+        words,
+    )
     return float(match.group(1)) if match else 0.0
 
 
