@@ -83,6 +83,22 @@ def test_the_unit_says_whether_a_gain_is_percent_factor_or_difference(
     assert settle(Relation("penalty", "single"), unit_class).kind == down
 
 
+@pytest.mark.parametrize(
+    ("metric", "kind", "against"),
+    [
+        ("hwr_advantage_over_swr_random_read_iops", "gain", "controller"),
+        ("random_read_iops_hwr_minus_swr", "difference", "controller"),
+        ("random_write_iops_raid10_over_raid5", "ratio", "level"),
+        ("write_back_penalty_random_write_iops", "penalty", "modifier"),
+        ("random_read_latency_ms", "value", ""),
+        ("usable_capacity_percent", "capacity", ""),
+    ],
+)
+def test_more_rephrasings(metric: str, kind: str, against: str) -> None:
+    _, relation, _ = parse_metric(metric, ("read",))
+    assert (relation.kind, relation.against) == (kind, against)
+
+
 # --- the forms ----------------------------------------------------------------------
 
 

@@ -112,7 +112,9 @@ WORDS: dict[str, str] = {
         ("gain", "increase", "improvement", "speedup", "boost", "rise", "uplift"), "up"
     ),
     **dict.fromkeys(("added", "additional", "extra", "overhead", "step", "higher"), "up"),
-    **dict.fromkeys(("faster", "more", "increment"), "up"),
+    **dict.fromkeys(("faster", "more", "increment", "advantage", "lead", "benefit"), "up"),
+    **dict.fromkeys(("behind", "deficit", "shortfall", "worse"), "down"),
+    "minus": "diff",
     **dict.fromkeys(("difference", "delta", "diff"), "diff"),
     **dict.fromkeys(("ratio", "factor", "multiple", "scaling"), "ratio"),
     **dict.fromkeys(("double", "doubles", "doubling", "twice"), "times:2"),
@@ -137,6 +139,8 @@ WORDS: dict[str, str] = {
         "",
     ),
     **dict.fromkeys(("needed", "required", "to", "for", "at", "in", "when", "on"), ""),
+    # Units in a name ("latency_ms"): the unit column says which.
+    **dict.fromkeys(("ms", "us", "usec", "msec", "pct", "percent", "x"), ""),
     **dict.fromkeys(("and", "total", "array", "raid", "measured", "three", "both"), ""),
     # "on a par with": a ratio (its value says "on a par").
     "par": "ratio",
@@ -263,9 +267,11 @@ def _read_name(metric: str) -> _Reading:
         reading.step = (step.group("w1"), step.group("w2"))
         name = (name[: step.start()] + "_" + name[step.end() :]).strip("_")
     words = _fold(name)
-    if "vs" in words:
-        # What follows "vs" is the baseline: a level, a controller, a single drive.
-        after = words[words.index("vs") + 1 :]
+    compare = [at for at, word in enumerate(words) if WORDS.get(word) == "vs" or word == "minus"]
+    if compare:
+        # What follows "vs" ("over", "minus") is the baseline: a level, a controller,
+        # a single drive.
+        after = words[compare[0] + 1 :]
         if after and LEVEL_WORD.match(after[0]):
             reading.against = "level"
         elif after and WORDS.get(after[0], "").startswith("ctl:"):
@@ -282,7 +288,8 @@ def parse_metric(
     """The measure and relation a metric name states, and the levels it compares.
     ``workloads_of_condition``: the workloads the claim's condition names, for a name
     that names none (None: the name must)."""
-    if re.fullmatch(r"(?:usable_)?capacity(?:_fraction)?(?:_(?:min|max))?", metric.lower()):
+    capacity = r"(?:usable_|net_)?capacity(?:_(?:fraction|share|percent|ratio|efficiency))?"
+    if re.fullmatch(rf"{capacity}(?:_(?:min|max))?", metric.lower()):
         return None, Relation("capacity"), ()
     reading = _read_name(metric)
     relation = _relation(reading)
