@@ -144,6 +144,18 @@ def test_a_step_between_two_workloads_compares_them_on_one_setup() -> None:
 
 
 @pytest.mark.parametrize(
+    "metric", ["latency_step_between_workloads", "successive_latency_increase_workload_to_workload"]
+)
+def test_successive_workload_steps_are_read_to_mixed_and_mixed_to_write(metric: str) -> None:
+    checks = checks_of("RAID5 4x SSD HWR", metric, "0.1", "ms")
+    assert [check.variant for check in checks] == ["mixed", "write"]
+    assert [(check.runs[0].rw, check.runs[1].rw) for check in checks] == [
+        ("randrw", "randread"),
+        ("randwrite", "randrw"),
+    ]
+
+
+@pytest.mark.parametrize(
     ("metric", "unit", "simulated"),
     [
         ("seq_read_throughput_slowdown_with_read_ahead", "percent", 20.0),

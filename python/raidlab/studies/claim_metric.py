@@ -91,6 +91,9 @@ PHRASES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("number", "of", "drives"), "drives"),
     (("number", "of", "ssds"), "drives"),
     (("per", "workload"), "each"),
+    (("between", "workloads"), "successive"),
+    (("from", "workload", "to", "workload"), "successive"),
+    (("workload", "to", "workload"), "successive"),
     (("a", "single", "ssd"), "single"),
     (("a", "single", "drive"), "single"),
 )
@@ -133,6 +136,7 @@ WORDS: dict[str, str] = {
     **dict.fromkeys(("random", "rand"), "access:random"),
     **dict.fromkeys(("seq", "sequential", "streaming"), "access:seq"),
     **dict.fromkeys(("each", "all", "every", "workloads"), "each"),
+    **dict.fromkeys(("successive", "consecutive"), "successive"),
     # Words that say nothing a run needs.
     **dict.fromkeys(
         ("avg", "mean", "average", "the", "of", "a", "an", "io", "ios", "figure", "value"),
@@ -256,6 +260,8 @@ def _apply(reading: _Reading, meaning: str) -> None:
         reading.access = value
     elif what == "each":
         reading.each = True
+    elif what == "successive":
+        reading.step = ("previous", "")
 
 
 def _read_name(metric: str) -> _Reading:
@@ -375,7 +381,10 @@ def _measure(
         )
     (kind,) = kinds
     workloads = tuple(dict.fromkeys(reading.workloads))
-    if reading.step is not None:
+    if reading.step == ("previous", ""):
+        # Each step from one workload to the next, in the SNIA latency test's order.
+        workloads = ("mixed", "write")
+    elif reading.step is not None:
         if workloads:
             raise NotExpressible(f"metric '{metric}' names workloads besides its step")
         workloads = (reading.step[1],)

@@ -647,6 +647,8 @@ def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, conditio
 
 
 SEQUENTIAL = {"read": "read", "write": "write", "mixed": "rw"}
+# The workload before each in the SNIA PTS latency test's order (read, mixed, write).
+PREVIOUS_WORKLOAD = {"mixed": "read", "write": "mixed"}
 
 
 def _outstanding(condition: str) -> tuple[int, int] | None:
@@ -952,7 +954,12 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
         baseline = _baseline(setup, relation, reading.levels)
         # A workload step ("latency_step_read_to_write") is the same setup's figure
         # of the first workload; every other baseline is of the same workload.
-        base_workload = relation.first if relation.against == "workload" else workload
+        base_workload = workload
+        if relation.against == "workload":
+            # "previous": each step of read -> mixed -> write from the one before.
+            base_workload = (
+                PREVIOUS_WORKLOAD[workload] if relation.first == "previous" else relation.first
+            )
         base = measure_run(baseline, measure, base_workload, bs, row.condition)
         runs = (run, base)
         metric = _combine(relation, measure.kind, run, base)
