@@ -192,6 +192,15 @@ def test_a_gain_from_over_provisioning_compares_it_on_and_off(
     assert check.metric(results(check, 33_000.0, 12_000.0)) == pytest.approx(simulated)
 
 
+def test_a_change_naming_no_baseline_takes_the_setting_its_condition_switches_on() -> None:
+    op = one("single Intel DC S3500 800GB", "random_write_iops_gain", "175", "percent", "20% OP")
+    assert [run.setup.op_percent for run in op.runs] == [20.0, 0.0]
+    ahead = one("RAID5 4x SSD HWR, read-ahead on", "seq_read_throughput_8k_gain", "50", "percent")
+    assert [run.setup.read_ahead for run in ahead.runs] == ["always", "none"]
+    added = one("RAID1 2x SSD HWR", "random_read_latency_increase", "0.04", "ms")
+    assert added.runs[1].setup.controller == "hba"
+
+
 @pytest.mark.parametrize(
     "metric",
     [

@@ -64,6 +64,9 @@ class Relation:
     factor: float = 1.0
     # The one controller variant (SWR or HWR) the name is about ("latency_added_by_hwr").
     variant: str = ""
+    # The baseline is not named (a change against the single drive by default, or the
+    # setting the claim's config or condition switches on: claim_text decides).
+    implied: bool = False
 
 
 # Phrases folded to one word before a name is read, longest first where they overlap.
@@ -359,7 +362,7 @@ def _relation_of_one(reading: _Reading, against: str) -> Relation:
     if reading.change:
         # "added_latency", "random_write_iops_penalty": the article's changes are
         # against one SSD where nothing else is named.
-        return Relation(_kind(reading.change), "single")
+        return Relation(_kind(reading.change), "single", implied=True)
     return Relation("value")
 
 

@@ -757,6 +757,7 @@ def claim_checks(row: ClaimText) -> list[Check]:
         counts_drives=relation.kind == "count",
     )
     config = _variants(row, config, relation)
+    relation = _implied_baseline(relation, config)
     if config.switched and relation.kind == "value" and not relation.against:
         # "read-ahead on vs off" and a figure of one measure: the ratio of on to off.
         if row.unit.strip().lower() not in ("x", ""):
@@ -780,6 +781,20 @@ def claim_checks(row: ClaimText) -> list[Check]:
         for workload in measure.workloads
         for bs in measure.block_sizes
     ]
+
+
+def _implied_baseline(relation: Relation, config: Config) -> Relation:
+    """A change with no baseline named: against the setting the config or condition
+    switches on ("random_write_iops_gain", "20% overprovisioning"; "read-ahead on"),
+    else against a single drive."""
+    if not relation.implied:
+        return relation
+    setup = next(iter(config.setups.values()))
+    if setup.op_percent:
+        return dataclasses.replace(relation, against="modifier", modifier="op_percent")
+    if setup.read_ahead not in (None, "none"):
+        return dataclasses.replace(relation, against="modifier", modifier="read_ahead")
+    return relation
 
 
 def _variants(row: ClaimText, config: Config, relation: Relation) -> Config:
