@@ -29,7 +29,7 @@ from raidlab.scenario.array import (
     build_array,
     raw_capacity_bytes,
 )
-from raidlab.scenario.presets import preset_names
+from raidlab.scenario.presets import preset, preset_names
 from raidlab.studies.claim_metric import (
     COUNT_UNITS,
     FACTOR_UNITS,
@@ -283,12 +283,15 @@ def _write_back(words: str) -> bool | None:
 
 
 def _policy(controller: str, stated: bool | None) -> bool:
-    """A setup's write policy: the one stated, else the article's for that controller
-    (the 9365 of Figures 2-3 in the MegaRAID's default write-back, claims.HWR_WRITE_BACK;
-    Figure 4's 9361 states its own)."""
+    """A setup's write policy: the one stated, else the controller preset's default,
+    as `raidlab run` takes it (the MegaRAIDs' write-back, claims.HWR_WRITE_BACK for the
+    9365 of Figures 2-3; no cache, no write-back)."""
     if stated is not None:
         return stated
-    return controller == HWR and HWR_WRITE_BACK
+    if controller == HWR:
+        return HWR_WRITE_BACK
+    table = preset("controller", controller, "controller")
+    return bool(table.get("cache_bytes")) and bool(table.get("write_back", False))
 
 
 def _op_percent(words: str) -> float:
