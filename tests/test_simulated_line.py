@@ -32,7 +32,7 @@ def test_run_table_states_the_controller_policy_and_drive_state() -> None:
         in plain
     )
     fastpath = runner.invoke(app, [*args, "--fastpath"]).output
-    assert "write-through, not the controller's default (write-back)" in fastpath
+    assert "write-through, not the controller's default write-back" in fastpath
     assert "FastPath on" in fastpath
 
 

@@ -275,7 +275,7 @@ def write_policy_text(controller: Mapping[str, Any]) -> str:
     default = "write-back" if table.get("write_back") else "write-through"
     if default == policy:
         return f"{policy}, the controller's default"
-    return f"{policy}, not the controller's default ({default})"
+    return f"{policy}, not the controller's default {default}"
 
 
 def _controller_policy(controller: Mapping[str, Any]) -> str:
