@@ -92,6 +92,7 @@ def test_the_unit_says_whether_a_gain_is_percent_factor_or_difference(
         ("write_back_penalty_random_write_iops", "penalty", "modifier"),
         ("random_read_latency_ms", "value", ""),
         ("usable_capacity_percent", "capacity", ""),
+        ("random_write_performance_vs_single_ssd", "ratio", "single"),
     ],
 )
 def test_more_rephrasings(metric: str, kind: str, against: str) -> None:
@@ -262,6 +263,13 @@ def test_more_than_double_a_single_ssd_is_a_lower_bound_on_the_ratio() -> None:
 def test_a_ratio_in_percent_is_a_percentage_of_the_baseline() -> None:
     check = one("RAID1 2x SSD SWR", "random_read_iops_relative_to_single_ssd", "140", "percent")
     assert check.metric(results(check, 140.0, 100.0)) == pytest.approx(140.0)
+
+
+def test_performance_is_mbps_when_sequential_else_iops() -> None:
+    seq, _, _ = parse_metric("seq_write_performance", None)
+    rand, _, _ = parse_metric("random_read_performance", None)
+    assert seq is not None and rand is not None
+    assert (seq.kind, rand.kind) == ("mbps", "iops")
 
 
 def test_sequential_and_random_words_set_the_access() -> None:

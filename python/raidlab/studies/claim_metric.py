@@ -133,6 +133,8 @@ WORDS: dict[str, str] = {
     **dict.fromkeys(
         ("throughput", "mbps", "bandwidth", "bw", "mibps", "gbps", "speed"), "kind:mbps"
     ),
+    # "performance": the figure the access is measured in (sequential MB/s, else IOPS).
+    **dict.fromkeys(("performance", "perf"), "kind:auto"),
     **dict.fromkeys(("read", "reads", "reading"), "wl:read"),
     **dict.fromkeys(("write", "writes", "writing"), "wl:write"),
     **dict.fromkeys(("mixed", "mix", "rw", "randrw", "readwrite"), "wl:mixed"),
@@ -375,7 +377,8 @@ def _measure(
     reading: _Reading, relation: Relation, workloads_of_condition: tuple[str, ...] | None
 ) -> Measure:
     metric = reading.metric
-    kinds = tuple(dict.fromkeys(reading.kinds))
+    auto = "mbps" if reading.access == "seq" else "iops"
+    kinds = tuple(dict.fromkeys(auto if kind == "auto" else kind for kind in reading.kinds))
     if len(kinds) != 1:
         raise NotExpressible(
             f"metric '{metric}' is not one raidlab can simulate: it names "
