@@ -253,6 +253,14 @@ def test_on_a_par_is_a_ratio_within_the_studys_about() -> None:
     assert not checks[0].tolerance.passes(math.nan, 0.53)
 
 
+def test_minimally_above_and_lower_are_ranges_of_the_ratio() -> None:
+    above = checks_of("RAID1 2x SSD SWR", "latency_vs_single_ssd", "minimally above", "")
+    assert [check.variant for check in above] == ["read", "mixed", "write"]
+    assert above[0].tolerance == Tolerance("range", 1.0, "x", 1.1)
+    lower = one("RAID5 4x SSD SWR", "random_write_iops_vs_single_ssd", "lower", "")
+    assert lower.tolerance.passes(math.nan, 0.5) and not lower.tolerance.passes(math.nan, 0.95)
+
+
 def test_more_than_double_a_single_ssd_is_a_lower_bound_on_the_ratio() -> None:
     checks = checks_of(
         "RAID5 4x SSD SWR and HWR", "random_read_iops_vs_single_ssd", "2", "x", "'more than'"

@@ -401,6 +401,9 @@ def _measure(
         )
     elif not workloads and reading.each and workloads_of_condition is None:
         workloads = ("read", "mixed", "write")
+    elif not workloads and workloads_of_condition is None and kind == "latency":
+        # A latency of no workload named: the SNIA PTS latency test's three.
+        workloads = ("read", "mixed", "write")
     elif not workloads:
         if workloads_of_condition is None:
             raise NotExpressible(

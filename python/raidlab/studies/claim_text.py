@@ -615,11 +615,17 @@ def _qualitative_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
     if re.search(r"on (a )?par|similar|comparable|roughly equal|about the same|\blike\b", text):
         # "On a par" is an "about": the study's ±20 %, wider than "no difference".
         return Tolerance("unchanged", ABOUT)
+    if re.search(r"minimally|slightly|marginally|just above|a little", text):
+        # Above, but by less than "significantly" (Q04's "only minimally above").
+        return Tolerance("range", 1.0, "x", SIGNIFICANTLY)
     if re.search(r"\bhigher|\bmore\b|faster|better", text):
         return Tolerance("direction", SIGNIFICANTLY, "x")
+    if re.search(r"\blower|\bless\b|\bfewer|slower|worse|below", text):
+        return Tolerance("range", 0.0, "x", 1.0 / SIGNIFICANTLY)
     raise NotExpressible(
         f"value '{row.value_text}' is neither a number nor a direction raidlab reads "
-        "(it reads '>1', '5-10', 'no difference', 'on a par', 'higher ...')"
+        "(it reads '>1', '5-10', 'no difference', 'on a par', 'minimally above', 'higher', "
+        "'lower')"
     )
 
 
