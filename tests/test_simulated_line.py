@@ -25,8 +25,40 @@ def test_run_table_states_the_controller_policy_and_drive_state() -> None:
     args = ["run", *RAID5_HWR, "--ios", "200"]
     plain = runner.invoke(app, args).output
     assert "RAID 5 of 4 x intel-dc-s3500-80g (state steady) on megaraid-9365" in plain
-    assert "(write-through, read-ahead off, FastPath off), stripe unit 64K" in plain
-    assert "FastPath on" in runner.invoke(app, [*args, "--fastpath"]).output
+    # MegaRAID's default write policy is write-back (controllers.toml cites it), and the
+    # header says it is the default, so a figure says which policy it is of.
+    assert (
+        "(write-back, the controller's default, read-ahead off, FastPath off), stripe unit 64K"
+        in plain
+    )
+    fastpath = runner.invoke(app, [*args, "--fastpath"]).output
+    assert "write-through, not the controller's default write-back" in fastpath
+    assert "FastPath on" in fastpath
+
+
+def test_the_megaraid_default_is_write_back_and_write_through_without_a_backup_unit() -> None:
+    args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "json"]
+    default = json.loads(runner.invoke(app, args).stdout)
+    assert default["scenario"]["array"]["controller"]["write_back"] is True
+    assert default["write_policy"] == "write-back, the controller's default"
+    # "Write Back with BBU": without a backup unit the firmware runs write-through.
+    no_bbu = json.loads(runner.invoke(app, [*args, "--bbu", "no"]).stdout)
+    assert no_bbu["scenario"]["array"]["controller"]["write_back"] is False
+    refused = runner.invoke(app, [*args, "--bbu", "no", "--write-cache", "wb"])
+    assert refused.exit_code == 2 and "--write-cache" in refused.output
+    hba_args = ["run", "--drive", "intel-dc-s3500-80g", "--ios", "50", "--format", "json"]
+    hba = json.loads(runner.invoke(app, hba_args).stdout)
+    assert hba["write_policy"] is None
+
+
+def test_the_study_and_run_use_the_same_megaraid_policy() -> None:
+    from raidlab.studies import claims
+
+    assert claims.HWR_WRITE_BACK is True
+    assert claims.RAID1["HWR"].write_back is claims.HWR_WRITE_BACK
+    # A setup's stated policy reaches the scenario whatever the preset's default.
+    write_through = claims._controller(claims.RAID5_HWR_WT)
+    assert write_through == {"preset": "megaraid-9361", "write_back": False}
 
 
 def test_run_table_states_an_hdds_write_cache() -> None:
@@ -36,7 +68,10 @@ def test_run_table_states_an_hdds_write_cache() -> None:
 
 
 def test_run_warmup_ios_reaches_the_scenario() -> None:
+    # Write-through: the warm-up fills the drives' buffers only (the write-back
+    # default's cache is the next test's).
     args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "json"]
+    args += ["--write-cache", "wt"]
     default = json.loads(runner.invoke(app, args).stdout)["scenario"]["workload"]
     chosen = json.loads(runner.invoke(app, [*args, "--warmup-ios", "500"]).stdout)
     assert default["warmup_ios"] == 32768  # twice the drives' buffers: steady state
@@ -63,8 +98,7 @@ def test_presets_state_the_controller_cache_policy_and_fastpath() -> None:
     frame = raidlab.presets()
     figures = dict(zip(frame["name"], frame["key_figures"], strict=True))
     assert (
-        "cache 1G write-through (--write-cache), FastPath off (--fastpath)"
-        in figures["megaraid-9365"]
+        "cache 1G write-back (--write-cache), FastPath off (--fastpath)" in figures["megaraid-9365"]
     )
     assert "cache 256M write-through" in figures["dell-perc6i"]
     assert "FastPath" not in figures["dell-perc6i"]
@@ -80,6 +114,7 @@ def test_fio_notes_state_the_array_and_its_controller_policy() -> None:
 
 def test_run_warms_steady_state_writes_up_until_the_buffers_are_full() -> None:
     args = ["run", *RAID5_HWR, "--rw", "randwrite", "--ios", "100", "--format", "csv"]
+    args += ["--write-cache", "wt"]  # the drives' buffers alone
     # Four drives' 16 MiB buffers, twice over, in 4 KiB writes.
     note = runner.invoke(app, args).stderr
     assert "32768 warm-up I/Os write twice what the drives' write buffers (64M) hold" in note

@@ -162,7 +162,9 @@ _TUNING = (
         "write_cache",
         "--write-cache",
         "Controller cache: wb (write-back, needs a cache and a backup unit) or wt "
-        "(write-through; the default of every controller preset). An HDD's own write "
+        "(write-through). Default: the controller preset's `write_back`, its vendor's "
+        "default (MegaRAID: write-back, write-through with --bbu no; the run's header "
+        "says which policy ran and whether it is the default). An HDD's own write "
         "cache is the drive preset's (`raidlab presets` shows it; set `write_cache` in "
         "the drive table of an array file, docs/config.md).",
     ),

@@ -34,7 +34,7 @@ from raidlab.cli.flags import (
     opt,
     parse_jobs,
 )
-from raidlab.errors import user_errors
+from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import (
     DEFAULT_LENGTH,
     DEFAULT_SIZES,
@@ -46,6 +46,7 @@ from raidlab.report.explain import print_explain
 from raidlab.report.output import print_json, records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario import native
+from raidlab.scenario.presets import preset
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest, steady_fill_ios, write_buffers
 from raidlab.units import format_size, parse_size
@@ -66,7 +67,6 @@ from raidlab.units import format_size, parse_size
 @flagset(
     SIZES,
     IOS_MAX,
-    MEMORY_LIMIT,
     SEED,
     JOBS,
     CLUSTER,
@@ -240,6 +240,12 @@ def run(
                     "records": records(run.frame()),
                     "seed": attrs["seed"],
                     "drive_state": drive_state(attrs["scenario"]["array"]),
+                    # "write-back, the controller's default"; null without a cache.
+                    "write_policy": (
+                        write_policy_text(attrs["scenario"]["array"]["controller"])
+                        if attrs["scenario"]["array"]["controller"].get("cache_bytes")
+                        else None
+                    ),
                     "explain": attrs["explain"],
                     **({"rebuild": attrs["rebuild"]} if attrs.get("rebuild") is not None else {}),
                     "scenario": attrs["scenario"],
@@ -265,12 +271,26 @@ def run(
             )
 
 
+def write_policy_text(controller: Mapping[str, Any]) -> str:
+    """The controller's write policy and whether it is its preset's default
+    ("write-back, the controller's default"), so a figure says which policy it is of."""
+    policy = "write-back" if controller.get("write_back") else "write-through"
+    try:
+        table = preset("controller", str(controller.get("name")), "controller")
+    except RaidlabError:
+        return policy  # an array file's own controller: no preset default to compare with
+    default = "write-back" if table.get("write_back") else "write-through"
+    if default == policy:
+        return f"{policy}, the controller's default"
+    return f"{policy}, not the controller's default {default}"
+
+
 def _controller_policy(controller: Mapping[str, Any]) -> str:
     """The controller's cache, read-ahead and FastPath as a report states them."""
     if not controller.get("cache_bytes"):
         cache = "no cache"
     else:
-        cache = "write-back" if controller.get("write_back") else "write-through"
+        cache = write_policy_text(controller)
     read_ahead_bytes = int(controller.get("read_ahead_bytes") or 0)
     read_ahead = (
         f"read-ahead {controller.get('read_ahead_segments', 1)} x {format_size(read_ahead_bytes)}"

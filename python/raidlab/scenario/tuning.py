@@ -153,6 +153,11 @@ def _tune_write_cache(controller: dict[str, Any], tuning: Tuning) -> None:
         bbu = False
     if tuning.bbu is not None:
         bbu = _choice(tuning.bbu, ("yes", "no"), tuning.label("bbu")) == "yes"
+    if tuning.write_cache is None and not bbu:
+        # A preset's default write-back is MegaRAID's "Write Back with BBU": without a
+        # backup unit the firmware runs the virtual drive write-through (MegaRAID
+        # Storage Manager user guide, WBBBU). Only an explicit wb is refused below.
+        wb = False
     # The rules are the native side's (a cache to write back into, no FastPath, a
     # backup unit); the refusal names the flag, and the backup unit's in the flags' terms.
     found = native.check_controller_preset(
@@ -171,9 +176,7 @@ def _tune_write_cache(controller: dict[str, Any], tuning: Tuning) -> None:
             f"{tuning.label('bbu')} yes",
         )
     if found is not None:
-        raise RaidlabError(
-            tuning.label("write_cache"), f"controller {name!r}: {found[1]}"
-        )
+        raise RaidlabError(tuning.label("write_cache"), f"controller {name!r}: {found[1]}")
     controller["write_back"] = wb
 
 

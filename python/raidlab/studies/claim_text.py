@@ -29,7 +29,18 @@ from raidlab.scenario.array import (
     build_array,
     raw_capacity_bytes,
 )
-from raidlab.scenario.presets import preset_names
+from raidlab.scenario.presets import preset, preset_names
+from raidlab.studies.claim_metric import (
+    COUNT_UNITS,
+    FACTOR_UNITS,
+    LEVEL_OF_CONFIG,
+    PERCENT_UNITS,
+    Measure,
+    NotExpressible,
+    Relation,
+    settle,
+)
+from raidlab.studies.claim_metric import parse_metric as read_metric
 from raidlab.studies.claims import (
     ABOUT,
     BLOCK,
@@ -69,10 +80,6 @@ THROUGHPUT_BS = "1M"  # TKperf's throughput test: 1,024 KiB blocks unless stated
 LEVELS = (0, 1, 5, 6, 10, 50, 60)
 DRIVE_COUNT_MAX = 64
 COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "eight": 8}
-
-
-class NotExpressible(Exception):
-    """A claim raidlab cannot check; the message says what in its text is not understood."""
 
 
 @dataclass(frozen=True)
@@ -276,16 +283,23 @@ def _write_back(words: str) -> bool | None:
 
 
 def _policy(controller: str, stated: bool | None) -> bool:
-    """A setup's write policy: the one stated, else the article's for that controller
-    (the 9365 of Figures 2-3 in the MegaRAID's default write-back, claims.HWR_WRITE_BACK;
-    Figure 4's 9361 states its own)."""
+    """A setup's write policy: the one stated, else the controller preset's default,
+    as `raidlab run` takes it (the MegaRAIDs' write-back, claims.HWR_WRITE_BACK for the
+    9365 of Figures 2-3; no cache, no write-back)."""
     if stated is not None:
         return stated
-    return controller == HWR and HWR_WRITE_BACK
+    if controller == HWR:
+        return HWR_WRITE_BACK
+    table = preset("controller", controller, "controller")
+    return bool(table.get("cache_bytes")) and bool(table.get("write_back", False))
 
 
 def _op_percent(words: str) -> float:
-    match = re.search(r"(\d+(?:\.\d+)?)\s*%\s*(?:extra\s+|user\s+)?over-?provisioning", words)
+    match = re.search(
+        r"(\d+(?:\.\d+)?)\s*%\s*(?:extra\s+|user\s+|of\s+)?"
+        r"(?:over[- ]?provisioning|op\b|spare area)",
+        words,
+    )
     return float(match.group(1)) if match else 0.0
 
 
@@ -304,11 +318,17 @@ class Config:
 
 
 def parse_config(
-    config: str, condition: str, compares_levels: bool = False, hardware_only: bool = False
+    config: str,
+    condition: str,
+    compares_levels: bool = False,
+    hardware_only: bool = False,
+    counts_drives: bool = False,
 ) -> Config:
     """The setups of a config and condition (modifiers may be in either);
     ``compares_levels`` where the metric compares two levels ("RAID5 vs RAID10"),
-    ``hardware_only`` where it switches a hardware controller's setting."""
+    ``hardware_only`` where it switches a hardware controller's setting,
+    ``counts_drives`` where the metric is a drive count (the config needs none: its
+    setups have the level's fewest drives)."""
     words = f"{config} {condition}".lower()
     levels = _levels(config)
     single = re.search(r"\bsingle\b|\bone (SSD|drive|HDD)\b", config, re.IGNORECASE)
@@ -321,7 +341,10 @@ def parse_config(
             f"config '{config}' names {len(levels)} RAID levels; its metric is about "
             f"{'two' if compares_levels else 'one'}"
         )
-    drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
+    if counts_drives:
+        drives = _counted_drives(config, levels[0])[0]
+    else:
+        drives = 1 if single and levels == [0] else _drive_count(config, levels[0])
     switched = _switched(words)
     read_ahead = None if switched == "read_ahead" else _read_ahead(words)
     stated = None if switched == "write_back" else _write_back(words)
@@ -343,6 +366,22 @@ def parse_config(
         for variant, controller in controllers.items()
     }
     return Config(setups, tuple(levels), switched)
+
+
+# The drive counts a level is built with (raidlab_layout: RAID 1 mirrors two, RAID 10
+# takes pairs): its fewest, and the step between counts.
+LEVEL_COUNTS = {0: (2, 1), 1: (2, 1), 5: (3, 1), 6: (4, 1), 10: (4, 2)}
+COUNT_MAX = 16  # the largest array a drive-count claim is searched over
+
+
+def _counted_drives(config: str, level: int) -> tuple[int, int]:
+    """The fewest drives of ``level`` and the step between counts (a drive-count claim)."""
+    if level not in LEVEL_COUNTS or level == 1:
+        raise NotExpressible(
+            f"config '{config}': a drive count is searched over RAID 0, 5, 6 and 10, "
+            f"not RAID {level}"
+        )
+    return LEVEL_COUNTS[level]
 
 
 def _setup_name(level: int, drives: int, variant: str, drive: str) -> str:
@@ -368,137 +407,42 @@ def single_of(setup: Setup) -> Setup:
 # --- metric ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Measure:
-    """What one run measures: ``iops`` (PTS, 2 jobs x QD 16), ``latency`` (QD 1, ms)
-    or ``mbps`` (sequential MB/s) of a workload at block sizes (one variant each)."""
-
-    kind: str
-    workloads: tuple[str, ...]
-    block_sizes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Relation:
-    """How the claimed figure is made of measures: ``value`` (the measure itself),
-    ``ratio`` / ``penalty`` / ``gain`` / ``difference`` against a baseline
-    (``against``: ``single`` SSD, a ``modifier`` switched off, or the second ``level``),
-    or ``capacity`` (the geometry's usable fraction)."""
-
-    kind: str
-    against: str = ""
-    modifier: str = ""
-
-
-LEVEL_OF_CONFIG = -1  # "..._vs_raid5": the level compared with RAID 5 is the config's
-PENALTY = "penalty|reduction|loss|drop|decrease"
-GAIN = "gain|increase|improvement|speedup"
-SINGLE = r"(?:a_)?(?:single|one)(?:_ssd|_drive)?"
-# Relation patterns, tried in order on the metric name: (pattern, kind, against).
-RELATIONS: tuple[tuple[str, str, str], ...] = (
-    (rf"^(?P<base>.+)_(?:{PENALTY})_vs_{SINGLE}$", "penalty", "single"),
-    (rf"^(?P<base>.+)_(?:{GAIN})_vs_{SINGLE}$", "gain", "single"),
-    (rf"^(?P<base>.+)_overhead_vs_{SINGLE}$", "difference", "single"),
-    (rf"^(?P<base>.+)_(?:ratio_)?vs_{SINGLE}$", "ratio", "single"),
-    (rf"^(?P<base>.+)_(?:{PENALTY})_with_(?P<mod>[a-z_]+)$", "penalty", "modifier"),
-    (rf"^(?P<base>.+)_(?:{GAIN})_with_(?P<mod>[a-z_]+)$", "gain", "modifier"),
-    (r"^(?P<base>.+)_(?:ratio_)?with_(?P<mod>[a-z_]+)_vs_without$", "ratio", "modifier"),
-    (r"^(?P<base>.+)_with_(?P<mod>[a-z_]+)$", "value", "modifier"),
-    (r"^(?P<base>.+?)(?:_raid(?P<a>\d+))?_vs_raid(?P<b>\d+)$", "ratio", "level"),
-    (r"^(?P<base>(?:usable_)?capacity_fraction)$", "capacity", ""),
-    (r"^(?P<base>.+)$", "value", ""),
-)
-
-# Measure patterns on the rest of the metric name: (pattern, kind). A workload or block
-# size not in the name comes from the condition.
-MEASURES: tuple[tuple[str, str], ...] = (
-    (r"^(?:random_|rand)?(?:(?P<wl>read|write|mixed|rw)_)?iops(?:_(?P<bs>\d+k))?$", "iops"),
-    (r"^(?:random_|avg_|mean_|average_)?(?:(?P<wl>read|write|mixed)_)?latency$", "latency"),
-    (
-        r"^(?:seq(?:uential)?_)?(?:(?P<wl>read|write)_)?(?:throughput|mbps|bandwidth)"
-        r"(?:_(?P<bs>\d+[km](?:_and_\d+[km])*))?$",
-        "mbps",
-    ),
-)
-MODIFIERS = {
-    "writeback": "write_back",
-    "write_back": "write_back",
-    "write_cache": "write_back",
-    "readahead": "read_ahead",
-    "read_ahead": "read_ahead",
-    "overprovisioning": "op_percent",
-    "over_provisioning": "op_percent",
-    "op": "op_percent",
-}
 # The units a figure may be stated in, by what raidlab computes, and the factor from
 # raidlab's unit (the first) to each.
 UNITS: dict[str, dict[str, float]] = {
-    "iops": {"IOPS": 1.0, "KIOPS": 1e-3},
-    "mbps": {"MBPS": 1.0, "MB/S": 1.0, "GBPS": 1e-3, "GB/S": 1e-3},
-    "latency": {"MS": 1.0, "US": 1e3, "µS": 1e3},
-    "percent": {"PERCENT": 1.0, "%": 1.0, "PP": 1.0},
-    "x": {"X": 1.0},
+    "iops": {"IOPS": 1.0, "KIOPS": 1e-3, "K IOPS": 1e-3},
+    "mbps": {
+        "MBPS": 1.0,
+        "MB/S": 1.0,
+        "KB/S": 1e3,
+        "GBPS": 1e-3,
+        "GB/S": 1e-3,
+        "MIB/S": 1e6 / 2**20,
+        "GIB/S": 1e6 / 2**30,
+    },
+    "latency": {"MS": 1.0, "US": 1e3, "µS": 1e3, "μS": 1e3, "S": 1e-3},
+    "percent": {unit: 1.0 for unit in PERCENT_UNITS},
+    "x": {unit: 1.0 for unit in FACTOR_UNITS},
 }
 
 
 def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation, tuple[int, ...]]:
-    """The measure and relation a metric name states, and the levels it compares."""
-    name = re.sub(r"_(min|max)$", "", metric.strip().lower())
-    # The last pattern matches any name: every metric has a relation, "value" at least.
-    groups, kind, against = next(
-        (match.groupdict(), kind, against)
-        for pattern, kind, against in RELATIONS
-        if (match := re.match(pattern, name))
-    )
-    levels = (
-        (int(groups["a"]) if groups["a"] else LEVEL_OF_CONFIG, int(groups["b"]))
-        if against == "level"
-        else ()
-    )
-    modifier = ""
-    if against == "modifier":
-        if groups["mod"] not in MODIFIERS:
-            raise NotExpressible(
-                f"metric '{metric}': '{groups['mod']}' is not a setting raidlab can switch"
-            )
-        modifier = MODIFIERS[groups["mod"]]
-    relation = Relation(kind, against, modifier)
-    if kind == "capacity":
-        return None, relation, levels
-    return _measure(metric, groups["base"], condition), relation, levels
-
-
-def _measure(metric: str, base: str, condition: str) -> Measure:
-    found = next(
-        (
-            (match.groupdict(), kind)
-            for pattern, kind in MEASURES
-            if (match := re.match(pattern, base))
-        ),
-        None,
-    )
-    if found is None:
-        raise NotExpressible(
-            f"metric '{metric}' is not one raidlab can simulate (it reads IOPS, latency, "
-            "sequential throughput, their ratios to a single SSD or to a setting switched "
-            "off, and usable capacity)"
+    """The measure and relation a metric name states (``claim_metric``), and the levels
+    it compares; a name without a workload takes its condition's."""
+    try:
+        workloads: tuple[str, ...] | None = _workloads_of(condition, metric)
+    except NotExpressible:
+        workloads = None
+    measure, relation, levels = read_metric(metric, workloads)
+    if measure is not None:
+        sizes = measure.block_sizes
+        block_sizes = (
+            tuple(dict.fromkeys(_block(size) for size in sizes))
+            if sizes
+            else _blocks_of(condition, measure.kind)
         )
-    groups, kind = found
-    workload = groups["wl"]
-    workloads = (_workload(workload),) if workload else _workloads_of(condition, metric)
-    if kind == "mbps" and "mixed" in workloads:
-        raise NotExpressible(f"metric '{metric}': sequential throughput is of reads or writes")
-    sizes = groups.get("bs")
-    block_sizes = (
-        tuple(dict.fromkeys(_block(size) for size in sizes.split("_and_")))
-        if sizes
-        else _blocks_of(condition, kind)
-    )
-    return Measure(kind, workloads, block_sizes)
-
-
-def _workload(word: str) -> str:
-    return {"rw": "mixed"}.get(word, word)
+        measure = dataclasses.replace(measure, block_sizes=block_sizes)
+    return measure, relation, levels
 
 
 def _workloads_of(condition: str, metric: str) -> tuple[str, ...]:
@@ -542,25 +486,61 @@ def _blocks_of(condition: str, kind: str) -> tuple[str, ...]:
     return (THROUGHPUT_BS,) if kind == "mbps" else (BLOCK,)
 
 
-def unit_factor(row: ClaimText, measure: Measure | None, relation: Relation) -> float:
-    """The factor from raidlab's unit to the claim's; a qualitative claim may state none."""
-    if relation.kind == "difference" and measure and measure.kind != "latency":
-        raise NotExpressible(f"metric '{row.metric}': an overhead is checked on latency only")
-    if relation.kind in ("capacity", "penalty", "gain"):
-        expected = "percent"
-    elif relation.kind == "ratio":
-        expected = "x"
-    else:
-        expected = measure.kind if measure else "percent"
+def _unit_class(row: ClaimText, measure: Measure | None) -> str:
+    """What the claim's unit is: ``percent``, ``x`` (a factor), ``measure`` (the
+    measure's own unit), ``count`` (drives) or "" (none, a qualitative claim)."""
     unit = row.unit.strip().upper()
+    if not unit:
+        return ""
+    if unit in UNITS["percent"]:
+        return "percent"
+    if unit in UNITS["x"]:
+        return "x"
+    if measure is not None and unit in UNITS[measure.kind]:
+        return "measure"
+    if unit in COUNT_UNITS:
+        return "count"
+    return "unknown"
+
+
+def settle_unit(
+    row: ClaimText, measure: Measure | None, relation: Relation
+) -> tuple[Relation, float]:
+    """The relation as the claim's unit states it (a change in percent, as a factor
+    or in the measure's unit: ``claim_metric.settle``) and the factor from raidlab's
+    unit to the claim's; a qualitative claim may state no unit."""
+    unit, unit_class = row.unit.strip().upper(), _unit_class(row, measure)
+    if relation.kind == "capacity":
+        expected = "percent"
+    elif relation.kind == "count":
+        if math.isnan(row.value) or row.value < 1:
+            raise NotExpressible(f"value '{row.value_text}' is not a drive count")
+        if unit_class in ("count", "") and unit not in UNITS["percent"]:
+            return relation, 1.0
+        raise NotExpressible(
+            f"unit '{row.unit}' does not fit metric '{row.metric}' (a drive count: drives)"
+        )
+    elif relation.kind == "value":
+        expected = measure.kind if measure else "percent"
+    else:
+        if not unit_class and math.isnan(row.value):
+            return relation, 1.0
+        if unit_class in ("", "unknown", "count"):
+            raise NotExpressible(
+                f"unit '{row.unit}' does not fit metric '{row.metric}' (a comparison is "
+                f"in percent, x or the measure's unit"
+                f"{', ' + next(iter(UNITS[measure.kind])) if measure else ''})"
+            )
+        relation = settle(relation, unit_class)
+        expected = measure.kind if unit_class == "measure" and measure else unit_class
     if not unit and math.isnan(row.value):
-        return 1.0
+        return relation, 1.0
     if unit not in UNITS[expected]:
         raise NotExpressible(
             f"unit '{row.unit}' does not fit metric '{row.metric}' (raidlab gives it in "
             f"{next(iter(UNITS[expected]))})"
         )
-    return UNITS[expected][unit]
+    return relation, UNITS[expected][unit]
 
 
 # --- tolerance -------------------------------------------------------------------
@@ -569,9 +549,13 @@ LOWER_WORDS = r"more than|at least|lower bound|\bexceeds\b|\bover \d"
 UPPER_WORDS = r"less than|upper bound|at most|\bbelow \d|\bunder \d"
 
 
-def parse_tolerance(row: ClaimText, relation: Relation, factor: float = 1.0) -> Tolerance:
+def parse_tolerance(
+    row: ClaimText, relation: Relation, factor: float = 1.0, kind: str = "latency"
+) -> Tolerance:
     """The study's tolerance for the claim's words and shape (see the constants);
-    ``factor`` from ms to the claim's unit of time."""
+    ``factor`` from raidlab's unit to the claim's, ``kind`` the measure's (a
+    difference of latencies is held to LATENCY_DIFFERENCE_MS, of IOPS or MB/s to the
+    study's "about")."""
     words = f"{row.condition} {row.value_text}".lower()
     if relation.kind == "capacity":
         return _geometry_tolerance(row)
@@ -587,8 +571,11 @@ def parse_tolerance(row: ClaimText, relation: Relation, factor: float = 1.0) -> 
         return Tolerance("range", low * (1 - ABOUT), row.unit, high * (1 + ABOUT))
     if relation.kind in ("penalty", "gain"):
         return Tolerance("absolute", PERCENT_PP, "pp")
-    if relation.kind == "difference":
+    if relation.kind in ("difference", "decrease") and kind == "latency":
         return Tolerance("absolute", LATENCY_DIFFERENCE_MS * factor, row.unit or "ms")
+    if relation.kind == "count":
+        # A drive count is a whole number: the claim's count or not.
+        return Tolerance("exact")
     # "around", "about", "nearly", "up to" or a plain figure: T01, T02, T22, T28, T33.
     return Tolerance("relative", ABOUT)
 
@@ -625,10 +612,20 @@ def _qualitative_tolerance(row: ClaimText, relation: Relation) -> Tolerance:
         return Tolerance("direction", float(above.group(1)) * strength, "x")
     if re.search(r"no difference|unchanged|not affect|the same", text):
         return Tolerance("unchanged", UNCHANGED)
+    if re.search(r"on (a )?par|similar|comparable|roughly equal|about the same|\blike\b", text):
+        # "On a par" is an "about": the study's ±20 %, wider than "no difference".
+        return Tolerance("unchanged", ABOUT)
+    if re.search(r"minimally|slightly|marginally|just above|a little", text):
+        # Above, but by less than "significantly" (Q04's "only minimally above").
+        return Tolerance("range", 1.0, "x", SIGNIFICANTLY)
     if re.search(r"\bhigher|\bmore\b|faster|better", text):
         return Tolerance("direction", SIGNIFICANTLY, "x")
+    if re.search(r"\blower|\bless\b|\bfewer|slower|worse|below", text):
+        return Tolerance("range", 0.0, "x", 1.0 / SIGNIFICANTLY)
     raise NotExpressible(
-        f"value '{row.value_text}' is neither a number nor a direction raidlab reads"
+        f"value '{row.value_text}' is neither a number nor a direction raidlab reads "
+        "(it reads '>1', '5-10', 'no difference', 'on a par', 'minimally above', 'higher', "
+        "'lower')"
     )
 
 
@@ -642,17 +639,25 @@ def measure_run(setup: Setup, measure: Measure, workload: str, bs: str, conditio
     I/O on drives secure-erased before the block size (Q09)."""
     stated = _outstanding(condition)
     mix = _stated_mix(condition.lower())
+    sequential = measure.access == "seq" or (measure.kind == "mbps" and measure.access != "random")
+    rw = SEQUENTIAL[workload] if sequential else WORKLOADS[workload]
     if measure.kind == "iops":
         outstanding = stated or (PTS_NUMJOBS, PTS_IODEPTH)
-        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=mix or IOPS_MIX_READ)
+        return Run(setup, rw, *outstanding, bs, rwmixread=mix or IOPS_MIX_READ)
     if measure.kind == "latency":
         outstanding = stated or (1, 1)
         mix = mix or LATENCY_MIX_READ
-        return Run(setup, WORKLOADS[workload], *outstanding, bs, rwmixread=mix)
+        return Run(setup, rw, *outstanding, bs, rwmixread=mix)
     if setup.read_ahead is not None or "single-threaded" in condition.lower():
-        return Run(setup, workload, *(stated or (1, 1)), bs)
+        return Run(setup, rw, *(stated or (1, 1)), bs, rwmixread=mix or IOPS_MIX_READ)
     fob = dataclasses.replace(setup, state="fob")
-    return Run(fob, workload, *(stated or (PTS_NUMJOBS, PTS_IODEPTH)), bs)
+    outstanding = stated or (PTS_NUMJOBS, PTS_IODEPTH)
+    return Run(fob, rw, *outstanding, bs, rwmixread=mix or IOPS_MIX_READ)
+
+
+SEQUENTIAL = {"read": "read", "write": "write", "mixed": "rw"}
+# The workload before each in the SNIA PTS latency test's order (read, mixed, write).
+PREVIOUS_WORKLOAD = {"mixed": "read", "write": "mixed"}
 
 
 def _outstanding(condition: str) -> tuple[int, int] | None:
@@ -685,6 +690,12 @@ def _combine(relation: Relation, kind: str, run: Run, base: Run) -> Callable[[Re
         return lambda results: 100.0 * (1.0 - value(results) / baseline(results))
     if relation.kind == "gain":
         return lambda results: 100.0 * (value(results) / baseline(results) - 1.0)
+    if relation.kind == "inverse":
+        return lambda results: baseline(results) / value(results)
+    if relation.kind == "percent_of":
+        return lambda results: 100.0 * value(results) / baseline(results)
+    if relation.kind == "decrease":
+        return lambda results: baseline(results) - value(results)
     return lambda results: value(results) - baseline(results)
 
 
@@ -695,6 +706,8 @@ def _baseline(setup: Setup, relation: Relation, levels: tuple[int, ...]) -> Setu
         return single_of(setup)
     if relation.against == "level":
         return dataclasses.replace(setup, name=f"{setup.name} as RAID {levels[1]}", level=levels[1])
+    if relation.against == "workload":
+        return setup
     off = {"write_back": False, "read_ahead": "none", "op_percent": 0.0}[relation.modifier]
     return dataclasses.replace(
         setup, name=f"{setup.name} without {relation.modifier}", **{relation.modifier: off}
@@ -750,7 +763,10 @@ def claim_checks(row: ClaimText) -> list[Check]:
         row.condition,
         compares_levels=relation.against == "level",
         hardware_only=relation.modifier in ("write_back", "read_ahead"),
+        counts_drives=relation.kind == "count",
     )
+    config = _variants(row, config, relation)
+    relation = _implied_baseline(relation, config)
     if config.switched and relation.kind == "value" and not relation.against:
         # "read-ahead on vs off" and a figure of one measure: the ratio of on to off.
         if row.unit.strip().lower() not in ("x", ""):
@@ -761,17 +777,91 @@ def claim_checks(row: ClaimText) -> list[Check]:
         relation = Relation("ratio", "modifier", config.switched)
     if relation.against == "level":
         levels = _compared_levels(row, levels, config)
-    factor = unit_factor(row, measure, relation)
-    tolerance = parse_tolerance(row, relation, factor)
+    relation, factor = settle_unit(row, measure, relation)
+    tolerance = parse_tolerance(row, relation, factor, measure.kind if measure else "")
     reading = Reading(row, measure, relation, levels, tolerance, factor)
     if measure is None:
         return [_capacity_check(reading, next(iter(config.setups.values())))]
+    if relation.against == "controller":
+        return _controller_checks(reading, config)
     return [
         _check(reading, _label(variant, workload, bs, measure), setup, workload, bs)
         for variant, setup in _setups(config, relation, levels, row.condition)
         for workload in measure.workloads
         for bs in measure.block_sizes
     ]
+
+
+def _implied_baseline(relation: Relation, config: Config) -> Relation:
+    """A change with no baseline named: against the setting the config or condition
+    switches on ("random_write_iops_gain", "20% overprovisioning"; "read-ahead on"),
+    else against a single drive."""
+    if not relation.implied:
+        return relation
+    setup = next(iter(config.setups.values()))
+    if setup.op_percent:
+        return dataclasses.replace(relation, against="modifier", modifier="op_percent")
+    if setup.read_ahead not in (None, "none"):
+        return dataclasses.replace(relation, against="modifier", modifier="read_ahead")
+    return relation
+
+
+def _variants(row: ClaimText, config: Config, relation: Relation) -> Config:
+    """The config's setups the metric is about: the one controller it names
+    ("latency_added_by_hwr"), or both where it compares them (the config's, else the
+    study's: SWR linux-md, HWR the 9365)."""
+
+    def variant_of(setup: Setup) -> str:
+        return "SWR" if setup.controller == SWR else "HWR"
+
+    setups = {variant_of(setup): setup for setup in config.setups.values()}
+    if relation.against == "controller":
+        for variant, controller in (("SWR", SWR), ("HWR", HWR)):
+            if variant not in setups:
+                other = next(iter(setups.values()))
+                setups[variant] = dataclasses.replace(
+                    other,
+                    name=_setup_name(other.level, other.drives, variant, other.drive),
+                    controller=controller,
+                    write_back=_policy(controller, None),
+                )
+        if any(setup.drives == 1 for setup in setups.values()):
+            raise NotExpressible(f"config '{row.config}': controllers compared on one drive")
+        return dataclasses.replace(config, setups=setups)
+    if relation.variant:
+        if relation.variant not in setups:
+            raise NotExpressible(
+                f"metric '{row.metric}' is about {relation.variant}, config '{row.config}' "
+                f"names {' and '.join(setups)}"
+            )
+        return dataclasses.replace(config, setups={"": setups[relation.variant]})
+    return config
+
+
+def _controller_checks(reading: Reading, config: Config) -> list[Check]:
+    """One check per workload and block size: the figure on the metric's first
+    controller against the same on the other ("seq_write_throughput_swr_vs_hwr")."""
+    row, measure, relation = reading.row, reading.measure, reading.relation
+    assert measure is not None
+    first = config.setups[relation.first]
+    other = config.setups["HWR" if relation.first == "SWR" else "SWR"]
+    checks = []
+    for workload in measure.workloads:
+        for bs in measure.block_sizes:
+            run = measure_run(first, measure, workload, bs, row.condition)
+            base = measure_run(other, measure, workload, bs, row.condition)
+            checks.append(
+                Check(
+                    row.claim_id,
+                    _label("", workload, bs, measure),
+                    (run, base),
+                    _scaled(_combine(relation, measure.kind, run, base), reading.factor),
+                    reading.tolerance,
+                    f"{_formula(relation, measure.kind)} of {describe_setup(run.setup)} "
+                    f"against {describe_setup(base.setup)}, {describe_workload(run)} {FROM_TEXT}",
+                )
+            )
+    return checks
 
 
 def _compared_levels(row: ClaimText, levels: tuple[int, ...], config: Config) -> tuple[int, int]:
@@ -877,6 +967,8 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
             f"{describe_run(run, measure.kind)}, the datasheet's rating conditions {FROM_TEXT}",
             role="calibration",
         )
+    if relation.kind == "count":
+        return _count_check(reading, variant, setup, workload, bs)
     run = measure_run(setup, measure, workload, bs, row.condition)
     if relation.kind == "value":
         runs: tuple[Run, ...] = (run,)
@@ -884,7 +976,15 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
         how = describe_run(run, measure.kind)
     else:
         baseline = _baseline(setup, relation, reading.levels)
-        base = measure_run(baseline, measure, workload, bs, row.condition)
+        # A workload step ("latency_step_read_to_write") is the same setup's figure
+        # of the first workload; every other baseline is of the same workload.
+        base_workload = workload
+        if relation.against == "workload":
+            # "previous": each step of read -> mixed -> write from the one before.
+            base_workload = (
+                PREVIOUS_WORKLOAD[workload] if relation.first == "previous" else relation.first
+            )
+        base = measure_run(baseline, measure, base_workload, bs, row.condition)
         runs = (run, base)
         metric = _combine(relation, measure.kind, run, base)
         how = (
@@ -898,6 +998,51 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
         _scaled(metric, reading.factor),
         reading.tolerance,
         f"{how} {FROM_TEXT}",
+    )
+
+
+def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str) -> Check:
+    """The fewest drives of the setup's level whose figure is ``factor`` times one
+    drive's ("drives_to_double_random_read_iops"): arrays from the level's fewest drives
+    to a step past the claimed count are simulated, and the first to reach it counts
+    (NaN, a FAIL, where none does)."""
+    row, measure, relation = reading.row, reading.measure, reading.relation
+    assert measure is not None
+    fewest, step = _counted_drives(row.config, setup.level)
+    last = min(COUNT_MAX, max(int(row.value) + step, fewest + 2 * step))
+    counts = tuple(range(fewest, last + 1, step))
+    arrays = [
+        measure_run(
+            dataclasses.replace(
+                setup, name=_setup_name(setup.level, n, variant, setup.drive), drives=n
+            ),
+            measure,
+            workload,
+            bs,
+            row.condition,
+        )
+        for n in counts
+    ]
+    single = measure_run(single_of(setup), measure, workload, bs, row.condition)
+    values = [_value(run, measure.kind) for run in arrays]
+    baseline = _value(single, measure.kind)
+
+    def fewest_reaching(results: Results) -> float:
+        target = relation.factor * baseline(results)
+        return next(
+            (float(n) for n, value in zip(counts, values, strict=True) if value(results) >= target),
+            math.nan,
+        )
+
+    return Check(
+        row.claim_id,
+        variant,
+        (*arrays, single),
+        fewest_reaching,
+        reading.tolerance,
+        f"fewest drives of RAID {setup.level} on {setup.controller} ({counts[0]}-{counts[-1]} "
+        f"simulated) whose {QUANTITY[measure.kind]} is {relation.factor:g}x one "
+        f"{setup.drive} on hba, {describe_workload(single)} {FROM_TEXT}",
     )
 
 
@@ -917,6 +1062,9 @@ def _formula(relation: Relation, kind: str) -> str:
         "penalty": f"100 x (1 - {quantity} ratio)",
         "gain": f"100 x ({quantity} ratio - 1)",
         "difference": f"{quantity} difference",
+        "inverse": f"inverse {quantity} ratio (baseline / measured)",
+        "percent_of": f"100 x {quantity} ratio",
+        "decrease": f"{quantity} decrease (baseline - measured)",
     }[relation.kind]
 
 

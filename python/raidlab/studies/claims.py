@@ -214,23 +214,18 @@ DRIVE = "intel-dc-s3500-80g"
 HWR = "megaraid-9365"
 SWR = "linux-md"
 # The write policy of the article's hardware RAID (Figures 2-3, the 9365): the
-# MegaRAID's default, write-back (MegaRAID Storage Manager: "WB: Write Back write policy
-# (default)"; the 9365 has its CacheVault). TKperf created LSI virtual drives with
-# storcli's defaults from its RAID support (2014-09-24) until commit 6e89ec5
-# (2014-12-10, "Set write through and noreadahead for LSI ssd raid"), after the
-# article's Figure 4 had compared the two policies; Figure 4's 9361 arrays state theirs
-# (T22, T23). The article's own statements lean to write-back: it gives the RAID 1
-# mixed penalty of T05 (HWR 36.6 %) and RAID 10's "major benefits" over RAID 5 in
-# random writes (Q02 HWR 4.2x); write-through gives neither (-3.9 %, 1.08x). Neither
-# policy gives T04's ~30 % random-write penalty (-1.8 % and 0.6 %) or T06's ~0.04 ms
-# on writes (+0.00 ms both). T06's mixed figure (the latency test's 65/35) is within
-# the claim either way (+0.021 ms write-back, +0.032 write-through). (Until 2026-11-26
-# write-back also gave T04 30.6 % and T06 +0.047 ms on writes: the FTL state then
-# charged the cache's address-ordered destage write amplification 4.7 where random
-# writes have 3.2; measured on a full-size FTL, the two are the same, 3.15 and 3.18.)
-# Read-ahead stays off: MegaRAID's "Always Read Ahead" puts RAID 1 random reads at 78k
-# IOPS, where the article measured 120k (T02). docs/studies.md has the figures.
-HWR_WRITE_BACK = True
+# MegaRAID's default, write-back, taken from the preset (controllers.toml cites MegaRAID
+# Storage Manager: "WB: Write Back write policy (default)"; the 9365 has its CacheVault),
+# so `raidlab run --controller megaraid-9365` and this study run the same controller.
+# TKperf created LSI virtual drives with storcli's defaults from its RAID support
+# (2014-09-24) until commit 6e89ec5 (2014-12-10, "Set write through and noreadahead for
+# LSI ssd raid"), after the article's Figure 4 had compared the two policies; Figure 4's
+# 9361 arrays state theirs (T22, T23). The article's own statements lean to write-back:
+# it gives the RAID 1 mixed penalty of T05 (HWR 36.6 %) and RAID 10's "major benefits"
+# over RAID 5 in random writes (Q02 HWR 4.2x); write-through gives neither (-3.9 %,
+# 1.08x). Read-ahead stays off: MegaRAID's "Always Read Ahead" puts RAID 1 random reads
+# at 78k IOPS, where the article measured 120k (T02). docs/studies.md has the figures.
+HWR_WRITE_BACK = bool(preset("controller", HWR, "controller").get("write_back", False))
 SINGLE = Setup("single SSD", "hba", level=0, drives=1)
 RAID1 = {
     "SWR": Setup("RAID 1 SWR", SWR, level=1, drives=2),
@@ -330,8 +325,9 @@ def _controller(setup: Setup) -> Any:
     read balancing of the article's era on SWR (its read-ahead is set by
     :func:`_array`)."""
     table: dict[str, Any] = {}
-    if setup.write_back:
-        table["write_back"] = True
+    if "cache_bytes" in preset("controller", setup.controller, "controller"):
+        # Stated whatever the preset's default, so a setup's policy is the one it says.
+        table["write_back"] = setup.write_back
     if setup.controller == SWR:
         table["read_balance"] = SWR_READ_BALANCE
     return {"preset": setup.controller, **table} if table else setup.controller
@@ -408,9 +404,8 @@ def _ssd_raid_tuning_checks() -> list[Check]:
             _iops_of(_pts(RAID1["SWR"], "read")),
             Tolerance("relative", 0.20),
             f"RAID 1 of 2 on {SWR}, 4K randread, {oio}: IOPS",
-            # linux-md's member_op_overhead_ns (7 us, host work per member command) was
-            # set from this claim.
-            role="calibration",
+            # linux-md's member_op_overhead_ns was set from this claim (7 us) until it
+            # took the AHCI interrupt path's published 5.65 us: a prediction since.
         ),
         Check(
             "T02",
