@@ -20,8 +20,15 @@ import pytest
 from conftest import require_tool
 from raidlab import api
 from raidlab.cli import app
+from raidlab.frontends.calibrate import (
+    POOR_FIT_RMS_PCT,
+    Calibration,
+    JobFit,
+    preset_toml,
+)
 from raidlab.frontends.calibrate_jobs import JOBS
 from raidlab.frontends.fio import parse_job_text
+from raidlab.report.calibrate import calibration_document
 from raidlab.scenario.presets.sources import parse_sources
 from typer.testing import CliRunner
 
@@ -382,3 +389,33 @@ def test_bad_input_is_one_line_and_status_2(
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def _fit(errors_pct: list[float]) -> Calibration:
+    jobs = [
+        JobFit(f"job-{i}", "m.json", "read", 1000.0, 1000.0 * (1 + e / 100))
+        for i, e in enumerate(errors_pct)
+    ]
+    table = {"kind": "ssd", "capacity_bytes": 1 << 30}
+    return Calibration("d", "ssd", table, {}, jobs, 10, ["m.json"])
+
+
+def test_a_poor_fit_says_so_and_names_the_jobs_to_rerun() -> None:
+    # The case: a real-fio fit of 42 % RMS used to be written without a word.
+    poor = _fit([60.0, -45.0, 30.0, 5.0, -2.0])
+    assert poor.rms_error_pct > POOR_FIT_RMS_PCT
+    said = poor.poor_fit()
+    assert said is not None
+    assert f"RMS error {poor.rms_error_pct:.1f} %" in said
+    # Worst first; the jobs within RERUN_JOB_PCT are not named.
+    assert "job-0 (+60 %), job-1 (-45 %), job-2 (+30 %)" in said
+    assert "job-3" not in said and "job-4" not in said
+    assert "WARNING: the fit is poor" in preset_toml(poor)
+    assert calibration_document(poor)["warning"] == said
+
+
+def test_a_good_fit_has_no_warning() -> None:
+    good = _fit([1.0, -2.0, 0.5])
+    assert good.poor_fit() is None
+    assert "WARNING" not in preset_toml(good)
+    assert calibration_document(good)["warning"] is None

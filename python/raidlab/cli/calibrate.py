@@ -152,6 +152,9 @@ def calibrate(
         toml = preset_toml(result)
         if out is not None:
             out.write_text(toml)
+        poor = result.poor_fit()
+        if poor is not None:
+            typer.echo(f"warning: {poor}", err=True)
         if output_format == "json":
             print_json(calibration_document(result))
             return

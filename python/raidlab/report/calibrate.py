@@ -31,6 +31,7 @@ def calibration_document(result: Calibration) -> dict[str, Any]:
             for job in result.jobs
         ],
         "rms_error_pct": result.rms_error_pct,
+        "warning": result.poor_fit(),
         "evaluations": result.evaluations,
         "toml": preset_toml(result),
     }
