@@ -175,7 +175,8 @@ def test_reproduce_writes_figures_and_summary(fake_native: None, tmp_path) -> No
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
     assert list(frame.columns) == STUDY_CSV_COLUMNS
-    assert len(frame) == 300 and (frame["role"] == "suspect").sum() == 90
+    # 300 rows, and the 90 of 2-disk arrays at QD 4 (reference README, Changes, 2026-11-28).
+    assert len(frame) == 390 and (frame["role"] == "suspect").sum() == 90
     assert "prediction rows" in result.stderr
     assert (
         "suspect rows (single disk QD 4, identical to QD 1 in the paper): 90, MAPE "
@@ -207,13 +208,14 @@ def test_reproduce_json_has_records_summary_and_figures(fake_native: None, tmp_p
     assert document["study"] == "hdd-raid0-atto" and document["seed"] == 1
     # What was simulated, defaults included: 3000 I/Os a point, ATTO's 512 MB file.
     assert (document["ios_max"], document["length_bytes"]) == (3000, 512 << 20)
-    assert len(document["records"]) == 300
+    assert len(document["records"]) == 390
     assert list(document["records"][0]) == STUDY_CSV_COLUMNS
     summary = document["summary"]
     # Calibration: 90 single-disk rows, the 6 array rows of the PERC's member queue and
     # the 18 multi-strip reads of its time per member command.
     assert summary["rows_suspect"] == 90 and summary["rows_calibration"] == 114
-    assert summary["rows_prediction"] == 96
+    # Prediction: every other array row, the 90 2-disk QD 4 rows among them.
+    assert summary["rows_prediction"] == 96 + 90
     assert summary["suspect_reasons"] == ["single disk QD 4, identical to QD 1 in the paper"]
     assert {row["role"] for row in summary["per_config"]} == {
         "calibration",
