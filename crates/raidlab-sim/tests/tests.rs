@@ -14,5 +14,6 @@ mod suite {
     mod replay;
     mod scheduler;
     mod simulation;
+    mod spindles;
     mod trim;
 }

@@ -164,6 +164,9 @@ pub struct Hdd {
     ra_base_ns: u64,
     ra_limit_offset: u64,
     ra_hits: u64,
+    /// Where this drive's platter is when the run starts, as ns past the index mark:
+    /// members of an array whose spindles are not synchronised each have their own.
+    spindle_phase_ns: u64,
 }
 
 /// The outcome of starting a command: which member op completes when.
@@ -283,7 +286,16 @@ impl Hdd {
             ra_base_ns: 0,
             ra_limit_offset: 0,
             ra_hits: 0,
+            spindle_phase_ns: 0,
         }
+    }
+
+    /// This drive with its platter `phase_ns` (modulo a revolution) ahead of a drive
+    /// built by `new` at every instant: a member whose spindle is not synchronised
+    /// with the others'.
+    pub fn with_spindle_phase(mut self, phase_ns: u64) -> Self {
+        self.spindle_phase_ns = phase_ns % self.revolution_ns;
+        self
     }
 
     #[inline]
@@ -299,6 +311,14 @@ impl Hdd {
         let within = offset_bytes - zone.first_byte;
         let track = zone.first_track + within / zone.track_bytes;
         let angle_ns = (within % zone.track_bytes) * self.revolution_ns / zone.track_bytes;
+        // A platter `phase` ahead brings each sector under the head `phase` earlier.
+        // Both are below a revolution: one conditional subtraction is the remainder.
+        let angle_ns = angle_ns + self.revolution_ns - self.spindle_phase_ns;
+        let angle_ns = if angle_ns >= self.revolution_ns {
+            angle_ns - self.revolution_ns
+        } else {
+            angle_ns
+        };
         (track, angle_ns, zone.track_bytes)
     }
 

@@ -33,6 +33,10 @@ pub struct ControllerSpec {
     /// as the drive queues); the rest wait in the controller.
     #[serde(default)]
     pub member_queue_depth: Option<u32>,
+    /// Where the members' platters are relative to each other (HDD arrays): all at the
+    /// same angle at every instant, or each at its own angle.
+    #[serde(default)]
+    pub spindle_phase: SpindlePhase,
     /// Per-port link rate.
     pub port_rate_bytes_per_s: f64,
     /// Shared host path, each direction (None = unlimited).
@@ -202,6 +206,19 @@ pub enum MemberDispatch {
     /// has built it and does its bookkeeping after), so a request on one member waits
     /// for no member-operation overhead; the CPU is busy as long as in `Batch`.
     Serial,
+}
+
+/// Whether an array's disks spin in step (see `ControllerSpec::spindle_phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpindlePhase {
+    /// Every member's platter at the same angle at the same instant (spindles
+    /// synchronised, as drives wired for spindle sync are).
+    #[default]
+    Lockstep,
+    /// Each member's platter a fixed angle ahead of the first member's, drawn from the
+    /// run's seed and the member's index: drives with no spindle synchronisation.
+    PerMember,
 }
 
 /// How RAID 1/10 pick the copy a read goes to.

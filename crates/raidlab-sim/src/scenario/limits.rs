@@ -836,6 +836,10 @@ limits! {
         "when a request's member commands leave: all once every one is built (batch) or each \
          as soon as it is built, its bookkeeping after (serial)")
         .of(&["batch", "serial"]).or(Str("batch"));
+    CONTROLLER_SPINDLE_PHASE = Limit::new("array.controller.spindle_phase", Always, Choice,
+        "HDD members' platters: at one angle at every instant (lockstep) or each at its own \
+         angle, drawn from the seed and the member index (per-member)")
+        .of(&["lockstep", "per-member"]).or(Str("lockstep"));
     CONTROLLER_MEMBER_QUEUE_DEPTH = Limit::new("array.controller.member_queue_depth", Always,
         Count, "commands outstanding on one member at most (null = the drive's queue)")
         .ints(1, 256).nullable();

@@ -10,7 +10,7 @@ use crate::drive::{Drive, DriveModel};
 use crate::event_queue::EventQueue;
 use crate::host::{Job, Workload};
 use crate::rng::Rng;
-use crate::scenario::{DriveSpec, Precondition, Rw, Scenario, SsdSpec, IODEPTH_MAX};
+use crate::scenario::{DriveSpec, Precondition, Rw, Scenario, SpindlePhase, SsdSpec, IODEPTH_MAX};
 use crate::scheduler::{Counters, Scheduler};
 use raidlab_layout::{Geometry, Plan, RoundRobin};
 use std::collections::VecDeque;
@@ -215,7 +215,12 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
     (0..a.drive_count)
         .map(|i| match &a.drive {
             DriveSpec::Hdd(h) => queued(
-                DriveModel::Hdd(hdd.clone().expect("built above for an HDD")),
+                DriveModel::Hdd(member_spindle(
+                    hdd.clone().expect("built above for an HDD"),
+                    c.spindle_phase,
+                    scenario.seed,
+                    i,
+                )),
                 h.ncq_depth,
             ),
             // Each drive's past (its preconditioning) is its own: drives of one model
@@ -240,6 +245,24 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
         })
         .collect()
 }
+
+/// Member `member`'s disk as the controller's `spindle_phase` says: in step with the
+/// others, or (per-member) with its platter a fixed angle ahead of member 0's, drawn
+/// from the run's seed and the member's index, so a scenario and seed always give the
+/// same phases. SATA and SAS disks have no spindle synchronisation: each spins up on
+/// its own and keeps its own angle (docs/model.md, HDD).
+fn member_spindle(hdd: Hdd, phase: SpindlePhase, seed: u64, member: u32) -> Hdd {
+    if phase == SpindlePhase::Lockstep || member == 0 {
+        return hdd;
+    }
+    // Its own stream, apart from the SSDs' histories (seed ^ member << 32).
+    let mut rng = Rng::new(seed ^ (u64::from(member) << 32) ^ SPINDLE_STREAM);
+    let revolution_ns = hdd.revolution_ns();
+    hdd.with_spindle_phase(rng.below(revolution_ns))
+}
+
+/// Mixed into the seed of a member's spindle phase (ASCII "SPIN").
+const SPINDLE_STREAM: u64 = 0x5350_494e;
 
 /// The block layer's I/O scheduler stage, when the host has one.
 fn host_scheduler(scenario: &Scenario, host_slots: u32, jobs: usize) -> Option<Box<Scheduler>> {

@@ -136,6 +136,7 @@ pub fn hba() -> ControllerSpec {
         member_commands: MemberCommands::Merged,
         member_dispatch: MemberDispatch::Batch,
         member_queue_depth: None,
+        spindle_phase: Default::default(),
         port_rate_bytes_per_s: 600e6,
         bus_rate_bytes_per_s: None,
         read_rate_bytes_per_s_max: None,
