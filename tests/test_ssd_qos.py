@@ -9,7 +9,6 @@ from functools import cache
 from typing import Any
 
 import pytest
-
 from raidlab import api
 from raidlab.scenario.presets import preset_names, qos
 
