@@ -65,8 +65,9 @@ pub struct OpStats {
     /// Largest latency, ns.
     pub lat_max_ns: u64,
     /// Latency in ns at fio's default percentiles, keyed as fio's JSON keys them
-    /// (`"99.900000"`; see [`PERCENTILES`]). Within 1/64 of the true value
-    /// (the histogram's bucket width).
+    /// (`"99.900000"`; see [`PERCENTILES`]), found in fio's bins as fio finds them
+    /// (`crate::histogram`): within 1/128 of the true value, and never outside
+    /// [`lat_min_ns`, `lat_max_ns`].
     pub percentiles_ns: BTreeMap<String, u64>,
 }
 

@@ -14,6 +14,7 @@
 
 use crate::common::{busy_ns, hba, hdd, s3500_ftl, scenario, ssd, w};
 use raidlab_sim::resource::ps_per_byte;
+use raidlab_sim::results::PERCENTILES;
 use raidlab_sim::rng::Rng;
 use raidlab_sim::scenario::limits::{self, Num, Scope};
 use raidlab_sim::scenario::{
@@ -620,4 +621,38 @@ fn the_cases_cover_levels_drives_and_directions() {
         degraded > 40 && rebuilding > 20,
         "{degraded} degraded, {rebuilding} rebuilding"
     );
+}
+
+/// Every reported percentile lies within the run's smallest and largest latency, and
+/// they rise with the percentile (fio's keys, ordered as numbers): for every generated
+/// scenario and direction, the whole-run and each job's figures.
+#[test]
+fn percentiles_lie_within_min_and_max_and_rise() {
+    let mut checked = 0;
+    for (seed, s, r) in runs() {
+        let jobs = r.jobs.iter().flat_map(|j| j.ops.iter());
+        for (op, stats) in r.ops.iter().chain(jobs) {
+            let mut points: Vec<(f64, u64)> = stats
+                .percentiles_ns
+                .iter()
+                .map(|(key, &ns)| (key.parse().expect("a numeric key"), ns))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(points.len(), PERCENTILES.len());
+            let mut last = stats.lat_min_ns;
+            for (pct, ns) in points {
+                assert!(
+                    ns >= last && ns <= stats.lat_max_ns,
+                    "{} {op}: p{pct} = {ns} ns outside [{last}, {}]",
+                    describe(*seed, s),
+                    stats.lat_max_ns
+                );
+                last = ns;
+            }
+            assert!(stats.lat_mean_ns >= stats.lat_min_ns as f64);
+            assert!(stats.lat_mean_ns <= stats.lat_max_ns as f64);
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} directions checked");
 }

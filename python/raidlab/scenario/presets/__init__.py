@@ -39,6 +39,16 @@ _GROUPS: dict[str, str] = {
 #   rated_pe_cycles  NAND program/erase cycles the flash is rated for
 RELIABILITY_TABLE = "reliability"
 
+# A drive preset's `[NAME.qos]` table: the datasheet's quality-of-service figures, the
+# latency a share of commands finishes within (4 KiB random, steady state), which the
+# simulated percentiles are checked against (docs/model.md, "Latency percentiles"); they
+# never reach the simulator. Keys, microseconds, each citing its source:
+#   read_999_qd1_us    99.9 % of 4 KiB random reads at queue depth 1 finish within
+#   write_999_qd1_us   99.9 % of 4 KiB random writes at queue depth 1 finish within
+# (and as these for other shares and depths: read_999999_qd32_us is 99.9999 % at QD 32).
+QOS_TABLE = "qos"
+_NOT_SIMULATED = (RELIABILITY_TABLE, QOS_TABLE)
+
 DEFAULT_CONTROLLER = "hba"
 DEFAULT_HOST = "default"
 
@@ -55,13 +65,14 @@ def preset_names(group: str) -> list[str]:
 
 
 def preset(group: str, name: str, field: str) -> dict[str, Any]:
-    """A copy of one preset (without its reliability table); an unknown name is a
-    RaidlabError with a suggestion."""
+    """A copy of one preset (without its reliability and QoS tables); an unknown name
+    is a RaidlabError with a suggestion."""
     table = _load_group(group)
     if name not in table:
         raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(table)))
     entry = dict(table[name])
-    entry.pop(RELIABILITY_TABLE, None)
+    for key in _NOT_SIMULATED:
+        entry.pop(key, None)
     return entry
 
 
@@ -71,6 +82,14 @@ def reliability(name: str, field: str = "drive") -> dict[str, Any]:
     if name not in table:
         raise RaidlabError(field, unknown_name_message("drive preset", name, list(table)))
     return dict(table[name].get(RELIABILITY_TABLE, {}))
+
+
+def qos(name: str, field: str = "drive") -> dict[str, Any]:
+    """A drive preset's `[NAME.qos]` figures, microseconds (empty where it has none)."""
+    table = _load_group("drive")
+    if name not in table:
+        raise RaidlabError(field, unknown_name_message("drive preset", name, list(table)))
+    return dict(table[name].get(QOS_TABLE, {}))
 
 
 def unknown_name_message(what: str, name: str, known: list[str]) -> str:
@@ -169,10 +188,11 @@ def load_drive_file(path: str | Path, field: str) -> DriveFile:
 
 def drive_file_preset(path: str | Path, field: str) -> tuple[str, dict[str, Any]]:
     """A drive file's preset name and table, as :func:`preset` gives a preset
-    (reliability left out)."""
+    (reliability and QoS left out)."""
     drive = load_drive_file(path, field)
     entry = dict(drive.table)
-    entry.pop(RELIABILITY_TABLE, None)
+    for key in _NOT_SIMULATED:
+        entry.pop(key, None)
     return drive.name, entry
 
 
