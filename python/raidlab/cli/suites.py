@@ -46,7 +46,6 @@ from raidlab.scenario.array import parse_int
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest
 from raidlab.units import format_size, parse_size
-from raidlab.version import __version__
 
 
 def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -76,6 +75,24 @@ def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
         else:
             files.append(token)
     return files, options
+
+
+def fio_format(output_format: str, minimal: bool, terse_version: str) -> tuple[str, int]:
+    """The checked --output-format (``terse`` with --minimal) and terse version."""
+    if output_format not in api.FIO_OUTPUT_FORMATS:
+        raise RaidlabError(
+            "--output-format",
+            f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
+        )
+    return ("terse" if minimal else output_format), check_terse_version(terse_version)
+
+
+def fio_report(run: api.FioRun, output_format: str, version: int) -> str:
+    if output_format == "normal":
+        return run.text()
+    if output_format == "terse":
+        return run.terse(version)
+    return json_text(run.document)
 
 
 @app.command(
@@ -130,13 +147,7 @@ def fio(
     """fio job files (or fio's command-line job form) simulated on an array, reported
     in fio's own formats. Stonewall groups run one after another."""
     with user_errors(), cluster_scope(cluster, jobs):
-        if output_format not in api.FIO_OUTPUT_FORMATS:
-            raise RaidlabError(
-                "--output-format",
-                f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
-            )
-        output_format = "terse" if minimal else output_format
-        version = check_terse_version(terse_version)
+        output_format, version = fio_format(output_format, minimal, terse_version)
         if output is not None:
             output_file(output, "--output")
         files, options = fio_tokens(args or [])
@@ -145,8 +156,7 @@ def fio(
         select_sections(job_file, section or [])
         array = flags.build()
         if parse_only:
-            # fio --parse-only: the jobs are checked as a run would check them (against
-            # the array, for sizes given in %), nothing runs and nothing is printed.
+            # Checked as a run checks them (against the array, for sizes in %), as fio.
             plan_jobs(job_file, array)
             return
         run = api.fio(
@@ -166,12 +176,7 @@ def fio(
         # The job file says the workload; the array's policy (FastPath, write cache)
         # comes from presets and flags, so it is stated too.
         typer.echo(f"note: array {setup_line(array, flags.drive, flags.config)}", err=True)
-        if output_format == "normal":
-            report = run.text()
-        elif output_format == "terse":
-            report = run.terse(version)
-        else:
-            report = json_text(run.document)
+        report = fio_report(run, output_format, version)
         if output is None:
             sys.stdout.write(report)
         else:
@@ -195,6 +200,20 @@ CDM_UNITS = {"MB/s": "mbps", "GB/s": "mbps", "IOPS": "iops", "us": "lat_mean_us"
 
 # The digits CDM's window shows per unit (GB/s needs three to say anything).
 CDM_UNIT_DIGITS = {"MB/s": 2, "GB/s": 3, "IOPS": 1, "us": 2}
+
+
+def cdm_checks(output_format: str, interval: str, unit: str | None) -> int:
+    """Check cdm's --format, --interval and --unit; returns the interval in seconds."""
+    output_format = check_format(output_format, CDM_FORMATS)
+    interval_s = parse_int(interval, "--interval", 0, 600)
+    if interval_s not in CDM_INTERVALS:
+        allowed = ", ".join(map(str, CDM_INTERVALS))
+        raise RaidlabError("--interval", f"must be one of {allowed} s (CDM's), got {interval!r}")
+    if unit is not None and unit not in CDM_UNITS:
+        raise RaidlabError("--unit", f"must be one of {', '.join(CDM_UNITS)}, got {unit!r}")
+    if unit is not None and output_format == "text":
+        raise RaidlabError("--unit", "not with --format text (CDM's text has every unit)")
+    return interval_s
 
 
 def cdm_units(frame: Any, unit: str, table: bool) -> Any:
@@ -259,17 +278,7 @@ def cdm(
     """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS,
     best of --runs; --format text is CDM's "Save as text" layout."""
     with user_errors(), cluster_scope(cluster, jobs):
-        output_format = check_format(output_format, CDM_FORMATS)
-        interval_s = parse_int(interval, "--interval", 0, 600)
-        if interval_s not in CDM_INTERVALS:
-            raise RaidlabError(
-                "--interval",
-                f"must be one of {', '.join(map(str, CDM_INTERVALS))} s (CDM's), got {interval!r}",
-            )
-        if unit is not None and unit not in CDM_UNITS:
-            raise RaidlabError("--unit", f"must be one of {', '.join(CDM_UNITS)}, got {unit!r}")
-        if unit is not None and output_format == "text":
-            raise RaidlabError("--unit", "not with --format text (CDM's text has every unit)")
+        interval_s = cdm_checks(output_format, interval, unit)
         array = flags.build()
         frame = api.cdm(
             array,
@@ -290,18 +299,11 @@ def cdm(
                 err=True,
             )
         if output_format == "text":
-            sys.stdout.write(
-                cdm_text(
-                    frame,
-                    profile,
-                    int(runs),
-                    parse_size(workload.size, "--size"),
-                    interval_s,
-                    None if mix is None else int(mix),
-                    setup_line(array, flags.drive, flags.config),
-                    __version__,
-                )
-            )
+            setup = setup_line(array, flags.drive, flags.config)
+            size = parse_size(workload.size, "--size")
+            mix_read = None if mix is None else int(mix)
+            text = cdm_text(frame, profile, int(runs), size, interval_s, mix_read, setup)
+            sys.stdout.write(text)
             return
         if unit is not None:
             frame = cdm_units(frame, unit, output_format == "table")

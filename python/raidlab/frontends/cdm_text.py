@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from raidlab.frontends.suites import CDM_PROFILES, CdmTest
+from raidlab.version import __version__
 
 RULE = "-" * 78
 PROFILE_NAMES = {"default": "Default", "nvme": "Default", "peak": "Peak", "peak-nvme": "Peak"}
@@ -49,7 +50,6 @@ def cdm_text(
     interval_s: int,
     mix_read: int | None,
     setup: str,
-    version: str,
 ) -> str:
     """The whole text export of a ``suites.cdm`` frame."""
     tests = {test.label: test for test in CDM_PROFILES[profile]}
@@ -58,7 +58,7 @@ def cdm_text(
     }
     lines = [
         RULE,
-        f"raidlab {version} cdm: CrystalDiskMark 8 tests, simulated",
+        f"raidlab {__version__} cdm: CrystalDiskMark 8 tests, simulated",
         " " * 34 + "Crystal Dew World: https://crystalmark.info/",
         RULE,
         "* MB/s = 1,000,000 bytes/s [SATA/600 = 600,000,000 bytes/s]",
