@@ -126,7 +126,10 @@ def fio(
     ] = None,
     section: Annotated[
         list[str] | None,
-        opt("--section", "Run only this job section (repeatable), as fio's --section."),
+        opt(
+            "--section",
+            "Run only this job section (repeatable), as fio's --section (default: every job).",
+        ),
     ] = None,
     parse_only: Annotated[
         bool, opt("--parse-only", "Parse and check the jobs, run nothing, print nothing.")
@@ -262,10 +265,15 @@ def cdm(
     ] = "5",
     mix: Annotated[
         str | None,
-        opt("--mix", "Add CDM's Mix block at this read % (10-90 in steps of 10, e.g. 70)."),
+        opt(
+            "--mix",
+            "Add CDM's Mix block at this read % (10-90 in steps of 10, e.g. 70; "
+            "default: no Mix block).",
+        ),
     ] = None,
     unit: Annotated[
-        str | None, opt("--unit", "Show one score per test: MB/s, GB/s, IOPS or us.")
+        str | None,
+        opt("--unit", "One score per test: MB/s, GB/s, IOPS or us (default: every column)."),
     ] = None,
     *,
     workload: WorkloadRequest,
