@@ -29,6 +29,9 @@ from typing import Any
 from raidlab.frontends.fio import FioPlan, PlannedJob
 
 DDIR = {"read": 0, "write": 1, "trim": 2}
+# The simulator keeps at most this many sample intervals per job (raidlab-sim,
+# host/workload.rs SAMPLES_MAX); a log stops where they stop, with a note.
+SAMPLES_MAX = 100_000
 
 
 def _windows(samples: Mapping[str, Any], key: str, factor: int, full: int) -> list[int]:
@@ -51,6 +54,10 @@ def _series(
     factor = max(1, window // interval)
     window = factor * interval
     full = int(job.get("runtime_ns", 0) // window)
+    kept = len(samples.get("read_ios") or [])
+    if kept >= SAMPLES_MAX:
+        # The simulator stops sampling after SAMPLES_MAX intervals: log what it kept.
+        full = min(full, kept // factor)
     ops = job.get("ops", {})
     series: dict[str, dict[str, list[int]]] = {}
     latency: dict[str, tuple[float, float]] = {}
@@ -148,6 +155,13 @@ def _job_notes(planned: PlannedJob, window: int, job: Mapping[str, Any]) -> list
         notes.append(
             f"job {planned.name}: the run ({int(job.get('runtime_ns', 0)) / 1e6:.1f} ms) "
             f"is shorter than one log window ({window // 1_000_000} ms): its logs are empty"
+        )
+    kept = len((job.get("samples") or {}).get("read_ios") or [])
+    interval = int((job.get("samples") or {}).get("interval_ns") or 0)
+    if kept >= SAMPLES_MAX and interval:
+        notes.append(
+            f"job {planned.name}: the simulator keeps {SAMPLES_MAX:,} sample intervals: "
+            f"the logs stop at {kept * interval / 1e9:g} s (a larger log_avg_msec covers more)"
         )
     if "lat" in planned.logs:
         notes.append(
