@@ -304,10 +304,10 @@ def select_sections(job_file: JobFile, sections: Sequence[str]) -> list[str]:
     unknown = [name for name in dict.fromkeys(sections) if name not in names]
     kept = [job for job in job_file.jobs if job.name in sections]
     if not kept:
-        listed = ", ".join(dict.fromkeys(names)) or "none"
+        listed = ", ".join(dict.fromkeys(names))
+        known = f"the jobs are: {listed}" if listed else "no job file or --name= given"
         raise RaidlabError(
-            "--section",
-            f"no job section named {', '.join(map(repr, unknown))} (the jobs are: {listed})",
+            "--section", f"no job section named {', '.join(map(repr, unknown))} ({known})"
         )
     job_file.jobs[:] = kept
     return [f"--section {name!r}: no such job section, skipped (as fio does)" for name in unknown]
