@@ -29,8 +29,16 @@ from raidlab.frontends.atto import (
     parse_ios_max,
     parse_queue_depths,
 )
-from raidlab.frontends.fio import FioPlan, parse_command_line, parse_job_files, plan_jobs
+from raidlab.frontends.fio import (
+    FioPlan,
+    parse_command_line,
+    parse_job_files,
+    plan_jobs,
+    select_sections,
+)
+from raidlab.frontends.fio_logs import write_logs
 from raidlab.frontends.fio_report import fio_json, fio_text
+from raidlab.frontends.fio_terse import check_terse_version, fio_terse
 from raidlab.report.explain import explain_lines, rebuild_lines
 from raidlab.report.output import output_directory
 from raidlab.scenario import limits
@@ -278,7 +286,7 @@ def run(
 
 # --- benchmark front ends: fio, CrystalDiskMark, IOMeter, SNIA PTS, trace replay ------
 
-FIO_OUTPUT_FORMATS = ("normal", "json", "json+")
+FIO_OUTPUT_FORMATS = ("normal", "json", "json+", "terse")
 PTS_ROUNDS_MAX = suites.PTS_ROUNDS_MAX
 
 
@@ -296,6 +304,10 @@ class FioRun:
         """fio's normal text output of this run."""
         return fio_text(self.document, self.plan)
 
+    def terse(self, version: int = 3) -> str:
+        """fio's terse (``--minimal``) lines of this run, terse ``version`` 2 to 5."""
+        return fio_terse(self.document, check_terse_version(version, "version"))
+
 
 def fio(
     array: Mapping[str, Any],
@@ -307,15 +319,20 @@ def fio(
     executor: Executor | None = None,
     progress: bool = True,
     labels: Mapping[str, str] | None = None,
+    sections: Sequence[str] = (),
+    log_dir: str | Path = ".",
 ) -> FioRun:
     """fio job files and/or fio's command-line job form (``["--name=a", "--rw=read"]``)
     simulated on ``array`` (from ``resolve_array``); stonewall groups run one after
-    another. A job's ``randseed=`` overrides ``seed``."""
+    another. A job's ``randseed=`` overrides ``seed``. ``sections`` is fio's
+    ``--section``: only the named jobs run. Jobs' ``write_*_log`` files go to
+    ``log_dir``, as fio writes them to its working directory."""
     labels = dict(labels or {})
     job_file = parse_job_files(job_files)
     parse_command_line(options, job_file)
+    section_notes = select_sections(job_file, sections)
     plan = plan_jobs(job_file, array)
-    notes = list(plan.notes)
+    notes = [*section_notes, *plan.notes]
     if plan.ignored:
         notes.insert(0, f"ignored (no effect in a simulation): {', '.join(plan.ignored)}")
     seed_value = parse_seed(seed, labels.get("seed", "seed"))
@@ -326,7 +343,10 @@ def fio(
         progress=progress,
         description="fio groups",
     )
-    return FioRun(fio_json(plan, results, array, seed_value, plus=plus), plan, notes)
+    document = fio_json(plan, results, array, seed_value, plus=plus)
+    # fio writes its write_*_log files into the working directory as the job runs.
+    notes += write_logs(plan, results, document, Path(log_dir))
+    return FioRun(document, plan, notes)
 
 
 def cdm(
@@ -337,12 +357,16 @@ def cdm(
     seed: Any = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
+    runs: Any = suites.CDM_DEFAULT_RUNS,
+    mix: Any = None,
 ) -> pd.DataFrame:
-    """CrystalDiskMark's tests of ``profile`` (``default`` or ``nvme``) on ``array``:
-    one row per test and direction (``test, op, mbps, iops, lat_mean_us, lat_p99_us``)."""
+    """CrystalDiskMark's tests of ``profile`` (``default``, ``nvme``, ``peak``,
+    ``peak-nvme`` or ``real``) on ``array``: one row per test and direction (``test, op,
+    mbps, iops, lat_mean_us, lat_p99_us``), the best of ``runs`` seeds; ``mix`` (a read
+    %) adds CDM's Mix rows (``op`` = ``mix``)."""
     labels = dict(labels or {})
     seed_value = parse_seed(seed, labels.get("seed", "seed"))
-    return suites.cdm(array, profile, size, ios, seed_value, jobs, labels)
+    return suites.cdm(array, profile, size, ios, seed_value, jobs, labels, runs, mix)
 
 
 def iometer(

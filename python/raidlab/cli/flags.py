@@ -495,7 +495,7 @@ OUTPUT_FORMAT = Flag(
     "output_format",
     "--output-format",
     "Report format: replay table, csv or json; fio normal (fio's text), json or json+ "
-    "(fio's schema).",
+    "(fio's schema), or terse (fio's --minimal lines).",
 )
 
 # Flags that are their own request value, by the command's parameter name.

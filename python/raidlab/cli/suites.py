@@ -32,12 +32,20 @@ from raidlab.cli.flags import (
 )
 from raidlab.cli.simulate import setup_line
 from raidlab.errors import RaidlabError, user_errors
-from raidlab.frontends.fio import parse_command_line, parse_job_files
+from raidlab.frontends.cdm_text import cdm_text
+from raidlab.frontends.fio import (
+    parse_command_line,
+    parse_job_files,
+    plan_jobs,
+    select_sections,
+)
+from raidlab.frontends.fio_terse import check_terse_version
 from raidlab.report.output import json_text, output_file, print_json, records, stdout
 from raidlab.report.tables import number, print_frame, print_table
+from raidlab.scenario.array import parse_int
 from raidlab.scenario.tuning import drive_state, drive_state_note
 from raidlab.scenario.workloads import WorkloadRequest
-from raidlab.units import format_size
+from raidlab.units import format_size, parse_size
 
 
 def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -69,6 +77,24 @@ def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return files, options
 
 
+def fio_format(output_format: str, minimal: bool, terse_version: str) -> tuple[str, int]:
+    """The checked --output-format (``terse`` with --minimal) and terse version."""
+    if output_format not in api.FIO_OUTPUT_FORMATS:
+        raise RaidlabError(
+            "--output-format",
+            f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
+        )
+    return ("terse" if minimal else output_format), check_terse_version(terse_version)
+
+
+def fio_report(run: api.FioRun, output_format: str, version: int) -> str:
+    if output_format == "normal":
+        return run.text()
+    if output_format == "terse":
+        return run.terse(version)
+    return json_text(run.document)
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     epilog="""Examples:
@@ -80,6 +106,8 @@ def fio_tokens(args: Sequence[str]) -> tuple[list[str], list[str]]:
       --controller linux-md --level 1 --drives 2
   raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json > out.json
   raidlab fio job.fio --drive intel-dc-s3500-80g --output-format=json --output=out.json
+  raidlab fio job.fio --section seqread --minimal --drive intel-dc-s3500-80g
+  raidlab fio job.fio --parse-only --drive intel-dc-s3500-80g
 """,
 )
 @flagset(SEED, JOBS, CLUSTER, OUTPUT_FORMAT, ARRAY, defaults={"output_format": "normal"})
@@ -96,6 +124,22 @@ def fio(
             "directory must exist (default: stdout).",
         ),
     ] = None,
+    section: Annotated[
+        list[str] | None,
+        opt(
+            "--section",
+            "Run only this job section (repeatable), as fio's --section (default: every job).",
+        ),
+    ] = None,
+    parse_only: Annotated[
+        bool, opt("--parse-only", "Parse and check the jobs, run nothing, print nothing.")
+    ] = False,
+    minimal: Annotated[
+        bool, opt("--minimal", "fio's terse output (same as --output-format=terse).")
+    ] = False,
+    terse_version: Annotated[
+        str, opt("--terse-version", "Terse output version: 2, 3 (fio's default), 4 or 5.")
+    ] = "3",
     *,
     seed: str,
     jobs: str | None,
@@ -106,17 +150,18 @@ def fio(
     """fio job files (or fio's command-line job form) simulated on an array, reported
     in fio's own formats. Stonewall groups run one after another."""
     with user_errors(), cluster_scope(cluster, jobs):
-        if output_format not in api.FIO_OUTPUT_FORMATS:
-            raise RaidlabError(
-                "--output-format",
-                f"must be one of {', '.join(api.FIO_OUTPUT_FORMATS)}, got {output_format!r}",
-            )
+        output_format, version = fio_format(output_format, minimal, terse_version)
         if output is not None:
             output_file(output, "--output")
         files, options = fio_tokens(args or [])
         # Job files first: a malformed job is reported before array flags are checked.
-        parse_command_line(options, parse_job_files(files))
+        job_file = parse_command_line(options, parse_job_files(files))
+        select_sections(job_file, section or [])
         array = flags.build()
+        if parse_only:
+            # Checked as a run checks them (against the array, for sizes in %), as fio.
+            plan_jobs(job_file, array)
+            return
         run = api.fio(
             array,
             files,
@@ -125,6 +170,7 @@ def fio(
             jobs=parse_jobs(jobs),
             plus=output_format == "json+",
             labels={"seed": "--seed"},
+            sections=section or (),
         )
         for note in run.notes:
             typer.echo(f"note: {note}", err=True)
@@ -133,14 +179,57 @@ def fio(
         # The job file says the workload; the array's policy (FastPath, write cache)
         # comes from presets and flags, so it is stated too.
         typer.echo(f"note: array {setup_line(array, flags.drive, flags.config)}", err=True)
-        report = run.text() if output_format == "normal" else json_text(run.document)
+        report = fio_report(run, output_format, version)
         if output is None:
             sys.stdout.write(report)
         else:
             output.write_text(report)
 
 
-CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "--seed"}
+CDM_FLAGS = {
+    "size": "--size",
+    "ios": "--ios",
+    "profile": "--profile",
+    "seed": "--seed",
+    "runs": "--runs",
+    "mix": "--mix",
+}
+CDM_FORMATS = ("table", "csv", "json", "text")
+# CDM 8's interval choices, seconds (DiskMarkDlg.cpp intervalTimes); its default 5 s.
+CDM_INTERVALS = (0, 1, 3, 5, 10, 30, 60, 180, 300, 600)
+# CDM's unit box: the score column shown per test.
+CDM_UNITS = {"MB/s": "mbps", "GB/s": "mbps", "IOPS": "iops", "us": "lat_mean_us"}
+
+
+# The digits CDM's window shows per unit (GB/s needs three to say anything).
+CDM_UNIT_DIGITS = {"MB/s": 2, "GB/s": 3, "IOPS": 1, "us": 2}
+
+
+def cdm_checks(output_format: str, interval: str, unit: str | None) -> int:
+    """Check cdm's --format, --interval and --unit; returns the interval in seconds."""
+    output_format = check_format(output_format, CDM_FORMATS)
+    interval_s = parse_int(interval, "--interval", 0, 600)
+    if interval_s not in CDM_INTERVALS:
+        allowed = ", ".join(map(str, CDM_INTERVALS))
+        raise RaidlabError("--interval", f"must be one of {allowed} s (CDM's), got {interval!r}")
+    if unit is not None and unit not in CDM_UNITS:
+        raise RaidlabError("--unit", f"must be one of {', '.join(CDM_UNITS)}, got {unit!r}")
+    if unit is not None and output_format == "text":
+        raise RaidlabError("--unit", "not with --format text (CDM's text has every unit)")
+    return interval_s
+
+
+def cdm_units(frame: Any, unit: str, table: bool) -> Any:
+    """The frame with one score column in ``unit``, as CDM's window shows it (in a
+    table with CDM's digits; csv and json keep the full float)."""
+    if unit not in CDM_UNITS:
+        raise RaidlabError("--unit", f"must be one of {', '.join(CDM_UNITS)}, got {unit!r}")
+    shown = frame[["test", "op"]].copy()
+    value = frame[CDM_UNITS[unit]]
+    value = value / 1000 if unit == "GB/s" else value
+    shown[unit] = [f"{v:.{CDM_UNIT_DIGITS[unit]}f}" for v in value] if table else value
+    shown.attrs.update(frame.attrs)
+    return shown
 
 
 @app.command(
@@ -149,6 +238,8 @@ CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "
 \b
   raidlab cdm --drive intel-dc-s3500-80g --controller linux-md --level 1 --drives 2
   raidlab cdm --drive intel-dc-s3500-80g --profile nvme --format csv
+  raidlab cdm --drive intel-dc-s3500-80g --profile peak --mix 70 --runs 3 --format text
+  raidlab cdm --drive intel-dc-s3500-80g --profile real --unit IOPS
 """
 )
 @flagset(
@@ -161,7 +252,29 @@ CDM_FLAGS = {"size": "--size", "ios": "--ios", "profile": "--profile", "seed": "
     defaults={"size": "1G", "ios": IOS_DEFAULT},
 )
 def cdm(
-    profile: Annotated[str, opt("--profile", "default or nvme (CrystalDiskMark 8).")] = "default",
+    profile: Annotated[
+        str,
+        opt("--profile", "default, nvme, peak, peak-nvme or real (CrystalDiskMark 8)."),
+    ] = "default",
+    runs: Annotated[
+        str, opt("--runs", "Runs per test, 1-9; the best counts (CrystalDiskMark's count).")
+    ] = "5",
+    interval: Annotated[
+        str,
+        opt("--interval", "Seconds between tests (CDM's choices; no effect in a simulation)."),
+    ] = "5",
+    mix: Annotated[
+        str | None,
+        opt(
+            "--mix",
+            "Add CDM's Mix block at this read % (10-90 in steps of 10, e.g. 70; "
+            "default: no Mix block).",
+        ),
+    ] = None,
+    unit: Annotated[
+        str | None,
+        opt("--unit", "One score per test: MB/s, GB/s, IOPS or us (default: every column)."),
+    ] = None,
     *,
     workload: WorkloadRequest,
     seed: str,
@@ -170,13 +283,38 @@ def cdm(
     output_format: str,
     flags: ArrayFlags,
 ) -> None:
-    """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS."""
+    """CrystalDiskMark's tests (read and write of each) in MB/s (10^6 B/s) and IOPS,
+    best of --runs; --format text is CDM's "Save as text" layout."""
     with user_errors(), cluster_scope(cluster, jobs):
-        output_format = check_format(output_format)
+        interval_s = cdm_checks(output_format, interval, unit)
         array = flags.build()
         frame = api.cdm(
-            array, profile, workload.size, workload.ios, seed, parse_jobs(jobs), CDM_FLAGS
+            array,
+            profile,
+            workload.size,
+            workload.ios,
+            seed,
+            parse_jobs(jobs),
+            CDM_FLAGS,
+            runs=runs,
+            mix=mix,
         )
+        if interval_s != 5:
+            # No drive state carries from one simulated test to the next, so the pause
+            # CDM leaves for an SLC cache or a hot drive changes nothing here.
+            typer.echo(
+                "note: --interval has no effect in a simulation (no state between tests)",
+                err=True,
+            )
+        if output_format == "text":
+            setup = setup_line(array, flags.drive, flags.config)
+            size = parse_size(workload.size, "--size")
+            mix_read = None if mix is None else int(mix)
+            text = cdm_text(frame, profile, int(runs), size, interval_s, mix_read, setup)
+            sys.stdout.write(text)
+            return
+        if unit is not None:
+            frame = cdm_units(frame, unit, output_format == "table")
         title = f"CrystalDiskMark ({profile} profile{drive_state_note(array, ', ')})"
         print_frame(frame, output_format, title)
 

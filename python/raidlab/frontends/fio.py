@@ -22,6 +22,7 @@ any other option is an error naming the file and line.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,8 +78,7 @@ IGNORED_OPTIONS = frozenset(
     randrepeat invalidate iodepth_batch iodepth_batch_submit iodepth_batch_complete
     iodepth_batch_complete_min iodepth_batch_complete_max iodepth_low gtod_reduce
     lat_percentiles clat_percentiles slat_percentiles description end_fsync
-    fsync_on_close create_on_open overwrite unlink log_avg_msec write_bw_log
-    write_lat_log write_iops_log write_hist_log per_job_logs disable_lat disable_clat
+    fsync_on_close create_on_open overwrite unlink write_hist_log disable_lat disable_clat
     disable_slat disable_bw_measurement cpus_allowed cpus_allowed_policy cpumask
     numa_cpu_nodes numa_mem_policy fallocate allow_mounted_write
     buffer_compress_percentage buffer_compress_chunk buffer_pattern zero_buffers
@@ -136,7 +136,14 @@ OPTIONS: dict[str, str] = {
     "ss_ramp": "time",
     "kb_base": "int",
     "ioscheduler": "str",
+    "write_bw_log": "str",
+    "write_lat_log": "str",
+    "write_iops_log": "str",
+    "log_avg_msec": "int",
+    "per_job_logs": "flag",
 }
+# fio's write_*_log options, by the log they ask for.
+LOG_OPTIONS = {"write_bw_log": "bw", "write_lat_log": "lat", "write_iops_log": "iops"}
 # fio's ioscheduler= switches the scheduler of the job's device; the names of Linux's
 # single-queue block layer map to their blk-mq successors.
 IOSCHEDULERS = {
@@ -286,6 +293,26 @@ def parse_command_line(args: Sequence[str], into: JobFile | None = None) -> JobF
     return result
 
 
+def select_sections(job_file: JobFile, sections: Sequence[str]) -> list[str]:
+    """fio's ``--section``: keep only the named job sections (job files and ``--name=``
+    jobs alike, as fio 3.33 does); ``[global]`` always applies. A name that matches no
+    job is skipped as fio skips it, with a note; when none matches, fio runs nothing
+    ("No job(s) defined"), here one error. Returns the notes."""
+    if not sections:
+        return []
+    names = [job.name for job in job_file.jobs]
+    unknown = [name for name in dict.fromkeys(sections) if name not in names]
+    kept = [job for job in job_file.jobs if job.name in sections]
+    if not kept:
+        listed = ", ".join(dict.fromkeys(names))
+        known = f"the jobs are: {listed}" if listed else "no job file or --name= given"
+        raise RaidlabError(
+            "--section", f"no job section named {', '.join(map(repr, unknown))} ({known})"
+        )
+    job_file.jobs[:] = kept
+    return [f"--section {name!r}: no such job section, skipped (as fio does)" for name in unknown]
+
+
 def _flag(option: Option) -> bool:
     if option.value is None or option.value == "":
         return True
@@ -317,6 +344,9 @@ class PlannedJob:
     notes: list[str] = field(default_factory=list)
     scheduler: str | None = None  # ioscheduler=, mapped to the simulator's name
     scheduler_where: str = ""
+    logs: dict[str, str] = field(default_factory=dict)  # "bw"/"lat"/"iops" -> file prefix
+    log_avg_ns: int = 0  # log_avg_msec; 0 = fio's per-I/O entries
+    per_job_logs: bool = True
 
 
 @dataclass
@@ -682,6 +712,10 @@ def _plan_job(
         "warmup_ns": warmup_ns,
         "sample_interval_ns": SS_SAMPLE_INTERVAL_NS if steadystate else SAMPLE_INTERVAL_NS,
     }
+    logs, log_avg_ns = _logs(options, section.name)
+    if logs and log_avg_ns:
+        # Samples fine enough for the log's window; the report adds them up again.
+        workload["sample_interval_ns"] = math.gcd(workload["sample_interval_ns"], log_avg_ns)
     if write_mix != read_mix:
         workload["bs_write"] = write_mix
     return PlannedJob(
@@ -698,4 +732,25 @@ def _plan_job(
         notes=notes,
         scheduler=scheduler,
         scheduler_where=scheduler_where,
+        logs=logs,
+        log_avg_ns=log_avg_ns,
+        per_job_logs=(opt := options.get("per_job_logs")) is None or _flag(opt),
     )
+
+
+def _logs(options: Mapping[str, Option], name: str) -> tuple[dict[str, str], int]:
+    """The job's write_*_log prefixes (fio's default: the job name) and log_avg_msec (ns)."""
+    logs: dict[str, str] = {}
+    for key, kind in LOG_OPTIONS.items():
+        opt = options.get(key)
+        if opt is not None:
+            prefix = opt.value or name
+            if not Path(prefix).parent.is_dir():
+                raise RaidlabError(opt.where, f"{key}: the directory of {prefix!r} does not exist")
+            logs[kind] = prefix
+    avg_ns = 0
+    opt = options.get("log_avg_msec")
+    if opt is not None and opt.value:
+        # fio's bound for the window is a day; 0 is its per-I/O default.
+        avg_ns = fio_int(opt.value, opt.where, "log_avg_msec", 0, 86_400_000) * 1_000_000
+    return logs, avg_ns

@@ -27,7 +27,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from raidlab.frontends.fio import FIO_VERSION, FioPlan, PlannedJob, SteadyState
+from raidlab.frontends.fio import (
+    FIO_VERSION,
+    SAMPLE_INTERVAL_NS,
+    SS_SAMPLE_INTERVAL_NS,
+    FioPlan,
+    PlannedJob,
+    SteadyState,
+)
 
 DEFAULT_PERCENTILES = [1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99]
 DIRECTIONS = ("read", "write", "trim")
@@ -129,12 +136,20 @@ def _sample_stats(values: Sequence[float]) -> tuple[float, float, float, float, 
     return min(values), max(values), mean, dev, len(values)
 
 
-def _full_samples(job: Mapping[str, Any], key: str, share: float) -> list[float]:
+def _full_samples(
+    job: Mapping[str, Any], key: str, share: float, report_ns: int = SAMPLE_INTERVAL_NS
+) -> list[float]:
+    """Per-second rates over the run's full ``report_ns`` windows. Samples finer than
+    the window (a job's log_avg_msec asked for them) are added up to it first."""
     samples = job.get("samples") or {}
     interval = samples.get("interval_ns") or 0
     values = samples.get(key) or []
     if not interval:
         return []
+    factor = max(1, -(-report_ns // interval))
+    if factor > 1:
+        values = [sum(values[i : i + factor]) for i in range(0, len(values), factor)]
+        interval *= factor
     full = int(job.get("runtime_ns", 0) // interval)
     seconds = interval / 1e9
     return [value * share / seconds for value in values[: max(full, 0)]]
@@ -268,16 +283,16 @@ def steady_state(ss: SteadyState, job: Mapping[str, Any], share: float) -> dict[
     iops = [
         (r + w)
         for r, w in zip(
-            _full_samples(job, "read_ios", share),
-            _full_samples(job, "write_ios", share),
+            _full_samples(job, "read_ios", share, SS_SAMPLE_INTERVAL_NS),
+            _full_samples(job, "write_ios", share, SS_SAMPLE_INTERVAL_NS),
             strict=False,
         )
     ]
     bw = [
         (r + w) / 1024
         for r, w in zip(
-            _full_samples(job, "read_bytes", share),
-            _full_samples(job, "write_bytes", share),
+            _full_samples(job, "read_bytes", share, SS_SAMPLE_INTERVAL_NS),
+            _full_samples(job, "write_bytes", share, SS_SAMPLE_INTERVAL_NS),
             strict=False,
         )
     ]

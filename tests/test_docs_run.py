@@ -1,0 +1,160 @@
+"""The docs cannot drift from the tool: every shell block of README.md and docs/*.md
+that names a raidlab command runs here, as a bash script (`set -e`: every command must
+succeed), in a scratch directory that holds the checkout's examples and test data. A
+block whose commands need what a test machine has not got (a spare disk, a cluster)
+is listed in NOT_RUN with the reason, and that list is checked to name only blocks
+that exist, so it cannot hide a block that was renamed.
+
+A transcript block (lines `$ command` followed by what it prints) checks the output:
+each printed line must be what the command prints, and a transcript whose output is an
+`error: ...` line expects exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+DOCS = [CHECKOUT / "README.md", *sorted((CHECKOUT / "docs").glob("*.md"))]
+COMMAND = re.compile(r"^\s*(\$ )?(raidlab|raidlab-engine|\$E)\b")
+
+# Blocks not run, by "file:line" of their opening fence, and why.
+NOT_RUN: dict[str, str] = {}
+
+# Seconds a block may take: the longest documented commands reproduce a whole study.
+BLOCK_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(CHECKOUT)}:{self.line}"
+
+    @property
+    def transcript(self) -> bool:
+        return any(line.startswith("$ ") for line in self.text.splitlines())
+
+
+def _blocks() -> list[Block]:
+    found = []
+    for path in DOCS:
+        lines = path.read_text("utf-8").splitlines()
+        start = None
+        for number, line in enumerate(lines, 1):
+            fence = line.strip()
+            if start is None and fence.startswith("```"):
+                language = fence[3:].strip()
+                start = (number, language)
+                body: list[str] = []
+            elif start is not None and fence.startswith("```"):
+                number0, language = start
+                text = "\n".join(body) + "\n"
+                runnable = language in ("sh", "bash", "console", "")
+                if runnable and any(COMMAND.match(b) for b in body):
+                    found.append(Block(path, number0, text))
+                start = None
+            elif start is not None:
+                body.append(line)
+    return found
+
+
+BLOCKS = _blocks()
+
+
+def _scratch(tmp_path: Path) -> Path:
+    """A directory with the checkout's examples, test data and reference data, where a
+    block's relative paths resolve as they do in the checkout."""
+    for name in ("examples", "tests", "data", "benches"):
+        (tmp_path / name).symlink_to(CHECKOUT / name)
+    return tmp_path
+
+
+def _environment() -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
+
+
+def _run_script(block: Block, cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block.text
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def _transcript(block: Block) -> list[tuple[str, list[str]]]:
+    """(command, the lines shown after it) of each `$ ` line."""
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.text.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        elif steps and line.strip():
+            steps[-1][1].append(line)
+    return steps
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_a_documented_block_runs(block: Block, tmp_path: Path) -> None:
+    if block.id in NOT_RUN:
+        pytest.skip(NOT_RUN[block.id])
+    cwd = _scratch(tmp_path)
+    if not block.transcript:
+        done = _run_script(block, cwd)
+        assert done.returncode == 0, (
+            f"{block.id}: exit {done.returncode}\n{block.text}\n"
+            f"stdout:\n{done.stdout[-2000:]}\nstderr:\n{done.stderr[-3000:]}"
+        )
+        return
+    for command, shown in _transcript(block):
+        done = _run_script(Block(block.path, block.line, command + "\n"), cwd)
+        said = (done.stdout + done.stderr).splitlines()
+        expect_error = bool(shown) and shown[0].startswith("error:")
+        if expect_error:
+            assert done.returncode == 2, f"{block.id}: {command}: exit {done.returncode}"
+        else:
+            assert done.returncode == 0, f"{block.id}: {command}: {done.stderr[-2000:]}"
+        for line in shown:
+            assert line.rstrip() in [s.rstrip() for s in said], (
+                f"{block.id}: {command}: the docs show {line!r}; it printed:\n"
+                + "\n".join(said[-40:])
+            )
+
+
+def test_not_run_names_only_blocks_that_exist() -> None:
+    assert set(NOT_RUN) <= {block.id for block in BLOCKS}
+
+
+def test_the_harness_finds_the_documented_commands() -> None:
+    # README's quickstart alone has a dozen; a parser that finds none would pass vacuously.
+    assert len(BLOCKS) >= 30
+    assert shutil.which("bash")
