@@ -25,15 +25,10 @@ RAIDLAB = [sys.executable, "-m", "raidlab.cli"]
 # Commands that run for minutes if nothing stops them, and the bar each shows.
 LONG = {
     "run": (["run", "--drive", "adata-sp900-128g", "--ios", "1000000000"], "simulating"),
+    # time_based: fio caps a job's I/O count (1,000,000 a section), not its runtime.
     "fio": (
-        [
-            "fio",
-            "--drive",
-            "adata-sp900-128g",
-            "--name=j",
-            "--rw=randread",
-            "--number_ios=1000000000",
-        ],
+        ["fio", "--drive", "adata-sp900-128g", "--name=j", "--rw=randread"]
+        + ["--time_based", "--runtime=100000"],
         "simulating",
     ),
     "life": (["life", "--drive", "intel-dc-s3500-80g", "--ios", "1000000000"], "simulating"),
