@@ -144,3 +144,66 @@ def test_reproduce_raidix_cache_covers_every_row_and_m01_to_m04(
         assert record["gain_simulated"] > 0, record
     hits = document["write_hits"]
     assert hits["lru"] > hits["raidix"] > 0
+
+
+# The user's run of issue 34 (fewer I/Os): 13 disks leave it latency-bound.
+USER_RUN = [
+    "--drive",
+    "seagate-cheetah-15k7-300g",
+    "--drives",
+    "13",
+    "--level",
+    "6",
+    "--controller",
+    "linux-md",
+    "--cache-policy",
+    "lru",
+    "--cache-drive",
+    "hgst-ultrastar-ssd400m-200g",
+    "--rw",
+    "randrw",
+    "--rwmixread",
+    "90",
+    "--bs",
+    "4K",
+    "--iodepth",
+    "16",
+    "--size",
+    "1G",
+    "--ios",
+    "4000",
+]
+
+
+def test_reads_and_writes_have_their_own_latency_and_ordered_percentiles() -> None:
+    # LRU writes land on the SSDs, reads of 1 GiB mostly miss to the disks.
+    records = {r["op"]: r for r in run_json(*USER_RUN)["records"]}
+    read, write = records["read"], records["write"]
+    assert read["lat_mean_us"] > 3 * write["lat_mean_us"], records
+    assert read["lat_p50_us"] != write["lat_p50_us"], records
+    for stats in (read, write):
+        assert stats["lat_p50_us"] <= stats["lat_p99_us"], records
+
+
+def test_explain_names_the_longest_stage() -> None:
+    result = runner.invoke(app, ["run", *USER_RUN, "--explain"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if "longest stage" in x)
+    assert line.rstrip().split(" is ")[-1] in ("main.drive", "cache.drive"), line
+
+
+def test_the_header_names_the_cache_tier() -> None:
+    result = runner.invoke(app, ["run", *USER_RUN])
+    assert result.exit_code == 0, result.output
+    header = next(x for x in result.output.splitlines() if x.startswith("simulated: RAID"))
+    assert "cache tier: lru on RAID 10 of 4 x hgst-ultrastar-ssd400m-200g" in header
+
+
+def test_a_small_cache_runs_and_only_one_too_small_for_its_regions_is_refused() -> None:
+    small = ["--cache-drive", "hgst-ultrastar-ssd400m-200g", "--cache-size", "256M"]
+    document = run_json(*MAIN, *small, *HOT_READS, "--ios", "2000")
+    assert cache_report(document)["capacity_bytes"] == 256 << 20
+    tiny = ["--cache-drive", "hgst-ultrastar-ssd400m-200g", "--cache-size", "4K"]
+    result = runner.invoke(app, ["run", *MAIN, *tiny, *HOT_READS, "--ios", "2000"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: --cache-size: at least 8192 bytes"), result.output

@@ -19,8 +19,11 @@
 //! and contend inside each array run (every piece of that array runs at once); the
 //! model's simplification is that a piece runs at its array's pace rather than being
 //! held back by its workload's other pieces, so the contention a throttled workload
-//! causes on its other array is overstated. Latency figures are the bottleneck piece's
-//! (the array time of the host I/O that waits longest), the mean from Little's law.
+//! causes on its other array is overstated. A host I/O's latency is the piece's that
+//! served it: a hit's is its cache-array piece's, a miss's its main-array piece's, so
+//! each direction's latency figures are the mixture of those pieces' distributions
+//! weighted by the host I/Os each served ([`mix`]); the pace (IOPS) stays the slowest
+//! piece's.
 //!
 //! It sits at the top of the crate, beside the event loop rather than in a component's
 //! folder, because it is no component of one array: it composes two runs of
@@ -37,6 +40,9 @@ use crate::simulation::Simulation;
 use crate::trace::{Reader, TraceError};
 use raidlab_cache::{Action, Cache, CacheConfig, Counters, Op, Request};
 use std::collections::BTreeMap;
+
+mod mix;
+use mix::Mixture;
 
 /// Simulated time each array run measures its pieces for.
 pub const PIECE_RUNTIME_NS: u64 = 500_000_000;
@@ -73,6 +79,9 @@ struct PolicyPass {
     /// Per workload: host I/Os and bytes per direction (read, write).
     host_ios: Vec<[u64; 2]>,
     host_bytes: Vec<[u64; 2]>,
+    /// Per workload and direction: host I/Os the cache array alone served (hits; the
+    /// rest waited for the main array).
+    host_hits: Vec<[u64; 2]>,
     counters: BTreeMap<String, u64>,
 }
 
@@ -359,6 +368,7 @@ impl PolicyPass {
             pieces: BTreeMap::new(),
             host_ios: vec![[0; 2]; workloads],
             host_bytes: vec![[0; 2]; workloads],
+            host_hits: vec![[0; 2]; workloads],
             counters: BTreeMap::new(),
         }
     }
@@ -368,6 +378,18 @@ impl PolicyPass {
         let dir = (request.op == Op::Write) as usize;
         self.host_ios[w][dir] += 1;
         self.host_bytes[w][dir] += request.len_bytes;
+        // A host I/O waits for the main array when the policy sent it there: a read
+        // that missed (read, or read and filled into the cache), a write that bypassed
+        // or wrote through. Destages and fills of other lines are the arrays' load,
+        // not this I/O's wait.
+        let missed = actions.iter().any(|a| match a {
+            Action::ArrayRead { .. } | Action::Fill { .. } => true,
+            Action::ArrayWrite { .. } => dir == 1,
+            _ => false,
+        });
+        if !missed {
+            self.host_hits[w][dir] += 1;
+        }
         tally.workload = w as u32;
         for a in actions {
             tally.action(a);
@@ -627,7 +649,7 @@ fn compose(
 ) -> Results {
     let pieces = piece_results(pass, cache, main);
     let mut jobs = Vec::new();
-    let mut total: HostTotals = [(0, 0, 0.0, 0.0, 0.0); 2];
+    let mut total: HostTotals = [(0, 0, 0.0, 0.0); 2];
     let mut sim_time_s: f64 = 0.0;
     let mut bottlenecks = Vec::new();
     for (w, spec_w) in specs.iter().enumerate() {
@@ -636,8 +658,10 @@ fn compose(
         bottlenecks.push(slowest);
         sim_time_s = sim_time_s.max(t);
     }
-    let ops = host_ops(&total, &pieces, &bottlenecks);
-    let mut explain = explain(cache.1, main.1);
+    let ops = host_ops(&total, pass, &pieces);
+    let hits: u64 = pass.host_hits.iter().map(|h| h[0] + h[1]).sum();
+    let ios: u64 = pass.host_ios.iter().map(|h| h[0] + h[1]).sum();
+    let mut explain = explain(cache.1, main.1, ratio(hits, ios));
     explain.cache = Some(cache_report(
         spec,
         pass,
@@ -662,9 +686,8 @@ fn compose(
     }
 }
 
-/// Per direction, over every workload: host I/Os, bytes, IOPS, MB/s and latency times
-/// I/Os (for the I/O-weighted mean).
-type HostTotals = [(u64, u64, f64, f64, f64); 2];
+/// Per direction, over every workload: host I/Os, bytes, IOPS and MB/s.
+type HostTotals = [(u64, u64, f64, f64); 2];
 
 /// Every piece of the array runs that took place, with the rate its array ran it at.
 fn piece_results<'a>(
@@ -706,9 +729,6 @@ fn workload_result(
         .max_by(|a, b| a.time_s.total_cmp(&b.time_s))
         .expect("every host I/O reaches an array");
     let t = slowest.time_s.max(1e-9);
-    let host_iops: f64 = (pass.host_ios[w][0] + pass.host_ios[w][1]) as f64 / t;
-    let depth = f64::from(spec_w.iodepth * spec_w.numjobs);
-    let lat_mean_ns = depth / host_iops.max(1e-9) * 1e9;
     let mut ops = BTreeMap::new();
     for (dir, name) in [(0, "read"), (1, "write")] {
         let ios = pass.host_ios[w][dir];
@@ -716,22 +736,18 @@ fn workload_result(
             continue;
         }
         let bytes = pass.host_bytes[w][dir];
-        let stats = OpStats {
+        let stats = mixed_stats(
+            &direction_mixture(w, dir, pass, pieces),
             ios,
             bytes,
-            iops: ios as f64 / t,
-            mbps: bytes as f64 / t / 1e6,
-            lat_mean_ns,
-            lat_min_ns: slowest.stats.lat_min_ns,
-            lat_max_ns: slowest.stats.lat_max_ns,
-            percentiles_ns: slowest.stats.percentiles_ns.clone(),
-        };
+            ios as f64 / t,
+            bytes as f64 / t / 1e6,
+        );
         let tot = &mut total[dir];
         tot.0 += ios;
         tot.1 += bytes;
         tot.2 += stats.iops;
         tot.3 += stats.mbps;
-        tot.4 += lat_mean_ns * ios as f64;
         ops.insert(name.to_string(), stats);
     }
     let job = JobResults {
@@ -751,43 +767,84 @@ fn workload_result(
     (job, slowest.key, t)
 }
 
-/// The host's figures per direction over every workload; latency extremes and
-/// percentiles from the pieces that set their workloads' pace.
+/// The host's figures per direction over every workload; its latency the mixture of
+/// every workload's.
 fn host_ops(
     total: &HostTotals,
+    pass: &PolicyPass,
     pieces: &[PieceResult],
-    bottlenecks: &[PieceKey],
 ) -> BTreeMap<String, OpStats> {
     let mut ops = BTreeMap::new();
     for (dir, name) in [(0, "read"), (1, "write")] {
-        let (ios, bytes, iops, mbps, lat) = total[dir];
+        let (ios, bytes, iops, mbps) = total[dir];
         if ios == 0 {
             continue;
         }
-        let bound: Vec<&PieceResult> = pieces
-            .iter()
-            .filter(|p| bottlenecks.contains(&p.key))
-            .collect();
-        let first = bound[0].stats;
+        let mut mixture = Mixture::default();
+        for w in 0..pass.host_ios.len() {
+            mixture.extend(&direction_mixture(w, dir, pass, pieces));
+        }
         ops.insert(
             name.to_string(),
-            OpStats {
-                ios,
-                bytes,
-                iops,
-                mbps,
-                lat_mean_ns: lat / ios as f64,
-                lat_min_ns: bound.iter().map(|p| p.stats.lat_min_ns).min().unwrap_or(0),
-                lat_max_ns: bound.iter().map(|p| p.stats.lat_max_ns).max().unwrap_or(0),
-                percentiles_ns: first.percentiles_ns.clone(),
-            },
+            mixed_stats(&mixture, ios, bytes, iops, mbps),
         );
     }
     ops
 }
 
+/// Workload `w`'s latency in direction `dir` (0 read, 1 write): its hits are the cache
+/// array's pieces of that direction, its misses the main array's, each set weighted by
+/// its host I/Os and shared among its pieces (sequential, random) by their requests.
+fn direction_mixture<'a>(
+    w: usize,
+    dir: usize,
+    pass: &PolicyPass,
+    pieces: &'a [PieceResult<'a>],
+) -> Mixture<'a> {
+    let hits = pass.host_hits[w][dir];
+    let misses = pass.host_ios[w][dir] - hits;
+    let set = |cache: bool| -> Vec<&'a PieceResult<'a>> {
+        pieces
+            .iter()
+            .filter(|p| {
+                p.key.workload == w as u32 && p.key.cache == cache && p.key.write == (dir == 1)
+            })
+            .collect()
+    };
+    let (hit_set, miss_set) = (set(true), set(false));
+    let mut mixture = Mixture::default();
+    for (host_ios, own, other) in [(hits, &hit_set, &miss_set), (misses, &miss_set, &hit_set)] {
+        // A set with no piece of its own (not expected) lends its I/Os the other's.
+        let set = if own.is_empty() { other } else { own };
+        let requests: u64 = set.iter().map(|p| p.ops).sum();
+        for p in set {
+            mixture.add(
+                host_ios as f64 * p.ops as f64 / requests.max(1) as f64,
+                p.stats,
+            );
+        }
+    }
+    mixture
+}
+
+/// One direction's figures: its counts and rates, and its latency from `mixture`.
+fn mixed_stats(mixture: &Mixture, ios: u64, bytes: u64, iops: f64, mbps: f64) -> OpStats {
+    OpStats {
+        ios,
+        bytes,
+        iops,
+        mbps,
+        lat_mean_ns: mixture.mean_ns(),
+        lat_min_ns: mixture.min_ns(),
+        lat_max_ns: mixture.max_ns(),
+        percentiles_ns: mixture.percentiles_ns(),
+    }
+}
+
 /// Both arrays' resources, named `cache.*` and `main.*`; the busiest is the bottleneck.
-fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
+/// A host I/O's stages are its array's (a hit's the cache array's, a miss's the main
+/// array's), weighted by the share of host I/Os that were hits, `hit_share`.
+fn explain(cache: Option<&Results>, main: Option<&Results>, hit_share: f64) -> Explain {
     let mut resources: Vec<Resource> = Vec::new();
     let mut members = Vec::new();
     // Flash wear: the cache SSDs' (the main array's HDDs have none), in member order.
@@ -807,6 +864,7 @@ fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
         .cloned();
     let (bottleneck, utilisation) =
         busiest.map_or((String::new(), 0.0), |r| (r.name, r.utilisation));
+    let (latency_ns_by_stage, stage_longest) = stages(cache, main, hit_share);
     Explain {
         resources,
         bottleneck,
@@ -817,8 +875,8 @@ fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
             "latency"
         }
         .into(),
-        latency_ns_by_stage: BTreeMap::new(),
-        stage_longest: String::new(),
+        latency_ns_by_stage,
+        stage_longest,
         member_ios_per_host_io: BTreeMap::new(),
         member_bytes_per_host_byte: BTreeMap::new(),
         read_ahead_hits: 0,
@@ -830,6 +888,30 @@ fn explain(cache: Option<&Results>, main: Option<&Results>) -> Explain {
         wear,
         cache: None,
     }
+}
+
+/// Mean time per host I/O in each array's stages (`cache.drive`, `main.controller`)
+/// and the longest of them; ties go to the first named, so the choice is stable.
+fn stages(
+    cache: Option<&Results>,
+    main: Option<&Results>,
+    hit_share: f64,
+) -> (BTreeMap<String, f64>, String) {
+    let mut by_stage = BTreeMap::new();
+    for (prefix, run, share) in [("cache", cache, hit_share), ("main", main, 1.0 - hit_share)] {
+        let Some(run) = run else { continue };
+        for (stage, ns) in &run.explain.latency_ns_by_stage {
+            by_stage.insert(format!("{prefix}.{stage}"), ns * share);
+        }
+    }
+    let longest = by_stage
+        .iter()
+        .fold(None::<(&String, f64)>, |best, (stage, &ns)| match best {
+            Some(b) if b.1 >= ns => Some(b),
+            _ => Some((stage, ns)),
+        })
+        .map_or_else(String::new, |(stage, _)| stage.clone());
+    (by_stage, longest)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

@@ -143,7 +143,12 @@ def atto(
             )
         else:
             print_simulated(
-                setup_line(frame.attrs["array"], flags.drive, flags.config),
+                setup_line(
+                    frame.attrs["array"],
+                    flags.drive,
+                    flags.config,
+                    (flags.cache or {}).get("drive"),
+                ),
                 f"ATTO test file {format_size(parse_size(length, '--length'))} at the "
                 f"array's start, at most {ios_max} I/Os per point, "
                 f"{atto_depths_line(frame)}",
@@ -254,7 +259,12 @@ def run(
         else:
             # The table needs no DataFrame: an interactive run starts without pandas.
             print_simulated(
-                setup_line(attrs["scenario"]["array"], flags.drive, flags.config),
+                setup_line(
+                    attrs["scenario"]["array"],
+                    flags.drive,
+                    flags.config,
+                    (flags.cache or {}).get("drive"),
+                ),
                 workload_line(attrs["scenario"]["workload"]),
             )
             print_table(
@@ -310,9 +320,15 @@ def _drive_name(array: Mapping[str, Any], drive: str | None, config: Path | None
     )
 
 
-def setup_line(array: Mapping[str, Any], drive: str | None, config: Path | None) -> str:
+def setup_line(
+    array: Mapping[str, Any],
+    drive: str | None,
+    config: Path | None,
+    cache_drive: str | None = None,
+) -> str:
     """One line saying which array was simulated: level, drives and their state, the
-    controller and its policy, the stripe unit (a default a user may not know of)."""
+    controller and its policy, the stripe unit (a default a user may not know of), and
+    the SSD cache tier in front of it when there is one (``cache_drive`` its preset)."""
     drive_spec = array["drive"]
     drive_name = _drive_name(array, drive, config)
     state = drive_state(array)
@@ -333,7 +349,30 @@ def setup_line(array: Mapping[str, Any], drive: str | None, config: Path | None)
         if array["drive_count"] == 1
         else f"{level_name} of {array['drive_count']} x {drive_name}"
     )
-    return f"{members}{notes} on {controller['name']} ({_controller_policy(controller)}){stripe}"
+    line = f"{members}{notes} on {controller['name']} ({_controller_policy(controller)}){stripe}"
+    tier = cache_tier_line(array.get("cache"), cache_drive, config)
+    return f"{line}; {tier}" if tier else line
+
+
+def cache_tier_line(
+    cache: Mapping[str, Any] | None, drive: str | None, config: Path | None
+) -> str | None:
+    """The SSD cache tier in front of the array: its policy, its SSD array and the bytes
+    it uses (the controller's "no cache" speaks of the controller's own memory only)."""
+    if not cache:
+        return None
+    ssd = cache["array"]
+    name = _drive_name(ssd, drive, config)
+    level = ssd["level"]
+    level_name = "concat" if level == "concat" else f"RAID {level}"
+    members = (
+        f"1 x {name}"
+        if ssd["drive_count"] == 1
+        else f"{level_name} of {ssd['drive_count']} x {name}"
+    )
+    capacity = cache.get("capacity_bytes")
+    size = format_size(capacity) if capacity else "all of it"
+    return f"cache tier: {cache['policy']} on {members}, {size} used"
 
 
 def workload_line(workload: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ Array TOML file::
     level = 10                             # default 10 (any raidlab level)
     size = "372G"                          # cache bytes used (default: the SSD array's capacity)
     controller = "hba"                     # the SSD array's controller (default hba)
-    region = "1G"                          # raidix log region (default 1G)
+    region = "1G"                          # raidix log region (default size / 16, at most 1G)
     rrc_share = 50                         # raidix share of regions for reads, percent
     admit_touches = 3                      # raidix: random read admitted on this touch
     rwc_write_max = "32K"                  # raidix: random writes shorter than this cached

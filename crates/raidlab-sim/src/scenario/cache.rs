@@ -24,7 +24,8 @@ pub struct CacheSpec {
     /// Cache line; default 4 KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_bytes: Option<u64>,
-    /// raidix region; default 1 GiB.
+    /// raidix region; default a sixteenth of the capacity, at most 1 GiB
+    /// ([`region_bytes_default`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region_bytes: Option<u64>,
     /// raidix share of regions for the RRC, percent; default 50.
@@ -42,6 +43,21 @@ pub struct CacheSpec {
     /// bcache's sequential cutoff; default 4 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential_cutoff_bytes: Option<u64>,
+}
+
+/// Largest raidix log region: the RAIDIX article's 1 GB regions, the engine's
+/// `REGION_BYTES_MAX` too.
+pub const REGION_BYTES_MAX: u64 = 1 << 30;
+
+/// The raidix region a cache of `capacity_bytes` gets when the table sets none: a
+/// sixteenth of it in whole lines (so each area has several regions to evict in turn),
+/// at least a line, at most 1 GiB. It is the engine's rule (its cache tier's
+/// `region_bytes_default`), so a `--cache-trace` the engine recorded replays at the
+/// engine's cache size with the engine's regions; a cache of 16 GiB or more keeps the
+/// article's 1 GiB.
+pub fn region_bytes_default(capacity_bytes: u64, line_bytes: u64) -> u64 {
+    let line = line_bytes.max(1);
+    (capacity_bytes / 16 / line * line).clamp(line, REGION_BYTES_MAX.max(line))
 }
 
 fn refused(field: String, message: impl std::fmt::Display) -> ScenarioError {
@@ -78,7 +94,9 @@ impl CacheSpec {
             c.line_bytes = v;
             c.ghost_entries_max = (capacity / v.max(1)).clamp(1, 4 << 20);
         }
-        c.region_bytes = self.region_bytes.unwrap_or(c.region_bytes);
+        c.region_bytes = self
+            .region_bytes
+            .unwrap_or_else(|| region_bytes_default(capacity, c.line_bytes));
         c.rrc_share_pct = self.rrc_share_pct.unwrap_or(c.rrc_share_pct);
         c.rrc_admit_touches = self.rrc_admit_touches.unwrap_or(c.rrc_admit_touches);
         c.rwc_write_max_bytes = self.rwc_write_max_bytes.unwrap_or(c.rwc_write_max_bytes);
@@ -87,6 +105,19 @@ impl CacheSpec {
             .sequential_cutoff_bytes
             .unwrap_or(c.sequential_cutoff_bytes);
         c.validate().map_err(|e| {
+            if e.field == "region_bytes" && self.region_bytes.is_none() {
+                // The region follows the capacity: what the tier cannot hold is a cache
+                // smaller than a region (of one line at least) for each area.
+                return refused(
+                    format!("{field}.capacity_bytes"),
+                    format!(
+                        "at least {} bytes for raidix (a region of one {}-byte line for \
+                         each of the read and write areas); got {capacity}",
+                        2 * c.line_bytes,
+                        c.line_bytes
+                    ),
+                );
+            }
             let key = match e.field {
                 "capacity_bytes" if self.capacity_bytes.is_none() => "array",
                 other => other,

@@ -221,3 +221,101 @@ fn a_trace_with_a_cache_replays_in_closed_mode_only() {
     assert!(e.message.contains("closed"), "{e}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The user's run, scaled down: LRU over random 4 KiB I/O, 90 % reads, over 8 GiB.
+fn lru_randrw_90() -> Scenario {
+    let mut s = cached("lru", Rw::Randrw, 8 << 30);
+    let wl = w(&mut s);
+    wl.rwmixread = 90;
+    wl.warmup_ios = 1000;
+    s
+}
+
+/// min <= p50 <= max and the mean between the extremes, per direction.
+fn assert_ordered(r: &raidlab_sim::Results) {
+    for (dir, o) in &r.ops {
+        let p50 = o.percentiles_ns["50.000000"];
+        assert!(o.lat_min_ns <= p50 && p50 <= o.lat_max_ns, "{dir}: {o:?}");
+        assert!(o.lat_min_ns as f64 <= o.lat_mean_ns, "{dir}: {o:?}");
+        assert!(o.lat_mean_ns <= o.lat_max_ns as f64, "{dir}: {o:?}");
+    }
+}
+
+#[test]
+fn reads_and_writes_have_their_own_latency_when_writes_go_to_the_ssds() {
+    // LRU caches every write on the SSDs; random reads over 8 GiB mostly miss to the
+    // HDDs: a write waits for an SSD, a read for a disk.
+    let r = run(&lru_randrw_90());
+    let (read, write) = (&r.ops["read"], &r.ops["write"]);
+    assert!(
+        read.lat_mean_ns > 3.0 * write.lat_mean_ns,
+        "read {read:?} write {write:?}"
+    );
+    assert_ne!(read.percentiles_ns, write.percentiles_ns);
+    assert_ordered(&r);
+    let job = &r.jobs[0].ops;
+    assert_eq!(job["read"].lat_mean_ns, read.lat_mean_ns);
+}
+
+#[test]
+fn a_run_of_mostly_hits_has_a_hits_median_under_its_mean() {
+    // A 64 MiB hot set touched about four times a line in warm-up: RAIDIX admitted
+    // most lines (on their third touch), so most reads hit the SSDs; the misses' disk
+    // time lifts the mean, not the median.
+    let mut s = cached("raidix", Rw::Randread, 64 << 20);
+    w(&mut s).warmup_ios = (64 << 20 >> 12) * 4;
+    let r = run(&s);
+    let c = r.explain.cache.as_ref().expect("a cache report");
+    let read = &r.ops["read"];
+    assert!(c.pieces.len() >= 2, "hits and misses: {:?}", c.pieces);
+    assert!(
+        c.read_hit_ratio > 0.5 && c.read_hit_ratio < 0.999,
+        "{}",
+        c.read_hit_ratio
+    );
+    let p50 = read.percentiles_ns["50.000000"];
+    assert!((p50 as f64) < read.lat_mean_ns, "{read:?}");
+    // A hit's latency is an SSD's: well under a disk's seek.
+    assert!(p50 < 2_000_000, "{read:?}");
+    assert_ordered(&r);
+}
+
+#[test]
+fn explain_names_the_longest_stage_of_a_host_io() {
+    let r = run(&lru_randrw_90());
+    let e = &r.explain;
+    assert!(!e.stage_longest.is_empty(), "{:?}", e.latency_ns_by_stage);
+    let longest = e.latency_ns_by_stage[&e.stage_longest];
+    assert!(e.latency_ns_by_stage.values().all(|&ns| ns <= longest));
+    assert!(e
+        .latency_ns_by_stage
+        .keys()
+        .any(|k| k.starts_with("cache.")));
+    assert!(e.latency_ns_by_stage.keys().any(|k| k.starts_with("main.")));
+}
+
+#[test]
+fn a_small_cache_gets_regions_a_sixteenth_of_it_and_only_what_cannot_hold_two_is_refused() {
+    let mut s = cached("raidix", Rw::Randread, 64 << 20);
+    {
+        let c = s.array.cache.as_mut().unwrap();
+        c.region_bytes = None;
+        c.capacity_bytes = Some(256 << 20);
+    }
+    let spec = s.array.cache.as_ref().unwrap();
+    let config = spec
+        .config(800 << 30, "array.cache")
+        .expect("256 MiB is a cache");
+    assert_eq!(config.region_bytes, 16 << 20);
+    run(&s);
+    let c = s.array.cache.as_mut().unwrap();
+    c.capacity_bytes = Some(4096);
+    let e = s.validate().unwrap_err();
+    assert_eq!(e.field, "array.cache.capacity_bytes", "{e}");
+    assert!(e.message.contains("8192"), "{e}");
+    // A region the table sets is still its own to refuse.
+    let c = s.array.cache.as_mut().unwrap();
+    c.capacity_bytes = Some(256 << 20);
+    c.region_bytes = Some(200 << 20);
+    assert_eq!(s.validate().unwrap_err().field, "array.cache.region_bytes");
+}
