@@ -32,7 +32,9 @@ mod workload;
 pub use array::{ArraySpec, Level, RebuildSpec};
 pub use cache::{check_cache, check_scenario, CacheSpec};
 pub use controller::{ControllerSpec, MemberCommands, MemberDispatch, ReadBalance, UplinkSpec};
-pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdSpec};
+pub use drive::{
+    DriveSpec, FtlGc, FtlSpec, HddMechanicsSpec, HddSpec, NvmeSpec, Precondition, SsdSpec,
+};
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };
