@@ -520,8 +520,25 @@ def _firmware(drive: DriveFile, keys: _Keys, disk: Block, label: str) -> None:
     drive.set("cache_segment_bytes", seg_bytes, seg_bytes_src + " x 512 B")
     caching, caching_src = keys.number("Enable caching in buffer")
     read_ahead, ra_src = keys.number("Maximum read-ahead (blks)")
-    ra_bytes = min(int(read_ahead) * SECTOR_BYTES, seg_bytes) if caching else 0
-    drive.set("read_ahead_bytes", ra_bytes, f"{ra_src} x 512 B, within a segment ({caching_src})")
+    contread, contread_src = keys.number("Buffer continuous read")
+    scheme = {1: "track", 2: "cylinder", 3: "segment", 4: "sequential"}.get(int(contread))
+    ra_bytes = min(int(read_ahead) * SECTOR_BYTES, seg_bytes) if caching and scheme else 0
+    drive.set(
+        "read_ahead_bytes",
+        ra_bytes,
+        f"{ra_src} x 512 B, within a segment ({caching_src}; {contread_src}: 0 = none)",
+    )
+    if scheme is not None:
+        drive.set(
+            "read_ahead_scheme",
+            scheme,
+            f"{contread_src} (1 track, 2 cylinder, 3 segment, 4 one track ahead of a "
+            "sequential stream)",
+        )
+    over, over_src = keys.number("Read-ahead over requested")
+    if over == -1:
+        drive.unrepresented.append(f"{over_src} (-1: modelled as 1)")
+    drive.set("read_ahead_keeps_request", over == 0, f"{over_src} (0: the request's data stays)")
     fast, fast_src = keys.number("Fast write level")
     if fast == 1:
         drive.unrepresented.append(

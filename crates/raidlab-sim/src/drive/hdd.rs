@@ -11,7 +11,7 @@
 
 use super::hdd_mechanics::{self as mech, Layout, Overheads};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
-use crate::scenario::HddSpec;
+use crate::scenario::{HddSpec, ReadAheadScheme};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::hint::select_unpredictable;
@@ -141,6 +141,12 @@ pub struct Hdd {
     segments: VecDeque<(u64, u64)>,
     /// Segments besides the current stream's (0: the buffer holds one stream).
     segments_max: usize,
+    /// DiskSim's prefetch ("Buffer continuous read"; None: `read_ahead_bytes` past every
+    /// read), whether the request's own data stays in its segment ("Read-ahead over
+    /// requested" = 0), and the drive's end.
+    read_ahead_scheme: Option<ReadAheadScheme>,
+    read_ahead_keeps_request: bool,
+    capacity_bytes: u64,
     write_cache: bool,
     /// Write data (write cache off) the buffer holds until it is on the platter.
     write_buffer_bytes: u64,
@@ -259,6 +265,9 @@ impl Hdd {
             stream_bytes: mech::segment_bytes(spec),
             segments: VecDeque::new(),
             segments_max: spec.mechanics.cache_segments.map_or(0, |n| n as usize - 1),
+            read_ahead_scheme: spec.mechanics.read_ahead_scheme,
+            read_ahead_keeps_request: spec.mechanics.read_ahead_keeps_request.unwrap_or(false),
+            capacity_bytes: spec.capacity_bytes,
             write_cache: spec.write_cache,
             write_buffer_bytes: spec.write_buffer_bytes.unwrap_or(spec.cache_bytes),
             buffered_write_bytes: 0,
@@ -828,10 +837,14 @@ impl Hdd {
             let data_ready = self.ra_time(end_offset);
             let from = start_ns.max((data_ready + last_sector_ns).saturating_sub(link_ns));
             let (link_start, done) = self.link.reserve(from, link_ns);
-            self.ra_limit_offset = self.ra_limit_offset.max(
-                (end_offset + self.read_ahead_bytes)
+            let extended = match self.read_ahead_scheme {
+                None => (end_offset + self.read_ahead_bytes)
                     .min(c.offset_bytes + self.stream_bytes.max(c.len_bytes)),
-            );
+                Some(scheme) => {
+                    self.scheme_limit(scheme, self.ra_base_offset, c.offset_bytes, end_offset)
+                }
+            };
+            self.ra_limit_offset = self.ra_limit_offset.max(extended);
             // The mechanism streams; it is busy for the media time it spent on this,
             // and none for data it had already read (the buffer serves it again): only
             // the stretch of the stream past what is already booked is new work.
@@ -889,7 +902,12 @@ impl Hdd {
             self.ra_base_offset = c.offset_bytes;
             self.ra_track_bytes = c.track_bytes;
             self.ra_base_ns = media_start;
-            self.ra_limit_offset = end_offset + self.read_ahead_bytes;
+            self.ra_limit_offset = match self.read_ahead_scheme {
+                None => end_offset + self.read_ahead_bytes,
+                Some(scheme) => {
+                    self.scheme_limit(scheme, c.offset_bytes, c.offset_bytes, end_offset)
+                }
+            };
         }
         Started {
             op: c.op,
@@ -925,6 +943,42 @@ impl Hdd {
                     .any(|&(a, b)| a <= offset_bytes && end <= b)
         };
         self.overheads.ns(write, hit, after_write)
+    }
+
+    /// How far a read-ahead under DiskSim's `scheme` reads past a read of
+    /// `offset_bytes..end_offset` whose segment starts at `segment_start`, as DiskSim's
+    /// `disk_buffer_get_max_readahead` (disksim_diskcache.c) and its clipping to the
+    /// track or cylinder (disksim_diskctlr.c) decide.
+    fn scheme_limit(
+        &self,
+        scheme: ReadAheadScheme,
+        segment_start: u64,
+        offset_bytes: u64,
+        end_offset: u64,
+    ) -> u64 {
+        let layout = &self.layout;
+        let ahead = end_offset + self.read_ahead_bytes;
+        let limit = match scheme {
+            ReadAheadScheme::Track => ahead.min(layout.track_end(end_offset - 1)),
+            ReadAheadScheme::Cylinder => ahead.min(layout.cylinder_end(end_offset - 1)),
+            ReadAheadScheme::Segment if self.read_ahead_bytes > 0 => ahead,
+            ReadAheadScheme::Segment if self.read_ahead_keeps_request => {
+                offset_bytes + self.stream_bytes.max(end_offset - offset_bytes)
+            }
+            ReadAheadScheme::Segment => end_offset + self.stream_bytes,
+            ReadAheadScheme::Sequential => {
+                // To the end of the track holding the next sector, and one track more
+                // when the segment reaches back past that track's start (a stream).
+                let end = end_offset.min(self.capacity_bytes - 1);
+                let track_end = layout.track_end(end);
+                if segment_start < layout.track_start(end) {
+                    track_end + layout.zone(end).track_bytes
+                } else {
+                    track_end
+                }
+            }
+        };
+        limit.clamp(end_offset, self.capacity_bytes)
     }
 
     /// Whether an older segment holds all of read `c`.

@@ -96,6 +96,26 @@ impl Layout {
         (position(zone.first_cylinder + cyl, surface), byte, tb)
     }
 
+    /// Where the track holding `offset_bytes` starts.
+    pub fn track_start(&self, offset_bytes: u64) -> u64 {
+        let zone = self.zone(offset_bytes);
+        let within = offset_bytes - zone.first_byte;
+        zone.first_byte + within - within % zone.track_bytes
+    }
+
+    /// Where the track holding `offset_bytes` ends (exclusive).
+    pub fn track_end(&self, offset_bytes: u64) -> u64 {
+        self.track_start(offset_bytes) + self.zone(offset_bytes).track_bytes
+    }
+
+    /// Where the cylinder holding `offset_bytes` ends (exclusive).
+    pub fn cylinder_end(&self, offset_bytes: u64) -> u64 {
+        let zone = self.zone(offset_bytes);
+        let cylinder_bytes = zone.track_bytes * self.surfaces;
+        let within = offset_bytes - zone.first_byte;
+        zone.first_byte + within - within % cylinder_bytes + cylinder_bytes
+    }
+
     /// Bytes of skew a transfer of `len_bytes` from `offset_bytes` passes over as it
     /// crosses track boundaries (the platter turns under the head while it switches):
     /// 0 without skews.

@@ -145,6 +145,30 @@ pub struct HddMechanicsSpec {
     /// Bytes of one segment (None: `cache_bytes` over `cache_segments`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_segment_bytes: Option<u64>,
+    /// How far the drive prefetches past a read (DiskSim's "Buffer continuous read";
+    /// None: `read_ahead_bytes` past every read), never past `read_ahead_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_scheme: Option<ReadAheadScheme>,
+    /// Prefetched data may not displace the request's own data from its segment
+    /// (DiskSim's "Read-ahead over requested" = 0): a read-ahead ends a segment past
+    /// the request's start, not past its end (None: false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_keeps_request: Option<bool>,
+}
+
+/// DiskSim's prefetch schemes ("Buffer continuous read" 1 to 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAheadScheme {
+    /// To the end of the track holding the read's last sector (1).
+    Track,
+    /// To the end of its cylinder (2).
+    Cylinder,
+    /// Until the segment is full (3).
+    Segment,
+    /// To the end of the next track, only after a read of the previous track: one
+    /// track ahead of a sequential stream (4, DEC's scheme).
+    Sequential,
 }
 
 /// Datasheet-level description of a flash drive.

@@ -776,6 +776,11 @@ limits! {
     HDD_CACHE_SEGMENT_BYTES = Limit::new("array.drive.cache_segment_bytes", Hdd, Bytes,
         "bytes of one buffer segment (null = cache_bytes / cache_segments)")
         .ints(SECTOR_BYTES, BUFFER_BYTES_MAX).nullable();
+    HDD_READ_AHEAD_SCHEME = Limit::new("array.drive.read_ahead_scheme", Hdd, Choice,
+        "prefetch past a read: track, cylinder, segment, sequential (null = read_ahead_bytes)")
+        .of(&["track", "cylinder", "segment", "sequential"]).nullable();
+    HDD_READ_AHEAD_KEEPS_REQUEST = Limit::new("array.drive.read_ahead_keeps_request", Hdd, Bool,
+        "prefetch keeps the request's data in its segment (null = false)").nullable();
 
     SSD_CAPACITY = Limit::new("array.drive.capacity_bytes", Ssd, Bytes, "rated capacity")
         .ints(CAPACITY_BYTES_MIN, CAPACITY_BYTES_MAX);

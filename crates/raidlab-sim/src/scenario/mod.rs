@@ -33,7 +33,8 @@ pub use array::{ArraySpec, Level, RebuildSpec};
 pub use cache::{check_cache, check_scenario, CacheSpec};
 pub use controller::{ControllerSpec, MemberCommands, MemberDispatch, ReadBalance, UplinkSpec};
 pub use drive::{
-    DriveSpec, FtlGc, FtlSpec, HddMechanicsSpec, HddSpec, NvmeSpec, Precondition, SsdSpec,
+    DriveSpec, FtlGc, FtlSpec, HddMechanicsSpec, HddSpec, NvmeSpec, Precondition, ReadAheadScheme,
+    SsdSpec,
 };
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
