@@ -103,7 +103,10 @@ class _Reader:
         return match.group()
 
     def sourced(self, name: str) -> _Reader:
-        return _Reader(self.path.parent / name, self.label, self.depth + 1)
+        path = self.path.parent / name
+        if not path.is_file():
+            raise self.fail(f"source {name}: no such file next to {self.path.name}")
+        return _Reader(path, self.label, self.depth + 1)
 
     # --- top level ---------------------------------------------------------------
 
@@ -200,10 +203,12 @@ class _Reader:
             if len(sub.blocks) != 1:
                 raise self.fail(f"{name}: expected one block, found {len(sub.blocks)}")
             return Value(next(iter(sub.blocks.values())), self.path.name, line)
+        after_word = self.pos
         if self.peek() == "{":
             return Value(self.block(first, "", line), self.path.name, line)
-        # A scalar: words up to the next separator (`normal, 30.0` lists excepted).
-        rest = re.compile(r"[^{}\[\],\n]*").match(self.text, self.pos)
+        self.pos = after_word
+        # A scalar: words up to the next separator on its line.
+        rest = re.compile(r"[^{}\[\],=\n]*").match(self.text, self.pos)
         assert rest is not None
         self.pos = rest.end()
         return Value(" ".join((first + rest.group()).split()), self.path.name, line)
@@ -336,8 +341,9 @@ def _the_disk(params: ParamFile, label: str) -> Block:
 
 def _geometry(drive: DriveFile, model: _Keys, parv: Path, label: str) -> None:
     """Capacity, surfaces, zone table and mechanics from the ``dm_disk`` block."""
-    drive.set("kind", "hdd", "DiskSim disksim_disk: a rotating disk")
-    drive.set("description", f"{model.block.name} from DiskSim 4's {parv.name}", "DiskSim")
+    where = f"{model.block.file}:{model.block.line}"
+    drive.set("kind", "hdd", f"{where} dm_disk {model.block.name}: a rotating disk")
+    drive.set("description", f"{model.block.name} from DiskSim 4's {parv.name}", where)
     blocks, src = model.number("Block count")
     drive.set("capacity_bytes", int(blocks) * SECTOR_BYTES, src + " x 512 B")
     surfaces, src = model.number("Number of data surfaces")
