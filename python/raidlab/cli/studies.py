@@ -79,7 +79,7 @@ def presets(
     ] = None,
     out: Annotated[
         str | None,
-        typer.Option("--out", help="import-disksim: the drive file to write (DRIVE.toml)."),
+        typer.Option("--out", help="import-disksim: the drive file to write (DRIVE.toml; required there, no default)."),
     ] = None,
     *,
     output_format: str,
