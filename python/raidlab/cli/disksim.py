@@ -35,11 +35,16 @@ def disksim_validate(
     ] = None,
     data: Annotated[
         str | None,
-        typer.Option("--data", help="Directory of DISK.parv and DISK.trace (default: the checkout's data/disksim)."),
+        typer.Option(
+            "--data",
+            help="Directory of DISK.parv and DISK.trace (default: the checkout's data/disksim).",
+        ),
     ] = None,
     requests: Annotated[
         int | None,
-        typer.Option("--requests", help="Replay only the first N requests of each trace (default: all)."),
+        typer.Option(
+            "--requests", help="Replay only the first N requests of each trace (default: all)."
+        ),
     ] = None,
     *,
     output_format: str,

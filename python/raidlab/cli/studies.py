@@ -79,7 +79,10 @@ def presets(
     ] = None,
     out: Annotated[
         str | None,
-        typer.Option("--out", help="import-disksim: the drive file to write (DRIVE.toml; required there, no default)."),
+        typer.Option(
+            "--out",
+            help="import-disksim: the drive file to write (DRIVE.toml; required there, no default).",
+        ),
     ] = None,
     *,
     output_format: str,
@@ -121,8 +124,12 @@ def _import_disksim(parv: str | None, out: str | None) -> None:
     if out is None:
         raise RaidlabError("--out", "give the drive file to write (DRIVE.toml)")
     unrepresented = api.import_disksim(parv, out, "FILE")
-    stderr.print(f"warning: {len(unrepresented)} DiskSim parameters raidlab does not "
-                 f"represent (listed in {out}):", markup=False, highlight=False)
+    stderr.print(
+        f"warning: {len(unrepresented)} DiskSim parameters raidlab does not "
+        f"represent (listed in {out}):",
+        markup=False,
+        highlight=False,
+    )
     for entry in unrepresented:
         stderr.print(f"warning:   {entry}", markup=False, highlight=False)
     typer.echo(f"wrote {out}")
