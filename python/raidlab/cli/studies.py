@@ -81,7 +81,7 @@ def presets(
         str | None,
         typer.Option(
             "--out",
-            help="import-disksim: the drive file to write (DRIVE.toml; required there, no default).",
+            help="import-disksim: the drive file to write (required there, no default).",
         ),
     ] = None,
     *,
