@@ -325,6 +325,11 @@ impl Hdd {
     /// Settling before a write (DiskSim's "Add. write settling delay"; 0 by default).
     #[inline]
     fn settle_ns(&self, write: bool) -> u64 {
+        // A drive either settles or not: the test is the same for every command, so
+        // its branch is predicted and the NCQ scan pays nothing for drives without.
+        if self.write_settle_ns == 0 {
+            return 0;
+        }
         select_unpredictable(write, self.write_settle_ns, 0)
     }
 
@@ -334,6 +339,10 @@ impl Hdd {
     fn seek_between(&self, memo: &mut [u32], from: u64, to: u64) -> u64 {
         let distance = mech::cylinder_of(to).abs_diff(mech::cylinder_of(from));
         let seek = self.seek.ns(memo, distance);
+        // As for settling: one predicted branch for a drive without head switches.
+        if self.head_switch_ns == 0 {
+            return seek;
+        }
         let switch = (distance == 0) & (to != from);
         seek + select_unpredictable(switch, self.head_switch_ns, 0)
     }

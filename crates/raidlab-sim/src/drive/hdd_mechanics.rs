@@ -242,6 +242,8 @@ pub(crate) fn seek_table_ns(cylinders: &[u64], ns: &[u64], distance: u64) -> u64
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Overheads {
     ns: [u64; 8],
+    /// All eight equal (the datasheet model): worked out once, asked per command.
+    uniform: bool,
 }
 
 impl Overheads {
@@ -258,8 +260,10 @@ impl Overheads {
             m.overhead_ns_write_miss_after_read,
             m.overhead_ns_write_miss_after_write,
         ];
+        let ns = given.map(|g| g.unwrap_or(one));
         Self {
-            ns: given.map(|g| g.unwrap_or(one)),
+            ns,
+            uniform: ns.iter().all(|&n| n == ns[0]),
         }
     }
 
@@ -272,8 +276,9 @@ impl Overheads {
     }
 
     /// Whether every case costs the same (the datasheet model).
+    #[inline]
     pub fn uniform(&self) -> bool {
-        self.ns.iter().all(|&n| n == self.ns[0])
+        self.uniform
     }
 }
 
