@@ -29,6 +29,7 @@ SAME_NAME_OTHER_MEANING = {
     ("report", "--out"): "the HTML file to write",
     ("reproduce", "--out"): "the directory of a study's figures",
     ("sweep", "--out"): "the prefix of the sweep's CSV and Parquet files",
+    ("presets", "--out"): "the drive file import-disksim writes",
 }
 
 

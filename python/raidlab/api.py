@@ -1051,3 +1051,37 @@ __all__: list[str] = [
     "sweep",
     "study_names",
 ]
+
+
+# --- DiskSim's disk library and validation traces (docs/disksim.md) ----------------------
+
+
+def import_disksim(parv: str | Path, out: str | Path, label: str = "FILE") -> list[str]:
+    """Write the drive of DiskSim 4 parameter file ``parv`` (and the files it sources) to
+    the drive file ``out`` (`--drive out.toml` runs it), each key citing its DiskSim
+    line. Returns the DiskSim parameters raidlab does not represent (also listed in the
+    file)."""
+    from raidlab.scenario.disksim import import_parv
+
+    drive = import_parv(parv, label)
+    text = drive.toml(Path(parv))
+    try:
+        Path(out).write_text(text, "utf-8")
+    except OSError as error:
+        raise RaidlabError("--out", f"cannot write: {error.strerror or error}") from None
+    # The written file must run: resolve it as `--drive` would.
+    resolve_array(level="concat", drives=1, drive=str(out), controller="hba")
+    return drive.unrepresented
+
+
+def disksim_validation(
+    disks: Sequence[str] = (), data_dir: str | Path | None = None, limit: int | None = None
+) -> list[Any]:
+    """DiskSim's real-disk validation through raidlab (``raidlab.studies.
+    disksim_validation``): per disk, raidlab's demerit beside DiskSim's."""
+    from raidlab.studies.disksim_validation import run_validation
+
+    def build(drive: dict[str, Any]) -> dict[str, Any]:
+        return resolve_array(level="concat", drives=1, drive=drive, controller="hba")
+
+    return run_validation(disks, data_dir, build, limit)

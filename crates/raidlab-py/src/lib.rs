@@ -129,6 +129,40 @@ fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
         .map_err(|e| scenario_error(py, e))
 }
 
+/// Replay requests one at a time on the single HDD of an `array` (JSON text), each a
+/// think time after the last completed, as DiskSim replays a validation trace
+/// (`raidlab_sim::drive::hdd_replay`). `requests` are `(write, offset_bytes,
+/// len_bytes, think_ns)`; returns each request's response time in ns, or raises
+/// ScenarioError naming the field.
+#[pyfunction]
+fn hdd_replay(
+    py: Python<'_>,
+    array_json: &str,
+    requests: Vec<(bool, u64, u64, u64)>,
+) -> PyResult<Vec<u64>> {
+    use raidlab_sim::drive::hdd_replay::{replay_one_at_a_time, ReplayRequest};
+    let array: serde_json::Value = serde_json::from_str(array_json).map_err(|e| {
+        scenario_error(
+            py,
+            raidlab_sim::ScenarioError {
+                field: "array".into(),
+                message: e.to_string(),
+            },
+        )
+    })?;
+    let requests: Vec<ReplayRequest> = requests
+        .into_iter()
+        .map(|(write, offset_bytes, len_bytes, think_ns)| ReplayRequest {
+            write,
+            offset_bytes,
+            len_bytes,
+            think_ns,
+        })
+        .collect();
+    py.allow_threads(move || replay_one_at_a_time(array, &requests))
+        .map_err(|e| scenario_error(py, e))
+}
+
 /// Check one value (JSON text) of the field at `path` (`workload.iodepth`) on its
 /// own, as a scenario's would be; `scope` is the drive or workload kind the field
 /// belongs to (`always`, `hdd`, `ssd`, `jobs`, `trace`). Returns None or raises
@@ -271,6 +305,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(levels, m)?)?;
     m.add_function(wrap_pyfunction!(validate_array, m)?)?;
     m.add_function(wrap_pyfunction!(check_field, m)?)?;
+    m.add_function(wrap_pyfunction!(hdd_replay, m)?)?;
     m.add_function(wrap_pyfunction!(check_controller_preset, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(engine::engine_main, m)?)?;

@@ -20,6 +20,7 @@ import typer
 
 from raidlab.cli import (  # noqa: F401  (they register commands)
     calibrate,
+    disksim,
     simulate,
     studies,
     suites,

@@ -58,19 +58,30 @@ from raidlab.units import format_size
   raidlab presets show intel-dc-s3500-80g
   raidlab presets show megaraid-9361 --format json
   raidlab presets show my-drive.toml
+  raidlab presets import-disksim data/disksim/atlas_III.parv --out atlas.toml
 """
 )
 @flagset(FORMAT)
 def presets(
     action: Annotated[
         str | None,
-        typer.Argument(help="show: every parameter of one preset with its source."),
+        typer.Argument(
+            help="show: every parameter of one preset with its source; import-disksim: "
+            "write the drive of a DiskSim 4 .parv file to --out (docs/disksim.md)."
+        ),
     ] = None,
     name: Annotated[
         str | None,
         typer.Argument(
             help="The preset to show: a drive, controller or host preset, or a drive file "
             "(my-drive.toml, as `raidlab calibrate` writes)."
+        ),
+    ] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            help="import-disksim: the drive file to write (required there, no default).",
         ),
     ] = None,
     *,
@@ -81,9 +92,12 @@ def presets(
     preset, hosts included, with its source), or show one preset's parameters."""
     with user_errors():
         output_format = check_format(output_format)
+        if action == "import-disksim":
+            _import_disksim(name, out)
+            return
         if action is not None:
             if action != "show":
-                raise RaidlabError("ACTION", f"must be show, got {action!r}")
+                raise RaidlabError("ACTION", f"must be show or import-disksim, got {action!r}")
             if name is None:
                 raise RaidlabError("NAME", "give the preset to show (see `raidlab presets`)")
             print_preset_details(api.preset_details(name, "NAME"), output_format)
@@ -102,6 +116,23 @@ def presets(
             for row in frame.itertuples():
                 table.add_row(row.group, row.name, row.kind, row.key_figures)
             stdout.print(table)
+
+
+def _import_disksim(parv: str | None, out: str | None) -> None:
+    if parv is None:
+        raise RaidlabError("NAME", "give the DiskSim .parv file to import")
+    if out is None:
+        raise RaidlabError("--out", "give the drive file to write (DRIVE.toml)")
+    unrepresented = api.import_disksim(parv, out, "FILE")
+    stderr.print(
+        f"warning: {len(unrepresented)} DiskSim parameters raidlab does not "
+        f"represent (listed in {out}):",
+        markup=False,
+        highlight=False,
+    )
+    for entry in unrepresented:
+        stderr.print(f"warning:   {entry}", markup=False, highlight=False)
+    typer.echo(f"wrote {out}")
 
 
 def _records_with_sources(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@
 //! write that arrives just after its sector passed waits almost a whole revolution,
 //! which is what a drive with its write cache off does on back-to-back small writes.
 
+use super::hdd_mechanics::{self as mech, Layout, Overheads};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
-use crate::scenario::HddSpec;
+use crate::scenario::{HddSpec, ReadAheadScheme};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::hint::select_unpredictable;
@@ -53,14 +54,6 @@ struct DirtyWrite {
     angle_ns: u64,
 }
 
-/// A zone: tracks of equal length.
-#[derive(Debug, Clone, Copy)]
-struct Zone {
-    first_byte: u64,
-    first_track: u64,
-    track_bytes: u64,
-}
-
 /// Seek distances whose times a drive remembers (16 MiB of table at most; a 250 GB
 /// drive has about 300,000 tracks).
 const SEEK_MEMO_DISTANCES_MAX: u64 = 1 << 22;
@@ -72,6 +65,9 @@ struct SeekCurve {
     t2t_ns: f64,
     sqrt_coef: f64,
     linear_coef: f64,
+    /// A measured curve (distances in cylinders, times), used instead of the formula
+    /// when the drive has one (`hdd_mechanics::seek_table_ns`).
+    table: Option<Rc<(Vec<u64>, Vec<u64>)>>,
     /// `seek_ns + 1` by distance, 0 until computed. NCQ weighs every queued command at
     /// every dispatch, and a square root with its float conversions per command was
     /// most of an HDD simulation's time. A value depends on the distance alone, so a
@@ -85,6 +81,9 @@ impl SeekCurve {
     fn compute_ns(&self, distance: u64) -> u64 {
         if distance == 0 {
             return 0;
+        }
+        if let Some(table) = &self.table {
+            return mech::seek_table_ns(&table.0, &table.1, distance);
         }
         let x = (distance - 1) as f64;
         let t = self.t2t_ns + self.sqrt_coef * x.sqrt() + self.linear_coef * x;
@@ -118,15 +117,36 @@ impl SeekCurve {
 /// table of seek times (`SeekCurve`), which is how an array's drives are built.
 #[derive(Debug, Clone)]
 pub struct Hdd {
-    zones: Vec<Zone>,
-    zone_bytes: u64,
+    /// Zones, surfaces and skews (`hdd_mechanics`).
+    layout: Layout,
+    /// Cylinders.
     tracks: u64,
     revolution_ns: u64,
     seek: SeekCurve,
-    command_overhead_ns: u64,
+    /// Firmware time per command, by command, buffer hit and the command before.
+    overheads: Overheads,
+    /// The last command submitted was a write (DiskSim's "after write" overheads).
+    last_write: bool,
+    /// Switching surfaces within a cylinder; settling before a write.
+    head_switch_ns: u64,
+    write_settle_ns: u64,
     link_ps: u64,
     read_ahead_bytes: u64,
     cache_bytes: u64,
+    /// What one read stream keeps of its data: a segment of a segmented buffer, else
+    /// the whole buffer.
+    stream_bytes: u64,
+    /// Data earlier streams and writes left in the other segments (oldest first), as
+    /// (first byte, end): reads they hold are served from the buffer.
+    segments: VecDeque<(u64, u64)>,
+    /// Segments besides the current stream's (0: the buffer holds one stream).
+    segments_max: usize,
+    /// DiskSim's prefetch ("Buffer continuous read"; None: `read_ahead_bytes` past every
+    /// read), whether the request's own data stays in its segment ("Read-ahead over
+    /// requested" = 0), and the drive's end.
+    read_ahead_scheme: Option<ReadAheadScheme>,
+    read_ahead_keeps_request: bool,
+    capacity_bytes: u64,
     write_cache: bool,
     /// Write data (write cache off) the buffer holds until it is on the platter.
     write_buffer_bytes: u64,
@@ -189,32 +209,6 @@ const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
 /// firmware starts a transfer at any sector boundary it reaches.
 const ON_TIME_SLACK_NS: u64 = 2_000;
 
-/// The drive's zones over its capacity (the media rate falling linearly from the
-/// outer to the inner zone), the bytes of each and the tracks of all.
-fn zones_of(spec: &HddSpec, revolution_ns: u64) -> (Vec<Zone>, u64, u64) {
-    let zone_count = u64::from(spec.zones);
-    let zone_bytes = spec.capacity_bytes.div_ceil(zone_count);
-    let mut zones = Vec::with_capacity(spec.zones as usize);
-    let mut track = 0;
-    for z in 0..zone_count {
-        let frac = if zone_count > 1 {
-            z as f64 / (zone_count - 1) as f64
-        } else {
-            0.0
-        };
-        let rate = spec.media_rate_bytes_per_s_outer
-            + frac * (spec.media_rate_bytes_per_s_inner - spec.media_rate_bytes_per_s_outer);
-        let track_bytes = ((rate * revolution_ns as f64 / 1e9).round() as u64).max(512);
-        zones.push(Zone {
-            first_byte: z * zone_bytes,
-            first_track: track,
-            track_bytes,
-        });
-        track += zone_bytes.div_ceil(track_bytes);
-    }
-    (zones, zone_bytes, track.max(2))
-}
-
 impl SeekCurve {
     /// seek(d) = t2t + b*sqrt(d-1) + c*(d-1), through average at a third of the stroke
     /// and full stroke at all of it, over `tracks`.
@@ -237,6 +231,12 @@ impl SeekCurve {
             t2t_ns: t2t,
             sqrt_coef: b,
             linear_coef: c,
+            table: (!spec.mechanics.seek_table_cylinders.is_empty()).then(|| {
+                Rc::new((
+                    spec.mechanics.seek_table_cylinders.clone(),
+                    spec.mechanics.seek_table_ns.clone(),
+                ))
+            }),
             memo: Rc::new(RefCell::new(vec![
                 0;
                 tracks.min(SEEK_MEMO_DISTANCES_MAX)
@@ -250,18 +250,27 @@ impl Hdd {
     /// A drive at rest, head on track 0.
     pub fn new(spec: &HddSpec, port_rate_bytes_per_s: f64) -> Self {
         let revolution_ns = (60e9 / f64::from(spec.rpm)).round() as u64;
-        let (zones, zone_bytes, tracks) = zones_of(spec, revolution_ns);
-        let outer_track_bytes = zones[0].track_bytes;
+        let layout = mech::layout_of(spec, revolution_ns);
+        let tracks = layout.cylinders;
+        let outer_track_bytes = layout.zones[0].track_bytes;
         Self {
-            zones,
-            zone_bytes,
+            layout,
             tracks,
             revolution_ns,
             seek: SeekCurve::new(spec, tracks),
-            command_overhead_ns: spec.command_overhead_ns,
+            overheads: Overheads::of(spec),
+            last_write: false,
+            head_switch_ns: spec.mechanics.head_switch_ns.unwrap_or(0),
+            write_settle_ns: spec.mechanics.write_settle_ns.unwrap_or(0),
             link_ps: ps_per_byte(spec.link_rate_bytes_per_s.min(port_rate_bytes_per_s)),
             read_ahead_bytes: spec.read_ahead_bytes,
             cache_bytes: spec.cache_bytes,
+            stream_bytes: mech::segment_bytes(spec),
+            segments: VecDeque::new(),
+            segments_max: spec.mechanics.cache_segments.map_or(0, |n| n as usize - 1),
+            read_ahead_scheme: spec.mechanics.read_ahead_scheme,
+            read_ahead_keeps_request: spec.mechanics.read_ahead_keeps_request.unwrap_or(false),
+            capacity_bytes: spec.capacity_bytes,
             write_cache: spec.write_cache,
             write_buffer_bytes: spec.write_buffer_bytes.unwrap_or(spec.cache_bytes),
             buffered_write_bytes: 0,
@@ -298,19 +307,12 @@ impl Hdd {
         self
     }
 
-    #[inline]
-    fn zone(&self, offset_bytes: u64) -> &Zone {
-        let z = ((offset_bytes / self.zone_bytes) as usize).min(self.zones.len() - 1);
-        &self.zones[z]
-    }
-
-    /// (track, angle as nanoseconds past the index mark, media ns per track).
+    /// (head position (`hdd_mechanics::position`), angle as nanoseconds past the index
+    /// mark, the zone's track bytes).
     #[inline]
     fn locate(&self, offset_bytes: u64) -> (u64, u64, u64) {
-        let zone = self.zone(offset_bytes);
-        let within = offset_bytes - zone.first_byte;
-        let track = zone.first_track + within / zone.track_bytes;
-        let angle_ns = (within % zone.track_bytes) * self.revolution_ns / zone.track_bytes;
+        let (track, byte, track_bytes) = self.layout.locate(offset_bytes);
+        let angle_ns = byte * self.revolution_ns / track_bytes;
         // A platter `phase` ahead brings each sector under the head `phase` earlier.
         // Both are below a revolution: one conditional subtraction is the remainder.
         let angle_ns = angle_ns + self.revolution_ns - self.spindle_phase_ns;
@@ -319,12 +321,51 @@ impl Hdd {
         } else {
             angle_ns
         };
-        (track, angle_ns, zone.track_bytes)
+        (track, angle_ns, track_bytes)
     }
 
-    /// Media time of `len_bytes` starting at `offset_bytes`.
+    /// Media time of `len_bytes` starting at `offset_bytes`, the skews of the track
+    /// boundaries it crosses included.
     fn media_ns(&self, offset_bytes: u64, len_bytes: u64) -> u64 {
-        self.media_ns_on(self.zone(offset_bytes).track_bytes, len_bytes)
+        let track_bytes = self.layout.zone(offset_bytes).track_bytes;
+        self.media_ns_on(track_bytes, len_bytes)
+            + self.skew_ns(offset_bytes, len_bytes, track_bytes)
+    }
+
+    /// Rotation spent on the skews of the track boundaries a transfer crosses (0
+    /// without a zone table's skews).
+    #[inline]
+    fn skew_ns(&self, offset_bytes: u64, len_bytes: u64, track_bytes: u64) -> u64 {
+        if self.layout.zone_bytes != 0 {
+            return 0; // linear zones have no skews
+        }
+        let skew = self.layout.crossing_skew_bytes(offset_bytes, len_bytes);
+        (skew * self.revolution_ns).div_ceil(track_bytes)
+    }
+
+    /// Settling before a write (DiskSim's "Add. write settling delay"; 0 by default).
+    #[inline]
+    fn settle_ns(&self, write: bool) -> u64 {
+        // A drive either settles or not: the test is the same for every command, so
+        // its branch is predicted and the NCQ scan pays nothing for drives without.
+        if self.write_settle_ns == 0 {
+            return 0;
+        }
+        select_unpredictable(write, self.write_settle_ns, 0)
+    }
+
+    /// Seek time from head position `from` to `to`: across cylinders, the seek curve;
+    /// to another surface of the same cylinder, a head switch.
+    #[inline]
+    fn seek_between(&self, memo: &mut [u32], from: u64, to: u64) -> u64 {
+        let distance = mech::cylinder_of(to).abs_diff(mech::cylinder_of(from));
+        let seek = self.seek.ns(memo, distance);
+        // As for settling: one predicted branch for a drive without head switches.
+        if self.head_switch_ns == 0 {
+            return seek;
+        }
+        let switch = (distance == 0) & (to != from);
+        seek + select_unpredictable(switch, self.head_switch_ns, 0)
     }
 
     /// Media time of `len_bytes` on tracks of `track_bytes`.
@@ -333,12 +374,12 @@ impl Hdd {
         (len_bytes * self.revolution_ns).div_ceil(track_bytes)
     }
 
-    /// Seek time across `distance` tracks.
+    /// Seek time across `distance` cylinders.
     pub fn seek_ns(&self, distance: u64) -> u64 {
         self.seek.ns(&mut self.seek.memo.borrow_mut(), distance)
     }
 
-    /// Tracks on the drive.
+    /// Cylinders on the drive (tracks, for a drive of one surface).
     pub fn tracks(&self) -> u64 {
         self.tracks
     }
@@ -364,11 +405,11 @@ impl Hdd {
 
     #[inline]
     fn is_ra_hit(&self, c: &Command) -> bool {
-        // The buffer keeps only the most recent `cache_bytes` of the stream.
+        // The buffer keeps only the most recent `stream_bytes` of the stream.
         !c.write
             && self.ra_active
             && c.offset_bytes >= self.ra_base_offset
-            && c.offset_bytes + self.cache_bytes >= self.ra_limit_offset
+            && c.offset_bytes + self.stream_bytes >= self.ra_limit_offset
             && c.offset_bytes + c.len_bytes <= self.ra_limit_offset
     }
 
@@ -386,7 +427,9 @@ impl Hdd {
     /// `t_ns`.
     fn positioning_ns(&self, t_ns: u64, c: &Command) -> u64 {
         let from = (self.head_at(t_ns), t_ns % self.revolution_ns);
-        self.positioning_from(&mut self.seek.memo.borrow_mut(), from, c.track, c.angle_ns)
+        let memo = &mut self.seek.memo.borrow_mut();
+        let settle = self.settle_ns(c.write);
+        self.positioning_from(memo, from, (c.track, settle), c.angle_ns)
     }
 
     /// Seek plus rotational wait to reach the sector at `angle_ns` on `track` for a head
@@ -398,10 +441,11 @@ impl Hdd {
         &self,
         seek_memo: &mut [u32],
         (head_track, start_angle_ns): (u64, u64),
-        track: u64,
+        (track, settle_ns): (u64, u64),
         angle_ns: u64,
     ) -> u64 {
-        let seek = self.seek.ns(seek_memo, track.abs_diff(head_track));
+        // A write settles after the seek, before it waits for its sector.
+        let seek = self.seek_between(seek_memo, head_track, track) + settle_ns;
         self.seek_and_wait_ns(start_angle_ns, seek, angle_ns)
     }
 
@@ -466,7 +510,8 @@ impl Hdd {
         // on the Deskstar, so sequential 64 KiB writes at queue depth 2 lost a
         // revolution each while 128 KiB ones streamed (28 vs 284 MB/s on the 2-disk
         // PERC 6/i array at QD 4).
-        let (_, mut ready_ns) = self.firmware.reserve(now_ns, self.command_overhead_ns);
+        let overhead_ns = self.command_overhead_ns(now_ns, offset_bytes, len_bytes, write);
+        let (_, mut ready_ns) = self.firmware.reserve(now_ns, overhead_ns);
         // Writes take buffer room in arrival order; their data then crosses the link.
         let awaiting_buffer = write
             && !self.write_cache
@@ -609,7 +654,7 @@ impl Hdd {
         let (ra_lo, ra_span) = if self.ra_active {
             let lo = self
                 .ra_base_offset
-                .max(self.ra_limit_offset.saturating_sub(self.cache_bytes));
+                .max(self.ra_limit_offset.saturating_sub(self.stream_bytes));
             (lo, self.ra_limit_offset.saturating_sub(lo))
         } else {
             (0, 0)
@@ -635,7 +680,7 @@ impl Hdd {
             let at = if is_fast(c) {
                 // Decoded, positioned by the mechanism, no read-ahead hit: it starts
                 // when the mechanism frees, from `(head_t0, angle_t0)`.
-                let seek = self.seek.ns(memo, c.track.abs_diff(head_t0));
+                let seek = self.seek_between(memo, head_t0, c.track) + self.settle_ns(c.write);
                 let positioning = self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
                 if positioning < KEY_POSITIONING_LIMIT {
                     let key = (positioning << KEY_INDEX_BITS) | i as u64;
@@ -651,11 +696,13 @@ impl Hdd {
                 t0.max(c.ready_ns)
             } else if c.ready_ns <= mech_t0 {
                 let from = (head_t0, angle_t0);
-                mech_t0 + self.positioning_from(memo, from, c.track, c.angle_ns)
+                let to = (c.track, self.settle_ns(c.write));
+                mech_t0 + self.positioning_from(memo, from, to, c.angle_ns)
             } else {
                 let start = c.ready_ns;
                 let from = (self.head_at(start), start % self.revolution_ns);
-                start + self.positioning_from(memo, from, c.track, c.angle_ns)
+                let to = (c.track, self.settle_ns(c.write));
+                start + self.positioning_from(memo, from, to, c.angle_ns)
             };
             if at < slow_at {
                 slow_at = at;
@@ -789,7 +836,8 @@ impl Hdd {
                 if w.ready_ns > t0 {
                     continue;
                 }
-                let ns = self.positioning_from(&mut memo, from, w.track, w.angle_ns);
+                let to = (w.track, self.write_settle_ns);
+                let ns = self.positioning_from(&mut memo, from, to, w.angle_ns);
                 if ns < best.1 {
                     best = (i, ns);
                 }
@@ -819,10 +867,14 @@ impl Hdd {
             let data_ready = self.ra_time(end_offset);
             let from = start_ns.max((data_ready + last_sector_ns).saturating_sub(link_ns));
             let (link_start, done) = self.link.reserve(from, link_ns);
-            self.ra_limit_offset = self.ra_limit_offset.max(
-                (end_offset + self.read_ahead_bytes)
-                    .min(c.offset_bytes + self.cache_bytes.max(c.len_bytes)),
-            );
+            let extended = match self.read_ahead_scheme {
+                None => (end_offset + self.read_ahead_bytes)
+                    .min(c.offset_bytes + self.stream_bytes.max(c.len_bytes)),
+                Some(scheme) => {
+                    self.scheme_limit(scheme, self.ra_base_offset, c.offset_bytes, end_offset)
+                }
+            };
+            self.ra_limit_offset = self.ra_limit_offset.max(extended);
             // The mechanism streams; it is busy for the media time it spent on this,
             // and none for data it had already read (the buffer serves it again): only
             // the stretch of the stream past what is already booked is new work.
@@ -841,9 +893,17 @@ impl Hdd {
                 done_ns: done,
             };
         }
+        if !self.segments.is_empty() && !c.write && self.segment_holds(&c) {
+            return self.serve_from_segment(start_ns, c);
+        }
         let positioning = positioning.unwrap_or_else(|| self.positioning_ns(start_ns, &c));
         let media_start = start_ns + positioning;
-        let media_end = media_start + self.media_ns_on(c.track_bytes, c.len_bytes);
+        let media_end = media_start
+            + self.media_ns_on(c.track_bytes, c.len_bytes)
+            + self.skew_ns(c.offset_bytes, c.len_bytes, c.track_bytes);
+        if self.segments_max > 0 {
+            self.keep_segment(start_ns, &c);
+        }
         self.mechanism.occupy(start_ns, media_end);
         self.head_track = self.locate(end_offset - 1).0;
         self.ra_active = false;
@@ -872,12 +932,128 @@ impl Hdd {
             self.ra_base_offset = c.offset_bytes;
             self.ra_track_bytes = c.track_bytes;
             self.ra_base_ns = media_start;
-            self.ra_limit_offset = end_offset + self.read_ahead_bytes;
+            self.ra_limit_offset = match self.read_ahead_scheme {
+                None => end_offset + self.read_ahead_bytes,
+                Some(scheme) => {
+                    self.scheme_limit(scheme, c.offset_bytes, c.offset_bytes, end_offset)
+                }
+            };
         }
         Started {
             op: c.op,
             link_start_ns: done - link_ns,
             done_ns: done,
+        }
+    }
+
+    /// The firmware time of a command arriving at `now_ns`: the drive's one figure, or
+    /// DiskSim's by command, buffer hit and the command before (`Overheads`).
+    fn command_overhead_ns(
+        &mut self,
+        now_ns: u64,
+        offset_bytes: u64,
+        len_bytes: u64,
+        write: bool,
+    ) -> u64 {
+        let after_write = std::mem::replace(&mut self.last_write, write);
+        if self.overheads.uniform() {
+            return self.overheads.ns(write, false, after_write);
+        }
+        let hit = if write {
+            self.write_cache
+        } else {
+            let end = offset_bytes + len_bytes;
+            let streamed = self.ra_active
+                && offset_bytes >= self.ra_base_offset
+                && end <= self.ra_position(now_ns);
+            streamed
+                || self
+                    .segments
+                    .iter()
+                    .any(|&(a, b)| a <= offset_bytes && end <= b)
+        };
+        self.overheads.ns(write, hit, after_write)
+    }
+
+    /// How far a read-ahead under DiskSim's `scheme` reads past a read of
+    /// `offset_bytes..end_offset` whose segment starts at `segment_start`, as DiskSim's
+    /// `disk_buffer_get_max_readahead` (disksim_diskcache.c) and its clipping to the
+    /// track or cylinder (disksim_diskctlr.c) decide.
+    fn scheme_limit(
+        &self,
+        scheme: ReadAheadScheme,
+        segment_start: u64,
+        offset_bytes: u64,
+        end_offset: u64,
+    ) -> u64 {
+        let layout = &self.layout;
+        let ahead = end_offset + self.read_ahead_bytes;
+        let limit = match scheme {
+            ReadAheadScheme::Track => ahead.min(layout.track_end(end_offset - 1)),
+            ReadAheadScheme::Cylinder => ahead.min(layout.cylinder_end(end_offset - 1)),
+            ReadAheadScheme::Segment if self.read_ahead_bytes > 0 => ahead,
+            ReadAheadScheme::Segment if self.read_ahead_keeps_request => {
+                offset_bytes + self.stream_bytes.max(end_offset - offset_bytes)
+            }
+            ReadAheadScheme::Segment => end_offset + self.stream_bytes,
+            ReadAheadScheme::Sequential => {
+                // To the end of the track holding the next sector, and one track more
+                // when the segment reaches back past that track's start (a stream).
+                let end = end_offset.min(self.capacity_bytes - 1);
+                let track_end = layout.track_end(end);
+                if segment_start < layout.track_start(end) {
+                    track_end + layout.zone(end).track_bytes
+                } else {
+                    track_end
+                }
+            }
+        };
+        limit.clamp(end_offset, self.capacity_bytes)
+    }
+
+    /// Whether an older segment holds all of read `c`.
+    fn segment_holds(&self, c: &Command) -> bool {
+        let end = c.offset_bytes + c.len_bytes;
+        self.segments
+            .iter()
+            .any(|&(a, b)| a <= c.offset_bytes && end <= b)
+    }
+
+    /// A read an older segment holds: its data crosses the link, the mechanism is not
+    /// involved (and its read-ahead stream runs on).
+    fn serve_from_segment(&mut self, start_ns: u64, c: Command) -> Started {
+        self.ra_hits += 1;
+        let link_ns = transfer_ns(c.len_bytes, self.link_ps);
+        let (link_start, done) = self.link.reserve(start_ns, link_ns);
+        Started {
+            op: c.op,
+            link_start_ns: link_start,
+            done_ns: done + transfer_ns(512, self.link_ps),
+        }
+    }
+
+    /// A segmented buffer keeps what the stream `c` interrupts had read (up to a
+    /// segment of it), and a write's data (DiskSim's "Allow read hits on write data"),
+    /// in the least recently filled segment.
+    fn keep_segment(&mut self, start_ns: u64, c: &Command) {
+        if self.ra_active {
+            let end = self.ra_position(start_ns);
+            let first = self
+                .ra_base_offset
+                .max(end.saturating_sub(self.stream_bytes));
+            if end > first {
+                self.segments.push_back((first, end));
+            }
+        }
+        if c.write {
+            let end = c.offset_bytes + c.len_bytes;
+            self.segments.push_back((
+                end.saturating_sub(self.stream_bytes).max(c.offset_bytes),
+                end,
+            ));
+        }
+        while self.segments.len() > self.segments_max {
+            self.segments.pop_front();
         }
     }
 
@@ -920,11 +1096,18 @@ mod tests {
             } else if d.is_ra_hit(c) {
                 t0.max(c.ready_ns)
             } else if c.ready_ns <= mech_t0 {
-                mech_t0 + d.positioning_from(&mut memo, (head_t0, angle_t0), c.track, c.angle_ns)
+                let to = (c.track, d.settle_ns(c.write));
+                mech_t0 + d.positioning_from(&mut memo, (head_t0, angle_t0), to, c.angle_ns)
             } else {
                 let start = c.ready_ns;
                 let from = (d.head_at(start), start % d.revolution_ns);
-                start + d.positioning_from(&mut memo, from, c.track, c.angle_ns)
+                start
+                    + d.positioning_from(
+                        &mut memo,
+                        from,
+                        (c.track, d.settle_ns(c.write)),
+                        c.angle_ns,
+                    )
             };
             if at < best_at {
                 best_at = at;
@@ -1025,6 +1208,7 @@ mod tests {
             write_cache,
             write_buffer_bytes: None,
             ncq_depth: 32,
+            mechanics: Default::default(),
         }
     }
 

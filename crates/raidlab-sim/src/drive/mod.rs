@@ -7,6 +7,8 @@
 
 pub mod ftl;
 pub mod hdd;
+mod hdd_mechanics;
+pub mod hdd_replay;
 pub mod nvme;
 pub mod pcie;
 pub mod ssd;

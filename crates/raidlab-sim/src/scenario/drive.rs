@@ -27,8 +27,9 @@ impl DriveSpec {
 }
 
 /// Datasheet-level description of a hard disk.
+// No `deny_unknown_fields`: serde cannot combine it with the flattened mechanics, and
+// the limits table refuses unknown keys before serde sees them (`validate::walk_table`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct HddSpec {
     /// Preset name, reported back.
     #[serde(default)]
@@ -67,6 +68,107 @@ pub struct HddSpec {
     /// Commands the drive accepts at once.
     #[serde(default = "default_hdd_ncq")]
     pub ncq_depth: u32,
+    /// DiskSim-level mechanics (`crate::drive::hdd_mechanics`): each absent key keeps
+    /// the datasheet model above.
+    /// (Boxed: most drives have none, and a drive spec is cloned per member.)
+    #[serde(flatten)]
+    pub mechanics: Box<HddMechanicsSpec>,
+}
+
+/// A disk's mechanics as DiskSim 4's disk module describes them (its `.diskspecs`,
+/// `.model` and `.seek` files); every field is optional and absent means the
+/// datasheet model of [`HddSpec`] (linear zones, a seek curve through three points, one
+/// command overhead, one read-ahead stream).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HddMechanicsSpec {
+    /// Data surfaces (heads): a cylinder is this many tracks (None: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surfaces: Option<u32>,
+    /// Zone table: the first cylinder of each zone (empty: linear zones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_first_cylinder: Vec<u64>,
+    /// Zone table: the last cylinder of each zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_last_cylinder: Vec<u64>,
+    /// Zone table: 512-byte sectors per track of each zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_sectors_per_track: Vec<u64>,
+    /// Zone table: sectors the next track's first sector is shifted by after a head
+    /// switch (track skew), per zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_track_skew_sectors: Vec<u64>,
+    /// Zone table: the shift after a move to the next cylinder (cylinder skew), per zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_cylinder_skew_sectors: Vec<u64>,
+    /// Measured seek curve: distances in cylinders, ascending (empty: the curve
+    /// through the three datasheet seek figures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seek_table_cylinders: Vec<u64>,
+    /// Measured seek curve: the seek time at each of `seek_table_cylinders`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seek_table_ns: Vec<u64>,
+    /// Switching to another surface of the same cylinder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_switch_ns: Option<u64>,
+    /// Extra settling before a write after a seek or head switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_settle_ns: Option<u64>,
+    /// Command overhead of a read the buffer holds, after a read (None:
+    /// `command_overhead_ns`); likewise the seven below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_read_hit_after_read: Option<u64>,
+    /// ... a read hit after a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_read_hit_after_write: Option<u64>,
+    /// ... a read from the platter after a read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_read_miss_after_read: Option<u64>,
+    /// ... a read from the platter after a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_read_miss_after_write: Option<u64>,
+    /// ... a write the cache takes (write cache on), after a read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_write_hit_after_read: Option<u64>,
+    /// ... a cached write after a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_write_hit_after_write: Option<u64>,
+    /// ... a write to the platter (write cache off), after a read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_write_miss_after_read: Option<u64>,
+    /// ... a write to the platter after a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns_write_miss_after_write: Option<u64>,
+    /// Buffer segments, each holding one stream's data (None or 1: one read-ahead
+    /// stream, the datasheet model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_segments: Option<u32>,
+    /// Bytes of one segment (None: `cache_bytes` over `cache_segments`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_segment_bytes: Option<u64>,
+    /// How far the drive prefetches past a read (DiskSim's "Buffer continuous read";
+    /// None: `read_ahead_bytes` past every read), never past `read_ahead_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_scheme: Option<ReadAheadScheme>,
+    /// Prefetched data may not displace the request's own data from its segment
+    /// (DiskSim's "Read-ahead over requested" = 0): a read-ahead ends a segment past
+    /// the request's start, not past its end (None: false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_keeps_request: Option<bool>,
+}
+
+/// DiskSim's prefetch schemes ("Buffer continuous read" 1 to 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAheadScheme {
+    /// To the end of the track holding the read's last sector (1).
+    Track,
+    /// To the end of its cylinder (2).
+    Cylinder,
+    /// Until the segment is full (3).
+    Segment,
+    /// To the end of the next track, only after a read of the previous track: one
+    /// track ahead of a sequential stream (4, DEC's scheme).
+    Sequential,
 }
 
 /// Datasheet-level description of a flash drive.
@@ -286,6 +388,22 @@ impl SsdSpec {
     pub fn usable_capacity_bytes(&self) -> u64 {
         let op = self.ftl.as_ref().map_or(0.0, |f| f.op_percent);
         ((self.capacity_bytes as f64 * (1.0 - op / 100.0)) as u64) / 512 * 512
+    }
+}
+
+#[cfg(test)]
+impl HddSpec {
+    /// A 7200 rpm drive of the datasheet model, for unit tests.
+    pub(crate) fn example() -> Self {
+        serde_json::from_value(serde_json::json!({
+            "capacity_bytes": 250_000_000_000u64, "rpm": 7200,
+            "seek_ns_track_to_track": 1_000_000, "seek_ns_avg": 8_500_000,
+            "seek_ns_full_stroke": 15_000_000, "media_rate_bytes_per_s_outer": 1.4e8,
+            "media_rate_bytes_per_s_inner": 7.5e7, "command_overhead_ns": 200_000,
+            "link_rate_bytes_per_s": 2.8e8, "cache_bytes": 8_388_608,
+            "read_ahead_bytes": 1_048_576, "write_cache": false
+        }))
+        .expect("a valid HDD spec")
     }
 }
 

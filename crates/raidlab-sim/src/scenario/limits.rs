@@ -45,6 +45,9 @@ pub enum Kind {
     Mix,
     /// A list of member indices.
     Members,
+    /// A list of whole numbers (a drive's zone table, its measured seek curve), each
+    /// checked against the bounds.
+    Ints,
     /// fio's `random_distribution`: `"uniform"` or `{"zipf": theta}`, ... (its
     /// parameters are checked by a rule).
     Distribution,
@@ -71,6 +74,7 @@ impl Kind {
             Kind::Level => "level",
             Kind::Mix => "mix",
             Kind::Members => "members",
+            Kind::Ints => "ints",
             Kind::Distribution => "distribution",
             Kind::Table => "table",
             Kind::Tables => "tables",
@@ -458,7 +462,7 @@ impl Limit {
                 }
             }
             // Lists are checked an entry at a time: a size of a mix, a member index.
-            kind if kind.is_integer() || matches!(kind, Kind::Mix | Kind::Members) => {
+            kind if kind.is_integer() || matches!(kind, Kind::Mix | Kind::Members | Kind::Ints) => {
                 self.check_integer(value, field)
             }
             kind if kind.is_real() => self.check_real(value, field),
@@ -603,6 +607,16 @@ pub const MEMBERS_MAX: u64 = raidlab_layout::MEMBERS_MAX as u64;
 pub const SPANS_MIN: u64 = 2;
 /// Measured or warm-up host I/Os of one workload.
 pub const IOS_MAX: u64 = 1_000_000_000;
+/// Most data surfaces of an HDD (a head index fits in 8 bits: `drive::hdd_mechanics`).
+pub const HDD_SURFACES_MAX: u64 = 255;
+/// Most cylinders of an HDD (about 10 times today's largest drives).
+pub const HDD_CYLINDERS_MAX: u64 = 1 << 24;
+/// Most zones of an HDD's zone table.
+pub const HDD_ZONES_MAX: u64 = 1024;
+/// Most points of an HDD's measured seek curve.
+pub const HDD_SEEK_POINTS_MAX: u64 = 65_536;
+/// Most buffer segments of an HDD.
+pub const HDD_CACHE_SEGMENTS_MAX: u64 = 256;
 
 const LEVELS: &[&str] = &["0", "1", "4", "5", "6", "10", "50", "60", "concat"];
 /// md's layout names; the first of each family is md's default (see
@@ -719,6 +733,63 @@ limits! {
         .ints(SECTOR_BYTES, BUFFER_BYTES_MAX).nullable();
     HDD_NCQ = Limit::new("array.drive.ncq_depth", Hdd, Count, "commands the drive accepts at once")
         .ints(1, 256).or(Int(32));
+    HDD_SURFACES = Limit::new("array.drive.surfaces", Hdd, Count,
+        "data surfaces (tracks per cylinder; null = 1)").ints(1, HDD_SURFACES_MAX).nullable();
+    HDD_ZONE_FIRST_CYL = Limit::new("array.drive.zone_first_cylinder", Hdd, Ints,
+        "zone table: first cylinder of each zone (empty = linear zones)")
+        .ints(0, HDD_CYLINDERS_MAX).items(HDD_ZONES_MAX).or(Empty);
+    HDD_ZONE_LAST_CYL = Limit::new("array.drive.zone_last_cylinder", Hdd, Ints,
+        "zone table: last cylinder of each zone").ints(0, HDD_CYLINDERS_MAX).items(HDD_ZONES_MAX).or(Empty);
+    HDD_ZONE_SPT = Limit::new("array.drive.zone_sectors_per_track", Hdd, Ints,
+        "zone table: 512 B sectors per track of each zone").ints(1, 100_000).items(HDD_ZONES_MAX).or(Empty);
+    HDD_ZONE_TRACK_SKEW = Limit::new("array.drive.zone_track_skew_sectors", Hdd, Ints,
+        "zone table: track skew (sectors) of each zone").ints(0, 100_000).items(HDD_ZONES_MAX).or(Empty);
+    HDD_ZONE_CYL_SKEW = Limit::new("array.drive.zone_cylinder_skew_sectors", Hdd, Ints,
+        "zone table: cylinder skew (sectors) of each zone").ints(0, 100_000).items(HDD_ZONES_MAX).or(Empty);
+    HDD_SEEK_TABLE_CYL = Limit::new("array.drive.seek_table_cylinders", Hdd, Ints,
+        "measured seek curve: distances in cylinders, ascending (empty = datasheet curve)")
+        .ints(1, HDD_CYLINDERS_MAX).items(HDD_SEEK_POINTS_MAX).or(Empty);
+    HDD_SEEK_TABLE_NS = Limit::new("array.drive.seek_table_ns", Hdd, Ints,
+        "measured seek curve: seek time at each distance").ints(1, NS_MAX).items(HDD_SEEK_POINTS_MAX).or(Empty);
+    HDD_HEAD_SWITCH = Limit::new("array.drive.head_switch_ns", Hdd, Ns,
+        "switch to another surface of the cylinder (null = 0)").ints(0, NS_MAX).nullable();
+    HDD_WRITE_SETTLE = Limit::new("array.drive.write_settle_ns", Hdd, Ns,
+        "extra settling before a write (null = 0)").ints(0, NS_MAX).nullable();
+    HDD_OVH_RH_R = Limit::new("array.drive.overhead_ns_read_hit_after_read", Hdd, Ns,
+        "overhead of a buffer-hit read after a read (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_RH_W = Limit::new("array.drive.overhead_ns_read_hit_after_write", Hdd, Ns,
+        "overhead of a buffer-hit read after a write (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_RM_R = Limit::new("array.drive.overhead_ns_read_miss_after_read", Hdd, Ns,
+        "overhead of a platter read after a read (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_RM_W = Limit::new("array.drive.overhead_ns_read_miss_after_write", Hdd, Ns,
+        "overhead of a platter read after a write (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_WH_R = Limit::new("array.drive.overhead_ns_write_hit_after_read", Hdd, Ns,
+        "overhead of a cached write after a read (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_WH_W = Limit::new("array.drive.overhead_ns_write_hit_after_write", Hdd, Ns,
+        "overhead of a cached write after a write (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_WM_R = Limit::new("array.drive.overhead_ns_write_miss_after_read", Hdd, Ns,
+        "overhead of a platter write after a read (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_OVH_WM_W = Limit::new("array.drive.overhead_ns_write_miss_after_write", Hdd, Ns,
+        "overhead of a platter write after a write (null = command_overhead_ns)")
+        .ints(0, NS_MAX).nullable();
+    HDD_CACHE_SEGMENTS = Limit::new("array.drive.cache_segments", Hdd, Count,
+        "buffer segments, one stream each (null = one read-ahead stream)")
+        .ints(1, HDD_CACHE_SEGMENTS_MAX).nullable();
+    HDD_CACHE_SEGMENT_BYTES = Limit::new("array.drive.cache_segment_bytes", Hdd, Bytes,
+        "bytes of one buffer segment (null = cache_bytes / cache_segments)")
+        .ints(SECTOR_BYTES, BUFFER_BYTES_MAX).nullable();
+    HDD_READ_AHEAD_SCHEME = Limit::new("array.drive.read_ahead_scheme", Hdd, Choice,
+        "prefetch past a read: track, cylinder, segment, sequential (null = read_ahead_bytes)")
+        .of(&["track", "cylinder", "segment", "sequential"]).nullable();
+    HDD_READ_AHEAD_KEEPS_REQUEST = Limit::new("array.drive.read_ahead_keeps_request", Hdd, Bool,
+        "prefetch keeps the request's data in its segment (null = false)").nullable();
 
     SSD_CAPACITY = Limit::new("array.drive.capacity_bytes", Ssd, Bytes, "rated capacity")
         .ints(CAPACITY_BYTES_MIN, CAPACITY_BYTES_MAX);

@@ -34,7 +34,10 @@ pub use cache::{check_cache, check_scenario, CacheSpec};
 pub use controller::{
     ControllerSpec, MemberCommands, MemberDispatch, ReadBalance, SpindlePhase, UplinkSpec,
 };
-pub use drive::{DriveSpec, FtlGc, FtlSpec, HddSpec, NvmeSpec, Precondition, SsdSpec};
+pub use drive::{
+    DriveSpec, FtlGc, FtlSpec, HddMechanicsSpec, HddSpec, NvmeSpec, Precondition, ReadAheadScheme,
+    SsdSpec,
+};
 pub use host::{
     BfqSpec, DeadlineSpec, HostSpec, SchedulerKind, MAX_SECTORS_KB_DEFAULT, NR_REQUESTS_DEPTH_CAP,
 };

@@ -467,7 +467,7 @@ fn check_value(
             Ok(())
         }
         Kind::Mix => check_mix(limit, value, field),
-        Kind::Members => {
+        Kind::Members | Kind::Ints => {
             for item in list(limit, value, field)? {
                 limit.check(item, field)?;
             }
@@ -627,6 +627,7 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
                     format!("must fit in cache_bytes ({} B)", h.cache_bytes),
                 )?;
             }
+            check_hdd_mechanics(h)?;
         }
         DriveSpec::Ssd(s) => {
             if s.write_buffer_bytes < s.page_bytes {
@@ -645,6 +646,90 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
                 )?;
             }
         }
+    }
+    Ok(())
+}
+
+/// The DiskSim-level HDD keys agree with each other: a zone table's five lists have an
+/// entry per zone, its cylinders ascend without overlap and hold the capacity; a seek
+/// table's two lists pair up with ascending distances; segments fit in the buffer.
+fn check_hdd_mechanics(h: &super::HddSpec) -> Result<(), ScenarioError> {
+    let m = &h.mechanics;
+    let zones = m.zone_first_cylinder.len();
+    let lists = [
+        ("zone_last_cylinder", m.zone_last_cylinder.len()),
+        ("zone_sectors_per_track", m.zone_sectors_per_track.len()),
+        ("zone_track_skew_sectors", m.zone_track_skew_sectors.len()),
+        (
+            "zone_cylinder_skew_sectors",
+            m.zone_cylinder_skew_sectors.len(),
+        ),
+    ];
+    for (key, len) in lists {
+        if len != zones {
+            refuse(
+                &format!("array.drive.{key}"),
+                format!("the zone table needs one entry per zone: {zones} in zone_first_cylinder, {len} here"),
+            )?;
+        }
+    }
+    let mut sectors = 0u64;
+    let mut next_cylinder = 0;
+    let surfaces = u64::from(m.surfaces.unwrap_or(1));
+    for i in 0..zones {
+        let (first, last) = (m.zone_first_cylinder[i], m.zone_last_cylinder[i]);
+        if first < next_cylinder || last < first {
+            refuse(
+                &format!("array.drive.zone_first_cylinder[{i}]"),
+                format!("zones must ascend without overlap: cylinders {first}..={last} after {next_cylinder}"),
+            )?;
+        }
+        next_cylinder = last + 1;
+        let spt = m.zone_sectors_per_track[i];
+        sectors += (last + 1 - first) * surfaces * spt;
+        if m.zone_track_skew_sectors[i] >= spt || m.zone_cylinder_skew_sectors[i] >= spt {
+            refuse(
+                &format!("array.drive.zone_track_skew_sectors[{i}]"),
+                format!("a skew must be below the zone's {spt} sectors per track"),
+            )?;
+        }
+    }
+    if zones > 0 && sectors * 512 < h.capacity_bytes {
+        refuse(
+            "array.drive.zone_first_cylinder",
+            format!(
+                "the zone table holds {} B, less than capacity_bytes ({} B)",
+                sectors * 512,
+                h.capacity_bytes
+            ),
+        )?;
+    }
+    let (d, t) = (&m.seek_table_cylinders, &m.seek_table_ns);
+    if d.len() != t.len() {
+        refuse(
+            "array.drive.seek_table_ns",
+            format!(
+                "needs one time per distance: {} distances, {} times",
+                d.len(),
+                t.len()
+            ),
+        )?;
+    }
+    if d.windows(2).any(|w| w[0] >= w[1]) {
+        refuse(
+            "array.drive.seek_table_cylinders",
+            "distances must ascend".into(),
+        )?;
+    }
+    let segments = u64::from(m.cache_segments.unwrap_or(1));
+    if m.cache_segment_bytes.unwrap_or(0) * segments > h.cache_bytes {
+        refuse(
+            "array.drive.cache_segment_bytes",
+            format!(
+                "{segments} segments must fit in cache_bytes ({} B)",
+                h.cache_bytes
+            ),
+        )?;
     }
     Ok(())
 }

@@ -124,6 +124,7 @@ pub fn hdd() -> DriveSpec {
         write_cache: false,
         write_buffer_bytes: None,
         ncq_depth: 32,
+        mechanics: Default::default(),
     })
 }
 

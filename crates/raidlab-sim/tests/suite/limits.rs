@@ -95,7 +95,7 @@ fn field_of(limit: &Limit) -> &'static str {
 fn value_of(limit: &Limit, x: f64) -> Value {
     let one = |v: Value| match limit.kind {
         Kind::Mix => json!([[v, 1]]),
-        Kind::Members => json!([v]),
+        Kind::Members | Kind::Ints => json!([v]),
         _ => v,
     };
     if limit.path == "workload.bs.weight" {
@@ -207,6 +207,7 @@ fn every_list_refuses_more_entries_than_it_declares() {
         let items: Vec<Value> = match limit.kind {
             Kind::Mix => (1..=n).map(|i| json!([512 * i, 1])).collect(),
             Kind::Members => (0..n).map(|i| json!(i % 2)).collect(),
+            Kind::Ints => (0..n).map(|i| json!(i + 1)).collect(),
             _ => {
                 let one = base_for(limit)["workload"].clone();
                 (0..n).map(|_| one.clone()).collect()
