@@ -19,7 +19,7 @@ PROFILE ?= ci
 # test suites included) at install time is wasted; Python compiles what it imports.
 QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: setup build-deps tools bench-tools demo test test-rust test-python lint bench clean
+.PHONY: setup build-deps tools bench-tools demo test test-rust test-python test-docs lint bench clean
 
 # Debian packages, each `command:package` (installed when the command is missing) or
 # `pkg-config-module:package` in the LIBS lists (installed when pkg-config lacks the
@@ -108,6 +108,11 @@ test-rust:
 # network and disk more than CPU) runs beside the rest of the suite, so it overlaps
 # them instead of adding its minutes; its output follows theirs. Plain `pytest`
 # deselects it (pyproject.toml).
+# Every shell block of README.md and docs/ run as a script (tests/test_docs_run.py):
+# tens of minutes, so not part of `make test` yet.
+test-docs: setup
+	$(PY) -m pytest -q -m docs tests/test_docs_run.py
+
 test-python: setup
 	@log=$$(mktemp); \
 	echo "$(PY) -m pytest -q -m install (in the background)"; \

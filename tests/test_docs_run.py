@@ -1,9 +1,12 @@
 """The docs cannot drift from the tool: every shell block of README.md and docs/*.md
 that names a raidlab command runs here, as a bash script (`set -e`: every command must
-succeed), in a scratch directory that holds the checkout's examples and test data. A
-block whose commands need what a test machine has not got (a spare disk, a cluster)
-is listed in NOT_RUN with the reason, and that list is checked to name only blocks
-that exist, so it cannot hide a block that was renamed.
+succeed). A file's blocks run in order in one scratch directory that holds the
+checkout's examples and test data, so a block may use what an earlier one made, as a
+reader following the page would. A block that cannot run here is listed in NOT_RUN
+with the reason, and that list is checked to name only blocks that exist, so it cannot
+hide a block that was renamed.
+
+Selected with `-m docs` (`make test-docs`): the whole set takes tens of minutes.
 
 A transcript block (lines `$ command` followed by what it prints) checks the output:
 each printed line must be what the command prints, and a transcript whose output is an
@@ -123,11 +126,7 @@ def _transcript(block: Block) -> list[tuple[str, list[str]]]:
     return steps
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
-def test_a_documented_block_runs(block: Block, tmp_path: Path) -> None:
-    if block.id in NOT_RUN:
-        pytest.skip(NOT_RUN[block.id])
-    cwd = _scratch(tmp_path)
+def _check_block(block: Block, cwd: Path) -> None:
     if not block.transcript:
         done = _run_script(block, cwd)
         assert done.returncode == 0, (
@@ -148,6 +147,18 @@ def test_a_documented_block_runs(block: Block, tmp_path: Path) -> None:
                 f"{block.id}: {command}: the docs show {line!r}; it printed:\n"
                 + "\n".join(said[-40:])
             )
+
+
+PAGES = sorted({block.path for block in BLOCKS})
+
+
+@pytest.mark.docs
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(CHECKOUT)))
+def test_a_documented_page_runs(page: Path, tmp_path: Path) -> None:
+    cwd = _scratch(tmp_path)
+    for block in (b for b in BLOCKS if b.path == page):
+        if block.id not in NOT_RUN:
+            _check_block(block, cwd)
 
 
 def test_not_run_names_only_blocks_that_exist() -> None:
