@@ -145,8 +145,12 @@ def run_main(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file's size and modification time, every directory's existence (a file made
+    and removed again by a refused command leaves only the directory's time changed)."""
     return {
-        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        str(path.relative_to(root)): (0, 0)
+        if path.is_dir()
+        else (path.stat().st_size, path.stat().st_mtime_ns)
         for path in sorted(root.rglob("*"))
     }
 
