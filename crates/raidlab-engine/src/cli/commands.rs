@@ -279,11 +279,11 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         }
         None => {
             let array = assemble(&members, &a.array)?;
-            let role = array.role_of(&old)?;
+            let role = array.role_of(old)?;
             if !array.failed().contains(role) {
                 array.fail_member(role)?;
             }
-            array.rebuild_onto(role, new_file, &new, a.rate, |done, total| {
+            array.rebuild_onto(role, new_file, new, a.rate, |done, total| {
                 print(role, done, total)
             })?;
             control::status_json(&array.status())
