@@ -21,6 +21,24 @@ QUIET_PIP := PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 .PHONY: setup build-deps tools bench-tools demo test test-rust test-python test-docs lint bench clean
 
+# Another apt or dpkg (unattended-upgrades on a fresh machine, a second `make`) may
+# hold the package locks: apt-get then waits up to APT_LOCK_WAIT_S seconds instead of
+# failing. apt-get waits for dpkg's locks itself (DPkg::Lock::Timeout, apt >= 1.9.11),
+# but `apt-get update` does not wait for the package lists' lock (apt 2.6 refuses at
+# once, whatever the timeout), so apt_update retries while its error says so.
+APT_LOCK_WAIT_S := 600
+APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT_S)
+define apt_update
+waited=0; \
+	until said=$$(LC_ALL=C $(APT_GET) update -qq 2>&1); do \
+	  case "$$said" in *"Could not get lock"*) ;; *) echo "$$said" >&2; exit 1;; esac; \
+	  [ $$waited -lt $(APT_LOCK_WAIT_S) ] || { echo "$$said" >&2; exit 1; }; \
+	  [ $$waited -gt 0 ] || echo "waiting for the apt lists lock (another apt is running)"; \
+	  sleep 2; waited=$$((waited + 2)); \
+	done; \
+	[ -z "$$said" ] || echo "$$said" >&2
+endef
+
 # Debian packages, each `command:package` (installed when the command is missing) or
 # `pkg-config-module:package` in the LIBS lists (installed when pkg-config lacks the
 # module). Installed once; needs root, as on the project's machines and CI.
@@ -33,7 +51,8 @@ define apt_missing
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  $(apt_update) && \
+	  DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq $$missing >/dev/null; \
 	fi
 endef
 

@@ -11,6 +11,7 @@ drive, stripe unit 64K, controller ``hba``, host preset ``default``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, fields
@@ -604,8 +605,10 @@ def sweep(
 ) -> pd.DataFrame:
     """Run the sweep file ``path`` (a base scenario and a ``[grid]`` or ``[[points]]``,
     see raidlab.frontends.sweep) and write OUT.csv and OUT.parquet (default OUT:
-    ``out/<file name without .toml>``), one row per point in point order. Points whose
-    scenario is already in OUT.csv are not run again, so a stopped sweep resumes.
+    ``out/<file name without .toml>``; OUT ending in ``/``, or an existing directory, is
+    a directory, created if missing, that gets ``<file name without .toml>``), one row
+    per point in point order. Points whose scenario is already in OUT.csv are not run
+    again, so a stopped sweep resumes.
     ``executor``: any concurrent.futures executor, e.g. a Dask client's."""
     from raidlab.frontends.sweep import load_sweep, run_sweep
     from raidlab.report.output import output_file
@@ -614,6 +617,11 @@ def sweep(
     sweep_file = load_sweep(path)
     if out is None:
         out = output_directory("out", labels.get("out", "out")) / Path(path).stem
+    elif str(out).endswith(("/", os.sep)) or Path(out).is_dir():
+        # A trailing slash, or a directory that exists, names a directory, as for cp and
+        # rsync: the files go inside it, named after the sweep file as in the default
+        # out/ (not DIR.csv beside it).
+        out = output_directory(out, labels.get("out", "out")) / Path(path).stem
     prefix = Path(out)
     for suffix in (".csv", ".parquet"):
         output_file(prefix.with_name(prefix.name + suffix), labels.get("out", "out"))
@@ -964,7 +972,7 @@ def calibration_jobs(kind: str = "ssd", quick: bool = False, size: str | None = 
 
     calibrate_jobs.check_kind(kind)
     if size is not None:
-        fio_size(size, "--size", "size")
+        calibrate_jobs.check_size(kind, fio_size(size, "--size", "size"), size)
     return calibrate_jobs.job_file_text(kind, quick=quick, size=size)
 
 

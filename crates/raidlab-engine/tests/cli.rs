@@ -110,3 +110,68 @@ fn inject_refuses_a_file_that_is_no_member_and_leaves_it_alone() {
     assert!(message.contains("no raidlab superblock"), "{message}");
     assert_eq!(std::fs::read(d.join("notes")).unwrap(), bytes);
 }
+
+/// `replace` onto a member's own file would overwrite what the rebuild reads: a healthy
+/// member "rebuilt" onto itself, or another member, is refused by name and every member
+/// keeps its bytes.
+#[test]
+fn replace_refuses_a_member_as_the_new_file_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = engine_output(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "16K", "--size", "3M", "a", "b", "c",
+        ],
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+    let read = |names: &[&str]| -> Vec<Vec<u8>> {
+        names
+            .iter()
+            .map(|n| std::fs::read(d.join(n)).unwrap())
+            .collect()
+    };
+    let before = read(&["a", "b", "c"]);
+    for args in [
+        &["replace", "b", "b", "a", "b", "c"][..],
+        &["replace", "b", "b", "a", "c"],
+        &["replace", "1", "c", "a", "b", "c"],
+        &["replace", "b", "./a", "a", "b", "c"],
+    ] {
+        let message = refused(d, args);
+        assert!(
+            message.starts_with("error: NEW: ") && message.contains("is the array member"),
+            "{args:?}: {message}"
+        );
+    }
+    assert!(
+        read(&["a", "b", "c"]) == before,
+        "a refused replace changed a member"
+    );
+    let o = engine_output(d, &["status", "a", "b", "c"]);
+    assert!(
+        output_text(&o).contains("state clean"),
+        "{}",
+        output_text(&o)
+    );
+}
+
+/// A refused `replace` onto a file that did not exist leaves no file behind.
+#[test]
+fn a_refused_replace_removes_the_new_file_it_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = engine_output(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "16K", "--size", "3M", "a", "b", "c",
+        ],
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+    let message = refused(d, &["replace", "9", "new", "a", "b", "c"]);
+    assert!(message.contains("not a member"), "{message}");
+    assert!(
+        !d.join("new").exists(),
+        "the refused replace left 'new' behind"
+    );
+}

@@ -73,7 +73,14 @@ pub struct Reader<R: BufRead> {
     line: String,
     line_number: u64,
     first_time: Option<u64>,
+    /// The previous record's trace time and line: a replay issues requests in trace
+    /// order at trace times, so time running backwards is refused, not reordered.
+    last_time: Option<(u64, u64)>,
 }
+
+/// The end of the largest device a trace can address: offsets are `loff_t`, a signed
+/// 64-bit byte count (Linux `include/linux/types.h`), so no request reaches past 2^63.
+pub const DEVICE_BYTES_MAX: u64 = 1 << 63;
 
 impl<R: BufRead> Reader<R> {
     /// A reader of `input` in `format`.
@@ -84,6 +91,7 @@ impl<R: BufRead> Reader<R> {
             line: String::new(),
             line_number: 0,
             first_time: None,
+            last_time: None,
         }
     }
 
@@ -106,6 +114,7 @@ impl<R: BufRead> Reader<R> {
                 Format::Msr => parse_msr(&self.line),
                 Format::Blkparse => parse_blkparse(&self.line),
             }
+            .and_then(|parsed| self.in_order_on_a_device(parsed))
             .map_err(|message| TraceError {
                 line: self.line_number,
                 message,
@@ -121,6 +130,40 @@ impl<R: BufRead> Reader<R> {
                 write,
             }));
         }
+    }
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A record is refused when it ends past [`DEVICE_BYTES_MAX`] (a wrapped or corrupt
+    /// offset, which a replay would otherwise fold silently into the array) or when its
+    /// time is before the previous record's: blkparse and the MSR Cambridge files list
+    /// requests in time order, so such a line is a damaged or concatenated trace, and
+    /// replaying it "in order" would invent a schedule. Sort it first (e.g. `sort -t,
+    /// -n -k1` for MSR CSV).
+    fn in_order_on_a_device(&mut self, parsed: Option<(u64, u64, u64, bool)>) -> Parsed {
+        let Some((time_ns, offset_bytes, len_bytes, _)) = parsed else {
+            return Ok(parsed);
+        };
+        if offset_bytes
+            .checked_add(len_bytes)
+            .is_none_or(|end| end > DEVICE_BYTES_MAX)
+        {
+            return Err(format!(
+                "offset {offset_bytes} + length {len_bytes} bytes ends past 2^63 bytes, \
+                 the largest offset a block device has (loff_t is signed 64-bit)"
+            ));
+        }
+        if let Some((last_ns, last_line)) = self.last_time {
+            if time_ns < last_ns {
+                return Err(format!(
+                    "time goes backwards, {} ns before line {last_line}'s: a replay needs \
+                     the trace in time order (sort it by time first)",
+                    last_ns - time_ns
+                ));
+            }
+        }
+        self.last_time = Some((time_ns, self.line_number));
+        Ok(parsed)
     }
 }
 
@@ -206,12 +249,15 @@ fn parse_blkparse(line: &str) -> Parsed {
     if sectors == 0 {
         return Ok(None);
     }
-    Ok(Some((
-        (seconds * 1e9).round() as u64,
-        sector * 512,
-        sectors * 512,
-        write,
-    )))
+    // Sectors of 512 B past 2^55 would wrap in bytes; the reader refuses them by name.
+    let past = |what: &str, n: u64| format!("{what} {n} is past 2^63 bytes in 512 B sectors");
+    let offset = sector
+        .checked_mul(512)
+        .ok_or_else(|| past("sector", sector))?;
+    let len = sectors
+        .checked_mul(512)
+        .ok_or_else(|| past("sector count", sectors))?;
+    Ok(Some(((seconds * 1e9).round() as u64, offset, len, write)))
 }
 
 #[cfg(test)]
@@ -266,5 +312,40 @@ mod tests {
         let err = r.next_record().unwrap_err();
         assert_eq!(err.line, 2);
         assert!(err.message.contains("Sideways"));
+    }
+
+    #[test]
+    fn an_offset_past_2_63_bytes_is_refused_with_its_line() {
+        let text = "1,h,0,Read,0,4096,1\n2,h,0,Read,9223372036854775807,4096,1\n";
+        let mut r = Reader::new(text.as_bytes(), Format::Msr);
+        r.next_record().unwrap();
+        let err = r.next_record().unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("2^63"), "{}", err.message);
+        let text = "8,0 0 1 0.1 1 Q R 36028797018963968 + 8 [fio]\n";
+        let err = Reader::new(text.as_bytes(), Format::Blkparse)
+            .next_record()
+            .unwrap_err();
+        assert!(err.line == 1 && err.message.contains("2^63"), "{err}");
+        let text = "8,0 0 1 0.1 1 Q R 18014398509481983 + 8 [fio]\n";
+        let err = Reader::new(text.as_bytes(), Format::Blkparse)
+            .next_record()
+            .unwrap_err();
+        assert!(err.message.contains("2^63"), "{err}");
+    }
+
+    #[test]
+    fn time_going_backwards_is_refused_with_its_line() {
+        let text = "30,h,0,Read,0,4096,1\n30,h,0,Read,0,4096,1\n20,h,0,Read,0,4096,1\n";
+        let mut r = Reader::new(text.as_bytes(), Format::Msr);
+        r.next_record().unwrap();
+        r.next_record().unwrap(); // the same time twice is in order
+        let err = r.next_record().unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(err.message.contains("backwards") && err.message.contains("line 2"));
+        let text = "8,0 0 1 0.5 1 Q R 0 + 8 [fio]\n8,0 0 2 0.25 1 Q W 8 + 8 [fio]\n";
+        let mut r = Reader::new(text.as_bytes(), Format::Blkparse);
+        r.next_record().unwrap();
+        assert_eq!(r.next_record().unwrap_err().line, 2);
     }
 }

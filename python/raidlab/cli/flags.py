@@ -571,9 +571,11 @@ def given(*keys: str) -> list[str]:
     ]
 
 
-def check_format(value: str, formats: tuple[str, ...] = FORMATS) -> str:
+def check_format(value: str, formats: tuple[str, ...] = FORMATS, label: str = "--format") -> str:
+    """``label``: the flag that gave it (replay's report format is --output-format, its
+    --format is the trace's)."""
     if value not in formats:
-        raise RaidlabError("--format", f"must be one of {', '.join(formats)}, got {value!r}")
+        raise RaidlabError(label, f"must be one of {', '.join(formats)}, got {value!r}")
     return value
 
 

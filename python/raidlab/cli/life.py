@@ -55,6 +55,16 @@ def _scenarios(
 ) -> list[dict[str, Any]]:
     if fio is not None and trace is not None:
         raise RaidlabError("--trace", "give --fio or --trace, not both")
+    if trace is None:
+        # They shape a trace's replay; without one they would be dropped unread.
+        for flag, value, default in (
+            ("--mode", mode, "open"),
+            ("--trace-format", trace_format, "msr"),
+        ):
+            if value != default:
+                raise RaidlabError(
+                    flag, f"only with --trace (it says how the trace is replayed), got {value!r}"
+                )
     if fio is not None:
         return wear.fio_scenarios(array, fio, seed)
     if trace is not None:
@@ -123,7 +133,8 @@ def life(
         array = wear.steady(flags.build())
         seed_value = parse_seed(seed, "--seed")
         scenarios = _scenarios(array, workload, fio, trace, trace_format, mode, seed_value)
-        results = wear.life_results(scenarios)
+        names = {f"workload.{key}": label for key, label in TRACE_LABELS.items()}
+        results = wear.life_results(scenarios, names if trace is not None else None)
         report = wear.project_life(results, array, duty_hours, tb)
         if output_format == "json":
             print_json({**report, "seed": seed_value, "scenarios": scenarios})

@@ -467,7 +467,7 @@ def replay(
 ) -> None:
     """Replay a block trace (streamed: any length) on a simulated array."""
     with user_errors():
-        output_format = check_format(output_format)
+        output_format = check_format(output_format, label="--output-format")
         frame = api.replay(
             flags.build(),
             trace,

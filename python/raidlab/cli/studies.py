@@ -261,7 +261,10 @@ def advise(
             **ADVISE_LABELS,
             **WORKLOAD.labels(),
             **RISK.labels(),
-            **{key: ARRAY[key].flag for key in ("drive", "drives", "scheduler", "rebuild_rate")},
+            **{
+                key: ARRAY[key].flag
+                for key in ("drive", "drives", "controller", "scheduler", "rebuild_rate")
+            },
             "seed": SEED.flag,
         }
         from raidlab.studies.advise import AdviseRequest

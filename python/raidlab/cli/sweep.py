@@ -49,7 +49,9 @@ def sweep(
         opt(
             "--out",
             "Output prefix: writes PREFIX.csv and PREFIX.parquet; points already in "
-            "PREFIX.csv are not run again (default: out/ and the file's name).",
+            "PREFIX.csv are not run again (default: out/ and the file's name). A PREFIX "
+            "ending in / (or a directory) is a directory: the files go inside it, named "
+            "after the file.",
         ),
     ] = None,
     *,

@@ -158,6 +158,22 @@ def check_kind(kind: str, label: str = "--kind") -> str:
     return kind
 
 
+def check_size(kind: str, size_bytes: int, text: str, label: str = "--size") -> int:
+    """``--size`` confines every job to the first SIZE bytes: at least one block of the
+    kind's largest job (fio refuses a job whose size is below its block size, and a
+    size of 0 means the whole device to fio, not nothing)."""
+    from raidlab.units import parse_size
+
+    block_bytes_max = max(parse_size(job.options["bs"]) for job in JOBS[kind])
+    if size_bytes < block_bytes_max:
+        raise RaidlabError(
+            label,
+            f"must be at least {block_bytes_max // 1024**2}m, the largest block of the "
+            f"{kind} jobs, got {text!r}",
+        )
+    return size_bytes
+
+
 def job_by_name(kind: str) -> dict[str, CalibrationJob]:
     return {job.name: job for job in JOBS[kind]}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from raidlab.errors import RaidlabError
 from raidlab.reliability.rebuild import (
     MD_SPEED_LIMIT_MAX_BYTES_PER_S,
     RebuildEstimate,
@@ -53,9 +54,11 @@ def assess(
     figures = drive_figures(drive_preset, options)
     shape = group_shape(array)
     rebuild: RebuildEstimate | float | None = None
+    # Checked whatever the level: a value RAID 0 has no use for is still a typo to report.
+    given = None if rebuild_hours is None else _rebuild_hours(rebuild_hours, options)
     if shape.tolerance > 0:
-        if rebuild_hours is not None:
-            rebuild = parse_hours(rebuild_hours, options.label("rebuild_hours"))
+        if given is not None:
+            rebuild = given
         else:
             label = options.label("rebuild_rate")
             scenario = rebuild_scenario(
@@ -63,6 +66,18 @@ def assess(
             )
             rebuild = rebuild_estimate(simulate(scenario), rebuild_rate, label)
     return risk_document(shape, member_bytes(array), figures, rebuild, resolved)
+
+
+def _rebuild_hours(value: Any, options: RiskOptions) -> float:
+    """A given rebuild time: more than zero, since a rebuild writes a whole member (a
+    zero time would make the repair rate infinite and the MTTDL meaningless)."""
+    label = options.label("rebuild_hours")
+    hours = parse_hours(value, label)
+    if not hours > 0:
+        raise RaidlabError(
+            label, f"must be more than 0 (a rebuild writes a whole member), got {value!r}"
+        )
+    return hours
 
 
 __all__ = [

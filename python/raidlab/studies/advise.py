@@ -356,6 +356,14 @@ def advise(
         request.metric,
     )
     drives = limits.parse_path(request.drives, "array.drive_count", label("drives"))
+    if drives < 2:
+        # One drive is no array: no level, no stripe unit to choose (ranking "RAID 0"
+        # of one drive at three stripe units would compare the same drive three times).
+        raise RaidlabError(
+            label("drives"),
+            f"advise chooses a RAID level and stripe unit of 2 or more drives, got {drives} "
+            "(one drive: raidlab run --drives 1)",
+        )
     tolerate = parse_int(request.tolerate, label("tolerate"), 0, 255)
     seed = parse_seed(request.seed, label("seed"))
     rebuild_rate = (
@@ -383,7 +391,14 @@ def advise(
     drive_count = int(drives)
     capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
     tolerated = int(tolerate)
-    levels = _level_arrays(drive, controller or DEFAULT_CONTROLLER, drive_count)
+    try:
+        levels = _level_arrays(drive, controller or DEFAULT_CONTROLLER, drive_count)
+    except RaidlabError as error:
+        # The presets are first resolved here, by the array builder, which names its own
+        # keys (drive, controller): the user gave flags.
+        if error.field in ("drive", "controller"):
+            raise error.relabel(labels.get(error.field, error.field)) from None
+        raise
     _check_constraints(levels, drive_count, capacity_bytes, tolerated, labels)
     candidates = _candidates(levels, capacity_bytes, tolerated, scheduler)
     assert candidates, "write-through is always a candidate of a level that meets the constraints"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -239,8 +239,15 @@ def trace_scenarios(
     return [scenario]
 
 
-def life_results(scenarios: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return run_scenarios(list(scenarios), jobs=1, progress=False)
+def life_results(
+    scenarios: Sequence[dict[str, Any]], labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """``labels``: the flag of each scenario key the user gave, so a refusal found while
+    simulating (a trace line whose time runs backwards) names the flag, not the key."""
+    if labels is None:
+        return run_scenarios(list(scenarios), jobs=1, progress=False)
+    named = partial(native.simulate, labels=labels)
+    return run_scenarios(list(scenarios), jobs=1, progress=False, simulator=named)
 
 
 # --- projection ---------------------------------------------------------------------------

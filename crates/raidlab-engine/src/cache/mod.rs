@@ -269,7 +269,7 @@ impl CachedArray {
         let h = *store.header();
         let policy = policy_of_code(h.policy).ok_or_else(|| {
             Error::Input(format!(
-                "cache-members: policy code {} in the cache header is not known to this build",
+                "--cache-members: policy code {} in the cache header is not known to this build",
                 h.policy
             ))
         })?;

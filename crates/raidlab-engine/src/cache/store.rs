@@ -18,7 +18,7 @@ pub fn mirror_level(members: usize) -> Result<Level> {
         2 => Ok(Level::Raid1),
         n if n >= 4 && n % 2 == 0 => Ok(Level::Raid10),
         n => Err(Error::Input(format!(
-            "cache-members: 2 (RAID 1) or an even number of 4 or more (RAID 10), got {n}"
+            "--cache-members: 2 (RAID 1) or an even number of 4 or more (RAID 10), got {n}"
         ))),
     }
 }
@@ -111,7 +111,7 @@ impl Store {
         let header = Header::decode(&hb)?;
         if header.backing_uuid != backing_uuid {
             return Err(Error::Input(format!(
-                "cache-members: the cache of array {:032x}, not of this one ({backing_uuid:032x})",
+                "--cache-members: the cache of array {:032x}, not of this one ({backing_uuid:032x})",
                 header.backing_uuid
             )));
         }
@@ -130,7 +130,7 @@ impl Store {
         }
         let (area, log) = best.ok_or_else(|| {
             Error::Input(
-                "cache-members: neither log area of the cache holds a whole snapshot".into(),
+                "--cache-members: neither log area of the cache holds a whole snapshot".into(),
             )
         })?;
         let mut store = Self {

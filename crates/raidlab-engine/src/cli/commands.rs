@@ -235,14 +235,28 @@ pub fn fail(a: &FailArgs) -> Result<i32> {
 }
 
 /// `replace OLD NEW`: online in the server when one runs, else offline here. NEW is
-/// opened here, with this user's rights, and a server gets the open descriptor.
+/// opened here, with this user's rights, and a server gets the open descriptor. A NEW
+/// file this command created is removed again when it is refused before the rebuild
+/// wrote to it (OLD no member, say): a refused command leaves nothing behind, while a
+/// rebuild that stopped midway keeps its file to resume.
 pub fn replace(a: &ReplaceArgs) -> Result<i32> {
     let old = target_arg(&a.old);
     let new = absolute(std::slice::from_ref(&a.new))?.remove(0);
-    let new_file = crate::array::open_member_file(&new, true)?;
+    refuse_member_as_new(&old, &new, &absolute(&a.array.members)?)?;
+    let created = std::fs::symlink_metadata(&new).is_err();
+    let done = replace_onto(a, &old, &new);
+    let untouched = || std::fs::metadata(&new).is_ok_and(|m| m.is_file() && m.len() == 0);
+    if done.is_err() && created && untouched() {
+        let _ = std::fs::remove_file(&new);
+    }
+    done
+}
+
+fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
+    let new_file = crate::array::open_member_file(new, true)?;
     let members: Vec<PathBuf> = absolute(&a.array.members)?
         .into_iter()
-        .filter(|p| p.as_os_str() != old.as_str())
+        .filter(|p| p.as_os_str() != old)
         .collect();
     let mut print = render::progress_printer();
     let req = json!({
@@ -265,11 +279,11 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
         }
         None => {
             let array = assemble(&members, &a.array)?;
-            let role = array.role_of(&old)?;
+            let role = array.role_of(old)?;
             if !array.failed().contains(role) {
                 array.fail_member(role)?;
             }
-            array.rebuild_onto(role, new_file, &new, a.rate, |done, total| {
+            array.rebuild_onto(role, new_file, new, a.rate, |done, total| {
                 print(role, done, total)
             })?;
             control::status_json(&array.status())
@@ -277,6 +291,32 @@ pub fn replace(a: &ReplaceArgs) -> Result<i32> {
     };
     render::report(a.json, &s, render::status);
     Ok(0)
+}
+
+/// NEW must be another file or device than every member, OLD included: a rebuild reads
+/// the members to write NEW, so onto a member's own file it would overwrite the data it
+/// reads (a healthy member "rebuilt" onto itself, or a second member destroyed). Files
+/// are compared by device and inode, so another path to the same file is caught too.
+fn refuse_member_as_new(old: &str, new: &Path, members: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(new) else {
+        return Ok(()); // a file that does not exist yet is no member
+    };
+    let old_path = Path::new(old);
+    let candidates = members.iter().map(PathBuf::as_path).chain(Some(old_path));
+    for member in candidates {
+        let same = std::fs::metadata(member)
+            .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino());
+        if same {
+            return Err(Error::Input(format!(
+                "NEW: {} is the array member {}; a member is rebuilt onto another file or \
+                 device (the rebuild reads the members to write it), nothing was changed",
+                new.display(),
+                member.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `add-spare SPARE`: online in the server when one runs (SPARE opened here, with this
