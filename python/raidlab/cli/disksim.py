@@ -11,8 +11,9 @@ from rich.table import Table
 from raidlab import api
 from raidlab.cli.app import app
 from raidlab.cli.flags import FORMAT, check_format, flagset
-from raidlab.errors import RaidlabError, user_errors
+from raidlab.errors import user_errors
 from raidlab.report.output import print_json, stdout
+from raidlab.scenario.array import parse_int
 
 REQUESTS_MAX = 10_000_000
 
@@ -41,7 +42,7 @@ def disksim_validate(
         ),
     ] = None,
     requests: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--requests", help="Replay only the first N requests of each trace (default: all)."
         ),
@@ -55,9 +56,8 @@ def disksim_validate(
     mean; DiskSim's from the rms its valid/runvalid expects)."""
     with user_errors():
         output_format = check_format(output_format)
-        if requests is not None and not 1 <= requests <= REQUESTS_MAX:
-            raise RaidlabError("--requests", f"must be 1..{REQUESTS_MAX}, got {requests}")
-        rows = api.disksim_validation(disks or [], data, requests)
+        count = None if requests is None else parse_int(requests, "--requests", 1, REQUESTS_MAX)
+        rows = api.disksim_validation(disks or [], data, count)
         if output_format == "json":
             print_json({"records": [_record(v) for v in rows]})
             return
