@@ -138,7 +138,7 @@ fn create_refuses_existing_members_without_force_and_bad_geometry_before_touchin
     assert!(msg.contains("a0") && msg.contains("--force"), "{msg}");
     let fresh = member_paths(dir.path(), "n", 2);
     let msg = Array::create(&fresh, &o).err().unwrap().to_string();
-    assert!(msg.contains("drive_count"), "{msg}");
+    assert!(msg.contains("MEMBER: "), "{msg}");
     assert!(!fresh[0].exists(), "no file created for a refused geometry");
 }
 
