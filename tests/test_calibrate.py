@@ -279,6 +279,16 @@ def test_a_drive_file_is_a_drive_in_an_array_file_next_to_it(tmp_path: Path) -> 
     assert not by_file["drive"].get("ftl") and by_file["drive_count"] == 2
 
 
+def test_a_directory_as_drive_file_says_it_is_a_directory(tmp_path: Path) -> None:
+    # It used to say "no such drive file" of a directory that exists.
+    result = runner.invoke(app, ["run", "--drive", str(tmp_path), "--rw", "randread"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: --drive: {tmp_path} is a directory; give a drive preset name or a "
+        "drive's .toml file"
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -157,6 +157,10 @@ def load_drive_file(path: str | Path, field: str) -> DriveFile:
     holds, or the drive's keys at the top level. Errors name ``field`` and the file."""
     path = Path(path)
     where = f"{field}: {path}"
+    if path.is_dir():
+        raise RaidlabError(
+            field, f"{path} is a directory; give a drive preset name or a drive's .toml file"
+        )
     if not path.is_file():
         raise RaidlabError(
             field, f"no such drive file: {path} (a drive preset name or a .toml file)"
