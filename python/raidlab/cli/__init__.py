@@ -27,6 +27,7 @@ from raidlab.cli import (  # noqa: F401  (they register commands)
     sweep,
 )
 from raidlab.cli.app import app
+from raidlab.cli.compare import compare as compare_command  # noqa: F401  (registers it)
 from raidlab.cli.engine import register as register_engine_commands
 from raidlab.cli.life import life as life_command  # noqa: F401  (registers it)
 from raidlab.cli.report import report as report_command  # noqa: F401  (registers it)
