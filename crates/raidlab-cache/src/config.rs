@@ -175,3 +175,16 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// Largest raidix log region: the RAIDIX article's 1 GB regions.
+pub const REGION_BYTES_MAX: u64 = 1 << 30;
+
+/// The raidix region a cache of `capacity_bytes` gets when none is set: a sixteenth
+/// of it in whole lines of `line_bytes` (so each area has several regions to evict in
+/// turn), at least a line, at most [`REGION_BYTES_MAX`]. One rule for the engine's
+/// cache tier and the simulator's, so a `--cache-trace` the engine recorded replays
+/// with the engine's regions; a cache of 16 GiB or more keeps the article's 1 GiB.
+pub fn region_bytes_default(capacity_bytes: u64, line_bytes: u64) -> u64 {
+    let line = line_bytes.max(1);
+    (capacity_bytes / 16 / line * line).clamp(line, REGION_BYTES_MAX.max(line))
+}

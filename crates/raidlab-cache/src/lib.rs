@@ -87,7 +87,10 @@ mod request;
 pub(crate) use action::Out;
 pub use action::{Action, Area, Counters, Entry, WriteReason};
 pub use classifier::{Classified, Classifier, Pattern};
-pub use config::{CacheConfig, ConfigError, Policy, LINES_MAX, STREAMS_TRACKED_MAX};
+pub use config::{
+    region_bytes_default, CacheConfig, ConfigError, Policy, LINES_MAX, REGION_BYTES_MAX,
+    STREAMS_TRACKED_MAX,
+};
 pub use request::{Op, Request};
 
 enum Inner {

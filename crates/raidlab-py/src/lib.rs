@@ -109,13 +109,10 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
         .map_err(|e| scenario_error(py, e))
 }
 
-/// Validate a scenario's `array` object (JSON text) on its own: every field against
-/// `limits()`, then the level rules, the drive's and controller's rules and the
-/// failed members. Returns None or raises ScenarioError with the field's path
-/// (`array.drive_count`).
-#[pyfunction]
-fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
-    let array: serde_json::Value = serde_json::from_str(array_json).map_err(|e| {
+/// A scenario's `array` object parsed from JSON text; bad JSON is a refusal of the
+/// field `array`.
+fn array_value(py: Python<'_>, array_json: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(array_json).map_err(|e| {
         scenario_error(
             py,
             raidlab_sim::ScenarioError {
@@ -123,7 +120,16 @@ fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
                 message: e.to_string(),
             },
         )
-    })?;
+    })
+}
+
+/// Validate a scenario's `array` object (JSON text) on its own: every field against
+/// `limits()`, then the level rules, the drive's and controller's rules and the
+/// failed members. Returns None or raises ScenarioError with the field's path
+/// (`array.drive_count`).
+#[pyfunction]
+fn validate_array(py: Python<'_>, array_json: &str) -> PyResult<()> {
+    let array = array_value(py, array_json)?;
     raidlab_sim::scenario::ArraySpec::from_value(array)
         .map(|_| ())
         .map_err(|e| scenario_error(py, e))
@@ -141,15 +147,7 @@ fn hdd_replay(
     requests: Vec<(bool, u64, u64, u64)>,
 ) -> PyResult<Vec<u64>> {
     use raidlab_sim::drive::hdd_replay::{replay_one_at_a_time, ReplayRequest};
-    let array: serde_json::Value = serde_json::from_str(array_json).map_err(|e| {
-        scenario_error(
-            py,
-            raidlab_sim::ScenarioError {
-                field: "array".into(),
-                message: e.to_string(),
-            },
-        )
-    })?;
+    let array = array_value(py, array_json)?;
     let requests: Vec<ReplayRequest> = requests
         .into_iter()
         .map(|(write, offset_bytes, len_bytes, think_ns)| ReplayRequest {

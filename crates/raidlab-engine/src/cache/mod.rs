@@ -62,8 +62,7 @@ use store::Store;
 
 /// Bytes of a cache line (slot): the unit the policy admits, evicts and destages.
 pub const LINE_BYTES: u64 = 4096;
-/// Largest log-structured region (the article's 1 GB).
-pub const REGION_BYTES_MAX: u64 = 1 << 30;
+pub use raidlab_cache::REGION_BYTES_MAX;
 
 /// The policy's code in the cache header.
 fn policy_code(p: Policy) -> u8 {
@@ -90,10 +89,10 @@ fn area_of_code(c: u8) -> Area {
     }
 }
 
-/// The region size a cache of `cache_bytes` gets by default: a sixteenth of it (so
-/// each area has several regions to evict in turn), whole lines, at most 1 GiB.
+/// The region size a cache of `cache_bytes` gets by default: the one rule of
+/// [`raidlab_cache::region_bytes_default`], in this tier's lines.
 pub fn region_bytes_default(cache_bytes: u64) -> u64 {
-    (cache_bytes / 16 / LINE_BYTES * LINE_BYTES).clamp(LINE_BYTES, REGION_BYTES_MAX)
+    raidlab_cache::region_bytes_default(cache_bytes, LINE_BYTES)
 }
 
 /// What the engine did, by line.

@@ -45,20 +45,7 @@ pub struct CacheSpec {
     pub sequential_cutoff_bytes: Option<u64>,
 }
 
-/// Largest raidix log region: the RAIDIX article's 1 GB regions, the engine's
-/// `REGION_BYTES_MAX` too.
-pub const REGION_BYTES_MAX: u64 = 1 << 30;
-
-/// The raidix region a cache of `capacity_bytes` gets when the table sets none: a
-/// sixteenth of it in whole lines (so each area has several regions to evict in turn),
-/// at least a line, at most 1 GiB. It is the engine's rule (its cache tier's
-/// `region_bytes_default`), so a `--cache-trace` the engine recorded replays at the
-/// engine's cache size with the engine's regions; a cache of 16 GiB or more keeps the
-/// article's 1 GiB.
-pub fn region_bytes_default(capacity_bytes: u64, line_bytes: u64) -> u64 {
-    let line = line_bytes.max(1);
-    (capacity_bytes / 16 / line * line).clamp(line, REGION_BYTES_MAX.max(line))
-}
+pub use raidlab_cache::region_bytes_default;
 
 fn refused(field: String, message: impl std::fmt::Display) -> ScenarioError {
     ScenarioError {
