@@ -37,6 +37,12 @@ KINDS = {
     "advise.json": "advise",
     "sweep.json": "sweep",
     "sweep.csv": "sweep",  # raidlab sweep's own files, its JSON's rows
+    "fio.json": "fio",
+    "cdm.json": "cdm",
+    "iometer.json": "iometer",
+    "pts.json": "pts",
+    "life.json": "life",
+    "risk.json": "risk",
 }
 if importlib.util.find_spec("pyarrow") is not None:
     KINDS["sweep.parquet"] = "sweep"
@@ -91,6 +97,12 @@ def test_the_same_input_gives_the_same_bytes(name: str) -> None:
         ("atto.json", ["peak read MB/s (10^6 B/s)", "1M at QD 4"]),
         ("advise.json", ["winner", "RAID 10, 256K stripe unit, wt", "ranked by iops"]),
         ("sweep.csv", ["best IOPS", "110,830", "#3 level=0, rw=randwrite, drives=8, iodepth=32"]),
+        ("fio.json", ["seqread read IOPS", "seqwrite write IOPS", "us mean"]),
+        ("cdm.json", ["best read MB/s (10^6 B/s)", "SEQ1M Q8T1"]),
+        ("iometer.json", ["read IOPS", "write IOPS", "total IOPS"]),
+        ("pts.json", ["steady state", "tracking 0/100 4K iops"]),
+        ("life.json", ["first SSD to reach its rating", "years", "warranty"]),
+        ("risk.json", ["P(data loss) in 5 years", "MTTDL", "rebuild"]),
     ],
 )
 def test_the_headline_states_the_key_figures(name: str, words: list[str]) -> None:
@@ -533,3 +545,141 @@ def test_a_sweep_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     html = page("sweep.csv")
     assert "the first 5 of 24" in html
     assert html.split("every point (click")[1].count("<tr>") == 1 + 5
+
+
+# --- issue 34 defect 11: what the pages said wrong ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        (["cdm", "--drive", "intel-dc-s3500-80g", "--ios", "300", "--runs", "1"], "cdm"),
+        (["iometer", "database", "--drive", "intel-dc-s3500-80g", "--ios", "300"], "iometer"),
+        (
+            ["pts", "--drive", "intel-dc-s3500-80g", "--mixes", "100/0", "--sizes", "4K"]
+            + ["--ios", "300", "--rounds-max", "5"],
+            "pts",
+        ),
+        (
+            ["life", "--drive", "intel-dc-s3500-80g", "--rw", "randwrite", "--ios", "2000"]
+            + ["--tb-per-day", "0.1"],
+            "life",
+        ),
+        (["risk", "--drive", "wd-caviar-blue-500g", "--level", "5", "--drives", "4"], "risk"),
+        (
+            ["fio", "--name=a", "--rw=randread", "--bs=4k", "--size=64M", "--number_ios=300"]
+            + ["--drive", "intel-dc-s3500-80g", "--output-format=json"],
+            "fio",
+        ),
+    ],
+)
+def test_every_command_with_json_output_becomes_a_report(
+    tmp_path: Path, command: list[str], kind: str
+) -> None:
+    """`report` refused fio, cdm, pts, iometer, life and risk JSON; each is a page now,
+    from the command's output of today (the fixtures could go stale)."""
+    if kind != "fio":
+        command += ["--format", "json"]
+    if kind == "risk":
+        command += ["--ios", "500", "--episodes", "2000"]
+    made = runner.invoke(app, command)
+    assert made.exit_code == 0, made.output
+    out = tmp_path / f"{kind}.html"
+    result = runner.invoke(app, ["report", "-", "--out", str(out)], input=made.stdout)
+    assert result.exit_code == 0, result.output
+    assert f"report ({kind})" in result.output
+    html = out.read_text()
+    assert svgs(html) and "<table" in html
+
+
+def test_a_run_report_names_its_drive_and_lists_the_wear_it_heads(tmp_path: Path) -> None:
+    """The title said 'x ssd' (the model's kind) and 'flash wear ...:' headed nothing
+    (its indented member lines were dropped with the per-resource lines)."""
+    run = runner.invoke(
+        app,
+        ["run", "--drive", "intel-dc-s3500-80g", "--drives", "2", "--rw", "randwrite"]
+        + ["--ios", "500", "--format", "json"],
+    )
+    assert run.exit_code == 0, run.output
+    html = page(json.loads(run.stdout))
+    assert "<title>raidlab run: RAID 0 of 2 x intel-dc-s3500-80g" in html
+    lines = re.findall(r"<p>(.*?)</p>", html.split("where the time goes")[1])
+    heading = next(i for i, line in enumerate(lines) if line.startswith("flash wear"))
+    assert lines[heading + 1].strip().startswith("NAND bytes written per host byte")
+    assert any(line.strip().startswith("member 1: host") for line in lines[heading:])
+    # The per-resource lines are the chart's bars, not text.
+    assert not any(re.search(r"\S+ +drive +[\d.]+ % busy", line) for line in lines)
+
+
+def test_no_figure_title_is_wider_than_its_panel() -> None:
+    """The HDD study's error panels were titled 'read: error per row, QD 1, 2, 4 and 8
+    (n off the axis)' centred on a 460 px panel: the browser cut 'ead: ...'."""
+    from raidlab.report.html.svg import TITLE_CHAR_PX
+
+    for name in ("study-hdd.json", "study-ssd.json", "claims.json"):
+        for svg in svgs(page(name)):
+            width = float(re.search(r"width='(\d+)'", svg).group(1))  # type: ignore[union-attr]
+            for text in re.findall(r"font-size='12' font-weight='600'[^>]*>([^<]*)<", svg):
+                assert len(text) * TITLE_CHAR_PX <= width - 16, (name, text)
+
+
+def test_a_long_title_breaks_between_words_and_keeps_every_word() -> None:
+    from raidlab.report.html.svg import Bar, BarChart, bar_chart
+
+    title = "read: error per row, QD 1, 2, 4, 8, 16 and 32 (3 off the axis, see the table)"
+    svg = bar_chart(BarChart(title, "x", (Bar("a", 1.0, "#000"),)), width=300)
+    shown = re.findall(r"font-weight='600'[^>]*>([^<]*)<", svg)
+    assert len(shown) > 1 and " ".join(shown) == title
+    assert f"<title>{title}</title>" in svg
+
+
+def test_a_range_check_is_not_drawn_as_a_ratio_to_the_claim() -> None:
+    """A range is checked against its own ends, whatever the claimed value: a bar
+    '0.05x PASS' said the opposite of the check."""
+    claims = copy.deepcopy(document("claims.json"))
+    check = next(row for row in claims["records"] if isinstance(row.get("simulated"), float))
+    check.update(tolerance_kind="range", tolerance_text="1.5..3", result="PASS")
+    name = f"{check['claim_id']} {check.get('variant') or ''}".strip()
+    html = page(claims)
+    figure = html.split("simulated / claimed, per check")[1].split("</svg>")[0]
+    assert f">{name}<" not in figure
+    bound = copy.deepcopy(document("claims.json"))
+    row = next(row for row in bound["records"] if isinstance(row.get("simulated"), float))
+    row.update(tolerance_kind="upper_bound", result="PASS")
+    assert "PASS (&lt; claimed)" in page(bound)
+
+
+def test_long_lines_of_repeat_it_wrap_inside_the_page() -> None:
+    assert re.search(r"pre \{[^}]*white-space: pre-wrap", page("sweep.csv"))
+
+
+def test_the_sweep_table_says_what_bound_each_point_as_its_csv_and_report_do(
+    tmp_path: Path,
+) -> None:
+    """The terminal's 'bottleneck' column named the busiest resource of latency-bound
+    points (drive2.flash (48 %)) where the CSV says bound=latency and the report
+    'latency: drive'."""
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text(
+        'seed = 1\n[array]\ndrive = "intel-dc-s3500-80g"\ndrives = 4\nlevel = 0\n'
+        '[tuning]\nprecondition = "steady"\n'
+        '[workload]\nrw = "randwrite"\nbs = "4K"\nios = 3000\n'
+        '[grid]\n"workload.iodepth" = [1, 32]\n'
+    )
+    out = tmp_path / "s.csv"
+    result = runner.invoke(app, ["sweep", str(sweep_file), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    # --out s.csv names the CSV itself (it wrote s.csv.csv).
+    assert out.exists() and (tmp_path / "s.parquet").exists()
+    rows = load_input(out)["records"]
+    html = page(load_input(out))
+    for row in rows:
+        expected = (
+            f"latency: {row['stage_longest']}"
+            if row["bound"] == "latency"
+            else f"{row['bottleneck']} ({100 * row['bottleneck_utilisation']:.0f} %)"
+        )
+        line = next(line for line in result.output.splitlines() if f"│ {row['point']} " in line)
+        assert expected in line, (expected, line)
+        assert f">{expected}<" in html
+    assert {row["bound"] for row in rows} == {"latency", "resource"}

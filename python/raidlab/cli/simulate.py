@@ -135,6 +135,7 @@ def atto(
                 {
                     "records": records(frame),
                     "seed": frame.attrs["seed"],
+                    "drive": _drive_name(frame.attrs["array"], flags.drive, flags.config),
                     "array": frame.attrs["array"],
                     "drive_state": drive_state(frame.attrs["array"]),
                     "explain": explain_points,
@@ -244,6 +245,7 @@ def run(
                 {
                     "records": records(run.frame()),
                     "seed": attrs["seed"],
+                    "drive": _drive_name(attrs["scenario"]["array"], flags.drive, flags.config),
                     "drive_state": drive_state(attrs["scenario"]["array"]),
                     # "write-back, the controller's default"; null without a cache.
                     "write_policy": (
@@ -492,6 +494,7 @@ def replay(
                 {
                     "records": records(frame),
                     "results": results,
+                    "drive": _drive_name(scenario["array"], flags.drive, flags.config),
                     "drive_state": drive_state(scenario["array"]),
                     "scenario": scenario,
                 }

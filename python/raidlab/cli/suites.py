@@ -178,7 +178,10 @@ def fio(
             typer.echo(f"note: drive state {drive_state(array)}", err=True)
         # The job file says the workload; the array's policy (FastPath, write cache)
         # comes from presets and flags, so it is stated too.
-        typer.echo(f"note: array {setup_line(array, flags.drive, flags.config)}", err=True)
+        setup = setup_line(array, flags.drive, flags.config)
+        typer.echo(f"note: array {setup}", err=True)
+        # Beside fio's schema, what the array was, for `raidlab report`'s title.
+        run.document["raidlab"]["setup"] = setup
         report = fio_report(run, output_format, version)
         if output is None:
             sys.stdout.write(report)
@@ -316,7 +319,8 @@ def cdm(
         if unit is not None:
             frame = cdm_units(frame, unit, output_format == "table")
         title = f"CrystalDiskMark ({profile} profile{drive_state_note(array, ', ')})"
-        print_frame(frame, output_format, title)
+        about = _about("cdm", array, flags) | {"profile": profile, "runs": int(runs)}
+        print_frame(frame, output_format, title, about)
 
 
 @app.command(
@@ -360,7 +364,12 @@ def iometer(
             seed,
             {"spec": "SPEC", "ios": "--ios", "size": "--size", "seed": "--seed"},
         )
-        print_frame(frame, output_format, f"IOMeter: {spec}{drive_state_note(array, '; ')}")
+        print_frame(
+            frame,
+            output_format,
+            f"IOMeter: {spec}{drive_state_note(array, '; ')}",
+            _about("iometer", array, flags),
+        )
 
 
 PTS_FLAGS = {
@@ -440,11 +449,27 @@ def pts(
             figure = plot_pts(
                 frame.attrs["table"], frame.attrs["summary"], frame.attrs["metric"], plot
             )
-        _print_pts(frame, test, output_format, array, figure)
+        _print_pts(frame, test, output_format, array, figure, _about("pts", array, flags))
+
+
+def _about(command: str, array: dict[str, Any], flags: ArrayFlags) -> dict[str, Any]:
+    """What a suite's JSON says of its run, for `raidlab report`: the command, the
+    array's one-line description and the array itself."""
+    return {
+        "command_name": command,
+        "setup": setup_line(array, flags.drive, flags.config),
+        "drive_state": drive_state(array),
+        "array": array,
+    }
 
 
 def _print_pts(
-    frame: Any, test: str, output_format: str, array: dict[str, Any], figure: Path | None
+    frame: Any,
+    test: str,
+    output_format: str,
+    array: dict[str, Any],
+    figure: Path | None,
+    about: dict[str, Any],
 ) -> None:
     """A PTS test's rounds (csv), summary and table (json), or its table and steady
     state (table)."""
@@ -461,6 +486,7 @@ def _print_pts(
                 },
                 "records": records(frame),
                 **({"figure": str(figure)} if figure else {}),
+                **about,
             }
         )
     else:

@@ -23,7 +23,7 @@ from raidlab.cli.flags import (
 )
 from raidlab.errors import user_errors
 from raidlab.report.output import print_json, records, stderr
-from raidlab.report.tables import number, print_table
+from raidlab.report.tables import bound_text, number, print_table
 
 # A sweep's table on the terminal: at most this many rows (all of them go to the files).
 TABLE_ROWS_MAX = 50
@@ -51,7 +51,8 @@ def sweep(
             "Output prefix: writes PREFIX.csv and PREFIX.parquet; points already in "
             "PREFIX.csv are not run again (default: out/ and the file's name). A PREFIX "
             "ending in / (or a directory) is a directory: the files go inside it, named "
-            "after the file.",
+            "after the file; one ending in .csv or .parquet names the files (x.csv "
+            "writes x.csv and x.parquet).",
         ),
     ] = None,
     *,
@@ -82,14 +83,19 @@ def sweep(
         print_json({"records": records(frame), "csv": frame.attrs["csv"]})
     else:
         varied = frame.attrs["varied"]
-        header = ["point", *varied, "IOPS", "MB/s", "bottleneck"]
+        header = ["point", *varied, "IOPS", "MB/s", "bottleneck (or longest stage)"]
         body = [
             [
                 str(row["point"]),
                 *(str(row[column]) for column in varied),
                 number(row["iops"], 0),
                 number(row["mbps"]),
-                f"{row['bottleneck']} ({number(100 * row['bottleneck_utilisation'], 0)} %)",
+                bound_text(
+                    row["bound"],
+                    row["bottleneck"],
+                    row["bottleneck_utilisation"],
+                    row["stage_longest"],
+                ),
             ]
             for row in frame.head(TABLE_ROWS_MAX).to_dict("records")
         ]

@@ -297,6 +297,9 @@ def run_sweep(
     """Run the points of ``sweep`` not yet in PREFIX.csv, then write PREFIX.csv and
     PREFIX.parquet in point order; the whole sweep's rows as a DataFrame."""
     prefix = Path(prefix)
+    if prefix.suffix in (".csv", ".parquet"):
+        # `--out results.csv` names the CSV, not a prefix of results.csv.csv.
+        prefix = prefix.with_suffix("")
     csv_path = prefix.with_name(prefix.name + ".csv")
     parquet_path = prefix.with_name(prefix.name + ".parquet")
     columns = sweep.columns()

@@ -12,21 +12,24 @@ from raidlab.units import format_size
 
 
 def explain_lines(
-    explain: Mapping[str, Any] | None, rebuild: Mapping[str, Any] | None = None
+    explain: Mapping[str, Any] | None,
+    rebuild: Mapping[str, Any] | None = None,
+    resources: bool = True,
 ) -> list[str]:
     """Human-readable lines of a results ``explain`` dict and its ``rebuild`` object.
 
     Member I/O per host I/O is printed per direction exactly as the simulator counted
     it (a RAID 5 small write: 4.000, two reads and two writes); parity bytes per host
-    byte and the rebuild only when the results carry them."""
+    byte and the rebuild only when the results carry them. ``resources=False`` leaves
+    out the per-resource lines (a page that draws them as a chart)."""
     if not explain:
         lines = ["(the simulator returned no explain data)"]
         return lines + rebuild_lines(rebuild)
     lines = [*bound_lines(explain)]
-    resources = sorted(
+    resource_list = sorted(
         explain.get("resources", []), key=lambda resource: -float(resource.get("utilisation", 0.0))
     )
-    for resource in resources:
+    for resource in resource_list if resources else []:
         lines.append(
             f"  {resource.get('name', '?'):<28} {resource.get('kind', ''):<12} "
             f"{100.0 * float(resource.get('utilisation', 0.0)):6.1f} % busy"

@@ -108,6 +108,16 @@ ADVISE_HEADER = (
 )
 
 
+def bound_text(bound: Any, bottleneck: Any, utilisation: Any, stage_longest: Any) -> str:
+    """What bound a run, as one cell: the saturated resource and how busy it was, or,
+    when no resource was near saturation, the longest stage of an I/O's path (a busiest
+    resource at 48 % is not a bottleneck). The sweep and advise tables, on the terminal
+    and in the report, all say it this way."""
+    if bound == "resource":
+        return f"{bottleneck} ({100 * float(utilisation):.0f} %)"
+    return f"latency: {stage_longest}"
+
+
 def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = list(ADVISE_HEADER)
     mission_years = frame.attrs.get("mission_years")
@@ -125,9 +135,7 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             number(row.iops, 0),
             number(row.mbps),
             number(row.lat_p99_us),
-            f"{row.bottleneck} ({100 * row.bottleneck_utilisation:.0f} %)"
-            if row.bound == "resource"
-            else f"latency: {row.stage_longest}",
+            bound_text(row.bound, row.bottleneck, row.bottleneck_utilisation, row.stage_longest),
             *([f"{row.p_loss:.3g}"] if mission_years is not None else []),
         ]
         for row in frame.itertuples()
@@ -140,7 +148,14 @@ def advise_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 FRAME_ATTRS_IN_JSON = ("spec", "summary", "why", "metric")
 
 
-def print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
+def print_frame(
+    frame: pd.DataFrame,
+    output_format: str,
+    title: str,
+    about: Mapping[str, Any] | None = None,
+) -> None:
+    """The frame as CSV, JSON or a table; ``about`` (JSON only) says what was run, e.g.
+    the command, the array and its one-line description, for `raidlab report`."""
     if output_format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
         return
@@ -149,6 +164,7 @@ def print_frame(frame: pd.DataFrame, output_format: str, title: str) -> None:
             {
                 "records": records(frame),
                 **{k: v for k, v in frame.attrs.items() if k in FRAME_ATTRS_IN_JSON},
+                **(about or {}),
             }
         )
         return

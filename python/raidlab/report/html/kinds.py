@@ -14,13 +14,16 @@ from raidlab.report.html.charts import explain_figures, ranking_figure, transfer
 from raidlab.report.html.document import INPUT_LABEL, need, need_number, need_rows
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
 from raidlab.report.html.svg import Bar, BarChart, LegendItem, bar_chart, number_text
-from raidlab.report.tables import ADVISE_HEADER
+from raidlab.report.tables import ADVISE_HEADER, bound_text
 from raidlab.units import format_size
 
 RESULT_CSS = {"PASS": "pass", "FAIL": "fail"}
 # Checks a ratio simulated / claimed does not describe: a difference in percentage
-# points (a penalty of 30 % claimed, -0.0 % simulated) or a direction.
-RATIO_FREE_TOLERANCES = frozenset({"absolute", "direction", "unchanged"})
+# points (a penalty of 30 % claimed, -0.0 % simulated), a direction, or a range checked
+# against its own ends whatever the claimed value (a 0.05x bar marked PASS misleads).
+RATIO_FREE_TOLERANCES = frozenset({"absolute", "direction", "unchanged", "range"})
+# Bounds pass far from 1x: the bar's text says which side of the claim passes.
+BOUND_TEXT = {"lower_bound": ">= claimed", "upper_bound": "< claimed"}
 # Bars in the ranking figure: the best are what a reader compares.
 RANKING_BARS_MAX = 40
 
@@ -324,6 +327,7 @@ def _claims_figures(checks: Sequence[Mapping[str, Any]]) -> list[Figure]:
             continue
         ratio = float(simulated) / float(claimed)
         name = f"{row['claim_id']} {row.get('variant') or ''}".strip()
+        side = BOUND_TEXT.get(str(row.get("tolerance_kind")))
         colour = style.OKABE_ITO[0] if row["result"] == "PASS" else style.OKABE_ITO[1]
         bars.append(
             Bar(
@@ -333,7 +337,7 @@ def _claims_figures(checks: Sequence[Mapping[str, Any]]) -> list[Figure]:
                 tip=f"{name} ({row['result']}): claimed "
                 f"{number_text(float(claimed))} {row.get('unit') or ''}, simulated "
                 f"{number_text(float(simulated))}; {row.get('condition') or ''}",
-                text=f"{ratio:.2f}x {row['result']}",
+                text=f"{ratio:.2f}x {row['result']}" + (f" ({side})" if side else ""),
             )
         )
     if not bars:
@@ -476,10 +480,11 @@ def read_advise(document: Mapping[str, Any]) -> Report:
 def _advise_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     body = []
     for row in rows:
-        bound = (
-            f"{row.get('bottleneck')} ({100 * float(row.get('bottleneck_utilisation') or 0):.0f} %)"
-            if row.get("bound") == "resource"
-            else f"latency: {row.get('stage_longest')}"
+        bound = bound_text(
+            row.get("bound"),
+            row.get("bottleneck"),
+            row.get("bottleneck_utilisation") or 0,
+            row.get("stage_longest"),
         )
         usable = row.get("usable_bytes")
         body.append(
@@ -558,14 +563,14 @@ def _run_report(
         ),
         Section(
             "Explain: where the time goes",
-            # The per-resource lines (indented) are the utilisation chart's bars.
-            lines=tuple(line for line in explain_lines(explain, rebuild) if line[:2] != "  "),
+            # The per-resource lines are the utilisation chart's bars.
+            lines=tuple(explain_lines(explain, rebuild, resources=False)),
             figures=tuple(explain_figures(explain, "explain breakdown")),
         ),
     ]
     return Report(
         kind,
-        f"raidlab {kind}: {_array_text(scenario.get('array') or {})}",
+        f"raidlab {kind}: {array_text(scenario.get('array') or {}, document.get('drive'))}",
         f"{_workload_text(workload)}; seed {document.get('seed', scenario.get('seed', '?'))}"
         f"{'; drives ' + str(document['drive_state']) if document.get('drive_state') else ''}",
         headline,
@@ -576,13 +581,15 @@ def _run_report(
     )
 
 
-def _array_text(array: Mapping[str, Any]) -> str:
+def array_text(array: Mapping[str, Any], drive_name: Any = None) -> str:
+    """The array in a title: the drive as the command named it (its preset; files
+    written before the name was recorded give the drive's kind)."""
     drive = array.get("drive") or {}
     controller = array.get("controller") or {}
     count = array.get("drive_count")
     return (
         f"RAID {array.get('level', '?')} of {count if count is not None else '?'} x "
-        f"{drive.get('kind', '?')} on {controller.get('name', '?')}, "
+        f"{drive_name or drive.get('kind', '?')} on {controller.get('name', '?')}, "
         f"{style.striping_text(count, array.get('stripe_unit_bytes'))}"
     )
 
@@ -659,7 +666,7 @@ def read_atto(document: Mapping[str, Any]) -> Report:
                     f"{format_size(int(best['block_bytes']))} at QD {best['qd']}",
                 )
             )
-    title = f"ATTO sweep: {_array_text(array)}"
+    title = f"ATTO sweep: {array_text(array, document.get('drive'))}"
     sections = [
         Section(
             "MB/s over transfer size (simulated)",

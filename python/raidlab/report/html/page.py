@@ -37,7 +37,8 @@ th[aria-sort=ascending]::after { content: " \\25B2"; }
 th[aria-sort=descending]::after { content: " \\25BC"; }
 td.pass { color: #0072B2; font-weight: 600; } td.fail { color: #D55E00; font-weight: 600; }
 td.suspect { background: #f7f1e3; font-style: italic; }
-pre { background: #f6f6f6; padding: .6em; overflow: auto; max-height: 30em; }
+pre { background: #f6f6f6; padding: .6em; overflow: auto; max-height: 30em;
+      white-space: pre-wrap; overflow-wrap: anywhere; }
 .lines p { margin: .2em 0; }
 """
 

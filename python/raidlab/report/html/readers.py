@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.report.html import cache_study, kinds, sweep
+from raidlab.report.html import cache_study, kinds, planning, suites, sweep
 from raidlab.report.html.document import INPUT_BYTES_MAX, INPUT_LABEL
 from raidlab.report.html.model import Report
 
@@ -82,6 +82,31 @@ def _is_atto(document: Mapping[str, Any]) -> bool:
     return "array" in document and isinstance(document.get("explain"), list)
 
 
+def _is_fio(document: Mapping[str, Any]) -> bool:
+    return "fio version" in document and isinstance(document.get("jobs"), list)
+
+
+def _is_cdm(document: Mapping[str, Any]) -> bool:
+    return {"test", "op", "mbps"} <= set(_first(document)) and "spec" not in document
+
+
+def _is_iometer(document: Mapping[str, Any]) -> bool:
+    return isinstance(document.get("spec"), Mapping) and "records" in document
+
+
+def _is_pts(document: Mapping[str, Any]) -> bool:
+    summary = document.get("summary")
+    return isinstance(summary, Mapping) and "tracking" in summary and "table" in document
+
+
+def _is_life(document: Mapping[str, Any]) -> bool:
+    return "drive_preset" in document and isinstance(document.get("drives"), list)
+
+
+def _is_risk(document: Mapping[str, Any]) -> bool:
+    return "mttdl_hours" in document and "p_loss" in document
+
+
 def readers() -> list[Reader]:
     """Every reader, in the order they are tried (claims before studies: both have
     ``study``)."""
@@ -99,6 +124,12 @@ def readers() -> list[Reader]:
         Reader("replay", "raidlab replay", _is_replay, kinds.read_replay),
         Reader("run", "raidlab run", _is_run, kinds.read_run),
         Reader("atto", "raidlab atto", _is_atto, kinds.read_atto),
+        Reader("fio", "raidlab fio --output-format json", _is_fio, suites.read_fio),
+        Reader("cdm", "raidlab cdm", _is_cdm, suites.read_cdm),
+        Reader("iometer", "raidlab iometer", _is_iometer, suites.read_iometer),
+        Reader("pts", "raidlab pts", _is_pts, suites.read_pts),
+        Reader("life", "raidlab life", _is_life, planning.read_life),
+        Reader("risk", "raidlab risk", _is_risk, planning.read_risk),
     ]
 
 

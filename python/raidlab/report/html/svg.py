@@ -28,6 +28,9 @@ POINT_RADIUS = 3.5
 PANEL_WIDTH = 460
 PANEL_HEIGHT = 300
 BAR_HEIGHT = 18
+# The 12 px bold titles: a character is wider than a label's.
+TITLE_CHAR_PX = 7.2
+TITLE_LINE_PX = 15
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,9 @@ def log_ticks(low: float, high: float) -> list[float]:
 class _Frame:
     """Pixel mapping of a panel's plot area."""
 
-    def __init__(self, panel: XYPanel, legend_rows: int) -> None:
+    def __init__(self, panel: XYPanel, legend_rows: int, title_extra: float = 0.0) -> None:
         self.left, self.right = 62.0, PANEL_WIDTH - 14.0
-        self.top = 30.0 + 16.0 * legend_rows
+        self.top = 30.0 + title_extra + 16.0 * legend_rows
         self.bottom = panel.height - 46.0
         xs = [x for x, _ in panel.x_ticks] or [p.x for s in panel.series for p in s.points]
         self.x_low, self.x_high = math.log2(min(xs)), math.log2(max(xs))
@@ -231,17 +234,41 @@ def _legend(items: Sequence[LegendItem], left: float, top: float, width: float) 
     return parts
 
 
+def _title_lines(title: str, width: float) -> list[str]:
+    """The title in lines that fit the panel: a centred title wider than the panel
+    would be cut at both edges, so it breaks between words instead."""
+    room = max(8, int((width - 16) / TITLE_CHAR_PX))
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _title(title: str, width: float) -> tuple[list[str], float]:
+    """The title's ``<title>`` and text elements, and the pixels its extra lines take."""
+    lines = _title_lines(title, width)
+    parts = [f"<title>{escape(title)}</title>"]
+    for index, line in enumerate(lines):
+        parts.append(
+            f"<text x='{width / 2:.0f}' y='{16 + TITLE_LINE_PX * index}' font-size='12' "
+            f"font-weight='600' text-anchor='middle'>{escape(line)}</text>"
+        )
+    return parts, TITLE_LINE_PX * (len(lines) - 1)
+
+
 def xy_panel(panel: XYPanel) -> str:
     """One panel as an ``<svg>`` element."""
     legend_rows = len(_legend_rows(panel.legend, PANEL_WIDTH - 20)) if panel.legend else 0
-    frame = _Frame(panel, legend_rows)
+    title, title_extra = _title(panel.title, PANEL_WIDTH)
+    frame = _Frame(panel, legend_rows, title_extra)
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' viewBox='0 0 {PANEL_WIDTH} "
         f"{panel.height}' width='{PANEL_WIDTH}' height='{panel.height}' role='img' {FONT}>",
-        f"<title>{escape(panel.title)}</title>",
-        f"<text x='{PANEL_WIDTH / 2:.0f}' y='16' font-size='12' font-weight='600' "
-        f"text-anchor='middle'>{escape(panel.title)}</text>",
-        *_legend(panel.legend, 12, 34, PANEL_WIDTH - 20),
+        *title,
+        *_legend(panel.legend, 12, 34 + title_extra, PANEL_WIDTH - 20),
         *_axes(panel, frame),
     ]
     for series in panel.series:
@@ -303,7 +330,8 @@ def bar_chart(chart: BarChart, width: int = PANEL_WIDTH) -> str:
     # Labels take what they need, up to 55 % of the chart (longer ones are cut at the left).
     label_px = min(0.55 * width, 12 + CHAR_PX * max([len(bar.label) for bar in chart.bars] + [4]))
     legend_rows = len(_legend_rows(chart.legend, width - 20)) if chart.legend else 0
-    top = 30.0 + 16.0 * legend_rows
+    title, title_extra = _title(chart.title, width)
+    top = 30.0 + title_extra + 16.0 * legend_rows
     height = top + BAR_HEIGHT * len(chart.bars) + 40
     value_max = (
         chart.value_max or nice_ticks(0.0, max([bar.value for bar in chart.bars] + [1e-9]), 4)[-1]
@@ -312,10 +340,8 @@ def bar_chart(chart: BarChart, width: int = PANEL_WIDTH) -> str:
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' viewBox='0 0 {width} "
         f"{height:.0f}' width='{width}' height='{height:.0f}' role='img' {FONT}>",
-        f"<title>{escape(chart.title)}</title>",
-        f"<text x='{width / 2:.0f}' y='16' font-size='12' font-weight='600' "
-        f"text-anchor='middle'>{escape(chart.title)}</text>",
-        *_legend(chart.legend, 12, 34, width - 20),
+        *title,
+        *_legend(chart.legend, 12, 34 + title_extra, width - 20),
     ]
     for index, bar in enumerate(chart.bars):
         y = top + BAR_HEIGHT * index

@@ -21,6 +21,7 @@ from raidlab.report.html.charts import ranking_figure
 from raidlab.report.html.document import INPUT_BYTES_MAX, INPUT_LABEL, need_number, need_rows
 from raidlab.report.html.model import Cell, Figure, Headline, Report, Section, Table
 from raidlab.report.html.svg import Bar, BarChart, bar_chart, number_text
+from raidlab.report.tables import bound_text
 
 SWEEP_KEYS = ("point", "key", "iops", "mbps")
 # The sweep's first summary column: the varied keys are the columns between ``key`` and it.
@@ -220,10 +221,11 @@ def _points_table(rows: Sequence[Mapping[str, Any]], varied: Sequence[str]) -> T
     )
     body = []
     for row in rows[:TABLE_ROWS_MAX]:
-        bound = (
-            f"{row.get('bottleneck')} ({100 * _number(row.get('bottleneck_utilisation')):.0f} %)"
-            if row.get("bound") == "resource"
-            else f"latency: {row.get('stage_longest')}"
+        bound = bound_text(
+            row.get("bound"),
+            row.get("bottleneck"),
+            _number(row.get("bottleneck_utilisation")),
+            row.get("stage_longest"),
         )
         body.append(
             (
