@@ -118,7 +118,7 @@ demo: setup
 	@echo "Figures: out/ssd-raid0-atto/*.png and out/hdd-raid0-atto/*.png"
 	@echo "Report: out/report.html (open it in a browser; it needs no network)"
 
-test: tools setup lint test-rust test-python
+test: tools setup lint test-rust test-python test-docs
 
 test-rust:
 	cargo test --quiet --workspace --exclude raidlab-py --profile ci
@@ -127,8 +127,8 @@ test-rust:
 # network and disk more than CPU) runs beside the rest of the suite, so it overlaps
 # them instead of adding its minutes; its output follows theirs. Plain `pytest`
 # deselects it (pyproject.toml).
-# Every shell block of README.md and docs/ run as a script (tests/test_docs_run.py):
-# tens of minutes, so not part of `make test` yet.
+# Every shell block of README.md and docs/ run as a script, transcripts checked line
+# by line (tests/test_docs_run.py): the docs reproduce studies, so this takes minutes.
 test-docs: setup
 	$(PY) -m pytest -q -m docs tests/test_docs_run.py
 

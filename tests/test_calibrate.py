@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 from conftest import require_tool
+from doc_figures import quoted, table_column
 from raidlab import api
 from raidlab.cli import app
 from raidlab.frontends.calibrate import (
@@ -90,7 +92,37 @@ def _calibrate_preset(tmp: Path, kind: str, preset: str, capacity: str) -> Path:
     )
     assert fit.exit_code == 0, fit.output
     print(fit.stdout)
+    _check_fit_against_the_docs(kind, fit.stdout)
     return out
+
+
+# How far the figures docs/calibrate.md quotes may be from the round trips' (percentage
+# points): the fits are deterministic; this leaves the docs' rounding and nothing more.
+DOC_POINTS = 0.5
+DOC_COLUMN = {"ssd": "intel-dc-s3500-80g", "hdd": "hitachi-deskstar-250g"}
+
+
+def _check_fit_against_the_docs(kind: str, said: str) -> None:
+    """The fit's RMS error and worst job as docs/calibrate.md quotes them."""
+    match = re.search(r"RMS error ([\d.]+) %, worst (\S+) ([+-][\d.]+) %", said)
+    assert match, said
+    worst_job = re.escape(match.group(2))
+    doc = quoted(
+        "docs/calibrate.md",
+        rf"(?P<rms>[\d.]+) % \({kind.upper()}, worst `{worst_job}` (?P<worst>[+-][\d.]+) %\)",
+    )
+    assert abs(doc["rms"] - float(match.group(1))) <= DOC_POINTS, (doc, said)
+    assert abs(doc["worst"] - float(match.group(3))) <= DOC_POINTS, (doc, said)
+
+
+def _check_held_out_against_the_docs(kind: str, errors: list[tuple[str, float]]) -> None:
+    """The held-out table of docs/calibrate.md is this round trip's, row by row."""
+    doc = list(table_column("docs/calibrate.md", "held-out workload", DOC_COLUMN[kind]).values())
+    assert len(doc) == len(errors)
+    for (label, measured), quoted_pct in zip(errors, doc, strict=True):
+        assert abs(measured - quoted_pct) <= DOC_POINTS, (
+            f"docs/calibrate.md quotes {quoted_pct:+.1f} % for {label}; measured {measured:+.1f} %"
+        )
 
 
 def _held_out_errors(preset: str, fitted: Path, ios: int) -> list[tuple[str, float]]:
@@ -155,6 +187,7 @@ def test_an_ssd_fitted_to_its_simulated_measurement_predicts_held_out_arrays(
 ) -> None:
     fitted = _calibrate_preset(workdir, "ssd", "intel-dc-s3500-80g", "80000000000")
     errors = _held_out_errors("intel-dc-s3500-80g", fitted, ios=8_000)
+    _check_held_out_against_the_docs("ssd", errors)
     worst = max(errors, key=lambda item: abs(item[1]))
     assert abs(worst[1]) <= HELD_OUT_PCT, errors
 
@@ -166,6 +199,7 @@ def test_an_hdd_fitted_to_its_simulated_measurement_predicts_held_out_arrays(
     table = tomllib.loads(fitted.read_text())["fitted-hitachi-deskstar-250g"]
     assert table["write_cache"] is False  # the study drive's, found from the writes
     errors = _held_out_errors("hitachi-deskstar-250g", fitted, ios=2_000)
+    _check_held_out_against_the_docs("hdd", errors)
     worst = max(errors, key=lambda item: abs(item[1]))
     assert abs(worst[1]) <= HELD_OUT_PCT, errors
 

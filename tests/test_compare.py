@@ -85,3 +85,38 @@ def test_a_bad_file_is_one_line(
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.output
+
+
+def test_two_scenarios_are_simulated_then_compared(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    """A scenario (a run's `scenario`, as the report's Repeat-it block saves it) is
+    simulated as `run` simulates it: its figures are the run's."""
+    a, b = pair
+    scenarios = []
+    for run in (a, b):
+        path = tmp_path / f"scenario-{run.name}"
+        path.write_text(json.dumps(json.loads(run.read_text())["scenario"]))
+        scenarios.append(path)
+    from_runs = runner.invoke(app, ["compare", str(a), str(b), "--format", "json"])
+    from_scenarios = runner.invoke(
+        app, ["compare", str(scenarios[0]), str(scenarios[1]), "--format", "json"]
+    )
+    assert from_scenarios.exit_code == 0, from_scenarios.output
+    simulated, written = json.loads(from_scenarios.stdout), json.loads(from_runs.stdout)
+    assert simulated["changes"] == written["changes"] and simulated["why"] == written["why"]
+    # A run's JSON writes its figures to 13 significant digits.
+    for got, want in zip(simulated["figures"], written["figures"], strict=True):
+        assert (got["op"], got["metric"]) == (want["op"], want["metric"])
+        assert got["a"] == pytest.approx(want["a"], rel=1e-11)
+        assert got["b"] == pytest.approx(want["b"], rel=1e-11)
+    mixed = runner.invoke(app, ["compare", str(a), str(scenarios[0]), "--format", "json"])
+    assert json.loads(mixed.stdout)["changes"] == []
+
+
+def test_a_scenario_the_simulator_refuses_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "array": {"level": "x"}}')
+    result = runner.invoke(app, ["compare", str(bad), str(bad)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: A ({bad}): "), result.output
+    assert "array.level" in lines[0]

@@ -6,7 +6,8 @@ reader following the page would. A block that cannot run here is listed in NOT_R
 with the reason, and that list is checked to name only blocks that exist, so it cannot
 hide a block that was renamed.
 
-Selected with `-m docs` (`make test-docs`): the whole set takes tens of minutes.
+Selected with `-m docs` (`make test-docs`, part of `make test`): minutes, as the docs
+reproduce whole studies.
 
 A transcript block (lines `$ command` followed by what it prints) checks the output:
 each printed line must be what the command prints, and a transcript whose output is an
@@ -32,6 +33,9 @@ COMMAND = re.compile(r"^\s*(\$ )?(raidlab|raidlab-engine|\$E)\b")
 
 # Blocks not run, by "file:line" of their opening fence, and why.
 NOT_RUN: dict[str, str] = {}
+
+# A transcript's line that stands for lines left out ("abridged").
+ELLIPSIS = frozenset({"...", "…"})
 
 # Seconds a block may take: the longest documented commands reproduce a whole study.
 BLOCK_TIMEOUT_S = 600
@@ -96,8 +100,28 @@ def _environment() -> dict[str, str]:
     }
 
 
+# A reader runs a page's blocks in one shell: a variable one block sets (`A="--drive
+# ..."`) is there in the next. Each block sources what the earlier ones set and, on its
+# way out, appends the variables it created.
+SHELL_STATE = ".docs-shell-state"
+PROLOGUE = f"""set -euo pipefail
+[ -f {SHELL_STATE} ] && source {SHELL_STATE}
+__docs_before=$(compgen -v)
+__docs_exit() {{
+  status=$?
+  for name in $(compgen -v); do
+    case "$name" in __docs_*|status|name|BASH*|FUNCNAME|PIPESTATUS|_) continue;; esac
+    grep -qx "$name" <<<"$__docs_before" || declare -p "$name" >>{SHELL_STATE} 2>/dev/null || true
+  done
+  kill $(jobs -p) 2>/dev/null || true
+  return $status
+}}
+trap __docs_exit EXIT
+"""
+
+
 def _run_script(block: Block, cwd: Path) -> subprocess.CompletedProcess[str]:
-    script = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block.text
+    script = PROLOGUE + block.text
     process = subprocess.Popen(
         ["bash", "-c", script],
         cwd=cwd,
@@ -118,10 +142,16 @@ def _run_script(block: Block, cwd: Path) -> subprocess.CompletedProcess[str]:
 def _transcript(block: Block) -> list[tuple[str, list[str]]]:
     """(command, the lines shown after it) of each `$ ` line."""
     steps: list[tuple[str, list[str]]] = []
+    continued = False
     for line in block.text.splitlines():
-        if line.startswith("$ "):
+        if continued:
+            # `$ raidlab run ... \` goes on over the next lines, as in a shell.
+            steps[-1] = (steps[-1][0] + "\n" + line, steps[-1][1])
+            continued = line.endswith("\\")
+        elif line.startswith("$ "):
             steps.append((line[2:], []))
-        elif steps and line.strip():
+            continued = line.endswith("\\")
+        elif steps and line.strip() and line.strip() not in ELLIPSIS:
             steps[-1][1].append(line)
     return steps
 

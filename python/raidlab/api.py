@@ -246,6 +246,23 @@ def run_workload_rows(
     )
 
 
+def run_scenario(scenario: Mapping[str, Any], label: str = "scenario") -> dict[str, Any]:
+    """A whole scenario document simulated as ``run`` simulates it: what ``run
+    --format json`` writes as its ``scenario`` (and the report's "Repeat it" saves).
+    Returns ``run --format json``'s document: records, seed, explain and the scenario.
+    A scenario the simulator refuses is one error naming ``label`` and the field."""
+    try:
+        results = simulate(dict(scenario))
+    except RaidlabError as error:
+        raise RaidlabError(label, f"{error.field}: {error.message}") from None
+    return {
+        "records": run_rows(results),
+        "seed": scenario.get("seed"),
+        "explain": results.get("explain"),
+        "scenario": dict(scenario),
+    }
+
+
 def run(
     config: str | Path | None = None,
     *,

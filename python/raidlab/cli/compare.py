@@ -36,20 +36,31 @@ def _change(value: float | None) -> str:
   raidlab run --drive adata-sp900-128g --drives 4 --controller intel-h97-rst \\
       --iodepth 32 --format json > b.json
   raidlab compare a.json b.json
+  raidlab compare scenario-a.json scenario-b.json   # scenarios: simulated, then compared
 """
 )
 @flagset(FORMAT)
 def compare(
-    a: Annotated[str, typer.Argument(metavar="A", help="A `raidlab run --format json` result.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help="A `raidlab run --format json` result, or a scenario (its `scenario`, "
+            "as the report's Repeat-it block saves it), simulated first.",
+        ),
+    ],
     b: Annotated[str, typer.Argument(metavar="B", help="Another one, compared with A.")],
     *,
     output_format: str,
 ) -> None:
-    """Two runs side by side: what differs in their scenarios, each figure and its
-    change, and why (what bound each run, the time per stage of an I/O's path)."""
+    """Two runs (or two scenarios, simulated first) side by side: what differs in
+    their scenarios, each figure and its change, and why (what bound each run, the
+    time per stage of an I/O's path)."""
     with user_errors():
         output_format = check_format(output_format)
-        doc = comparison(load_run(a, "A"), load_run(b, "B"))
+        from raidlab import api  # the simulator, for a scenario given as A or B
+
+        doc = comparison(load_run(a, "A", api.run_scenario), load_run(b, "B", api.run_scenario))
         if output_format == "json":
             print_json(doc)
             return

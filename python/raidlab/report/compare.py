@@ -1,6 +1,7 @@
-"""A/B: two `raidlab run --format json` results side by side, with what differs in
-their scenarios, the figures per direction and the change, and why (the explain
-breakdown of each: what bound it, the busiest resource, the time per stage).
+"""A/B: two `raidlab run --format json` results (or scenarios, simulated first) side
+by side, with what differs in their scenarios, the figures per direction and the
+change, and why (the explain breakdown of each: what bound it, the busiest resource,
+the time per stage).
 
 Pure functions on the documents; ``raidlab compare`` prints them.
 """
@@ -8,7 +9,7 @@ Pure functions on the documents; ``raidlab compare`` prints them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from raidlab.errors import RaidlabError, read_user_text
@@ -22,20 +23,35 @@ METRICS = (
 )
 
 
-def load_run(path: str, label: str) -> dict[str, Any]:
-    """A `raidlab run --format json` document from ``path``; anything else is one
-    error naming ``label``."""
+SCENARIO_KEYS = ("schema", "array")
+
+
+def load_run(
+    path: str,
+    label: str,
+    simulate: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A `raidlab run --format json` document from ``path``, or a scenario document
+    (its ``scenario``, as the report's "Repeat it" saves it), simulated here; anything
+    else is one error naming ``label``. ``simulate`` (``api.run_scenario``) runs a
+    scenario; without it a scenario is refused."""
     text = read_user_text(path, label)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise RaidlabError(label, f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
+    if (
+        simulate is not None
+        and isinstance(document, dict)
+        and all(key in document for key in SCENARIO_KEYS)
+    ):
+        return simulate(document, f"{label} ({path})")
     wanted = ("records", "explain", "scenario")
     if not isinstance(document, dict) or not all(key in document for key in wanted):
         raise RaidlabError(
             label,
             f"{path}: not the output of `raidlab run --format json` "
-            "(records, explain and scenario expected)",
+            "(records, explain and scenario expected) nor a scenario (schema, array)",
         )
     return document
 
