@@ -154,6 +154,9 @@ pub fn prepare_replacement(file: &File, path: &Path, need: u64) -> Result<()> {
             )),
         };
     }
+    if meta.blocks().saturating_mul(512) >= need {
+        return Ok(()); // every block there already: nothing to allocate, or to change
+    }
     let full = |free: Option<u64>| {
         let free = free.map_or(String::new(), |f| format!(", it has {f} B free"));
         member_err(

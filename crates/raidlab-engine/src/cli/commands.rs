@@ -286,12 +286,21 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         .into_iter()
         .filter(|p| p.as_os_str() != old)
         .collect();
-    prepare_new(&new_file, new, &members, a.force)?;
+    // NEW's space is allocated before OLD is failed, but after what can be checked
+    // without touching it (offline: the role of OLD), so a refusal changes no file.
+    let need = check_new(&new_file, new, &members, a.force)?;
+    let allocate = || match need {
+        Some(bytes) => crate::array::prepare_replacement(&new_file, new, bytes),
+        None => Ok(()),
+    };
     let mut print = render::progress_printer();
     let req = json!({
         "cmd": "replace", "old": old, "new": new.display().to_string(),
         "rate": a.rate, "wait": !a.no_wait,
     });
+    if served(&members)? {
+        allocate()?;
+    }
     let remote = ask_server(&members, req, Some(&new_file), |p| {
         print(
             p["role"].as_u64().unwrap_or(0) as u32,
@@ -309,6 +318,7 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         None => {
             let array = assemble(&members, &a.array)?;
             let role = array.role_of(old)?;
+            allocate()?;
             if !array.failed().contains(role) {
                 array.fail_member(role)?;
             }
@@ -322,20 +332,25 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
     Ok(0)
 }
 
-/// Makes NEW (`file`, opened from `new`) ready before the array changes at all: claimed
-/// (a file another array holds, its live journal included, is refused naming the
-/// holder), refused when it carries raidlab metadata (another array's member, spare,
-/// journal or cache: unless `force`; this array's journal or cache: always), and its
-/// space allocated, so that a full filesystem fails `replace` while OLD still works.
-/// A member of this same array that it no longer uses may come back (md's re-add).
-fn prepare_new(file: &std::fs::File, new: &Path, members: &[PathBuf], force: bool) -> Result<()> {
+/// Checks NEW (`file`, opened from `new`) before the array changes at all: claimed (a
+/// file another array holds, its live journal included, is refused naming the holder),
+/// refused when it carries raidlab metadata (another array's member, spare, journal or
+/// cache: unless `force`; this array's journal or cache: always). A member of this same
+/// array that it no longer uses may come back (md's re-add). Returns the bytes a member
+/// of the array needs, for [`crate::array::prepare_replacement`], when known.
+fn check_new(
+    file: &std::fs::File,
+    new: &Path,
+    members: &[PathBuf],
+    force: bool,
+) -> Result<Option<u64>> {
     use crate::format::probe::{probe, Found};
     crate::array::claim(file, new)?;
     let Some(sb) = members
         .iter()
         .find_map(|m| crate::array::read_superblock(m).ok())
     else {
-        return Ok(()); // no array to replace into: assembling says why
+        return Ok(None); // no array to replace into: assembling says why
     };
     let own = match probe(file) {
         None => None,
@@ -362,8 +377,14 @@ fn prepare_new(file: &std::fs::File, new: &Path, members: &[PathBuf], force: boo
             new.display()
         )));
     }
-    let need = crate::format::superblock::DATA_OFFSET_BYTES + sb.spec.member_capacity_bytes;
-    crate::array::prepare_replacement(file, new, need)
+    Ok(Some(
+        crate::format::superblock::DATA_OFFSET_BYTES + sb.spec.member_capacity_bytes,
+    ))
+}
+
+/// Whether a server answers for the array of `members` (a status request, no change).
+fn served(members: &[PathBuf]) -> Result<bool> {
+    Ok(ask_server(members, json!({"cmd": "status"}), None, |_| {})?.is_some())
 }
 
 /// NEW must be another file or device than every member, OLD included: a rebuild reads
