@@ -462,5 +462,36 @@ fn a_member_behind_a_loop_device_is_refused_naming_the_device() {
         "{err}"
     );
     drop(dev);
-    status(d, &args(&[], &m));
+    // The other way round: a loop device set up over the journal a server holds,
+    // given to `create --force` as its journal, is refused naming the server.
+    let (a, ja) = create_a(d);
+    let server = serve(d, &args(&["--journal", &ja], &a));
+    let Some(dev) = Loop::over(&ja) else {
+        return;
+    };
+    let n = paths(d, &["n0", "n1", "n2"]);
+    let head = [
+        "create",
+        "--level",
+        "5",
+        "--size",
+        "8M",
+        "--sparse",
+        "--force",
+        "--journal",
+        &dev.0,
+        "--journal-size",
+        JOURNAL_SIZE,
+    ];
+    let err = refused(d, &args(&head, &n));
+    assert!(
+        err.contains(&dev.0) && err.contains(&format!("a loop device over {ja}")),
+        "{err}"
+    );
+    assert!(err.contains("in use by pid"), "{err}");
+    drop(dev);
+    server.stop();
+    // The journal is whole: the array assembles with it.
+    let s = status(d, &args(&["--journal", &ja], &a));
+    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
 }
