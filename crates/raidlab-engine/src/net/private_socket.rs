@@ -100,8 +100,8 @@ fn fallback_dir() -> Option<PathBuf> {
         std::fs::symlink_metadata(dir)
             .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
     };
-    if uid == 0 {
-        return writable_by_us_alone(Path::new("/run")).then(|| PathBuf::from("/run/raidlab"));
+    if uid == 0 && writable_by_us_alone(Path::new("/run")) {
+        return Some(PathBuf::from("/run/raidlab"));
     }
     let run_user = PathBuf::from(format!("/run/user/{uid}"));
     if writable_by_us_alone(&run_user) {
