@@ -115,7 +115,8 @@ fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
         .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
         .filter_map(|e| {
             let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
-            // The kernel appends " (deleted)" to a backing file removed since.
+            // A backing file removed since reads "PATH (deleted)": no file has that
+            // name, so it matches no member (its data is no member's any more).
             let backing = backing.trim_end_matches('\n');
             Some((
                 Path::new("/dev").join(e.file_name()),
