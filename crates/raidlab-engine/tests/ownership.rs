@@ -264,7 +264,18 @@ fn replace_onto_a_full_filesystem_fails_before_failing_the_member() {
     assert!(!Path::new(&new).exists(), "the refused NEW is left behind");
     let s = status(d, &args(&[], &a));
     assert_eq!(s["failed"], serde_json::json!([]), "{s}");
-    assert!(s["members"].to_string().contains("active"), "{s}");
+    // The same through a server: refused before the server fails anything.
+    let server = serve(d, &args(&[], &a));
+    let err = refused(d, &args(&["replace", &a[1], &new], &a));
+    assert!(err.contains("not enough space"), "{err}");
+    assert!(!Path::new(&new).exists(), "the refused NEW is left behind");
+    let s = status(d, &args(&[], &a));
+    assert_eq!(
+        (&s["served"], &s["failed"]),
+        (&serde_json::json!(true), &serde_json::json!([])),
+        "{s}"
+    );
+    server.stop();
 }
 
 /// Runs the engine with umask 000 in `d` (`sh -c 'umask 000; exec ENGINE "$@"'`, with
