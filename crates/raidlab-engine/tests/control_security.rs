@@ -292,7 +292,12 @@ fn another_uid_cannot_fail_a_member_or_check_through_the_socket() {
     if without_other_uid(d) {
         return;
     }
-    let m = create(d); // 0644: nobody reads the superblocks, finds the array's UUID
+    let m = create(d);
+    // Members are made 0600; opened to reading (0644), nobody finds the array's UUID
+    // in their superblocks and reaches for its socket: what this test is about.
+    for f in &m {
+        chmod(Path::new(f), 0o644);
+    }
     let run = d.join("run");
     std::fs::create_dir(&run).unwrap();
     chmod(&run, 0o755);

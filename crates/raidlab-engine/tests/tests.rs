@@ -26,6 +26,7 @@ mod nbd_tls;
 mod nbd_tls_psk;
 mod online_rebuild;
 mod online_story;
+mod ownership;
 mod ppl;
 mod real_clients;
 mod rebuild_resume;

@@ -477,7 +477,8 @@ def create(
 ) -> ArrayStatus:
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
-    ``assume_clean``; members of another array are refused unless ``force``.
+    ``assume_clean``; files that carry another array's member, spare, journal or cache
+    are refused unless ``force``. Files are created mode 0600.
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
@@ -654,8 +655,13 @@ def replace(
     progress: Progress | None = None,
     journal: Member | None = None,
     cache_members: Sequence[Member] | None = None,
+    force: bool = False,
 ) -> ArrayStatus:
     """Rebuild the role of ``old`` (a path or role index) onto ``new``.
+
+    ``new`` that carries another array's member, spare, journal or cache is refused
+    unless ``force``; this array's own journal or cache members always are. Its space is
+    allocated before ``old`` is failed, so a full filesystem changes nothing.
 
     Offline when the array is not served; online (clients keep working) when it is.
     ``rate`` caps the rebuild in bytes/s (``"200M"``). ``progress(done_bytes,
@@ -671,6 +677,7 @@ def replace(
         "no_wait": not wait,
         "journal": journal,
         "cache_members": cache_members or None,
+        "force": force,
     }
     return run_replace(options, progress)
 

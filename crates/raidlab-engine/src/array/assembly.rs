@@ -182,7 +182,9 @@ impl Array {
         let policy = consistency_policy(opts, &geo)?;
         let journal = match &opts.journal {
             None => None,
-            Some(path) => Some(create_journal(path, paths, opts, &geo, uuid, &mut undo)?),
+            Some(path) => Some(create_journal(
+                path, paths, opts, &geo, uuid, &ids, &mut undo,
+            )?),
         };
         let mut array = Self::with_state(
             spec,
@@ -688,7 +690,11 @@ fn assembled_bitmap(slots: &Slots, newest: &Superblock, geo: &Geometry) -> Resul
 fn open_journal(journal: Option<&Path>, newest: &Superblock) -> Result<Option<Journal>> {
     match (journal, newest.journaled) {
         (None, false) => Ok(None),
-        (Some(j), true) => Ok(Some(Journal::open(j, newest.array_uuid)?)),
+        (Some(j), true) => {
+            let journal = Journal::open(j, newest.array_uuid)?;
+            journal.claim()?;
+            Ok(Some(journal))
+        }
         (None, true) => Err(Error::Input(format!(
             "--journal: array {:032x} writes through a journal; give its path",
             newest.array_uuid
@@ -816,17 +822,7 @@ fn open_new_member(
         undo.created.push(path.to_path_buf());
     }
     let meta = file.metadata().map_err(io_err(path, "stat"))?;
-    if !opts.force {
-        if let Ok(sb) = read_superblock_of(&file, path) {
-            return Err(member_err(
-                path,
-                format!(
-                    "already a member (role {}) of array {:032x}; use --force to overwrite",
-                    sb.role, sb.array_uuid
-                ),
-            ));
-        }
-    }
+    crate::format::probe::refuse_foreign(&file, path, "a member", opts.force)?;
     let block_device = meta.file_type().is_block_device();
     let mut bytes = device_bytes(&file, path)?;
     let mut fresh = true;
@@ -900,6 +896,7 @@ fn create_journal(
     opts: &CreateOptions,
     geo: &Geometry,
     uuid: u128,
+    ids: &[(u64, u64)],
     undo: &mut Undo,
 ) -> Result<Journal> {
     // As mdadm's --write-journal: only parity has a write hole to close (a
@@ -929,6 +926,7 @@ fn create_journal(
             "is a member; the journal needs its own file",
         ));
     }
+    super::members::check_new_journal(path, ids, opts.force)?;
     if !path.exists() {
         undo.created.push(path.to_path_buf());
     }
@@ -990,17 +988,7 @@ fn open_spares(
         if !existed {
             undo.created.push(path.clone());
         }
-        if !opts.force {
-            if let Ok(sb) = read_superblock_of(&file, path) {
-                return Err(member_err(
-                    path,
-                    format!(
-                        "already carries a raidlab superblock (array {:032x}); use --force to overwrite",
-                        sb.array_uuid
-                    ),
-                ));
-            }
-        }
+        crate::format::probe::refuse_foreign(&file, path, "a spare", opts.force)?;
         let mut bytes = device_bytes(&file, path)?;
         let is_file = file.metadata().is_ok_and(|m| m.file_type().is_file());
         if let Some(want) = opts.member_size_bytes.filter(|&w| is_file && bytes < w) {

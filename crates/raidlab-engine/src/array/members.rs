@@ -118,6 +118,70 @@ pub(super) fn open_member_once(
     Ok(file)
 }
 
+/// Refuses `path` as `create`'s new write journal when it is one of the members or
+/// spares just opened (`ids`: their devices and inodes, so another path to the same
+/// file is caught), or carries raidlab metadata (another array's journal, member,
+/// cache member) without `force`. A file that does not exist yet is fine.
+pub(super) fn check_new_journal(path: &Path, ids: &[(u64, u64)], force: bool) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if ids.contains(&(meta.dev(), meta.ino())) {
+        return Err(member_err(
+            path,
+            "is a member or spare of this array; the journal needs its own file",
+        ));
+    }
+    let file = File::open(path).map_err(io_err(path, "open"))?;
+    crate::format::probe::refuse_foreign(&file, path, "the journal", force)
+}
+
+/// Makes `file` (opened from `path`, not yet written) ready to take a member's place
+/// of `need` bytes before anything about the array changes: a block device must hold
+/// them; a file gets its blocks allocated (`fallocate(FALLOC_FL_KEEP_SIZE)`: its size
+/// is set by the rebuild), so a full filesystem refuses `replace` while the member it
+/// would replace still works. A filesystem without `fallocate` is checked for free
+/// space instead.
+pub fn prepare_replacement(file: &File, path: &Path, need: u64) -> Result<()> {
+    let meta = file.metadata().map_err(io_err(path, "stat"))?;
+    let have = device_bytes(file, path)?;
+    if meta.file_type().is_block_device() {
+        return match have >= need {
+            true => Ok(()),
+            false => Err(member_err(
+                path,
+                format!("holds {have} B, the array needs {need} B per member; nothing was changed"),
+            )),
+        };
+    }
+    if meta.blocks().saturating_mul(512) >= need {
+        return Ok(()); // every block there already: nothing to allocate, or to change
+    }
+    let full = |free: Option<u64>| {
+        let free = free.map_or(String::new(), |f| format!(", it has {f} B free"));
+        member_err(
+            path,
+            format!(
+                "not enough space for the replacement: it needs {need} B{free}; nothing was \
+                 changed (free space, or give another NEW)"
+            ),
+        )
+    };
+    match allocate_range(file, 0, need) {
+        Ok(()) => Ok(()),
+        Err(e) if crate::error::is_no_space(&e) => Err(full(free_bytes(file, path).ok())),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            let missing = need.saturating_sub(meta.blocks().saturating_mul(512));
+            let free = free_bytes(file, path)?;
+            match missing > free {
+                true => Err(full(Some(free))),
+                false => Ok(()),
+            }
+        }
+        Err(e) => Err(io_err(path, "allocate")(e)),
+    }
+}
+
 /// Free bytes of the filesystem holding `file` (what its user may allocate; root may
 /// also take the blocks reserved for it).
 fn free_bytes(file: &File, path: &Path) -> Result<u64> {

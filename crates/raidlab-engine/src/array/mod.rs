@@ -53,8 +53,8 @@ mod stripe_locks;
 
 pub use assembly::{journal_bytes_default, CreateOptions, Forced};
 pub use faults::{inject, Fault};
-pub use members::{random_uuid, read_superblock, MemberState};
-pub use owner::open_member_file;
+pub use members::{prepare_replacement, random_uuid, read_superblock, MemberState};
+pub use owner::{claim, open_member_file};
 pub use read_errors::MAX_READ_ERRORS;
 pub use rebuild::RebuildProgress;
 pub use scrub::ScrubReport;

@@ -18,17 +18,27 @@ use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::path::PathBuf;
 
 /// Opens `path` for reading and writing as a member: a block device with `O_EXCL` (its
-/// claim), a file created if `create`. Files are not locked yet: see [`claim`].
+/// claim), a file created if `create`, mode 0600 whatever the umask (the array's data
+/// is its owner's alone). Files are not locked yet: see [`claim`].
 pub fn open_member_file(path: &Path, create: bool) -> Result<File> {
     let block = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device());
     let mut o = OpenOptions::new();
     o.read(true).write(true);
     if block {
         o.custom_flags(libc::O_EXCL);
-    } else {
-        o.create(create).truncate(false);
+    } else if create {
+        // O_EXCL first, so that only a file made here is chmodded: an existing file
+        // keeps the mode its owner gave it.
+        let mut new = OpenOptions::new();
+        new.read(true).write(true).create_new(true).mode(0o600);
+        match new.open(path) {
+            Ok(file) => return private(file, path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err(path, "create")(e)),
+        }
     }
     match o.open(path) {
         Err(e) if block && e.raw_os_error() == Some(libc::EBUSY) => Err(Error::Member {
@@ -39,13 +49,37 @@ pub fn open_member_file(path: &Path, create: bool) -> Result<File> {
     }
 }
 
+/// `file`, just created, set to mode 0600: the mode given to `open` is masked by the
+/// umask (0000 would not matter, 0277 would leave it unwritable), `fchmod` is not.
+fn private(file: File, path: &Path) -> Result<File> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err(path, "chmod"))?;
+    Ok(file)
+}
+
 /// Takes the exclusive lock of member file `file` (opened from `path`); refused with the
 /// holder's pid when another open file holds it. Block devices are claimed when opened
 /// ([`open_member_file`]); nothing to do here.
+///
+/// A loop device over a member file would reach its data past the lock (the kernel
+/// opens the backing file itself and takes no `flock`), so a file backing a loop
+/// device is refused too, naming the device; a loop device whose backing file is
+/// locked is refused as that file would be. A loop device set up after the claim is
+/// beyond what a lock can stop.
 pub fn claim(file: &File, path: &Path) -> Result<()> {
     let meta = file.metadata().map_err(io_err(path, "stat"))?;
     if meta.file_type().is_block_device() {
-        return Ok(());
+        return claim_loop_backing(&meta, path);
+    }
+    if let Some(dev) = loop_over(meta.dev(), meta.ino()) {
+        return Err(Error::Member {
+            path: path.to_path_buf(),
+            message: format!(
+                "backs loop device {dev}, which reaches its data past the lock; detach it \
+                 (losetup -d {dev}) first"
+            ),
+        });
     }
     use rustix::fs::{flock, FlockOperation};
     loop {
@@ -69,6 +103,73 @@ pub fn claim(file: &File, path: &Path) -> Result<()> {
             }
         }
     }
+}
+
+/// The loop devices and their backing files (`/sys/block/loopN/loop/backing_file`).
+fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
+        .filter_map(|e| {
+            let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            // A backing file removed since reads "PATH (deleted)": no file has that
+            // name, so it matches no member (its data is no member's any more).
+            let backing = backing.trim_end_matches('\n');
+            Some((
+                Path::new("/dev").join(e.file_name()),
+                PathBuf::from(backing),
+            ))
+        })
+        .collect()
+}
+
+/// The loop device backed by the file of device `dev` and inode `ino`, if any.
+fn loop_over(dev: u64, ino: u64) -> Option<String> {
+    loop_devices().into_iter().find_map(|(device, backing)| {
+        std::fs::metadata(&backing)
+            .is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+            .then(|| device.display().to_string())
+    })
+}
+
+/// A loop device member (`meta` its metadata) whose backing file another process
+/// holds as a member: refused, naming the holder. Probed with a lock taken and
+/// dropped at once, so it says who holds the file now, not later.
+fn claim_loop_backing(meta: &std::fs::Metadata, path: &Path) -> Result<()> {
+    use rustix::fs::{flock, FlockOperation};
+    let rdev = meta.rdev();
+    let name = format!("loop{}", libc::minor(rdev));
+    if libc::major(rdev) != 7 {
+        return Ok(());
+    }
+    let Some((_, backing)) = loop_devices()
+        .into_iter()
+        .find(|(d, _)| d.file_name().is_some_and(|n| n.to_string_lossy() == name))
+    else {
+        return Ok(());
+    };
+    let Ok(probe) = File::open(&backing) else {
+        return Ok(());
+    };
+    if flock(&probe, FlockOperation::NonBlockingLockShared) == Err(rustix::io::Errno::WOULDBLOCK) {
+        let holder = probe
+            .metadata()
+            .ok()
+            .and_then(|m| lock_holder(m.dev(), m.ino()))
+            .map_or("another process".to_string(), describe);
+        return Err(Error::Member {
+            path: path.to_path_buf(),
+            message: format!(
+                "a loop device over {}, which is in use by {holder}; one process owns a \
+                 member at a time",
+                backing.display()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `pid N (its command line)`, or just `pid N` when it cannot be read.

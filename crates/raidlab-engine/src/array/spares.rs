@@ -93,13 +93,12 @@ impl Array {
             return Err(member_err(path, "is a spare of this array already"));
         }
         super::owner::claim(&file, path)?;
-        if let Ok(sb) = super::members::read_superblock_of(&file, path) {
+        if let Some(found) = crate::format::probe::probe(&file) {
             return Err(member_err(
                 path,
                 format!(
-                    "carries a raidlab superblock ({} of array {:032x}); wipe its first 4 KiB to use it as a spare",
-                    role_name(sb.role),
-                    sb.array_uuid
+                    "carries {found}; refusing to overwrite it as a spare (wipe its first \
+                     4 KiB to use it as one)"
                 ),
             ));
         }
@@ -187,15 +186,6 @@ impl Array {
         self.any_fault
             .store(!faults.is_empty(), std::sync::atomic::Ordering::Relaxed);
         Some((role, s.path, s.file))
-    }
-}
-
-/// `role N`, or `hot spare`.
-fn role_name(role: u32) -> String {
-    if role == ROLE_SPARE {
-        "hot spare".into()
-    } else {
-        format!("role {role}")
     }
 }
 

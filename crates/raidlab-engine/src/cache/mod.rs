@@ -211,7 +211,7 @@ fn config_error(e: raidlab_cache::ConfigError) -> Error {
 
 impl CachedArray {
     /// Creates an empty cache on `paths` (files created or extended to `member_bytes`
-    /// when given) in front of `backing`; `region_bytes` `None` takes
+    /// when given, and preallocated) in front of `backing`; `region_bytes` `None` takes
     /// [`region_bytes_default`].
     pub fn create(
         backing: Arc<Array>,
@@ -220,6 +220,28 @@ impl CachedArray {
         policy: Policy,
         region_bytes: Option<u64>,
         force: bool,
+    ) -> Result<Self> {
+        Self::create_files(
+            backing,
+            paths,
+            member_bytes,
+            policy,
+            region_bytes,
+            force,
+            false,
+        )
+    }
+
+    /// [`CachedArray::create`], the cache member files left sparse when `sparse` (as
+    /// `create --sparse` leaves the array's).
+    pub fn create_files(
+        backing: Arc<Array>,
+        paths: &[PathBuf],
+        member_bytes: Option<u64>,
+        policy: Policy,
+        region_bytes: Option<u64>,
+        force: bool,
+        sparse: bool,
     ) -> Result<Self> {
         let uuid = backing.status().uuid;
         if let Some(c) = backing.cache_uuid() {
@@ -240,6 +262,7 @@ impl CachedArray {
             LINE_BYTES,
             region,
             force,
+            sparse,
         )?;
         let slots = store.header().slots;
         let region = region_bytes.unwrap_or_else(|| region_bytes_default(slots * LINE_BYTES));

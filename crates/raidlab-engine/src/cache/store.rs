@@ -45,7 +45,10 @@ pub struct Store {
 
 impl Store {
     /// Creates a cache mirror on `paths` (files created or extended to `member_bytes`
-    /// when given) for the array `backing_uuid`, with an empty log.
+    /// when given, preallocated unless `sparse`) for the array `backing_uuid`, with an
+    /// empty log.
+    // The cache's geometry and how its files are made, each needed once, here.
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         paths: &[PathBuf],
         member_bytes: Option<u64>,
@@ -54,10 +57,12 @@ impl Store {
         block_bytes: u64,
         region_bytes: u64,
         force: bool,
+        sparse: bool,
     ) -> Result<Self> {
         let mut opts =
             CreateOptions::new(mirror_level(paths.len())?, MIRROR_CHUNK_BYTES, member_bytes);
         opts.force = force;
+        opts.sparse = sparse;
         let mirror = Arc::new(Array::create(paths, &opts)?);
         let header = Header::layout(
             policy,

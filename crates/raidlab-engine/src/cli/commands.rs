@@ -30,22 +30,50 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
         ));
     }
     let cache = cache_options(a)?;
-    let array = Array::create(&members, &opts)?;
+    // Every file this command is about to create: removed again if it fails, so a
+    // refused `create` leaves nothing behind (files that existed are left as they are).
+    let cache_paths = cache.as_ref().map_or(&[][..], |(p, _)| p.as_slice());
+    let new_files: Vec<PathBuf> = members
+        .iter()
+        .chain(&opts.spares)
+        .chain(opts.journal.as_ref())
+        .chain(cache_paths)
+        .filter(|p| std::fs::symlink_metadata(p).is_err())
+        .cloned()
+        .collect();
+    let made = create_with_cache(a, &members, &opts, cache);
+    if made.is_err() {
+        for p in &new_files {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    render::report(a.json, &made?, render::status);
+    Ok(0)
+}
+
+/// The array of `create`, and its cache when asked for; its status report.
+fn create_with_cache(
+    a: &CreateArgs,
+    members: &[PathBuf],
+    opts: &crate::CreateOptions,
+    cache: Option<(Vec<PathBuf>, raidlab_cache::Policy)>,
+) -> Result<Value> {
+    let array = Array::create(members, opts)?;
     let mut s = control::status_json(&array.status());
     if let Some((paths, policy)) = cache {
-        let tier = CachedArray::create(
+        let tier = CachedArray::create_files(
             Arc::new(array),
             &paths,
             a.cache_size,
             policy,
             a.cache_region,
             a.force,
+            a.sparse,
         )?;
         s["cache"] = tier.stats_json();
         tier.close()?;
     }
-    render::report(a.json, &s, render::status);
-    Ok(0)
+    Ok(s)
 }
 
 /// `attach-cache`: an empty cache in front of an array no server holds.
@@ -258,11 +286,21 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         .into_iter()
         .filter(|p| p.as_os_str() != old)
         .collect();
+    // NEW's space is allocated before OLD is failed, but after what can be checked
+    // without touching it (offline: the role of OLD), so a refusal changes no file.
+    let need = check_new(&new_file, new, &members, a.force)?;
+    let allocate = || match need {
+        Some(bytes) => crate::array::prepare_replacement(&new_file, new, bytes),
+        None => Ok(()),
+    };
     let mut print = render::progress_printer();
     let req = json!({
         "cmd": "replace", "old": old, "new": new.display().to_string(),
         "rate": a.rate, "wait": !a.no_wait,
     });
+    if served(&members)? {
+        allocate()?;
+    }
     let remote = ask_server(&members, req, Some(&new_file), |p| {
         print(
             p["role"].as_u64().unwrap_or(0) as u32,
@@ -280,6 +318,7 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         None => {
             let array = assemble(&members, &a.array)?;
             let role = array.role_of(old)?;
+            allocate()?;
             if !array.failed().contains(role) {
                 array.fail_member(role)?;
             }
@@ -291,6 +330,61 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
     };
     render::report(a.json, &s, render::status);
     Ok(0)
+}
+
+/// Checks NEW (`file`, opened from `new`) before the array changes at all: claimed (a
+/// file another array holds, its live journal included, is refused naming the holder),
+/// refused when it carries raidlab metadata (another array's member, spare, journal or
+/// cache: unless `force`; this array's journal or cache: always). A member of this same
+/// array that it no longer uses may come back (md's re-add). Returns the bytes a member
+/// of the array needs, for [`crate::array::prepare_replacement`], when known.
+fn check_new(
+    file: &std::fs::File,
+    new: &Path,
+    members: &[PathBuf],
+    force: bool,
+) -> Result<Option<u64>> {
+    use crate::format::probe::{probe, Found};
+    crate::array::claim(file, new)?;
+    let Some(sb) = members
+        .iter()
+        .find_map(|m| crate::array::read_superblock(m).ok())
+    else {
+        return Ok(None); // no array to replace into: assembling says why
+    };
+    let own = match probe(file) {
+        None => None,
+        Some(Found::Journal { uuid }) if uuid == sb.array_uuid => Some("the array's write journal"),
+        Some(Found::Member { uuid, .. }) if Some(uuid) == sb.cache_uuid => {
+            Some("a member of the array's cache")
+        }
+        Some(Found::Member { uuid, .. } | Found::Spare { uuid }) if uuid == sb.array_uuid => None,
+        Some(found) if !force => {
+            return Err(Error::Member {
+                path: new.to_path_buf(),
+                message: format!(
+                    "carries {found}; refusing to overwrite it as the new member (give --force \
+                     to overwrite it)"
+                ),
+            })
+        }
+        Some(_) => None,
+    };
+    if let Some(what) = own {
+        return Err(Error::Input(format!(
+            "NEW: {} is {what}; a member is rebuilt onto a file or device of its own, \
+             nothing was changed",
+            new.display()
+        )));
+    }
+    Ok(Some(
+        crate::format::superblock::DATA_OFFSET_BYTES + sb.spec.member_capacity_bytes,
+    ))
+}
+
+/// Whether a server answers for the array of `members` (a status request, no change).
+fn served(members: &[PathBuf]) -> Result<bool> {
+    Ok(ask_server(members, json!({"cmd": "status"}), None, |_| {})?.is_some())
 }
 
 /// NEW must be another file or device than every member, OLD included: a rebuild reads

@@ -133,7 +133,8 @@ pub struct AttachCacheArgs {
     /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
-    /// Overwrite cache members that carry a raidlab superblock.
+    /// Overwrite cache members that carry raidlab metadata (another array's
+    /// superblock, journal, parity log or cache).
     #[arg(long)]
     pub force: bool,
     /// Print the report as one JSON document.
@@ -218,7 +219,9 @@ pub struct CreateArgs {
     /// The array UUID (hex); default: drawn from /dev/urandom.
     #[arg(long, value_name = "HEX", value_parser = values::uuid)]
     pub uuid: Option<u128>,
-    /// Overwrite members that carry a raidlab superblock.
+    /// Overwrite members, spares, the journal and cache members that carry raidlab
+    /// metadata (another array's superblock, journal, parity log or cache); without it
+    /// they are refused.
     #[arg(long)]
     pub force: bool,
     /// Skip the initial resync even when members held data.
@@ -378,6 +381,11 @@ pub struct ReplaceArgs {
     /// Return once a served array's rebuild has started, instead of at its end.
     #[arg(long)]
     pub no_wait: bool,
+    /// Overwrite a NEW that carries another array's raidlab metadata (its member,
+    /// spare, journal or cache); this array's own journal and cache are refused all
+    /// the same.
+    #[arg(long)]
+    pub force: bool,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,

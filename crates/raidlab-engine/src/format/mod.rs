@@ -6,6 +6,7 @@
 
 pub mod journal;
 pub mod ppl;
+pub mod probe;
 pub mod superblock;
 
 #[cfg(test)]

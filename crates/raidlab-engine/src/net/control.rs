@@ -34,18 +34,41 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Where the server of array `uuid` listens: `<uuid>.sock` in this user's private
-/// directory, `$XDG_RUNTIME_DIR/raidlab/` or else `$TMPDIR/raidlab-<uid>/`. A path
-/// too long for a Unix socket address (a deep `$TMPDIR`) moves to `/tmp/raidlab-<uid>/`;
-/// client and server apply the same rule, so they still meet.
+/// directory, `$XDG_RUNTIME_DIR/raidlab/` or else `$TMPDIR/raidlab-<uid>/` (or its
+/// fallback when another user squats it: see [`private_socket`]). A path too long for
+/// a Unix socket address (a deep `$TMPDIR`) moves to `/tmp/raidlab-<uid>/`; client and
+/// server apply the same rule, so they still meet.
 pub fn socket_path(uuid: u128) -> PathBuf {
+    in_dir(&private_socket::socket_dir(), uuid)
+}
+
+/// `<uuid>.sock` in `dir`, or in `/tmp/raidlab-<uid>/` when too long (see [`socket_path`]).
+fn in_dir(dir: &Path, uuid: u128) -> PathBuf {
     let name = format!("{uuid:032x}.sock");
-    let path = private_socket::socket_dir().join(&name);
+    let path = dir.join(&name);
     if path.as_os_str().len() < SUN_PATH_BYTES {
         return path;
     }
     PathBuf::from("/tmp")
         .join(format!("raidlab-{}", private_socket::our_uid()))
         .join(name)
+}
+
+/// The first server of `uuid` answering in one of this user's socket directories
+/// ([`private_socket::socket_dirs`]), with its socket path. A refusal of the first
+/// place (a socket or directory that is not private) stands; the other places are
+/// only looked at, never trusted when not private.
+fn connect(uuid: u128) -> Result<Option<(UnixStream, PathBuf)>> {
+    for (i, dir) in private_socket::socket_dirs().iter().enumerate() {
+        let path = in_dir(dir, uuid);
+        match private_socket::connect(&path) {
+            Ok(Some(stream)) => return Ok(Some((stream, path))),
+            Ok(None) => {}
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(None)
 }
 
 /// `sizeof(sockaddr_un.sun_path)` on Linux, its terminating NUL included.
@@ -573,8 +596,7 @@ pub fn request(
     member: Option<&File>,
     mut progress: impl FnMut(&Value),
 ) -> Result<Option<Value>> {
-    let path = socket_path(uuid);
-    let Some(mut stream) = private_socket::connect(&path)? else {
+    let Some((mut stream, path)) = connect(uuid)? else {
         return Ok(None);
     };
     let io = |source| Error::Io {

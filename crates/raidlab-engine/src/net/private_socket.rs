@@ -6,7 +6,18 @@
 //!        │ directory: a real directory (no symlink), owned by the server's user,
 //!        │            mode 0700 (no group or other bits); created so, refused otherwise
 //!        └ socket:    mode 0600, set after bind
+//!  fallback, when $TMPDIR/raidlab-<uid> is not ours (another user made it first):
+//!    /run/raidlab/                          (root: /run is root's alone)
+//!    /run/user/<uid>/raidlab/               (others: their systemd runtime directory)
+//!    <home>/.cache/raidlab/                 (else: the passwd entry's home directory)
 //! ```
+//!
+//! `$TMPDIR` is shared: any user may create `raidlab-<uid>` there before its owner does.
+//! Such a squatted directory is never used; the fallback lives in a directory only its
+//! owner (or root) can write, so nobody else can make it first. Server and client both
+//! take the fallback while the squatted directory stands, and a client also looks in the
+//! other place, so they meet when it goes away meanwhile. `$XDG_RUNTIME_DIR` is the
+//! user's own choice: a bad directory there is refused, not worked around.
 //!
 //! The server answers only peers of its own uid or root (`SO_PEERCRED`); a client talks
 //! only to a socket in a directory owned by itself or root with no group/other bits,
@@ -36,12 +47,89 @@ fn trusted(uid: u32) -> bool {
     uid == our_uid() || uid == 0
 }
 
-/// The private directory the control sockets of this user live in (see the module doc).
-pub fn socket_dir() -> PathBuf {
+/// `$XDG_RUNTIME_DIR/raidlab` when it is set (absolute), else `$TMPDIR/raidlab-<uid>`;
+/// whether it is the former.
+fn primary_dir() -> (PathBuf, bool) {
     match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(xdg) if xdg.is_absolute() => xdg.join("raidlab"),
-        _ => std::env::temp_dir().join(format!("raidlab-{}", our_uid())),
+        Some(xdg) if xdg.is_absolute() => (xdg.join("raidlab"), true),
+        _ => (
+            std::env::temp_dir().join(format!("raidlab-{}", our_uid())),
+            false,
+        ),
     }
+}
+
+/// The private directory the control sockets of this user live in (see the module
+/// doc): `$TMPDIR/raidlab-<uid>` gives way to [`fallback_dir`] while another user's
+/// file or directory (or a loose one) stands there.
+pub fn socket_dir() -> PathBuf {
+    let (primary, xdg) = primary_dir();
+    if xdg {
+        return primary;
+    }
+    match dir_problem(&primary, |uid| uid == our_uid()) {
+        Ok(Some(Some(_))) => fallback_dir().unwrap_or(primary),
+        _ => primary,
+    }
+}
+
+/// Every directory a client looks in for a server's socket, [`socket_dir`] first: the
+/// other of `$TMPDIR/raidlab-<uid>` and the fallback too (a squatted directory made or
+/// removed after the server started).
+pub fn socket_dirs() -> Vec<PathBuf> {
+    let first = socket_dir();
+    let (primary, xdg) = primary_dir();
+    let mut dirs = vec![first.clone()];
+    if !xdg {
+        dirs.extend(
+            [fallback_dir(), Some(primary)]
+                .into_iter()
+                .flatten()
+                .filter(|d| *d != first),
+        );
+    }
+    dirs
+}
+
+/// Where this user's sockets go when `$TMPDIR/raidlab-<uid>` is squatted: a directory
+/// under one that only this user (or root) may write, so no one else can create it
+/// (see the module doc); `None` when there is none.
+fn fallback_dir() -> Option<PathBuf> {
+    let uid = our_uid();
+    let writable_by_us_alone = |dir: &Path| {
+        std::fs::symlink_metadata(dir)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
+    };
+    if uid == 0 && writable_by_us_alone(Path::new("/run")) {
+        return Some(PathBuf::from("/run/raidlab"));
+    }
+    let run_user = PathBuf::from(format!("/run/user/{uid}"));
+    if writable_by_us_alone(&run_user) {
+        return Some(run_user.join("raidlab"));
+    }
+    home_dir(uid)
+        .filter(|h| writable_by_us_alone(h))
+        .map(|h| h.join(".cache").join("raidlab"))
+}
+
+/// The home directory of `uid` in the passwd database (not `$HOME`: client and server
+/// of one user must agree, whatever their environments say).
+fn home_dir(uid: u32) -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: getpwuid_r writes a passwd record into `pw` whose strings point into
+    // `buf`, both alive and sized as passed; `found` says whether it did.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir is a NUL-terminated string inside `buf`, checked non-null.
+    let dir = unsafe { CStr::from_ptr(pw.pw_dir) };
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
 }
 
 /// What is wrong with `dir` as a private directory whose owner must satisfy `owner_ok`,
@@ -92,7 +180,13 @@ fn refuse_dir(dir: &Path, problem: &str) -> Error {
 /// Creates (mode 0700) or checks the server's private directory: a real directory owned
 /// by this uid with no group or other permission bits.
 fn ensure_private_dir(dir: &Path) -> Result<()> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    // The fallback under a home directory may need its `.cache` made too.
+    let recursive = dir != primary_dir().0;
+    match std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(recursive)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(source) => {
@@ -127,6 +221,17 @@ pub(crate) fn peer_allowed(peer_uid: u32) -> bool {
 pub(crate) fn bind(path: &Path, what: &str) -> Result<UnixListener> {
     let dir = path.parent().expect("a socket path has a directory");
     ensure_private_dir(dir)?;
+    let (primary, _) = primary_dir();
+    if dir != primary {
+        if let Ok(Some(Some(problem))) = dir_problem(&primary, |uid| uid == our_uid()) {
+            eprintln!(
+                "raidlab-engine: control socket directory {}: {problem}; not using it, the \
+                 control socket is in {} instead",
+                primary.display(),
+                dir.display()
+            );
+        }
+    }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.file_type().is_socket() => {
             return Err(Error::Input(format!(
