@@ -692,45 +692,77 @@ def reproduce(
     how. ``ios_max`` is the measured I/Os of every run (default 20000); they draw
     no figures and calibrate nothing on array rows, so ``out`` and ``cross_validate``
     are refused."""
-    # Long for its signature and docstring (what each kind of study returns); the body
-    # picks the study's kind and relays to its module.
-    from raidlab.studies import CLAIMS_IOS_DEFAULT
-    from raidlab.studies.atto_studies import STUDIES, get_study, reproduce_study, summarize
-    from raidlab.studies.claim_studies import CLAIM_STUDIES, reproduce_claims
-    from raidlab.studies.cross_validation import cross_validate as cross_validate_study
+    from raidlab.studies.claim_studies import CLAIM_STUDIES
 
     labels = dict(labels or {})
 
     if study == "raidix-cache":
         return _reproduce_raidix_cache(ios_max, seed, jobs, executor, progress, out, labels)
+    run: dict[str, Any] = {
+        "jobs": jobs,
+        "ios_max": ios_max,
+        "seed": seed,
+        "executor": executor,
+        "progress": progress,
+    }
     if study in CLAIM_STUDIES:
-        if cross_validate:
-            raise RaidlabError(
-                labels.get("cross_validate", "cross_validate"),
-                f"{study} is a claim study; cross-validation is for the ATTO studies "
-                f"({', '.join(STUDIES)})",
-            )
-        if out is not None:
-            raise RaidlabError(
-                labels.get("out", "out"), f"{study} is a claim study: it draws no figures"
-            )
-        return reproduce_claims(
-            study,
-            ios=CLAIMS_IOS_DEFAULT if ios_max is None else ios_max,
-            seed=parse_seed(seed),
-            jobs=jobs,
-            executor=executor,
-            progress=progress,
+        return _reproduce_claim_study(study, run, out, cross_validate, labels)
+    return _reproduce_atto_study(study, run, out, cross_validate, log_y, labels)
+
+
+def _reproduce_claim_study(
+    study: str,
+    run: Mapping[str, Any],
+    out: str | Path | None,
+    cross_validate: bool,
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """A claim study's checks (``reproduce``'s ``run`` keywords); it draws no figures
+    and calibrates nothing, so ``out`` and ``cross_validate`` are refused."""
+    from raidlab.studies import CLAIMS_IOS_DEFAULT
+    from raidlab.studies.atto_studies import STUDIES
+    from raidlab.studies.claim_studies import reproduce_claims
+
+    if cross_validate:
+        raise RaidlabError(
+            labels.get("cross_validate", "cross_validate"),
+            f"{study} is a claim study; cross-validation is for the ATTO studies "
+            f"({', '.join(STUDIES)})",
         )
+    if out is not None:
+        raise RaidlabError(
+            labels.get("out", "out"), f"{study} is a claim study: it draws no figures"
+        )
+    return reproduce_claims(
+        study,
+        ios=CLAIMS_IOS_DEFAULT if run["ios_max"] is None else run["ios_max"],
+        seed=parse_seed(run["seed"]),
+        jobs=run["jobs"],
+        executor=run["executor"],
+        progress=run["progress"],
+    )
+
+
+def _reproduce_atto_study(
+    study: str,
+    run: Mapping[str, Any],
+    out: str | Path | None,
+    cross_validate: bool,
+    log_y: bool,
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """An ATTO study's rows and summary (``reproduce``'s ``run`` keywords), its
+    cross-validation when asked, and its figures drawn into ``out`` when given."""
+    from raidlab.studies.atto_studies import get_study, reproduce_study, summarize
+    from raidlab.studies.cross_validation import cross_validate as cross_validate_study
+
     get_study(study)
     if out is not None:
         out = output_directory(out, labels.get("out", "out"))
-    run: dict[str, Any] = {
-        "jobs": jobs,
-        "ios_max": IOS_MAX_DEFAULT if ios_max is None else ios_max,
-        "seed": parse_seed(seed),
-        "executor": executor,
-        "progress": progress,
+    run = {
+        **run,
+        "ios_max": IOS_MAX_DEFAULT if run["ios_max"] is None else run["ios_max"],
+        "seed": parse_seed(run["seed"]),
     }
     frame = reproduce_study(study, **run)
     frame.attrs["summary"] = summarize(frame)

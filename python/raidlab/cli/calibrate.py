@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -119,8 +119,8 @@ def calibrate(
     array of it: --print-jobs gives the fio job file; fio's JSON output of it gives a
     drive preset (every figure with its source and the fit error per job) that
     --drive my-drive.toml takes wherever --drive takes a preset."""
-    # Long for its signature (calibrate's own options with their help) and its two
-    # forms: --print-jobs writes the job file, fio's JSON files are fitted.
+    # Long for its signature: calibrate's own options with their help, which typer
+    # reads from the parameter list; the checks and the output are functions.
     with user_errors():
         output_format = check_format(output_format)
         if print_jobs:
@@ -128,13 +128,7 @@ def calibrate(
                 raise RaidlabError("--print-jobs", "takes no files (it prints the job file)")
             sys.stdout.write(api.calibration_jobs(kind, quick=quick, size=size))
             return
-        for flag, value in (("--quick", quick or None), ("--size", size)):
-            if value is not None:
-                raise RaidlabError(flag, "only with --print-jobs (it shapes the job file)")
-        if out is not None:
-            output_file(out, "--out")
-        elif output_format == "csv":
-            raise RaidlabError("--format", "csv needs --out (stdout holds the CSV)")
+        _check_fit_flags(quick, size, out, output_format)
         preset_name = name or (out.stem if out is not None else "my-drive")
         evals = MAX_EVALS_DEFAULT if max_evals is None else max_evals
         total = int(evals) if str(evals).isdigit() else MAX_EVALS_DEFAULT
@@ -149,20 +143,37 @@ def calibrate(
                 on_eval=on_eval,
                 labels={**CALIBRATE_FLAGS, "name": "--name" if name else "--out"},
             )
-        toml = preset_toml(result)
-        if out is not None:
-            out.write_text(toml)
-        poor = result.poor_fit()
-        if poor is not None:
-            typer.echo(f"warning: {poor}", err=True)
-        if output_format == "json":
-            print_json(calibration_document(result))
-            return
-        if output_format == "csv":
-            write_calibration_csv(result, sys.stdout)
-            return
-        if out is None:
-            sys.stdout.write(toml)
-        print_calibration_table(result, stdout if out is not None else stderr)
-        if out is not None:
-            stdout.print(f"wrote {out}: use it as --drive {out}", highlight=False)
+        _write_calibration(result, out, output_format)
+
+
+def _check_fit_flags(quick: bool, size: str | None, out: Path | None, output_format: str) -> None:
+    """The flags of a fit: none that shapes the job file, and a file for CSV."""
+    for flag, value in (("--quick", quick or None), ("--size", size)):
+        if value is not None:
+            raise RaidlabError(flag, "only with --print-jobs (it shapes the job file)")
+    if out is not None:
+        output_file(out, "--out")
+    elif output_format == "csv":
+        raise RaidlabError("--format", "csv needs --out (stdout holds the CSV)")
+
+
+def _write_calibration(result: Any, out: Path | None, output_format: str) -> None:
+    """The fitted preset's TOML to ``out`` (else stdout), a poor fit's warning, and the
+    fit in the format asked for (the table on stderr when the TOML is on stdout)."""
+    toml = preset_toml(result)
+    if out is not None:
+        out.write_text(toml)
+    poor = result.poor_fit()
+    if poor is not None:
+        typer.echo(f"warning: {poor}", err=True)
+    if output_format == "json":
+        print_json(calibration_document(result))
+        return
+    if output_format == "csv":
+        write_calibration_csv(result, sys.stdout)
+        return
+    if out is None:
+        sys.stdout.write(toml)
+    print_calibration_table(result, stdout if out is not None else stderr)
+    if out is not None:
+        stdout.print(f"wrote {out}: use it as --drive {out}", highlight=False)

@@ -101,8 +101,6 @@ def atto(
 ) -> None:
     """ATTO Disk Benchmark sweep: for every queue depth and transfer size, a sequential
     write pass then a read pass over a test file at the start of the array."""
-    # Long for its signature: ATTO's own options with their help; the output forms and
-    # the explain are helpers of their own.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
         _check_plot(plot, log_y)
@@ -128,42 +126,55 @@ def atto(
                 atto_title(frame.attrs["array"], flags.drive, flags.config),
                 log_y=log_y,
             )
-        if output_format == "csv":
-            sys.stdout.write(frame.to_csv(index=False))
-        elif output_format == "json":
-            print_json(
-                {
-                    "records": records(frame),
-                    "seed": frame.attrs["seed"],
-                    "drive": _drive_name(frame.attrs["array"], flags.drive, flags.config),
-                    "array": frame.attrs["array"],
-                    "drive_state": drive_state(frame.attrs["array"]),
-                    "explain": explain_points,
-                    **({"figure": str(figure)} if figure is not None else {}),
-                }
-            )
-        else:
-            print_simulated(
-                setup_line(
-                    frame.attrs["array"],
-                    flags.drive,
-                    flags.config,
-                    (flags.cache or {}).get("drive"),
-                ),
-                f"ATTO test file {format_size(parse_size(length, '--length'))} at the "
-                f"array's start, at most {ios_max} I/Os per point, "
-                f"{atto_depths_line(frame)}",
-            )
-            print_table(
-                atto_table_rows(frame),
-                title=f"ATTO sweep (MB/s = 10^6 B/s){drive_state_note(frame.attrs['array'])}",
-            )
+        _print_atto_sweep(frame, output_format, flags, figure, length, ios_max)
         if figure is not None and output_format != "json":
             (stderr if output_format == "csv" else stdout).print(
                 f"figure: {figure}", highlight=False, markup=False
             )
         if explain and output_format != "json":
             _print_atto_explain(explain_points, to_stderr=output_format == "csv")
+
+
+def _print_atto_sweep(
+    frame: Any,
+    output_format: str,
+    flags: ArrayFlags,
+    figure: Path | None,
+    length: str,
+    ios_max: str,
+) -> None:
+    """The sweep in ``output_format``: CSV, JSON (with the array, the explain and the
+    figure's path) or the table under the setup it simulated."""
+    if output_format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    elif output_format == "json":
+        print_json(
+            {
+                "records": records(frame),
+                "seed": frame.attrs["seed"],
+                "drive": _drive_name(frame.attrs["array"], flags.drive, flags.config),
+                "array": frame.attrs["array"],
+                "drive_state": drive_state(frame.attrs["array"]),
+                "explain": frame.attrs["explain"],
+                **({"figure": str(figure)} if figure is not None else {}),
+            }
+        )
+    else:
+        print_simulated(
+            setup_line(
+                frame.attrs["array"],
+                flags.drive,
+                flags.config,
+                (flags.cache or {}).get("drive"),
+            ),
+            f"ATTO test file {format_size(parse_size(length, '--length'))} at the "
+            f"array's start, at most {ios_max} I/Os per point, "
+            f"{atto_depths_line(frame)}",
+        )
+        print_table(
+            atto_table_rows(frame),
+            title=f"ATTO sweep (MB/s = 10^6 B/s){drive_state_note(frame.attrs['array'])}",
+        )
 
 
 def _print_atto_explain(explain_points: list[dict[str, Any]], to_stderr: bool) -> None:

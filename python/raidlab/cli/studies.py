@@ -245,28 +245,11 @@ def advise(
     write-back, FastPath where the controller has it) a set of drives allows for a
     workload, and rank them, with the bottleneck of each and why the winner wins."""
     # Long for its signature: the options only advise takes are declared here, each with
-    # its help; the body builds the workload source and relays one call to the API.
+    # its help, as typer reads them from the parameter list; the body relays one call.
     with user_errors(), cluster_scope(cluster, jobs):
         output_format = check_format(output_format)
-        request: WorkloadRequest | None = workload
-        if job is not None or workload_spec is not None:
-            own = "--job" if job is not None else "--workload"
-            leave_out = given(*ADVISE_WORKLOAD_KEYS)
-            if leave_out:
-                raise RaidlabError(
-                    own, f"the workload comes from {own}; leave out {', '.join(leave_out)}"
-                )
-            request = None
-        labels = {
-            **ADVISE_LABELS,
-            **WORKLOAD.labels(),
-            **RISK.labels(),
-            **{
-                key: ARRAY[key].flag
-                for key in ("drive", "drives", "controller", "scheduler", "rebuild_rate")
-            },
-            "seed": SEED.flag,
-        }
+        request = _advise_workload(workload, job, workload_spec)
+        labels = _advise_labels()
         from raidlab.studies.advise import AdviseRequest
 
         wanted = AdviseRequest(
@@ -296,6 +279,34 @@ def advise(
             stdout.print(frame.attrs["why"], highlight=False, markup=False)
         else:
             print_frame(frame, output_format, "candidate arrays, best first")
+
+
+def _advise_workload(
+    workload: WorkloadRequest, job: Path | None, workload_spec: str | None
+) -> WorkloadRequest | None:
+    """The fio-style flags' workload, or None when --job or --workload gives it (and
+    then no fio-style workload flag may be given)."""
+    if job is None and workload_spec is None:
+        return workload
+    own = "--job" if job is not None else "--workload"
+    leave_out = given(*ADVISE_WORKLOAD_KEYS)
+    if leave_out:
+        raise RaidlabError(own, f"the workload comes from {own}; leave out {', '.join(leave_out)}")
+    return None
+
+
+def _advise_labels() -> dict[str, str]:
+    """The flag that names each AdviseRequest field in advise's errors."""
+    return {
+        **ADVISE_LABELS,
+        **WORKLOAD.labels(),
+        **RISK.labels(),
+        **{
+            key: ARRAY[key].flag
+            for key in ("drive", "drives", "controller", "scheduler", "rebuild_rate")
+        },
+        "seed": SEED.flag,
+    }
 
 
 @app.command(
@@ -360,11 +371,8 @@ def reproduce(
     MAPE per configuration, overall for prediction and calibration rows, the worst
     row, and the naive 'N x one drive' model for comparison. Claim studies check each
     claim of the article with a tolerance and say which claims are not covered, and why."""
-    # Long for its signature (reproduce's own options with their help) and the checks of
-    # which options fit which kind of study; the output is _print_atto_study's.
     # The studies load with the command, not with the command line.
     from raidlab.report.studies import print_claims
-    from raidlab.studies.atto_studies import STUDIES, get_study
     from raidlab.studies.claim_studies import CLAIM_STUDIES
 
     with user_errors(), cluster_scope(cluster, jobs):
@@ -372,20 +380,7 @@ def reproduce(
         if study == "raidix-cache":
             _reproduce_raidix_cache(output_format, out, jobs, ios_max, seed)
             return
-        if study not in CLAIM_STUDIES:
-            get_study(study, "STUDY")
-            if strict:
-                raise RaidlabError(
-                    "--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})"
-                )
-        elif cross_validate:
-            raise RaidlabError(
-                "--cross-validate",
-                f"only for ATTO studies ({', '.join(STUDIES)}): {study} is a claim study "
-                "and calibrates nothing on array rows",
-            )
-        if log_y and out is None:
-            raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
+        _check_reproduce_flags(study, strict, cross_validate, log_y, out)
         ios = None if ios_max is None else parse_ios_max(ios_max, "--ios-max")
         frame = api.reproduce(
             study,
@@ -404,6 +399,28 @@ def reproduce(
             return
         # What was simulated: the default I/O count, not None, when the flag was left out.
         _print_atto_study(study, frame, output_format, IOS_MAX_DEFAULT if ios is None else ios)
+
+
+def _check_reproduce_flags(
+    study: str, strict: bool, cross_validate: bool, log_y: bool, out: Path | None
+) -> None:
+    """The study exists and takes the options given: --strict is for claim studies,
+    --cross-validate for ATTO studies, --log-y draws the figures of --out."""
+    from raidlab.studies.atto_studies import STUDIES, get_study
+    from raidlab.studies.claim_studies import CLAIM_STUDIES
+
+    if study not in CLAIM_STUDIES:
+        get_study(study, "STUDY")
+        if strict:
+            raise RaidlabError("--strict", f"only for claim studies ({', '.join(CLAIM_STUDIES)})")
+    elif cross_validate:
+        raise RaidlabError(
+            "--cross-validate",
+            f"only for ATTO studies ({', '.join(STUDIES)}): {study} is a claim study "
+            "and calibrates nothing on array rows",
+        )
+    if log_y and out is None:
+        raise RaidlabError("--log-y", "it draws the figures of --out; give --out DIR too")
 
 
 def _print_atto_study(study: str, frame: Any, output_format: str, ios_max: int) -> None:

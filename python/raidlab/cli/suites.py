@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -172,21 +172,27 @@ def fio(
             labels={"seed": "--seed"},
             sections=section or (),
         )
-        for note in run.notes:
-            typer.echo(f"note: {note}", err=True)
-        if drive_state(array) is not None:
-            typer.echo(f"note: drive state {drive_state(array)}", err=True)
-        # The job file says the workload; the array's policy (FastPath, write cache)
-        # comes from presets and flags, so it is stated too.
-        setup = setup_line(array, flags.drive, flags.config)
-        typer.echo(f"note: array {setup}", err=True)
-        # Beside fio's schema, what the array was, for `raidlab report`'s title.
-        run.document["raidlab"]["setup"] = setup
+        _note_fio_run(run, array, flags)
         report = fio_report(run, output_format, version)
         if output is None:
             sys.stdout.write(report)
         else:
             output.write_text(report)
+
+
+def _note_fio_run(run: api.FioRun, array: Mapping[str, Any], flags: ArrayFlags) -> None:
+    """The run's notes on stderr, with the drive state and the array it ran on; the
+    array's setup also goes in the run's document."""
+    for note in run.notes:
+        typer.echo(f"note: {note}", err=True)
+    if drive_state(array) is not None:
+        typer.echo(f"note: drive state {drive_state(array)}", err=True)
+    # The job file says the workload; the array's policy (FastPath, write cache)
+    # comes from presets and flags, so it is stated too.
+    setup = setup_line(array, flags.drive, flags.config)
+    typer.echo(f"note: array {setup}", err=True)
+    # Beside fio's schema, what the array was, for `raidlab report`'s title.
+    run.document["raidlab"]["setup"] = setup
 
 
 CDM_FLAGS = {

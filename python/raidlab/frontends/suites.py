@@ -432,6 +432,36 @@ def _pts_scenario(
     return build_scenario(array, build_workload(request, array), 0)
 
 
+def _pts_matrix(
+    test: str,
+    mixes: Sequence[str] | None,
+    sizes: Sequence[str] | None,
+    labels: Mapping[str, str],
+) -> tuple[list[int], list[int], tuple[int, int, str]]:
+    """The read percentages and block sizes of the ``test``'s matrix (the PTS's own
+    unless given) and its tracking cell: (read %, block bytes, the column tracked)."""
+    if test not in PTS_METRICS:
+        raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")
+    if test == "tp":
+        mixes = mixes or ["100/0", "0/100"]
+        sizes = sizes or ["128K", "1M"]
+        tracking = (0, 1 << 20, "mbps")
+    elif test == "lat":
+        mixes = mixes or ["100/0", "65/35", "0/100"]
+        sizes = sizes or ["512", "4K", "8K"]
+        tracking = (0, 4096, "lat_mean_us")
+    else:
+        mixes = mixes or PTS_MIXES
+        sizes = sizes or PTS_SIZES
+        tracking = (0, 4096, "iops")
+    read_pcts = [_mix(m, labels.get("mixes", "mixes")) for m in mixes]
+    blocks = [parse_block_size(s, labels.get("sizes", "sizes")) for s in sizes]
+    if (tracking[0], tracking[1]) not in {(r, b) for r in read_pcts for b in blocks}:
+        # Track the closest point the matrix has: the smallest write-heaviest cell.
+        tracking = (min(read_pcts), min(blocks, key=lambda b: abs(b - tracking[1])), tracking[2])
+    return read_pcts, blocks, tracking
+
+
 def pts(
     array: Mapping[str, Any],
     test: str = "iops",
@@ -454,26 +484,9 @@ def pts(
     import pandas as pd
 
     labels = dict(labels or {})
-    if test not in PTS_METRICS:
-        raise RaidlabError(labels.get("test", "test"), f"must be iops, tp or lat, got {test!r}")
-    if test == "tp":
-        mixes = mixes or ["100/0", "0/100"]
-        sizes = sizes or ["128K", "1M"]
-        tracking = (0, 1 << 20, "mbps")
-    elif test == "lat":
-        mixes = mixes or ["100/0", "65/35", "0/100"]
-        sizes = sizes or ["512", "4K", "8K"]
+    read_pcts, blocks, tracking = _pts_matrix(test, mixes, sizes, labels)
+    if test == "lat":
         iodepth, numjobs = 1, 1
-        tracking = (0, 4096, "lat_mean_us")
-    else:
-        mixes = mixes or PTS_MIXES
-        sizes = sizes or PTS_SIZES
-        tracking = (0, 4096, "iops")
-    read_pcts = [_mix(m, labels.get("mixes", "mixes")) for m in mixes]
-    blocks = [parse_block_size(s, labels.get("sizes", "sizes")) for s in sizes]
-    if (tracking[0], tracking[1]) not in {(r, b) for r in read_pcts for b in blocks}:
-        # Track the closest point the matrix has: the smallest write-heaviest cell.
-        tracking = (min(read_pcts), min(blocks, key=lambda b: abs(b - tracking[1])), tracking[2])
     capacity = array_capacity_bytes(array)
     rows: list[dict[str, Any]] = []
     history: list[float] = []

@@ -324,27 +324,26 @@ def _probability(value: Any, label: str) -> float:
     return number
 
 
-def advise(
-    request: AdviseRequest,
-    workload: WorkloadRequest | WorkloadSource,
-    jobs: int | None = None,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """Rank the candidate arrays of ``request`` for ``workload`` (fio-style flags as a
-    WorkloadRequest, a fio job file as FioJobs, an IOMeter access specification as
-    AccessSpecWorkload); columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains
-    the winner against the runner-up.
+@dataclass(frozen=True)
+class _Parsed:
+    """An AdviseRequest's fields checked and in the units the steps take."""
 
-    Reliability (docs/reliability.md): each candidate's MTTR (its rebuild simulated
-    under the same workload at the request's ``rebuild_rate``), MTTDL with read errors
-    and probability of loss over the mission (``p_loss``), from the request's ``risk``
-    figures or the drive preset's; NaN where the drive has none and neither
-    ``metric="risk"`` nor ``max_loss_probability`` asks for them."""
-    # Long for its docstring (advise's whole contract) and the request's fields parsed
-    # one by one; the steps of the body are functions (_level_arrays, _candidates,
-    # _candidate_scenarios, _candidate_row).
-    import pandas as pd
+    drive: Any
+    controller: Any
+    scheduler: str | None
+    metric: str
+    drive_count: int
+    capacity_bytes: int
+    tolerated: int
+    seed: int
+    rebuild_rate: Any
+    max_loss_probability: float | None
+    reliability: tuple[DriveFigures, ResolvedRisk] | None
 
+
+def _parse_request(request: AdviseRequest) -> _Parsed:
+    """The request's fields parsed one by one, each error naming the user's flag; the
+    order of the checks is the order the errors are reported in."""
     labels = dict(request.labels)
     label = request.label
     if request.drive is None:
@@ -388,50 +387,106 @@ def advise(
         )
     asked = metric == "risk" or max_loss_probability is not None
     reliability = _reliability(drive, risk or RiskOptions(labels=labels), asked)
-    drive_count = int(drives)
-    capacity_bytes = parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0
-    tolerated = int(tolerate)
+    return _Parsed(
+        drive=drive,
+        controller=controller,
+        scheduler=scheduler,
+        metric=metric,
+        drive_count=int(drives),
+        capacity_bytes=parse_size(capacity, labels.get("capacity", "capacity")) if capacity else 0,
+        tolerated=int(tolerate),
+        seed=seed,
+        rebuild_rate=rebuild_rate,
+        max_loss_probability=max_loss_probability,
+        reliability=reliability,
+    )
+
+
+def _levels_of(parsed: _Parsed, labels: Mapping[str, str]) -> list[LevelArray]:
+    """The array of each level the drive count allows, preset errors named by flag."""
     try:
-        levels = _level_arrays(drive, controller or DEFAULT_CONTROLLER, drive_count)
+        return _level_arrays(
+            parsed.drive, parsed.controller or DEFAULT_CONTROLLER, parsed.drive_count
+        )
     except RaidlabError as error:
         # The presets are first resolved here, by the array builder, which names its own
         # keys (drive, controller): the user gave flags.
         if error.field in ("drive", "controller"):
             raise error.relabel(labels.get(error.field, error.field)) from None
         raise
-    _check_constraints(levels, drive_count, capacity_bytes, tolerated, labels)
-    candidates = _candidates(levels, capacity_bytes, tolerated, scheduler)
-    assert candidates, "write-through is always a candidate of a level that meets the constraints"
-    scenarios = _candidate_scenarios(candidates, workload, seed)
+
+
+def _simulated_rows(
+    candidates: list[tuple[Candidate, dict[str, Any]]],
+    workload: WorkloadRequest | WorkloadSource,
+    parsed: _Parsed,
+    jobs: int | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """One row per candidate: its simulated figures, and its risk columns from its
+    rebuild simulated under the same workload (when the drive has failure figures)."""
+    scenarios = _candidate_scenarios(candidates, workload, parsed.seed)
     rebuilds = {}
+    reliability, rebuild_rate = parsed.reliability, parsed.rebuild_rate
     if reliability is not None:
         hot_spare = reliability[1].hot_spare
-        rebuilds = _rebuild_scenarios(candidates, workload, seed, rebuild_rate, hot_spare)
+        rebuilds = _rebuild_scenarios(candidates, workload, parsed.seed, rebuild_rate, hot_spare)
     results = run_scenarios(
         [*scenarios, *rebuilds.values()], jobs=jobs, progress=progress, description="candidates"
     )
     rebuild_results = dict(zip(rebuilds, results[len(scenarios) :], strict=True))
     results = results[: len(scenarios)]
-    rows = [
+    return [
         {
             **_candidate_row(candidate, result),
             **_risk_columns(reliability, array, rebuild_results, candidate, rebuild_rate),
         }
         for (candidate, array), result in zip(candidates, results, strict=True)
     ]
-    frame = pd.DataFrame(rows)
-    if max_loss_probability is not None:
-        frame = _within_risk(frame, max_loss_probability, labels)
-    column = METRIC_COLUMNS[metric]
+
+
+def _ranked(frame: pd.DataFrame, parsed: _Parsed, labels: Mapping[str, str]) -> pd.DataFrame:
+    """The rows within the risk bound, best first by the metric, with why the winner won."""
+    if parsed.max_loss_probability is not None:
+        frame = _within_risk(frame, parsed.max_loss_probability, labels)
+    column = METRIC_COLUMNS[parsed.metric]
     frame = frame.sort_values(column, ascending=column in LOWER_IS_BETTER, kind="stable")
     frame.insert(0, "rank", range(1, len(frame) + 1))
     why = _why(frame, column)
     frame = frame[ADVISE_COLUMNS].reset_index(drop=True)
     frame.attrs["why"] = why
-    frame.attrs["metric"] = metric
-    if reliability is not None:
-        frame.attrs["mission_years"] = reliability[1].mission_hours / 8766.0
+    frame.attrs["metric"] = parsed.metric
+    if parsed.reliability is not None:
+        frame.attrs["mission_years"] = parsed.reliability[1].mission_hours / 8766.0
     return frame
+
+
+def advise(
+    request: AdviseRequest,
+    workload: WorkloadRequest | WorkloadSource,
+    jobs: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Rank the candidate arrays of ``request`` for ``workload`` (fio-style flags as a
+    WorkloadRequest, a fio job file as FioJobs, an IOMeter access specification as
+    AccessSpecWorkload); columns ADVISE_COLUMNS, best first. ``.attrs["why"]`` explains
+    the winner against the runner-up.
+
+    Reliability (docs/reliability.md): each candidate's MTTR (its rebuild simulated
+    under the same workload at the request's ``rebuild_rate``), MTTDL with read errors
+    and probability of loss over the mission (``p_loss``), from the request's ``risk``
+    figures or the drive preset's; NaN where the drive has none and neither
+    ``metric="risk"`` nor ``max_loss_probability`` asks for them."""
+    import pandas as pd
+
+    parsed = _parse_request(request)
+    labels = dict(request.labels)
+    levels = _levels_of(parsed, labels)
+    _check_constraints(levels, parsed.drive_count, parsed.capacity_bytes, parsed.tolerated, labels)
+    candidates = _candidates(levels, parsed.capacity_bytes, parsed.tolerated, parsed.scheduler)
+    assert candidates, "write-through is always a candidate of a level that meets the constraints"
+    rows = _simulated_rows(candidates, workload, parsed, jobs, progress)
+    return _ranked(pd.DataFrame(rows), parsed, labels)
 
 
 def _reliability(

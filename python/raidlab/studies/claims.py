@@ -392,10 +392,22 @@ def raid10_capacity_fraction_pct(_: Results) -> float:
 
 def _ssd_raid_tuning_checks() -> list[Check]:
     """The hand-written checks of the ADMIN article's claims, in claim order."""
-    # Long because it is a table: one Check per claim, each with its runs, figure,
-    # tolerance and the sentence saying how it is checked; a claim's check is read
-    # where its neighbours are (the groups with logic of their own are functions).
     oio = f"{PTS_NUMJOBS} jobs x QD {PTS_IODEPTH}"
+    return [
+        *_raid1_read_checks(oio),
+        *_raid1_latency_checks(),
+        *_raid5_write_cache_checks(oio),
+        *_single_drive_write_checks(oio),
+        _raid10_capacity_check(),
+        *_raid1_write_penalty_checks(oio),
+        *_device_checks(oio),
+        *_qualitative_checks(oio),
+    ]
+
+
+def _raid1_read_checks(oio: str) -> list[Check]:
+    """T01, T02, T03: the random-read IOPS of RAID 1 on md and on the MegaRAID, and
+    against one SSD."""
     checks = [
         Check(
             "T01",
@@ -428,6 +440,12 @@ def _ssd_raid_tuning_checks() -> list[Check]:
                 f"IOPS of RAID 1 on {_on(setup)} / one SSD on hba, 4K randread, {oio}",
             )
         )
+    return checks
+
+
+def _raid1_latency_checks() -> list[Check]:
+    """T06: what RAID 1 on the MegaRAID adds to one SSD's latency at QD 1."""
+    checks = []
     for workload in ("read", "mixed", "write"):
         array_run, single_run = _qd1(RAID1["HWR"], workload), _qd1(SINGLE, workload)
         checks.append(
@@ -444,7 +462,14 @@ def _ssd_raid_tuning_checks() -> list[Check]:
                 role="calibration",
             )
         )
-    checks.append(
+    return checks
+
+
+def _raid5_write_cache_checks(oio: str) -> list[Check]:
+    """T41, T22, T23, T24: RAID 5's random writes behind the MegaRAID, write-back and
+    write-through, and what the full cache costs."""
+    wt_run, wb_run = _pts(RAID5_HWR_WT, "write"), _pts(RAID5_HWR_WB, "write")
+    return [
         Check(
             "T41",
             "",
@@ -453,9 +478,7 @@ def _ssd_raid_tuning_checks() -> list[Check]:
             Tolerance("upper_bound"),
             "mean latency of 4K random writes at QD 1 on a RAID 5 of 4 7200 rpm disks behind "
             "megaraid-9361 with its cache in write-back",
-        )
-    )
-    checks.append(
+        ),
         Check(
             "T22",
             "",
@@ -464,10 +487,7 @@ def _ssd_raid_tuning_checks() -> list[Check]:
             Tolerance("relative", 0.20),
             f"RAID 5 of 4 on megaraid-9361, write-through, drives in steady state (SNIA PTS), "
             f"4K randwrite, {oio}: IOPS",
-        )
-    )
-    wt_run, wb_run = _pts(RAID5_HWR_WT, "write"), _pts(RAID5_HWR_WB, "write")
-    checks.append(
+        ),
         Check(
             "T23",
             "",
@@ -478,9 +498,7 @@ def _ssd_raid_tuning_checks() -> list[Check]:
             f"(sustained destage), 4K randwrite, {oio}: IOPS",
             # The MegaRAID presets' destage_concurrency (2) was set from this claim.
             role="calibration",
-        )
-    )
-    checks.append(
+        ),
         Check(
             "T24",
             "",
@@ -488,8 +506,14 @@ def _ssd_raid_tuning_checks() -> list[Check]:
             _penalty_pct(wb_run, wt_run),
             Tolerance("absolute", PERCENT_PP, "pp"),
             "100 x (1 - IOPS write-back / IOPS write-through) of the T23 and T22 runs",
-        )
-    )
+        ),
+    ]
+
+
+def _single_drive_write_checks(oio: str) -> list[Check]:
+    """T28, T29: one 800 GB SSD's steady-state random writes, as shipped and with 20 %
+    over-provisioning."""
+    checks = []
     for claim_id, setup, role in (
         ("T28", SINGLE_800G, "calibration"),
         ("T29", SINGLE_800G_OP20, "prediction"),
@@ -507,21 +531,20 @@ def _ssd_raid_tuning_checks() -> list[Check]:
                 role=role,
             )
         )
-    checks.append(
-        Check(
-            "T21",
-            "",
-            (),
-            raid10_capacity_fraction_pct,
-            Tolerance("exact"),
-            "array_capacity_bytes / raw capacity of RAID 10 (near, 2 copies) of 4 drives",
-            role="geometry",
-        )
-    )
-    checks.extend(_raid1_write_penalty_checks(oio))
-    checks.extend(_device_checks(oio))
-    checks.extend(_qualitative_checks(oio))
     return checks
+
+
+def _raid10_capacity_check() -> Check:
+    """T21: the usable share of a RAID 10 (geometry, no simulation)."""
+    return Check(
+        "T21",
+        "",
+        (),
+        raid10_capacity_fraction_pct,
+        Tolerance("exact"),
+        "array_capacity_bytes / raw capacity of RAID 10 (near, 2 copies) of 4 drives",
+        role="geometry",
+    )
 
 
 def _raid1_write_penalty_checks(oio: str) -> list[Check]:

@@ -856,43 +856,52 @@ impl Hdd {
         (t0, media_end)
     }
 
-    /// Serve `c` from `start_ns`; `positioning`, when known, is its positioning time
-    /// from there (NCQ's scan worked it out).
-    fn serve(&mut self, start_ns: u64, c: Command, positioning: Option<u64>) -> Started {
+    /// Serve `c`, a read within the read-ahead stream, from `start_ns`: its data leaves
+    /// over the link once the stream has read it, and the stream's limit moves on.
+    fn serve_ra_hit(&mut self, start_ns: u64, c: Command) -> Started {
         let link_ns = transfer_ns(c.len_bytes, self.link_ps);
         let last_sector_ns = transfer_ns(512, self.link_ps);
         let end_offset = c.offset_bytes + c.len_bytes;
-        if self.is_ra_hit(&c) {
-            self.ra_hits += 1;
-            let data_ready = self.ra_time(end_offset);
-            let from = start_ns.max((data_ready + last_sector_ns).saturating_sub(link_ns));
-            let (link_start, done) = self.link.reserve(from, link_ns);
-            let extended = match self.read_ahead_scheme {
-                None => (end_offset + self.read_ahead_bytes)
-                    .min(c.offset_bytes + self.stream_bytes.max(c.len_bytes)),
-                Some(scheme) => {
-                    self.scheme_limit(scheme, self.ra_base_offset, c.offset_bytes, end_offset)
-                }
-            };
-            self.ra_limit_offset = self.ra_limit_offset.max(extended);
-            // The mechanism streams; it is busy for the media time it spent on this,
-            // and none for data it had already read (the buffer serves it again): only
-            // the stretch of the stream past what is already booked is new work.
-            // Booking `data_ready..media_from` instead counted busy time twice and put
-            // a mechanism's busy time above the measured interval (found by
-            // tests/suite/invariants.rs, seed 6441: degraded RAID 5 re-reading its chunks).
-            let media_from = self
-                .ra_time(c.offset_bytes)
-                .max(self.mechanism.free_at_ns());
-            if data_ready > media_from {
-                self.mechanism.occupy(media_from, data_ready);
+        self.ra_hits += 1;
+        let data_ready = self.ra_time(end_offset);
+        let from = start_ns.max((data_ready + last_sector_ns).saturating_sub(link_ns));
+        let (link_start, done) = self.link.reserve(from, link_ns);
+        let extended = match self.read_ahead_scheme {
+            None => (end_offset + self.read_ahead_bytes)
+                .min(c.offset_bytes + self.stream_bytes.max(c.len_bytes)),
+            Some(scheme) => {
+                self.scheme_limit(scheme, self.ra_base_offset, c.offset_bytes, end_offset)
             }
-            return Started {
-                op: c.op,
-                link_start_ns: link_start,
-                done_ns: done,
-            };
+        };
+        self.ra_limit_offset = self.ra_limit_offset.max(extended);
+        // The mechanism streams; it is busy for the media time it spent on this,
+        // and none for data it had already read (the buffer serves it again): only
+        // the stretch of the stream past what is already booked is new work.
+        // Booking `data_ready..media_from` instead counted busy time twice and put
+        // a mechanism's busy time above the measured interval (found by
+        // tests/suite/invariants.rs, seed 6441: degraded RAID 5 re-reading its chunks).
+        let media_from = self
+            .ra_time(c.offset_bytes)
+            .max(self.mechanism.free_at_ns());
+        if data_ready > media_from {
+            self.mechanism.occupy(media_from, data_ready);
         }
+        Started {
+            op: c.op,
+            link_start_ns: link_start,
+            done_ns: done,
+        }
+    }
+
+    /// Serve `c` from `start_ns`; `positioning`, when known, is its positioning time
+    /// from there (NCQ's scan worked it out).
+    fn serve(&mut self, start_ns: u64, c: Command, positioning: Option<u64>) -> Started {
+        if self.is_ra_hit(&c) {
+            return self.serve_ra_hit(start_ns, c);
+        }
+        let link_ns = transfer_ns(c.len_bytes, self.link_ps);
+        let last_sector_ns = transfer_ns(512, self.link_ps);
+        let end_offset = c.offset_bytes + c.len_bytes;
         if !self.segments.is_empty() && !c.write && self.segment_holds(&c) {
             return self.serve_from_segment(start_ns, c);
         }

@@ -654,6 +654,14 @@ fn check_drive(drive: &DriveSpec) -> Result<(), ScenarioError> {
 /// entry per zone, its cylinders ascend without overlap and hold the capacity; a seek
 /// table's two lists pair up with ascending distances; segments fit in the buffer.
 fn check_hdd_mechanics(h: &super::HddSpec) -> Result<(), ScenarioError> {
+    check_zone_table(h)?;
+    check_seek_table(&h.mechanics)?;
+    check_cache_segments(h)
+}
+
+/// A zone table's five lists have an entry per zone; its cylinders ascend without
+/// overlap, its skews stay below a track, and its sectors hold the capacity.
+fn check_zone_table(h: &super::HddSpec) -> Result<(), ScenarioError> {
     let m = &h.mechanics;
     let zones = m.zone_first_cylinder.len();
     let lists = [
@@ -704,6 +712,11 @@ fn check_hdd_mechanics(h: &super::HddSpec) -> Result<(), ScenarioError> {
             ),
         )?;
     }
+    Ok(())
+}
+
+/// A seek table's distances and times pair up, the distances ascending.
+fn check_seek_table(m: &super::HddMechanicsSpec) -> Result<(), ScenarioError> {
     let (d, t) = (&m.seek_table_cylinders, &m.seek_table_ns);
     if d.len() != t.len() {
         refuse(
@@ -721,6 +734,12 @@ fn check_hdd_mechanics(h: &super::HddSpec) -> Result<(), ScenarioError> {
             "distances must ascend".into(),
         )?;
     }
+    Ok(())
+}
+
+/// The drive's cache segments fit in its buffer.
+fn check_cache_segments(h: &super::HddSpec) -> Result<(), ScenarioError> {
+    let m = &h.mechanics;
     let segments = u64::from(m.cache_segments.unwrap_or(1));
     if m.cache_segment_bytes.unwrap_or(0) * segments > h.cache_bytes {
         refuse(
