@@ -8,6 +8,7 @@ mod common;
 mod nbd_wire;
 
 mod assemble;
+mod bad_blocks;
 mod bitmap_clean;
 mod block_devices;
 mod cache_tier;

@@ -195,11 +195,18 @@ fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
     )
 }
 
-/// `  member R: PATH STATE`, with its corrected read errors if any.
+/// `  member R: PATH STATE`, with its corrected read errors and its bad-block list if
+/// any (`OFFSET+LEN` in bytes of its data).
 fn member_line(m: &Value) -> String {
     let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
+    let bad: Vec<String> = m["bad_blocks"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .map(|r| format!("{}+{}", r["offset_bytes"], r["len_bytes"]))
+        .collect();
     format!(
-        "  member {}: {} {}{}\n",
+        "  member {}: {} {}{}{}\n",
         m["role"],
         m["path"].as_str().unwrap_or("-"),
         m["state"].as_str().unwrap_or(""),
@@ -207,19 +214,47 @@ fn member_line(m: &Value) -> String {
             format!(" ({corrected} read errors corrected)")
         } else {
             String::new()
+        },
+        if bad.is_empty() {
+            String::new()
+        } else {
+            format!(" (bad blocks: {})", bad.join(" "))
         }
     )
 }
 
-/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text.
+/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text: one line,
+/// then one naming the logical bytes of the stripes `repair` could not resolve, if any.
 pub fn scrub(r: &Value) -> String {
-    format!(
-        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}\n",
+    let mut t = format!(
+        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}",
         r["stripes_checked"],
         r["mismatched_stripes"],
         r["repaired_stripes"],
         r["read_errors_corrected"].as_u64().unwrap_or(0)
-    )
+    );
+    for (key, what) in [
+        ("unresolved_stripes", "unresolved"),
+        ("unreadable_stripes", "unreadable"),
+    ] {
+        if let Some(n) = r[key].as_u64().filter(|&n| n > 0) {
+            t += &format!(", {what} {n}");
+        }
+    }
+    t.push('\n');
+    let unresolved: Vec<String> = r["unresolved"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .map(|x| format!("{}+{}", x["offset_bytes"], x["len_bytes"]))
+        .collect();
+    if !unresolved.is_empty() {
+        t += &format!(
+            "unresolved: nothing tells which block is right; logical bytes {}\n",
+            unresolved.join(" ")
+        );
+    }
+    t
 }
 
 /// Prints rebuild progress on stderr each time it enters a new 5 % band, and at the end.
