@@ -20,12 +20,7 @@ fn pattern(offset: u64, len: u64) -> Vec<u8> {
 }
 
 /// An array of `members` written whole with [`pattern`], stopped.
-fn written(
-    dir: &Path,
-    level: Level,
-    members: usize,
-    copies: Option<u32>,
-) -> (Vec<PathBuf>, u64) {
+fn written(dir: &Path, level: Level, members: usize, copies: Option<u32>) -> (Vec<PathBuf>, u64) {
     let paths = member_paths(dir, "m", members);
     let mut o = CreateOptions::new(level, CHUNK, Some(DATA_OFFSET_BYTES + (512 << 10)));
     o.copies = copies;
@@ -82,7 +77,11 @@ fn raid6_repair_rewrites_the_one_bad_block_p_and_q_point_at() {
     assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 3);
     let r = array.scrub(true).unwrap();
     assert_eq!(
-        (r.mismatched_stripes, r.repaired_stripes, r.unresolved_stripes),
+        (
+            r.mismatched_stripes,
+            r.repaired_stripes,
+            r.unresolved_stripes
+        ),
         (3, 3, 0),
         "{r:?}"
     );
@@ -103,7 +102,11 @@ fn raid6_repair_leaves_two_bad_blocks_of_a_stripe_and_names_them() {
     let r = array.scrub(true).unwrap();
     assert_eq!((r.repaired_stripes, r.unresolved_stripes), (0, 1), "{r:?}");
     assert_eq!(r.unresolved, vec![(0, 3 * CHUNK)]);
-    assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 1, "unchanged");
+    assert_eq!(
+        array.scrub(false).unwrap().mismatched_stripes,
+        1,
+        "unchanged"
+    );
     assert!(!data_is_whole(&array, cap));
 }
 
@@ -119,7 +122,11 @@ fn repair_reports_and_keeps(level: Level, members: usize, copies: Option<u32>) {
     let array = retry_in_use(|| Array::assemble(&paths));
     let r = array.scrub(true).unwrap();
     assert_eq!(
-        (r.mismatched_stripes, r.repaired_stripes, r.unresolved_stripes),
+        (
+            r.mismatched_stripes,
+            r.repaired_stripes,
+            r.unresolved_stripes
+        ),
         (1, 0, 1),
         "{level}: {r:?}"
     );

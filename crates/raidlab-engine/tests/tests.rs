@@ -29,6 +29,6 @@ mod online_rebuild;
 mod online_story;
 mod ppl;
 mod real_clients;
-mod repair;
 mod rebuild_resume;
+mod repair;
 mod write_hole;

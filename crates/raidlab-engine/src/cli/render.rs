@@ -332,4 +332,23 @@ mod tests {
             "stripes checked 4, mismatched 1, repaired 0, read errors corrected 0\n"
         );
     }
+
+    #[test]
+    fn unresolved_stripes_and_bad_blocks_are_named() {
+        let r = json!({"stripes_checked": 4, "mismatched_stripes": 2, "repaired_stripes": 1,
+            "unresolved_stripes": 1, "unresolved": [{"offset_bytes": 0, "len_bytes": 49152}],
+            "unreadable_stripes": 0});
+        assert_eq!(
+            scrub(&r),
+            "stripes checked 4, mismatched 2, repaired 1, read errors corrected 0, \
+             unresolved 1\nunresolved: nothing tells which block is right; logical bytes \
+             0+49152\n"
+        );
+        let m = json!({"role": 1, "path": "/b", "state": "active",
+            "bad_blocks": [{"offset_bytes": 4096, "len_bytes": 512}]});
+        assert_eq!(
+            member_line(&m),
+            "  member 1: /b active (bad blocks: 4096+512)\n"
+        );
+    }
 }

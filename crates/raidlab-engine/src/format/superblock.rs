@@ -568,6 +568,43 @@ mod tests {
     }
 
     #[test]
+    fn the_bad_block_list_round_trips_and_a_corrupt_one_is_refused() {
+        let sb = sample();
+        // Superblocks written before the list existed hold zeros there: no bad blocks.
+        assert_eq!(decode_bad_blocks(&sb.encode()), Ok(vec![]));
+        let list = vec![(8, 1), (16, 8), (2_097_151, 1)];
+        let mut b = sb.encode();
+        encode_bad_blocks(&mut b, &list);
+        assert_eq!(Superblock::decode(&b), Ok(sb), "the rest is unchanged");
+        assert_eq!(decode_bad_blocks(&b), Ok(list.clone()));
+        encode_bad_blocks(&mut b, &[]);
+        assert_eq!(b, sb.encode(), "an empty list writes the old image");
+        let corrupt = |bad: &[(u64, u64)]| {
+            let mut b = sb.encode();
+            encode_bad_blocks(&mut b, bad);
+            Superblock::decode(&b)
+        };
+        // Overlapping, touching, empty, past the member's 1 GiB (2^21 sectors).
+        for bad in [
+            &[(8, 8), (12, 1)][..],
+            &[(8, 8), (16, 1)],
+            &[(8, 0)],
+            &[(2_097_151, 2)],
+            &[(u64::MAX, 1)],
+        ] {
+            assert!(
+                matches!(corrupt(bad), Err(SuperblockError::Field("bad_blocks", _))),
+                "{bad:?}"
+            );
+        }
+        let too_many = with_bytes(&sb, |b| b[BAD_BLOCKS_AT] = BAD_BLOCKS_MAX as u8 + 1);
+        assert_eq!(
+            Superblock::decode(&too_many),
+            Err(SuperblockError::Field("bad_block_count", 129))
+        );
+    }
+
+    #[test]
     fn encode_then_decode_is_the_identity() {
         let sb = sample();
         assert_eq!(Superblock::decode(&sb.encode()), Ok(sb));
