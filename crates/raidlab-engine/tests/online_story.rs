@@ -258,7 +258,11 @@ fn story(level: &str, members: usize, spans: Option<u32>, every_nth_set: usize) 
     let resolvable = geo.parity_per_stripe() == 2 || geo.copies() >= 3;
     let r = scrub("repair");
     assert_eq!(r["repaired_stripes"], u64::from(resolvable), "{level}: {r}");
-    assert_eq!(r["unresolved_stripes"], u64::from(!resolvable), "{level}: {r}");
+    assert_eq!(
+        r["unresolved_stripes"],
+        u64::from(!resolvable),
+        "{level}: {r}"
+    );
     let r = scrub("check");
     assert_eq!(
         r["mismatched_stripes"],

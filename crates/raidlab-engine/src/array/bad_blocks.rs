@@ -182,9 +182,20 @@ impl Array {
         self.any_bad.store(any, Ordering::Relaxed);
     }
 
-    /// Whether any member has a listed range (the fast read path then steps aside).
+    /// Whether any member has a listed range.
     pub(super) fn has_bad_blocks(&self) -> bool {
         self.any_bad.load(Ordering::Relaxed)
+    }
+
+    /// Whether member `m`'s list has a range in `[off, +len)` (the fast read path then
+    /// steps aside for the planned one, which reads around it).
+    pub(super) fn is_listed(&self, m: u32, off: u64, len: u64) -> bool {
+        self.has_bad_blocks()
+            && !self.bad_blocks[m as usize]
+                .lock()
+                .expect("bad blocks lock")
+                .within(off, off + len)
+                .is_empty()
     }
 
     fn role_path(&self, role: u32) -> std::path::PathBuf {

@@ -333,10 +333,11 @@ impl Array {
     /// 1 MiB sequential reads slower than a plain file server). Only when every chunk
     /// has one copy on a working member; returns false, having read nothing the caller
     /// relies on, for anything else (a failed member, a mirror whose copies the planned
-    /// path spreads over, an injected fault, a read error or a short read), which the
+    /// path spreads over, a listed bad block, an injected fault, a read error or a
+    /// short read), which the
     /// planned path then serves with reconstruction and read-error correction.
     fn read_direct(&self, offset_bytes: u64, buf: &mut [u8]) -> bool {
-        if !self.failed().is_empty() || self.has_bad_blocks() {
+        if !self.failed().is_empty() {
             return false;
         }
         let geo = &self.geo;
@@ -377,9 +378,10 @@ impl Array {
                 return false;
             };
             let run_bytes = next - first_offset;
-            if self
-                .injected(member, first_offset, run_bytes, false)
-                .is_some()
+            if self.is_listed(member, first_offset, run_bytes)
+                || self
+                    .injected(member, first_offset, run_bytes, false)
+                    .is_some()
             {
                 return false;
             }
