@@ -184,6 +184,52 @@ fn both_copies_unreadable_on_raid1_and_raid10_fail_only_their_blocks() {
     });
 }
 
+/// RAID 5 of 4, the same 4 KiB lost on members 1 and 2 in row 4 (parity on member 3):
+/// writing member 0's block beside them needs no lost block (read-modify-write of it and
+/// the parity instead of reconstruct-write from them), so it succeeds; the lost blocks
+/// stay lost.
+#[test]
+fn a_write_beside_lost_blocks_that_does_not_read_them_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = Case {
+        level: Level::Raid5,
+        layout: None,
+        members: 4,
+        bad: &[1, 2],
+        stripe_bytes: 3 * CHUNK,
+    };
+    let (_paths, array) = create(dir.path(), &case);
+    let at = 4 * CHUNK + BLOCK;
+    for &m in case.bad {
+        array
+            .inject_fault(Fault::BadSector {
+                member: m,
+                offset_bytes: at,
+                len_bytes: BLOCK,
+            })
+            .unwrap();
+    }
+    let lost = lost_blocks(&array, &case, at);
+    assert_eq!(lost.len(), 2);
+    assert_only_lost_blocks_fail(&array, &lost, 0);
+    let beside = 4 * 3 * CHUNK + BLOCK;
+    assert_eq!(array.geometry().locate(beside).member, 0);
+    array
+        .write(beside, &vec![0xee; BLOCK as usize], false)
+        .unwrap();
+    let mut back = vec![0u8; BLOCK as usize];
+    array.read(beside, &mut back).unwrap();
+    assert_eq!(back, vec![0xee; BLOCK as usize]);
+    assert!(array.read(lost[0], &mut back).is_err());
+    assert!(array.status().failed.is_empty());
+    // Once both are written (their stripe whole), parity agrees everywhere.
+    let s = 4 * 3 * CHUNK;
+    let mut stripe = pattern(s, 3 * CHUNK, 0);
+    stripe[BLOCK as usize..2 * BLOCK as usize].fill(0xee);
+    array.write(s, &stripe, false).unwrap();
+    assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 0);
+}
+
 #[test]
 fn one_unreadable_sector_is_rewritten_and_not_listed() {
     let dir = tempfile::tempdir().unwrap();

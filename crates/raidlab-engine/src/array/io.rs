@@ -492,10 +492,10 @@ impl Array {
             write: true,
         };
         let _locks = self.lock_range(offset_bytes, len);
-        // A write must reach every working member: a plan that leaves one out for its
-        // bad blocks would leave it stale where they are not.
+        // A write must reach every working member it writes to: a plan that leaves one
+        // out for its bad blocks would leave it stale where they are not.
         let read = match self.plan_and_read(req)? {
-            Planned::Read(r) if r.avoided.is_empty() => r,
+            Planned::Read(r) if r.avoided.is_empty() || self.writes_as_planned(req, &r) => r,
             Planned::Read(PlannedRead { avoided: m, .. }) | Planned::Unreadable(m) => {
                 return Err(self.unreadable_error(
                     &m,
@@ -523,6 +523,26 @@ impl Array {
         let _writing = self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)
+    }
+
+    /// Whether `read`, planned around members with bad blocks (`avoided`: e.g. an RMW
+    /// instead of an RCW that would read them), writes what the plan without them
+    /// writes: then the members left out hold nothing the write changes.
+    fn writes_as_planned(&self, req: Request, read: &PlannedRead) -> bool {
+        let mut full = Plan::new();
+        if self
+            .geo
+            .plan(req, &self.failed(), &mut self.chooser(), &mut full)
+            .is_err()
+        {
+            return false;
+        }
+        let key = |e: &raidlab_layout::MemberExtent| (e.member, e.offset_bytes, e.len_bytes);
+        let mut a: Vec<_> = full.writes.iter().map(key).collect();
+        let mut b: Vec<_> = read.plan.writes.iter().map(key).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
     }
 
     /// Writes the request's partial parity log records (see [`crate::format::ppl`]) when the
