@@ -131,11 +131,10 @@ def test_offline_replace_reports_progress_up_to_the_member_size(
 @pytest.mark.parametrize(
     ("level", "count", "corrupted_role"),
     [
-        # Left-symmetric RAID 5 keeps row 0's parity on the last member.
-        (5, 4, 3),
-        # RAID 1: repair copies from the first member, so the second one's byte is the
-        # corrupted copy.
-        (1, 2, 1),
+        # RAID 6 tells the bad block from P and Q (row 0's Q is on the last member).
+        (6, 4, 3),
+        # Three copies outvote the corrupted one.
+        (1, 3, 1),
     ],
 )
 def test_one_corrupted_redundant_byte_is_one_mismatch_and_repair_restores_it(
@@ -158,6 +157,24 @@ def test_one_corrupted_redundant_byte_is_one_mismatch_and_repair_restores_it(
     assert (repaired.mismatched_stripes, repaired.repaired_stripes) == (1, 1)
     assert victim.read_bytes()[engine.DATA_OFFSET_BYTES + offset] == original
     assert engine.check(members).clean
+
+
+@pytest.mark.parametrize(("level", "count"), [(5, 4), (1, 2)])
+def test_repair_names_a_mismatch_it_cannot_attribute_and_keeps_it(
+    tmp_path: Path, level: int, count: int
+) -> None:
+    members = members_in(tmp_path, count)
+    engine.create(members, level=level, size=MEMBER_BYTES)
+    victim = members[1]
+    engine.inject(victim, 4096, mask=0x01)
+    corrupted = victim.read_bytes()[engine.DATA_OFFSET_BYTES :]
+    repaired = engine.repair(members)
+    assert (repaired.repaired_stripes, repaired.unresolved_stripes) == (0, 1)
+    offset, length = repaired.unresolved[0]
+    assert offset == 0 and length > 0
+    data = victim.read_bytes()[engine.DATA_OFFSET_BYTES :]
+    assert data == corrupted, "nothing copied over either block"
+    assert engine.check(members).mismatched_stripes == 1
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -623,9 +640,11 @@ def test_cli_replace_shows_progress_and_check_repair_find_corruption(
     checked = runner.invoke(app, ["check", "--json", *rebuilt])
     assert checked.exit_code == 1
     assert json.loads(checked.stdout)["mismatched_stripes"] == 1
+    # Row 0's parity: RAID 5 cannot tell it from the data, so repair names the stripe
+    # (exit 1) and keeps it.
     repaired = runner.invoke(app, ["repair", *rebuilt])
-    assert repaired.exit_code == 0 and "repair" in repaired.stdout
-    assert runner.invoke(app, ["check", *rebuilt]).exit_code == 0
+    assert repaired.exit_code == 1 and "unresolved 1" in repaired.stdout, repaired.output
+    assert runner.invoke(app, ["check", *rebuilt]).exit_code == 1
 
 
 def test_cli_serve_prints_the_uri_and_stops_clean_on_sigint(raid5: list[Path]) -> None:

@@ -8,6 +8,7 @@ mod common;
 mod nbd_wire;
 
 mod assemble;
+mod bad_blocks;
 mod bitmap_clean;
 mod block_devices;
 mod cache_tier;
@@ -30,4 +31,5 @@ mod ownership;
 mod ppl;
 mod real_clients;
 mod rebuild_resume;
+mod repair;
 mod write_hole;

@@ -372,6 +372,54 @@ fn two_data_from_p_and_q(blocks: &mut [&mut [u8]], x: usize, y: usize, k: usize)
     }
 }
 
+/// Which one block of a RAID 6 stripe disagrees with the others, from the differences
+/// between the stored and recomputed syndromes (md's raid6check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyndromeFault {
+    /// Both syndromes agree with the data.
+    None,
+    /// Only P differs: P is the bad block.
+    P,
+    /// Only Q differs: Q is the bad block.
+    Q,
+    /// Data block of this syndrome slot: it is wrong by exactly `p_delta`.
+    Data(usize),
+    /// No single block explains the differences: two or more blocks are bad.
+    Several,
+}
+
+/// Locates the one bad block of a RAID 6 stripe of `data_count` data blocks, given
+/// `p_delta` = stored P ^ P of the data and `q_delta` = stored Q ^ Q of the data. A
+/// data block `z` off by `e` makes `p_delta = e` and `q_delta = g^z * e` at every byte,
+/// so `z = log(q_delta) - log(p_delta)`, which must be the same slot at every byte
+/// where they differ (raid6check's test).
+pub fn locate_syndrome_fault(p_delta: &[u8], q_delta: &[u8], data_count: usize) -> SyndromeFault {
+    assert_eq!(p_delta.len(), q_delta.len(), "syndromes differ in length");
+    let p_bad = p_delta.iter().any(|&b| b != 0);
+    let q_bad = q_delta.iter().any(|&b| b != 0);
+    match (p_bad, q_bad) {
+        (false, false) => return SyndromeFault::None,
+        (true, false) => return SyndromeFault::P,
+        (false, true) => return SyndromeFault::Q,
+        (true, true) => {}
+    }
+    let mut slot = None;
+    for (&dp, &dq) in p_delta.iter().zip(q_delta) {
+        if (dp == 0) != (dq == 0) {
+            return SyndromeFault::Several;
+        }
+        if dp == 0 {
+            continue;
+        }
+        let z = (255 + GF_LOG[dq as usize] as usize - GF_LOG[dp as usize] as usize) % 255;
+        if z >= data_count || slot.is_some_and(|s| s != z) {
+            return SyndromeFault::Several;
+        }
+        slot = Some(z);
+    }
+    slot.map_or(SyndromeFault::Several, SyndromeFault::Data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,5 +443,48 @@ mod tests {
                 assert_eq!(gf_mul(a, b ^ 0x1d), gf_mul(a, b) ^ gf_mul(a, 0x1d));
             }
         }
+    }
+
+    #[test]
+    fn one_bad_block_of_a_raid6_stripe_is_located_and_two_are_not() {
+        let data: Vec<Vec<u8>> = (0..5u8)
+            .map(|k| {
+                (0..64u8)
+                    .map(|i| i.wrapping_mul(31) ^ k.wrapping_mul(77))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let (mut p, mut q) = (vec![0u8; 64], vec![0u8; 64]);
+        compute_pq(&refs, &mut p, &mut q);
+        let deltas = |bad: &[Vec<u8>], sp: &[u8], sq: &[u8]| {
+            let r: Vec<&[u8]> = bad.iter().map(|d| d.as_slice()).collect();
+            let (mut p2, mut q2) = (vec![0u8; 64], vec![0u8; 64]);
+            compute_pq(&r, &mut p2, &mut q2);
+            let dp: Vec<u8> = sp.iter().zip(&p2).map(|(a, b)| a ^ b).collect();
+            let dq: Vec<u8> = sq.iter().zip(&q2).map(|(a, b)| a ^ b).collect();
+            locate_syndrome_fault(&dp, &dq, 5)
+        };
+        assert_eq!(deltas(&data, &p, &q), SyndromeFault::None);
+        for z in 0..5 {
+            let mut bad = data.clone();
+            bad[z][7] ^= 0x40;
+            bad[z][50] ^= 0x01;
+            assert_eq!(deltas(&bad, &p, &q), SyndromeFault::Data(z), "slot {z}");
+        }
+        let mut p_bad = p.clone();
+        p_bad[3] ^= 9;
+        assert_eq!(deltas(&data, &p_bad, &q), SyndromeFault::P);
+        let mut q_bad = q.clone();
+        q_bad[3] ^= 9;
+        assert_eq!(deltas(&data, &p, &q_bad), SyndromeFault::Q);
+        let mut two = data.clone();
+        two[1][7] ^= 0x40;
+        two[3][9] ^= 0x02;
+        assert_eq!(deltas(&two, &p, &q), SyndromeFault::Several);
+        let mut same_byte = data.clone();
+        same_byte[1][7] ^= 0x40;
+        same_byte[3][7] ^= 0x02;
+        assert_eq!(deltas(&same_byte, &p, &q), SyndromeFault::Several);
     }
 }

@@ -105,6 +105,9 @@ def _print_status(status: engine.ArrayStatus, as_json: bool) -> None:
         state = member.state
         if member.read_errors_corrected:
             state += f" ({member.read_errors_corrected} read errors corrected)"
+        if member.bad_blocks:
+            ranges = " ".join(f"{offset}+{length}" for offset, length in member.bad_blocks)
+            state += f" (bad blocks: {ranges})"
         rebuild = status.rebuild
         if rebuild is not None and rebuild.role == member.role:
             state = (
@@ -134,6 +137,14 @@ def _print_scrub(report: engine.ScrubReport, as_json: bool, title: str) -> None:
         str(report.read_errors_corrected),
     )
     _stdout.print(table)
+    if report.unresolved_stripes:
+        ranges = " ".join(f"{offset}+{length}" for offset, length in report.unresolved)
+        typer.echo(
+            f"unresolved {report.unresolved_stripes}: nothing tells which block is right; "
+            f"logical bytes {ranges}"
+        )
+    if report.unreadable_stripes:
+        typer.echo(f"unreadable {report.unreadable_stripes}: bad blocks, see status")
 
 
 # ------------------------------------------------------------- what each command does
@@ -159,10 +170,11 @@ def _run_status(command: str, options: Options, as_json: bool) -> None:
 
 
 def _run_scrub(command: str, options: Options, as_json: bool) -> None:
-    """check and repair: the scrub report; check exits 1 when any stripe mismatched."""
+    """check and repair: the scrub report; check exits 1 when any stripe mismatched,
+    repair when it left stripes unresolved."""
     report = engine.ScrubReport.from_json(engine.run_report(command, options))
     _print_scrub(report, as_json, command)
-    if command == "check" and not report.clean:
+    if (command == "check" and not report.clean) or report.unresolved_stripes:
         raise typer.Exit(1)
 
 

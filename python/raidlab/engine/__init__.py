@@ -129,6 +129,9 @@ class MemberStatus:
     # Read errors corrected by rewriting from the other members since assembly (md fails
     # the member instead after 20).
     read_errors_corrected: int = 0
+    # md's bad-block list: (offset, length) in bytes of the member's data that it could
+    # not read and the array could not rewrite yet; kept in its superblock.
+    bad_blocks: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,10 @@ class ArrayStatus:
                         m["path"],
                         str(m["state"]),
                         int(m.get("read_errors_corrected", 0)),
+                        tuple(
+                            (int(b["offset_bytes"]), int(b["len_bytes"]))
+                            for b in m.get("bad_blocks", ())
+                        ),
                     )
                     for m in document["members"]
                 ),
@@ -273,13 +280,21 @@ class ArrayStatus:
 
 @dataclass(frozen=True)
 class ScrubReport:
-    """What ``check`` (md's check: count) or ``repair`` (md's repair: rewrite) found."""
+    """What ``check`` (md's check: count) or ``repair`` (rewrite the block found bad)
+    found."""
 
     stripes_checked: int
     mismatched_stripes: int
     repaired_stripes: int
     # Member reads that failed and were rewritten from the other members.
     read_errors_corrected: int = 0
+    # Mismatched stripes repair left as they are: nothing tells which block is right
+    # (RAID 4/5/50, two copies, two bad blocks of a RAID 6 stripe).
+    unresolved_stripes: int = 0
+    # Logical (offset, length) in bytes of the first unresolved stripes' data.
+    unresolved: tuple[tuple[int, int], ...] = ()
+    # Stripes not compared: bad blocks on more members than the level tolerates.
+    unreadable_stripes: int = 0
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -295,6 +310,12 @@ class ScrubReport:
                 mismatched_stripes=int(document["mismatched_stripes"]),
                 repaired_stripes=int(document["repaired_stripes"]),
                 read_errors_corrected=int(document.get("read_errors_corrected", 0)),
+                unresolved_stripes=int(document.get("unresolved_stripes", 0)),
+                unresolved=tuple(
+                    (int(u["offset_bytes"]), int(u["len_bytes"]))
+                    for u in document.get("unresolved", ())
+                ),
+                unreadable_stripes=int(document.get("unreadable_stripes", 0)),
                 raw=dict(document),
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -712,11 +733,12 @@ def run_replace(options: Mapping[str, Any], progress: Progress | None = None) ->
 def run_report(command: str, options: Mapping[str, Any]) -> Any:
     """Run ``command`` with ``options`` keyed by the engine's argument ids (see
     :func:`command_args`) and ``--json``: its JSON report, or None when it prints none
-    (``inject``'s bit flip). ``check``'s exit status 1 (mismatches) is a report."""
+    (``inject``'s bit flip). ``check``'s exit status 1 (mismatches) and ``repair``'s
+    (unresolved stripes) are reports."""
     args = [command, *command_args(command, {**options, "json": True})]
     result = _run(
         args,
-        ok=(0, 1) if command == "check" else (0,),
+        ok=(0, 1) if command in ("check", "repair") else (0,),
         fields=_CREATE_FIELDS if command == "create" else None,
     )
     if command == "status" and options.get("force") and result.stderr:
@@ -740,7 +762,9 @@ def repair(
     journal: Member | None = None,
     cache_members: Sequence[Member] | None = None,
 ) -> ScrubReport:
-    """md's ``repair``: rewrite parity from data and copies from the first copy."""
+    """``repair``: rewrite the block found bad (RAID 6 from P and Q, three or more copies
+    by majority); stripes where nothing tells which block is right are reported in
+    ``unresolved`` and kept (the engine exits 1, which is still a report)."""
     options = {"members": members, "journal": journal, "cache_members": cache_members or None}
     return ScrubReport.from_json(run_report("repair", options))
 

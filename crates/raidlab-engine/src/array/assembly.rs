@@ -223,7 +223,7 @@ impl Array {
         // Zero-filled members are already consistent (zero data, zero P and Q); any
         // other content needs md's initial resync.
         if !consistent && self.geo.tolerated_failures() > 0 {
-            self.scrub(true)?;
+            self.scrub_where(true, |_| true)?;
         }
         self.commit_state(|_| {})
     }
@@ -286,6 +286,7 @@ impl Array {
             journal,
             newest.policy,
         )?;
+        array.load_bad_blocks()?;
         array.journal_replayed = array.replay_journal()?;
         if newest.dirty {
             array.ppl_recovered = array.recover_ppl()?;

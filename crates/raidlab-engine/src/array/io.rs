@@ -81,10 +81,20 @@ struct PlannedRead {
     /// The member files, a snapshot: marking a member failed (which takes the files
     /// lock again) never waits on the request itself.
     files: Vec<Option<Arc<File>>>,
-    /// The failures the plan was made with.
+    /// The failures the plan was made with, with `avoided`.
     failed: FailedSet,
+    /// Working members left out of the plan for sectors on their bad-block lists that
+    /// it would have read.
+    avoided: FailedSet,
     plan: Plan,
     reads: Staged,
+}
+
+/// A planned read, or none: the request needs sectors no member combination gives.
+enum Planned {
+    Read(PlannedRead),
+    /// The members whose listed sectors, together, are more than the level tolerates.
+    Unreadable(FailedSet),
 }
 
 impl Array {
@@ -190,6 +200,17 @@ impl Array {
         for (m, err) in &failed_now {
             self.member_io_failed(*m, err);
         }
+        // md: a write that lands on a listed bad block clears it.
+        let landed = |m: u32| {
+            !failed_now.iter().any(|(f, _)| *f == m)
+                && no_space.as_ref().is_none_or(|(f, _)| *f != m)
+        };
+        self.clear_written(
+            writes
+                .iter()
+                .filter(|(e, _)| landed(e.member))
+                .map(|(e, b)| (e.member, e.offset_bytes, b.len() as u64)),
+        );
         if let Some((m, err)) = no_space {
             self.pin_regions(writes);
             return Err(self.no_space_error(m, err));
@@ -220,9 +241,89 @@ impl Array {
         if self.read_direct(offset_bytes, buf) {
             return Ok(());
         }
-        let read = self.plan_and_read(req)?;
-        self.assemble_read(req, &read.failed, &read.reads, buf);
-        Ok(())
+        match self.plan_and_read(req)? {
+            Planned::Read(read) => {
+                self.assemble_read(req, &read.failed, &read.reads, buf);
+                Ok(())
+            }
+            Planned::Unreadable(_) => self.read_in_pieces(offset_bytes, buf),
+        }
+    }
+
+    /// A read that needs sectors listed bad on more members than the level tolerates,
+    /// again a 4 KiB block and then a sector at a time: every block that can be read or
+    /// rebuilt is, and the error names the logical byte ranges that cannot (md returns
+    /// EIO for those blocks only). The caller holds the stripe locks.
+    fn read_in_pieces(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<()> {
+        const PIECE: u64 = 4096;
+        let end = offset_bytes + buf.len() as u64;
+        let mut unreadable: Vec<(u64, u64)> = Vec::new();
+        let mut members = FailedSet::new();
+        let mut read_piece = |at: u64, len: u64, buf: &mut [u8]| -> Result<bool> {
+            let req = Request {
+                offset_bytes: at,
+                len_bytes: len,
+                write: false,
+            };
+            let dst = &mut buf[(at - offset_bytes) as usize..(at - offset_bytes + len) as usize];
+            match self.plan_and_read(req)? {
+                Planned::Read(r) => self.assemble_read(req, &r.failed, &r.reads, dst),
+                Planned::Unreadable(m) => {
+                    m.iter().for_each(|m| {
+                        members.insert(m);
+                    });
+                    dst.fill(0);
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        let mut at = offset_bytes;
+        while at < end {
+            let next = ((at / PIECE + 1) * PIECE).min(end);
+            if !read_piece(at, next - at, buf)? {
+                for s in (at..next).step_by(SECTOR_BYTES as usize) {
+                    if read_piece(s, SECTOR_BYTES, buf)? {
+                        continue;
+                    }
+                    match unreadable.last_mut() {
+                        Some((_, e)) if *e == s => *e += SECTOR_BYTES,
+                        _ => unreadable.push((s, s + SECTOR_BYTES)),
+                    }
+                }
+            }
+            at = next;
+        }
+        if unreadable.is_empty() {
+            return Ok(());
+        }
+        let ranges: Vec<String> = unreadable
+            .iter()
+            .map(|(s, e)| format!("{s}+{}", e - s))
+            .collect();
+        Err(self.unreadable_error(
+            &members,
+            format!("logical bytes {} unreadable", ranges.join(" ")),
+        ))
+    }
+
+    /// The error of a request that needs sectors listed bad on `members` (one line:
+    /// the first member's path, what failed, and why the others could not make up).
+    fn unreadable_error(&self, members: &FailedSet, what: String) -> Error {
+        let first = members.iter().next().unwrap_or(0);
+        let path = self.state.lock().expect("state lock").members[first as usize]
+            .0
+            .clone()
+            .unwrap_or_default();
+        Error::Io {
+            path,
+            op: "read",
+            source: std::io::Error::other(format!(
+                "{what}: bad blocks on members {members} at the same place, more than {} \
+                 tolerates (status lists them; writing the blocks clears them)",
+                self.geo.level()
+            )),
+        }
     }
 
     /// A healthy read straight into the caller's buffer: each member's run of
@@ -232,7 +333,8 @@ impl Array {
     /// 1 MiB sequential reads slower than a plain file server). Only when every chunk
     /// has one copy on a working member; returns false, having read nothing the caller
     /// relies on, for anything else (a failed member, a mirror whose copies the planned
-    /// path spreads over, an injected fault, a read error or a short read), which the
+    /// path spreads over, a listed bad block, an injected fault, a read error or a
+    /// short read), which the
     /// planned path then serves with reconstruction and read-error correction.
     fn read_direct(&self, offset_bytes: u64, buf: &mut [u8]) -> bool {
         if !self.failed().is_empty() {
@@ -276,9 +378,10 @@ impl Array {
                 return false;
             };
             let run_bytes = next - first_offset;
-            if self
-                .injected(member, first_offset, run_bytes, false)
-                .is_some()
+            if self.is_listed(member, first_offset, run_bytes)
+                || self
+                    .injected(member, first_offset, run_bytes, false)
+                    .is_some()
             {
                 return false;
             }
@@ -291,35 +394,63 @@ impl Array {
     }
 
     /// Plans `req` against the current failures and runs its read phase. A member
-    /// whose read fails has the rows it failed on rewritten from the other members (md's
-    /// read-error correction) and the read is tried again; if that cannot be done, or
-    /// the member fails again, it is marked failed and the request planned without it.
-    fn plan_and_read(&self, req: Request) -> Result<PlannedRead> {
+    /// whose read fails has the sectors it cannot read listed and rewritten from the
+    /// other members (md's read-error correction, see `bad_blocks`), and the read is
+    /// planned again; when that cannot be done it is marked failed. Listed sectors the
+    /// plan would read are rewritten once, else their member is left out of the plan
+    /// (`avoided`), which reconstructs around them; `Unreadable` when that leaves out
+    /// more than the level tolerates.
+    fn plan_and_read(&self, req: Request) -> Result<Planned> {
         let files = self.files.read().expect("files lock").clone();
         let mut plan = Plan::new();
-        let mut corrected = FailedSet::new();
-        loop {
+        let mut avoided = FailedSet::new();
+        let mut rewritten = FailedSet::new();
+        // Each round fails, leaves out or rewrites a member: bounded.
+        for _ in 0..=3 * self.geo.members() {
             let failed = self.failed();
-            self.geo
-                .plan(req, &failed, &mut self.chooser(), &mut plan)?;
+            let mut lost = failed;
+            avoided.iter().for_each(|m| {
+                lost.insert(m);
+            });
+            match self.geo.plan(req, &lost, &mut self.chooser(), &mut plan) {
+                Err(PlanError::TooManyFailures { .. })
+                    if !avoided.is_empty() && self.geo.tolerates(&failed) =>
+                {
+                    return Ok(Planned::Unreadable(avoided))
+                }
+                r => r?,
+            }
+            if let Some((m, listed)) = self.listed_in(&plan.reads) {
+                // Rewritten once per request; still listed then, it is left out.
+                if !rewritten.insert(m) {
+                    avoided.insert(m);
+                } else if self.rewrite_listed(m, &listed, &files).is_none() {
+                    self.member_io_failed(m, &std::io::Error::other("rewrite failed"));
+                }
+                self.persist_bad_blocks();
+                continue;
+            }
             match self.read_phase(&files, &plan) {
                 Ok(reads) => {
-                    return Ok(PlannedRead {
+                    return Ok(Planned::Read(PlannedRead {
                         files,
-                        failed,
+                        failed: lost,
+                        avoided,
                         plan,
                         reads,
-                    })
+                    }))
                 }
                 Err((m, err)) => {
-                    if corrected.contains(m) || !self.correct_read_error(m, &err, &plan, &files) {
+                    if !self.absorb_read_error(m, &err, &plan.reads, &files) {
                         self.member_io_failed(m, &err);
-                    } else {
-                        corrected.insert(m);
                     }
                 }
             }
         }
+        Err(Error::Input(format!(
+            "read of {} B at {} B: member reads kept failing",
+            req.len_bytes, req.offset_bytes
+        )))
     }
 
     /// Copies the request's bytes out of the staged reads, rebuilding lost chunks.
@@ -361,7 +492,20 @@ impl Array {
             write: true,
         };
         let _locks = self.lock_range(offset_bytes, len);
-        let read = self.plan_and_read(req)?;
+        // A write must reach every working member it writes to: a plan that leaves one
+        // out for its bad blocks would leave it stale where they are not.
+        let read = match self.plan_and_read(req)? {
+            Planned::Read(r) if r.avoided.is_empty() || self.writes_as_planned(req, &r) => r,
+            Planned::Read(PlannedRead { avoided: m, .. }) | Planned::Unreadable(m) => {
+                return Err(self.unreadable_error(
+                    &m,
+                    format!(
+                        "write of {len} B at {offset_bytes} B: the stripes it must read are \
+                         unreadable"
+                    ),
+                ))
+            }
+        };
         let writes = self.stage_writes(req, data, &read.failed, &read.plan, &read.reads);
         // md's PPL: the partial parity on each parity member, synced, before any member
         // write of the request.
@@ -379,6 +523,26 @@ impl Array {
         let _writing = self.mark_regions(&writes)?;
         self.write_phase(&read.files, &writes, fua)?;
         self.refresh_rebuilt_rows(req, &read.failed)
+    }
+
+    /// Whether `read`, planned around members with bad blocks (`avoided`: e.g. an RMW
+    /// instead of an RCW that would read them), writes what the plan without them
+    /// writes: then the members left out hold nothing the write changes.
+    fn writes_as_planned(&self, req: Request, read: &PlannedRead) -> bool {
+        let mut full = Plan::new();
+        if self
+            .geo
+            .plan(req, &self.failed(), &mut self.chooser(), &mut full)
+            .is_err()
+        {
+            return false;
+        }
+        let key = |e: &raidlab_layout::MemberExtent| (e.member, e.offset_bytes, e.len_bytes);
+        let mut a: Vec<_> = full.writes.iter().map(key).collect();
+        let mut b: Vec<_> = read.plan.writes.iter().map(key).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
     }
 
     /// Writes the request's partial parity log records (see [`crate::format::ppl`]) when the

@@ -352,8 +352,10 @@ impl Array {
                 cache_uuid: st.cache_uuid,
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
+            let mut image = sb.encode();
+            self.put_bad_blocks(role, &mut image);
             let r = file
-                .write_all_at(&sb.encode(), 0)
+                .write_all_at(&image, 0)
                 .and_then(|()| file.sync_data())
                 .map_err(io_err(&path, "write superblock"));
             if let Err(e) = r {

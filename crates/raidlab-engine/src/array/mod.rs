@@ -33,11 +33,13 @@
 //! The seams, one module each: [`CreateOptions`] and assembly from superblocks
 //! (`assembly`), member files and the superblock writes of every state change
 //! (`members`), the request path on real bytes (`io`, over `stripe` and `stripe_locks`),
-//! the write-intent bitmap (`bitmap`), md's read-error correction (`read_errors`),
+//! the write-intent bitmap (`bitmap`), md's read-error correction and bad-block list
+//! (`read_errors`, `bad_blocks`),
 //! injected faults (`faults`), rebuild (`rebuild`) and check/repair (`scrub`).
 
 mod allocation;
 mod assembly;
+mod bad_blocks;
 mod bitmap;
 mod faults;
 mod io;
@@ -105,6 +107,9 @@ pub struct Status {
     /// Per role: read errors corrected by rewriting the data from the other members
     /// since the array was assembled.
     pub read_errors_corrected: Vec<u64>,
+    /// Per role: its bad-block list, `(offset, length)` in bytes of its data: sectors it
+    /// could not read and the array could not rewrite yet (see `bad_blocks`).
+    pub bad_blocks: Vec<Vec<(u64, u64)>>,
     /// The write journal, if the array has one.
     pub journal: Option<PathBuf>,
     /// Journal records replayed onto the members when the array was assembled (writes
@@ -165,6 +170,12 @@ pub struct Array {
     any_fault: AtomicBool,
     /// Per role: read errors corrected (see [`MAX_READ_ERRORS`]).
     read_errors: Box<[Mutex<ReadErrors>]>,
+    /// Per role: its bad-block list; `any_bad` spares the locks when all are empty.
+    /// Lock order: state, files, then these.
+    bad_blocks: Box<[Mutex<bad_blocks::BadBlocks>]>,
+    any_bad: AtomicBool,
+    /// A list changed since the superblocks were last written.
+    bad_blocks_changed: AtomicBool,
     /// Records replayed at assembly.
     journal_replayed: u64,
     /// Bitmap regions a write left half done (a member's filesystem was full), each
@@ -212,6 +223,9 @@ impl Array {
             read_errors: (0..geo.members())
                 .map(|_| Mutex::new(ReadErrors::default()))
                 .collect(),
+            bad_blocks: (0..geo.members()).map(|_| Default::default()).collect(),
+            any_bad: AtomicBool::new(false),
+            bad_blocks_changed: AtomicBool::new(false),
             geo,
             uuid,
             spec,
@@ -260,8 +274,10 @@ impl Array {
         let rebuild = self.rebuild_progress();
         let cache = self.cache_report.get().and_then(|f| f());
         let spares = self.spares();
+        let bad_blocks = self.bad_block_ranges();
         let st = self.state.lock().expect("state lock");
         Status {
+            bad_blocks,
             cache,
             spares,
             rebuild,

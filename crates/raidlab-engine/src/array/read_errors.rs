@@ -1,11 +1,8 @@
-//! md's read-error correction: a member read that fails is recomputed from the other
-//! members and written back (a disk remaps a bad sector on write), up to md's
-//! `max_read_errors` corrections, counted with the hourly decay md's RAID 10 applies.
+//! md's limit on read-error correction: a member read that fails is recomputed from the
+//! other members and written back (see `bad_blocks`), up to md's `max_read_errors`
+//! corrections, counted with the hourly decay md's RAID 10 applies.
 
 use super::Array;
-use raidlab_layout::Plan;
-use std::fs::File;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Read errors corrected on one member before it is failed instead (md's default
@@ -46,87 +43,28 @@ impl ReadErrors {
 }
 
 impl Array {
-    /// md's read-error correction for a request: the chunk rows of `role` that `plan`
-    /// failed to read are rewritten from the other members ([`Array::correct_rows`]).
-    pub(super) fn correct_read_error(
-        &self,
-        role: u32,
-        err: &std::io::Error,
-        plan: &Plan,
-        files: &[Option<Arc<File>>],
-    ) -> bool {
-        let su = self.geo.stripe_unit_bytes();
-        let mut rows: Vec<u64> = plan
-            .reads
-            .iter()
-            .filter(|e| e.member == role)
-            .flat_map(|e| e.offset_bytes / su..=(e.offset_bytes + e.len_bytes - 1) / su)
-            .collect();
-        rows.sort_unstable();
-        rows.dedup();
-        self.correct_rows(role, &rows, err, files)
-    }
-
-    /// md's read-error correction: chunk rows of `role` it could not read are computed
-    /// from the other members and written back, which makes a disk remap an unreadable
-    /// sector. Returns whether it was done; not when the array could not lose `role`,
-    /// after [`MAX_READ_ERRORS`] corrections of the member, or when the rewrite fails.
-    /// The caller holds the stripe locks of the rows.
-    pub(super) fn correct_rows(
-        &self,
-        role: u32,
-        rows: &[u64],
-        err: &std::io::Error,
-        files: &[Option<Arc<File>>],
-    ) -> bool {
-        // A short read means the member shrank or went away, not that a sector is bad.
-        if err.kind() == std::io::ErrorKind::UnexpectedEof {
-            return false;
-        }
-        let mut lost = self.failed();
-        lost.insert(role);
-        let Some(file) = files[role as usize].clone() else {
-            return false;
-        };
-        if !self.geo.tolerates(&lost) {
-            return false;
-        }
-        let path = self.state.lock().expect("state lock").members[role as usize]
-            .0
-            .clone()
-            .unwrap_or_default();
+    /// Whether member `role` had [`MAX_READ_ERRORS`] corrections lately: another read
+    /// error fails it (md's `max_read_errors`).
+    pub(super) fn read_error_limit_reached(&self, role: u32) -> bool {
         let recent = self.read_errors[role as usize]
             .lock()
             .expect("read errors lock")
             .recent_at(Instant::now());
         if recent >= MAX_READ_ERRORS {
             eprintln!(
-                "raidlab-engine: member {role} ({}): another read error after {recent} \
-                 corrected lately, the most allowed",
-                path.display()
+                "raidlab-engine: member {role}: another read error after {recent} corrected \
+                 lately, the most allowed"
             );
-            return false;
         }
-        for &row in rows {
-            if let Err(e) = self.rebuild_row(role, row, &file, &path) {
-                eprintln!(
-                    "raidlab-engine: member {role} ({}): rewriting after a read error: {e}",
-                    path.display()
-                );
-                return false;
-            }
-        }
-        let count = self.read_errors[role as usize]
+        recent >= MAX_READ_ERRORS
+    }
+
+    /// Counts a read error of member `role` corrected now; returns the limited count.
+    pub(super) fn count_corrected(&self, role: u32) -> u64 {
+        self.read_errors[role as usize]
             .lock()
             .expect("read errors lock")
-            .record(Instant::now());
-        eprintln!(
-            "raidlab-engine: member {role} ({}): read error ({err}) corrected: {} chunk row(s) \
-             rewritten from the other members ({count} of {MAX_READ_ERRORS} allowed)",
-            path.display(),
-            rows.len()
-        );
-        true
+            .record(Instant::now())
     }
 }
 

@@ -323,6 +323,8 @@ impl Array {
             });
         }
         self.files.write().expect("files lock")[role as usize] = Some(file.clone());
+        // A new disk in the role: the old one's unreadable sectors are not its own.
+        self.forget_bad_blocks(role);
         {
             let mut st = self.state.lock().expect("state lock");
             st.members[role as usize] = (Some(new_path.to_path_buf()), MemberState::Failed);
@@ -446,6 +448,23 @@ impl Array {
                 Err((m, err)) => self.member_io_failed(m, &err),
             }
         };
+        let w = self.rebuilt(role, &plan, &reads);
+        for (e, buf) in w.iter() {
+            debug_assert_eq!(e.member, role);
+            if let Some(err) = self.injected(role, e.offset_bytes, e.len_bytes, true) {
+                return Err(io_err(path, "write")(err));
+            }
+            file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+                .map_err(io_err(path, "write"))?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of `role` a rebuild plan computes (parity levels) or copies (mirrors)
+    /// from its reads: its write phase.
+    pub(super) fn rebuilt(&self, role: u32, plan: &Plan, reads: &Staged) -> Staged {
+        let geo = &self.geo;
+        let su = geo.stripe_unit_bytes();
         let mut w = Staged::zeroed(&plan.writes);
         for sp in &plan.stripes {
             debug_assert_eq!(sp.kind, StripeKind::Rebuild);
@@ -456,7 +475,7 @@ impl Array {
                     stripe: sp.stripe,
                 };
                 let (members, _, blocks) =
-                    stripe_blocks(geo, id, sp.column_offset_bytes, len, &reads, &sp.lost);
+                    stripe_blocks(geo, id, sp.column_offset_bytes, len, reads, &sp.lost);
                 let i = members
                     .iter()
                     .position(|&m| m == role)
@@ -484,15 +503,7 @@ impl Array {
                 w.put(role, dst.offset_bytes, src);
             }
         }
-        for (e, buf) in w.iter() {
-            debug_assert_eq!(e.member, role);
-            if let Some(err) = self.injected(role, e.offset_bytes, e.len_bytes, true) {
-                return Err(io_err(path, "write")(err));
-            }
-            file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
-                .map_err(io_err(path, "write"))?;
-        }
-        Ok(())
+        w
     }
 
     /// During a rebuild: rebuilds again the rows of the rebuilding member that `req`

@@ -438,7 +438,8 @@ pub fn add_spare(a: &AddSpareArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `check` (`repair` false: exit code 1 when stripes mismatch) and `repair`.
+/// `check` (`repair` false: exit code 1 when stripes mismatch) and `repair` (exit code
+/// 1 when it left stripes unresolved).
 pub fn scrub(a: &ArrayArgs, repair: bool) -> Result<i32> {
     let cmd = if repair { "repair" } else { "check" };
     let members = absolute(&a.array.members)?;
@@ -455,7 +456,12 @@ pub fn scrub(a: &ArrayArgs, repair: bool) -> Result<i32> {
     };
     render::report(a.json, &r, render::scrub);
     let mismatched = r["mismatched_stripes"].as_u64() != Some(0);
-    Ok(if !repair && mismatched { 1 } else { 0 })
+    let unresolved = r["unresolved_stripes"].as_u64().unwrap_or(0) > 0;
+    Ok(if (!repair && mismatched) || unresolved {
+        1
+    } else {
+        0
+    })
 }
 
 /// `inject`: bits flipped on the member itself, or a fault sent to its server.

@@ -78,7 +78,9 @@ pub enum Command {
     /// Read every stripe and compare parity and copies; exit code 1 when any mismatch.
     #[command(args_override_self = true)]
     Check(ArrayArgs),
-    /// Read every stripe and rewrite the parity and copies that mismatch.
+    /// Read every stripe and rewrite the block found bad where it can be told (RAID 6
+    /// from P and Q, three or more copies by majority); exit code 1 when stripes stay
+    /// unresolved (RAID 4/5/50, two copies), which are named.
     #[command(args_override_self = true)]
     Repair(ArrayArgs),
     /// Corrupt a member's data byte, or inject a fault into a served array.

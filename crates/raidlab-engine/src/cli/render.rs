@@ -195,11 +195,18 @@ fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
     )
 }
 
-/// `  member R: PATH STATE`, with its corrected read errors if any.
+/// `  member R: PATH STATE`, with its corrected read errors and its bad-block list if
+/// any (`OFFSET+LEN` in bytes of its data).
 fn member_line(m: &Value) -> String {
     let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
+    let bad: Vec<String> = m["bad_blocks"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .map(|r| format!("{}+{}", r["offset_bytes"], r["len_bytes"]))
+        .collect();
     format!(
-        "  member {}: {} {}{}\n",
+        "  member {}: {} {}{}{}\n",
         m["role"],
         m["path"].as_str().unwrap_or("-"),
         m["state"].as_str().unwrap_or(""),
@@ -207,19 +214,47 @@ fn member_line(m: &Value) -> String {
             format!(" ({corrected} read errors corrected)")
         } else {
             String::new()
+        },
+        if bad.is_empty() {
+            String::new()
+        } else {
+            format!(" (bad blocks: {})", bad.join(" "))
         }
     )
 }
 
-/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text.
+/// A scrub report (the JSON of [`crate::net::control::scrub_json`]) as text: one line,
+/// then one naming the logical bytes of the stripes `repair` could not resolve, if any.
 pub fn scrub(r: &Value) -> String {
-    format!(
-        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}\n",
+    let mut t = format!(
+        "stripes checked {}, mismatched {}, repaired {}, read errors corrected {}",
         r["stripes_checked"],
         r["mismatched_stripes"],
         r["repaired_stripes"],
         r["read_errors_corrected"].as_u64().unwrap_or(0)
-    )
+    );
+    for (key, what) in [
+        ("unresolved_stripes", "unresolved"),
+        ("unreadable_stripes", "unreadable"),
+    ] {
+        if let Some(n) = r[key].as_u64().filter(|&n| n > 0) {
+            t += &format!(", {what} {n}");
+        }
+    }
+    t.push('\n');
+    let unresolved: Vec<String> = r["unresolved"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .map(|x| format!("{}+{}", x["offset_bytes"], x["len_bytes"]))
+        .collect();
+    if !unresolved.is_empty() {
+        t += &format!(
+            "unresolved: nothing tells which block is right; logical bytes {}\n",
+            unresolved.join(" ")
+        );
+    }
+    t
 }
 
 /// Prints rebuild progress on stderr each time it enters a new 5 % band, and at the end.
@@ -295,6 +330,25 @@ mod tests {
         assert_eq!(
             scrub(&r),
             "stripes checked 4, mismatched 1, repaired 0, read errors corrected 0\n"
+        );
+    }
+
+    #[test]
+    fn unresolved_stripes_and_bad_blocks_are_named() {
+        let r = json!({"stripes_checked": 4, "mismatched_stripes": 2, "repaired_stripes": 1,
+            "unresolved_stripes": 1, "unresolved": [{"offset_bytes": 0, "len_bytes": 49152}],
+            "unreadable_stripes": 0});
+        assert_eq!(
+            scrub(&r),
+            "stripes checked 4, mismatched 2, repaired 1, read errors corrected 0, \
+             unresolved 1\nunresolved: nothing tells which block is right; logical bytes \
+             0+49152\n"
+        );
+        let m = json!({"role": 1, "path": "/b", "state": "active",
+            "bad_blocks": [{"offset_bytes": 4096, "len_bytes": 512}]});
+        assert_eq!(
+            member_line(&m),
+            "  member 1: /b active (bad blocks: 4096+512)\n"
         );
     }
 }

@@ -35,7 +35,13 @@
 //!    128    8 recovery_rate         recovering: the rebuild's rate limit in B/s, 0 = none
 //!    136   16 cache_uuid            cached: the UUID of the cache mirror (the array the
 //!                                   cache members form), non-zero; else 0
-//!    152 3940 zero
+//!    152    4 bad_block_count       entries in the bad-block list, at most BAD_BLOCKS_MAX
+//!    156    4 reserved              0
+//!    160 16*n bad_blocks            this member's unreadable sectors (md's badblocks): per
+//!                                   range its first sector and its length in sectors
+//!                                   (u64 each, 512 B sectors of the data area), sorted,
+//!                                   disjoint, not touching, inside member_capacity_bytes
+//!   2208 1884 zero
 //!   4092    4 crc32c                CRC32C of bytes 0..4092
 //! ```
 //! All integers little-endian. Bytes [`BITMAP_OFFSET_BYTES`]..[`DATA_OFFSET_BYTES`] hold
@@ -77,6 +83,12 @@ pub const FLAG_RECOVERING: u32 = 4;
 /// are newer than the members, so the array is used only through that cache (the one
 /// whose UUID `cache_uuid` records) until `detach-cache` hands them back.
 pub const FLAG_CACHED: u32 = 8;
+
+/// Most ranges a member's bad-block list holds (md's table holds 512 of 8 bytes; a
+/// member with more unreadable ranges than this is failed instead).
+pub const BAD_BLOCKS_MAX: usize = 128;
+/// Where the bad-block list starts: its count, then the entries at `+ 8`.
+const BAD_BLOCKS_AT: usize = 152;
 
 /// The role of a hot spare: a member of the array that holds no data and has no role
 /// until a member fails and it takes that member's place. md's v1 superblock says the
@@ -321,6 +333,7 @@ impl Superblock {
         }
         let (journaled, policy) = decode_policy(b)?;
         let cache_uuid = decode_cache_uuid(b)?;
+        decode_bad_blocks(b)?;
         let failed = decode_failed(b, drive_count)?;
         Ok(Self {
             array_uuid: u128::from_le_bytes(b[16..32].try_into().expect("16 bytes")),
@@ -350,6 +363,51 @@ impl Superblock {
 }
 
 /// Refuses bytes that are no superblock of this format: magic, version, checksum.
+/// Writes a member's bad-block list (`(first sector, sectors)` per range, sorted and
+/// disjoint, at most [`BAD_BLOCKS_MAX`]) into its encoded superblock `b` and checksums
+/// it again. Superblocks written before the list existed have zeros there: no bad blocks.
+pub fn encode_bad_blocks(b: &mut [u8; SUPERBLOCK_BYTES], ranges: &[(u64, u64)]) {
+    assert!(
+        ranges.len() <= BAD_BLOCKS_MAX,
+        "{} bad ranges",
+        ranges.len()
+    );
+    b[BAD_BLOCKS_AT..BAD_BLOCKS_AT + 8 + 16 * BAD_BLOCKS_MAX].fill(0);
+    b[BAD_BLOCKS_AT..BAD_BLOCKS_AT + 4].copy_from_slice(&(ranges.len() as u32).to_le_bytes());
+    for (i, &(first, sectors)) in ranges.iter().enumerate() {
+        let at = BAD_BLOCKS_AT + 8 + 16 * i;
+        b[at..at + 8].copy_from_slice(&first.to_le_bytes());
+        b[at + 8..at + 16].copy_from_slice(&sectors.to_le_bytes());
+    }
+    let crc = crc32c(&b[..SUPERBLOCK_BYTES - 4]);
+    b[SUPERBLOCK_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The bad-block list of an encoded superblock (see [`encode_bad_blocks`]), checked: a
+/// count above [`BAD_BLOCKS_MAX`], an empty, unsorted or overlapping range, or one past
+/// the member's data is a corrupt superblock.
+pub fn decode_bad_blocks(b: &[u8; SUPERBLOCK_BYTES]) -> Result<Vec<(u64, u64)>, SuperblockError> {
+    let count = u32_at(b, BAD_BLOCKS_AT) as usize;
+    if count > BAD_BLOCKS_MAX || u32_at(b, BAD_BLOCKS_AT + 4) != 0 {
+        return Err(SuperblockError::Field("bad_block_count", count as u64));
+    }
+    let capacity_sectors = u64_at(b, 56) / raidlab_layout::SECTOR_BYTES;
+    let mut ranges = Vec::with_capacity(count);
+    let mut prev_end = None;
+    for i in 0..count {
+        let at = BAD_BLOCKS_AT + 8 + 16 * i;
+        let (first, sectors) = (u64_at(b, at), u64_at(b, at + 8));
+        let end = first.checked_add(sectors);
+        let ordered = prev_end.is_none_or(|e| first > e);
+        if sectors == 0 || !ordered || end.is_none_or(|e| e > capacity_sectors) {
+            return Err(SuperblockError::Field("bad_blocks", i as u64));
+        }
+        prev_end = end;
+        ranges.push((first, sectors));
+    }
+    Ok(ranges)
+}
+
 fn check_header(b: &[u8; SUPERBLOCK_BYTES]) -> Result<(), SuperblockError> {
     if b[0..8] != MAGIC {
         return Err(SuperblockError::NoMagic);
@@ -507,6 +565,43 @@ mod tests {
             Superblock::decode(&uuid_only),
             Err(SuperblockError::Field("cache_uuid", _))
         ));
+    }
+
+    #[test]
+    fn the_bad_block_list_round_trips_and_a_corrupt_one_is_refused() {
+        let sb = sample();
+        // Superblocks written before the list existed hold zeros there: no bad blocks.
+        assert_eq!(decode_bad_blocks(&sb.encode()), Ok(vec![]));
+        let list = vec![(8, 1), (16, 8), (2_097_151, 1)];
+        let mut b = sb.encode();
+        encode_bad_blocks(&mut b, &list);
+        assert_eq!(Superblock::decode(&b), Ok(sb), "the rest is unchanged");
+        assert_eq!(decode_bad_blocks(&b), Ok(list.clone()));
+        encode_bad_blocks(&mut b, &[]);
+        assert_eq!(b, sb.encode(), "an empty list writes the old image");
+        let corrupt = |bad: &[(u64, u64)]| {
+            let mut b = sb.encode();
+            encode_bad_blocks(&mut b, bad);
+            Superblock::decode(&b)
+        };
+        // Overlapping, touching, empty, past the member's 1 GiB (2^21 sectors).
+        for bad in [
+            &[(8, 8), (12, 1)][..],
+            &[(8, 8), (16, 1)],
+            &[(8, 0)],
+            &[(2_097_151, 2)],
+            &[(u64::MAX, 1)],
+        ] {
+            assert!(
+                matches!(corrupt(bad), Err(SuperblockError::Field("bad_blocks", _))),
+                "{bad:?}"
+            );
+        }
+        let too_many = with_bytes(&sb, |b| b[BAD_BLOCKS_AT] = BAD_BLOCKS_MAX as u8 + 1);
+        assert_eq!(
+            Superblock::decode(&too_many),
+            Err(SuperblockError::Field("bad_block_count", 129))
+        );
     }
 
     #[test]

@@ -121,6 +121,9 @@ fn status_report(s: &Status, served: bool) -> Value {
             "path": path.as_ref().map(|p| p.display().to_string()),
             "state": st.to_string(),
             "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
+            "bad_blocks": s.bad_blocks.get(role).map_or(Vec::new(), |l| l.iter()
+                .map(|&(offset, len)| json!({"offset_bytes": offset, "len_bytes": len}))
+                .collect()),
         })).collect::<Vec<_>>(),
         "spares": s.spares.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "cache_uuid": s.cache_uuid.map(|u| format!("{u:032x}")),
@@ -175,6 +178,11 @@ pub fn scrub_json(r: &ScrubReport) -> Value {
         "stripes_checked": r.stripes_checked,
         "mismatched_stripes": r.mismatched_stripes,
         "repaired_stripes": r.repaired_stripes,
+        "unresolved_stripes": r.unresolved_stripes,
+        "unresolved": r.unresolved.iter()
+            .map(|&(offset, len)| json!({"offset_bytes": offset, "len_bytes": len}))
+            .collect::<Vec<_>>(),
+        "unreadable_stripes": r.unreadable_stripes,
         "read_errors_corrected": r.read_errors_corrected,
     })
 }
