@@ -261,7 +261,15 @@ impl Array {
         };
         refuse_untolerated(&slots, &geo, force)?;
         let bitmap = assembled_bitmap(&slots, &newest, &geo)?;
-        let journal = open_journal(journal, &newest)?;
+        let journal = open_journal(journal, &newest, force)?;
+        // A journaled array assembled without its journal (--force): from now on it is
+        // an array of the bitmap policy, which the journal policy kept all along.
+        let journal_dropped = newest.journaled && journal.is_none();
+        let policy = if journal_dropped {
+            ConsistencyPolicy::Bitmap
+        } else {
+            newest.policy
+        };
         let Slots {
             failed,
             members,
@@ -282,7 +290,7 @@ impl Array {
             state,
             bitmap,
             journal,
-            newest.policy,
+            policy,
         )?;
         array.journal_replayed = array.replay_journal()?;
         if newest.dirty {
@@ -290,9 +298,13 @@ impl Array {
         }
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
         *array.spares.get_mut().expect("spares lock") = assembled_spares(spares_found, &newest)?;
-        if !forced.is_empty() {
+        if journal_dropped {
+            warn_journal_dropped(&newest);
+        }
+        if !forced.is_empty() || journal_dropped {
             // The forced members join at the array's event counter (and out of the
-            // failed set), so that the next assembly takes them without --force.
+            // failed set), and a dropped journal leaves the superblocks, so that the
+            // next assembly takes them without --force.
             array.forced = forced;
             array.commit_state(|_| {})?;
         }
@@ -683,20 +695,51 @@ fn assembled_bitmap(slots: &Slots, newest: &Superblock, geo: &Geometry) -> Resul
     Ok(bitmap)
 }
 
-/// The array's write journal at `journal`: required when the array has one, refused
-/// when it has none.
-fn open_journal(journal: Option<&Path>, newest: &Superblock) -> Result<Option<Journal>> {
+/// The array's write journal at `journal`: required when the array has one (but
+/// with `force`, md's way to start an array whose journal is lost), refused when it
+/// has none.
+fn open_journal(
+    journal: Option<&Path>,
+    newest: &Superblock,
+    force: bool,
+) -> Result<Option<Journal>> {
     match (journal, newest.journaled) {
         (None, false) => Ok(None),
         (Some(j), true) => Ok(Some(Journal::open(j, newest.array_uuid)?)),
+        (None, true) if force => Ok(None),
         (None, true) => Err(Error::Input(format!(
-            "--journal: array {:032x} writes through a journal; give its path",
+            "--journal: array {:032x} writes through a journal; give its path (journal \
+             lost: `status --force` without --journal assembles the array without it)",
             newest.array_uuid
         ))),
         (Some(_), false) => Err(Error::Input(format!(
             "--journal: array {:032x} has no write journal",
             newest.array_uuid
         ))),
+    }
+}
+
+/// Says on stderr what assembling without the journal (`--force`) gives up: after a
+/// clean stop nothing; after an unclean one, the stripes being written then may hold
+/// data and parity that disagree (the write hole the journal closed), which the
+/// bitmap's resync at the next `serve` repairs only while every member is present.
+fn warn_journal_dropped(newest: &Superblock) {
+    let uuid = newest.array_uuid;
+    if newest.dirty {
+        eprintln!(
+            "raidlab-engine: assemble --force: array {uuid:032x} assembled without its write \
+             journal after an unclean stop, and uses none from now on (consistency policy \
+             bitmap): writes the journal held that had not reached the members are lost, and \
+             stripes being written at the stop may have parity that disagrees with their data \
+             (the write hole); the next serve resyncs the dirty bitmap regions, which repairs \
+             them only if no member is missing; run `raidlab-engine check` after it"
+        );
+    } else {
+        eprintln!(
+            "raidlab-engine: assemble --force: array {uuid:032x} assembled without its write \
+             journal after a clean stop (nothing lost), and uses none from now on \
+             (consistency policy bitmap)"
+        );
     }
 }
 

@@ -103,6 +103,27 @@ pub enum Command {
     /// detached with all its data. The array is then used without --cache-members.
     #[command(args_override_self = true)]
     DetachCache(DetachCacheArgs),
+    /// Rebuild a lost member of the array's SSD cache mirror onto a new file or device.
+    ///
+    /// After a cache SSD is lost the array is assembled with the surviving cache
+    /// members alone in --cache-members (the mirror runs degraded: every dirty line is
+    /// on the other copy); this copies them onto NEW, which takes the lost member's
+    /// place. Refused while the array is served, and onto a file that carries a raidlab
+    /// superblock or journal.
+    #[command(args_override_self = true)]
+    ReplaceCache(ReplaceCacheArgs),
+}
+
+/// Arguments of `replace-cache`.
+#[derive(Debug, Args)]
+pub struct ReplaceCacheArgs {
+    /// The new cache member (created, or extended to a cache member's size).
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// The array, with its surviving cache members in --cache-members, and the
+    /// report's form.
+    #[command(flatten)]
+    pub array_args: ArrayArgs,
 }
 
 /// Arguments of `detach-cache`.

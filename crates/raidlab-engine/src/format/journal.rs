@@ -34,6 +34,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 /// Bytes of the journal header.
 pub const HEADER_BYTES: u64 = 4096;
 const MAGIC: [u8; 8] = *b"RLJRNL01";
+/// Whether `head` (a file's first bytes) starts with a write journal's header.
+pub fn is_journal_header(head: &[u8]) -> bool {
+    head.starts_with(&MAGIC)
+}
 const RECORD_MAGIC: u32 = 0x4345_524A; // "JREC"
 const RECORD_HEADER_BYTES: usize = 40;
 const EXTENT_BYTES: usize = 24;
