@@ -1096,7 +1096,7 @@ pub fn check_members(backing: &Array, given: Option<&[PathBuf]>) -> Result<()> {
 
 /// Refuses `file` when its first bytes are a raidlab superblock or write journal
 /// header: a rebuild would overwrite what another array (or this one) still needs.
-fn refuse_carrying_raidlab_data(file: &std::fs::File, path: &std::path::Path) -> Result<()> {
+pub fn refuse_carrying_raidlab_data(file: &std::fs::File, path: &std::path::Path) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; crate::format::superblock::SUPERBLOCK_BYTES];
     // A short or unreadable file reads as zeros: no header.

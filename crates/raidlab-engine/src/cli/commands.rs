@@ -149,9 +149,11 @@ pub fn replace_cache(args: &ReplaceCacheArgs) -> Result<i32> {
     }
     let created = std::fs::symlink_metadata(&new).is_err();
     let done = (|| {
+        // NEW is checked before the cache is opened: a refusal writes nothing anywhere.
+        let file = crate::array::open_member_file(&new, true)?;
+        crate::cache::refuse_carrying_raidlab_data(&file, &new)?;
         let array = Arc::new(assemble(&members, &a.array)?);
         let tier = CachedArray::open(array.clone(), &paths)?;
-        let file = crate::array::open_member_file(&new, true)?;
         let role = tier.replace_member(file, &new, render::progress_printer())?;
         let mut s = control::status_json(&array.status());
         s["cache"] = tier.stats_json();
