@@ -481,8 +481,9 @@ def create(
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
-    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap`` (the default), ``journal``
-    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only).
+    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap``, ``journal`` (with
+    ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only); by default ``ppl``
+    on RAID 5 and ``bitmap`` elsewhere.
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the

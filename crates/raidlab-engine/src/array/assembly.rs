@@ -154,6 +154,7 @@ impl Array {
             data_bytes_min,
             regular,
         } = open_new_members(paths, opts, &mut ids, &mut undo)?;
+        warn_copy_on_write(paths, &files, &regular);
         let all_paths: Vec<PathBuf> = paths.iter().chain(&opts.spares).cloned().collect();
         let spares = open_spares(
             opts,
@@ -791,6 +792,40 @@ fn preallocate_files(
     preallocate(&members)
 }
 
+/// The copy-on-write filesystem `f_type` (statfs) names: btrfs, ZFS and bcachefs.
+pub(crate) fn copy_on_write_fs(f_type: i64) -> Option<&'static str> {
+    match f_type {
+        0x9123_683E => Some("btrfs"),
+        0x2FC1_2FC1 => Some("zfs"),
+        0xCA45_1A4E => Some("bcachefs"),
+        _ => None,
+    }
+}
+
+/// One line on stderr for the first member file on a copy-on-write filesystem: there an
+/// overwrite allocates new blocks, so preallocation reserves nothing for it and a full
+/// filesystem can refuse a write half done (on a degraded RAID 5, losing a flushed
+/// block of the stripe's missing member). Warned, not refused: with room to spare, or
+/// `chattr +C` (btrfs nodatacow), such members work.
+fn warn_copy_on_write(paths: &[PathBuf], files: &[File], regular: &[(usize, u64)]) {
+    for &(i, _) in regular {
+        let Ok(st) = rustix::fs::fstatfs(&files[i]) else {
+            continue;
+        };
+        #[allow(clippy::unnecessary_cast)] // f_type is i64 or u32 by platform
+        if let Some(fs) = copy_on_write_fs(st.f_type as i64) {
+            eprintln!(
+                "raidlab-engine: create: warning: {} is on a copy-on-write filesystem ({fs}): \
+                 preallocation reserves no room for overwrites there, so a full filesystem \
+                 can tear a stripe (on a degraded array, losing flushed data); use ext4, \
+                 xfs or a block device, or a nodatacow directory (chattr +C)",
+                paths[i].display()
+            );
+            return;
+        }
+    }
+}
+
 /// The members `create` opened, in role order.
 struct NewMembers {
     files: Vec<File>,
@@ -909,11 +944,11 @@ fn open_new_member(
 }
 
 /// The consistency policy `create` was asked for: the journal's when a journal is
-/// given, else the bitmap unless told; refused where the two disagree or PPL cannot
-/// serve the geometry.
+/// given, else [`default_policy`] unless told; refused where the two disagree or PPL
+/// cannot serve the geometry.
 fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<ConsistencyPolicy> {
     let policy = match (opts.policy, &opts.journal) {
-        (None, None) => ConsistencyPolicy::Bitmap,
+        (None, None) => default_policy(geo),
         (None | Some(ConsistencyPolicy::Journal), Some(_)) => ConsistencyPolicy::Journal,
         (Some(ConsistencyPolicy::Journal), None) => {
             return Err(Error::Input(
@@ -933,6 +968,30 @@ fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<Consistenc
         }
     }
     Ok(policy)
+}
+
+/// The policy of an array created without `--consistency-policy` or `--journal`: one
+/// that loses no flushed block to a crash followed by a member loss where one exists
+/// without a journal file. RAID 5 takes md's partial parity log (the write hole closed
+/// on the members themselves, no bitmap); where PPL cannot serve (RAID 4, 6, 50, 60,
+/// more than 64 members, chunks over 256 KiB: md's PPL is RAID 5 only too) the bitmap,
+/// with a note on stderr that `--journal` closes the hole. Mirrors and RAID 0 have no
+/// parity write hole: the bitmap.
+pub(crate) fn default_policy(geo: &Geometry) -> ConsistencyPolicy {
+    if geo.parity_per_stripe() == 0 {
+        return ConsistencyPolicy::Bitmap;
+    }
+    match ppl::unsupported(geo) {
+        None => ConsistencyPolicy::Ppl,
+        Some(why) => {
+            eprintln!(
+                "raidlab-engine: create: consistency policy bitmap ({why}): a crash followed \
+                 by a member loss can corrupt flushed blocks (the write hole); give \
+                 --journal PATH to close it"
+            );
+            ConsistencyPolicy::Bitmap
+        }
+    }
 }
 
 /// Creates the write journal at `path` for `create` (`--journal`), sized by
