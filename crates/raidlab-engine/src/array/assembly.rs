@@ -1035,7 +1035,9 @@ fn create_journal(
         undo.created.push(path.to_path_buf());
     }
     let j = Journal::create(path, uuid, bytes)?;
-    if !opts.sparse {
+    // Allocated even with --sparse (which is about members): a journal that cannot
+    // append refuses every write, rewrites of allocated member blocks included.
+    {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
