@@ -1155,3 +1155,19 @@ fn assembled_spares(
     }
     Ok(spares)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::copy_on_write_fs;
+
+    #[test]
+    fn copy_on_write_filesystems_are_known_by_their_statfs_magic() {
+        assert_eq!(copy_on_write_fs(0x9123_683E), Some("btrfs"));
+        assert_eq!(copy_on_write_fs(0x2FC1_2FC1), Some("zfs"));
+        assert_eq!(copy_on_write_fs(0xCA45_1A4E), Some("bcachefs"));
+        // ext4, xfs, tmpfs overwrite in place.
+        for f_type in [0xEF53, 0x5846_5342, 0x0102_1994] {
+            assert_eq!(copy_on_write_fs(f_type), None, "{f_type:#x}");
+        }
+    }
+}
