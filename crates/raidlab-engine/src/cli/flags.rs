@@ -569,7 +569,8 @@ mod tests {
                 "repair",
                 "inject",
                 "attach-cache",
-                "detach-cache"
+                "detach-cache",
+                "replace-cache"
             ]
         );
         let status = &table["commands"][1];
