@@ -589,6 +589,28 @@ def detach_cache(
     return ArrayStatus.from_json(run_report("detach-cache", options))
 
 
+def replace_cache(
+    members: Sequence[Member],
+    cache_members: Sequence[Member],
+    new: Member,
+    journal: Member | None = None,
+) -> ArrayStatus:
+    """After a cache SSD is lost: rebuild the lost member of the SSD cache mirror onto
+    ``new`` (a blank file or device; created when missing) from the surviving
+    ``cache_members``, with the array of ``members`` stopped. The cache then has
+    ``cache_members`` and ``new`` as its members. Refused when ``new`` carries a
+    raidlab superblock or journal, or the cache lacks no member."""
+    if not cache_members:
+        raise RaidlabError("--cache-members", "the surviving members of the array's cache")
+    options = {
+        "new": new,
+        "members": members,
+        "cache_members": cache_members,
+        "journal": journal,
+    }
+    return ArrayStatus.from_json(run_report("replace-cache", options))
+
+
 def add_spare(
     spare: Member,
     members: Sequence[Member],
@@ -1022,6 +1044,7 @@ __all__ = [
     "inject_fault",
     "repair",
     "replace",
+    "replace_cache",
     "run_replace",
     "run_report",
     "serve",
