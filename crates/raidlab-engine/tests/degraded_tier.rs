@@ -67,6 +67,16 @@ fn a_lost_cache_ssd_is_served_degraded_and_rebuilt_onto_a_new_one() {
     std::fs::remove_file(&ssds[1]).unwrap();
     let m = strs(&members);
     let survivor = ssds[0].to_str().unwrap();
+    // Named though lost: refused, saying to leave it out.
+    let both = format!("{survivor},{}", ssds[1].display());
+    let mut named = vec!["status"];
+    named.extend(&m);
+    named.extend(["--cache-members", &both]);
+    let e = refused(d, &named);
+    assert!(
+        e.contains("does not exist") && e.contains("left out"),
+        "{e}"
+    );
     // The surviving SSD alone assembles the cache, degraded, with every dirty line.
     let mut args = vec!["status", "--json"];
     args.extend(&m);
@@ -76,11 +86,7 @@ fn a_lost_cache_ssd_is_served_degraded_and_rebuilt_onto_a_new_one() {
     assert!(err.contains("cache mirror degraded"), "{err}");
     // A blank file in the lost one's place is refused with what to do instead.
     std::fs::write(&ssds[1], vec![0u8; 8 << 20]).unwrap();
-    let both = format!("{survivor},{}", ssds[1].display());
-    let mut args = vec!["status"];
-    args.extend(&m);
-    args.extend(["--cache-members", &both]);
-    let e = refused(d, &args);
+    let e = refused(d, &named);
     assert!(
         e.contains("no raidlab superblock") && e.contains("replace-cache"),
         "{e}"

@@ -358,12 +358,20 @@ pub(super) fn write_big(array: &Array, offset: u64, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// A cache member with no raidlab superblock (a blank replacement for a lost SSD) is
-/// refused with what to do instead, before anything is opened for writing: assembling
+/// A cache member that is missing, or has no raidlab superblock (a blank replacement
+/// for a lost SSD), is refused with what to do instead, before anything is opened for writing: assembling
 /// it would not make it a copy, and a file that is not the cache's is not written.
 fn refuse_blank_members(paths: &[PathBuf]) -> Result<()> {
     for p in paths {
-        if p.exists() && crate::array::read_superblock(p).is_err() {
+        if !p.exists() {
+            return Err(Error::Input(format!(
+                "--cache-members: {} does not exist; a lost cache member is left out of \
+                 --cache-members (the mirror runs degraded on the others), then \
+                 `replace-cache NEW` rebuilds it onto a new one",
+                p.display()
+            )));
+        }
+        if crate::array::read_superblock(p).is_err() {
             return Err(Error::Input(format!(
                 "--cache-members: {} carries no raidlab superblock; to use the cache without a \
                  lost member leave that member out (the mirror runs degraded), then \
