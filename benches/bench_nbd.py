@@ -14,8 +14,9 @@ the server's CPU path, not a disk):
     qemu-nbd on one file        nbdkit file plugin on the same file (if installed)
 
 Then the cost of closing the RAID 5 write hole: the RAID 5 of 4 under each
---consistency-policy that changes the write path (bitmap, the default; journal; ppl,
-md's partial parity log) with RAID 5 writes, best of --rounds runs each:
+--consistency-policy that changes the write path (bitmap; journal; ppl, md's partial
+parity log and RAID 5's default, which the RAID 5 rows above therefore run) with RAID 5
+writes, best of --rounds runs each:
 
     4 KiB randwrite  QD 16    1 MiB sequential write  QD 4
 

@@ -179,3 +179,19 @@ def test_detach_cache_hands_the_dirty_lines_to_the_array(tmp_path: Path) -> None
             timeout=60,
         )
     assert read.returncode == 0 and "failed" not in read.stdout, read.stdout + read.stderr
+
+
+def test_a_lost_cache_member_is_rebuilt_with_replace_cache(tmp_path: Path) -> None:
+    members, cache = paths(tmp_path, "m", 3), paths(tmp_path, "ssd", 2)
+    engine.create(members, level=5, size="16M")
+    attached = engine.attach_cache(members, cache, cache_policy="lru", cache_size="8M")
+    cache[1].unlink()
+    # The survivor alone assembles the cache, degraded.
+    assert engine.status(members, cache_members=cache[:1]).cache_uuid == attached.cache_uuid
+    new = tmp_path / "ssd-new.img"
+    replaced = engine.replace_cache(members, cache[:1], new)
+    assert replaced.cache_uuid == attached.cache_uuid
+    with pytest.raises(RaidlabError, match="lacks no member"):
+        engine.replace_cache(members, [cache[0], new], tmp_path / "another.img")
+    assert not (tmp_path / "another.img").exists()
+    engine.detach_cache(members, [new])

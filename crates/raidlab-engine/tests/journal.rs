@@ -116,3 +116,102 @@ fn a_full_journal_checkpoints_and_keeps_going() {
     assert!(back.iter().all(|&b| b == 199));
     assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 0);
 }
+
+/// A tmpfs of `size` on `dir` for one test, unmounted (lazily) when dropped; `None`,
+/// saying why the test is skipped, when not root or the mount is refused.
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(dir: &std::path::Path, size: &str) -> Option<SmallFs> {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            eprintln!(
+                "skipped: mount -t tmpfs refused: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return None;
+        }
+        Some(SmallFs(dir.to_path_buf()))
+    }
+
+    /// Writes a file until the filesystem is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
+        let chunk = vec![0x5au8; 1 << 20];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .output();
+    }
+}
+
+/// Bytes of `path` allocated on its filesystem.
+fn allocated(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+/// Sparse members with a journal on a filesystem that fills up: the journal is
+/// allocated whole (at create, and at assembly when an older create left it sparse), so
+/// rewrites of member blocks already allocated keep working on the full filesystem.
+#[test]
+fn with_sparse_members_a_full_filesystem_still_takes_rewrites_through_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fs) = SmallFs::mount(&dir.path().join("fs"), "150m") else {
+        return;
+    };
+    let paths = member_paths(&fs.0, "m", 3);
+    let j = fs.0.join("j");
+    let mut o = CreateOptions::new(Level::Raid5, 64 << 10, Some(DATA_OFFSET_BYTES + (4 << 20)));
+    o.uuid = Some(15);
+    o.sparse = true;
+    o.journal = Some(j.clone());
+    o.journal_bytes = Some(110 << 20);
+    drop(retry_in_use(|| Array::create(&paths, &o)));
+    assert!(allocated(&j) >= 110 << 20, "create allocates the journal");
+    // As an older create left it: sparse past its header. Assembly allocates it again.
+    let f = std::fs::OpenOptions::new().write(true).open(&j).unwrap();
+    let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    let r = unsafe {
+        use std::os::fd::AsRawFd;
+        libc::fallocate(f.as_raw_fd(), punch, 1 << 20, 109 << 20)
+    };
+    assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    assert!(allocated(&j) < 2 << 20);
+    let array = retry_in_use(|| Array::assemble_with(&paths, Some(&j)));
+    assert!(
+        allocated(&j) >= 110 << 20,
+        "assembly allocates a sparse journal"
+    );
+    array.open_for_writes().unwrap();
+    array.write(0, &[1u8; 1 << 20], false).unwrap();
+    array.flush().unwrap();
+    fs.fill();
+    for round in 2..6u8 {
+        array.write(0, &[round; 1 << 20], false).unwrap();
+    }
+    array.flush().unwrap();
+    let mut back = vec![0u8; 1 << 20];
+    array.read(0, &mut back).unwrap();
+    assert!(back.iter().all(|&b| b == 5));
+    drop(array);
+}

@@ -1,10 +1,12 @@
 //! md's partial parity log (`--consistency-policy ppl`) against the RAID 5 write hole:
-//! the crash tests of `write_hole.rs`, run without a policy (the default bitmap, which
-//! cannot resync a degraded array) and with `ppl`. A crash between a stripe's data and
-//! parity writes, then a lost member: without PPL the lost member's chunk, flushed long
-//! before, is rebuilt from stale parity and comes back wrong; with PPL recovery makes
-//! parity agree with the data on disk first and every flushed byte reads back. Also the
-//! policy's rules at create and its resync. Skips, saying why, without qemu-io.
+//! the crash tests of `write_hole.rs`, run under every policy without a journal (bitmap
+//! and resync, which cannot resync a degraded array; `ppl`; and none named, RAID 5's
+//! default, which is `ppl`; the journal's runs are in `write_hole.rs`). A crash between
+//! a stripe's data and parity writes, then a lost member: without PPL the lost member's
+//! chunk, flushed long before, is rebuilt from stale parity and comes back wrong; with
+//! PPL recovery makes parity agree with the data on disk first and every flushed byte
+//! reads back. Also the policy's rules at create and its resync. Skips, saying why,
+//! without qemu-io.
 
 use crate::common;
 
@@ -56,7 +58,8 @@ fn crash_then_lose_a_member(d: &Path, policy: Option<&str>) -> bool {
     let (intact, t) = qemu_io_outcome(&s.uri(), &["read -P 0xab 64k 64k"]);
     let (rest, t2) = qemu_io_outcome(&s.uri(), &["read -P 0xab 192k 3M"]);
     assert!(rest, "{t2}");
-    if policy == Some("ppl") {
+    let ppl = policy.is_none_or(|p| p == "ppl"); // RAID 5's default is ppl
+    if ppl {
         // The half-done write: m0 has it, and parity now agrees with m0.
         let (ok, t3) = qemu_io_outcome(&s.uri(), &["read -P 0xcd 0 4k", "read -P 0xab 4k 60k"]);
         assert!(ok, "{t3}");
@@ -64,7 +67,7 @@ fn crash_then_lose_a_member(d: &Path, policy: Option<&str>) -> bool {
         assert!(st.contains("\"consistency_policy\":\"ppl\""), "{st}");
     }
     let said = s.stop_with_stderr();
-    if policy == Some("ppl") {
+    if ppl {
         assert!(said.contains("recomputed 1 stripe parities"), "{said}");
     }
     if !intact {
@@ -74,14 +77,28 @@ fn crash_then_lose_a_member(d: &Path, policy: Option<&str>) -> bool {
 }
 
 #[test]
-fn without_a_policy_the_crash_point_loses_flushed_data() {
+fn under_bitmap_and_resync_the_crash_point_loses_flushed_data() {
+    if !tool("qemu-io") {
+        return;
+    }
+    for policy in ["bitmap", "resync"] {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            !crash_then_lose_a_member(dir.path(), Some(policy)),
+            "{policy}: the crash point did not open a write hole: this test would prove nothing"
+        );
+    }
+}
+
+#[test]
+fn under_the_default_policy_a_crash_then_a_lost_member_keeps_every_flushed_byte() {
     if !tool("qemu-io") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     assert!(
-        !crash_then_lose_a_member(dir.path(), None),
-        "the crash point did not open a write hole: this test would prove nothing"
+        crash_then_lose_a_member(dir.path(), None),
+        "RAID 5's default policy lost a flushed block"
     );
 }
 
@@ -175,34 +192,40 @@ fn wait_for_either(members: &[std::path::PathBuf], byte: u8) {
 }
 
 #[test]
-fn kill_9_under_latency_then_a_lost_member_corrupts_without_ppl_and_not_with_it() {
+fn kill_9_under_latency_then_a_lost_member_corrupts_under_bitmap_and_not_under_ppl_or_the_default()
+{
     if !tool("qemu-io") {
         return;
     }
-    // Without a policy some cycle shows the hole (each does, nearly always), so the
-    // count below can fail.
+    // Under the bitmap policy some cycle shows the hole (each does, nearly always), so
+    // the count below can fail.
     let mut bad_without = Vec::new();
     for _ in 0..3 {
         let dir = tempfile::tempdir().unwrap();
-        bad_without.push(kill_9_with_latency_then_lose_a_member(dir.path(), None).0);
+        bad_without.push(kill_9_with_latency_then_lose_a_member(dir.path(), Some("bitmap")).0);
         if bad_without.last() > Some(&0) {
             break;
         }
     }
-    eprintln!("without a policy: {bad_without:?} bad 4 KiB blocks per cycle");
+    eprintln!("bitmap: {bad_without:?} bad 4 KiB blocks per cycle");
     assert!(
         bad_without.iter().any(|&n| n > 0),
         "no cycle opened the write hole: this test would prove nothing"
     );
-    for cycle in 0..2 {
+    // ppl named, then no policy named (RAID 5's default): 0 lost flushed blocks.
+    for (cycle, policy) in [Some("ppl"), None].into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
-        let (bad, recovered) = kill_9_with_latency_then_lose_a_member(dir.path(), Some("ppl"));
-        eprintln!("ppl, cycle {cycle}: {bad} bad blocks, {recovered} stripe parities recovered");
+        let (bad, recovered) = kill_9_with_latency_then_lose_a_member(dir.path(), policy);
+        let name = policy.unwrap_or("default");
+        eprintln!("{name}, cycle {cycle}: {bad} bad blocks, {recovered} stripe parities recovered");
         assert!(
             recovered > 0,
             "no write was in flight at the kill: nothing tested"
         );
-        assert_eq!(bad, 0, "ppl, cycle {cycle}: flushed blocks came back wrong");
+        assert_eq!(
+            bad, 0,
+            "{name}, cycle {cycle}: flushed blocks came back wrong"
+        );
     }
 }
 
@@ -254,6 +277,39 @@ fn the_policy_is_checked_at_create_and_kept_in_the_superblock() {
             policy
         );
     }
+}
+
+/// Without --consistency-policy or --journal: ppl on RAID 5 (the write hole closed), the
+/// bitmap where PPL cannot serve, with a note on the parity levels that --journal
+/// closes their hole.
+#[test]
+fn the_default_is_ppl_on_raid5_and_the_bitmap_where_ppl_cannot_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (level, chunk, members, policy) in [
+        (Level::Raid5, 64u64 << 10, 3usize, ConsistencyPolicy::Ppl),
+        (Level::Raid5, 1 << 20, 3, ConsistencyPolicy::Bitmap),
+        (Level::Raid6, 64 << 10, 4, ConsistencyPolicy::Bitmap),
+        (Level::Raid1, 64 << 10, 2, ConsistencyPolicy::Bitmap),
+    ] {
+        let paths = member_paths(d, &format!("{level:?}-{chunk}-"), members);
+        let o = CreateOptions::new(level, chunk, Some(DATA_OFFSET_BYTES + (2 << 20)));
+        drop(retry_in_use(|| Array::create(&paths, &o)));
+        let got = retry_in_use(|| Array::assemble(&paths)).status().policy;
+        assert_eq!(got, policy, "{level:?} chunk {chunk}");
+    }
+    let o = engine_command(d)
+        .args([
+            "create", "--level", "6", "--size", "3M", "q0", "q1", "q2", "q3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("consistency policy bitmap") && err.contains("--journal PATH"),
+        "{err}"
+    );
 }
 
 /// The `resync` policy keeps no bitmap: an unclean stop resyncs every region.

@@ -163,10 +163,23 @@ fn nbdcopy_round_trips_random_bytes_through_a_raid5_healthy_and_degraded() {
 /// A RAID 5 of a, b, c, d with 159 MiB of data per member: bitmap regions 0..64M,
 /// 64M..128M and 128M..159M of each member. Returns its members.
 fn create_three_region_raid5(d: &Path) -> [&'static str; 4] {
+    // The bitmap policy named: these tests are about its regions (RAID 5's default is ppl).
     engine(
         d,
         &[
-            "create", "--level", "5", "--chunk", "64K", "--size", "160M", "a", "b", "c", "d",
+            "create",
+            "--level",
+            "5",
+            "--chunk",
+            "64K",
+            "--size",
+            "160M",
+            "--consistency-policy",
+            "bitmap",
+            "a",
+            "b",
+            "c",
+            "d",
         ],
     );
     ["a", "b", "c", "d"]

@@ -15,6 +15,7 @@ mod cache_tier;
 mod cli;
 mod concurrency;
 mod control_security;
+mod degraded_tier;
 mod engine_vs_model;
 mod faults;
 mod full_filesystem;

@@ -1,5 +1,5 @@
 """``raidlab create/assemble/status/serve/fail/replace/add-spare/check/repair/inject/
-attach-cache/detach-cache``: real arrays.
+attach-cache/detach-cache/replace-cache``: real arrays.
 
 These commands drive the real-data engine (the ``raidlab-engine`` binary) through
 :mod:`raidlab.engine`; the simulating commands live in :mod:`raidlab.cli`, which
@@ -269,6 +269,11 @@ COMMANDS: dict[str, tuple[str, Runner, str]] = {
         "detach-cache",
         _run_status,
         "raidlab detach-cache a.img b.img c.img --cache-members s0.img,s1.img",
+    ),
+    "replace-cache": (
+        "replace-cache",
+        _run_status,
+        "raidlab replace-cache s2.img a.img b.img c.img --cache-members s0.img",
     ),
     "check": ("check", _run_scrub, "raidlab check a.img e.img c.img d.img"),
     "repair": ("repair", _run_scrub, "raidlab repair a.img e.img c.img d.img"),

@@ -503,8 +503,9 @@ def create(
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
-    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap`` (the default), ``journal``
-    (with ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only).
+    ``consistency_policy`` (mdadm's): ``resync``, ``bitmap``, ``journal`` (with
+    ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only); by default ``ppl``
+    on RAID 5 and ``bitmap`` elsewhere.
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the
@@ -608,6 +609,28 @@ def detach_cache(
         "adopt": adopt,
     }
     return ArrayStatus.from_json(run_report("detach-cache", options))
+
+
+def replace_cache(
+    members: Sequence[Member],
+    cache_members: Sequence[Member],
+    new: Member,
+    journal: Member | None = None,
+) -> ArrayStatus:
+    """After a cache SSD is lost: rebuild the lost member of the SSD cache mirror onto
+    ``new`` (a blank file or device; created when missing) from the surviving
+    ``cache_members``, with the array of ``members`` stopped. The cache then has
+    ``cache_members`` and ``new`` as its members. Refused when ``new`` carries a
+    raidlab superblock or journal, or the cache lacks no member."""
+    if not cache_members:
+        raise RaidlabError("--cache-members", "the surviving members of the array's cache")
+    options = {
+        "new": new,
+        "members": members,
+        "cache_members": cache_members,
+        "journal": journal,
+    }
+    return ArrayStatus.from_json(run_report("replace-cache", options))
 
 
 def add_spare(
@@ -1052,6 +1075,7 @@ __all__ = [
     "inject_fault",
     "repair",
     "replace",
+    "replace_cache",
     "run_replace",
     "run_report",
     "serve",

@@ -154,6 +154,7 @@ impl Array {
             data_bytes_min,
             regular,
         } = open_new_members(paths, opts, &mut ids, &mut undo)?;
+        warn_copy_on_write(paths, &files, &regular);
         let all_paths: Vec<PathBuf> = paths.iter().chain(&opts.spares).cloned().collect();
         let spares = open_spares(
             opts,
@@ -263,7 +264,15 @@ impl Array {
         };
         refuse_untolerated(&slots, &geo, force)?;
         let bitmap = assembled_bitmap(&slots, &newest, &geo)?;
-        let journal = open_journal(journal, &newest)?;
+        let journal = open_journal(journal, &newest, force)?;
+        // A journaled array assembled without its journal (--force): from now on it is
+        // an array of the bitmap policy, which the journal policy kept all along.
+        let journal_dropped = newest.journaled && journal.is_none();
+        let policy = if journal_dropped {
+            ConsistencyPolicy::Bitmap
+        } else {
+            newest.policy
+        };
         let Slots {
             failed,
             members,
@@ -284,7 +293,7 @@ impl Array {
             state,
             bitmap,
             journal,
-            newest.policy,
+            policy,
         )?;
         array.load_bad_blocks()?;
         array.journal_replayed = array.replay_journal()?;
@@ -293,9 +302,13 @@ impl Array {
         }
         *array.checkpoint.lock().expect("checkpoint lock") = resume;
         *array.spares.get_mut().expect("spares lock") = assembled_spares(spares_found, &newest)?;
-        if !forced.is_empty() {
+        if journal_dropped {
+            warn_journal_dropped(&newest);
+        }
+        if !forced.is_empty() || journal_dropped {
             // The forced members join at the array's event counter (and out of the
-            // failed set), so that the next assembly takes them without --force.
+            // failed set), and a dropped journal leaves the superblocks, so that the
+            // next assembly takes them without --force.
             array.forced = forced;
             array.commit_state(|_| {})?;
         }
@@ -686,9 +699,14 @@ fn assembled_bitmap(slots: &Slots, newest: &Superblock, geo: &Geometry) -> Resul
     Ok(bitmap)
 }
 
-/// The array's write journal at `journal`: required when the array has one, refused
-/// when it has none.
-fn open_journal(journal: Option<&Path>, newest: &Superblock) -> Result<Option<Journal>> {
+/// The array's write journal at `journal`: required when the array has one (but
+/// with `force`, md's way to start an array whose journal is lost), refused when it
+/// has none.
+fn open_journal(
+    journal: Option<&Path>,
+    newest: &Superblock,
+    force: bool,
+) -> Result<Option<Journal>> {
     match (journal, newest.journaled) {
         (None, false) => Ok(None),
         (Some(j), true) => {
@@ -696,14 +714,40 @@ fn open_journal(journal: Option<&Path>, newest: &Superblock) -> Result<Option<Jo
             journal.claim()?;
             Ok(Some(journal))
         }
+        (None, true) if force => Ok(None),
         (None, true) => Err(Error::Input(format!(
-            "--journal: array {:032x} writes through a journal; give its path",
+            "--journal: array {:032x} writes through a journal; give its path (journal \
+             lost: `status --force` without --journal assembles the array without it)",
             newest.array_uuid
         ))),
         (Some(_), false) => Err(Error::Input(format!(
             "--journal: array {:032x} has no write journal",
             newest.array_uuid
         ))),
+    }
+}
+
+/// Says on stderr what assembling without the journal (`--force`) gives up: after a
+/// clean stop nothing; after an unclean one, the stripes being written then may hold
+/// data and parity that disagree (the write hole the journal closed), which the
+/// bitmap's resync at the next `serve` repairs only while every member is present.
+fn warn_journal_dropped(newest: &Superblock) {
+    let uuid = newest.array_uuid;
+    if newest.dirty {
+        eprintln!(
+            "raidlab-engine: assemble --force: array {uuid:032x} assembled without its write \
+             journal after an unclean stop, and uses none from now on (consistency policy \
+             bitmap): writes the journal held that had not reached the members are lost, and \
+             stripes being written at the stop may have parity that disagrees with their data \
+             (the write hole); the next serve resyncs the dirty bitmap regions, which repairs \
+             them only if no member is missing; run `raidlab-engine check` after it"
+        );
+    } else {
+        eprintln!(
+            "raidlab-engine: assemble --force: array {uuid:032x} assembled without its write \
+             journal after a clean stop (nothing lost), and uses none from now on \
+             (consistency policy bitmap)"
+        );
     }
 }
 
@@ -753,6 +797,40 @@ fn preallocate_files(
             .map(|(s, bytes)| (s.path.as_path(), &s.file, *bytes)),
     );
     preallocate(&members)
+}
+
+/// The copy-on-write filesystem `f_type` (statfs) names: btrfs, ZFS and bcachefs.
+pub(crate) fn copy_on_write_fs(f_type: i64) -> Option<&'static str> {
+    match f_type {
+        0x9123_683E => Some("btrfs"),
+        0x2FC1_2FC1 => Some("zfs"),
+        0xCA45_1A4E => Some("bcachefs"),
+        _ => None,
+    }
+}
+
+/// One line on stderr for the first member file on a copy-on-write filesystem: there an
+/// overwrite allocates new blocks, so preallocation reserves nothing for it and a full
+/// filesystem can refuse a write half done (on a degraded RAID 5, losing a flushed
+/// block of the stripe's missing member). Warned, not refused: with room to spare, or
+/// `chattr +C` (btrfs nodatacow), such members work.
+fn warn_copy_on_write(paths: &[PathBuf], files: &[File], regular: &[(usize, u64)]) {
+    for &(i, _) in regular {
+        let Ok(st) = rustix::fs::fstatfs(&files[i]) else {
+            continue;
+        };
+        #[allow(clippy::unnecessary_cast)] // f_type is i64 or u32 by platform
+        if let Some(fs) = copy_on_write_fs(st.f_type as i64) {
+            eprintln!(
+                "raidlab-engine: create: warning: {} is on a copy-on-write filesystem ({fs}): \
+                 preallocation reserves no room for overwrites there, so a full filesystem \
+                 can tear a stripe (on a degraded array, losing flushed data); use ext4, \
+                 xfs or a block device, or a nodatacow directory (chattr +C)",
+                paths[i].display()
+            );
+            return;
+        }
+    }
 }
 
 /// The members `create` opened, in role order.
@@ -863,11 +941,11 @@ fn open_new_member(
 }
 
 /// The consistency policy `create` was asked for: the journal's when a journal is
-/// given, else the bitmap unless told; refused where the two disagree or PPL cannot
-/// serve the geometry.
+/// given, else [`default_policy`] unless told; refused where the two disagree or PPL
+/// cannot serve the geometry.
 fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<ConsistencyPolicy> {
     let policy = match (opts.policy, &opts.journal) {
-        (None, None) => ConsistencyPolicy::Bitmap,
+        (None, None) => default_policy(geo),
         (None | Some(ConsistencyPolicy::Journal), Some(_)) => ConsistencyPolicy::Journal,
         (Some(ConsistencyPolicy::Journal), None) => {
             return Err(Error::Input(
@@ -887,6 +965,30 @@ fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<Consistenc
         }
     }
     Ok(policy)
+}
+
+/// The policy of an array created without `--consistency-policy` or `--journal`: one
+/// that loses no flushed block to a crash followed by a member loss where one exists
+/// without a journal file. RAID 5 takes md's partial parity log (the write hole closed
+/// on the members themselves, no bitmap); where PPL cannot serve (RAID 4, 6, 50, 60,
+/// more than 64 members, chunks over 256 KiB: md's PPL is RAID 5 only too) the bitmap,
+/// with a note on stderr that `--journal` closes the hole. Mirrors and RAID 0 have no
+/// parity write hole: the bitmap.
+pub(crate) fn default_policy(geo: &Geometry) -> ConsistencyPolicy {
+    if geo.parity_per_stripe() == 0 {
+        return ConsistencyPolicy::Bitmap;
+    }
+    match ppl::unsupported(geo) {
+        None => ConsistencyPolicy::Ppl,
+        Some(why) => {
+            eprintln!(
+                "raidlab-engine: create: consistency policy bitmap ({why}): a crash followed \
+                 by a member loss can corrupt flushed blocks (the write hole); give \
+                 --journal PATH to close it"
+            );
+            ConsistencyPolicy::Bitmap
+        }
+    }
 }
 
 /// Creates the write journal at `path` for `create` (`--journal`), sized by
@@ -932,7 +1034,9 @@ fn create_journal(
         undo.created.push(path.to_path_buf());
     }
     let j = Journal::create(path, uuid, bytes)?;
-    if !opts.sparse {
+    // Allocated even with --sparse (which is about members): a journal that cannot
+    // append refuses every write, rewrites of allocated member blocks included.
+    {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
@@ -1039,4 +1143,20 @@ fn assembled_spares(
         )));
     }
     Ok(spares)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_on_write_fs;
+
+    #[test]
+    fn copy_on_write_filesystems_are_known_by_their_statfs_magic() {
+        assert_eq!(copy_on_write_fs(0x9123_683E), Some("btrfs"));
+        assert_eq!(copy_on_write_fs(0x2FC1_2FC1), Some("zfs"));
+        assert_eq!(copy_on_write_fs(0xCA45_1A4E), Some("bcachefs"));
+        // ext4, xfs, tmpfs overwrite in place.
+        for f_type in [0xEF53, 0x5846_5342, 0x0102_1994] {
+            assert_eq!(copy_on_write_fs(f_type), None, "{f_type:#x}");
+        }
+    }
 }

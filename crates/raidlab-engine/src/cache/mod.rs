@@ -554,6 +554,34 @@ impl CachedArray {
         inner.store.mirror().close()
     }
 
+    /// `replace-cache`: rebuilds the lowest missing or failed member of the cache
+    /// mirror onto `file` (opened from `new_path`), copying every slot and the log
+    /// from the surviving copy; returns the mirror role rebuilt. Refused, before
+    /// `file` is written, when the mirror lacks no member, or `file` carries a raidlab
+    /// superblock or write journal (another array's member, journal or cache member).
+    pub fn replace_member(
+        &self,
+        file: std::fs::File,
+        new_path: &std::path::Path,
+        mut progress: impl FnMut(u32, u64, u64),
+    ) -> Result<u32> {
+        refuse_carrying_raidlab_data(&file, new_path)?;
+        self.with_mirror(|m| {
+            let Some(role) = m.failed().iter().next() else {
+                return Err(Error::Input(format!(
+                    "NEW: cache {:032x} lacks no member (every one of its {} is active); \
+                     nothing to replace",
+                    m.status().uuid,
+                    m.geometry().members()
+                )));
+            };
+            m.rebuild_onto(role, file, new_path, None, |done, total| {
+                progress(role, done, total)
+            })?;
+            Ok(role)
+        })
+    }
+
     /// Marks the mirror open for writes (see [`Array::open_for_writes`]).
     pub fn open_for_writes(&self) -> Result<()> {
         self.with_mirror(|m| m.open_for_writes())
@@ -1087,6 +1115,28 @@ pub fn check_members(backing: &Array, given: Option<&[PathBuf]>) -> Result<()> {
             }
         }
     }
+}
+
+/// Refuses `file` when its first bytes are a raidlab superblock or write journal
+/// header: a rebuild would overwrite what another array (or this one) still needs.
+pub fn refuse_carrying_raidlab_data(file: &std::fs::File, path: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; crate::format::superblock::SUPERBLOCK_BYTES];
+    // A short or unreadable file reads as zeros: no header.
+    let _ = file.read_at(&mut head, 0);
+    let superblock = crate::format::superblock::Superblock::decode(&head).is_ok();
+    if superblock || crate::format::journal::is_journal_header(&head) {
+        return Err(Error::Input(format!(
+            "NEW: {} carries a raidlab {}; give a blank file or device (nothing was written)",
+            path.display(),
+            if superblock {
+                "superblock"
+            } else {
+                "write journal"
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// The error for cache members of `found`, not of the array's cache.

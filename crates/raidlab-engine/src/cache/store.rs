@@ -103,9 +103,23 @@ impl Store {
     /// Assembles the cache mirror on `paths`, checks it belongs to `backing_uuid`, and
     /// replays its log: the cached blocks, sorted by block. A new snapshot of them
     /// starts the next generation in the other area.
+    ///
+    /// `paths` may be the surviving members of a degraded mirror (a lost cache SSD left
+    /// out): the mirror's superblocks know how many it has, and any one copy of a pair
+    /// holds every slot and the log, dirty lines included. It is then served degraded
+    /// (said on stderr) until `replace-cache` rebuilds the lost member onto a new one.
     pub fn open(paths: &[PathBuf], backing_uuid: u128) -> Result<(Self, Vec<Entry>)> {
-        mirror_level(paths.len())?;
+        refuse_blank_members(paths)?;
         let mirror = Arc::new(Array::assemble(paths)?);
+        mirror_level(mirror.geometry().members() as usize)?;
+        let lost = mirror.failed();
+        if !lost.is_empty() {
+            eprintln!(
+                "raidlab-engine: cache mirror degraded: member(s) {lost} missing or failed; \
+                 every line is served from the others; `replace-cache NEW` rebuilds one onto \
+                 a new cache member"
+            );
+        }
         // An unclean stop may have left the copies of a slot or log sector apart: make
         // them agree before reading anything (either copy is a state the log allows).
         if let Some((regions, _)) = mirror.resync_dirty_regions()? {
@@ -345,6 +359,32 @@ pub(super) fn write_big(array: &Array, offset: u64, data: &[u8]) -> Result<()> {
             piece,
             false,
         )?;
+    }
+    Ok(())
+}
+
+/// A cache member that is missing, or has no raidlab superblock (a blank replacement
+/// for a lost SSD), is refused with what to do instead, before anything is opened for writing: assembling
+/// it would not make it a copy, and a file that is not the cache's is not written.
+fn refuse_blank_members(paths: &[PathBuf]) -> Result<()> {
+    for p in paths {
+        if !p.exists() {
+            return Err(Error::Input(format!(
+                "--cache-members: {} does not exist; a lost cache member is left out of \
+                 --cache-members (the mirror runs degraded on the others), then \
+                 `replace-cache NEW` rebuilds it onto a new one",
+                p.display()
+            )));
+        }
+        if crate::array::read_superblock(p).is_err() {
+            return Err(Error::Input(format!(
+                "--cache-members: {} carries no raidlab superblock; to use the cache without a \
+                 lost member leave that member out (the mirror runs degraded), then \
+                 `replace-cache {}` rebuilds the lost member onto it",
+                p.display(),
+                p.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use super::flags::{
     AddSpareArgs, ArrayArgs, AttachCacheArgs, CreateArgs, DetachCacheArgs, FailArgs, InjectArgs,
-    ReplaceArgs, StatusArgs,
+    ReplaceArgs, ReplaceCacheArgs, StatusArgs,
 };
 use super::open::{absolute, assemble, recover_unclean_stop};
 use super::parse::{self, Injection, ServedFault};
@@ -154,6 +154,50 @@ pub fn detach_cache(args: &DetachCacheArgs) -> Result<i32> {
     s["detached_cache_uuid"] = json!(format!("{cache:032x}"));
     s["destaged_bytes"] = json!(destaged);
     render::report(a.json, &s, render::status);
+    Ok(0)
+}
+
+/// `replace-cache`: the array assembled with its surviving cache members; the lost
+/// member of the cache mirror rebuilt onto NEW. Refused while served (the server holds
+/// the cache). A NEW this command created is removed again when it fails untouched.
+pub fn replace_cache(args: &ReplaceCacheArgs) -> Result<i32> {
+    let a = &args.array_args;
+    let members = absolute(&a.array.members)?;
+    let Some(paths) = &a.array.cache_members else {
+        return Err(Error::Input(
+            "--cache-members: needed: the surviving members of the array's cache".into(),
+        ));
+    };
+    let paths = absolute(paths)?;
+    let new = absolute(std::slice::from_ref(&args.new))?.remove(0);
+    if ask_server(&members, json!({"cmd": "status"}), None, |_| {})?.is_some() {
+        return Err(Error::Input(
+            "MEMBER: these members are being served; stop the server first".into(),
+        ));
+    }
+    let created = std::fs::symlink_metadata(&new).is_err();
+    let done = (|| {
+        // NEW is checked before the cache is opened: a refusal writes nothing anywhere.
+        let file = crate::array::open_member_file(&new, true)?;
+        crate::cache::refuse_carrying_raidlab_data(&file, &new)?;
+        let array = Arc::new(assemble(&members, &a.array)?);
+        let tier = CachedArray::open(array.clone(), &paths)?;
+        let role = tier.replace_member(file, &new, render::progress_printer())?;
+        let mut s = control::status_json(&array.status());
+        s["cache"] = tier.stats_json();
+        tier.close()?;
+        array.close()?;
+        eprintln!(
+            "raidlab-engine: replace-cache: cache member {role} rebuilt onto {}",
+            new.display()
+        );
+        Ok::<_, Error>(s)
+    })();
+    let untouched = || std::fs::metadata(&new).is_ok_and(|m| m.is_file() && m.len() == 0);
+    if done.is_err() && created && untouched() {
+        let _ = std::fs::remove_file(&new);
+    }
+    render::report(a.json, &done?, render::status);
     Ok(0)
 }
 

@@ -105,6 +105,27 @@ pub enum Command {
     /// detached with all its data. The array is then used without --cache-members.
     #[command(args_override_self = true)]
     DetachCache(DetachCacheArgs),
+    /// Rebuild a lost member of the array's SSD cache mirror onto a new file or device.
+    ///
+    /// After a cache SSD is lost the array is assembled with the surviving cache
+    /// members alone in --cache-members (the mirror runs degraded: every dirty line is
+    /// on the other copy); this copies them onto NEW, which takes the lost member's
+    /// place. Refused while the array is served, and onto a file that carries a raidlab
+    /// superblock or journal.
+    #[command(args_override_self = true)]
+    ReplaceCache(ReplaceCacheArgs),
+}
+
+/// Arguments of `replace-cache`.
+#[derive(Debug, Args)]
+pub struct ReplaceCacheArgs {
+    /// The new cache member (created, or extended to a cache member's size).
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// The array, with its surviving cache members in --cache-members, and the
+    /// report's form.
+    #[command(flatten)]
+    pub array_args: ArrayArgs,
 }
 
 /// Arguments of `detach-cache`.
@@ -237,8 +258,9 @@ pub struct CreateArgs {
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub journal_size: Option<u64>,
     /// What makes parity agree again after an unclean stop, as mdadm's: resync (every
-    /// stripe), bitmap (the regions written lately; the default), journal (with
-    /// --journal, its default), ppl (md's partial parity log, RAID 5 only).
+    /// stripe), bitmap (the regions written lately), journal (with --journal, its
+    /// default), ppl (md's partial parity log, RAID 5 only). Default: ppl on RAID 5 (a
+    /// crash then a lost member loses no flushed block), bitmap elsewhere.
     #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<ConsistencyPolicy>())]
     pub consistency_policy: Option<ConsistencyPolicy>,
     /// The cache tier's policy (with --cache-members): raidix (RAIDIX's random read and
@@ -557,7 +579,8 @@ mod tests {
                 "repair",
                 "inject",
                 "attach-cache",
-                "detach-cache"
+                "detach-cache",
+                "replace-cache"
             ]
         );
         let status = &table["commands"][1];

@@ -7,7 +7,7 @@
 //!            │ bad input: one line `error: FIELD: what is allowed`, exit code 2
 //!            ▼
 //!          Command ─► commands::{create, status, fail, replace, add_spare, scrub, inject,
-//!                               attach_cache, detach_cache}
+//!                               attach_cache, detach_cache, replace_cache}
 //!                     serve::serve (NBD + control socket until SIGINT/SIGTERM)
 //!                       │
 //!                       ▼
@@ -79,5 +79,6 @@ fn run(parsed: Parsed) -> crate::Result<i32> {
         Command::Inject(a) => commands::inject(&a),
         Command::AttachCache(a) => commands::attach_cache(&a),
         Command::DetachCache(a) => commands::detach_cache(&a),
+        Command::ReplaceCache(a) => commands::replace_cache(&a),
     }
 }

@@ -34,6 +34,31 @@ use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 /// Bytes of the journal header.
 pub const HEADER_BYTES: u64 = 4096;
 const MAGIC: [u8; 8] = *b"RLJRNL01";
+/// Allocates every block of a journal file left sparse (made by `create --sparse`
+/// before journals were always allocated): appending to a hole needs free space, so on
+/// a full filesystem every write would be refused, rewrites of allocated member blocks
+/// too. Without the space (or `fallocate`) it says so in one line and goes on: writes
+/// may then answer ENOSPC until there is room. Block devices have no holes.
+fn allocate_whole(file: &File, path: &Path, capacity: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else { return };
+    if !meta.file_type().is_file() || meta.blocks().saturating_mul(512) >= capacity {
+        return;
+    }
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    if let Err(e) = rustix::fs::fallocate(file, flags, 0, capacity) {
+        eprintln!(
+            "raidlab-engine: {}: the write journal is sparse and cannot be allocated ({e}); \
+             writes may be refused for lack of space until {capacity} B fit",
+            path.display()
+        );
+    }
+}
+
+/// Whether `head` (a file's first bytes) starts with a write journal's header.
+pub fn is_journal_header(head: &[u8]) -> bool {
+    head.starts_with(&MAGIC)
+}
 const RECORD_MAGIC: u32 = 0x4345_524A; // "JREC"
 const RECORD_HEADER_BYTES: usize = 40;
 const EXTENT_BYTES: usize = 24;
@@ -191,11 +216,13 @@ impl Journal {
                 "the write journal of array {owner:032x}, not {uuid:032x}"
             )));
         }
+        let capacity = u64_at(&h, 32);
+        allocate_whole(&file, path, capacity);
         Ok(Self {
             file,
             path: path.to_path_buf(),
             uuid,
-            capacity: u64_at(&h, 32),
+            capacity,
             tail: Mutex::new(Tail::new(u64_at(&h, 24))),
             synced: Condvar::new(),
             gate: RwLock::new(()),
