@@ -90,10 +90,13 @@ def _scratch(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _environment() -> dict[str, str]:
+def _environment(cwd: Path) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
+    state = cwd / ".docs-shell"
+    state.mkdir(exist_ok=True)
     return {
         **os.environ,
+        STATE_DIR: str(state),
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
         "COLUMNS": "200",
         "NO_COLOR": "1",
@@ -101,18 +104,23 @@ def _environment() -> dict[str, str]:
 
 
 # A reader runs a page's blocks in one shell: a variable one block sets (`A="--drive
-# ..."`) is there in the next. Each block sources what the earlier ones set and, on its
-# way out, appends the variables it created.
-SHELL_STATE = ".docs-shell-state"
+# ..."`) is there in the next, and so is the directory a block went into. Each block
+# (and each command of a transcript) starts where the last one left off: it sources
+# the variables the earlier ones created and changes to their last directory, and on
+# its way out appends the variables it created and notes where it is.
+STATE_DIR = "DOCS_STATE_DIR"
 PROLOGUE = f"""set -euo pipefail
-[ -f {SHELL_STATE} ] && source {SHELL_STATE}
+[ -f "${STATE_DIR}/variables" ] && source "${STATE_DIR}/variables"
+[ -f "${STATE_DIR}/cwd" ] && cd "$(cat "${STATE_DIR}/cwd")"
 __docs_before=$(compgen -v)
 __docs_exit() {{
   status=$?
   for name in $(compgen -v); do
-    case "$name" in __docs_*|status|name|BASH*|FUNCNAME|PIPESTATUS|_) continue;; esac
-    grep -qx "$name" <<<"$__docs_before" || declare -p "$name" >>{SHELL_STATE} 2>/dev/null || true
+    case "$name" in __docs_*|status|name|BASH*|FUNCNAME|PIPESTATUS|OLDPWD|PWD|_) continue;; esac
+    grep -qx "$name" <<<"$__docs_before" ||
+      declare -p "$name" >>"${STATE_DIR}/variables" 2>/dev/null || true
   done
+  pwd >"${STATE_DIR}/cwd"
   kill $(jobs -p) 2>/dev/null || true
   return $status
 }}
@@ -125,7 +133,7 @@ def _run_script(block: Block, cwd: Path) -> subprocess.CompletedProcess[str]:
     process = subprocess.Popen(
         ["bash", "-c", script],
         cwd=cwd,
-        env=_environment(),
+        env=_environment(cwd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -156,6 +164,16 @@ def _transcript(block: Block) -> list[tuple[str, list[str]]]:
     return steps
 
 
+def _shows(shown: str, printed: str) -> bool:
+    """A transcript's line against a printed one: equal, but for ``...`` in the shown
+    line, which stands for any text (a path, a uuid, a pid that differ per run)."""
+    shown, printed = shown.rstrip(), printed.rstrip()
+    if "..." not in shown:
+        return shown == printed
+    pattern = ".*".join(re.escape(part) for part in shown.split("..."))
+    return re.fullmatch(pattern, printed) is not None
+
+
 def _check_block(block: Block, cwd: Path) -> None:
     if not block.transcript:
         done = _run_script(block, cwd)
@@ -173,7 +191,7 @@ def _check_block(block: Block, cwd: Path) -> None:
         else:
             assert done.returncode == 0, f"{block.id}: {command}: {done.stderr[-2000:]}"
         for line in shown:
-            assert line.rstrip() in [s.rstrip() for s in said], (
+            assert any(_shows(line, printed) for printed in said), (
                 f"{block.id}: {command}: the docs show {line!r}; it printed:\n"
                 + "\n".join(said[-40:])
             )
