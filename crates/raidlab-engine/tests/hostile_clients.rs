@@ -810,3 +810,218 @@ fn listening_off_loopback_without_tls_warns() {
     let stderr = serve_stderr(d, &listen, &members);
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+/// Sends GO again on `s` every 100 ms until it is acknowledged; how long that took, or
+/// `None` when `within` passed first.
+fn go_until_admitted(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < within {
+        if go(s, b"").0 == protocol::REP_ACK {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn idle_and_stalled_connections_are_evicted_for_a_newcomer_and_busy_ones_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(
+        d,
+        &["--connections-max", "3", "--evict-idle-after", "1"],
+        false,
+    );
+    let a = addr(&server);
+    // One silent after GO, one stalled mid-request (half a header), one working.
+    let mut idle = transmitting(&a);
+    let mut stalled = transmitting(&a);
+    stalled
+        .write_all(&request(0, protocol::CMD_READ, 1, 0, 4096)[..10])
+        .unwrap();
+    let mut busy = transmitting(&a);
+    let work = |s: &mut TcpStream, cookie: u64| {
+        s.write_all(&request(0, protocol::CMD_READ, cookie, 0, 4096))
+            .unwrap();
+        assert_eq!(simple_reply(s), (0, cookie));
+        s.read_exact(&mut [0u8; 4096]).unwrap();
+    };
+    // Two newcomers, each let in within the eviction age (1 s) and the time the
+    // evicted connection takes to let go, with margin for a loaded machine.
+    let mut newcomers = Vec::new();
+    for cookie in 0..2 {
+        let mut n = connect(&a);
+        greet(&mut n);
+        let t0 = Instant::now();
+        let mut admitted = None;
+        while admitted.is_none() && t0.elapsed() < Duration::from_secs(8) {
+            work(&mut busy, 10 + cookie);
+            admitted = go_until_admitted(&mut n, Duration::from_millis(200));
+        }
+        let took = t0.elapsed();
+        assert!(
+            admitted.is_some(),
+            "newcomer {cookie} locked out for {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(4),
+            "newcomer {cookie} took {took:?}"
+        );
+        work(&mut n, 20 + cookie);
+        newcomers.push(n);
+    }
+    // The idle and the stalled connections went; the one working stayed.
+    assert!(closed_within(&mut idle, Duration::from_secs(5)));
+    assert!(closed_within(&mut stalled, Duration::from_secs(5)));
+    work(&mut busy, 30);
+    // All three slots are taken by connections active within the eviction age:
+    // a third newcomer is refused.
+    for n in &mut newcomers {
+        work(n, 31);
+    }
+    work(&mut busy, 32);
+    let mut late = connect(&a);
+    greet(&mut late);
+    assert_eq!(go(&mut late, b"").0, protocol::REP_ERR_POLICY);
+    server.stop();
+}
+
+#[test]
+fn a_request_trickled_a_byte_at_a_time_is_cut_at_the_io_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--io-timeout", "2"], false);
+    let mut s = transmitting(&addr(&server));
+    let mut write = request(0, protocol::CMD_WRITE, 1, 0, 4096);
+    write.extend_from_slice(&[0x5a; 4096]);
+    // A byte every 200 ms: never 2 s without progress, but the request would take
+    // 14 minutes.
+    let t0 = Instant::now();
+    let mut closed = None;
+    for byte in &write {
+        if s.write_all(&[*byte]).is_err() || closed_within(&mut s, Duration::from_millis(200)) {
+            closed = Some(t0.elapsed());
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+    }
+    let lived = closed.expect("a trickled request outlived 10 s at --io-timeout 2");
+    assert!(
+        lived >= Duration::from_millis(1800)
+            && lived < Duration::from_secs(3) + Duration::from_millis(700),
+        "closed after {lived:?} at --io-timeout 2"
+    );
+    server.stop();
+}
+
+#[test]
+fn a_reply_read_a_trickle_at_a_time_is_cut_at_the_io_timeout_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--io-timeout", "2"], false);
+    let mut stuck = unread_reads(&addr(&server), 1, 8).pop().unwrap();
+    // The client takes 32 KiB every 250 ms: the socket moves a little every time, so
+    // a timeout that restarts on progress never fires.
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = vec![0u8; 32 << 10];
+            stuck
+                .set_read_timeout(Some(Duration::from_millis(250)))
+                .unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                if matches!(stuck.read(&mut sink), Ok(0)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // The stuck connection holds 32 MiB of the 48 MiB shared part: a second 32 MiB
+    // read is served once the stuck reply is cut, 2 s after it started.
+    let t0 = Instant::now();
+    let mut next = transmitting(&addr(&server));
+    next.set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    next.write_all(&request(0, protocol::CMD_READ, 1, 0, 32 << 20))
+        .unwrap();
+    let mut h = [0u8; 16];
+    let got = next.read_exact(&mut h);
+    let waited = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+    assert!(got.is_ok(), "the second read still waits after {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "the second 32 MiB read waited {waited:?} at --io-timeout 2"
+    );
+    server.stop();
+}
+
+#[test]
+fn clients_that_leave_while_waiting_for_the_budget_free_their_slots_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--connections-max", "4", "--io-timeout", "60"], false);
+    let a = addr(&server);
+    // The hog holds the shared part for a minute with replies it never reads.
+    let _hog = unread_reads(&a, 1, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    // Three clients ask for 32 MiB, wait for the budget, and give up.
+    for _ in 0..3 {
+        let mut s = transmitting(&a);
+        s.write_all(&request(0, protocol::CMD_READ, 1, 0, 32 << 20))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        drop(s);
+    }
+    // Their slots are free well before the hog's I/O timeout (or the eviction age).
+    let mut n = connect(&a);
+    greet(&mut n);
+    let took = go_until_admitted(&mut n, Duration::from_secs(8));
+    assert!(
+        took.is_some_and(|t| t < Duration::from_secs(3)),
+        "a newcomer waited {took:?} for the slots of clients gone"
+    );
+    n.write_all(&request(0, protocol::CMD_READ, 2, 0, 4096))
+        .unwrap();
+    assert_eq!(simple_reply(&mut n), (0, 2));
+    server.stop();
+}
+
+#[test]
+fn write_zeroes_floods_stay_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--requests-in-flight", "64"], false);
+    let watch = RssWatch::start(server.0.id());
+    let a = addr(&server);
+    // 16 connections x 64 WRITE_ZEROES of 32 MiB each, replies read.
+    let floods: Vec<_> = (0..16)
+        .map(|c| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let mut s = transmitting(&a);
+                let mut burst = Vec::new();
+                for i in 0..64u64 {
+                    let offset = (i % 2) * (32 << 20);
+                    burst.extend(request(0, protocol::CMD_WRITE_ZEROES, i, offset, 32 << 20));
+                }
+                s.write_all(&burst).unwrap();
+                for _ in 0..64 {
+                    assert_eq!(simple_reply(&mut s).0, 0, "connection {c}");
+                }
+            })
+        })
+        .collect();
+    for f in floods {
+        f.join().unwrap();
+    }
+    watch.assert_bounded("write zeroes flood");
+    server.stop();
+}

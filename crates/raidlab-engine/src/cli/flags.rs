@@ -322,6 +322,16 @@ pub struct ServeArgs {
     /// closed (default: no limit).
     #[arg(long, value_name = "SECONDS", value_parser = values::bounded(1..=86400u64))]
     pub idle_timeout: Option<u64>,
+    /// Seconds a connection must have been idle (no request in flight) before a new
+    /// client that finds all --connections-max taken may have it closed for its own;
+    /// the longest-idle goes first.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = nbd::EVICT_IDLE_AFTER_S_DEFAULT,
+        value_parser = values::bounded(1..=86400u64)
+    )]
+    pub evict_idle_after: u64,
     /// Seconds a reply may wait for a client that does not read it, or a started
     /// request for the rest of its bytes, before the connection is closed.
     #[arg(

@@ -12,6 +12,7 @@ use crate::cache::CachedArray;
 use crate::net::control;
 use crate::net::nbd::export::Export;
 use crate::net::nbd::server as nbd;
+use crate::net::nbd::socket::Listener;
 use crate::net::tls::{self, TlsMode, TlsServer};
 use crate::{Array, Error, Result};
 use std::net::TcpListener;
@@ -84,7 +85,12 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         Some(t) => t.clone(),
         None => array.clone(),
     };
-    let served = nbd::serve(export, listener, &serve_options(a, tls), &STOP);
+    let served = nbd::serve(
+        export,
+        Listener::Tcp(listener),
+        &serve_options(a, tls),
+        &STOP,
+    );
     STOP.store(true, Ordering::SeqCst);
     let _ = control_thread.join();
     if let Some(t) = mirror_control {
@@ -208,6 +214,7 @@ fn serve_options(a: &ServeArgs, tls: Option<TlsServer>) -> nbd::ServeOptions {
         requests_in_flight: a.requests_in_flight,
         handshake_timeout: Duration::from_secs(a.handshake_timeout),
         idle_timeout: a.idle_timeout.map(Duration::from_secs),
+        evict_idle_after: Duration::from_secs(a.evict_idle_after),
         io_timeout: Duration::from_secs(a.io_timeout),
         memory_limit_bytes: a.memory_limit,
         export_name: a.name.clone(),
