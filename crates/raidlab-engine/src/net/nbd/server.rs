@@ -95,7 +95,7 @@ pub const MEMORY_LIMIT_DEFAULT: u64 = 256 << 20;
 pub const MEMORY_LIMIT_MIN: u64 = 1 << 20;
 /// Seconds a connection must have been idle before a newcomer finding every
 /// transmission slot taken may close it (see [`super::slots`]) unless told otherwise.
-pub const EVICT_IDLE_AFTER_S_DEFAULT: u64 = 10;
+pub const EVICT_IDLE_AFTER_S_DEFAULT: u64 = 5;
 /// How often a transmission-phase reader wakes at most to check its deadlines and the
 /// stop (more often for short timeouts: a deadline holds within a quarter of itself).
 const READ_TICK: Duration = Duration::from_millis(500);
@@ -1302,7 +1302,16 @@ impl Shared {
     /// At GO: connection `id` leaves the handshake slots for a transmission slot, if
     /// it was not closed for a newcomer and one is free (or can be freed); whether it
     /// got one.
-    fn admit(&self, id: u64, peer: &str, activity: &Arc<Activity>, stream: &Socket) -> bool {
+    fn admit(
+        &self,
+        (id, peer): (u64, &str),
+        accepted: Instant,
+        activity: &Arc<Activity>,
+        stream: &Socket,
+    ) -> bool {
+        // A wait for an idle holder to come of age ends before the newcomer's own
+        // handshake deadline, with time left to send the answer.
+        let until = accepted + self.options.handshake_timeout * 3 / 4;
         {
             let h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
             // Closed for a newcomer: its socket is shut already.
@@ -1314,10 +1323,14 @@ impl Shared {
             return false;
         };
         let cut = Box::new(move || cutter.shutdown());
-        if !self
-            .slots
-            .take(id, peer.to_string(), activity.clone(), cut, &REFUSALS)
-        {
+        if !self.slots.take(
+            id,
+            peer.to_string(),
+            activity.clone(),
+            cut,
+            &REFUSALS,
+            until,
+        ) {
             return false;
         }
         let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
@@ -1331,8 +1344,9 @@ impl Shared {
         let closer = stream.try_clone().ok();
         let admitted = AtomicBool::new(false);
         let activity = Arc::new(Activity::default());
+        let accepted = Instant::now();
         let admit = || {
-            let took = self.admit(id, &peer, &activity, &stream);
+            let took = self.admit((id, &peer), accepted, &activity, &stream);
             admitted.store(took, Ordering::SeqCst);
             took
         };

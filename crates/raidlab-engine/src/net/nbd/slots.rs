@@ -89,6 +89,18 @@ struct Holder {
     cut: Box<dyn Fn() + Send + Sync>,
 }
 
+/// What [`Slots::evict_one`] did.
+enum Eviction {
+    /// Closed the longest-idle holder.
+    Done,
+    /// One closed before still lets go.
+    Pending,
+    /// The longest-idle holder may be closed after this.
+    In(Duration),
+    /// Every holder is busy.
+    Never,
+}
+
 /// The transmission slots of one server.
 pub struct Slots {
     max: usize,
@@ -111,8 +123,11 @@ impl Slots {
     }
 
     /// Takes a slot for connection `id` (`cut` shuts its socket down, should it be
-    /// evicted later), evicting the longest-idle holder when none is free; false when
-    /// no slot is free and none can be had within [`EVICTION_WAIT`].
+    /// evicted later). When none is free, the longest-idle holder is evicted once it
+    /// has been idle long enough, waiting for that until `until` at most (the
+    /// newcomer's handshake deadline), then for its thread to let go
+    /// ([`EVICTION_WAIT`]); false when no slot can be had by then. A refusal is at
+    /// once when every holder is busy or none would be idle long enough in time.
     pub fn take(
         &self,
         id: u64,
@@ -120,9 +135,9 @@ impl Slots {
         activity: Arc<Activity>,
         cut: Box<dyn Fn() + Send + Sync>,
         log: &LogLimit,
+        until: Instant,
     ) -> bool {
-        let until = Instant::now() + EVICTION_WAIT;
-        let mut evicting = false;
+        let mut until = until;
         loop {
             {
                 let mut held = self.lock();
@@ -135,11 +150,11 @@ impl Slots {
                     });
                     return true;
                 }
-                if !evicting {
-                    evicting = self.evict_one(&held, log);
-                    if !evicting {
-                        return false;
-                    }
+                match self.evict_one(&held, log) {
+                    Eviction::Done => until = until.max(Instant::now() + EVICTION_WAIT),
+                    Eviction::Pending => {}
+                    Eviction::In(wait) if Instant::now() + wait < until => {}
+                    Eviction::In(_) | Eviction::Never => return false,
                 }
             }
             if Instant::now() >= until {
@@ -149,19 +164,22 @@ impl Slots {
         }
     }
 
-    /// Closes the holder idle longest, if one has been idle long enough and was not
-    /// closed already; whether one was.
-    fn evict_one(&self, held: &[Holder], log: &LogLimit) -> bool {
-        let victim = held
+    /// Closes the holder idle longest, if one has been idle long enough and none was
+    /// closed already.
+    fn evict_one(&self, held: &[Holder], log: &LogLimit) -> Eviction {
+        if held.iter().any(|h| h.activity.evicted()) {
+            return Eviction::Pending;
+        }
+        let Some((idle, h)) = held
             .iter()
-            .filter(|h| !h.activity.evicted())
             .filter_map(|h| h.activity.idle_for().map(|idle| (idle, h)))
-            .filter(|(idle, _)| *idle >= self.evict_after)
-            .max_by_key(|(idle, _)| *idle);
-        let Some((idle, h)) = victim else {
-            // One closed already and still letting go counts as on its way.
-            return held.iter().any(|h| h.activity.evicted());
+            .max_by_key(|(idle, _)| *idle)
+        else {
+            return Eviction::Never;
         };
+        if idle < self.evict_after {
+            return Eviction::In(self.evict_after - idle);
+        }
         h.activity.evicted.store(true, Ordering::Relaxed);
         (h.cut)();
         log.log(&format!(
@@ -171,7 +189,7 @@ impl Slots {
             idle.as_secs(),
             self.max
         ));
-        true
+        Eviction::Done
     }
 
     /// Connection `id`'s slot back.
@@ -200,6 +218,7 @@ mod tests {
             a.clone(),
             Box::new(move || c.store(true, Ordering::Relaxed)),
             &LOG,
+            Instant::now() + Duration::from_secs(5),
         );
         (took, a)
     }
@@ -228,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn no_holder_idle_long_enough_means_a_refusal_at_once() {
+    fn no_holder_idle_long_enough_in_time_means_a_refusal_at_once() {
         let slots = Slots::new(1, Duration::from_secs(60));
         let cut = Arc::new(AtomicBool::new(false));
         assert!(holder(&slots, 0, &cut).0);
@@ -238,5 +257,25 @@ mod tests {
         assert!(!cut.load(Ordering::Relaxed));
         slots.release(0);
         assert!(holder(&slots, 1, &cut).0);
+    }
+
+    #[test]
+    fn a_newcomer_waits_for_the_longest_idle_holder_to_come_of_age() {
+        let slots = Slots::new(1, Duration::from_millis(300));
+        let cut = Arc::new(AtomicBool::new(false));
+        let (_, a) = holder(&slots, 0, &cut);
+        a.touch();
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !cut.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                slots.release(0);
+            });
+            assert!(holder(&slots, 1, &Arc::new(AtomicBool::new(false))).0);
+        });
+        let waited = t0.elapsed();
+        assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(2));
     }
 }
