@@ -265,9 +265,16 @@ pub struct CreateArgs {
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address of the NBD export (port 0: any free port, printed when ready).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10809")]
-    pub listen: String,
+    /// TCP address of the NBD export (port 0: any free port, printed when ready);
+    /// default 127.0.0.1:10809, or none with --unix.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Export on a Unix socket next to the control socket instead (private to your
+    /// user and root, checked as the control socket is: no other local user can
+    /// reach the data); its nbd+unix:// URI is printed when ready. With --listen, on
+    /// both.
+    #[arg(long)]
+    pub unix: bool,
     /// Connections served at once; more are closed at once.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = values::bounded(1..=1024usize))]
     pub connections_max: usize,
