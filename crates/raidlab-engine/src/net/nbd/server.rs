@@ -21,13 +21,17 @@
 //!
 //! Against hostile clients ([`ServeOptions`]): a handshake must end within its deadline
 //! and takes a handshake slot, never a transmission one (when the handshake slots are
-//! full the oldest unfinished handshake is closed for the newcomer); an idle
-//! connection may be closed; one [`Budget`] bounds the request and reply buffers of all
-//! connections (a request waits for its bytes, the socket unread meanwhile); a reply the
-//! client does not take, or a request whose rest does not come, for the I/O timeout
-//! closes the connection; refusals and protocol errors are logged rate-limited. Over
-//! TLS the same holds: the TLS handshake and the options after it count against the
-//! handshake deadline, and the transmission's buffers come from the same budget.
+//! full the oldest unfinished handshake is closed for the newcomer); when the
+//! transmission slots are full, the longest-idle holder is closed for a newcomer
+//! ([`super::slots`]), and an idle connection may be closed anyway (`idle_timeout`);
+//! one [`Budget`] bounds the request and reply buffers of all connections (a request
+//! waits for its bytes, the socket unread meanwhile, and gives up when its client
+//! leaves); a reply not taken whole, or a request not received whole, within the I/O
+//! timeout closes the connection (a watch per connection cuts a blocked reply, which a
+//! client reading a trickle would otherwise hold for a timeout per write); refusals and
+//! protocol errors are logged rate-limited. Over TLS the same holds: the TLS handshake
+//! and the options after it count against the handshake deadline, and the
+//! transmission's buffers come from the same budget.
 
 use super::export::Export;
 use super::protocol::*;
