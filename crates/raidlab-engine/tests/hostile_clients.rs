@@ -6,6 +6,12 @@
 //! of /proc/PID/status) must stay under --memory-limit + 64 MiB. Also: the handshake
 //! deadline, rate-limited refusal logs, export names (NBD_REP_ERR_UNKNOWN), unknown
 //! command flags (EINVAL), the advertised maximum payload and the plain-text warning.
+//! And every wait's deadline, with short flags so the suite takes seconds: idle and
+//! stalled connections evicted for a newcomer (--evict-idle-after), a request or a
+//! reply trickled a byte at a time cut at --io-timeout whole, clients that leave while
+//! waiting for the budget freeing their slots at once, WRITE_ZEROES floods within the
+//! budget, BLOCK_STATUS answers bounded per request, BLOCK_STATUS and connection floods
+//! leaving no threads behind, and SIGTERM stopping the server within 5 s under one.
 
 use crate::common;
 
