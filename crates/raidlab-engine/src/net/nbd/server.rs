@@ -778,9 +778,14 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     /// reader: the socket is not read meanwhile); `None` when the connection closes or
     /// the server stops first.
     fn buffer(&self, len: u32) -> Option<Buffer<'a>> {
-        self.ctx
+        // Waiting on the server, not idle: never evicted for it.
+        self.ctx.activity.busy(true);
+        let buffer = self
+            .ctx
             .budget
-            .buffer(len as usize, self.reserve, &|| self.giving_up())
+            .buffer(len as usize, self.reserve, &|| self.giving_up());
+        self.ctx.activity.busy(false);
+        buffer
     }
 
     /// Waits until no request but the caller's is being served.
@@ -900,6 +905,8 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
             if !self.await_request(r, &mut head[..1])? {
                 return Ok(None);
             }
+            // A client sending a request is not idle (a stalled one is, from here).
+            self.touch();
             let started = Instant::now();
             self.read_rest(r, &mut head[1..], started)?;
             let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
@@ -1131,7 +1138,7 @@ fn transmission<R: Read + Send, W: Write + Send>(
 }
 
 /// Connections in their handshake: id, a handle to close it, its peer; oldest first.
-type Handshaking = Mutex<VecDeque<(u64, Socket, String)>>;
+type Handshaking = Mutex<VecDeque<(u64, Arc<Socket>, String)>>;
 
 /// Accepts connections on `listener` until `stop` is set, a thread per connection
 /// (serving up to `options.requests_in_flight` of its requests at once). A connection
@@ -1178,7 +1185,7 @@ pub fn serve_all(
         stopping: Arc::new(AtomicBool::new(false)),
     };
     let mut next_id = 0u64;
-    let mut open: Vec<(Socket, std::thread::JoinHandle<()>)> = Vec::new();
+    let mut open: Vec<(Arc<Socket>, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
     'serving: while !stop.load(Ordering::Relaxed) {
         let mut accepted = false;
@@ -1273,21 +1280,22 @@ impl Shared {
         stream: Socket,
         peer: String,
         id: u64,
-    ) -> Option<(Socket, std::thread::JoinHandle<()>)> {
-        // Kept to shut the connection down at stop, and to close it when a
-        // newcomer needs its handshake slot.
-        let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
-            return None;
-        };
-        self.take_handshake_slot(id, registered, peer.clone());
+    ) -> Option<(Arc<Socket>, std::thread::JoinHandle<()>)> {
+        // Shared, not duplicated: one descriptor per connection however many hold
+        // it (the accept loop to shut it down at stop, the handshake slots to close
+        // it for a newcomer), so a flood of connections closed for newcomers whose
+        // threads have not ended yet does not run the server out of descriptors.
+        let stream = Arc::new(stream);
+        self.take_handshake_slot(id, stream.clone(), peer.clone());
         let connection = self.clone();
-        let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
-        Some((closer, thread))
+        let served = stream.clone();
+        let thread = std::thread::spawn(move || connection.serve(id, peer, &served));
+        Some((stream, thread))
     }
 
     /// Registers connection `id` as handshaking, first closing the oldest unfinished
     /// handshakes while the handshake slots are full.
-    fn take_handshake_slot(&self, id: u64, registered: Socket, peer: String) {
+    fn take_handshake_slot(&self, id: u64, registered: Arc<Socket>, peer: String) {
         let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
         while h.len() >= self.options.handshakes_max.max(1) {
             let Some((_, oldest, oldest_peer)) = h.pop_front() else {
@@ -1311,7 +1319,7 @@ impl Shared {
         (id, peer): (u64, &str),
         accepted: Instant,
         activity: &Arc<Activity>,
-        stream: &Socket,
+        stream: &Arc<Socket>,
     ) -> bool {
         // A wait for an idle holder to come of age ends before the newcomer's own
         // handshake deadline, with time left to send the answer.
@@ -1323,9 +1331,7 @@ impl Shared {
                 return false;
             }
         }
-        let Ok(cutter) = stream.try_clone() else {
-            return false;
-        };
+        let cutter = stream.clone();
         let cut = Box::new(move || cutter.shutdown());
         if !self.slots.take(
             id,
@@ -1344,8 +1350,7 @@ impl Shared {
 
     /// Connection `id`'s thread: its handshake, a transmission slot at GO (if one is
     /// free and it was not closed for a newcomer), its requests; then its slots back.
-    fn serve(self, id: u64, peer: String, stream: Socket) {
-        let closer = stream.try_clone().ok();
+    fn serve(self, id: u64, peer: String, stream: &Arc<Socket>) {
         let admitted = AtomicBool::new(false);
         let activity = Arc::new(Activity::default());
         let accepted = Instant::now();
@@ -1372,7 +1377,7 @@ impl Shared {
             peer_gone: &peer_gone,
             cut: Some(&cut),
         };
-        match serve_stream(&ctx, &stream, self.options.handshake_timeout) {
+        match serve_stream(&ctx, stream, self.options.handshake_timeout) {
             // A client that hangs up mid-handshake (a port probe), or a
             // connection shut down at stop, is no news.
             Err(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
@@ -1389,11 +1394,9 @@ impl Shared {
         if admitted.load(Ordering::SeqCst) {
             self.slots.release(id);
         }
-        // The clone kept by the accept loop holds the socket open: shut
-        // it down here, so the client sees the end at once.
-        if let Some(c) = closer {
-            c.shutdown();
-        }
+        // The accept loop's handle holds the socket open: shut it down here,
+        // so the client sees the end at once.
+        stream.shutdown();
     }
 }
 
@@ -1507,8 +1510,8 @@ fn serve_stream(ctx: &Context, stream: &Socket, handshake_timeout: Duration) -> 
         Handshake::Done => Ok(()),
         Handshake::Transmit => {
             transmission_timeouts(ctx, stream)?;
-            let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
-            let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
+            let mut reader = io::BufReader::with_capacity(256 << 10, stream);
+            let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
             transmission(ctx, state.neg, &mut reader, &mut writer)
         }
         Handshake::StartTls => serve_over_tls(ctx, stream, state, until, t),
