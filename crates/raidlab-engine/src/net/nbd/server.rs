@@ -1355,7 +1355,7 @@ impl Shared {
         let activity = Arc::new(Activity::default());
         let accepted = Instant::now();
         let admit = || {
-            let took = self.admit((id, &peer), accepted, &activity, &stream);
+            let took = self.admit((id, &peer), accepted, &activity, stream);
             admitted.store(took, Ordering::SeqCst);
             took
         };
