@@ -673,6 +673,77 @@ def test_cli_serve_prints_the_uri_and_stops_clean_on_sigint(raid5: list[Path]) -
     assert not engine.status(raid5).dirty
 
 
+def _cli_serve(raid5: list[Path], *flags: str) -> subprocess.Popen[str]:
+    """``raidlab serve FLAGS MEMBERS`` (the CLI, not the API) in a subprocess."""
+    python_dir = Path(__file__).resolve().parents[1] / "python"
+    env = {**os.environ, "PYTHONPATH": str(python_dir)}
+    command = [sys.executable, "-m", "raidlab.cli", "serve", *flags, *map(str, raid5)]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def _stop_cli_serve(process: subprocess.Popen[str]) -> str:
+    """SIGINT, then the clean exit's stderr."""
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
+@needs_nbd_client
+def test_serve_on_the_unix_socket_alone(raid5: list[Path], tmp_path: Path) -> None:
+    image = random_images(tmp_path, 1 << 20, 1)[0]
+    with engine.serve(raid5, unix=True) as server:
+        assert server.address is None
+        assert server.unix_uri is not None and server.unix_uri.startswith("nbd+unix:///")
+        assert server.uri == server.unix_uri
+        socket_path = Path(server.unix_uri.split("?socket=", 1)[1])
+        assert socket_path.stat().st_mode & 0o777 == 0o600
+        write_image(server.uri, image)
+        assert read_export(server.uri, tmp_path / "out.bin")[: 1 << 20] == image.read_bytes()
+    assert not socket_path.exists()
+
+
+def test_cli_serve_unix_prints_the_nbd_unix_uri(raid5: list[Path]) -> None:
+    with _cli_serve(raid5, "--unix") as process:
+        try:
+            assert process.stdout is not None
+            uri = process.stdout.readline().strip()
+            assert uri.startswith("nbd+unix:///raidlab?socket="), uri
+            assert Path(uri.split("?socket=", 1)[1]).is_socket()
+            stderr = _stop_cli_serve(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert "nbd://" not in stderr and "stopped, array clean" in stderr
+
+
+def test_cli_serve_takes_tls_psk(raid5: list[Path], tmp_path: Path) -> None:
+    keys = tmp_path / "keys.psk"
+    keys.write_text("alice:" + "ab" * 32 + "\n")
+    keys.chmod(0o600)
+    flags = ["--listen", "127.0.0.1:0", "--tls-psk", str(keys), "--tls", "required"]
+    with _cli_serve(raid5, *flags) as process:
+        try:
+            assert process.stdout is not None
+            uri = process.stdout.readline().strip()
+            assert uri.startswith("nbd://127.0.0.1:"), uri
+            # TLS is required: a plain client gets no export.
+            if shutil.which("qemu-io") is not None:
+                plain = subprocess.run(
+                    ["qemu-io", "-f", "raw", uri, "-c", "read 0 4k"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                assert plain.returncode != 0, plain.stdout
+            _stop_cli_serve(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
 def test_cli_replace_no_wait_shows_the_rebuild_under_way(raid5: list[Path], tmp_path: Path) -> None:
     members = [str(p) for p in raid5]
     spare = str(tmp_path / "spare.img")

@@ -6,6 +6,12 @@
 //! of /proc/PID/status) must stay under --memory-limit + 64 MiB. Also: the handshake
 //! deadline, rate-limited refusal logs, export names (NBD_REP_ERR_UNKNOWN), unknown
 //! command flags (EINVAL), the advertised maximum payload and the plain-text warning.
+//! And every wait's deadline, with short flags so the suite takes seconds: idle and
+//! stalled connections evicted for a newcomer (--evict-idle-after), a request or a
+//! reply trickled a byte at a time cut at --io-timeout whole, clients that leave while
+//! waiting for the budget freeing their slots at once, WRITE_ZEROES floods within the
+//! budget, BLOCK_STATUS answers bounded per request, BLOCK_STATUS and connection floods
+//! leaving no threads behind, and SIGTERM stopping the server within 5 s under one.
 
 use crate::common;
 
@@ -558,7 +564,15 @@ fn oversized_options_are_refused_at_once_and_logged_rate_limited() {
                 while !stop.load(Ordering::Relaxed) {
                     for len in lens {
                         let mut s = connect(&addr);
-                        greet(&mut s);
+                        // On a loaded machine this connection's server thread may not
+                        // run before the flood's own newer connections push it out of
+                        // the handshake slots (the oldest unfinished goes): closed
+                        // before its greeting, as the policy says.
+                        let mut hello = [0u8; 18];
+                        if s.read_exact(&mut hello).is_err() {
+                            continue;
+                        }
+                        s.write_all(&3u32.to_be_bytes()).unwrap();
                         let mut o = protocol::IHAVEOPT.to_be_bytes().to_vec();
                         o.extend_from_slice(&protocol::OPT_GO.to_be_bytes());
                         o.extend_from_slice(&len.to_be_bytes());
@@ -712,7 +726,13 @@ fn connections_past_the_transmission_slots_are_refused_at_go() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let members = create(d);
-    let server = spawn_server_with(d, &["--connections-max", "1"], &members, false);
+    // Never idle long enough to be evicted for a newcomer (that is the test above).
+    let server = spawn_server_with(
+        d,
+        &["--connections-max", "1", "--evict-idle-after", "3600"],
+        &members,
+        false,
+    );
     let a = addr(&server);
     // Two handshakes at once: both get slots to negotiate, one gets to transmit.
     let mut first = connect(&a);
@@ -809,4 +829,359 @@ fn listening_off_loopback_without_tls_warns() {
     let (listen, _) = free_listen_address();
     let stderr = serve_stderr(d, &listen, &members);
     assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// Sends GO again on `s` every 100 ms until it is acknowledged; how long that took, or
+/// `None` when `within` passed first.
+fn go_until_admitted(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < within {
+        if go(s, b"").0 == protocol::REP_ACK {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn idle_and_stalled_connections_are_evicted_for_a_newcomer_and_busy_ones_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(
+        d,
+        &["--connections-max", "3", "--evict-idle-after", "1"],
+        false,
+    );
+    let a = addr(&server);
+    // One silent after GO, one stalled mid-request (half a header), one working.
+    let mut idle = transmitting(&a);
+    let mut stalled = transmitting(&a);
+    stalled
+        .write_all(&request(0, protocol::CMD_READ, 1, 0, 4096)[..10])
+        .unwrap();
+    let mut busy = transmitting(&a);
+    let work = |s: &mut TcpStream, cookie: u64| {
+        s.write_all(&request(0, protocol::CMD_READ, cookie, 0, 4096))
+            .unwrap();
+        assert_eq!(simple_reply(s), (0, cookie));
+        s.read_exact(&mut [0u8; 4096]).unwrap();
+    };
+    // Two newcomers, each let in within the eviction age (1 s) and the time the
+    // evicted connection takes to let go, with margin for a loaded machine.
+    let mut newcomers = Vec::new();
+    for cookie in 0..2 {
+        let mut n = connect(&a);
+        greet(&mut n);
+        let t0 = Instant::now();
+        let mut admitted = None;
+        while admitted.is_none() && t0.elapsed() < Duration::from_secs(8) {
+            work(&mut busy, 10 + cookie);
+            admitted = go_until_admitted(&mut n, Duration::from_millis(200));
+        }
+        let took = t0.elapsed();
+        assert!(
+            admitted.is_some(),
+            "newcomer {cookie} locked out for {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(4),
+            "newcomer {cookie} took {took:?}"
+        );
+        work(&mut n, 20 + cookie);
+        newcomers.push(n);
+    }
+    // The idle and the stalled connections went; the one working stayed.
+    assert!(closed_within(&mut idle, Duration::from_secs(5)));
+    assert!(closed_within(&mut stalled, Duration::from_secs(5)));
+    work(&mut busy, 30);
+    server.stop();
+}
+
+#[test]
+fn a_request_trickled_a_byte_at_a_time_is_cut_at_the_io_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--io-timeout", "2"], false);
+    let mut s = transmitting(&addr(&server));
+    let mut write = request(0, protocol::CMD_WRITE, 1, 0, 4096);
+    write.extend_from_slice(&[0x5a; 4096]);
+    // A byte every 200 ms: never 2 s without progress, but the request would take
+    // 14 minutes.
+    let t0 = Instant::now();
+    let mut closed = None;
+    for byte in &write {
+        if s.write_all(&[*byte]).is_err() || closed_within(&mut s, Duration::from_millis(200)) {
+            closed = Some(t0.elapsed());
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+    }
+    let lived = closed.expect("a trickled request outlived 10 s at --io-timeout 2");
+    assert!(
+        lived >= Duration::from_millis(1800)
+            && lived < Duration::from_secs(3) + Duration::from_millis(700),
+        "closed after {lived:?} at --io-timeout 2"
+    );
+    server.stop();
+}
+
+#[test]
+fn a_reply_read_a_trickle_at_a_time_is_cut_at_the_io_timeout_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--io-timeout", "2"], false);
+    let mut stuck = unread_reads(&addr(&server), 1, 8).pop().unwrap();
+    // The client takes 32 KiB every 250 ms: the socket moves a little every time, so
+    // a timeout that restarts on progress never fires.
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = vec![0u8; 32 << 10];
+            stuck
+                .set_read_timeout(Some(Duration::from_millis(250)))
+                .unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                if matches!(stuck.read(&mut sink), Ok(0)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // The stuck connection holds 32 MiB of the 48 MiB shared part: a second 32 MiB
+    // read is served once the stuck reply is cut, 2 s after it started.
+    let t0 = Instant::now();
+    let mut next = transmitting(&addr(&server));
+    next.set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    next.write_all(&request(0, protocol::CMD_READ, 1, 0, 32 << 20))
+        .unwrap();
+    let mut h = [0u8; 16];
+    let got = next.read_exact(&mut h);
+    let waited = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+    assert!(got.is_ok(), "the second read still waits after {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "the second 32 MiB read waited {waited:?} at --io-timeout 2"
+    );
+    server.stop();
+}
+
+#[test]
+fn clients_that_leave_while_waiting_for_the_budget_free_their_slots_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--connections-max", "4", "--io-timeout", "60"], false);
+    let a = addr(&server);
+    // The hog holds the shared part for a minute with replies it never reads.
+    let _hog = unread_reads(&a, 1, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    // Three clients ask for 32 MiB, wait for the budget, and give up.
+    for _ in 0..3 {
+        let mut s = transmitting(&a);
+        s.write_all(&request(0, protocol::CMD_READ, 1, 0, 32 << 20))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        drop(s);
+    }
+    // Their slots are free well before the hog's I/O timeout (or the eviction age).
+    let mut n = connect(&a);
+    greet(&mut n);
+    let took = go_until_admitted(&mut n, Duration::from_secs(8));
+    assert!(
+        took.is_some_and(|t| t < Duration::from_secs(3)),
+        "a newcomer waited {took:?} for the slots of clients gone"
+    );
+    n.write_all(&request(0, protocol::CMD_READ, 2, 0, 4096))
+        .unwrap();
+    assert_eq!(simple_reply(&mut n), (0, 2));
+    server.stop();
+}
+
+#[test]
+fn write_zeroes_floods_stay_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--requests-in-flight", "64"], false);
+    let watch = RssWatch::start(server.0.id());
+    let a = addr(&server);
+    // 16 connections x 64 WRITE_ZEROES of 32 MiB each, replies read.
+    let floods: Vec<_> = (0..16)
+        .map(|c| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let mut s = transmitting(&a);
+                let mut burst = Vec::new();
+                for i in 0..64u64 {
+                    let offset = (i % 2) * (32 << 20);
+                    burst.extend(request(0, protocol::CMD_WRITE_ZEROES, i, offset, 32 << 20));
+                }
+                s.write_all(&burst).unwrap();
+                for _ in 0..64 {
+                    assert_eq!(simple_reply(&mut s).0, 0, "connection {c}");
+                }
+            })
+        })
+        .collect();
+    for f in floods {
+        f.join().unwrap();
+    }
+    watch.assert_bounded("write zeroes flood");
+    server.stop();
+}
+
+/// Threads of process `pid` (`Threads:` of /proc/PID/status).
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("Threads in /proc/PID/status")
+}
+
+/// A connection in transmission with structured replies and `base:allocation`, or
+/// `None` when the server refused or closed it.
+fn block_status_client(addr: &str) -> Option<TcpStream> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut hello = [0u8; 18];
+    s.read_exact(&mut hello).ok()?;
+    let mut handshake = 3u32.to_be_bytes().to_vec();
+    handshake.extend(option(
+        raidlab_engine::net::nbd::structured::OPT_STRUCTURED_REPLY,
+        &[],
+    ));
+    let meta = crate::nbd_wire::meta_query(&["base:allocation"]);
+    handshake.extend(option(
+        raidlab_engine::net::nbd::structured::OPT_SET_META_CONTEXT,
+        &meta,
+    ));
+    handshake.extend(go_option(b""));
+    s.write_all(&handshake).ok()?;
+    let mut last = 0;
+    // STRUCTURED ACK, META_CONTEXT + ACK, then GO's INFOs and its ACK or refusal.
+    let mut acks = 0;
+    while acks < 3 {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).ok()?;
+        last = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+        std::io::copy(&mut (&mut s).take(u64::from(len)), &mut std::io::sink()).ok()?;
+        if last == protocol::REP_ACK || last & (1 << 31) != 0 {
+            acks += 1;
+        }
+    }
+    (last == protocol::REP_ACK).then_some(s)
+}
+
+#[test]
+fn block_status_and_connection_floods_stop_with_their_clients_and_sigterm_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 4 GiB of sparse members: a walk of the whole export is many lseeks.
+    engine(
+        d,
+        &[
+            "create", "--level", "0", "--sparse", "--chunk", "64K", "--size", "2G", "--uuid", "17",
+            "a", "b",
+        ],
+    );
+    let server = spawn_server_with(d, &[], &["a", "b"], false);
+    let pid = server.0.id();
+    let a = addr(&server);
+    let baseline = threads(pid);
+    // One answer covers a bounded part of the export (the protocol lets a server
+    // answer a prefix), so one request is a bounded walk.
+    let mut one = block_status_client(&a).expect("a block status client");
+    let t0 = Instant::now();
+    one.write_all(&request(0, 7, 1, 0, 3 << 30)).unwrap();
+    let mut h = [0u8; 20];
+    one.read_exact(&mut h).unwrap();
+    let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+    let mut payload = vec![0u8; len];
+    one.read_exact(&mut payload).unwrap();
+    let covered: u64 = payload[4..]
+        .chunks(8)
+        .map(|e| u64::from(u32::from_be_bytes(e[..4].try_into().unwrap())))
+        .sum();
+    eprintln!(
+        "one BLOCK_STATUS of 3 GiB: {covered} B covered in {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        covered > 0 && covered <= 128 * MIB,
+        "one BLOCK_STATUS walked {covered} B"
+    );
+    drop(one);
+    let flood = |a: String, stop: Arc<AtomicBool>| {
+        std::thread::spawn(move || {
+            let mut sent = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let Some(mut s) = block_status_client(&a) else {
+                    continue;
+                };
+                // Whole-export walks, pipelined, never read; then the client leaves.
+                let burst: Vec<u8> = (0..64).flat_map(|i| request(0, 7, i, 0, 3 << 30)).collect();
+                let _ = s.write_all(&burst);
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            sent
+        })
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let floods: Vec<_> = (0..8).map(|_| flood(a.clone(), stop.clone())).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let sent: u32 = floods.into_iter().map(|f| f.join().unwrap()).sum();
+    assert!(sent >= 16, "only {sent} flooding connections got in");
+    // Their work ends with them: the server is back to its idle threads.
+    let t0 = Instant::now();
+    while threads(pid) > baseline + 2 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = threads(pid);
+    eprintln!(
+        "{sent} flooding connections: back to {left} threads (idle {baseline}) in {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        left <= baseline + 2 && t0.elapsed() < Duration::from_secs(3),
+        "{left} threads (idle {baseline}) {:?} after the clients left",
+        t0.elapsed()
+    );
+    // A flood again, then SIGTERM in the middle of it: the server exits within 5 s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let floods: Vec<_> = (0..8).map(|_| flood(a.clone(), stop.clone())).collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut server = server;
+    let t0 = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let mut exited = None;
+    while t0.elapsed() < Duration::from_secs(20) {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            exited = Some((status, t0.elapsed()));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for f in floods {
+        let _ = f.join();
+    }
+    let (status, took) = exited.expect("the server outlived SIGTERM by 20 s");
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
 }

@@ -26,6 +26,7 @@ mod nbd_server;
 mod nbd_structured;
 mod nbd_tls;
 mod nbd_tls_psk;
+mod nbd_unix;
 mod online_rebuild;
 mod online_story;
 mod ownership;

@@ -220,8 +220,9 @@ def _run_serve(command: str, options: Options, as_json: bool) -> None:
     for signum in forward:
         signal.signal(signum, lambda received, _frame: server.send_signal(received))
     try:
+        uris = [u for u in (server.address and server.uri, server.unix_uri) if u]
         typer.echo(
-            f"serving {format_size(server.capacity_bytes)} on {server.uri} "
+            f"serving {format_size(server.capacity_bytes)} on {' and '.join(uris)} "
             f"(control socket {server.control_socket}); Ctrl-C stops",
             err=True,
         )

@@ -70,7 +70,9 @@ Progress = Callable[[int, int], None]
 _PROGRESS_LINE = re.compile(r"^rebuild member (\d+): \d+% \((\d+)/(\d+) B\)$")
 # `raidlab-engine: serving N B (raid5 clean) on nbd://HOST:PORT (control socket PATH)`
 _READY_LINE = re.compile(
-    r"^raidlab-engine: serving (\d+) B \((.*)\) on nbd://(\S+) \(control socket (.*)\)$"
+    r"^raidlab-engine: serving (?P<bytes>\d+) B \((?P<what>.*)\) on "
+    r"(?:nbd://(?P<address>\S+))?(?: and )?(?P<unix>nbd\+unix://\S+)? "
+    r"\(control socket (?P<control>.*)\)$"
 )
 # Canonical layout keys the binary reports for create's geometry errors, and the flag
 # or argument the user actually gave.
@@ -868,8 +870,10 @@ class Server:
         log: Callable[[str], None] | None = None,
     ) -> None:
         # Keys and defaults are the engine's (`flag_defaults("serve")`); None keeps its
-        # default. Only `listen` has the client's own default (LISTEN_DEFAULT).
-        chosen = {"listen": LISTEN_DEFAULT, **(options or {})}
+        # default. Only `listen` has the client's own default (LISTEN_DEFAULT), unless
+        # `unix` asks for the Unix socket export alone.
+        given = dict(options or {})
+        chosen = given if given.get("unix") else {"listen": LISTEN_DEFAULT, **given}
         if "members" in chosen:
             raise RaidlabError("members", "the members are the first argument, not an option")
         args = ["serve", *command_args("serve", chosen)]
@@ -939,26 +943,38 @@ class Server:
         return "\n".join(self._lines)
 
     @property
-    def address(self) -> str:
-        """``HOST:PORT`` the server listens on (the port the OS chose for port 0)."""
+    def address(self) -> str | None:
+        """``HOST:PORT`` the server listens on (the port the OS chose for port 0); None
+        when it exports on its Unix socket only (``unix`` without ``listen``)."""
         assert self._ready_match is not None
-        return self._ready_match.group(3)
+        return self._ready_match.group("address")
+
+    @property
+    def unix_uri(self) -> str | None:
+        """The Unix socket export, ``nbd+unix:///NAME?socket=PATH`` (``unix``), or None."""
+        assert self._ready_match is not None
+        return self._ready_match.group("unix")
 
     @property
     def uri(self) -> str:
-        """The export as an NBD URI, ``nbd://HOST:PORT``."""
-        return f"nbd://{self.address}"
+        """The export as an NBD URI: ``nbd://HOST:PORT``, or the Unix socket's
+        ``nbd+unix://`` one when there is no TCP listener."""
+        if self.address is not None:
+            return f"nbd://{self.address}"
+        unix = self.unix_uri
+        assert unix is not None
+        return unix
 
     @property
     def capacity_bytes(self) -> int:
         assert self._ready_match is not None
-        return int(self._ready_match.group(1))
+        return int(self._ready_match.group("bytes"))
 
     @property
     def control_socket(self) -> str:
         """The Unix socket status/fail/replace/check/repair reach the server by."""
         assert self._ready_match is not None
-        return self._ready_match.group(4)
+        return self._ready_match.group("control")
 
     @property
     def pid(self) -> int:
@@ -1025,11 +1041,13 @@ def serve(
     ``options`` (and keyword arguments, which add to them) are the engine's ``serve``
     flags by argument id, as :func:`flag_defaults` lists them with their defaults:
     ``listen`` (``HOST:PORT``; here port 0, a free one the OS picks, read it back
-    from ``Server.uri``), ``requests_in_flight``, ``bitmap_delay``, ``tls_cert``,
-    ``tls_key``, ``tls_psk``, ``tls``, ``name``, ``memory_limit``, ``journal``,
-    ``cache_members`` (the SSD cache tier of an array created with one), ...; see
-    ``raidlab-engine serve --help``. ``log`` receives each line the server prints on
-    stderr after it is ready.
+    from ``Server.uri``), ``unix`` (True: the export on a Unix socket private to this
+    user instead, ``Server.unix_uri``; with ``listen`` given too, on both),
+    ``evict_idle_after``, ``idle_timeout``, ``io_timeout``, ``requests_in_flight``,
+    ``bitmap_delay``, ``tls_cert``, ``tls_key``, ``tls_psk``, ``tls``, ``name``,
+    ``memory_limit``, ``journal``, ``cache_members`` (the SSD cache tier of an array
+    created with one), ...; see ``raidlab-engine serve --help``. ``log`` receives each
+    line the server prints on stderr after it is ready.
     """
     return Server(members, {**(options or {}), **more}, timeout_s=timeout_s, log=log)
 

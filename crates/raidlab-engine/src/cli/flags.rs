@@ -292,9 +292,16 @@ pub struct CreateArgs {
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address of the NBD export (port 0: any free port, printed when ready).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10809")]
-    pub listen: String,
+    /// TCP address of the NBD export (port 0: any free port, printed when ready);
+    /// default 127.0.0.1:10809, or none with --unix.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Export on a Unix socket next to the control socket instead (private to your
+    /// user and root, checked as the control socket is: no other local user can
+    /// reach the data); its nbd+unix:// URI is printed when ready. With --listen, on
+    /// both.
+    #[arg(long)]
+    pub unix: bool,
     /// Connections served at once; more are closed at once.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = values::bounded(1..=1024usize))]
     pub connections_max: usize,
@@ -349,6 +356,16 @@ pub struct ServeArgs {
     /// closed (default: no limit).
     #[arg(long, value_name = "SECONDS", value_parser = values::bounded(1..=86400u64))]
     pub idle_timeout: Option<u64>,
+    /// Seconds a connection must have been idle (no request in flight) before a new
+    /// client that finds all --connections-max taken may have it closed for its own;
+    /// the longest-idle goes first.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = nbd::EVICT_IDLE_AFTER_S_DEFAULT,
+        value_parser = values::bounded(1..=86400u64)
+    )]
+    pub evict_idle_after: u64,
     /// Seconds a reply may wait for a client that does not read it, or a started
     /// request for the rest of its bytes, before the connection is closed.
     #[arg(

@@ -9,10 +9,11 @@
 use super::flags::ServeArgs;
 use super::open::{absolute, assemble, recover_unclean_stop};
 use crate::cache::CachedArray;
-use crate::net::control;
 use crate::net::nbd::export::Export;
 use crate::net::nbd::server as nbd;
+use crate::net::nbd::socket::Listener;
 use crate::net::tls::{self, TlsMode, TlsServer};
+use crate::net::{control, private_socket};
 use crate::{Array, Error, Result};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,11 +48,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     let members = absolute(&a.array.members)?;
     let array = Arc::new(assemble(&members, &a.array)?);
     let control_socket = control::bind(array.status().uuid)?;
-    let listener = TcpListener::bind(&a.listen)
-        .map_err(|e| Error::Input(format!("--listen: cannot listen on {}: {e}", a.listen)))?;
-    if let Ok(addr) = listener.local_addr() {
-        tls::warn_if_plain_on_network(addr, tls.as_ref().map_or(TlsMode::Off, |t| t.mode));
-    }
+    let listeners = listeners(a, array.status().uuid, tls.as_ref())?;
     recover_unclean_stop(&array)?;
     let tier = cache_tier(a, &array)?;
     array.open_for_writes()?;
@@ -64,15 +61,13 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         Some(t) => Some(serve_mirror_control(t)?),
         None => None,
     };
+    let uris: Vec<String> = listeners.iter().map(|l| l.uri(&a.name)).collect();
     eprintln!(
-        "raidlab-engine: serving {} B ({} {}) on nbd://{} (control socket {})",
+        "raidlab-engine: serving {} B ({} {}) on {} (control socket {})",
         array.capacity_bytes(),
         array.geometry().level(),
         health(&array),
-        listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default(),
+        uris.join(" and "),
         control::socket_path(array.status().uuid).display()
     );
     let cleaner = {
@@ -84,7 +79,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
         Some(t) => t.clone(),
         None => array.clone(),
     };
-    let served = nbd::serve(export, listener, &serve_options(a, tls), &STOP);
+    let served = nbd::serve_all(export, listeners, &serve_options(a, tls), &STOP);
     STOP.store(true, Ordering::SeqCst);
     let _ = control_thread.join();
     if let Some(t) = mirror_control {
@@ -98,6 +93,40 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
+}
+
+/// Where the export listens: `--listen` over TCP (127.0.0.1:10809 when neither it nor
+/// `--unix` is given), and with `--unix` on the Unix socket next to the control
+/// socket, bound by the control socket's own rules (private directory, mode 0600,
+/// refused while another server answers there).
+fn listeners(a: &ServeArgs, uuid: u128, tls: Option<&TlsServer>) -> Result<Vec<Listener>> {
+    let mut listeners = Vec::new();
+    let tcp = match (&a.listen, a.unix) {
+        (Some(addr), _) => Some(addr.as_str()),
+        (None, false) => Some("127.0.0.1:10809"),
+        (None, true) => None,
+    };
+    if let Some(addr) = tcp {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| Error::Input(format!("--listen: cannot listen on {addr}: {e}")))?;
+        if let Ok(local) = listener.local_addr() {
+            tls::warn_if_plain_on_network(local, tls.map_or(TlsMode::Off, |t| t.mode));
+        }
+        listeners.push(Listener::Tcp(listener));
+    }
+    if a.unix {
+        let path = nbd_socket_path(uuid);
+        let what = format!("the NBD export of array {uuid:032x}");
+        let listener = private_socket::bind(&path, &what)?;
+        listeners.push(Listener::Unix(listener, path));
+    }
+    Ok(listeners)
+}
+
+/// The Unix socket of the NBD export of array `uuid`: `<uuid>.nbd` beside its control
+/// socket (`<uuid>.sock`), in the same private directory.
+pub fn nbd_socket_path(uuid: u128) -> std::path::PathBuf {
+    control::socket_path(uuid).with_extension("nbd")
 }
 
 /// The cache tier of `--cache-members`, opened in front of `array` (its log replayed),
@@ -208,6 +237,7 @@ fn serve_options(a: &ServeArgs, tls: Option<TlsServer>) -> nbd::ServeOptions {
         requests_in_flight: a.requests_in_flight,
         handshake_timeout: Duration::from_secs(a.handshake_timeout),
         idle_timeout: a.idle_timeout.map(Duration::from_secs),
+        evict_idle_after: Duration::from_secs(a.evict_idle_after),
         io_timeout: Duration::from_secs(a.io_timeout),
         memory_limit_bytes: a.memory_limit,
         export_name: a.name.clone(),

@@ -21,24 +21,29 @@
 //!
 //! Against hostile clients ([`ServeOptions`]): a handshake must end within its deadline
 //! and takes a handshake slot, never a transmission one (when the handshake slots are
-//! full the oldest unfinished handshake is closed for the newcomer); an idle
-//! connection may be closed; one [`Budget`] bounds the request and reply buffers of all
-//! connections (a request waits for its bytes, the socket unread meanwhile); a reply the
-//! client does not take, or a request whose rest does not come, for the I/O timeout
-//! closes the connection; refusals and protocol errors are logged rate-limited. Over
-//! TLS the same holds: the TLS handshake and the options after it count against the
-//! handshake deadline, and the transmission's buffers come from the same budget.
+//! full the oldest unfinished handshake is closed for the newcomer); when the
+//! transmission slots are full, the longest-idle holder is closed for a newcomer
+//! ([`super::slots`]), and an idle connection may be closed anyway (`idle_timeout`);
+//! one [`Budget`] bounds the request and reply buffers of all connections (a request
+//! waits for its bytes, the socket unread meanwhile, and gives up when its client
+//! leaves); a reply not taken whole, or a request not received whole, within the I/O
+//! timeout closes the connection (a watch per connection cuts a blocked reply, which a
+//! client reading a trickle would otherwise hold for a timeout per write); refusals and
+//! protocol errors are logged rate-limited. Over TLS the same holds: the TLS handshake
+//! and the options after it count against the handshake deadline, and the
+//! transmission's buffers come from the same budget.
 
 use super::export::Export;
 use super::protocol::*;
+use super::slots::{Activity, Slots};
+use super::socket::{Listener, Socket};
 use super::structured::{self, Negotiated};
 use crate::net::budget::{Budget, Buffer, Reserve};
 use crate::net::log_limit::{LogLimit, LINES_PER_SECOND};
 use crate::net::tls::{self, TlsMode, TlsServer};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -92,7 +97,11 @@ pub const IO_TIMEOUT_S_DEFAULT: u64 = 30;
 pub const MEMORY_LIMIT_DEFAULT: u64 = 256 << 20;
 /// Smallest `--memory-limit` (1 MiB): room for the largest request of most clients.
 pub const MEMORY_LIMIT_MIN: u64 = 1 << 20;
-/// How often a transmission-phase reader wakes to check its idle time and the stop.
+/// Seconds a connection must have been idle before a newcomer finding every
+/// transmission slot taken may close it (see [`super::slots`]) unless told otherwise.
+pub const EVICT_IDLE_AFTER_S_DEFAULT: u64 = 5;
+/// How often a transmission-phase reader wakes at most to check its deadlines and the
+/// stop (more often for short timeouts: a deadline holds within a quarter of itself).
 const READ_TICK: Duration = Duration::from_millis(500);
 
 /// Refusals and per-connection errors: rate-limited, so a flood prints a few lines.
@@ -114,6 +123,9 @@ pub struct ServeOptions {
     /// Time a transmission-phase connection with no request in flight may send none;
     /// `None`: no limit.
     pub idle_timeout: Option<Duration>,
+    /// Time a connection must have been idle (no request in flight, none sent) before
+    /// a newcomer that finds every transmission slot taken may close it.
+    pub evict_idle_after: Duration,
     /// Time a reply may make no progress to the client, or a started request may make
     /// none from it, before the connection is closed.
     pub io_timeout: Duration,
@@ -133,6 +145,7 @@ impl Default for ServeOptions {
             requests_in_flight: REQUESTS_IN_FLIGHT_DEFAULT,
             handshake_timeout: Duration::from_secs(HANDSHAKE_TIMEOUT_S_DEFAULT),
             idle_timeout: None,
+            evict_idle_after: Duration::from_secs(EVICT_IDLE_AFTER_S_DEFAULT),
             io_timeout: Duration::from_secs(IO_TIMEOUT_S_DEFAULT),
             memory_limit_bytes: MEMORY_LIMIT_DEFAULT,
             export_name: EXPORT_NAME.to_string(),
@@ -214,6 +227,13 @@ struct Context<'a> {
     admit: &'a (dyn Fn() -> bool + Sync),
     /// The server's TLS, if it offers it.
     tls: Option<&'a TlsServer>,
+    /// When the connection last did something, and whether it was evicted.
+    activity: &'a Activity,
+    /// Whether the client hung up (its requests read, no one waiting for a reply).
+    peer_gone: &'a (dyn Fn() -> bool + Sync),
+    /// Shuts the socket down: a reply not taken whole within the I/O timeout is cut
+    /// off this way (`None`: no socket, as for [`handle_connection`]).
+    cut: Option<&'a (dyn Fn() + Sync)>,
 }
 
 impl Context<'_> {
@@ -275,6 +295,7 @@ pub fn handle_connection_with(
 ) -> io::Result<()> {
     static NEVER: AtomicBool = AtomicBool::new(false);
     let options = ServeOptions::default();
+    let activity = Activity::default();
     let budget = Budget::new(options.memory_limit_bytes, 1);
     let ctx = Context {
         export,
@@ -287,6 +308,9 @@ pub fn handle_connection_with(
         stop: &NEVER,
         admit: &|| true,
         tls: None,
+        activity: &activity,
+        peer_gone: &|| false,
+        cut: None,
     };
     let mut state = HandshakeState::new(None);
     match handshake(&ctx, &mut state, reader, writer)? {
@@ -561,7 +585,16 @@ fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Opt
 }
 
 /// Bytes of the buffer WRITE_ZEROES writes its zeroes from, piece by piece.
-const ZEROES_PIECE_BYTES: u32 = 4 << 20;
+const ZEROES_PIECE_BYTES: u32 = 1 << 20;
+
+/// The piece WRITE_ZEROES of `len` bytes writes at a time: its budget buffer is twice
+/// that, the zeroes and the copy the array stages of them (a write's payload is staged
+/// too, but arrives at the network's pace; zeroes cost the client 28 bytes, so a
+/// flood of them would otherwise hold several times the budget in staged copies).
+fn zeroes_piece(len: u32, max_payload: u32) -> u32 {
+    let half = max_payload / 2 / BLOCK_BYTES_MIN * BLOCK_BYTES_MIN;
+    len.min(ZEROES_PIECE_BYTES).min(half.max(BLOCK_BYTES_MIN))
+}
 
 /// What the threads of one connection share: the socket's reading half (taken in
 /// turns), its writing half, and the requests being served.
@@ -578,10 +611,19 @@ struct Connection<'a, R, W> {
     closing: AtomicBool,
     /// A reply failed to go out: later replies are not tried.
     broken: AtomicBool,
-    /// When the last request came or the last reply went (the idle timeout's start).
-    last_activity: Mutex<Instant>,
     /// What this connection has taken of its reserve in the budget.
     reserve: &'a Reserve,
+    /// The start of [`Connection::sending_ms`].
+    epoch: Instant,
+    /// Milliseconds from `epoch` plus one to when the reply being written started
+    /// (0: none is): the watch closes the connection when it is not out whole within
+    /// the I/O timeout, however the client trickles its reading.
+    sending_ms: AtomicU64,
+    /// The watch cut the connection for a reply not taken in time.
+    reply_cut: AtomicBool,
+    /// Set when the connection's threads are done: the watch ends.
+    done: Mutex<bool>,
+    ended: Condvar,
 }
 /// What becomes of a request just read: served, refused (its error reply sent; the
 /// next request is read), or the end of the connection.
@@ -618,7 +660,10 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
             return Ok(());
         }
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let started = self.epoch.elapsed().as_millis() as u64 + 1;
+        self.sending_ms.store(started, Ordering::Relaxed);
         let sent = write(&mut **w);
+        self.sending_ms.store(0, Ordering::Relaxed);
         drop(w);
         match sent {
             Ok(()) => {
@@ -628,14 +673,16 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
             Err(e) => {
                 self.broken.store(true, Ordering::Relaxed);
                 self.closing.store(true, Ordering::Relaxed);
-                Err(if is_timeout(&e) {
-                    timed_out(format!(
-                        "closed: the client took no reply data for {} s",
-                        self.ctx.io_timeout.as_secs()
-                    ))
-                } else {
-                    e
-                })
+                Err(
+                    if is_timeout(&e) || self.reply_cut.load(Ordering::Relaxed) {
+                        timed_out(format!(
+                            "closed: the client took no reply data for {} s",
+                            self.ctx.io_timeout.as_secs()
+                        ))
+                    } else {
+                        e
+                    },
+                )
             }
         }
     }
@@ -677,7 +724,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         buf: &mut [u8],
     ) -> io::Result<()> {
         let max = self.extents_max(req_one);
-        match structured::extents(self.ctx.export, offset, len, max) {
+        match structured::extents(self.ctx.export, offset, len, max, &|| self.giving_up()) {
             Ok(extents) => {
                 let n = structured::encode_block_status(buf, cookie, &extents);
                 self.send_with(|w| {
@@ -690,20 +737,55 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     }
 
     fn touch(&self) {
-        *self.last_activity.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        self.ctx.activity.touch();
     }
 
+    /// The connection closes, the server stops, the connection was evicted, or its
+    /// client left: waits and walks for it give up.
     fn giving_up(&self) -> bool {
-        self.closing.load(Ordering::Relaxed) || self.ctx.stop.load(Ordering::Relaxed)
+        self.closing.load(Ordering::Relaxed)
+            || self.ctx.stop.load(Ordering::Relaxed)
+            || self.ctx.activity.evicted()
+            || (self.ctx.peer_gone)()
+    }
+
+    /// Until the connection's threads are done: closes the connection when a reply has
+    /// been going out for the I/O timeout (a blocked write waits on the socket's send
+    /// timeout, which each byte the client takes restarts; this bounds the whole reply,
+    /// and the writers queued behind it fail at once).
+    fn watch_replies(&self, cut: &(dyn Fn() + Sync)) {
+        let limit = self.ctx.io_timeout.as_millis() as u64;
+        let tick = (self.ctx.io_timeout / 8).clamp(Duration::from_millis(10), READ_TICK);
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        while !*done {
+            done = self
+                .ended
+                .wait_timeout(done, tick)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            let since = self.sending_ms.load(Ordering::Relaxed);
+            let now = self.epoch.elapsed().as_millis() as u64 + 1;
+            if since != 0 && now.saturating_sub(since) >= limit {
+                self.reply_cut.store(true, Ordering::Relaxed);
+                self.closing.store(true, Ordering::Relaxed);
+                cut();
+                return;
+            }
+        }
     }
 
     /// A buffer of `len` bytes from the budget, waiting for it (the caller holds the
     /// reader: the socket is not read meanwhile); `None` when the connection closes or
     /// the server stops first.
     fn buffer(&self, len: u32) -> Option<Buffer<'a>> {
-        self.ctx
+        // Waiting on the server, not idle: never evicted for it.
+        self.ctx.activity.busy(true);
+        let buffer = self
+            .ctx
             .budget
-            .buffer(len as usize, self.reserve, &|| self.giving_up())
+            .buffer(len as usize, self.reserve, &|| self.giving_up());
+        self.ctx.activity.busy(false);
+        buffer
     }
 
     /// Waits until no request but the caller's is being served.
@@ -727,6 +809,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 match self.read_request(&mut **r) {
                     Ok(Some(request)) => {
                         *self.in_flight.lock().expect("in-flight lock") += 1;
+                        self.ctx.activity.busy(true);
                         self.touch();
                         // FLUSH and TRIM with FUA wait for the requests before them;
                         // holding the reader meanwhile keeps later ones out.
@@ -747,6 +830,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
             };
             let outcome = self.serve(request);
             *self.in_flight.lock().expect("in-flight lock") -= 1;
+            self.ctx.activity.busy(false);
             self.answered.notify_all();
             if let Err(e) = outcome {
                 self.closing.store(true, Ordering::Relaxed);
@@ -769,13 +853,8 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                         return Ok(false);
                     }
                     if let Some(idle) = self.ctx.idle_timeout {
-                        let busy = *self.in_flight.lock().expect("in-flight lock") > 0;
-                        let since = self
-                            .last_activity
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .elapsed();
-                        if !busy && since >= idle {
+                        let since = self.ctx.activity.idle_for();
+                        if since.is_some_and(|since| since >= idle) {
                             return Err(timed_out(format!(
                                 "closed: idle for {} s",
                                 idle.as_secs()
@@ -788,31 +867,28 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         }
     }
 
-    /// Fills `buf` from the rest of a started request; an error when no byte comes for
-    /// the I/O timeout (a client stalling mid-request, holding its buffer).
-    fn read_rest(&self, r: &mut R, buf: &mut [u8]) -> io::Result<()> {
+    /// Fills `buf` from the rest of a request whose first byte came at `started`; an
+    /// error when the whole request has not come within the I/O timeout of it (a client
+    /// stalling mid-request, or trickling it a byte at a time, holding its buffer).
+    fn read_rest(&self, r: &mut R, buf: &mut [u8], started: Instant) -> io::Result<()> {
         let mut at = 0;
-        let mut progress = Instant::now();
         while at < buf.len() {
             match r.read(&mut buf[at..]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => {
-                    at += n;
-                    progress = Instant::now();
-                }
+                Ok(n) => at += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_timeout(&e) => {
-                    if self.ctx.stop.load(Ordering::Relaxed) {
+                    if self.ctx.stop.load(Ordering::Relaxed) || self.ctx.activity.evicted() {
                         return Err(e);
-                    }
-                    if progress.elapsed() >= self.ctx.io_timeout {
-                        return Err(timed_out(format!(
-                            "closed: a request stalled for {} s",
-                            self.ctx.io_timeout.as_secs()
-                        )));
                     }
                 }
                 Err(e) => return Err(e),
+            }
+            if at < buf.len() && started.elapsed() >= self.ctx.io_timeout {
+                return Err(timed_out(format!(
+                    "closed: a request not received whole within {} s",
+                    self.ctx.io_timeout.as_secs()
+                )));
             }
         }
         Ok(())
@@ -829,7 +905,10 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
             if !self.await_request(r, &mut head[..1])? {
                 return Ok(None);
             }
-            self.read_rest(r, &mut head[1..])?;
+            // A client sending a request is not idle (a stalled one is, from here).
+            self.touch();
+            let started = Instant::now();
+            self.read_rest(r, &mut head[1..], started)?;
             let magic = u32::from_be_bytes(head[0..4].try_into().expect("4"));
             if magic != REQUEST_MAGIC {
                 return Err(protocol(format!("bad request magic {magic:#x}")));
@@ -853,8 +932,8 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 CMD_WRITE_ZEROES if flags_known => {
                     let (offset, len) = (request.offset, request.len);
                     if range_error(self.ctx.export, offset, len, ENOSPC).is_none() {
-                        let max = self.ctx.max_payload;
-                        self.with_buffer(request, len.min(ZEROES_PIECE_BYTES).min(max))
+                        let piece = zeroes_piece(len, self.ctx.max_payload);
+                        self.with_buffer(request, 2 * piece)
                     } else {
                         Step::Serve(request)
                     }
@@ -916,7 +995,9 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         let Some(mut buf) = self.buffer(len) else {
             return Ok(Step::End);
         };
-        self.read_rest(r, &mut buf[..len as usize])?;
+        // The payload's time starts once it has a buffer: while the request waited for
+        // one, the socket was not read, the client held back by its flow control.
+        self.read_rest(r, &mut buf[..len as usize], Instant::now())?;
         let refused = (!flags_known)
             .then_some(EINVAL)
             .or_else(|| range_error(self.ctx.export, offset, len, ENOSPC));
@@ -978,7 +1059,9 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 (Some(e), _) => e,
                 (None, None) => EINVAL,
                 (None, Some(mut buf)) => {
-                    let piece = (q.len as usize).min(buf.len());
+                    // The buffer's second half is never touched: it counts the copy
+                    // the array stages of each piece.
+                    let piece = (q.len as usize).min(buf.len() / 2);
                     buf[..piece].fill(0);
                     let mut err = 0;
                     let mut at = 0u64;
@@ -1012,6 +1095,7 @@ fn transmission<R: Read + Send, W: Write + Send>(
     w: &mut W,
 ) -> io::Result<()> {
     let reserve = Reserve::new();
+    ctx.activity.touch();
     let connection = Connection {
         ctx,
         neg,
@@ -1022,9 +1106,16 @@ fn transmission<R: Read + Send, W: Write + Send>(
         answered: Condvar::new(),
         closing: AtomicBool::new(false),
         broken: AtomicBool::new(false),
-        last_activity: Mutex::new(Instant::now()),
+        epoch: Instant::now(),
+        sending_ms: AtomicU64::new(0),
+        reply_cut: AtomicBool::new(false),
+        done: Mutex::new(false),
+        ended: Condvar::new(),
     };
     std::thread::scope(|scope| {
+        let watch = ctx
+            .cut
+            .map(|cut| scope.spawn(|| connection.watch_replies(cut)));
         let others: Vec<_> = (1..ctx.in_flight.max(1))
             .map(|_| scope.spawn(|| connection.run()))
             .collect();
@@ -1037,85 +1128,133 @@ fn transmission<R: Read + Send, W: Write + Send>(
                 outcome = theirs;
             }
         }
+        *connection.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        connection.ended.notify_all();
+        if let Some(w) = watch {
+            let _ = w.join();
+        }
         outcome
     })
 }
 
 /// Connections in their handshake: id, a handle to close it, its peer; oldest first.
-type Handshaking = Mutex<VecDeque<(u64, TcpStream, SocketAddr)>>;
+type Handshaking = Mutex<VecDeque<(u64, Arc<Socket>, String)>>;
 
-/// Accepts connections until `stop` is set, a thread per connection (serving up to
-/// `options.requests_in_flight` of its requests at once). A connection first takes a
-/// handshake slot (`handshakes_max`; a newcomer past it closes the oldest unfinished
-/// handshake), then at GO a transmission slot (`connections_max`; while every one is
-/// taken, new connections are closed at accept). Looks at `stop` every 100 ms.
-/// Before it returns, every open connection is shut down and its thread joined: a
-/// request in progress finishes, so the caller can flush and mark the array clean
-/// knowing no write is still moving.
+/// Accepts connections on `listener` until `stop` is set, a thread per connection
+/// (serving up to `options.requests_in_flight` of its requests at once). A connection
+/// first takes a handshake slot (`handshakes_max`; a newcomer past it closes the oldest
+/// unfinished handshake), then at GO a transmission slot (`connections_max`; when every
+/// one is taken, the longest-idle holder is closed for it, see [`super::slots`], else
+/// it is refused with `NBD_REP_ERR_POLICY`). On a Unix socket only peers of the
+/// server's uid or root are served. Looks at `stop` every 100 ms. Before it returns,
+/// every open connection is shut down and its thread joined: a request in progress
+/// finishes, so the caller can flush and mark the array clean knowing no write is
+/// still moving.
 pub fn serve(
     export: Arc<dyn Export>,
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     options: &ServeOptions,
     stop: &AtomicBool,
 ) -> io::Result<()> {
-    listener.set_nonblocking(true)?;
-    let budget = Arc::new(Budget::new(
-        options.memory_limit_bytes,
-        options.connections_max,
-    ));
+    serve_all(export, vec![listener.into()], options, stop)
+}
+
+/// [`serve`] on several listeners at once (TCP and a Unix socket), sharing the slots
+/// and the budget.
+pub fn serve_all(
+    export: Arc<dyn Export>,
+    listeners: Vec<Listener>,
+    options: &ServeOptions,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    for l in &listeners {
+        l.set_nonblocking(true)?;
+    }
     let shared = Shared {
         export,
         options: Arc::new(options.clone()),
-        budget,
-        active: Arc::new(AtomicUsize::new(0)),
+        budget: Arc::new(Budget::new(
+            options.memory_limit_bytes,
+            options.connections_max,
+        )),
+        slots: Arc::new(Slots::new(
+            options.connections_max,
+            options.evict_idle_after,
+        )),
         handshaking: Arc::new(Mutex::new(VecDeque::new())),
         stopping: Arc::new(AtomicBool::new(false)),
     };
     let mut next_id = 0u64;
-    let mut open: Vec<(TcpStream, std::thread::JoinHandle<()>)> = Vec::new();
+    let mut open: Vec<(Arc<Socket>, std::thread::JoinHandle<()>)> = Vec::new();
     let mut outcome = Ok(());
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Some(started) = shared.start(stream, peer, next_id) {
-                    next_id += 1;
-                    open.retain(|(_, t)| !t.is_finished());
-                    open.push(started);
+    'serving: while !stop.load(Ordering::Relaxed) {
+        let mut accepted = false;
+        for listener in &listeners {
+            match accept_one(listener) {
+                Ok(Some((stream, peer))) => {
+                    accepted = true;
+                    if let Some(started) = shared.start(stream, peer, next_id) {
+                        next_id += 1;
+                        open.push(started);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    outcome = Err(e);
+                    break 'serving;
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                open.retain(|(_, t)| !t.is_finished());
-                REFUSALS.flush();
-                wait_readable(&listener, Duration::from_millis(100));
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // Out of descriptors or memory (a flood), or a peer gone before accept:
-            // the connections open still get served; accept again shortly.
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-                        | Some(libc::ECONNABORTED)
-                ) =>
-            {
-                REFUSALS.log(&format!("raidlab-engine: accept: {e}"));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
+        }
+        open.retain(|(_, t)| !t.is_finished());
+        if !accepted {
+            REFUSALS.flush();
+            wait_readable(&listeners, Duration::from_millis(100));
         }
     }
     shared.stopping.store(true, Ordering::Relaxed);
     for (stream, _) in &open {
-        let _ = stream.shutdown(std::net::Shutdown::Both);
+        stream.shutdown();
     }
     for (_, thread) in open {
         let _ = thread.join();
     }
     REFUSALS.flush();
     outcome
+}
+
+/// One connection from `listener`, `None` when none waits; an error only when the
+/// listener itself fails. On a Unix socket, a peer of another uid is closed here.
+fn accept_one(listener: &Listener) -> io::Result<Option<(Socket, String)>> {
+    match listener.accept() {
+        Ok((Socket::Unix(s), peer)) => {
+            let uid = crate::net::private_socket::peer(&s).map(|(uid, _)| uid);
+            if uid.is_ok_and(crate::net::private_socket::peer_allowed) {
+                return Ok(Some((Socket::Unix(s), peer)));
+            }
+            REFUSALS.log(&format!(
+                "raidlab-engine: {peer}: refused, the NBD socket serves only its own user \
+                 and root"
+            ));
+            Ok(None)
+        }
+        Ok(accepted) => Ok(Some(accepted)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(None),
+        // Out of descriptors or memory (a flood), or a peer gone before accept:
+        // the connections open still get served; accept again shortly.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    | Some(libc::ECONNABORTED)
+            ) =>
+        {
+            REFUSALS.log(&format!("raidlab-engine: accept: {e}"));
+            std::thread::sleep(Duration::from_millis(100));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What the accept loop of [`serve`] shares with every connection thread.
@@ -1125,49 +1264,44 @@ struct Shared {
     options: Arc<ServeOptions>,
     budget: Arc<Budget>,
     /// Connections in transmission.
-    active: Arc<AtomicUsize>,
+    slots: Arc<Slots>,
     handshaking: Arc<Handshaking>,
     /// Set when [`serve`] returns: connection threads waiting on the budget give up.
     stopping: Arc<AtomicBool>,
 }
 
 impl Shared {
-    /// Starts connection `id` on its own thread, unless every transmission slot is
-    /// taken (it is closed at accept); returns a handle to shut it down at stop and
-    /// its thread.
+    /// Starts connection `id` on its own thread; returns a handle to shut it down at
+    /// stop and its thread. Every connection gets to its GO (a handshake slot is
+    /// bounded in number and time), where it is given a transmission slot or refused
+    /// with a reason.
     fn start(
         &self,
-        stream: TcpStream,
-        peer: SocketAddr,
+        stream: Socket,
+        peer: String,
         id: u64,
-    ) -> Option<(TcpStream, std::thread::JoinHandle<()>)> {
-        let connections_max = self.options.connections_max;
-        if self.active.load(Ordering::Relaxed) >= connections_max {
-            REFUSALS.log(&format!(
-                "raidlab-engine: {peer}: refused, {connections_max} connections open"
-            ));
-            return None;
-        }
-        // Kept to shut the connection down at stop, and to close it when a
-        // newcomer needs its handshake slot.
-        let (Ok(closer), Ok(registered)) = (stream.try_clone(), stream.try_clone()) else {
-            return None;
-        };
-        self.take_handshake_slot(id, registered, peer);
+    ) -> Option<(Arc<Socket>, std::thread::JoinHandle<()>)> {
+        // Shared, not duplicated: one descriptor per connection however many hold
+        // it (the accept loop to shut it down at stop, the handshake slots to close
+        // it for a newcomer), so a flood of connections closed for newcomers whose
+        // threads have not ended yet does not run the server out of descriptors.
+        let stream = Arc::new(stream);
+        self.take_handshake_slot(id, stream.clone(), peer.clone());
         let connection = self.clone();
-        let thread = std::thread::spawn(move || connection.serve(id, peer, stream));
-        Some((closer, thread))
+        let served = stream.clone();
+        let thread = std::thread::spawn(move || connection.serve(id, peer, &served));
+        Some((stream, thread))
     }
 
     /// Registers connection `id` as handshaking, first closing the oldest unfinished
     /// handshakes while the handshake slots are full.
-    fn take_handshake_slot(&self, id: u64, registered: TcpStream, peer: SocketAddr) {
+    fn take_handshake_slot(&self, id: u64, registered: Arc<Socket>, peer: String) {
         let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
         while h.len() >= self.options.handshakes_max.max(1) {
             let Some((_, oldest, oldest_peer)) = h.pop_front() else {
                 break;
             };
-            let _ = oldest.shutdown(std::net::Shutdown::Both);
+            oldest.shutdown();
             REFUSALS.log(&format!(
                 "raidlab-engine: {oldest_peer}: closed, handshake unfinished \
                  with {} handshakes open",
@@ -1177,30 +1311,56 @@ impl Shared {
         h.push_back((id, registered, peer));
     }
 
+    /// At GO: connection `id` leaves the handshake slots for a transmission slot, if
+    /// it was not closed for a newcomer and one is free (or can be freed); whether it
+    /// got one.
+    fn admit(
+        &self,
+        (id, peer): (u64, &str),
+        accepted: Instant,
+        activity: &Arc<Activity>,
+        stream: &Arc<Socket>,
+    ) -> bool {
+        // A wait for an idle holder to come of age ends before the newcomer's own
+        // handshake deadline, with time left to send the answer.
+        let until = accepted + self.options.handshake_timeout * 3 / 4;
+        {
+            let h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+            // Closed for a newcomer: its socket is shut already.
+            if !h.iter().any(|(i, ..)| *i == id) {
+                return false;
+            }
+        }
+        let cutter = stream.clone();
+        let cut = Box::new(move || cutter.shutdown());
+        if !self.slots.take(
+            id,
+            peer.to_string(),
+            activity.clone(),
+            cut,
+            &REFUSALS,
+            until,
+        ) {
+            return false;
+        }
+        let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+        h.retain(|(i, ..)| *i != id);
+        true
+    }
+
     /// Connection `id`'s thread: its handshake, a transmission slot at GO (if one is
     /// free and it was not closed for a newcomer), its requests; then its slots back.
-    fn serve(self, id: u64, peer: SocketAddr, stream: TcpStream) {
-        let closer = stream.try_clone().ok();
+    fn serve(self, id: u64, peer: String, stream: &Arc<Socket>) {
         let admitted = AtomicBool::new(false);
+        let activity = Arc::new(Activity::default());
+        let accepted = Instant::now();
         let admit = || {
-            let mut h = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
-            // Closed for a newcomer: its socket is shut already.
-            let Some(at) = h.iter().position(|(i, ..)| *i == id) else {
-                return false;
-            };
-            let max = self.options.connections_max;
-            let took = self
-                .active
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                    (n < max).then_some(n + 1)
-                })
-                .is_ok();
-            if took {
-                h.remove(at);
-                admitted.store(true, Ordering::SeqCst);
-            }
+            let took = self.admit((id, &peer), accepted, &activity, stream);
+            admitted.store(took, Ordering::SeqCst);
             took
         };
+        let peer_gone = || stream.peer_gone();
+        let cut = || stream.shutdown();
         let ctx = Context {
             export: &*self.export,
             name: &self.options.export_name,
@@ -1211,7 +1371,11 @@ impl Shared {
             io_timeout: self.options.io_timeout,
             stop: &self.stopping,
             admit: &admit,
-            tls: self.options.tls.as_deref(),
+            // TLS runs over TCP; a Unix socket is private to its user already.
+            tls: stream.tcp().and(self.options.tls.as_deref()),
+            activity: &activity,
+            peer_gone: &peer_gone,
+            cut: Some(&cut),
         };
         match serve_stream(&ctx, stream, self.options.handshake_timeout) {
             // A client that hangs up mid-handshake (a port probe), or a
@@ -1228,26 +1392,33 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|(i, ..)| *i != id);
         if admitted.load(Ordering::SeqCst) {
-            self.active.fetch_sub(1, Ordering::SeqCst);
+            self.slots.release(id);
         }
-        // The clone kept by the accept loop holds the socket open: shut
-        // it down here, so the client sees the end at once.
-        if let Some(c) = closer {
-            let _ = c.shutdown(std::net::Shutdown::Both);
-        }
+        // The accept loop's handle holds the socket open: shut it down here,
+        // so the client sees the end at once.
+        stream.shutdown();
     }
 }
 
-/// Waits until `listener` has a connection to accept, `timeout` at most.
-fn wait_readable(listener: &TcpListener, timeout: Duration) {
-    use std::os::fd::AsRawFd;
-    let mut fd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+/// Waits until one of `listeners` has a connection to accept, `timeout` at most.
+fn wait_readable(listeners: &[Listener], timeout: Duration) {
+    use std::os::fd::{AsFd, AsRawFd};
+    let mut fds: Vec<libc::pollfd> = listeners
+        .iter()
+        .map(|l| libc::pollfd {
+            fd: l.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: valid pollfds for the listeners, which outlive the call.
+    let ready = unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            timeout.as_millis() as libc::c_int,
+        )
     };
-    // SAFETY: one valid pollfd for the listener, which outlives the call.
-    let ready = unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as libc::c_int) };
     if ready < 0 {
         // EINTR (a signal: the caller looks at the stop flag) or worse: no busy loop.
         std::thread::sleep(timeout.min(Duration::from_millis(10)));
@@ -1258,12 +1429,11 @@ fn wait_readable(listener: &TcpListener, timeout: Duration) {
 /// which must end by `until` (from accept): the socket's timeouts are set to the time
 /// left before each call.
 struct Deadline<'a, S> {
-    socket: &'a TcpStream,
+    socket: &'a Socket,
     inner: S,
     until: Instant,
     timeout: Duration,
 }
-
 impl<S> Deadline<'_, S> {
     /// Time left, or the timeout error when none is.
     fn left(&self) -> io::Result<Duration> {
@@ -1310,8 +1480,12 @@ impl<S: Write> Write for Deadline<'_, S> {
 
 /// The socket's timeouts for the transmission phase: the reader wakes every read tick,
 /// a reply may wait for the client the I/O timeout.
-fn transmission_timeouts(ctx: &Context, stream: &TcpStream) -> io::Result<()> {
-    stream.set_read_timeout(Some(READ_TICK))?;
+fn transmission_timeouts(ctx: &Context, stream: &Socket) -> io::Result<()> {
+    let shortest = ctx
+        .idle_timeout
+        .map_or(ctx.io_timeout, |i| i.min(ctx.io_timeout));
+    let tick = (shortest / 4).clamp(Duration::from_millis(10), READ_TICK);
+    stream.set_read_timeout(Some(tick))?;
     stream.set_write_timeout(Some(ctx.io_timeout.max(Duration::from_millis(1))))
 }
 
@@ -1322,31 +1496,30 @@ fn transmission_timeouts(ctx: &Context, stream: &TcpStream) -> io::Result<()> {
 /// the options over TLS keep the same deadline (the TLS reader checks it before every
 /// read of the socket, so a client trickling a record cannot outlast it), then the
 /// transmission runs over TLS with the same timeouts and budget.
-fn serve_stream(ctx: &Context, stream: TcpStream, handshake_timeout: Duration) -> io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_nodelay(true)?;
+fn serve_stream(ctx: &Context, stream: &Socket, handshake_timeout: Duration) -> io::Result<()> {
+    stream.prepare()?;
     let until = Instant::now() + handshake_timeout;
     let t = handshake_timeout;
     let mut state = HandshakeState::new(ctx.tls);
     match handshake(
         ctx,
         &mut state,
-        &mut deadline(&stream, &stream, until, t),
-        &mut deadline(&stream, &stream, until, t),
+        &mut deadline(stream, stream, until, t),
+        &mut deadline(stream, stream, until, t),
     )? {
         Handshake::Done => Ok(()),
         Handshake::Transmit => {
-            transmission_timeouts(ctx, &stream)?;
-            let mut reader = io::BufReader::with_capacity(256 << 10, stream.try_clone()?);
-            let mut writer = io::BufWriter::with_capacity(256 << 10, stream.try_clone()?);
+            transmission_timeouts(ctx, stream)?;
+            let mut reader = io::BufReader::with_capacity(256 << 10, stream);
+            let mut writer = io::BufWriter::with_capacity(256 << 10, stream);
             transmission(ctx, state.neg, &mut reader, &mut writer)
         }
-        Handshake::StartTls => serve_over_tls(ctx, &stream, state, until, t),
+        Handshake::StartTls => serve_over_tls(ctx, stream, state, until, t),
     }
 }
 
 /// `inner` (the socket or a TLS side of it) bound to the handshake's deadline.
-fn deadline<S>(socket: &TcpStream, inner: S, until: Instant, timeout: Duration) -> Deadline<'_, S> {
+fn deadline<S>(socket: &Socket, inner: S, until: Instant, timeout: Duration) -> Deadline<'_, S> {
     Deadline {
         socket,
         inner,
@@ -1359,17 +1532,20 @@ fn deadline<S>(socket: &TcpStream, inner: S, until: Instant, timeout: Duration) 
 /// handshake deadline), then the transmission over TLS, ended with close_notify.
 fn serve_over_tls(
     ctx: &Context,
-    stream: &TcpStream,
+    stream: &Socket,
     mut state: HandshakeState,
     until: Instant,
     t: Duration,
 ) -> io::Result<()> {
     let server = ctx.tls.ok_or_else(|| protocol("STARTTLS without TLS"))?;
+    let tcp = stream
+        .tcp()
+        .ok_or_else(|| protocol("STARTTLS on a Unix socket"))?;
     // The handshake is read unbuffered: nothing of the TLS handshake was taken
     // off the socket yet.
     let (mut reader, mut writer) = tls::accept(
         server,
-        stream.try_clone()?,
+        tcp.try_clone()?,
         &[],
         &mut deadline(stream, stream, until, t),
     )?;

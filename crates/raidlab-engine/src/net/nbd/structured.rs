@@ -69,8 +69,11 @@ pub fn block_status_bytes(extents: usize) -> usize {
     BLOCK_STATUS_HEAD_BYTES + EXTENT_BYTES * extents
 }
 /// Most bytes one BLOCK_STATUS looks at (a few `lseek`s per chunk of every copy); a
-/// longer request is answered for its first this many bytes, as the protocol allows.
-pub const BLOCK_STATUS_SCAN_MAX: u32 = 1 << 30;
+/// longer request is answered for its first this many bytes, as the protocol allows,
+/// so one request costs a bounded walk (a few milliseconds).
+pub const BLOCK_STATUS_SCAN_MAX: u32 = 128 << 20;
+/// Bytes looked at between two checks that the client still waits for the answer.
+const BLOCK_STATUS_SLICE_BYTES: u64 = 8 << 20;
 
 /// What the handshake negotiated about replies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -223,28 +226,52 @@ pub fn error_message(error: u32) -> &'static str {
 /// The `base:allocation` extents of `len` bytes at `offset`: `(length, flags)` pairs
 /// covering the range from its start (a prefix of it when there are more than
 /// `max` (1 for `NBD_CMD_FLAG_REQ_ONE`) or it is longer than [`BLOCK_STATUS_SCAN_MAX`]).
+/// Looked at in slices; an `Interrupted` error once `give_up` says no one waits.
 pub fn extents(
     export: &dyn Export,
     offset: u64,
     len: u32,
     max: usize,
+    give_up: &dyn Fn() -> bool,
 ) -> io::Result<Vec<(u32, u32)>> {
     let max = max.clamp(1, EXTENTS_MAX);
-    let len = len.min(BLOCK_STATUS_SCAN_MAX);
-    let runs = export.allocation(offset, u64::from(len), max)?;
-    let mut out: Vec<(u32, u32)> = Vec::with_capacity(runs.len().min(max));
+    let len = u64::from(len.min(BLOCK_STATUS_SCAN_MAX));
+    let mut out: Vec<(u32, u32)> = Vec::new();
     let mut covered = 0u64;
-    for (n, hole) in runs.into_iter().take(max) {
-        // Never past the request, never an empty extent.
-        let n = n.min(u64::from(len) - covered);
-        if n == 0 {
+    // In slices: a client that leaves stops the walk within one.
+    'walk: while covered < len {
+        if give_up() {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "block status given up: the client left",
+            ));
+        }
+        let slice = (len - covered).min(BLOCK_STATUS_SLICE_BYTES);
+        let runs = export.allocation(offset + covered, slice, max)?;
+        let mut seen = 0u64;
+        for (n, hole) in runs {
+            // Never past the slice, never an empty extent.
+            let n = n.min(slice - seen);
+            if n == 0 {
+                break;
+            }
+            let flags = if hole { STATE_HOLE | STATE_ZERO } else { 0 };
+            let full = out.len() == max;
+            match out.last_mut() {
+                Some((l, f)) if *f == flags => *l += n as u32,
+                _ if full => break 'walk,
+                _ => out.push((n as u32, flags)),
+            }
+            seen += n;
+            covered += n;
+        }
+        if seen < slice {
+            // The export answered a prefix (its run limit): what follows is unknown.
             break;
         }
-        covered += n;
-        out.push((n as u32, if hole { STATE_HOLE | STATE_ZERO } else { 0 }));
     }
     if out.is_empty() {
-        out.push((len, 0));
+        out.push((len as u32, 0));
     }
     Ok(out)
 }
