@@ -137,6 +137,19 @@ impl CreateOptions {
     }
 }
 
+/// The geometry `create` lays out: `members` members of `data_bytes` each.
+fn create_spec(members: usize, opts: &CreateOptions, data_bytes: u64) -> ArraySpec {
+    ArraySpec {
+        level: opts.level,
+        drive_count: members as u32,
+        stripe_unit_bytes: opts.stripe_unit_bytes,
+        member_capacity_bytes: data_bytes,
+        layout: opts.layout,
+        copies: opts.copies,
+        spans: opts.spans,
+    }
+}
+
 impl Array {
     /// Creates an array on `paths` (member i gets role i) and returns it assembled.
     /// Refuses members that already carry a raidlab superblock unless `force`.
@@ -166,15 +179,7 @@ impl Array {
         if !opts.sparse {
             preallocate_files(paths, &files, &regular, &spares)?;
         }
-        let spec = ArraySpec {
-            level: opts.level,
-            drive_count: paths.len() as u32,
-            stripe_unit_bytes: opts.stripe_unit_bytes,
-            member_capacity_bytes: data_bytes_min,
-            layout: opts.layout,
-            copies: opts.copies,
-            spans: opts.spans,
-        };
+        let spec = create_spec(paths.len(), opts, data_bytes_min);
         let geo = Geometry::new(&spec)?;
         let uuid = match opts.uuid {
             Some(u) => u,
