@@ -10,7 +10,7 @@
 
 use crate::common::{
     engine, engine_command, engine_json, engine_output, free_listen_address, refused, retry_in_use,
-    status, wait_listening, Server,
+    status, wait_listening, Server, Tmpfs,
 };
 use raidlab_engine::net::nbd::{protocol, server};
 use raidlab_engine::{Array, CreateOptions};
@@ -18,55 +18,7 @@ use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
-
-/// A tmpfs mounted on a directory for one test; unmounted (lazily, so a leftover open
-/// file cannot keep it) when dropped, even when the test fails.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `size` (mount's syntax, `6m`) on `dir`; `None` (with a message
-    /// saying why the test is skipped) when not root or the mount is refused.
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        std::fs::create_dir_all(dir).unwrap();
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        if !o.status.success() {
-            eprintln!(
-                "skipped: mount -t tmpfs refused: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            return None;
-        }
-        Some(Tmpfs(dir.to_path_buf()))
-    }
-
-    /// Bytes used on the filesystem.
-    fn used_bytes(&self) -> u64 {
-        let o = Command::new("df")
-            .args(["--output=used", "-B1"])
-            .arg(&self.0)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&o.stdout).to_string();
-        text.lines().nth(1).unwrap().trim().parse().unwrap()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 /// A minimal NBD client (fixed newstyle, NBD_OPT_EXPORT_NAME, simple replies).
 struct Client(TcpStream);

@@ -1,7 +1,7 @@
 //! The write journal on its own: records in order, a torn tail ends the log, the wrong
 //! journal or none is refused at assembly, and a clean close retires every record.
 
-use crate::common::{member_paths, retry_in_use};
+use crate::common::{member_paths, retry_in_use, Tmpfs};
 use raidlab_engine::format::journal::Journal;
 use raidlab_engine::format::superblock::DATA_OFFSET_BYTES;
 use raidlab_engine::{Array, CreateOptions};
@@ -117,52 +117,6 @@ fn a_full_journal_checkpoints_and_keeps_going() {
     assert_eq!(array.scrub(false).unwrap().mismatched_stripes, 0);
 }
 
-/// A tmpfs of `size` on `dir` for one test, unmounted (lazily) when dropped; `None`,
-/// saying why the test is skipped, when not root or the mount is refused.
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(dir: &std::path::Path, size: &str) -> Option<SmallFs> {
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        std::fs::create_dir_all(dir).unwrap();
-        let o = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        if !o.status.success() {
-            eprintln!(
-                "skipped: mount -t tmpfs refused: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            return None;
-        }
-        Some(SmallFs(dir.to_path_buf()))
-    }
-
-    /// Writes a file until the filesystem is full.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
-        let chunk = vec![0x5au8; 1 << 20];
-        while f.write_all(&chunk).is_ok() {}
-        let _ = f.sync_all();
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .output();
-    }
-}
-
 /// Bytes of `path` allocated on its filesystem.
 fn allocated(path: &std::path::Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
@@ -175,7 +129,7 @@ fn allocated(path: &std::path::Path) -> u64 {
 #[test]
 fn with_sparse_members_a_full_filesystem_still_takes_rewrites_through_the_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(fs) = SmallFs::mount(&dir.path().join("fs"), "150m") else {
+    let Some(fs) = Tmpfs::mount(&dir.path().join("fs"), "150m") else {
         return;
     };
     let paths = member_paths(&fs.0, "m", 3);

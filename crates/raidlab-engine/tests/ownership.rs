@@ -9,9 +9,9 @@
 //! The tests that mount a tmpfs, chown to another user or set up a loop device need
 //! root; they skip with a message otherwise.
 
-use crate::common::{engine, engine_output, output_text, refused, serve, status};
+use crate::common::{engine, engine_output, output_text, refused, serve, status, Tmpfs};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const ENGINE: &str = env!("CARGO_BIN_EXE_raidlab-engine");
@@ -212,38 +212,6 @@ fn replace_and_add_spare_refuse_the_journal_and_other_arrays_members() {
     );
     server.stop();
     status(d, &args(&["--journal", &ja], &a));
-}
-
-/// A tmpfs mounted for one test, unmounted (lazily) when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        if !root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        std::fs::create_dir_all(dir).unwrap();
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        if !o.status.success() {
-            eprintln!(
-                "skipped: mount -t tmpfs refused: {}",
-                output_text(&o).trim()
-            );
-            return None;
-        }
-        Some(Tmpfs(dir.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
 }
 
 #[test]
