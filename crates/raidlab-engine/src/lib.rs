@@ -37,6 +37,9 @@ pub mod cli;
 pub mod error;
 pub mod format;
 pub mod net;
+/// The exclusive claim on every file an array uses (members, journal, spares): a
+/// leaf, so the on-disk formats can take it without reaching into `array`.
+pub mod owner;
 
 pub use array::{Array, CreateOptions, MemberState, RebuildProgress, ScrubReport, Status};
 pub use error::{Error, Result};

@@ -107,13 +107,13 @@ pub(super) fn open_member_once(
             return Err(e);
         }
     }
-    let file = super::owner::open_member_file(path, create)?;
+    let file = crate::owner::open_member_file(path, create)?;
     let meta = file.metadata().map_err(io_err(path, "stat"))?;
     let id = (meta.dev(), meta.ino());
     if let Some(e) = given_twice(id, seen) {
         return Err(e);
     }
-    super::owner::claim(&file, path)?;
+    crate::owner::claim(&file, path)?;
     seen.push(id);
     Ok(file)
 }

@@ -136,7 +136,7 @@ impl Array {
         rate_bytes_per_s: Option<u64>,
         progress: impl FnMut(u64, u64),
     ) -> Result<()> {
-        let file = super::owner::open_member_file(new_path, true)?;
+        let file = crate::owner::open_member_file(new_path, true)?;
         self.rebuild_onto(role, file, new_path, rate_bytes_per_s, progress)
     }
 
@@ -184,7 +184,7 @@ impl Array {
                 }
             }
         }
-        super::owner::claim(&file, new_path)?;
+        crate::owner::claim(&file, new_path)?;
         let need = DATA_OFFSET_BYTES + self.spec.member_capacity_bytes;
         let have = device_bytes(&file, new_path)?;
         if have < need {

@@ -92,7 +92,7 @@ impl Array {
         {
             return Err(member_err(path, "is a spare of this array already"));
         }
-        super::owner::claim(&file, path)?;
+        crate::owner::claim(&file, path)?;
         if let Some(found) = crate::format::probe::probe(&file) {
             return Err(member_err(
                 path,

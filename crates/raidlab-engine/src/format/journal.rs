@@ -161,10 +161,10 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl Journal {
     /// Creates (or overwrites) a journal of `capacity_bytes` for array `uuid`.
     /// The file is created mode 0600 and claimed as a member is (see
-    /// [`crate::array::claim`]) before anything is written to it.
+    /// [`crate::owner::claim`]) before anything is written to it.
     pub fn create(path: &Path, uuid: u128, capacity_bytes: u64) -> Result<Self> {
-        let file = crate::array::open_member_file(path, true)?;
-        crate::array::claim(&file, path)?;
+        let file = crate::owner::open_member_file(path, true)?;
+        crate::owner::claim(&file, path)?;
         let is_device = file
             .metadata()
             .map(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
@@ -230,10 +230,10 @@ impl Journal {
     }
 
     /// Takes the exclusive claim on the journal file for as long as this journal is
-    /// open, as every member has (see [`crate::array::claim`]): a second server, or a
+    /// open, as every member has (see [`crate::owner::claim`]): a second server, or a
     /// `create` or `replace` naming it, is refused.
     pub fn claim(&self) -> Result<()> {
-        crate::array::claim(&self.file, &self.path)
+        crate::owner::claim(&self.file, &self.path)
     }
 
     /// The journal's path.
