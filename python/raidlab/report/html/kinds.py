@@ -624,23 +624,40 @@ def _latency_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     return Figure("latency", (bar_chart(chart),))
 
 
-def _run_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+LATENCY_COLUMNS = {
+    "lat_mean_us": "lat mean us",
+    "lat_p50_us": "lat p50 us",
+    "lat_p99_us": "lat p99 us",
+}
+
+
+def rows_table(
+    title: str,
+    rows: Sequence[Mapping[str, Any]],
+    labels: Sequence[str],
+    latency: Sequence[str] = tuple(LATENCY_COLUMNS),
+) -> Table:
+    """Rows of a run or a suite: their ``labels`` (``op``, a suite's ``test``), IOPS,
+    MB/s and the ``latency`` columns."""
+    shown = [LATENCY_COLUMNS[key] for key in latency]
     return Table(
-        "per direction (MB/s = 10^6 B/s)",
-        ("op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"),
+        title,
+        (*labels, "IOPS", "MB/s", *shown),
         tuple(
             (
-                text_cell(row["op"]),
+                *(text_cell(row.get(label)) for label in labels),
                 number_cell(row["iops"], 0),
                 number_cell(row["mbps"]),
-                number_cell(row.get("lat_mean_us")),
-                number_cell(row.get("lat_p50_us")),
-                number_cell(row.get("lat_p99_us")),
+                *(number_cell(row.get(key)) for key in latency),
             )
             for row in rows
         ),
-        frozenset({"IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"}),
+        frozenset({"IOPS", "MB/s", *shown}),
     )
+
+
+def _run_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    return rows_table("per direction (MB/s = 10^6 B/s)", rows, ("op",))
 
 
 # --- atto ------------------------------------------------------------------------------

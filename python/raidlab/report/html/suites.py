@@ -11,7 +11,13 @@ from typing import Any
 from raidlab.errors import RaidlabError
 from raidlab.report import figure_style as style
 from raidlab.report.html.document import INPUT_LABEL, need, need_number, need_rows
-from raidlab.report.html.kinds import array_text, number_cell, size_cell, text_cell
+from raidlab.report.html.kinds import (
+    LATENCY_COLUMNS,
+    array_text,
+    number_cell,
+    rows_table,
+    text_cell,
+)
 from raidlab.report.html.model import Figure, Headline, Report, Section, Table
 from raidlab.report.html.svg import Bar, BarChart, bar_chart, number_text
 from raidlab.units import format_size
@@ -23,37 +29,18 @@ FIO_PERCENTILES = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
 
 
 def _subtitle(document: Mapping[str, Any]) -> str:
-    """The array as the command described it; older files without it say so."""
+    """The array as the command described it (`setup`, which names the drives' state);
+    older files without it say so."""
     setup = document.get("setup")
-    state = document.get("drive_state")
-    text = str(setup) if setup else "the array is not recorded in this file"
-    return text if not state or setup else f"{text}; drives {state}"
+    return str(setup) if setup else "the array is not recorded in this file"
 
 
 def _rows_table(title: str, rows: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> Table:
-    """Rows of a suite: their labels, IOPS, MB/s and latency."""
-    latency = [key for key in ("lat_mean_us", "lat_p50_us", "lat_p99_us") if key in rows[0]]
-    names = {"lat_mean_us": "lat mean us", "lat_p50_us": "lat p50 us", "lat_p99_us": "lat p99 us"}
-    return Table(
-        title,
-        (*labels, "IOPS", "MB/s", *(names[key] for key in latency)),
-        tuple(
-            (
-                *(
-                    size_cell(row[label]) if label == "block_bytes" else text_cell(row.get(label))
-                    for label in labels
-                ),
-                number_cell(row["iops"], 0),
-                number_cell(row["mbps"]),
-                *(number_cell(row.get(key)) for key in latency),
-            )
-            for row in rows
-        ),
-        frozenset({"IOPS", "MB/s", *(names[key] for key in latency)}),
-    )
+    """A suite's rows with the latency columns its command writes."""
+    return rows_table(title, rows, labels, [key for key in LATENCY_COLUMNS if key in rows[0]])
 
 
-def _mbps_figure(title: str, bars: Sequence[tuple[str, float, int]], unit: str) -> Figure:
+def _bar_figure(title: str, bars: Sequence[tuple[str, float, int]], unit: str) -> Figure:
     """One horizontal bar per row, coloured by its direction (index into the palette)."""
     chart = BarChart(
         title,
@@ -106,7 +93,7 @@ def read_cdm(document: Mapping[str, Any]) -> Report:
         [
             Section(
                 "Results",
-                figures=(_mbps_figure("MB/s per test (10^6 B/s)", bars, "MB/s"),),
+                figures=(_bar_figure("MB/s per test (10^6 B/s)", bars, "MB/s"),),
                 tables=(_rows_table("per test and direction", rows, ("test", "op")),),
             )
         ],
@@ -139,7 +126,7 @@ def read_iometer(document: Mapping[str, Any]) -> Report:
         [
             Section(
                 "Results",
-                figures=(_mbps_figure("IOPS per direction", bars, "IOPS"),),
+                figures=(_bar_figure("IOPS per direction", bars, "IOPS"),),
                 tables=(_rows_table("per direction", rows, ("op",)),),
             )
         ],
@@ -185,7 +172,7 @@ def read_pts(document: Mapping[str, Any]) -> Report:
         frozenset(mixes),
     )
     figures = (
-        (_mbps_figure(f"tracking variable ({summary['tracking']}) per round", bars, "value"),)
+        (_bar_figure(f"tracking variable ({summary['tracking']}) per round", bars, "value"),)
         if bars
         else ()
     )
@@ -280,7 +267,7 @@ def read_fio(document: Mapping[str, Any]) -> Report:
             Section(
                 "Results",
                 lines=notes,
-                figures=(_mbps_figure("MB/s per job and direction (10^6 B/s)", bars, "MB/s"),),
+                figures=(_bar_figure("MB/s per job and direction (10^6 B/s)", bars, "MB/s"),),
                 tables=(table,),
             )
         ],
