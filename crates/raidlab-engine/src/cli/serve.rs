@@ -92,6 +92,19 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     }
     array.close()?;
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
+    let after = array.status();
+    if after.dirty {
+        // Regions a write left half done for lack of space could not be resynced (the
+        // filesystem is still full): the superblocks say dirty, so the stop must not
+        // say clean. The next serve resyncs them.
+        eprintln!(
+            "raidlab-engine: stopped, array {} but left dirty: {} region(s) a write left \
+             half done could not be resynced (no space?); the next serve resyncs them",
+            health(&array),
+            after.dirty_regions
+        );
+        return Ok(1);
+    }
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
 }
