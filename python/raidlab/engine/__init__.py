@@ -577,8 +577,8 @@ def attach_cache(
     """Put a new, empty SSD cache on ``cache_members`` (2: RAID 1, 4 or more: RAID 10)
     in front of the array of ``members`` (not served), with ``cache_policy``,
     ``cache_size`` and ``cache_region`` as in ``create``; cache members that carry a
-    raidlab superblock must be named in ``force_overwrite``. Refused for an array that has a cache already.
-    From then on the array needs ``cache_members`` wherever it is assembled."""
+    raidlab superblock must be named in ``force_overwrite``. Refused for an array that
+    has a cache already. From then on the array needs ``cache_members`` wherever it is assembled."""
     if not cache_members:
         raise RaidlabError("--cache-members", "the new cache's members, 2 or an even 4 or more")
     options = {
@@ -711,8 +711,9 @@ def replace(
     """Rebuild the role of ``old`` (a path or role index) onto ``new``.
 
     ``new`` that carries another array's member, spare, journal or cache is refused
-    unless ``force_overwrite`` (``new`` is overwritten all the same); this array's own journal or cache members always are. Its space is
-    allocated before ``old`` is failed, so a full filesystem changes nothing.
+    unless ``force_overwrite`` (``new`` is overwritten all the same); this array's own
+    journal or cache members always are. Its space is allocated before ``old`` is
+    failed, so a full filesystem changes nothing.
 
     Offline when the array is not served; online (clients keep working) when it is.
     ``rate`` caps the rebuild in bytes/s (``"200M"``). ``progress(done_bytes,

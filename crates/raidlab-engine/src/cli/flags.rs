@@ -157,8 +157,8 @@ pub struct AttachCacheArgs {
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
     /// Overwrite this cache member though it carries raidlab metadata (another
-    /// array's superblock, journal, parity log or cache); repeat it for each. Without
-    /// it such a member is refused, naming it.
+    /// array's superblock, journal, parity log or cache); repeat it for each
+    /// (default: none; such a member is refused, naming it).
     #[arg(long, value_name = "FILE", action = ArgAction::Append)]
     pub force_overwrite: Vec<PathBuf>,
     /// Print the report as one JSON document.
@@ -245,7 +245,7 @@ pub struct CreateArgs {
     pub uuid: Option<u128>,
     /// Overwrite this member, spare, journal or cache member though it carries
     /// raidlab metadata (another array's superblock, journal, parity log or cache);
-    /// repeat it for each. Without it such a file is refused, naming it.
+    /// repeat it for each (default: none; such a file is refused, naming it).
     #[arg(long, value_name = "FILE", action = ArgAction::Append)]
     pub force_overwrite: Vec<PathBuf>,
     /// Skip the initial resync even when members held data.
@@ -294,8 +294,8 @@ pub struct CreateArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// TCP address of the NBD export (port 0: any free port, printed when ready), for
-    /// remote clients: 127.0.0.1:10809 is NBD's usual port. Without it the export is
-    /// on the private Unix socket alone (see --unix).
+    /// remote clients: 127.0.0.1:10809 is NBD's usual port (default: none, the export
+    /// is on the private Unix socket alone; see --unix).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// The export's Unix socket next to the control socket (private to your user and
@@ -426,7 +426,7 @@ pub struct ReplaceArgs {
     pub no_wait: bool,
     /// Overwrite NEW (name it here) though it carries another array's raidlab
     /// metadata (its member, spare, journal or cache); this array's own journal and
-    /// cache are refused all the same.
+    /// cache are refused all the same (default: none).
     #[arg(long, value_name = "NEW", action = ArgAction::Append)]
     pub force_overwrite: Vec<PathBuf>,
     /// Print the report as one JSON document.
