@@ -2,7 +2,8 @@
 //! written through NBD until the filesystem is full. The client gets ENOSPC, no member
 //! fails, and once space is freed the array assembles, `check` is clean and every block
 //! acknowledged before ENOSPC reads back intact, even degraded. Also: `create` without
-//! `--sparse` on a too-small filesystem fails in one line and leaves nothing behind;
+//! `--sparse` on a too-small filesystem fails in one line and leaves nothing behind; a
+//! stop while still full marks the array clean, or says it left it dirty (exit 1);
 //! `assemble --force` puts the freshest stale member back in, and refuses when members
 //! are missing entirely.
 //!
@@ -475,4 +476,57 @@ fn a_clean_stop_on_a_full_filesystem_marks_the_array_clean() {
         (&serde_json::json!(false), &serde_json::json!("clean")),
         "{s}"
     );
+}
+
+/// A stop that cannot resync what a write left half done (the filesystem still full)
+/// leaves the array dirty, and says so: exit 1 and "left dirty", not "array clean"
+/// with exit 0 while `status` then reports an unclean stop (what it did before).
+#[test]
+fn a_stop_that_leaves_the_array_dirty_on_a_full_filesystem_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Some(fs) = Tmpfs::mount(&dir.join("fs"), "6m") else {
+        return;
+    };
+    let paths: Vec<String> = (0..2)
+        .map(|i| fs.0.join(format!("m{i}")).display().to_string())
+        .collect();
+    let m: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let mut create = vec!["create", "--level", "1", "--size", "9M", "--sparse"];
+    create.extend(&m);
+    engine(dir, &create);
+    // Writes land in part (no allocation first), as on a filesystem without fallocate.
+    let mut server = serve_with_env(dir, &m, &[("RAIDLAB_ENGINE_NO_RESERVE", "1")]);
+    let mut c = Client::connect(server.1);
+    let mut i = 0;
+    while c.write(i * BLOCK as u64, &block(i, BLOCK)) == 0 {
+        i += 1;
+    }
+    fs.fill();
+    assert_eq!(c.write((i + 1) * BLOCK as u64, &block(i, BLOCK)), 28);
+    drop(c);
+    assert!(Command::new("kill")
+        .args(["-INT", &server.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = std::time::Instant::now();
+    let code = loop {
+        if let Some(s) = server.0.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no stop within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    let mut pipe = server.0.stderr.take().unwrap();
+    pipe.read_to_string(&mut stderr).unwrap();
+    let s = status(dir, &m);
+    assert_eq!(s["dirty"], true, "{s}");
+    assert!(stderr.contains("left dirty"), "{stderr}");
+    assert!(!stderr.contains("stopped, array clean\n"), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
 }
