@@ -309,9 +309,13 @@ def test_make_setup_installs_the_engine_next_to_the_venvs_python(
 
 
 def test_serve_picks_a_free_port_and_stops_clean(raid5: list[Path]) -> None:
-    with engine.serve(raid5) as server:
+    with engine.serve(raid5, listen="127.0.0.1:0") as server:
         assert server.uri.startswith("nbd://127.0.0.1:")
         assert not server.uri.endswith(":0")
+    # Without `listen`: the private Unix socket alone, no TCP port.
+    with engine.serve(raid5) as server:
+        assert server.uri.startswith("nbd+unix:///raidlab?socket="), server.uri
+        assert server.address is None
         assert server.capacity_bytes == 3 * MEMBER_DATA_BYTES
         assert server.returncode is None
         # The served array answers status through its control socket.
@@ -342,8 +346,14 @@ def _nbd_export_names(uri: str) -> list[str]:
     import socket
     import struct
 
-    host, port = uri.removeprefix("nbd://").rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
+    if uri.startswith("nbd+unix://"):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(10)
+        s.connect(uri.split("?socket=", 1)[1])
+    else:
+        host, port = uri.removeprefix("nbd://").rsplit(":", 1)
+        s = socket.create_connection((host, int(port)), timeout=10)
+    with s:
         stream = s.makefile("rwb")
         assert stream.read(18)[:8] == b"NBDMAGIC"
         stream.write(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 3, 0))
@@ -705,8 +715,8 @@ def test_serve_on_the_unix_socket_alone(raid5: list[Path], tmp_path: Path) -> No
     assert not socket_path.exists()
 
 
-def test_cli_serve_unix_prints_the_nbd_unix_uri(raid5: list[Path]) -> None:
-    with _cli_serve(raid5, "--unix") as process:
+def test_cli_serve_prints_the_nbd_unix_uri_by_default(raid5: list[Path]) -> None:
+    with _cli_serve(raid5) as process:
         try:
             assert process.stdout is not None
             uri = process.stdout.readline().strip()

@@ -73,9 +73,20 @@ def test_the_strip_is_the_stripe_unit_and_chunk_its_alias() -> None:
 def test_the_client_builds_argv_from_the_table_and_refuses_unknown_keys() -> None:
     args = engine.command_args(
         "create",
-        {"level": 5, "stripe_unit": "16K", "force": True, "sparse": False, "members": ["a", "-b"]},
+        {
+            "level": 5,
+            "stripe_unit": "16K",
+            "assume_clean": True,
+            "sparse": False,
+            "force_overwrite": ["a", "-b"],
+            "members": ["a", "-b"],
+        },
     )
-    assert args == ["--level", "5", "--stripe-unit", "16K", "--force", "a", "./-b"]
+    assert args == [
+        "--level", "5", "--stripe-unit", "16K",
+        "--force-overwrite", "a", "--force-overwrite", "./-b",
+        "--assume-clean", "a", "./-b",
+    ]  # fmt: skip
     with pytest.raises(RaidlabError) as raised:
         engine.command_args("create", {"chunk_bytes": 4096})
     assert raised.value.field == "chunk_bytes"

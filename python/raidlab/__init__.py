@@ -19,7 +19,7 @@ online rebuild, check, repair and inject, with reports as dataclasses and DataFr
 >>> engine.create(members, level=5, size="64M").state   # doctest: +SKIP
 'clean'
 >>> with engine.serve(members) as server:               # doctest: +SKIP
-...     print(server.uri)                               # nbd://127.0.0.1:PORT
+...     print(server.uri)                               # nbd+unix:///raidlab?socket=...
 """
 
 from __future__ import annotations

@@ -46,7 +46,10 @@ fn raid5_on_loop_devices_serves_fails_and_rebuilds_online() {
         return;
     };
     let names: Vec<&str> = devices.iter().map(|l| l.0.as_str()).collect();
-    let mut create = vec!["create", "--level", "5", "--chunk", "64K", "--force"];
+    let mut create = vec!["create", "--level", "5", "--chunk", "64K"];
+    for name in &names[..4] {
+        create.extend(["--force-overwrite", name]);
+    }
     create.extend(&names[..4]);
     let t = engine_stdout(d, &create);
     // 16 MiB of data per 17 MiB device (1 MiB of metadata): 3 × 16 MiB exported.

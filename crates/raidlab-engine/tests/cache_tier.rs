@@ -930,7 +930,7 @@ fn detach_cache_then_the_array_is_served_alone_with_every_block() {
     );
     let o = engine_output(d, &["check", "m0", "m1", "m2"]);
     assert!(o.status.success(), "{}", output_text(&o));
-    // A new cache can be attached again (the old members reused with --force).
+    // A new cache can be attached again (the old members reused, each named).
     let attached = engine_json(
         d,
         &[
@@ -940,7 +940,10 @@ fn detach_cache_then_the_array_is_served_alone_with_every_block() {
             "m2",
             "--cache-members",
             "ssd0,ssd1",
-            "--force",
+            "--force-overwrite",
+            "ssd0",
+            "--force-overwrite",
+            "ssd1",
         ],
     );
     assert!(attached["cache_uuid"].is_string(), "{attached}");

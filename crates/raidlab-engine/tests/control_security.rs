@@ -549,11 +549,10 @@ fn a_second_serve_on_served_members_is_refused_naming_the_pid() {
         assert!(err.contains(&pid) && err.contains("in use"), "{k}: {err}");
     }
     // Nor may create overwrite them.
-    let o = bounded(
-        engine_command(d)
-            .env("TMPDIR", &other)
-            .args(with(&["create", "--force", "--level", "5"], &m)),
-    );
+    let o = bounded(engine_command(d).env("TMPDIR", &other).args(with(
+        &["create", "--force-overwrite", &m[0], "--level", "5"],
+        &m,
+    )));
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
     assert!(err.contains(&pid), "{err}");

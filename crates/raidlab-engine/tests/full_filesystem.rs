@@ -2,7 +2,8 @@
 //! written through NBD until the filesystem is full. The client gets ENOSPC, no member
 //! fails, and once space is freed the array assembles, `check` is clean and every block
 //! acknowledged before ENOSPC reads back intact, even degraded. Also: `create` without
-//! `--sparse` on a too-small filesystem fails in one line and leaves nothing behind;
+//! `--sparse` on a too-small filesystem fails in one line and leaves nothing behind; a
+//! stop while still full marks the array clean, or says it left it dirty (exit 1);
 //! `assemble --force` puts the freshest stale member back in, and refuses when members
 //! are missing entirely.
 //!
@@ -18,6 +19,7 @@ use raidlab_layout::Level;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 /// A minimal NBD client (fixed newstyle, NBD_OPT_EXPORT_NAME, simple replies).
@@ -404,4 +406,127 @@ fn assemble_force_takes_the_freshest_stale_member_and_refuses_when_members_are_m
     assert!(err.contains("even with --force"), "{err}");
     let o = engine_output(dir, &["assemble", m[2]]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Reads the dirty bit (flags bit 0, at byte 76) of member `path`'s superblock on disk.
+fn dirty_on_disk(path: &str) -> bool {
+    let mut sb = [0u8; 80];
+    std::fs::File::open(path)
+        .unwrap()
+        .read_exact(&mut sb)
+        .unwrap();
+    u32::from_le_bytes(sb[76..80].try_into().unwrap()) & 1 != 0
+}
+
+/// A clean stop while the filesystem under the members is still completely full: the
+/// superblocks, dirty on disk while served, are marked clean (they are rewritten in
+/// place, no new block needed), the stop says so and exits 0, and the next assembly
+/// needs no resync. Were the clean marker not written, the on-disk dirty bit would stay.
+#[test]
+fn a_clean_stop_on_a_full_filesystem_marks_the_array_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Some(fs) = Tmpfs::mount(&dir.join("fs"), "6m") else {
+        return;
+    };
+    let paths: Vec<String> = (0..3)
+        .map(|i| fs.0.join(format!("m{i}")).display().to_string())
+        .collect();
+    let m: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let mut create = vec!["create", "--level", "5", "--size", "9M", "--sparse"];
+    create.extend(&m);
+    engine(dir, &create);
+    let server = serve_with_env(dir, &m, &[]);
+    assert!(
+        dirty_on_disk(&paths[0]),
+        "served: the superblock says dirty"
+    );
+    let mut c = Client::connect(server.1);
+    let mut i = 0;
+    while c.write(i * BLOCK as u64, &block(i, BLOCK)) == 0 {
+        i += 1;
+    }
+    assert!(i >= 4, "only {i} blocks written before ENOSPC");
+    fs.fill();
+    assert_eq!(
+        c.write(i * BLOCK as u64, &block(i, BLOCK)),
+        28,
+        "still full"
+    );
+    assert_eq!(c.request(protocol::CMD_FLUSH, 0, 0, &[]).0, 0);
+    drop(c);
+    let o = Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(&fs.0)
+        .output()
+        .unwrap();
+    let avail = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(avail.lines().nth(1).map(str::trim), Some("0"), "{avail}");
+    let stderr = server.stop_with_stderr();
+    assert!(stderr.contains("stopped, array clean"), "{stderr}");
+    for p in &paths {
+        assert!(
+            !dirty_on_disk(p),
+            "{p}: still dirty after a clean stop: {stderr}"
+        );
+    }
+    let s = status(dir, &m);
+    assert_eq!(
+        (&s["dirty"], &s["state"]),
+        (&serde_json::json!(false), &serde_json::json!("clean")),
+        "{s}"
+    );
+}
+
+/// A stop that cannot resync what a write left half done (the filesystem still full)
+/// leaves the array dirty, and says so: exit 1 and "left dirty", not "array clean"
+/// with exit 0 while `status` then reports an unclean stop (what it did before).
+#[test]
+fn a_stop_that_leaves_the_array_dirty_on_a_full_filesystem_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Some(fs) = Tmpfs::mount(&dir.join("fs"), "6m") else {
+        return;
+    };
+    let paths: Vec<String> = (0..2)
+        .map(|i| fs.0.join(format!("m{i}")).display().to_string())
+        .collect();
+    let m: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let mut create = vec!["create", "--level", "1", "--size", "9M", "--sparse"];
+    create.extend(&m);
+    engine(dir, &create);
+    // Writes land in part (no allocation first), as on a filesystem without fallocate.
+    let mut server = serve_with_env(dir, &m, &[("RAIDLAB_ENGINE_NO_RESERVE", "1")]);
+    let mut c = Client::connect(server.1);
+    let mut i = 0;
+    while c.write(i * BLOCK as u64, &block(i, BLOCK)) == 0 {
+        i += 1;
+    }
+    fs.fill();
+    assert_eq!(c.write((i + 1) * BLOCK as u64, &block(i, BLOCK)), 28);
+    drop(c);
+    assert!(Command::new("kill")
+        .args(["-INT", &server.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = std::time::Instant::now();
+    let code = loop {
+        if let Some(s) = server.0.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no stop within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    let mut pipe = server.0.stderr.take().unwrap();
+    pipe.read_to_string(&mut stderr).unwrap();
+    let s = status(dir, &m);
+    assert_eq!(s["dirty"], true, "{s}");
+    assert!(stderr.contains("left dirty"), "{stderr}");
+    assert!(!stderr.contains("stopped, array clean\n"), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
 }

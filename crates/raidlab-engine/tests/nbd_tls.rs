@@ -337,6 +337,13 @@ fn tls_flags_are_checked_before_anything_is_opened() {
         &["serve", "--tls-cert", "nowhere.pem", "--tls-key", key, "a"],
     );
     assert!(e.starts_with("error: --tls-cert: cannot read"), "{e}");
+    // TLS is for the TCP export: without --listen (the private Unix socket) it is
+    // refused, naming the flag, not silently unused.
+    let e = refused(d, &["serve", "--tls-cert", cert, "--tls-key", key, "a"]);
+    assert!(
+        e.starts_with("error: --tls-cert: TLS is for the TCP export, which needs --listen"),
+        "{e}"
+    );
     // A key that is not the certificate's.
     let other = make_pki(&d.join("other"));
     let other_key = other.join("server-key.pem");

@@ -346,7 +346,20 @@ fn a_served_array_is_not_served_twice_nor_recreated() {
     engine(d, &["create", "--level", "1", "--size", "3M", "a", "b"]);
     let s = serve(d, &["a", "b"]);
     refused(d, &["serve", "--listen", "127.0.0.1:0", "a", "b"]);
-    refused(d, &["create", "--level", "1", "--force", "a", "b"]);
+    refused(
+        d,
+        &[
+            "create",
+            "--level",
+            "1",
+            "--force-overwrite",
+            "a",
+            "--force-overwrite",
+            "b",
+            "a",
+            "b",
+        ],
+    );
     refused(
         d,
         &[

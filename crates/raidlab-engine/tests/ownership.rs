@@ -1,6 +1,7 @@
 //! Who owns the files an array uses (issue 37): `create`, `replace` and `add-spare`
 //! refuse a file that carries another array's member, spare, journal or cache (naming
-//! it, its array and `--force`) and the array's own journal always; `serve` holds its
+//! it, its array and `--force-overwrite FILE`, which overwrites the files it names and
+//! no other) and the array's own journal always; `serve` holds its
 //! journal; a loop device over a member is refused; `replace` onto a full filesystem
 //! changes nothing; every file is created 0600 whatever the umask; a squatted
 //! `$TMPDIR/raidlab-<uid>` does not keep `serve`, `status` or `check` from working; a
@@ -105,7 +106,7 @@ fn create_refuses_another_arrays_journal_member_and_cache_member() {
     engine(d, &args(&head, &b));
 
     let err = create_with_journal_refused(d, &ja, &format!("the write journal of array {UUID_A}"));
-    assert!(err.contains("--force"), "{err}");
+    assert!(err.contains(&format!("--force-overwrite {ja}")), "{err}");
     create_with_journal_refused(d, &a[1], &format!("member 1 of array {UUID_A}"));
     create_with_journal_refused(d, &path(d, "c0"), "cache member 0 of cache array");
     // The journal as a member is refused the same.
@@ -122,7 +123,8 @@ fn create_refuses_another_arrays_journal_member_and_cache_member() {
         ],
     );
     assert!(
-        err.contains("the write journal of array") && err.contains("--force"),
+        err.contains("the write journal of array")
+            && err.contains(&format!("--force-overwrite {ja}")),
         "{err}"
     );
     // Both arrays assemble as they were.
@@ -130,11 +132,88 @@ fn create_refuses_another_arrays_journal_member_and_cache_member() {
     assert_eq!(s["failed"], serde_json::json!([]), "{s}");
     let s = status(d, &args(&["--cache-members", &cache], &b));
     assert_eq!(s["failed"], serde_json::json!([]), "{s}");
-    // --force overwrites them, as told.
+    // --force-overwrite overwrites the file it names, as told.
     let head = [
-        "create", "--level", "1", "--size", "8M", "--sparse", "--force",
+        "create",
+        "--level",
+        "1",
+        "--size",
+        "8M",
+        "--sparse",
+        "--force-overwrite",
+        &ja,
     ];
     engine(d, &args(&head, &[ja.clone(), path(d, "n1")]));
+}
+
+#[test]
+fn force_overwrite_overwrites_the_files_it_names_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, ja) = create_a(d);
+    let b = paths(d, &["b0", "b1"]);
+    engine(
+        d,
+        &args(&["create", "--level", "1", "--size", "8M", "--sparse"], &b),
+    );
+    // Two claimed files, one named: the other is refused, naming its own flag, and
+    // nothing is written (a flag that meant "every file" overwrote both).
+    let head = [
+        "create",
+        "--level",
+        "1",
+        "--size",
+        "8M",
+        "--force-overwrite",
+        &a[0],
+    ];
+    let err = refused(d, &args(&head, &[a[0].clone(), b[1].clone()]));
+    assert!(
+        err.contains(&format!("--force-overwrite {}", b[1])) && err.contains("member 1 of array"),
+        "{err}"
+    );
+    let s = status(d, &args(&["--journal", &ja], &a));
+    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
+    let s = status(d, &args(&[], &b));
+    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
+    // A named file the command does not write: exit 2, naming the flag and the file.
+    let stray = path(d, "stray");
+    let head = [
+        "create",
+        "--level",
+        "1",
+        "--size",
+        "8M",
+        "--force-overwrite",
+        &stray,
+    ];
+    let err = refused(d, &args(&head, &paths(d, &["n0", "n1"])));
+    assert!(
+        err.starts_with("error: --force-overwrite: ") && err.contains(&stray),
+        "{err}"
+    );
+    assert!(
+        !d.join("n0").exists(),
+        "refused before anything was created"
+    );
+    let err = refused(
+        d,
+        &args(
+            &[
+                "replace",
+                &a[1],
+                &b[0],
+                "--force-overwrite",
+                &b[1],
+                "--journal",
+                &ja,
+            ],
+            &a,
+        ),
+    );
+    assert!(err.starts_with("error: --force-overwrite: "), "{err}");
+    let s = status(d, &args(&[], &b));
+    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
 }
 
 #[test]
@@ -157,17 +236,18 @@ fn replace_and_add_spare_refuse_the_journal_and_other_arrays_members() {
         let v: Vec<&str> = v.iter().map(String::as_str).collect();
         refused(d, &v)
     };
-    // The array's own journal: refused, even with --force; nothing is failed.
-    for force in [&[][..], &["--force"][..]] {
+    // The array's own journal: refused, even named in --force-overwrite; nothing is
+    // failed.
+    for force in [&[][..], &["--force-overwrite", &ja][..]] {
         let mut head = vec!["replace", &a[1], &ja];
         head.extend(force);
         let err = run(&with_journal(&head));
         assert!(err.contains("the array's write journal"), "{err}");
     }
-    // Another array's member: refused without --force, naming the array and the flag.
+    // Another array's member: refused unless named, naming the array and the flag.
     let err = run(&with_journal(&["replace", &a[1], &b[0]]));
     assert!(
-        err.contains(&b[0]) && err.contains("member 0 of array") && err.contains("--force"),
+        err.contains("member 0 of array") && err.contains(&format!("--force-overwrite {}", b[0])),
         "{err}"
     );
     let s = status(
@@ -184,9 +264,15 @@ fn replace_and_add_spare_refuse_the_journal_and_other_arrays_members() {
     status(d, &args(&["--journal", &ja], &a));
 
     // Served: the server holds its journal, so neither a replace onto it nor a create
-    // --force over it gets it.
+    // --force-overwrite over it gets it.
     let server = serve(d, &args(&["--journal", &ja], &a));
-    let err = run(&with_journal(&["replace", &a[1], &ja, "--force"]));
+    let err = run(&with_journal(&[
+        "replace",
+        &a[1],
+        &ja,
+        "--force-overwrite",
+        &ja,
+    ]));
     assert!(err.contains("in use by pid"), "{err}");
     let n = paths(d, &["n0", "n1", "n2"]);
     let head = [
@@ -196,7 +282,8 @@ fn replace_and_add_spare_refuse_the_journal_and_other_arrays_members() {
         "--size",
         "8M",
         "--sparse",
-        "--force",
+        "--force-overwrite",
+        &ja,
         "--journal",
         &ja,
         "--journal-size",
@@ -442,7 +529,7 @@ fn a_member_behind_a_loop_device_is_refused_naming_the_device() {
     );
     drop(dev);
     // The other way round: a loop device set up over the journal a server holds,
-    // given to `create --force` as its journal, is refused naming the server.
+    // given to `create --force-overwrite` as its journal, is refused naming the server.
     let (a, ja) = create_a(d);
     let server = serve(d, &args(&["--journal", &ja], &a));
     let Some(dev) = Loop::over(&ja) else {
@@ -456,7 +543,8 @@ fn a_member_behind_a_loop_device_is_refused_naming_the_device() {
         "--size",
         "8M",
         "--sparse",
-        "--force",
+        "--force-overwrite",
+        &dev.0,
         "--journal",
         &dev.0,
         "--journal-size",
@@ -472,5 +560,65 @@ fn a_member_behind_a_loop_device_is_refused_naming_the_device() {
     server.stop();
     // The journal is whole: the array assembles with it.
     let s = status(d, &args(&["--journal", &ja], &a));
+    assert_eq!(s["failed"], serde_json::json!([]), "{s}");
+}
+
+#[test]
+fn a_journal_on_a_block_device_is_claimed_exclusively_while_served() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let backing = path(d, "jdev");
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(101 << 20)
+        .unwrap();
+    let Some(dev) = Loop::over(&backing) else {
+        return;
+    };
+    let m = paths(d, &["a0", "a1", "a2"]);
+    let head = [
+        "create",
+        "--level",
+        "5",
+        "--size",
+        "8M",
+        "--sparse",
+        "--journal",
+        &dev.0,
+    ];
+    engine(d, &args(&head, &m));
+    let server = serve(d, &args(&["--journal", &dev.0], &m));
+    // The kernel's exclusive claim is the server's: another O_EXCL open gets EBUSY
+    // (md and mkfs claim devices the same way).
+    let excl = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev.0);
+    assert_eq!(
+        excl.as_ref().map_err(|e| e.raw_os_error()).err(),
+        Some(Some(libc::EBUSY)),
+        "{} opened O_EXCL while it is a served journal",
+        dev.0
+    );
+    // Nor may create take it, even told to overwrite it.
+    let n = paths(d, &["n0", "n1", "n2"]);
+    let head = [
+        "create",
+        "--level",
+        "5",
+        "--size",
+        "8M",
+        "--sparse",
+        "--force-overwrite",
+        &dev.0,
+        "--journal",
+        &dev.0,
+    ];
+    let err = refused(d, &args(&head, &n));
+    assert!(err.contains(&dev.0), "{err}");
+    server.stop();
+    // The journal is whole: the array assembles with it.
+    let s = status(d, &args(&["--journal", &dev.0], &m));
     assert_eq!(s["failed"], serde_json::json!([]), "{s}");
 }

@@ -269,7 +269,7 @@ fn the_policy_is_checked_at_create_and_kept_in_the_superblock() {
     ] {
         let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
         o.policy = Some(policy);
-        o.force = true;
+        o.force = true.into();
         // Other tests of this binary spawn engines: retry while one holds the members.
         drop(retry_in_use(|| Array::create(&paths, &o)));
         assert_eq!(
@@ -320,7 +320,7 @@ fn after_an_unclean_stop_resync_resyncs_everything_and_ppl_nothing() {
     for (policy, regions) in [(ConsistencyPolicy::Resync, 1), (ConsistencyPolicy::Ppl, 0)] {
         let mut o = CreateOptions::new(Level::Raid5, 16 << 10, Some(DATA_OFFSET_BYTES + (1 << 20)));
         o.policy = Some(policy);
-        o.force = true;
+        o.force = true.into();
         let a = retry_in_use(|| Array::create(&paths, &o));
         a.open_for_writes().unwrap();
         a.write(0, &[7; 4096], false).unwrap();

@@ -313,7 +313,9 @@ def _parameter(arg: Mapping[str, Any]) -> inspect.Parameter:
         kind, default = bool, False
         info = typer.Option(*names, help=_help(arg))
     else:
-        kind = str | None
+        # A repeatable option (--force-overwrite FILE ...) keeps every value given.
+        repeated = arg["repeated"] and not arg["value_delimiter"]
+        kind = list[str] | None if repeated else str | None
         default = arg["defaults"][0] if arg["defaults"] else None
         info = typer.Option(
             *names, help=_help(arg), metavar=metavar, show_default=default is not None

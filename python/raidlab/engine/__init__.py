@@ -468,6 +468,10 @@ def command_args(command: str, options: Mapping[str, Any]) -> list[str]:
             positionals += values
         elif not arg["takes_value"]:
             flags.append(f"--{arg['long']}")
+        elif arg["repeated"] and not arg["value_delimiter"]:
+            # Given once per value (--force-overwrite A --force-overwrite B).
+            for item in _members(value):
+                flags += [f"--{arg['long']}", item]
         else:
             flags += [f"--{arg['long']}", _option_value(arg, value)]
     return [*flags, *positionals]
@@ -485,7 +489,7 @@ def create(
     copies: int | str | None = None,
     spans: int | str | None = None,
     uuid: str | None = None,
-    force: bool = False,
+    force_overwrite: Sequence[Member] = (),
     assume_clean: bool = False,
     journal: Member | None = None,
     journal_size: int | str | None = None,
@@ -501,7 +505,8 @@ def create(
     """Create an array on ``members`` (files are created or extended to ``size`` each;
     omit ``size`` for block devices). Members that held data are resynced unless
     ``assume_clean``; files that carry another array's member, spare, journal or cache
-    are refused unless ``force``. Files are created mode 0600.
+    are refused unless named in ``force_overwrite`` (each file to overwrite; a file
+    the command does not write is refused). Files are created mode 0600.
     ``journal`` (a file or device) adds a write journal that closes the RAID 5 write
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
@@ -547,7 +552,7 @@ def create(
         copies=copies,
         spans=spans,
         uuid=uuid,
-        force=force,
+        force_overwrite=list(force_overwrite) or None,
         assume_clean=assume_clean,
         sparse=sparse,
         journal=journal,
@@ -566,14 +571,14 @@ def attach_cache(
     cache_policy: str | None = None,
     cache_size: int | str | None = None,
     cache_region: int | str | None = None,
-    force: bool = False,
+    force_overwrite: Sequence[Member] = (),
     journal: Member | None = None,
 ) -> ArrayStatus:
     """Put a new, empty SSD cache on ``cache_members`` (2: RAID 1, 4 or more: RAID 10)
     in front of the array of ``members`` (not served), with ``cache_policy``,
     ``cache_size`` and ``cache_region`` as in ``create``; cache members that carry a
-    raidlab superblock need ``force``. Refused for an array that has a cache already.
-    From then on the array needs ``cache_members`` wherever it is assembled."""
+    raidlab superblock must be named in ``force_overwrite``. Refused for an array that
+    has a cache already. From then on the array needs ``cache_members`` wherever it is assembled."""
     if not cache_members:
         raise RaidlabError("--cache-members", "the new cache's members, 2 or an even 4 or more")
     options = {
@@ -582,7 +587,7 @@ def attach_cache(
         "cache_policy": cache_policy,
         "cache_size": None if cache_size is None else _size_arg(cache_size, "--cache-size"),
         "cache_region": None if cache_region is None else _size_arg(cache_region, "--cache-region"),
-        "force": force,
+        "force_overwrite": list(force_overwrite) or None,
         "journal": journal,
     }
     return ArrayStatus.from_json(run_report("attach-cache", options))
@@ -701,13 +706,14 @@ def replace(
     progress: Progress | None = None,
     journal: Member | None = None,
     cache_members: Sequence[Member] | None = None,
-    force: bool = False,
+    force_overwrite: bool = False,
 ) -> ArrayStatus:
     """Rebuild the role of ``old`` (a path or role index) onto ``new``.
 
     ``new`` that carries another array's member, spare, journal or cache is refused
-    unless ``force``; this array's own journal or cache members always are. Its space is
-    allocated before ``old`` is failed, so a full filesystem changes nothing.
+    unless ``force_overwrite`` (``new`` is overwritten all the same); this array's own
+    journal or cache members always are. Its space is allocated before ``old`` is
+    failed, so a full filesystem changes nothing.
 
     Offline when the array is not served; online (clients keep working) when it is.
     ``rate`` caps the rebuild in bytes/s (``"200M"``). ``progress(done_bytes,
@@ -723,7 +729,7 @@ def replace(
         "no_wait": not wait,
         "journal": journal,
         "cache_members": cache_members or None,
-        "force": force,
+        "force_overwrite": [new] if force_overwrite else None,
     }
     return run_replace(options, progress)
 
@@ -848,11 +854,6 @@ def inject_fault(
 # ---------------------------------------------------------------------------- serving
 
 
-# The client's own default: a free port (read back from `Server.uri`), so that tests
-# and scripts never collide on the engine's fixed 10809.
-LISTEN_DEFAULT = "127.0.0.1:0"
-
-
 class Server:
     """A running ``raidlab-engine serve``: use as a context manager, or call ``stop``.
 
@@ -870,10 +871,8 @@ class Server:
         log: Callable[[str], None] | None = None,
     ) -> None:
         # Keys and defaults are the engine's (`flag_defaults("serve")`); None keeps its
-        # default. Only `listen` has the client's own default (LISTEN_DEFAULT), unless
-        # `unix` asks for the Unix socket export alone.
-        given = dict(options or {})
-        chosen = given if given.get("unix") else {"listen": LISTEN_DEFAULT, **given}
+        # default: the export on the private Unix socket alone, TCP only with `listen`.
+        chosen = dict(options or {})
         if "members" in chosen:
             raise RaidlabError("members", "the members are the first argument, not an option")
         args = ["serve", *command_args("serve", chosen)]
@@ -945,13 +944,14 @@ class Server:
     @property
     def address(self) -> str | None:
         """``HOST:PORT`` the server listens on (the port the OS chose for port 0); None
-        when it exports on its Unix socket only (``unix`` without ``listen``)."""
+        when it exports on its Unix socket only (without ``listen``, the default)."""
         assert self._ready_match is not None
         return self._ready_match.group("address")
 
     @property
     def unix_uri(self) -> str | None:
-        """The Unix socket export, ``nbd+unix:///NAME?socket=PATH`` (``unix``), or None."""
+        """The Unix socket export, ``nbd+unix:///NAME?socket=PATH`` (the default, or
+        ``unix`` with ``listen``), or None (``listen`` alone)."""
         assert self._ready_match is not None
         return self._ready_match.group("unix")
 
@@ -1040,9 +1040,10 @@ def serve(
 
     ``options`` (and keyword arguments, which add to them) are the engine's ``serve``
     flags by argument id, as :func:`flag_defaults` lists them with their defaults:
-    ``listen`` (``HOST:PORT``; here port 0, a free one the OS picks, read it back
-    from ``Server.uri``), ``unix`` (True: the export on a Unix socket private to this
-    user instead, ``Server.unix_uri``; with ``listen`` given too, on both),
+    ``listen`` (``HOST:PORT`` for TCP clients, port 0 for a free one the OS picks,
+    read back from ``Server.uri``; without it the export is on a Unix socket private
+    to this user alone, ``Server.uri`` is its ``nbd+unix://`` URI), ``unix`` (True
+    with ``listen``: on both),
     ``evict_idle_after``, ``idle_timeout``, ``io_timeout``, ``requests_in_flight``,
     ``bitmap_delay``, ``tls_cert``, ``tls_key``, ``tls_psk``, ``tls``, ``name``,
     ``memory_limit``, ``journal``, ``cache_members`` (the SSD cache tier of an array

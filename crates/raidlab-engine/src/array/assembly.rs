@@ -46,8 +46,9 @@ pub struct CreateOptions {
     pub member_size_bytes: Option<u64>,
     /// The array UUID; `None` draws one from /dev/urandom.
     pub uuid: Option<u128>,
-    /// Overwrite members that carry a raidlab superblock.
-    pub force: bool,
+    /// Which members, spares and journal that carry raidlab metadata may be
+    /// overwritten all the same (`--force-overwrite FILE`); by default none.
+    pub force: crate::format::probe::Overwrite,
     /// Skip the initial resync even when a member held data before (its parity and
     /// copies would be inconsistent with that data until a `repair`).
     pub assume_clean: bool,
@@ -126,7 +127,7 @@ impl CreateOptions {
             spans: None,
             member_size_bytes,
             uuid: None,
-            force: false,
+            force: crate::format::probe::Overwrite::Nothing,
             assume_clean: false,
             journal: None,
             journal_bytes: None,
@@ -906,7 +907,7 @@ fn open_new_member(
         undo.created.push(path.to_path_buf());
     }
     let meta = file.metadata().map_err(io_err(path, "stat"))?;
-    crate::format::probe::refuse_foreign(&file, path, "a member", opts.force)?;
+    crate::format::probe::refuse_foreign(&file, path, "a member", &opts.force)?;
     let block_device = meta.file_type().is_block_device();
     let mut bytes = device_bytes(&file, path)?;
     let mut fresh = true;
@@ -1034,7 +1035,7 @@ fn create_journal(
             "is a member; the journal needs its own file",
         ));
     }
-    super::members::check_new_journal(path, ids, opts.force)?;
+    super::members::check_new_journal(path, ids, &opts.force)?;
     if !path.exists() {
         undo.created.push(path.to_path_buf());
     }
@@ -1098,7 +1099,7 @@ fn open_spares(
         if !existed {
             undo.created.push(path.clone());
         }
-        crate::format::probe::refuse_foreign(&file, path, "a spare", opts.force)?;
+        crate::format::probe::refuse_foreign(&file, path, "a spare", &opts.force)?;
         let mut bytes = device_bytes(&file, path)?;
         let is_file = file.metadata().is_ok_and(|m| m.file_type().is_file());
         if let Some(want) = opts.member_size_bytes.filter(|&w| is_file && bytes < w) {

@@ -121,8 +121,12 @@ pub(super) fn open_member_once(
 /// Refuses `path` as `create`'s new write journal when it is one of the members or
 /// spares just opened (`ids`: their devices and inodes, so another path to the same
 /// file is caught), or carries raidlab metadata (another array's journal, member,
-/// cache member) without `force`. A file that does not exist yet is fine.
-pub(super) fn check_new_journal(path: &Path, ids: &[(u64, u64)], force: bool) -> Result<()> {
+/// cache member) unless `force` names it. A file that does not exist yet is fine.
+pub(super) fn check_new_journal(
+    path: &Path,
+    ids: &[(u64, u64)],
+    force: &crate::format::probe::Overwrite,
+) -> Result<()> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };

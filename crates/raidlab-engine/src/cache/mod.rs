@@ -219,7 +219,7 @@ impl CachedArray {
         member_bytes: Option<u64>,
         policy: Policy,
         region_bytes: Option<u64>,
-        force: bool,
+        force: impl Into<crate::format::probe::Overwrite>,
     ) -> Result<Self> {
         Self::create_files(
             backing,
@@ -227,7 +227,7 @@ impl CachedArray {
             member_bytes,
             policy,
             region_bytes,
-            force,
+            force.into(),
             false,
         )
     }
@@ -240,7 +240,7 @@ impl CachedArray {
         member_bytes: Option<u64>,
         policy: Policy,
         region_bytes: Option<u64>,
-        force: bool,
+        force: crate::format::probe::Overwrite,
         sparse: bool,
     ) -> Result<Self> {
         let uuid = backing.status().uuid;

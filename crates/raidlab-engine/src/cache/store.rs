@@ -56,7 +56,7 @@ impl Store {
         policy: u8,
         block_bytes: u64,
         region_bytes: u64,
-        force: bool,
+        force: crate::format::probe::Overwrite,
         sparse: bool,
     ) -> Result<Self> {
         let mut opts =
@@ -78,7 +78,7 @@ impl Store {
             )));
         }
         mirror.write(0, &header.encode(), false)?;
-        // Members reused (--force) may hold an older cache's log: neither area counts
+        // Members reused (--force-overwrite) may hold an older cache's log: neither area counts
         // until this one's first snapshot.
         for k in 0..2 {
             mirror.write(header.area_offset_bytes(k), &[0u8; 512], false)?;

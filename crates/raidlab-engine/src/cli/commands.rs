@@ -12,6 +12,7 @@ use super::open::{absolute, assemble, recover_unclean_stop};
 use super::parse::{self, Injection, ServedFault};
 use super::render;
 use crate::cache::CachedArray;
+use crate::format::probe::Overwrite;
 use crate::net::control;
 use crate::{Array, Error, Result};
 use serde_json::{json, Value};
@@ -30,6 +31,7 @@ pub fn create(a: &CreateArgs) -> Result<i32> {
         ));
     }
     let cache = cache_options(a)?;
+    opts.force = overwrite_in_create(a, &members, &opts, &cache)?;
     // Every file this command is about to create: removed again if it fails, so a
     // refused `create` leaves nothing behind (files that existed are left as they are).
     let cache_paths = cache.as_ref().map_or(&[][..], |(p, _)| p.as_slice());
@@ -67,13 +69,31 @@ fn create_with_cache(
             a.cache_size,
             policy,
             a.cache_region,
-            a.force,
+            opts.force.clone(),
             a.sparse,
         )?;
         s["cache"] = tier.stats_json();
         tier.close()?;
     }
     Ok(s)
+}
+
+/// `--force-overwrite` of `create`: each file it names must be one `create` writes (a
+/// member, spare, journal or cache member).
+fn overwrite_in_create(
+    a: &CreateArgs,
+    members: &[PathBuf],
+    opts: &crate::CreateOptions,
+    cache: &Option<(Vec<PathBuf>, raidlab_cache::Policy)>,
+) -> Result<Overwrite> {
+    let journal = absolute(opts.journal.as_slice())?;
+    let cache_paths = cache.as_ref().map_or(&[][..], |(p, _)| p.as_slice());
+    let files: Vec<PathBuf> = [members, &opts.spares, &journal, cache_paths].concat();
+    Overwrite::named(
+        &absolute(&a.force_overwrite)?,
+        &files,
+        "a member, spare, journal or cache member",
+    )
 }
 
 /// `attach-cache`: an empty cache in front of an array no server holds.
@@ -86,6 +106,11 @@ pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
     };
     let paths = absolute(paths)?;
     crate::cache::store::mirror_level(paths.len())?;
+    let overwrite = Overwrite::named(
+        &absolute(&a.force_overwrite)?,
+        &paths,
+        "a cache member (--cache-members)",
+    )?;
     if let Some(p) = paths.iter().find(|p| members.contains(p)) {
         return Err(Error::Input(format!(
             "--cache-members: {} is a member of the array too",
@@ -106,7 +131,7 @@ pub fn attach_cache(a: &AttachCacheArgs) -> Result<i32> {
         a.cache_size,
         a.cache_policy.unwrap_or(raidlab_cache::Policy::Raidix),
         a.cache_region,
-        a.force,
+        overwrite,
     )?;
     let mut s = control::status_json(&tier.backing().status());
     s["cache"] = tier.stats_json();
@@ -332,7 +357,12 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
         .collect();
     // NEW's space is allocated before OLD is failed, but after what can be checked
     // without touching it (offline: the role of OLD), so a refusal changes no file.
-    let need = check_new(&new_file, new, &members, a.force)?;
+    let overwrite = Overwrite::named(
+        &absolute(&a.force_overwrite)?,
+        &[new.to_path_buf()],
+        "NEW, the file",
+    )?;
+    let need = check_new(&new_file, new, &members, &overwrite)?;
     let allocate = || match need {
         Some(bytes) => crate::array::prepare_replacement(&new_file, new, bytes),
         None => Ok(()),
@@ -379,14 +409,14 @@ fn replace_onto(a: &ReplaceArgs, old: &str, new: &Path) -> Result<i32> {
 /// Checks NEW (`file`, opened from `new`) before the array changes at all: claimed (a
 /// file another array holds, its live journal included, is refused naming the holder),
 /// refused when it carries raidlab metadata (another array's member, spare, journal or
-/// cache: unless `force`; this array's journal or cache: always). A member of this same
+/// cache: unless `overwrite` names it; this array's journal or cache: always). A member of this same
 /// array that it no longer uses may come back (md's re-add). Returns the bytes a member
 /// of the array needs, for [`crate::array::prepare_replacement`], when known.
 fn check_new(
     file: &std::fs::File,
     new: &Path,
     members: &[PathBuf],
-    force: bool,
+    overwrite: &Overwrite,
 ) -> Result<Option<u64>> {
     use crate::format::probe::{probe, Found};
     crate::array::claim(file, new)?;
@@ -403,14 +433,8 @@ fn check_new(
             Some("a member of the array's cache")
         }
         Some(Found::Member { uuid, .. } | Found::Spare { uuid }) if uuid == sb.array_uuid => None,
-        Some(found) if !force => {
-            return Err(Error::Member {
-                path: new.to_path_buf(),
-                message: format!(
-                    "carries {found}; refusing to overwrite it as the new member (give --force \
-                     to overwrite it)"
-                ),
-            })
+        Some(found) if !overwrite.allows(file, new) => {
+            return Err(crate::format::probe::refusal(new, &found, "the new member"))
         }
         Some(_) => None,
     };

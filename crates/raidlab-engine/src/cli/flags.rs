@@ -156,10 +156,11 @@ pub struct AttachCacheArgs {
     /// at most 1G.
     #[arg(long, value_name = "SIZE", value_parser = values::bytes)]
     pub cache_region: Option<u64>,
-    /// Overwrite cache members that carry raidlab metadata (another array's
-    /// superblock, journal, parity log or cache).
-    #[arg(long)]
-    pub force: bool,
+    /// Overwrite this cache member though it carries raidlab metadata (another
+    /// array's superblock, journal, parity log or cache); repeat it for each
+    /// (default: none; such a member is refused, naming it).
+    #[arg(long, value_name = "FILE", action = ArgAction::Append)]
+    pub force_overwrite: Vec<PathBuf>,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -242,11 +243,11 @@ pub struct CreateArgs {
     /// The array UUID (hex); default: drawn from /dev/urandom.
     #[arg(long, value_name = "HEX", value_parser = values::uuid)]
     pub uuid: Option<u128>,
-    /// Overwrite members, spares, the journal and cache members that carry raidlab
-    /// metadata (another array's superblock, journal, parity log or cache); without it
-    /// they are refused.
-    #[arg(long)]
-    pub force: bool,
+    /// Overwrite this member, spare, journal or cache member though it carries
+    /// raidlab metadata (another array's superblock, journal, parity log or cache);
+    /// repeat it for each (default: none; such a file is refused, naming it).
+    #[arg(long, value_name = "FILE", action = ArgAction::Append)]
+    pub force_overwrite: Vec<PathBuf>,
     /// Skip the initial resync even when members held data.
     #[arg(long)]
     pub assume_clean: bool,
@@ -292,14 +293,15 @@ pub struct CreateArgs {
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// TCP address of the NBD export (port 0: any free port, printed when ready);
-    /// default 127.0.0.1:10809, or none with --unix.
+    /// TCP address of the NBD export (port 0: any free port, printed when ready), for
+    /// remote clients: 127.0.0.1:10809 is NBD's usual port (default: none, the export
+    /// is on the private Unix socket alone; see --unix).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// Export on a Unix socket next to the control socket instead (private to your
-    /// user and root, checked as the control socket is: no other local user can
-    /// reach the data); its nbd+unix:// URI is printed when ready. With --listen, on
-    /// both.
+    /// The export's Unix socket next to the control socket (private to your user and
+    /// root, checked as the control socket is: no other local user can reach the
+    /// data); its nbd+unix:// URI is printed when ready. The default without --listen;
+    /// with --listen, on both.
     #[arg(long)]
     pub unix: bool,
     /// Connections served at once; more are closed at once.
@@ -422,11 +424,11 @@ pub struct ReplaceArgs {
     /// Return once a served array's rebuild has started, instead of at its end.
     #[arg(long)]
     pub no_wait: bool,
-    /// Overwrite a NEW that carries another array's raidlab metadata (its member,
-    /// spare, journal or cache); this array's own journal and cache are refused all
-    /// the same.
-    #[arg(long)]
-    pub force: bool,
+    /// Overwrite NEW (name it here) though it carries another array's raidlab
+    /// metadata (its member, spare, journal or cache); this array's own journal and
+    /// cache are refused all the same (default: none).
+    #[arg(long, value_name = "NEW", action = ArgAction::Append)]
+    pub force_overwrite: Vec<PathBuf>,
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -666,8 +668,11 @@ mod tests {
                 &serde_json::Value::Null
             )
         );
-        let force = arg(&table, "create", "force");
-        assert_eq!(force["takes_value"], false);
+        let force = arg(&table, "create", "force_overwrite");
+        assert_eq!(
+            (&force["takes_value"], &force["repeated"]),
+            (&serde_json::json!(true), &serde_json::json!(true))
+        );
         let cache = arg(&table, "create", "cache_members");
         assert_eq!(cache["value_delimiter"], ",");
         let limit = arg(&table, "serve", "requests_in_flight");

@@ -164,7 +164,6 @@ pub fn create_options(a: &CreateArgs) -> Result<CreateOptions> {
     opts.copies = a.copies;
     opts.spans = a.spans;
     opts.uuid = a.uuid;
-    opts.force = a.force;
     opts.assume_clean = a.assume_clean;
     opts.journal = a.array.journal.clone();
     opts.journal_bytes = a.journal_size;

@@ -45,6 +45,7 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     // killed the process mid start-up instead of stopping the serve cleanly.
     let _signals = SignalHandlers::install();
     let tls = tls_server(a)?;
+    refuse_tls_without_listen(a)?;
     let members = absolute(&a.array.members)?;
     let array = Arc::new(assemble(&members, &a.array)?);
     let control_socket = control::bind(array.status().uuid)?;
@@ -91,22 +92,31 @@ fn assemble_and_serve(a: &ServeArgs) -> Result<i32> {
     }
     array.close()?;
     served.map_err(|e| Error::Input(format!("serve: {e}")))?;
+    let after = array.status();
+    if after.dirty {
+        // Regions a write left half done for lack of space could not be resynced (the
+        // filesystem is still full): the superblocks say dirty, so the stop must not
+        // say clean. The next serve resyncs them.
+        eprintln!(
+            "raidlab-engine: stopped, array {} but left dirty: {} region(s) a write left \
+             half done could not be resynced (no space?); the next serve resyncs them",
+            health(&array),
+            after.dirty_regions
+        );
+        return Ok(1);
+    }
     eprintln!("raidlab-engine: stopped, array {}", health(&array));
     Ok(0)
 }
 
-/// Where the export listens: `--listen` over TCP (127.0.0.1:10809 when neither it nor
-/// `--unix` is given), and with `--unix` on the Unix socket next to the control
-/// socket, bound by the control socket's own rules (private directory, mode 0600,
-/// refused while another server answers there).
+/// Where the export listens: on the Unix socket next to the control socket, bound by
+/// the control socket's own rules (private directory, mode 0600, peers of another uid
+/// refused, refused while another server answers there), unless `--listen` asks for
+/// TCP; `--unix` with `--listen` keeps the Unix socket too. The local default is the
+/// private socket: a TCP port on 127.0.0.1 is open to every local user.
 fn listeners(a: &ServeArgs, uuid: u128, tls: Option<&TlsServer>) -> Result<Vec<Listener>> {
     let mut listeners = Vec::new();
-    let tcp = match (&a.listen, a.unix) {
-        (Some(addr), _) => Some(addr.as_str()),
-        (None, false) => Some("127.0.0.1:10809"),
-        (None, true) => None,
-    };
-    if let Some(addr) = tcp {
+    if let Some(addr) = &a.listen {
         let listener = TcpListener::bind(addr)
             .map_err(|e| Error::Input(format!("--listen: cannot listen on {addr}: {e}")))?;
         if let Ok(local) = listener.local_addr() {
@@ -114,13 +124,35 @@ fn listeners(a: &ServeArgs, uuid: u128, tls: Option<&TlsServer>) -> Result<Vec<L
         }
         listeners.push(Listener::Tcp(listener));
     }
-    if a.unix {
+    if a.unix || a.listen.is_none() {
         let path = nbd_socket_path(uuid);
         let what = format!("the NBD export of array {uuid:032x}");
         let listener = private_socket::bind(&path, &what)?;
         listeners.push(Listener::Unix(listener, path));
     }
     Ok(listeners)
+}
+
+/// TLS is offered on TCP only (the Unix socket is private already): a TLS flag without
+/// `--listen` is refused naming it, instead of being silently unused (after the TLS
+/// flags' own checks, which say more about a flag that is wrong anyway).
+fn refuse_tls_without_listen(a: &ServeArgs) -> Result<()> {
+    if a.listen.is_some() {
+        return Ok(());
+    }
+    let given = [
+        ("--tls", a.tls.is_some_and(|m| m != TlsMode::Off)),
+        ("--tls-cert", a.tls_cert.is_some()),
+        ("--tls-key", a.tls_key.is_some()),
+        ("--tls-psk", a.tls_psk.is_some()),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(Error::Input(format!(
+            "{flag}: TLS is for the TCP export, which needs --listen ADDR (the default \
+             export is the private Unix socket, which needs no TLS)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The Unix socket of the NBD export of array `uuid`: `<uuid>.nbd` beside its control

@@ -26,7 +26,7 @@
 use crate::error::{io_err, Error, Result};
 use crc32c::crc32c;
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
@@ -187,13 +187,11 @@ impl Journal {
     }
 
     /// Opens the journal of array `uuid`; refuses another array's journal or a file that
-    /// is not a journal.
+    /// is not a journal. A journal on a block device is opened `O_EXCL`, as members are
+    /// ([`crate::owner::open_member_file`]): the kernel's exclusive claim keeps another
+    /// `create --journal` (or mkfs) from opening the live journal to overwrite it.
     pub fn open(path: &Path, uuid: u128) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io_err(path, "open journal"))?;
+        let file = crate::owner::open_member_file(path, false)?;
         let mut h = [0u8; HEADER_BYTES as usize];
         file.read_exact_at(&mut h, 0).map_err(|e| Error::Member {
             path: path.to_path_buf(),

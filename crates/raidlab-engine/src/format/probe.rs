@@ -1,7 +1,9 @@
 //! What raidlab metadata a file or device already carries, before anything writes to
 //! it: `create`, `replace`, `add-spare` and `attach-cache` refuse a target that holds
-//! another array's member, spare, journal, partial parity log or cache (unless told
-//! `--force`), as mdadm refuses a device with an md superblock.
+//! another array's member, spare, journal, partial parity log or cache unless the
+//! command names that very file in `--force-overwrite FILE` ([`Overwrite`]), as mdadm
+//! refuses a device with an md superblock. A flag that overwrote every file at once
+//! would also overwrite the ones the user did not think of.
 //!
 //! ```text
 //!  offset 0        b"RAIDLAB\x01"  superblock: member (role r) or hot spare of array U
@@ -14,8 +16,8 @@
 
 use super::superblock::{Superblock, DATA_OFFSET_BYTES, MAGIC, ROLE_SPARE, SUPERBLOCK_BYTES};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 const JOURNAL_MAGIC: &[u8; 8] = b"RLJRNL01";
 const PPL_MAGIC: &[u8; 8] = b"RLPPL001";
@@ -136,18 +138,123 @@ pub fn probe(file: &File) -> Option<Found> {
     None
 }
 
+/// Which files that carry raidlab metadata a command may overwrite all the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Overwrite {
+    /// None: each is refused, naming it (the default).
+    #[default]
+    Nothing,
+    /// Every file: the library's `force`; the command line always names the files.
+    Everything,
+    /// These files alone (`--force-overwrite FILE`, repeatable), as given and by
+    /// identity, so another path to the same file or device counts as naming it.
+    Named(Vec<(PathBuf, Option<FileId>)>),
+}
+
+/// A file's identity: its device and inode, and for a block device the device it is
+/// (two nodes of one disk are one disk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    rdev: Option<u64>,
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        let block = meta.file_type().is_block_device();
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            rdev: block.then(|| meta.rdev()),
+        }
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+            || (self.rdev.is_some() && self.rdev == other.rdev)
+    }
+}
+
+impl From<bool> for Overwrite {
+    fn from(force: bool) -> Self {
+        if force {
+            Self::Everything
+        } else {
+            Self::Nothing
+        }
+    }
+}
+
+impl Overwrite {
+    /// `--force-overwrite`'s files (`named`, absolute), each of which must be one of
+    /// `files`, the files the command writes (`what`: which ones, for the error): a
+    /// name that is none of them would overwrite nothing and hide a typo.
+    pub fn named(named: &[PathBuf], files: &[PathBuf], what: &str) -> crate::Result<Self> {
+        if named.is_empty() {
+            return Ok(Self::Nothing);
+        }
+        let id = |p: &Path| std::fs::metadata(p).ok().map(|m| FileId::of(&m));
+        let ids: Vec<Option<FileId>> = files.iter().map(|p| id(p)).collect();
+        let mut out = Vec::new();
+        for p in named {
+            let mine = id(p);
+            let listed = files
+                .iter()
+                .zip(&ids)
+                .any(|(f, fid)| f == p || matches!((fid, &mine), (Some(a), Some(b)) if a.same(b)));
+            if !listed {
+                return Err(crate::Error::Input(format!(
+                    "--force-overwrite: {} is not one of this command's files; name {what} \
+                     it would overwrite",
+                    p.display()
+                )));
+            }
+            out.push((p.clone(), mine));
+        }
+        Ok(Self::Named(out))
+    }
+
+    /// Whether `file`, opened from `path`, may be overwritten though it carries
+    /// raidlab metadata.
+    pub fn allows(&self, file: &File, path: &Path) -> bool {
+        match self {
+            Self::Nothing => false,
+            Self::Everything => true,
+            Self::Named(named) => {
+                let mine = file.metadata().ok().map(|m| FileId::of(&m));
+                named.iter().any(|(p, id)| {
+                    p == path || matches!((id, &mine), (Some(a), Some(b)) if a.same(b))
+                })
+            }
+        }
+    }
+}
+
+/// The refusal of `path` that carries `found` as the `what` about to be written: names
+/// the file, whose it is, and the exact flag that would overwrite it.
+pub fn refusal(path: &Path, found: &Found, what: &str) -> crate::Error {
+    crate::Error::Member {
+        path: path.to_path_buf(),
+        message: format!(
+            "carries {found}; refusing to overwrite it as {what} (give --force-overwrite {} \
+             to overwrite it)",
+            path.display()
+        ),
+    }
+}
+
 /// Refuses `file` (opened from `path`) as the `what` about to be written (a member,
-/// the journal, a spare, a replacement) when it carries raidlab metadata and `force`
-/// is not given; the error names the file, whose it is, and the flag.
-pub fn refuse_foreign(file: &File, path: &Path, what: &str, force: bool) -> crate::Result<()> {
+/// the journal, a spare, a replacement) when it carries raidlab metadata and
+/// `overwrite` does not name it; the error names the file, whose it is, and the flag.
+pub fn refuse_foreign(
+    file: &File,
+    path: &Path,
+    what: &str,
+    overwrite: &Overwrite,
+) -> crate::Result<()> {
     match probe(file) {
-        Some(found) if !force => Err(crate::Error::Member {
-            path: path.to_path_buf(),
-            message: format!(
-                "carries {found}; refusing to overwrite it as {what} (give --force to \
-                 overwrite it)"
-            ),
-        }),
+        Some(found) if !overwrite.allows(file, path) => Err(refusal(path, &found, what)),
         _ => Ok(()),
     }
 }
@@ -171,14 +278,26 @@ mod tests {
         std::fs::write(&path, &j).unwrap();
         let f = File::open(&path).unwrap();
         assert_eq!(probe(&f), Some(Found::Journal { uuid: 5 }));
-        let e = refuse_foreign(&f, &path, "the journal", false)
+        let e = refuse_foreign(&f, &path, "the journal", &Overwrite::Nothing)
             .unwrap_err()
             .to_string();
+        let flag = format!("--force-overwrite {}", path.display());
         assert!(
-            e.contains("write journal of array") && e.contains("--force"),
+            e.contains("write journal of array") && e.contains(&flag),
             "{e}"
         );
-        refuse_foreign(&f, &path, "the journal", true).unwrap();
+        refuse_foreign(&f, &path, "the journal", &Overwrite::Everything).unwrap();
+        // Named: this file by another path counts; another file does not.
+        let other = dir.path().join("g");
+        std::fs::write(&other, b"x").unwrap();
+        let files = [path.clone(), other.clone()];
+        let alias = dir.path().join(".").join("f");
+        let this = Overwrite::named(std::slice::from_ref(&alias), &files, "a file").unwrap();
+        refuse_foreign(&f, &path, "the journal", &this).unwrap();
+        let that = Overwrite::named(std::slice::from_ref(&other), &files, "a file").unwrap();
+        refuse_foreign(&f, &path, "the journal", &that).unwrap_err();
+        let e = Overwrite::named(&[dir.path().join("h")], &files, "a file").unwrap_err();
+        assert!(e.to_string().starts_with("--force-overwrite: "), "{e}");
         let mut p = vec![0u8; 4096 + 24];
         p[4096..4104].copy_from_slice(PPL_MAGIC);
         std::fs::write(&path, &p).unwrap();
