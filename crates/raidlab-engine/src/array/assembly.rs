@@ -3,6 +3,7 @@
 //! open, size and write.
 
 use super::bitmap::bitmap_bytes;
+use super::integrity::{data_bytes_with, Checksums};
 use super::members::{
     device_bytes, open_member_once, preallocate, random_uuid, read_superblock_of, MemberState,
 };
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::journal::Journal;
 use crate::format::ppl;
 use crate::format::superblock::{
-    ConsistencyPolicy, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
+    ConsistencyPolicy, Integrity, Superblock, BITMAP_OFFSET_BYTES, INTEGRITY_BLOCK_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
 };
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
 use std::fs::File;
@@ -67,6 +68,10 @@ pub struct CreateOptions {
     /// take a failed member's place (see `spares`); created or extended to
     /// `member_size_bytes` like the members, else at least a member's size.
     pub spares: Vec<PathBuf>,
+    /// Per-block checksums of the data (dm-integrity's `--integrity`): kept after the
+    /// data on every member, which shrinks the data by about 1/1024 (see
+    /// `integrity`). Needs the bitmap or resync policy.
+    pub integrity: Integrity,
 }
 
 /// A stale or failed member that `assemble --force` put back in: its data may miss
@@ -133,6 +138,7 @@ impl CreateOptions {
             sparse: false,
             policy: None,
             spares: Vec::new(),
+            integrity: Integrity::None,
         }
     }
 }
@@ -179,13 +185,14 @@ impl Array {
         if !opts.sparse {
             preallocate_files(paths, &files, &regular, &spares)?;
         }
-        let spec = create_spec(paths.len(), opts, data_bytes_min);
+        let data_bytes = data_bytes_with(opts.integrity, DATA_OFFSET_BYTES + data_bytes_min);
+        let spec = create_spec(paths.len(), opts, data_bytes);
         let geo = Geometry::new(&spec)?;
         let uuid = match opts.uuid {
             Some(u) => u,
             None => random_uuid()?,
         };
-        let policy = consistency_policy(opts, &geo)?;
+        let policy = integrity_policy(opts, consistency_policy(opts, &geo)?)?;
         let journal = match &opts.journal {
             None => None,
             Some(path) => Some(create_journal(
@@ -212,6 +219,9 @@ impl Array {
         )?;
         *array.spares.get_mut().expect("spares lock") =
             spares.into_iter().map(|(s, _)| s).collect();
+        array.checksums = (opts.integrity == Integrity::Crc32c)
+            .then(|| Checksums::new(data_bytes, paths.len() as u32));
+        array.init_checksums(fresh)?;
         array.start_consistent(fresh || opts.assume_clean)?;
         undo.armed = false;
         Ok(array)
@@ -300,6 +310,8 @@ impl Array {
             journal,
             policy,
         )?;
+        array.checksums = (newest.integrity == Integrity::Crc32c)
+            .then(|| Checksums::new(newest.spec.member_capacity_bytes, geo.members()));
         array.load_bad_blocks()?;
         array.journal_replayed = array.replay_journal()?;
         if newest.dirty {
@@ -970,6 +982,33 @@ fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<Consistenc
         }
     }
     Ok(policy)
+}
+
+/// The consistency policy of an array with checksums: the bitmap or resync, whose
+/// resync after an unclean stop sums the blocks of the regions it covers again (the
+/// `ppl` and `journal` recoveries rewrite stripes the bitmap does not mark). Without
+/// a policy asked for, RAID 5's default `ppl` gives way to the bitmap.
+fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<ConsistencyPolicy> {
+    if opts.integrity != Integrity::None && opts.stripe_unit_bytes < INTEGRITY_BLOCK_BYTES {
+        // Stripes then share a checksummed block, and writes of two stripes (which do
+        // not hold each other's lock) would race on its checksum.
+        return Err(Error::Input(format!(
+            "--integrity: {} needs a stripe unit of {INTEGRITY_BLOCK_BYTES} B or more, got {} B",
+            opts.integrity, opts.stripe_unit_bytes
+        )));
+    }
+    match (opts.integrity, opts.policy, policy) {
+        (Integrity::None, _, p) => Ok(p),
+        (_, None, ConsistencyPolicy::Ppl) => Ok(ConsistencyPolicy::Bitmap),
+        (_, _, p @ (ConsistencyPolicy::Ppl | ConsistencyPolicy::Journal)) => {
+            Err(Error::Input(format!(
+                "--integrity: {} needs the bitmap or resync consistency policy, not {p} \
+                 (its recovery rewrites stripes that no resync sums again)",
+                opts.integrity
+            )))
+        }
+        (_, _, p) => Ok(p),
+    }
 }
 
 /// The policy of an array created without `--consistency-policy` or `--journal`: one
