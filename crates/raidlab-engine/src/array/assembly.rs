@@ -161,6 +161,7 @@ impl Array {
     /// Refuses members that already carry a raidlab superblock unless `force`.
     pub fn create(paths: &[PathBuf], opts: &CreateOptions) -> Result<Self> {
         check_create_geometry(paths, opts)?;
+        check_integrity(opts)?;
         let mut ids = Vec::new();
         let mut undo = Undo {
             created: Vec::new(),
@@ -984,29 +985,45 @@ fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<Consistenc
     Ok(policy)
 }
 
-/// The consistency policy of an array with checksums: the bitmap or resync, whose
-/// resync after an unclean stop sums the blocks of the regions it covers again (the
-/// `ppl` and `journal` recoveries rewrite stripes the bitmap does not mark). Without
-/// a policy asked for, RAID 5's default `ppl` gives way to the bitmap.
-fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<ConsistencyPolicy> {
-    if opts.integrity != Integrity::None && opts.stripe_unit_bytes < INTEGRITY_BLOCK_BYTES {
-        // Stripes then share a checksummed block, and writes of two stripes (which do
-        // not hold each other's lock) would race on its checksum.
+/// Refuses `--integrity` with what it cannot serve, before anything is opened: a
+/// stripe unit below the checksummed block (stripes would share a block, and writes
+/// of two stripes, which do not hold each other's lock, would race on its checksum),
+/// and the `ppl` and `journal` policies (see [`integrity_policy`]).
+fn check_integrity(opts: &CreateOptions) -> Result<()> {
+    if opts.integrity == Integrity::None {
+        return Ok(());
+    }
+    if opts.stripe_unit_bytes < INTEGRITY_BLOCK_BYTES {
         return Err(Error::Input(format!(
             "--integrity: {} needs a stripe unit of {INTEGRITY_BLOCK_BYTES} B or more, got {} B",
             opts.integrity, opts.stripe_unit_bytes
         )));
     }
+    let asked = match (opts.policy, &opts.journal) {
+        (Some(p @ (ConsistencyPolicy::Ppl | ConsistencyPolicy::Journal)), _) => Some(p),
+        (_, Some(_)) => Some(ConsistencyPolicy::Journal),
+        _ => None,
+    };
+    match asked {
+        Some(p) => Err(Error::Input(format!(
+            "--integrity: {} needs the bitmap or resync consistency policy, not {p} (its \
+             recovery rewrites stripes that no resync sums again)",
+            opts.integrity
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The consistency policy of an array with checksums: the bitmap or resync, whose
+/// resync after an unclean stop sums the blocks of the regions it covers again (the
+/// `ppl` and `journal` recoveries rewrite stripes the bitmap does not mark). Without
+/// a policy asked for, RAID 5's default `ppl` gives way to the bitmap.
+fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<ConsistencyPolicy> {
+    check_integrity(opts)?;
     match (opts.integrity, opts.policy, policy) {
         (Integrity::None, _, p) => Ok(p),
-        (_, None, ConsistencyPolicy::Ppl) => Ok(ConsistencyPolicy::Bitmap),
-        (_, _, p @ (ConsistencyPolicy::Ppl | ConsistencyPolicy::Journal)) => {
-            Err(Error::Input(format!(
-                "--integrity: {} needs the bitmap or resync consistency policy, not {p} \
-                 (its recovery rewrites stripes that no resync sums again)",
-                opts.integrity
-            )))
-        }
+        // RAID 5's default gives way; one asked for was refused by `check_integrity`.
+        (_, _, ConsistencyPolicy::Ppl) => Ok(ConsistencyPolicy::Bitmap),
         (_, _, p) => Ok(p),
     }
 }

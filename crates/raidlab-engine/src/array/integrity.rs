@@ -171,6 +171,10 @@ impl Array {
     /// wrote.
     pub(super) fn write_member(&self, file: &File, buf: &[u8], off: u64) -> io::Result<()> {
         file.write_all_at(buf, DATA_OFFSET_BYTES + off)?;
+        if self.checksums.is_some() {
+            // Crash tests stop here too: data written, its checksum not.
+            super::faults::crash_point();
+        }
         self.write_checksums(file, buf, off)
     }
 
