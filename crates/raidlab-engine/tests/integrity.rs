@@ -136,12 +136,24 @@ fn raid5_repair_rebuilds_the_chunk_whose_checksum_fails_not_parity_from_it() {
     flip(&paths, parity.member, parity.offset_bytes + 5000);
     let array = retry_in_use(|| Array::assemble(&paths));
     let r = array.scrub(true).unwrap();
-    assert_eq!((r.unresolved_stripes, r.read_errors_corrected), (0, 2), "{r:?}");
+    assert_eq!(
+        (r.unresolved_stripes, r.read_errors_corrected),
+        (0, 2),
+        "{r:?}"
+    );
     assert_eq!(r.checksum_mismatches.iter().sum::<u64>(), 2, "{r:?}");
     drop(array);
-    assert_eq!(raw(&paths, data_chunk), data_before, "data rebuilt from parity");
+    assert_eq!(
+        raw(&paths, data_chunk),
+        data_before,
+        "data rebuilt from parity"
+    );
     assert_eq!(raw(&paths, own_parity), own_before, "parity kept");
-    assert_eq!(raw(&paths, parity_chunk), parity_before, "bad parity recomputed");
+    assert_eq!(
+        raw(&paths, parity_chunk),
+        parity_before,
+        "bad parity recomputed"
+    );
     let array = retry_in_use(|| Array::assemble(&paths));
     assert!(data_is_whole(&array, cap));
     let again = array.scrub(false).unwrap();
@@ -170,7 +182,10 @@ fn a_read_of_a_flipped_block_returns_the_written_bytes_and_counts_it() {
         assert_eq!(st.checksum_mismatches[loc.member as usize], 1, "{level}");
         assert_eq!(st.read_errors_corrected[loc.member as usize], 1, "{level}");
         assert_eq!(st.integrity, Integrity::Crc32c);
-        assert!(st.bad_blocks.iter().all(Vec::is_empty), "rewritten, not listed");
+        assert!(
+            st.bad_blocks.iter().all(Vec::is_empty),
+            "rewritten, not listed"
+        );
         // Rewritten on the member: read again, it matches at once.
         array.read(logical, &mut buf).unwrap();
         assert_eq!(array.status().checksum_mismatches.iter().sum::<u64>(), 1);
@@ -181,7 +196,9 @@ fn a_read_of_a_flipped_block_returns_the_written_bytes_and_counts_it() {
 fn without_redundancy_a_flipped_block_fails_the_read_instead_of_returning_it() {
     let dir = tempfile::tempdir().unwrap();
     let (paths, cap) = written(dir.path(), Level::Raid0, 2, Integrity::Crc32c);
-    let loc = retry_in_use(|| Array::assemble(&paths)).geometry().locate(0);
+    let loc = retry_in_use(|| Array::assemble(&paths))
+        .geometry()
+        .locate(0);
     flip(&paths, loc.member, loc.offset_bytes + 10);
     let array = retry_in_use(|| Array::assemble(&paths));
     let mut buf = vec![0u8; 4096];
@@ -204,7 +221,10 @@ fn old_arrays_have_no_checksums_and_keep_their_data_size() {
     let (_, cap) = written(dir2.path(), Level::Raid1, 2, Integrity::Crc32c);
     // 512 KiB of data per member: one 4 KiB block of checksums, and the data rounded
     // down to whole chunks.
-    assert!(cap < plain_cap && cap >= plain_cap - CHUNK, "{cap} {plain_cap}");
+    assert!(
+        cap < plain_cap && cap >= plain_cap - CHUNK,
+        "{cap} {plain_cap}"
+    );
 }
 
 const MEMBERS: [&str; 3] = ["m0", "m1", "m2"];
@@ -216,7 +236,10 @@ fn the_create_flag_names_its_algorithms_and_status_says_integrity_is_on() {
     let base = ["create", "--level", "5", "--size", "4M"];
     for (extra, says) in [
         (&["--integrity", "md5"][..], "none, crc32c"),
-        (&["--integrity", "crc32c", "--consistency-policy", "ppl"], "bitmap or resync"),
+        (
+            &["--integrity", "crc32c", "--consistency-policy", "ppl"],
+            "bitmap or resync",
+        ),
         (&["--integrity", "crc32c", "--chunk", "2K"], "stripe unit"),
     ] {
         let mut args = base.to_vec();
@@ -236,8 +259,8 @@ fn the_create_flag_names_its_algorithms_and_status_says_integrity_is_on() {
     assert_eq!(st["integrity"], "crc32c", "{st}");
     // RAID 5's default ppl gives way to the bitmap, whose resync sums blocks again.
     assert_eq!(st["consistency_policy"], "bitmap", "{st}");
-    let text = String::from_utf8_lossy(&engine(d, &["status", "m0", "m1", "m2"]).stdout)
-        .to_string();
+    let text =
+        String::from_utf8_lossy(&engine(d, &["status", "m0", "m1", "m2"]).stdout).to_string();
     assert!(text.contains("integrity crc32c"), "{text}");
 }
 
@@ -251,7 +274,15 @@ fn served_reads_are_checked_and_a_crash_between_block_and_checksum_is_no_corrupt
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut args = vec!["create", "--level", "1", "--size", "6M", "--integrity", "crc32c"];
+    let mut args = vec![
+        "create",
+        "--level",
+        "1",
+        "--size",
+        "6M",
+        "--integrity",
+        "crc32c",
+    ];
     args.extend(&MEMBERS[..2]);
     engine(d, &args);
     let members = &MEMBERS[..2];
@@ -299,4 +330,30 @@ fn served_reads_are_checked_and_a_crash_between_block_and_checksum_is_no_corrupt
     let r = engine_json(d, &check);
     assert_eq!(r["checksum_mismatches"], serde_json::json!([0, 0]), "{r}");
     assert_eq!(r["mismatched_stripes"], 0, "{r}");
+}
+
+/// A member rebuilt onto a new file gets the checksums of its blocks (RAID 5 and
+/// RAID 1), and a write of part of a block (one sector) keeps its block's checksum
+/// right.
+#[test]
+fn a_rebuilt_member_and_a_sector_write_carry_their_checksums() {
+    for (level, members) in [(Level::Raid5, 4), (Level::Raid1, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (paths, cap) = written(dir.path(), level, members, Integrity::Crc32c);
+        let array = retry_in_use(|| Array::assemble(&paths));
+        array.open_for_writes().unwrap();
+        array.write(8192 + 512, &[0x77; 512], false).unwrap();
+        array.fail_member(1).unwrap();
+        let new = dir.path().join("new");
+        array.rebuild(1, &new, None, |_, _| {}).unwrap();
+        let mut expect = pattern(0, cap);
+        expect[8192 + 512..8192 + 1024].fill(0x77);
+        let mut buf = vec![0u8; cap as usize];
+        array.read(0, &mut buf).unwrap();
+        assert!(buf == expect, "{level}");
+        let r = array.scrub(false).unwrap();
+        assert_eq!(r.mismatched_stripes, 0, "{level}: {r:?}");
+        assert_eq!(r.checksum_mismatches, vec![0; members], "{level}: {r:?}");
+        array.close().unwrap();
+    }
 }

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::format::journal::Journal;
 use crate::format::ppl;
 use crate::format::superblock::{
-    ConsistencyPolicy, Integrity, Superblock, BITMAP_OFFSET_BYTES, INTEGRITY_BLOCK_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
+    ConsistencyPolicy, Integrity, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES,
+    DATA_OFFSET_BYTES, INTEGRITY_BLOCK_BYTES,
 };
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
 use std::fs::File;

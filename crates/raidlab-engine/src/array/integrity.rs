@@ -115,12 +115,19 @@ impl Array {
 
     /// Reads member `m`'s data at `off` into `buf` and checks its checksums; a
     /// mismatch is counted for `m` and fails the read (`InvalidData`).
-    pub(super) fn read_member(&self, file: &File, m: u32, buf: &mut [u8], off: u64) -> io::Result<()> {
+    pub(super) fn read_member(
+        &self,
+        file: &File,
+        m: u32,
+        buf: &mut [u8],
+        off: u64,
+    ) -> io::Result<()> {
         file.read_exact_at(buf, DATA_OFFSET_BYTES + off)?;
         let r = self.verify(file, m, buf, off);
         if let (Err(e), Some(c)) = (&r, &self.checksums) {
             if is_mismatch(e) {
                 c.mismatches[m as usize].fetch_add(1, Ordering::Relaxed);
+                eprintln!("raidlab-engine: {e}");
             }
         }
         r
@@ -232,7 +239,9 @@ impl Array {
         let blocks = c.data_bytes / BLOCK;
         for (role, f) in files.iter().enumerate() {
             let Some(f) = f else { continue };
-            let path = self.state.lock().expect("state lock").members[role].0.clone();
+            let path = self.state.lock().expect("state lock").members[role]
+                .0
+                .clone();
             let path = path.unwrap_or_default();
             let r = if zeroed {
                 let step = (RECOMPUTE_STEP / BLOCK).min(blocks.max(1));
@@ -256,7 +265,12 @@ mod tests {
 
     #[test]
     fn the_data_and_its_checksum_area_fit_the_member() {
-        for member in [DATA_OFFSET_BYTES + 4096 * 1025, 65 << 20, 1 << 30, (1 << 30) + 511] {
+        for member in [
+            DATA_OFFSET_BYTES + 4096 * 1025,
+            65 << 20,
+            1 << 30,
+            (1 << 30) + 511,
+        ] {
             let data = data_bytes_with(Integrity::Crc32c, member);
             assert_eq!(data % BLOCK, 0);
             assert!(DATA_OFFSET_BYTES + data + checksum_area_bytes(data) <= member);

@@ -9,9 +9,7 @@ use super::{Array, State, STRIPE_LOCKS};
 use crate::array::staged::Staged;
 use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::format::superblock::{
-    Superblock, BITMAP_REGION_BYTES, SUPERBLOCK_BYTES,
-};
+use crate::format::superblock::{Superblock, BITMAP_REGION_BYTES, SUPERBLOCK_BYTES};
 use raidlab_layout::{FailedSet, Plan, PlanError, Request, StripeId, StripeKind};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};

@@ -79,8 +79,9 @@ pub enum Command {
     #[command(args_override_self = true)]
     Check(ArrayArgs),
     /// Read every stripe and rewrite the block found bad where it can be told (RAID 6
-    /// from P and Q, three or more copies by majority); exit code 1 when stripes stay
-    /// unresolved (RAID 4/5/50, two copies), which are named.
+    /// from P and Q, three or more copies by majority, any level by its checksums with
+    /// --integrity); exit code 1 when stripes stay unresolved (RAID 4/5/50, two copies,
+    /// without checksums), which are named.
     #[command(args_override_self = true)]
     Repair(ArrayArgs),
     /// Corrupt a member's data byte, or inject a fault into a served array.

@@ -77,7 +77,10 @@ fn array_lines(s: &Value) -> String {
         out.push('\n');
     }
     if let Some(i) = s["integrity"].as_str().filter(|&i| i != "none") {
-        let _ = writeln!(out, "  integrity {i} (a checksum per 4 KiB block of every member)");
+        let _ = writeln!(
+            out,
+            "  integrity {i} (a checksum per 4 KiB block of every member)"
+        );
     }
     out
 }

@@ -593,7 +593,10 @@ mod tests {
             Err(SuperblockError::Field("integrity", 7))
         );
         assert_eq!("crc32c".parse(), Ok(Integrity::Crc32c));
-        assert!("md5".parse::<Integrity>().unwrap_err().contains("none, crc32c"));
+        assert!("md5"
+            .parse::<Integrity>()
+            .unwrap_err()
+            .contains("none, crc32c"));
         // 1 GiB of data: 262144 checksums of 4 B, 1 MiB.
         assert_eq!(checksum_area_bytes(1 << 30), 1 << 20);
         assert_eq!(checksum_area_bytes(4097), 4096);
