@@ -34,7 +34,7 @@
 //! (`assembly`), member files and the superblock writes of every state change
 //! (`members`), the request path on real bytes (`io`, over `stripe` and `stripe_locks`),
 //! the write-intent bitmap (`bitmap`), md's read-error correction and bad-block list
-//! (`read_errors`, `bad_blocks`),
+//! (`read_errors`, `bad_blocks`), per-block checksums (`integrity`),
 //! injected faults (`faults`), rebuild (`rebuild`) and check/repair (`scrub`).
 
 mod allocation;

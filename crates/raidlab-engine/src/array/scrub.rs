@@ -6,10 +6,14 @@
 //! which block is wrong (RAID 4, 5, 50 parity against data, two copies against each
 //! other, two or more bad blocks of a RAID 6 stripe) `repair` changes nothing and
 //! reports the stripe unresolved with its logical bytes, instead of md's silent choice
-//! of the data (or the first copy). The resyncs after an unclean stop (bitmap regions,
+//! of the data (or the first copy). With per-block checksums (`--integrity`, see
+//! `integrity`) a flipped block fails its checksum when read, and is rebuilt from the
+//! other members as an unreadable sector is, before the stripe is compared: then
+//! every level tells the bad block. The resyncs after an unclean stop (bitmap regions,
 //! initial sync) still make parity and copies agree with the data: there the data is
 //! what was written last. Stripes with sectors on the bad-block lists of more members
-//! than the level tolerates are not compared (`unreadable_stripes`).
+//! than the level tolerates are not compared (`unreadable_stripes`). A resync reads
+//! without checking checksums and sums the blocks it covers again.
 
 use super::stripe::{parity_of, stripe_members};
 use super::Array;
