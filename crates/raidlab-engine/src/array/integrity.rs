@@ -124,12 +124,13 @@ impl Array {
     ) -> io::Result<()> {
         file.read_exact_at(buf, DATA_OFFSET_BYTES + off)?;
         let r = self.verify(file, m, buf, off);
-        if let (Err(e), Some(c)) = (&r, &self.checksums) {
+        if let (Err((e, blocks)), Some(c)) = (&r, &self.checksums) {
             if is_mismatch(e) {
-                c.mismatches[m as usize].fetch_add(1, Ordering::Relaxed);
+                c.mismatches[m as usize].fetch_add(*blocks, Ordering::Relaxed);
                 eprintln!("raidlab-engine: {e}");
             }
         }
+        let r = r.map_err(|(e, _)| e);
         r
     }
 
@@ -143,35 +144,42 @@ impl Array {
         off: u64,
     ) -> io::Result<()> {
         file.read_exact_at(buf, DATA_OFFSET_BYTES + off)?;
-        self.verify(file, m, buf, off)
+        self.verify(file, m, buf, off).map_err(|(e, _)| e)
     }
 
     /// Checks `buf`, member `m`'s data at `off`, against the stored checksums; the
-    /// blocks it holds in part are read whole from the member.
-    fn verify(&self, file: &File, m: u32, buf: &[u8], off: u64) -> io::Result<()> {
+    /// blocks it holds in part are read whole from the member. A mismatch fails with
+    /// the first block's error and the number of blocks that fail.
+    fn verify(&self, file: &File, m: u32, buf: &[u8], off: u64) -> Result<(), (io::Error, u64)> {
         let Some(c) = &self.checksums else {
             return Ok(());
         };
         let end = off + buf.len() as u64;
         let (first, last) = (off / BLOCK, end.div_ceil(BLOCK));
         let mut stored = vec![0u8; ((last - first) * CHECKSUM_BYTES) as usize];
-        file.read_exact_at(&mut stored, c.area_at + first * CHECKSUM_BYTES)?;
+        file.read_exact_at(&mut stored, c.area_at + first * CHECKSUM_BYTES)
+            .map_err(|e| (e, 0))?;
         let mut whole = Vec::new();
+        let mut failed: Option<(io::Error, u64)> = None;
         for (i, s) in (first..last).zip(stored.chunks_exact(CHECKSUM_BYTES as usize)) {
             let at = i * BLOCK;
             let sum = if at >= off && at + BLOCK <= end {
                 crc32c(&buf[(at - off) as usize..(at - off + BLOCK) as usize])
             } else {
                 whole.resize(BLOCK as usize, 0);
-                file.read_exact_at(&mut whole, DATA_OFFSET_BYTES + at)?;
+                file.read_exact_at(&mut whole, DATA_OFFSET_BYTES + at)
+                    .map_err(|e| (e, 0))?;
                 crc32c(&whole)
             };
             let s = u32::from_le_bytes(s.try_into().expect("4 bytes"));
             if s != sum {
-                return Err(mismatch(m, at, s, sum));
+                match &mut failed {
+                    Some((_, n)) => *n += 1,
+                    None => failed = Some((mismatch(m, at, s, sum), 1)),
+                }
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Writes `buf` at member data byte `off`, then the checksums of the blocks it
