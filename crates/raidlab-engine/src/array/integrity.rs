@@ -130,8 +130,7 @@ impl Array {
                 eprintln!("raidlab-engine: {e}");
             }
         }
-        let r = r.map_err(|(e, _)| e);
-        r
+        r.map_err(|(e, _)| e)
     }
 
     /// [`Array::read_member`] without counting a mismatch: the probes and read-backs
