@@ -20,11 +20,18 @@ writes, best of --rounds runs each:
 
     4 KiB randwrite  QD 16    1 MiB sequential write  QD 4
 
+Then the cost of per-block checksums (--integrity-only, or after the policies): the RAID 5
+of 4 under the bitmap policy without and with `--integrity crc32c`, best of --rounds:
+
+    4 KiB randread  QD 16    4 KiB randwrite  QD 16    1 MiB sequential read  QD 4
+    1 MiB sequential write  QD 4
+
 Each export is first filled with 1 MiB sequential writes, so reads do not hit holes.
 Servers listen on 127.0.0.1 only; all are stopped and the files removed at the end.
 
     python benches/bench_nbd.py                 # 5 s per job
     python benches/bench_nbd.py --runtime 10 --engine target/release/raidlab-engine
+    python benches/bench_nbd.py --integrity-only --runtime 3   # the checksums' cost
 """
 
 from __future__ import annotations
@@ -74,6 +81,9 @@ POLICY_JOBS = [
     Job("1m-seqwrite-qd4", "write", "1m", 4),
 ]
 POLICIES = ["bitmap", "journal", "ppl"]
+# Reads and writes without and with per-block checksums.
+INTEGRITY_JOBS = [*JOBS, Job("1m-seqwrite-qd4", "write", "1m", 4)]
+INTEGRITY = ["none", "crc32c"]
 
 
 @dataclass
@@ -145,6 +155,7 @@ def start_raidlab(
     in_flight: int | None = None,
     latency: str | None = None,
     policy: str | None = None,
+    integrity: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """A served array; ``in_flight``: requests of a connection served at once;
     ``latency``: injected into every member I/O (a disk's service time); ``policy``:
@@ -153,14 +164,20 @@ def start_raidlab(
     data_members = members - 1 if level == 5 else members
     # Round each member's share up to whole chunks so the export holds EXPORT_BYTES.
     data_per_member = -(-EXPORT_BYTES // (data_members * CHUNK_BYTES)) * CHUNK_BYTES
-    tag = f"r{level}{'j' if journal else ''}-{in_flight}-{latency}-{policy}"
+    integrity_args = [] if integrity is None else ["--integrity", integrity]
+    if integrity not in (None, "none"):
+        # Room for the checksum area after the data (4 B per 4 KiB block), and the
+        # rounding of the data to 4 KiB and to whole chunks.
+        data_per_member += data_per_member // 1024 + CHUNK_BYTES + 4096
+    tag = f"r{level}{'j' if journal else ''}-{in_flight}-{latency}-{policy}-{integrity}"
     files = [str(workdir / f"{tag}-{i}.img") for i in range(members)]
     # The journal file is sparse: only the records written take memory.
     journal_args = ["--journal", str(workdir / f"{tag}-journal.img")] if journal else []
     policy_args = ["--consistency-policy", policy] if policy is not None else []
     subprocess.run(
         [engine, "create", "--level", str(level), "--chunk", str(CHUNK_BYTES),
-         "--size", str(data_per_member + MIB), *journal_args, *policy_args, *files],
+         "--size", str(data_per_member + MIB), *journal_args, *policy_args,
+         *integrity_args, *files],
         check=True, capture_output=True,
     )  # fmt: skip
     port = free_port()
@@ -220,6 +237,11 @@ def main() -> int:
         action="store_true",
         help="only the consistency-policy table (no qemu-nbd reference)",
     )
+    ap.add_argument(
+        "--integrity-only",
+        action="store_true",
+        help="only the table of RAID 5 without and with --integrity crc32c",
+    )
     args = ap.parse_args()
     if not 1 <= args.runtime <= 600:
         ap.error("--runtime must be 1..600 s")
@@ -258,8 +280,10 @@ def main() -> int:
         print("note: nbdkit not installed, skipping it (apt-get install nbdkit)")
 
     results: dict[str, dict[str, Result]] = {}
-    if args.policies_only:
+    if args.policies_only or args.integrity_only:
         targets = []
+    policy_results: dict[str, dict[str, Result]] = {}
+    integrity_results: dict[str, dict[str, Result]] = {}
     try:
         for name, start in targets:
             proc = start()
@@ -276,7 +300,9 @@ def main() -> int:
                           file=sys.stderr)  # fmt: skip
             finally:
                 stop(proc)
-        policy_results = bench_policies(args.engine, workdir, args.runtime, args.rounds)
+        if not args.integrity_only:
+            policy_results = bench_policies(args.engine, workdir, args.runtime, args.rounds)
+        integrity_results = bench_integrity(args.engine, workdir, args.runtime, args.rounds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -300,7 +326,49 @@ def main() -> int:
                 ratio = r.iops / base_r.iops if base_r.iops else float("nan")
                 print(f"| {policy} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | "
                       f"{ratio:.2f}x |")  # fmt: skip
+    if integrity_results:
+        print(f"\nRAID 5 of 4 (bitmap policy) by --integrity, best of {args.rounds}\n")
+        print("| integrity | job | IOPS | MB/s | vs none |\n|---|---|---:|---:|---:|")
+        for job in INTEGRITY_JOBS:
+            base_r = integrity_results["none"][job.name]
+            for integrity in INTEGRITY:
+                r = integrity_results[integrity][job.name]
+                ratio = r.iops / base_r.iops if base_r.iops else float("nan")
+                print(f"| {integrity} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | "
+                      f"{ratio:.2f}x |")  # fmt: skip
     return 0
+
+
+def bench_integrity(
+    engine: str, workdir: Path, runtime_s: int, rounds: int
+) -> dict[str, dict[str, Result]]:
+    """RAID 5 reads and writes without and with per-block checksums, as
+    ``bench_policies`` runs the policies: both arrays filled once, then ``rounds``
+    rounds of every job alternating between them; the best run of each kept."""
+    if rounds == 0:
+        return {}
+    procs = {
+        i: start_raidlab(engine, workdir, 5, RAID5_MEMBERS, policy="bitmap", integrity=i)
+        for i in INTEGRITY
+    }
+    best: dict[str, dict[str, Result]] = {i: {} for i in INTEGRITY}
+    try:
+        for proc in procs.values():
+            uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
+            fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
+        for _ in range(rounds):
+            for job in INTEGRITY_JOBS:
+                for integrity, proc in procs.items():
+                    uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
+                    r = fio(uri, job, runtime_s)
+                    print(f"RAID5x4 integrity {integrity:6} {job.name:18} {r.iops:>10.0f} IOPS "
+                          f"{r.mb_per_s:>9.1f} MB/s", file=sys.stderr)  # fmt: skip
+                    if job.name not in best[integrity] or r.iops > best[integrity][job.name].iops:
+                        best[integrity][job.name] = r
+    finally:
+        for proc in procs.values():
+            stop(proc)
+    return best
 
 
 def bench_policies(

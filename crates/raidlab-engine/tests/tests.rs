@@ -21,6 +21,7 @@ mod faults;
 mod full_filesystem;
 mod hostile_clients;
 mod hot_spares;
+mod integrity;
 mod journal;
 mod nbd_server;
 mod nbd_structured;

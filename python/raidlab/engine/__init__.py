@@ -495,6 +495,7 @@ def create(
     journal_size: int | str | None = None,
     sparse: bool = False,
     consistency_policy: str | None = None,
+    integrity: str | None = None,
     cache_members: Sequence[Member] | None = None,
     cache_policy: str | None = None,
     cache_size: int | str | None = None,
@@ -513,6 +514,9 @@ def create(
     ``consistency_policy`` (mdadm's): ``resync``, ``bitmap``, ``journal`` (with
     ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only); by default ``ppl``
     on RAID 5 and ``bitmap`` elsewhere.
+    ``integrity`` (dm-integrity's): ``none`` (the default) or ``crc32c``, a checksum per
+    4 KiB block of every member, so reads and ``repair`` tell a good copy from a bad
+    one (with the ``bitmap`` or ``resync`` policy; RAID 5 then defaults to ``bitmap``).
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the
@@ -557,6 +561,7 @@ def create(
         sparse=sparse,
         journal=journal,
         consistency_policy=consistency_policy,
+        integrity=integrity,
         cache_members=cache_members or None,
         cache_policy=cache_policy,
         spares=list(spares) or None,

@@ -3,6 +3,7 @@
 //! open, size and write.
 
 use super::bitmap::bitmap_bytes;
+use super::integrity::{data_bytes_with, Checksums};
 use super::members::{
     device_bytes, open_member_once, preallocate, random_uuid, read_superblock_of, MemberState,
 };
@@ -14,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::format::journal::Journal;
 use crate::format::ppl;
 use crate::format::superblock::{
-    ConsistencyPolicy, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES,
+    ConsistencyPolicy, Integrity, Superblock, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES,
+    DATA_OFFSET_BYTES, INTEGRITY_BLOCK_BYTES,
 };
 use raidlab_layout::{ArraySpec, FailedSet, Geometry, Layout, Level, MEMBERS_MAX};
 use std::fs::File;
@@ -68,6 +70,10 @@ pub struct CreateOptions {
     /// take a failed member's place (see `spares`); created or extended to
     /// `member_size_bytes` like the members, else at least a member's size.
     pub spares: Vec<PathBuf>,
+    /// Per-block checksums of the data (dm-integrity's `--integrity`): kept after the
+    /// data on every member, which shrinks the data by about 1/1024 (see
+    /// `integrity`). Needs the bitmap or resync policy.
+    pub integrity: Integrity,
 }
 
 /// A stale or failed member that `assemble --force` put back in: its data may miss
@@ -134,6 +140,7 @@ impl CreateOptions {
             sparse: false,
             policy: None,
             spares: Vec::new(),
+            integrity: Integrity::None,
         }
     }
 }
@@ -156,6 +163,7 @@ impl Array {
     /// Refuses members that already carry a raidlab superblock unless `force`.
     pub fn create(paths: &[PathBuf], opts: &CreateOptions) -> Result<Self> {
         check_create_geometry(paths, opts)?;
+        check_integrity(opts)?;
         let mut ids = Vec::new();
         let mut undo = Undo {
             created: Vec::new(),
@@ -180,13 +188,14 @@ impl Array {
         if !opts.sparse {
             preallocate_files(paths, &files, &regular, &spares)?;
         }
-        let spec = create_spec(paths.len(), opts, data_bytes_min);
+        let data_bytes = data_bytes_with(opts.integrity, DATA_OFFSET_BYTES + data_bytes_min);
+        let spec = create_spec(paths.len(), opts, data_bytes);
         let geo = Geometry::new(&spec)?;
         let uuid = match opts.uuid {
             Some(u) => u,
             None => random_uuid()?,
         };
-        let policy = consistency_policy(opts, &geo)?;
+        let policy = integrity_policy(opts, consistency_policy(opts, &geo)?)?;
         let journal = match &opts.journal {
             None => None,
             Some(path) => Some(create_journal(
@@ -213,6 +222,9 @@ impl Array {
         )?;
         *array.spares.get_mut().expect("spares lock") =
             spares.into_iter().map(|(s, _)| s).collect();
+        array.checksums = (opts.integrity == Integrity::Crc32c)
+            .then(|| Checksums::new(data_bytes, paths.len() as u32));
+        array.init_checksums(fresh)?;
         array.start_consistent(fresh || opts.assume_clean)?;
         undo.armed = false;
         Ok(array)
@@ -301,6 +313,8 @@ impl Array {
             journal,
             policy,
         )?;
+        array.checksums = (newest.integrity == Integrity::Crc32c)
+            .then(|| Checksums::new(newest.spec.member_capacity_bytes, geo.members()));
         array.load_bad_blocks()?;
         array.journal_replayed = array.replay_journal()?;
         if newest.dirty {
@@ -971,6 +985,49 @@ fn consistency_policy(opts: &CreateOptions, geo: &Geometry) -> Result<Consistenc
         }
     }
     Ok(policy)
+}
+
+/// Refuses `--integrity` with what it cannot serve, before anything is opened: a
+/// stripe unit below the checksummed block (stripes would share a block, and writes
+/// of two stripes, which do not hold each other's lock, would race on its checksum),
+/// and the `ppl` and `journal` policies (see [`integrity_policy`]).
+fn check_integrity(opts: &CreateOptions) -> Result<()> {
+    if opts.integrity == Integrity::None {
+        return Ok(());
+    }
+    if opts.stripe_unit_bytes < INTEGRITY_BLOCK_BYTES {
+        return Err(Error::Input(format!(
+            "--integrity: {} needs a stripe unit of {INTEGRITY_BLOCK_BYTES} B or more, got {} B",
+            opts.integrity, opts.stripe_unit_bytes
+        )));
+    }
+    let asked = match (opts.policy, &opts.journal) {
+        (Some(p @ (ConsistencyPolicy::Ppl | ConsistencyPolicy::Journal)), _) => Some(p),
+        (_, Some(_)) => Some(ConsistencyPolicy::Journal),
+        _ => None,
+    };
+    match asked {
+        Some(p) => Err(Error::Input(format!(
+            "--integrity: {} needs the bitmap or resync consistency policy, not {p} (its \
+             recovery rewrites stripes that no resync sums again)",
+            opts.integrity
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The consistency policy of an array with checksums: the bitmap or resync, whose
+/// resync after an unclean stop sums the blocks of the regions it covers again (the
+/// `ppl` and `journal` recoveries rewrite stripes the bitmap does not mark). Without
+/// a policy asked for, RAID 5's default `ppl` gives way to the bitmap.
+fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<ConsistencyPolicy> {
+    check_integrity(opts)?;
+    match (opts.integrity, opts.policy, policy) {
+        (Integrity::None, _, p) => Ok(p),
+        // RAID 5's default gives way; one asked for was refused by `check_integrity`.
+        (_, _, ConsistencyPolicy::Ppl) => Ok(ConsistencyPolicy::Bitmap),
+        (_, _, p) => Ok(p),
+    }
 }
 
 /// The policy of an array created without `--consistency-policy` or `--journal`: one

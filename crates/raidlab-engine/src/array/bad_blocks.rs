@@ -13,7 +13,7 @@
 use super::Array;
 use crate::error::{io_err, member_err, Result};
 use crate::format::superblock::{
-    decode_bad_blocks, encode_bad_blocks, BAD_BLOCKS_MAX, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
+    decode_bad_blocks, encode_bad_blocks, BAD_BLOCKS_MAX, SUPERBLOCK_BYTES,
 };
 use raidlab_layout::{FailedSet, MemberExtent, Plan, SECTOR_BYTES};
 use std::collections::BTreeMap;
@@ -276,7 +276,7 @@ impl Array {
             if self.injected(m, at, n, false).is_some() {
                 return Ok(false);
             }
-            match file.read_exact_at(&mut buf[..n as usize], DATA_OFFSET_BYTES + at) {
+            match self.read_member_uncounted(file, m, &mut buf[..n as usize], at) {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(e),
                 Err(_) => Ok(false),
@@ -417,12 +417,12 @@ impl Array {
         if let Some(err) = self.injected(m, off, len, true) {
             return Err(err);
         }
-        file.write_all_at(bytes, DATA_OFFSET_BYTES + off)?;
+        self.write_member(file, bytes, off)?;
         if let Some(err) = self.injected(m, off, len, false) {
             return Err(err);
         }
         let mut back = vec![0u8; bytes.len()];
-        file.read_exact_at(&mut back, DATA_OFFSET_BYTES + off)?;
+        self.read_member_uncounted(file, m, &mut back, off)?;
         if back != bytes {
             return Err(std::io::Error::other(
                 "read back differs from what was written",

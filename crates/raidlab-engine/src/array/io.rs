@@ -15,7 +15,7 @@ use raidlab_layout::{
     SECTOR_BYTES,
 };
 use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -144,7 +144,7 @@ impl Array {
             if let Some(err) = self.injected(e.member, e.offset_bytes, e.len_bytes, false) {
                 return Err((e.member, err));
             }
-            file.read_exact_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+            self.read_member(file, e.member, buf, e.offset_bytes)
                 .map_err(|err| (e.member, err))?;
         }
         Ok(staged)
@@ -173,7 +173,7 @@ impl Array {
             crash_point();
             let r = match self.injected(e.member, e.offset_bytes, e.len_bytes, true) {
                 Some(err) => Err(err),
-                None => file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes),
+                None => self.write_member(file, buf, e.offset_bytes),
             };
             match r {
                 Err(err) if is_no_space(&err) => {
@@ -337,7 +337,8 @@ impl Array {
     /// short read), which the
     /// planned path then serves with reconstruction and read-error correction.
     fn read_direct(&self, offset_bytes: u64, buf: &mut [u8]) -> bool {
-        if !self.failed().is_empty() {
+        // Checksums are checked on the planned path (see `integrity`).
+        if !self.failed().is_empty() || self.checksums.is_some() {
             return false;
         }
         let geo = &self.geo;

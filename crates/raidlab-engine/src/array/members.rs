@@ -354,6 +354,7 @@ impl Array {
                 recovery_offset_bytes: None,
                 recovery_rate_bytes_per_s: None,
                 cache_uuid: st.cache_uuid,
+                integrity: self.integrity(),
             };
             let path = st.members[role as usize].0.clone().unwrap_or_default();
             let mut image = sb.encode();

@@ -34,7 +34,7 @@
 //! (`assembly`), member files and the superblock writes of every state change
 //! (`members`), the request path on real bytes (`io`, over `stripe` and `stripe_locks`),
 //! the write-intent bitmap (`bitmap`), md's read-error correction and bad-block list
-//! (`read_errors`, `bad_blocks`),
+//! (`read_errors`, `bad_blocks`), per-block checksums (`integrity`),
 //! injected faults (`faults`), rebuild (`rebuild`) and check/repair (`scrub`).
 
 mod allocation;
@@ -42,6 +42,7 @@ mod assembly;
 mod bad_blocks;
 mod bitmap;
 mod faults;
+mod integrity;
 mod io;
 mod members;
 mod read_errors;
@@ -64,7 +65,7 @@ pub use spares::SPARES_MAX;
 use crate::error::Result;
 use crate::format::journal::Journal;
 use crate::format::ppl::Ppl;
-use crate::format::superblock::ConsistencyPolicy;
+use crate::format::superblock::{ConsistencyPolicy, Integrity};
 use bitmap::{bitmap_bytes, BitmapActivity};
 use raidlab_layout::{ArraySpec, FailedSet, Geometry};
 use read_errors::ReadErrors;
@@ -127,6 +128,11 @@ pub struct Status {
     /// The UUID of the cache the superblocks say fronts the array (see
     /// [`Array::cache_uuid`]).
     pub cache_uuid: Option<u128>,
+    /// Per-block checksums of the data (`create --integrity`).
+    pub integrity: Integrity,
+    /// Per role: blocks whose checksum did not match when read since the array was
+    /// assembled (each rebuilt from the other members, as a read error is).
+    pub checksum_mismatches: Vec<u64>,
 }
 
 struct State {
@@ -196,6 +202,8 @@ pub struct Array {
     cache_report: std::sync::OnceLock<CacheReport>,
     /// The hot spares (see `spares`). Lock order: state, then this.
     spares: Mutex<Vec<spares::Spare>>,
+    /// The per-block checksums (see `integrity`), when the array keeps them.
+    checksums: Option<integrity::Checksums>,
 }
 
 /// What gives the cache tier's report for [`Status::cache`].
@@ -248,6 +256,7 @@ impl Array {
             faults: RwLock::new(Vec::new()),
             any_fault: AtomicBool::new(false),
             spares: Mutex::new(Vec::new()),
+            checksums: None,
         })
     }
 
@@ -298,6 +307,8 @@ impl Array {
             dirty_regions,
             members: st.members.clone(),
             cache_uuid: st.cache_uuid,
+            integrity: self.integrity(),
+            checksum_mismatches: self.checksum_mismatches(),
         }
     }
 

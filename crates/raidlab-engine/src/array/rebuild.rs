@@ -9,9 +9,7 @@ use super::{Array, State, STRIPE_LOCKS};
 use crate::array::staged::Staged;
 use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::format::superblock::{
-    Superblock, BITMAP_REGION_BYTES, DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
-};
+use crate::format::superblock::{Superblock, BITMAP_REGION_BYTES, SUPERBLOCK_BYTES};
 use raidlab_layout::{FailedSet, Plan, PlanError, Request, StripeId, StripeKind};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -73,6 +71,7 @@ impl Array {
             recovery_offset_bytes: Some(cp.offset_bytes),
             recovery_rate_bytes_per_s: cp.rate_bytes_per_s,
             cache_uuid: st.cache_uuid,
+            integrity: self.integrity(),
         };
         cp.file
             .write_all_at(&sb.encode(), 0)
@@ -185,7 +184,7 @@ impl Array {
             }
         }
         crate::owner::claim(&file, new_path)?;
-        let need = DATA_OFFSET_BYTES + self.spec.member_capacity_bytes;
+        let need = self.member_bytes_needed();
         let have = device_bytes(&file, new_path)?;
         if have < need {
             if meta.file_type().is_block_device() {
@@ -454,7 +453,7 @@ impl Array {
             if let Some(err) = self.injected(role, e.offset_bytes, e.len_bytes, true) {
                 return Err(io_err(path, "write")(err));
             }
-            file.write_all_at(buf, DATA_OFFSET_BYTES + e.offset_bytes)
+            self.write_member(file, buf, e.offset_bytes)
                 .map_err(io_err(path, "write"))?;
         }
         Ok(())

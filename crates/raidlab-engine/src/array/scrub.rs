@@ -6,10 +6,14 @@
 //! which block is wrong (RAID 4, 5, 50 parity against data, two copies against each
 //! other, two or more bad blocks of a RAID 6 stripe) `repair` changes nothing and
 //! reports the stripe unresolved with its logical bytes, instead of md's silent choice
-//! of the data (or the first copy). The resyncs after an unclean stop (bitmap regions,
+//! of the data (or the first copy). With per-block checksums (`--integrity`, see
+//! `integrity`) a flipped block fails its checksum when read, and is rebuilt from the
+//! other members as an unreadable sector is, before the stripe is compared: then
+//! every level tells the bad block. The resyncs after an unclean stop (bitmap regions,
 //! initial sync) still make parity and copies agree with the data: there the data is
 //! what was written last. Stripes with sectors on the bad-block lists of more members
-//! than the level tolerates are not compared (`unreadable_stripes`).
+//! than the level tolerates are not compared (`unreadable_stripes`). A resync reads
+//! without checking checksums and sums the blocks it covers again.
 
 use super::stripe::{parity_of, stripe_members};
 use super::Array;
@@ -49,6 +53,10 @@ pub struct ScrubReport {
     /// Member reads that failed and were corrected by rewriting the chunk from the
     /// other members (latent sector errors found by the scrub).
     pub read_errors_corrected: u64,
+    /// Per role: blocks whose checksum did not match (`--integrity`), each rebuilt
+    /// from the other members as a read error is (counted in
+    /// `read_errors_corrected` too). Empty without checksums.
+    pub checksum_mismatches: Vec<u64>,
 }
 
 /// What a scrub does with a mismatch.
@@ -111,7 +119,11 @@ impl Array {
             array: self,
             files: self.files.read().expect("files lock").clone(),
             corrected: Cell::new(0),
+            // A resync makes the stripe agree with its data and sums it again: a block
+            // and its checksum torn by a crash are not a bad block.
+            verify: mode != Mode::Resync,
         };
+        let mismatches_before = self.checksum_mismatches();
         let r = if geo.parity_per_stripe() > 0 {
             self.scrub_parity(&io, mode, &wanted)
         } else {
@@ -127,6 +139,12 @@ impl Array {
             }
         }
         report.read_errors_corrected = io.corrected.get();
+        if self.checksums.is_some() {
+            report.checksum_mismatches = (self.checksum_mismatches().iter())
+                .zip(&mismatches_before)
+                .map(|(now, before)| now - before)
+                .collect();
+        }
         Ok(report)
     }
 
@@ -155,6 +173,11 @@ impl Array {
                     continue;
                 };
                 report.stripes_checked += 1;
+                if mode == Mode::Resync {
+                    // The blocks as they are; what the resync rewrites is summed as
+                    // it is written.
+                    io.sum_again(&at, &blocks)?;
+                }
                 self.compare_stripe(io, mode, id, &members, &blocks, &mut report)?;
             }
         }
@@ -258,6 +281,10 @@ impl Array {
                 continue;
             };
             report.stripes_checked += 1;
+            if mode == Mode::Resync {
+                // The copies as they are; those rewritten below are summed as written.
+                io.sum_again(&at, &blocks)?;
+            }
             if blocks.iter().all(|b| *b == blocks[0]) {
                 continue;
             }
@@ -298,6 +325,8 @@ struct MemberIo<'a> {
     array: &'a Array,
     files: Vec<Option<Arc<File>>>,
     corrected: Cell<u64>,
+    /// Whether reads check the blocks' checksums (all but a resync's).
+    verify: bool,
 }
 
 impl MemberIo<'_> {
@@ -317,8 +346,19 @@ impl MemberIo<'_> {
     fn read_once(&self, m: u32, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
         match self.array.injected(m, off, buf.len() as u64, false) {
             Some(err) => Err(err),
+            None if self.verify => self.array.read_member(self.file(m), m, buf, off),
             None => self.file(m).read_exact_at(buf, DATA_OFFSET_BYTES + off),
         }
+    }
+
+    /// Stores the checksums of `blocks`, read at `at` (a resync: see `integrity`).
+    fn sum_again(&self, at: &[(u32, u64)], blocks: &[Vec<u8>]) -> Result<()> {
+        for (&(m, off), b) in at.iter().zip(blocks) {
+            self.array
+                .write_checksums(self.file(m), b, off)
+                .map_err(io_err(&self.path(m), "write checksums"))?;
+        }
+        Ok(())
     }
 
     /// `len` bytes at each `(member, offset)`, or None when one holds sectors that
@@ -381,8 +421,8 @@ impl MemberIo<'_> {
     }
 
     fn write(&self, m: u32, off: u64, buf: &[u8]) -> Result<()> {
-        self.file(m)
-            .write_all_at(buf, DATA_OFFSET_BYTES + off)
+        self.array
+            .write_member(self.file(m), buf, off)
             .map_err(io_err(&self.path(m), "write"))?;
         self.array
             .clear_written(std::iter::once((m, off, buf.len() as u64)));

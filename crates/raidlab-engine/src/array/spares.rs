@@ -18,7 +18,7 @@ use super::members::{device_bytes, MemberState};
 use super::{Array, State};
 use crate::error::{io_err, member_err};
 use crate::error::{Error, Result};
-use crate::format::superblock::{Superblock, DATA_OFFSET_BYTES, ROLE_SPARE};
+use crate::format::superblock::{Superblock, ROLE_SPARE};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ pub(super) fn check_spare_bytes(path: &Path, have: u64, need: u64) -> Result<()>
 impl Array {
     /// Bytes a spare must hold: what a replacement needs (see [`Array::rebuild_onto`]).
     pub(super) fn spare_bytes_needed(&self) -> u64 {
-        DATA_OFFSET_BYTES + self.spec.member_capacity_bytes
+        self.member_bytes_needed()
     }
 
     /// The hot spares' paths, in the order they would take over.
@@ -133,6 +133,7 @@ impl Array {
             recovery_offset_bytes: None,
             recovery_rate_bytes_per_s: None,
             cache_uuid: st.cache_uuid,
+            integrity: self.integrity(),
         };
         let image = sb.encode();
         self.spares.lock().expect("spares lock").retain(|s| {
@@ -193,6 +194,7 @@ impl Array {
 mod tests {
     use super::*;
     use crate::array::CreateOptions;
+    use crate::format::superblock::DATA_OFFSET_BYTES;
     use raidlab_layout::Level;
 
     const MEMBER_BYTES: u64 = DATA_OFFSET_BYTES + (1 << 20);

@@ -525,7 +525,10 @@ pub fn scrub(a: &ArrayArgs, repair: bool) -> Result<i32> {
     render::report(a.json, &r, render::scrub);
     let mismatched = r["mismatched_stripes"].as_u64() != Some(0);
     let unresolved = r["unresolved_stripes"].as_u64().unwrap_or(0) > 0;
-    Ok(if (!repair && mismatched) || unresolved {
+    // Blocks that failed their checksum: corruption found, even if it was corrected.
+    let corrupt = (r["checksum_mismatches"].as_array().into_iter().flatten())
+        .any(|n| n.as_u64().unwrap_or(0) > 0);
+    Ok(if (!repair && (mismatched || corrupt)) || unresolved {
         1
     } else {
         0

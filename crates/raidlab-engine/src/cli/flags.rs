@@ -9,7 +9,7 @@
 //! its `raidlab create/serve/...` commands and its client from that table.
 
 use super::values::{self, ByteRange};
-use crate::format::superblock::ConsistencyPolicy;
+use crate::format::superblock::{ConsistencyPolicy, Integrity};
 use crate::net::nbd::server as nbd;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use raidlab_layout::{Layout, Level};
@@ -79,8 +79,9 @@ pub enum Command {
     #[command(args_override_self = true)]
     Check(ArrayArgs),
     /// Read every stripe and rewrite the block found bad where it can be told (RAID 6
-    /// from P and Q, three or more copies by majority); exit code 1 when stripes stay
-    /// unresolved (RAID 4/5/50, two copies), which are named.
+    /// from P and Q, three or more copies by majority, any level by its checksums with
+    /// --integrity); exit code 1 when stripes stay unresolved (RAID 4/5/50, two copies,
+    /// without checksums), which are named.
     #[command(args_override_self = true)]
     Repair(ArrayArgs),
     /// Corrupt a member's data byte, or inject a fault into a served array.
@@ -264,6 +265,16 @@ pub struct CreateArgs {
     /// crash then a lost member loses no flushed block), bitmap elsewhere.
     #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<ConsistencyPolicy>())]
     pub consistency_policy: Option<ConsistencyPolicy>,
+    /// Per-block checksums of the data, as dm-integrity's: none (the default) or crc32c
+    /// (one per 4 KiB block of every member, after its data: reads and repair then
+    /// tell a good copy from a bad one). Needs the bitmap or resync policy.
+    #[arg(
+        long,
+        value_name = "ALGORITHM",
+        default_value = "none",
+        value_parser = |s: &str| s.parse::<Integrity>()
+    )]
+    pub integrity: Integrity,
     /// The cache tier's policy (with --cache-members): raidix (RAIDIX's random read and
     /// write caches; the default), lru, smq (dm-cache-like) or bcache (writeback,
     /// sequential cutoff).

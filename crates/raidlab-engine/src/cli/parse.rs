@@ -168,6 +168,7 @@ pub fn create_options(a: &CreateArgs) -> Result<CreateOptions> {
     opts.journal = a.array.journal.clone();
     opts.journal_bytes = a.journal_size;
     opts.policy = a.consistency_policy;
+    opts.integrity = a.integrity;
     Ok(opts)
 }
 

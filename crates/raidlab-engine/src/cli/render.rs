@@ -76,6 +76,12 @@ fn array_lines(s: &Value) -> String {
         }
         out.push('\n');
     }
+    if let Some(i) = s["integrity"].as_str().filter(|&i| i != "none") {
+        let _ = writeln!(
+            out,
+            "  integrity {i} (a checksum per 4 KiB block of every member)"
+        );
+    }
     out
 }
 
@@ -199,6 +205,7 @@ fn rebuild_line(r: &serde_json::Map<String, Value>) -> String {
 /// any (`OFFSET+LEN` in bytes of its data).
 fn member_line(m: &Value) -> String {
     let corrected = m["read_errors_corrected"].as_u64().unwrap_or(0);
+    let mismatches = m["checksum_mismatches"].as_u64().unwrap_or(0);
     let bad: Vec<String> = m["bad_blocks"]
         .as_array()
         .map_or(&[][..], |v| v.as_slice())
@@ -206,12 +213,17 @@ fn member_line(m: &Value) -> String {
         .map(|r| format!("{}+{}", r["offset_bytes"], r["len_bytes"]))
         .collect();
     format!(
-        "  member {}: {} {}{}{}\n",
+        "  member {}: {} {}{}{}{}\n",
         m["role"],
         m["path"].as_str().unwrap_or("-"),
         m["state"].as_str().unwrap_or(""),
         if corrected > 0 {
             format!(" ({corrected} read errors corrected)")
+        } else {
+            String::new()
+        },
+        if mismatches > 0 {
+            format!(" ({mismatches} checksum mismatches)")
         } else {
             String::new()
         },
@@ -233,6 +245,17 @@ pub fn scrub(r: &Value) -> String {
         r["repaired_stripes"],
         r["read_errors_corrected"].as_u64().unwrap_or(0)
     );
+    let mismatches: Vec<String> = r["checksum_mismatches"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(m, n)| format!("member {m}: {n}"))
+        .collect();
+    if !mismatches.is_empty() {
+        t += &format!(", checksum mismatches ({})", mismatches.join(", "));
+    }
     for (key, what) in [
         ("unresolved_stripes", "unresolved"),
         ("unreadable_stripes", "unreadable"),

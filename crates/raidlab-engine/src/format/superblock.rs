@@ -15,7 +15,10 @@
 //!     34    1 consistency_policy    0 default (bitmap, or journal with flag bit 1: what
 //!                                   superblocks written before the policy meant), 1 resync,
 //!                                   2 bitmap, 3 journal, 4 ppl
-//!     35    1 reserved              0
+//!     35    1 integrity             0 none, 1 crc32c: one CRC32C per 4 KiB block of the
+//!                                   data area, kept in the checksum area (see
+//!                                   [`checksum_area_bytes`]) right after the member's
+//!                                   member_capacity_bytes of data
 //!     36    4 copies                RAID 10 copies, 0 = none
 //!     40    4 spans                 RAID 50/60 spans, 0 = none
 //!     44    4 member_count          members in the array
@@ -148,6 +151,59 @@ impl std::str::FromStr for ConsistencyPolicy {
     }
 }
 
+/// Bytes of the data area one checksum covers (dm-integrity's usual block size).
+pub const INTEGRITY_BLOCK_BYTES: u64 = 4096;
+/// Bytes of one stored checksum (a CRC32C, little-endian).
+pub const CHECKSUM_BYTES: u64 = 4;
+
+/// Per-block checksums of the data area (dm-integrity's `--integrity`, ZFS's block
+/// checksums): what lets a read or a repair tell a good copy from a bad one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Integrity {
+    /// No checksums (the default, and what superblocks from before the field mean).
+    #[default]
+    None,
+    /// One CRC32C per [`INTEGRITY_BLOCK_BYTES`] block of every member's data.
+    Crc32c,
+}
+
+impl Integrity {
+    /// Every choice, in on-disk code order (code = index).
+    pub const ALL: [Self; 2] = [Self::None, Self::Crc32c];
+
+    /// The name dm-integrity's `--integrity` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Crc32c => "crc32c",
+        }
+    }
+}
+
+impl std::fmt::Display for Integrity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Integrity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("one of none, crc32c, got {s:?}"))
+    }
+}
+
+/// Bytes of the checksum area of a member with `capacity_bytes` of data: a checksum
+/// per started block, rounded up to whole 4 KiB. It starts at member byte
+/// `DATA_OFFSET_BYTES + capacity_bytes`.
+pub fn checksum_area_bytes(capacity_bytes: u64) -> u64 {
+    (capacity_bytes.div_ceil(INTEGRITY_BLOCK_BYTES) * CHECKSUM_BYTES)
+        .next_multiple_of(INTEGRITY_BLOCK_BYTES)
+}
+
 /// A decoded superblock: plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Superblock {
@@ -174,6 +230,8 @@ pub struct Superblock {
     /// The UUID of the cache in front of the array (its mirror's array UUID), when one
     /// is attached (flag bit 3): the array is then used only through that cache.
     pub cache_uuid: Option<u128>,
+    /// Per-block checksums of the data (byte 35).
+    pub integrity: Integrity,
 }
 
 /// Why 4 KiB are not a valid superblock.
@@ -270,6 +328,10 @@ impl Superblock {
             .position(|&p| p == self.policy)
             .expect("every policy has a code") as u8
             + 1;
+        b[35] = Integrity::ALL
+            .iter()
+            .position(|&i| i == self.integrity)
+            .expect("every integrity has a code") as u8;
         b[36..40].copy_from_slice(&self.spec.copies.unwrap_or(0).to_le_bytes());
         b[40..44].copy_from_slice(&self.spec.spans.unwrap_or(0).to_le_bytes());
         b[44..48].copy_from_slice(&self.spec.drive_count.to_le_bytes());
@@ -358,6 +420,9 @@ impl Superblock {
                 (_, rate) => Some(rate),
             },
             cache_uuid,
+            integrity: *Integrity::ALL
+                .get(b[35] as usize)
+                .ok_or(SuperblockError::Field("integrity", u64::from(b[35])))?,
         })
     }
 }
@@ -507,7 +572,34 @@ mod tests {
             recovery_offset_bytes: None,
             recovery_rate_bytes_per_s: None,
             cache_uuid: None,
+            integrity: Integrity::None,
         }
+    }
+
+    #[test]
+    fn integrity_round_trips_and_old_superblocks_have_none() {
+        let sb = Superblock {
+            integrity: Integrity::Crc32c,
+            ..sample()
+        };
+        let b = sb.encode();
+        assert_eq!(b[35], 1);
+        assert_eq!(Superblock::decode(&b), Ok(sb));
+        // Superblocks from before the field hold 0 there (it was reserved): none.
+        assert_eq!(sample().encode()[35], 0);
+        let unknown = with_bytes(&sample(), |b| b[35] = 7);
+        assert_eq!(
+            Superblock::decode(&unknown),
+            Err(SuperblockError::Field("integrity", 7))
+        );
+        assert_eq!("crc32c".parse(), Ok(Integrity::Crc32c));
+        assert!("md5"
+            .parse::<Integrity>()
+            .unwrap_err()
+            .contains("none, crc32c"));
+        // 1 GiB of data: 262144 checksums of 4 B, 1 MiB.
+        assert_eq!(checksum_area_bytes(1 << 30), 1 << 20);
+        assert_eq!(checksum_area_bytes(4097), 4096);
     }
 
     /// `sb` re-encoded after `edit` changed its bytes (the checksum made right again).

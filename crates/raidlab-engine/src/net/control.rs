@@ -116,11 +116,13 @@ fn status_report(s: &Status, served: bool) -> Value {
         "journal_replayed": s.journal_replayed,
         "consistency_policy": s.policy.name(),
         "ppl_recovered": s.ppl_recovered,
+        "integrity": s.integrity.name(),
         "members": s.members.iter().enumerate().map(|(role, (path, st))| json!({
             "role": role,
             "path": path.as_ref().map(|p| p.display().to_string()),
             "state": st.to_string(),
             "read_errors_corrected": s.read_errors_corrected.get(role).copied().unwrap_or(0),
+            "checksum_mismatches": s.checksum_mismatches.get(role).copied().unwrap_or(0),
             "bad_blocks": s.bad_blocks.get(role).map_or(Vec::new(), |l| l.iter()
                 .map(|&(offset, len)| json!({"offset_bytes": offset, "len_bytes": len}))
                 .collect()),
@@ -184,6 +186,7 @@ pub fn scrub_json(r: &ScrubReport) -> Value {
             .collect::<Vec<_>>(),
         "unreadable_stripes": r.unreadable_stripes,
         "read_errors_corrected": r.read_errors_corrected,
+        "checksum_mismatches": r.checksum_mismatches,
     })
 }
 
