@@ -67,17 +67,20 @@
 //! first, each stripe from its newest entry.
 //!
 //! ```text
-//! record: header (4 KiB) │ partial parity of its entries, in entry order
-//! header: magic b"RLPPL001" │ array uuid u128 │ seq u64 │ oldest in flight u64 │
+//! record: header (512 B) │ partial parity of its entries, in entry order
+//! header: magic b"RLPPL002" │ array uuid u128 │ seq u64 │ oldest in flight u64 │
 //!         entries u32 │ partial parity crc32c u32 │ entries × (first stripe u64,
 //!         last stripe u64, column u64, len u64, modified members u64, pp len u64) │
 //!         ... │ crc32c of the header u32
 //! ```
+//! Earlier versions wrote the same header over 4 KiB under magic b"RLPPL001"; such
+//! records are still read (a log left by a crash before an upgrade). A slot keeps 4 KiB
+//! of room for the header either way.
 //! An entry with no partial parity (full-stripe writes) asks for the parity of every
 //! stripe `first..=last` whose P or Q member is the log's member to be recomputed from
 //! its data. On RAID 6 an entry's partial parity is twice its rows: partial P, then
-//! partial Q (a RAID 5 record reads as before). Modified members are a bit mask, so PPL arrays have at most 64 members, as
-//! md's.
+//! partial Q (a RAID 5 record reads as before). Modified members are a bit mask, so
+//! PPL arrays have at most 64 members, as md's.
 
 use crate::format::superblock::{BITMAP_OFFSET_BYTES, DATA_OFFSET_BYTES};
 use crc32c::crc32c;
@@ -92,16 +95,22 @@ use std::sync::{Arc, Condvar, Mutex};
 pub const PPL_OFFSET_BYTES: u64 = BITMAP_OFFSET_BYTES;
 /// Bytes of every member's log: the metadata area up to the data.
 pub const PPL_BYTES: u64 = DATA_OFFSET_BYTES - PPL_OFFSET_BYTES;
-/// Bytes of a record header.
+/// Room for a record header at the start of a slot (the first format's header size).
 pub const HEADER_BYTES: u64 = 4096;
+/// Bytes of the header records are written with: only what its fields need (at most
+/// three entries per record), so a 4 KiB write logs about 4.5 KiB, not 8.
+const COMPACT_HEADER_BYTES: usize = 512;
 /// The most members a PPL array may have (modified members are a 64-bit mask; md's limit
 /// is the same).
 pub const MEMBERS_MAX: u32 = 64;
+/// The first format: a 4 KiB header (still read back, from logs of earlier versions).
 const MAGIC: [u8; 8] = *b"RLPPL001";
+/// The format written: a [`COMPACT_HEADER_BYTES`] header, the same fields.
+const MAGIC_COMPACT: [u8; 8] = *b"RLPPL002";
 const FIXED_BYTES: usize = 48;
 const ENTRY_BYTES: usize = 48;
 /// Entries one header holds.
-pub const ENTRIES_MAX: usize = (HEADER_BYTES as usize - FIXED_BYTES - 4) / ENTRY_BYTES;
+pub const ENTRIES_MAX: usize = (COMPACT_HEADER_BYTES - FIXED_BYTES - 4) / ENTRY_BYTES;
 
 /// Bytes of one slot for chunk `stripe_unit_bytes` and `parity` blocks per stripe: a
 /// header and two chunks of partial parity per parity block (a request leaves at most
@@ -180,8 +189,15 @@ impl Record {
     }
 
     fn encode(&self, uuid: u128, seq: u64, oldest: u64) -> Vec<u8> {
-        let mut out = vec![0u8; HEADER_BYTES as usize];
-        out[..8].copy_from_slice(&MAGIC);
+        self.encode_as(MAGIC_COMPACT, COMPACT_HEADER_BYTES, uuid, seq, oldest)
+    }
+
+    /// The record under header `magic` of `n` bytes.
+    fn encode_as(&self, magic: [u8; 8], n: usize, uuid: u128, seq: u64, oldest: u64) -> Vec<u8> {
+        debug_assert!(FIXED_BYTES + self.entries.len() * ENTRY_BYTES + 4 <= n);
+        let mut out = Vec::with_capacity(n + self.pp_bytes() as usize);
+        out.resize(n, 0);
+        out[..8].copy_from_slice(&magic);
         out[8..24].copy_from_slice(&uuid.to_le_bytes());
         out[24..32].copy_from_slice(&seq.to_le_bytes());
         out[32..40].copy_from_slice(&oldest.to_le_bytes());
@@ -204,9 +220,8 @@ impl Record {
             out.extend_from_slice(&e.partial_parity);
             out.extend_from_slice(&e.partial_q);
         }
-        let pp_crc = crc32c(&out[HEADER_BYTES as usize..]);
+        let pp_crc = crc32c(&out[n..]);
         out[44..48].copy_from_slice(&pp_crc.to_le_bytes());
-        let n = HEADER_BYTES as usize;
         let crc = crc32c(&out[..n - 4]);
         out[n - 4..n].copy_from_slice(&crc.to_le_bytes());
         out
@@ -271,16 +286,19 @@ pub struct LoggedRecord {
 /// Decodes the record in `slot` (header and room for its partial parity); `None` when it
 /// holds no valid record of array `uuid`.
 fn decode(slot: &[u8], uuid: u128) -> Option<LoggedRecord> {
-    let n = HEADER_BYTES as usize;
+    let n = match slot.get(..8)? {
+        m if m == MAGIC => HEADER_BYTES as usize,
+        m if m == MAGIC_COMPACT => COMPACT_HEADER_BYTES,
+        _ => return None,
+    };
     let h = slot.get(..n)?;
-    if h[..8] != MAGIC
-        || u32_at(h, n - 4) != crc32c(&h[..n - 4])
+    if u32_at(h, n - 4) != crc32c(&h[..n - 4])
         || u128::from_le_bytes(h[8..24].try_into().expect("16 bytes")) != uuid
     {
         return None;
     }
     let count = u32_at(h, 40) as usize;
-    if count > ENTRIES_MAX {
+    if FIXED_BYTES + count.checked_mul(ENTRY_BYTES)? + 4 > n {
         return None;
     }
     let mut at = n;
@@ -513,8 +531,9 @@ pub struct Ppl {
     uuid: u128,
     slot_bytes: u64,
     slots: u64,
-    logs: Mutex<Vec<MemberLog>>,
-    /// Signalled when a record finishes.
+    logs: Mutex<(Vec<MemberLog>, usize)>,
+    /// Signalled when a record finishes and a writer waits for a slot (the count
+    /// beside the logs: no wake-up system call for every request otherwise).
     finished: Condvar,
     /// Per member: the group commit of its log writes.
     syncs: Mutex<Vec<GroupSync>>,
@@ -546,10 +565,13 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let mut logs = self.ppl.logs.lock().unwrap_or_else(|p| p.into_inner());
         for &(m, seq) in &self.seqs {
-            logs[m as usize].in_flight.remove(&seq);
+            logs.0[m as usize].in_flight.remove(&seq);
         }
+        let waiting = logs.1 > 0;
         drop(logs);
-        self.ppl.finished.notify_all();
+        if waiting {
+            self.ppl.finished.notify_all();
+        }
     }
 }
 
@@ -575,7 +597,7 @@ impl Ppl {
             uuid,
             slot_bytes: slot,
             slots: (PPL_BYTES / slot).max(1),
-            logs: Mutex::new((0..members).map(|_| MemberLog::default()).collect()),
+            logs: Mutex::new(((0..members).map(|_| MemberLog::default()).collect(), 0)),
             finished: Condvar::new(),
             syncs: Mutex::new((0..members).map(|_| GroupSync::default()).collect()),
             synced: Condvar::new(),
@@ -593,11 +615,11 @@ impl Ppl {
         files: &[Option<Arc<File>>],
     ) -> (InFlight<'_>, Vec<(u32, std::io::Error)>) {
         let mut errors = Vec::new();
-        let mut logs = self.logs.lock().expect("ppl lock");
+        let mut guard_logs = self.logs.lock().expect("ppl lock");
         let seqs: Vec<(u32, u64)> = records
             .iter()
             .map(|r| {
-                let log = &mut logs[r.member as usize];
+                let log = &mut guard_logs.0[r.member as usize];
                 log.next_seq += 1;
                 log.in_flight.insert(log.next_seq);
                 (r.member, log.next_seq)
@@ -618,12 +640,14 @@ impl Ppl {
                         .is_none_or(|&o| o > seq - self.slots)
             })
         };
-        while !free(&logs) {
-            logs = self.finished.wait(logs).expect("ppl lock");
+        while !free(&guard_logs.0) {
+            guard_logs.1 += 1;
+            guard_logs = self.finished.wait(guard_logs).expect("ppl lock");
+            guard_logs.1 -= 1;
         }
         let mut writes = Vec::new();
         for (r, &(m, seq)) in records.iter().zip(&seqs) {
-            let log = &mut logs[m as usize];
+            let log = &mut guard_logs.0[m as usize];
             let oldest = *log.in_flight.first().expect("this record");
             let Some(file) = files[m as usize].clone() else {
                 continue;
@@ -639,7 +663,7 @@ impl Ppl {
             }
             writes.push((m, file, r.encode(self.uuid, seq, oldest), seq));
         }
-        drop(logs);
+        drop(guard_logs);
         for (m, file, bytes, seq) in writes {
             if let Err(e) = self.write_record(m, &file, &bytes, seq) {
                 errors.push((m, e));
@@ -715,13 +739,14 @@ impl Ppl {
     /// session need not clear it again.
     pub fn cleared(&self, m: u32, file: &Arc<File>) {
         let mut logs = self.logs.lock().expect("ppl lock");
-        logs[m as usize].cleared = Some(file.clone());
+        logs.0[m as usize].cleared = Some(file.clone());
     }
 
     /// Whether `records` fit one slot each.
     pub fn fits(&self, records: &[Record]) -> bool {
         records.iter().all(|r| {
-            r.entries.len() <= ENTRIES_MAX && HEADER_BYTES + r.pp_bytes() <= self.slot_bytes
+            r.entries.len() <= ENTRIES_MAX
+                && (COMPACT_HEADER_BYTES as u64) + r.pp_bytes() <= self.slot_bytes
         })
     }
 }
@@ -765,8 +790,14 @@ mod tests {
         assert_eq!((back.seq, back.oldest_in_flight), (3, 2));
         assert_eq!(back.entries, record(7).entries);
         assert!(decode(&slot, 8).is_none(), "another array's record");
-        slot[HEADER_BYTES as usize + 100] ^= 1;
+        slot[COMPACT_HEADER_BYTES + 100] ^= 1;
         assert!(decode(&slot, 9).is_none(), "torn partial parity");
+        // A record of the first format (4 KiB header), as earlier versions left it.
+        let mut old = record(7).encode_as(MAGIC, HEADER_BYTES as usize, 9, 3, 2);
+        old.resize(slot_bytes(su, 2) as usize, 0);
+        assert_eq!(decode(&old, 9).unwrap().entries, record(7).entries);
+        old[HEADER_BYTES as usize + 100] ^= 1;
+        assert!(decode(&old, 9).is_none(), "torn partial parity");
     }
 
     #[test]
