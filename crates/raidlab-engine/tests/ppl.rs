@@ -367,14 +367,37 @@ fn after_an_unclean_stop_resync_resyncs_everything_and_ppl_nothing() {
 #[test]
 fn concurrent_writers_share_the_log_and_recovery_changes_nothing_written() {
     for su in [256u64 << 10, 16 << 10] {
-        concurrent_writers_then_an_unclean_stop(su);
+        concurrent_writers_then_an_unclean_stop(Level::Raid5, 3, None, su);
     }
 }
 
-fn concurrent_writers_then_an_unclean_stop(su: u64) {
+/// The same on the levels PPL was extended to: RAID 4 (one parity member logs
+/// everything), RAID 6 (partial Q, records on P and Q), RAID 50 and 60 (each span's
+/// parity members log its stripes). A record mapped to the wrong span or stripe would
+/// leave parity wrong after recovery.
+#[test]
+fn raid4_6_50_60_writers_share_the_log_and_recovery_changes_nothing_written() {
+    for (level, members, spans, su) in [
+        (Level::Raid4, 4, None, 16u64 << 10),
+        (Level::Raid6, 5, None, 16 << 10),
+        (Level::Raid6, 4, None, 128 << 10),
+        (Level::Raid50, 6, Some(2), 16 << 10),
+        (Level::Raid60, 8, Some(2), 16 << 10),
+    ] {
+        concurrent_writers_then_an_unclean_stop(level, members, spans, su);
+    }
+}
+
+fn concurrent_writers_then_an_unclean_stop(
+    level: Level,
+    members: usize,
+    spans: Option<u32>,
+    su: u64,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let paths = member_paths(dir.path(), "m", 3);
-    let mut o = CreateOptions::new(Level::Raid5, su, Some(DATA_OFFSET_BYTES + (4 << 20)));
+    let paths = member_paths(dir.path(), "m", members);
+    let mut o = CreateOptions::new(level, su, Some(DATA_OFFSET_BYTES + (4 << 20)));
+    o.spans = spans;
     o.policy = Some(ConsistencyPolicy::Ppl);
     let a = std::sync::Arc::new(retry_in_use(|| Array::create(&paths, &o)));
     a.open_for_writes().unwrap();
@@ -406,13 +429,13 @@ fn concurrent_writers_then_an_unclean_stop(su: u64) {
     assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
     drop(a); // unclean stop
     let a = retry_in_use(|| Array::assemble(&paths));
-    assert!(a.status().ppl_recovered > 0);
-    assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0);
+    assert!(a.status().ppl_recovered > 0, "{level:?}");
+    assert_eq!(a.scrub(false).unwrap().mismatched_stripes, 0, "{level:?}");
     let mut after = vec![0u8; cap as usize];
     for (i, c) in after.chunks_mut(1 << 20).enumerate() {
         a.read(i as u64 * (1 << 20), c).unwrap();
     }
-    assert!(before == after, "recovery changed written data");
+    assert!(before == after, "{level:?}: recovery changed written data");
 }
 
 /// The log wraps: 27 writes fill slots 0..=26 of stripe 0's parity member, A (chunk 0)
