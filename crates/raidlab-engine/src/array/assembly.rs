@@ -353,34 +353,46 @@ impl Array {
         let files = self.files.read().expect("files lock").clone();
         let failed = self.failed();
         let slot = ppl::slot_bytes(self.geo.stripe_unit_bytes(), self.geo.parity_per_stripe());
-        // Stripes recomputed: from the newest entry of the first log that has one (a
-        // RAID 6 stripe is logged on its P and Q members alike).
-        let mut done = std::collections::BTreeSet::new();
-        let mut recovered = 0;
+        // Every stripe from its newest entry, across the logs (a RAID 6 stripe is
+        // logged on its P and Q members alike; one of them may have missed writes while
+        // failed): highest generation first, then, for records of the first format
+        // (generation 0), log by log, newest first.
+        let mut logged = Vec::new();
         for m in 0..self.geo.members() {
             let Some(f) = files[m as usize].as_ref().filter(|_| !failed.contains(m)) else {
                 continue;
             };
-            let path = self.member_path(m);
-            let log = ppl::read_log(f).map_err(io_err(&path, "read ppl"))?;
-            for record in ppl::records_to_replay(&log, self.uuid, slot).iter().rev() {
-                for e in &record.entries {
-                    let writes =
-                        ppl::recover_entry(&self.geo, m, e, &failed, &mut done, |d, off, buf| {
-                            files[d as usize]
-                                .as_ref()
-                                .expect("active members have a file")
-                                .read_exact_at(buf, DATA_OFFSET_BYTES + off)
-                        })
-                        .map_err(io_err(&path, "read data for ppl recovery"))?;
-                    recovered += writes.len() as u64;
-                    for (pm, off, p) in writes.into_iter().flatten() {
-                        let file = files[pm as usize]
+            let log = ppl::read_log(f).map_err(io_err(&self.member_path(m), "read ppl"))?;
+            logged.extend(
+                ppl::records_to_replay(&log, self.uuid, slot)
+                    .into_iter()
+                    .map(|r| (m, r)),
+            );
+        }
+        logged.sort_by(|(ma, a), (mb, b)| {
+            (b.generation.cmp(&a.generation))
+                .then(ma.cmp(mb))
+                .then(b.seq.cmp(&a.seq))
+        });
+        let mut done = std::collections::BTreeSet::new();
+        let mut recovered = 0;
+        for (m, record) in &logged {
+            for e in &record.entries {
+                let writes =
+                    ppl::recover_entry(&self.geo, *m, e, &failed, &mut done, |d, off, buf| {
+                        files[d as usize]
                             .as_ref()
-                            .expect("active members have a file");
-                        file.write_all_at(&p, DATA_OFFSET_BYTES + off)
-                            .map_err(io_err(&self.member_path(pm), "ppl recovery"))?;
-                    }
+                            .expect("active members have a file")
+                            .read_exact_at(buf, DATA_OFFSET_BYTES + off)
+                    })
+                    .map_err(io_err(&self.member_path(*m), "read data for ppl recovery"))?;
+                recovered += writes.len() as u64;
+                for (pm, off, p) in writes.into_iter().flatten() {
+                    let file = files[pm as usize]
+                        .as_ref()
+                        .expect("active members have a file");
+                    file.write_all_at(&p, DATA_OFFSET_BYTES + off)
+                        .map_err(io_err(&self.member_path(pm), "ppl recovery"))?;
                 }
             }
         }

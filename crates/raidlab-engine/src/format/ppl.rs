@@ -107,10 +107,13 @@ pub const MEMBERS_MAX: u32 = 64;
 const MAGIC: [u8; 8] = *b"RLPPL001";
 /// The format written: a [`COMPACT_HEADER_BYTES`] header, the same fields.
 const MAGIC_COMPACT: [u8; 8] = *b"RLPPL002";
+/// Bytes of the fixed fields of a first-format header.
 const FIXED_BYTES: usize = 48;
+/// The same in the compact header, which adds the record's generation.
+const FIXED_BYTES_COMPACT: usize = 56;
 const ENTRY_BYTES: usize = 48;
 /// Entries one header holds.
-pub const ENTRIES_MAX: usize = (COMPACT_HEADER_BYTES - FIXED_BYTES - 4) / ENTRY_BYTES;
+pub const ENTRIES_MAX: usize = (COMPACT_HEADER_BYTES - FIXED_BYTES_COMPACT - 4) / ENTRY_BYTES;
 
 /// Bytes of one slot for chunk `stripe_unit_bytes` and `parity` blocks per stripe: a
 /// header and two chunks of partial parity per parity block (a request leaves at most
@@ -188,22 +191,31 @@ impl Record {
             .sum()
     }
 
-    fn encode(&self, uuid: u128, seq: u64, oldest: u64) -> Vec<u8> {
-        self.encode_as(MAGIC_COMPACT, COMPACT_HEADER_BYTES, uuid, seq, oldest)
+    fn encode(&self, uuid: u128, seq: u64, oldest: u64, generation: u64) -> Vec<u8> {
+        self.encode_as(MAGIC_COMPACT, uuid, [seq, oldest, generation])
     }
 
-    /// The record under header `magic` of `n` bytes.
-    fn encode_as(&self, magic: [u8; 8], n: usize, uuid: u128, seq: u64, oldest: u64) -> Vec<u8> {
-        debug_assert!(FIXED_BYTES + self.entries.len() * ENTRY_BYTES + 4 <= n);
+    /// The record under header `magic` (its size and fields: [`header_layout`]).
+    fn encode_as(
+        &self,
+        magic: [u8; 8],
+        uuid: u128,
+        [seq, oldest, generation]: [u64; 3],
+    ) -> Vec<u8> {
+        let (n, fixed) = header_layout(&magic).expect("a known magic");
+        debug_assert!(fixed + self.entries.len() * ENTRY_BYTES + 4 <= n);
         let mut out = Vec::with_capacity(n + self.pp_bytes() as usize);
         out.resize(n, 0);
         out[..8].copy_from_slice(&magic);
+        if fixed == FIXED_BYTES_COMPACT {
+            out[48..56].copy_from_slice(&generation.to_le_bytes());
+        }
         out[8..24].copy_from_slice(&uuid.to_le_bytes());
         out[24..32].copy_from_slice(&seq.to_le_bytes());
         out[32..40].copy_from_slice(&oldest.to_le_bytes());
         out[40..44].copy_from_slice(&(self.entries.len() as u32).to_le_bytes());
         for (i, e) in self.entries.iter().enumerate() {
-            let at = FIXED_BYTES + i * ENTRY_BYTES;
+            let at = fixed + i * ENTRY_BYTES;
             for (j, v) in [
                 e.first_stripe,
                 e.last_stripe,
@@ -271,12 +283,25 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// Header bytes and fixed-field bytes of the format `magic` names.
+fn header_layout(magic: &[u8]) -> Option<(usize, usize)> {
+    match magic {
+        m if m == MAGIC => Some((HEADER_BYTES as usize, FIXED_BYTES)),
+        m if m == MAGIC_COMPACT => Some((COMPACT_HEADER_BYTES, FIXED_BYTES_COMPACT)),
+        _ => None,
+    }
+}
+
 /// A record read back: its sequence number, the oldest record in flight when it was
 /// written, and what it logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoggedRecord {
     /// Sequence number (per member log, from 1).
     pub seq: u64,
+    /// Its request's place in the order of the array's requests this session (the same
+    /// on every log the request wrote; 0 in the first format, which had none): the
+    /// newest entry of a stripe, across logs, is the one of the highest generation.
+    pub generation: u64,
     /// The oldest record of this log in flight when it was written.
     pub oldest_in_flight: u64,
     /// The entries.
@@ -286,11 +311,7 @@ pub struct LoggedRecord {
 /// Decodes the record in `slot` (header and room for its partial parity); `None` when it
 /// holds no valid record of array `uuid`.
 fn decode(slot: &[u8], uuid: u128) -> Option<LoggedRecord> {
-    let n = match slot.get(..8)? {
-        m if m == MAGIC => HEADER_BYTES as usize,
-        m if m == MAGIC_COMPACT => COMPACT_HEADER_BYTES,
-        _ => return None,
-    };
+    let (n, fixed) = header_layout(slot.get(..8)?)?;
     let h = slot.get(..n)?;
     if u32_at(h, n - 4) != crc32c(&h[..n - 4])
         || u128::from_le_bytes(h[8..24].try_into().expect("16 bytes")) != uuid
@@ -298,13 +319,13 @@ fn decode(slot: &[u8], uuid: u128) -> Option<LoggedRecord> {
         return None;
     }
     let count = u32_at(h, 40) as usize;
-    if FIXED_BYTES + count.checked_mul(ENTRY_BYTES)? + 4 > n {
+    if fixed + count.checked_mul(ENTRY_BYTES)? + 4 > n {
         return None;
     }
     let mut at = n;
     let mut entries = Vec::with_capacity(count);
     for i in 0..count {
-        let e = FIXED_BYTES + i * ENTRY_BYTES;
+        let e = fixed + i * ENTRY_BYTES;
         let pp_len = u64_at(h, e + 40);
         let end = at.checked_add(usize::try_from(pp_len).ok()?)?;
         let len_bytes = u64_at(h, e + 24);
@@ -331,6 +352,11 @@ fn decode(slot: &[u8], uuid: u128) -> Option<LoggedRecord> {
     }
     Some(LoggedRecord {
         seq: u64_at(h, 24),
+        generation: if fixed == FIXED_BYTES_COMPACT {
+            u64_at(h, 48)
+        } else {
+            0
+        },
         oldest_in_flight: u64_at(h, 32),
         entries,
     })
@@ -531,7 +557,7 @@ pub struct Ppl {
     uuid: u128,
     slot_bytes: u64,
     slots: u64,
-    logs: Mutex<(Vec<MemberLog>, usize)>,
+    logs: Mutex<(Vec<MemberLog>, usize, u64)>,
     /// Signalled when a record finishes and a writer waits for a slot (the count
     /// beside the logs: no wake-up system call for every request otherwise).
     finished: Condvar,
@@ -597,7 +623,7 @@ impl Ppl {
             uuid,
             slot_bytes: slot,
             slots: (PPL_BYTES / slot).max(1),
-            logs: Mutex::new(((0..members).map(|_| MemberLog::default()).collect(), 0)),
+            logs: Mutex::new(((0..members).map(|_| MemberLog::default()).collect(), 0, 0)),
             finished: Condvar::new(),
             syncs: Mutex::new((0..members).map(|_| GroupSync::default()).collect()),
             synced: Condvar::new(),
@@ -645,6 +671,10 @@ impl Ppl {
             guard_logs = self.finished.wait(guard_logs).expect("ppl lock");
             guard_logs.1 -= 1;
         }
+        // The request holds its stripes' locks: every earlier write to them has
+        // finished, so its generation is higher than theirs.
+        guard_logs.2 += 1;
+        let generation = guard_logs.2;
         let mut writes = Vec::new();
         for (r, &(m, seq)) in records.iter().zip(&seqs) {
             let log = &mut guard_logs.0[m as usize];
@@ -661,7 +691,7 @@ impl Ppl {
                 }
                 log.cleared = Some(file.clone());
             }
-            writes.push((m, file, r.encode(self.uuid, seq, oldest), seq));
+            writes.push((m, file, r.encode(self.uuid, seq, oldest, generation), seq));
         }
         drop(guard_logs);
         for (m, file, bytes, seq) in writes {
@@ -784,18 +814,22 @@ mod tests {
     #[test]
     fn records_round_trip_and_a_flipped_bit_is_no_record() {
         let su = 16384;
-        let mut slot = record(7).encode(9, 3, 2);
+        let mut slot = record(7).encode(9, 3, 2, 11);
         slot.resize(slot_bytes(su, 2) as usize, 0);
         let back = decode(&slot, 9).unwrap();
-        assert_eq!((back.seq, back.oldest_in_flight), (3, 2));
+        assert_eq!(
+            (back.seq, back.oldest_in_flight, back.generation),
+            (3, 2, 11)
+        );
         assert_eq!(back.entries, record(7).entries);
         assert!(decode(&slot, 8).is_none(), "another array's record");
         slot[COMPACT_HEADER_BYTES + 100] ^= 1;
         assert!(decode(&slot, 9).is_none(), "torn partial parity");
         // A record of the first format (4 KiB header), as earlier versions left it.
-        let mut old = record(7).encode_as(MAGIC, HEADER_BYTES as usize, 9, 3, 2);
+        let mut old = record(7).encode_as(MAGIC, 9, [3, 2, 11]);
         old.resize(slot_bytes(su, 2) as usize, 0);
-        assert_eq!(decode(&old, 9).unwrap().entries, record(7).entries);
+        let back = decode(&old, 9).unwrap();
+        assert_eq!((back.entries, back.generation), (record(7).entries, 0));
         old[HEADER_BYTES as usize + 100] ^= 1;
         assert!(decode(&old, 9).is_none(), "torn partial parity");
     }
@@ -844,7 +878,7 @@ mod tests {
         // Slot 0 holds seq 5 (a ring later than seq 1), written while 3 was in flight;
         // slot 1 holds seq 2 (finished long ago), slot 2 seq 3, slot 3 seq 4 (oldest 3).
         for (i, (seq, oldest)) in [(5, 3), (2, 1), (3, 3), (4, 3)].into_iter().enumerate() {
-            let b = record(seq as u8).encode(1, seq, oldest);
+            let b = record(seq as u8).encode(1, seq, oldest, seq);
             log[i * slot..i * slot + b.len()].copy_from_slice(&b);
         }
         let seqs: Vec<u64> = records_to_replay(&log, 1, slot as u64)
