@@ -322,16 +322,6 @@ impl Array {
                 rows_done: start_row,
             });
         }
-        if let Some(ppl) = &self.ppl {
-            // A member back in its role (re-added) may hold records of this array's
-            // earlier sessions: recovery must never replay them.
-            crate::format::ppl::clear(file).map_err(|source| Error::Io {
-                path: new_path.to_path_buf(),
-                op: "clear ppl",
-                source,
-            })?;
-            ppl.cleared(role, file);
-        }
         self.files.write().expect("files lock")[role as usize] = Some(file.clone());
         // A new disk in the role: the old one's unreadable sectors are not its own.
         self.forget_bad_blocks(role);
