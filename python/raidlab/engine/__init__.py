@@ -512,11 +512,12 @@ def create(
     hole; every later operation on the array then needs the same ``journal``. Member
     files (and the journal file) are preallocated unless ``sparse``.
     ``consistency_policy`` (mdadm's): ``resync``, ``bitmap``, ``journal`` (with
-    ``journal``) or ``ppl`` (md's partial parity log, RAID 5 only); by default ``ppl``
-    on RAID 5 and ``bitmap`` elsewhere.
+    ``journal``) or ``ppl`` (md's partial parity log; RAID 4, 5, 6, 50, 60); by default
+    ``ppl`` on those and ``bitmap`` elsewhere.
     ``integrity`` (dm-integrity's): ``none`` (the default) or ``crc32c``, a checksum per
     4 KiB block of every member, so reads and ``repair`` tell a good copy from a bad
-    one (with the ``bitmap`` or ``resync`` policy; RAID 5 then defaults to ``bitmap``).
+    one (with the ``bitmap`` or ``resync`` policy; parity levels then default to
+    ``bitmap``).
     ``cache_members`` (2: RAID 1, 4 or more: RAID 10) put an SSD cache tier in front,
     with ``cache_policy`` (``raidix``, the default, ``lru``, ``smq`` or ``bcache``),
     members of ``cache_size`` each and log-structured regions of ``cache_region``; the

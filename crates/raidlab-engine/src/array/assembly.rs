@@ -63,8 +63,8 @@ pub struct CreateOptions {
     /// write that then finds their filesystem full fails `ENOSPC` (no member fails).
     pub sparse: bool,
     /// What makes parity agree again after an unclean stop (mdadm's
-    /// `--consistency-policy`); `None`: `journal` with a journal, else `bitmap`.
-    /// `journal` needs a journal; `ppl` is for RAID 5 only.
+    /// `--consistency-policy`); `None`: `journal` with a journal, else
+    /// [`default_policy`]. `journal` needs a journal; `ppl` is for the parity levels.
     pub policy: Option<ConsistencyPolicy>,
     /// Hot spares (mdadm's `--spare-devices`): files or devices with no role that
     /// take a failed member's place (see `spares`); created or extended to
@@ -336,12 +336,15 @@ impl Array {
     }
 
     /// Zeroes the partial parity log of every active member.
-    fn clear_ppl(&self) -> Result<()> {
+    pub(super) fn clear_ppl(&self) -> Result<()> {
         let files = self.files.read().expect("files lock").clone();
         for (role, f) in files.iter().enumerate() {
             if let Some(f) = f {
                 let path = self.member_path(role as u32);
                 ppl::clear(f).map_err(io_err(&path, "clear ppl"))?;
+                if let Some(p) = &self.ppl {
+                    p.cleared(role as u32, f);
+                }
             }
         }
         Ok(())
@@ -356,36 +359,55 @@ impl Array {
 
     /// After an unclean stop under the `ppl` policy: recomputes, from each active
     /// member's partial parity log, the parity of every stripe a write may have left
-    /// half done (see [`crate::format::ppl`]), and syncs it. Returns the stripe parities
-    /// written.
+    /// half done (see [`crate::format::ppl`]), rebuilding lost chunks from the logged
+    /// partial parity first, and syncs it. Returns the stripes recomputed.
     fn recover_ppl(&self) -> Result<u64> {
         if self.ppl.is_none() {
             return Ok(0);
         }
         let files = self.files.read().expect("files lock").clone();
         let failed = self.failed();
-        let su = self.geo.stripe_unit_bytes();
-        let mut recovered = 0;
+        let slot = ppl::slot_bytes(self.geo.stripe_unit_bytes(), self.geo.parity_per_stripe());
+        // Every stripe from its newest entry, across the logs (a RAID 6 stripe is
+        // logged on its P and Q members alike; one of them may have missed writes while
+        // failed): highest generation first, then, for records of the first format
+        // (generation 0), log by log, newest first.
+        let mut logged = Vec::new();
         for m in 0..self.geo.members() {
             let Some(f) = files[m as usize].as_ref().filter(|_| !failed.contains(m)) else {
                 continue;
             };
-            let path = self.member_path(m);
-            let log = ppl::read_log(f).map_err(io_err(&path, "read ppl"))?;
-            for record in ppl::records_to_replay(&log, self.uuid, su) {
-                for e in &record.entries {
-                    let parities = ppl::parity_of_entry(&self.geo, m, e, &failed, |d, off, buf| {
+            let log = ppl::read_log(f).map_err(io_err(&self.member_path(m), "read ppl"))?;
+            logged.extend(
+                ppl::records_to_replay(&log, self.uuid, slot)
+                    .into_iter()
+                    .map(|r| (m, r)),
+            );
+        }
+        logged.sort_by(|(ma, a), (mb, b)| {
+            (b.generation.cmp(&a.generation))
+                .then(ma.cmp(mb))
+                .then(b.seq.cmp(&a.seq))
+        });
+        let mut done = std::collections::BTreeSet::new();
+        let mut recovered = 0;
+        for (m, record) in &logged {
+            for e in &record.entries {
+                let writes =
+                    ppl::recover_entry(&self.geo, *m, e, &failed, &mut done, |d, off, buf| {
                         files[d as usize]
                             .as_ref()
                             .expect("active members have a file")
                             .read_exact_at(buf, DATA_OFFSET_BYTES + off)
                     })
-                    .map_err(io_err(&path, "read data for ppl recovery"))?;
-                    for (off, p) in parities.unwrap_or_default() {
-                        f.write_all_at(&p, DATA_OFFSET_BYTES + off)
-                            .map_err(io_err(&path, "ppl recovery"))?;
-                        recovered += 1;
-                    }
+                    .map_err(io_err(&self.member_path(*m), "read data for ppl recovery"))?;
+                recovered += writes.len() as u64;
+                for (pm, off, p) in writes.into_iter().flatten() {
+                    let file = files[pm as usize]
+                        .as_ref()
+                        .expect("active members have a file");
+                    file.write_all_at(&p, DATA_OFFSET_BYTES + off)
+                        .map_err(io_err(&self.member_path(pm), "ppl recovery"))?;
                 }
             }
         }
@@ -1019,12 +1041,12 @@ fn check_integrity(opts: &CreateOptions) -> Result<()> {
 /// The consistency policy of an array with checksums: the bitmap or resync, whose
 /// resync after an unclean stop sums the blocks of the regions it covers again (the
 /// `ppl` and `journal` recoveries rewrite stripes the bitmap does not mark). Without
-/// a policy asked for, RAID 5's default `ppl` gives way to the bitmap.
+/// a policy asked for, the parity levels' default `ppl` gives way to the bitmap.
 fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<ConsistencyPolicy> {
     check_integrity(opts)?;
     match (opts.integrity, opts.policy, policy) {
         (Integrity::None, _, p) => Ok(p),
-        // RAID 5's default gives way; one asked for was refused by `check_integrity`.
+        // The parity levels' default gives way; one asked for was refused by `check_integrity`.
         (_, _, ConsistencyPolicy::Ppl) => Ok(ConsistencyPolicy::Bitmap),
         (_, _, p) => Ok(p),
     }
@@ -1032,11 +1054,12 @@ fn integrity_policy(opts: &CreateOptions, policy: ConsistencyPolicy) -> Result<C
 
 /// The policy of an array created without `--consistency-policy` or `--journal`: one
 /// that loses no flushed block to a crash followed by a member loss where one exists
-/// without a journal file. RAID 5 takes md's partial parity log (the write hole closed
-/// on the members themselves, no bitmap); where PPL cannot serve (RAID 4, 6, 50, 60,
-/// more than 64 members, chunks over 256 KiB: md's PPL is RAID 5 only too) the bitmap,
-/// with a note on stderr that `--journal` closes the hole. Mirrors and RAID 0 have no
-/// parity write hole: the bitmap.
+/// without a journal file. The parity levels (RAID 4, 5, 6, 50, 60) take the partial
+/// parity log (md's for RAID 5, extended to Q here: the write hole closed on the
+/// members themselves, no bitmap); where PPL cannot serve (more than 64 members, chunks
+/// over 256 KiB, 128 KiB with two parities) the bitmap, with a note on stderr that
+/// `--journal` closes the hole. Mirrors and RAID 0 have no parity write hole: the
+/// bitmap.
 pub(crate) fn default_policy(geo: &Geometry) -> ConsistencyPolicy {
     if geo.parity_per_stripe() == 0 {
         return ConsistencyPolicy::Bitmap;

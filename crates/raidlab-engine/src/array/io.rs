@@ -602,8 +602,14 @@ impl Array {
             let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
             let (members, order) = stripe_members(geo, id);
             let d = order.len();
-            let pm = members[d];
-            if failed.contains(pm) {
+            // Every parity member of the stripe logs it (RAID 6: P and Q), so a copy
+            // survives any loss the stripe survives.
+            let loggers: Vec<u32> = members[d..]
+                .iter()
+                .copied()
+                .filter(|&m| !failed.contains(m))
+                .collect();
+            if loggers.is_empty() {
                 // No parity is written: nothing to make consistent (md logs nothing).
                 continue;
             }
@@ -616,30 +622,28 @@ impl Array {
                 .zip(&modified)
                 .filter(|(_, &m)| m)
                 .fold(0u64, |acc, (&m, _)| acc | 1 << m);
-            let at = match records.iter().position(|r| r.member == pm) {
-                Some(i) => i,
-                None => {
-                    records.push(Record {
-                        member: pm,
-                        entries: Vec::new(),
-                    });
-                    records.len() - 1
-                }
+            let whole = modified.iter().all(|&m| m);
+            let (pp, pq) = if whole {
+                (Vec::new(), Vec::new())
+            } else {
+                partial_parity(geo, sp, &members, &modified, reads)
             };
-            let entries = &mut records[at].entries;
-            if modified.iter().all(|&m| m) {
-                whole_stripe_entry(entries, sp.stripe, geo.stripe_unit_bytes(), mask);
-                continue;
+            for pm in loggers {
+                let entries = record_of(&mut records, pm);
+                if whole {
+                    whole_stripe_entry(entries, sp.stripe, geo.stripe_unit_bytes(), mask);
+                    continue;
+                }
+                entries.push(Entry {
+                    first_stripe: sp.stripe,
+                    last_stripe: sp.stripe,
+                    column_offset_bytes: col,
+                    len_bytes: len,
+                    modified: mask,
+                    partial_parity: pp.clone(),
+                    partial_q: pq.clone(),
+                });
             }
-            let pp = partial_parity(geo, sp, &members, &modified, reads);
-            entries.push(Entry {
-                first_stripe: sp.stripe,
-                last_stripe: sp.stripe,
-                column_offset_bytes: col,
-                len_bytes: len,
-                modified: mask,
-                partial_parity: pp,
-            });
         }
         records.sort_by_key(|r| r.member);
         records
@@ -850,6 +854,24 @@ fn new_parity<'d>(
     }
 }
 
+/// The entries of member `pm`'s record among `records`, a new record if it has none.
+fn record_of(
+    records: &mut Vec<crate::format::ppl::Record>,
+    pm: u32,
+) -> &mut Vec<crate::format::ppl::Entry> {
+    let at = match records.iter().position(|r| r.member == pm) {
+        Some(i) => i,
+        None => {
+            records.push(crate::format::ppl::Record {
+                member: pm,
+                entries: Vec::new(),
+            });
+            records.len() - 1
+        }
+    };
+    &mut records[at].entries
+}
+
 /// Notes a stripe the write covers whole: recovery recomputes its parity from the
 /// data, so one entry without partial parity spans every such stripe of the request
 /// on this parity member.
@@ -871,49 +893,57 @@ fn whole_stripe_entry(
             len_bytes: stripe_unit_bytes,
             modified: mask,
             partial_parity: Vec::new(),
+            partial_q: Vec::new(),
         }),
     }
 }
 
 /// The partial parity of stripe segment `sp` of a write: the XOR of the data chunks
-/// it does not modify (`modified`, by data slot), from the reads (RCW: those chunks;
-/// RMW: old parity XOR old data of the modified ones; degraded: those rebuilt).
+/// it does not modify (`modified`, by syndrome slot), and on RAID 6 their Q syndrome
+/// (empty otherwise), from the reads (RCW: those chunks; RMW: old parity with the old
+/// data of the modified ones taken out; degraded: those rebuilt).
 fn partial_parity(
     geo: &Geometry,
     sp: &StripePlan,
     members: &[u32],
     modified: &[bool],
     reads: &Staged,
-) -> Vec<u8> {
+) -> (Vec<u8>, Vec<u8>) {
     let id = StripeId {
         span: sp.span,
         stripe: sp.stripe,
     };
     let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
     let off = geo.stripe_offset_bytes(id) + col;
-    let pm = members[modified.len()];
-    let mut pp = vec![0u8; len as usize];
-    let xor = |pp: &mut [u8], b: &[u8]| pp.iter_mut().zip(b).for_each(|(a, b)| *a ^= b);
-    match sp.kind {
-        StripeKind::Rmw => {
-            xor(&mut pp, reads.must(pm, off, len));
-            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
-                xor(&mut pp, reads.must(members[slot], off, len));
+    let d = modified.len();
+    let q_too = geo.parity_per_stripe() == 2;
+    if sp.kind == StripeKind::Rmw {
+        let mut pp = reads.must(members[d], off, len).to_vec();
+        let mut pq = if q_too {
+            reads.must(members[d + 1], off, len).to_vec()
+        } else {
+            Vec::new()
+        };
+        for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
+            let old = reads.must(members[slot], off, len);
+            parity::xor_into(&mut pp, old);
+            if q_too {
+                parity::mul_xor_into(&mut pq, parity::gf_pow2(slot as u32), old);
             }
         }
-        StripeKind::DegradedWrite => {
-            let old = stripe_blocks(geo, id, col, len, reads, &sp.lost).2;
-            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                xor(&mut pp, &old[slot]);
-            }
-        }
-        _ => {
-            for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| !m) {
-                xor(&mut pp, reads.must(members[slot], off, len));
-            }
-        }
+        return (pp, pq);
     }
-    pp
+    let old = (sp.kind == StripeKind::DegradedWrite)
+        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+    let zero = vec![0u8; len as usize];
+    let kept: Vec<&[u8]> = (0..d)
+        .map(|slot| match (modified[slot], &old) {
+            (true, _) => zero.as_slice(),
+            (false, Some(o)) => o[slot].as_slice(),
+            (false, None) => reads.must(members[slot], off, len),
+        })
+        .collect();
+    parity_of(&kept, geo.parity_per_stripe())
 }
 
 /// Whether a stripe of this kind writes its parity (and so needs it made consistent):

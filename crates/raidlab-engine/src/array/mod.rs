@@ -222,8 +222,14 @@ impl Array {
     ) -> Result<Self> {
         let geo = Geometry::new(&spec)?;
         Ok(Self {
-            ppl: (policy == ConsistencyPolicy::Ppl)
-                .then(|| Ppl::new(uuid, geo.members(), geo.stripe_unit_bytes())),
+            ppl: (policy == ConsistencyPolicy::Ppl).then(|| {
+                Ppl::new(
+                    uuid,
+                    geo.members(),
+                    geo.stripe_unit_bytes(),
+                    geo.parity_per_stripe(),
+                )
+            }),
             policy,
             ppl_recovered: 0,
             cache_report: std::sync::OnceLock::new(),
@@ -333,8 +339,13 @@ impl Array {
         self.commit_state(|st| st.cache_uuid = cache_uuid)
     }
 
-    /// Marks the array dirty (writes may be in flight until [`Array::close`]).
+    /// Marks the array dirty (writes may be in flight until [`Array::close`]). Under
+    /// PPL the logs are emptied first: what they hold is of a session that ended
+    /// cleanly or was recovered at assembly, and a later recovery must not redo it.
     pub fn open_for_writes(&self) -> Result<()> {
+        if self.ppl.is_some() {
+            self.clear_ppl()?;
+        }
         self.commit_state(|st| st.dirty = true)
     }
 

@@ -261,8 +261,9 @@ pub struct CreateArgs {
     pub journal_size: Option<u64>,
     /// What makes parity agree again after an unclean stop, as mdadm's: resync (every
     /// stripe), bitmap (the regions written lately), journal (with --journal, its
-    /// default), ppl (md's partial parity log, RAID 5 only). Default: ppl on RAID 5 (a
-    /// crash then a lost member loses no flushed block), bitmap elsewhere.
+    /// default), ppl (md's partial parity log; RAID 4, 5, 6, 50, 60). Default: ppl on
+    /// the parity levels (a crash then lost members lose no flushed block), bitmap
+    /// elsewhere.
     #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<ConsistencyPolicy>())]
     pub consistency_policy: Option<ConsistencyPolicy>,
     /// Per-block checksums of the data, as dm-integrity's: none (the default) or crc32c

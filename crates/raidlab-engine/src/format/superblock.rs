@@ -110,8 +110,9 @@ pub enum ConsistencyPolicy {
     /// A write journal (`--journal`, with the bitmap too): half-done writes are replayed
     /// whole (see [`crate::format::journal`]).
     Journal,
-    /// md's partial parity log, RAID 5 only: no bitmap; the log on each stripe's parity
-    /// member makes parity consistent again, degraded too (see [`crate::format::ppl`]).
+    /// md's partial parity log (the parity levels): no bitmap; the log on each stripe's
+    /// parity members makes parity consistent again, degraded too (see
+    /// [`crate::format::ppl`]).
     Ppl,
 }
 
