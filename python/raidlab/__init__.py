@@ -34,12 +34,19 @@ __all__ = ["RaidlabError", "atto", "engine", "presets", "reproduce", "run"]
 
 
 def __getattr__(name: str) -> object:
-    import importlib
-
     if name in _API_NAMES:
-        return getattr(importlib.import_module("raidlab.api"), name)
+        return getattr(_submodule("api"), name)
     if name in ("engine", "api"):
-        return importlib.import_module(f"raidlab.{name}")
+        return _submodule(name)
     if name == "RaidlabError":
-        return importlib.import_module("raidlab.errors").RaidlabError
+        return _submodule("errors").RaidlabError
     raise AttributeError(f"module 'raidlab' has no attribute {name!r}")
+
+
+def _submodule(name: str) -> object:
+    # __import__, not importlib.import_module: `python -X importtime` shows what it costs
+    # (it does not see importlib's imports).
+    import sys
+
+    __import__(f"raidlab.{name}")
+    return sys.modules[f"raidlab.{name}"]
