@@ -17,6 +17,7 @@ import pytest
 import typer.main
 from raidlab.cli import app, main
 from raidlab.cli.dispatch import COMMAND_MODULES, registered_name
+from raidlab.scenario import presets
 from typer.testing import CliRunner
 
 PYTHON_DIR = Path(__file__).resolve().parents[1] / "python"
@@ -103,3 +104,12 @@ def test_a_mistyped_command_gets_the_suggestion(capsys: pytest.CaptureFixture[st
         main(["rn"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == "error: No such command 'rn'. Did you mean 'run'?\n"
+
+
+@pytest.mark.parametrize("group", presets.group_names())
+def test_every_preset_read_alone_is_the_preset_of_the_whole_file(group: str) -> None:
+    # A run parses only the presets it uses, cut from the file at their headers.
+    whole = presets._load_group(group)
+    assert list(presets._preset_texts(group)) == list(whole)
+    for name, table in whole.items():
+        assert presets._load_preset(group, name) == table, name
