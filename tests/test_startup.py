@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import typer.main
 from raidlab.cli import app, main
-from raidlab.cli.dispatch import COMMAND_MODULES, registered_name
+from raidlab.cli.dispatch import COMMAND_MODULES, Commands, registered_name
 from raidlab.scenario import presets
 from typer.testing import CliRunner
 
@@ -113,3 +113,13 @@ def test_every_preset_read_alone_is_the_preset_of_the_whole_file(group: str) -> 
     assert list(presets._preset_texts(group)) == list(whole)
     for name, table in whole.items():
         assert presets._load_preset(group, name) == table, name
+
+
+def test_a_command_the_table_misses_is_still_listed_and_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(COMMAND_MODULES, "risk")
+    commands = Commands({})
+    assert list(commands)[-1] == "risk" and len(commands) == len(COMMAND_MODULES) + 1
+    assert commands["risk"].name == "risk"
+    assert commands.get("no-such-command") is None

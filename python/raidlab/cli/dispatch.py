@@ -6,8 +6,9 @@ whole, the app's 30 commands cost more than the simulation of a short run (every
 annotation evaluated, every option made), and importing every command module loads
 the whole front end. :func:`invoke` builds the root group with no commands and looks a
 command up by name in :data:`COMMAND_MODULES` the first time it is asked for: one
-module imported, one command built. ``raidlab -h`` lists every command, so it still
-builds them all, in the table's order.
+module imported, one command built. Listing the commands (``raidlab -h``, a mistyped
+name's suggestion) imports every module, so a command the table misses is still
+listed and found, only slower to start (a test keeps the table whole).
 """
 
 from __future__ import annotations
@@ -92,41 +93,61 @@ def every_command() -> typer.Typer:
     return app
 
 
-def build(name: str) -> Any:
-    """The click command ``raidlab NAME``, its module imported if it was not."""
-    _register(COMMAND_MODULES[name])
-    (info,) = [info for info in app.registered_commands if registered_name(info) == name]
+def every_name() -> list[str]:
+    """Every command's name, every module imported: the table's order, then any command
+    a module registers that the table does not name (a test keeps that list empty)."""
+    registered = [registered_name(info) for info in every_command().registered_commands]
+    return [
+        *(name for name in COMMAND_MODULES if name in registered),
+        *(name for name in registered if name not in COMMAND_MODULES),
+    ]
+
+
+def build(name: str) -> Any | None:
+    """The click command ``raidlab NAME`` (None: no such command), its module imported
+    if it was not: only that one where the table names it."""
+    if name in COMMAND_MODULES:
+        _register(COMMAND_MODULES[name])
+    else:
+        every_command()
+    infos = [info for info in app.registered_commands if registered_name(info) == name]
+    if not infos:
+        return None
     return typer.main.get_command_from_info(
-        info,
+        infos[0],
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
 
 
 class Commands(Mapping[str, Any]):
-    """The root group's commands by name: every command of the table, each built on
-    first look-up (click and typer only ever look them up by name, list the names, or
-    add one)."""
+    """The root group's commands by name, each built on first look-up (click and typer
+    only ever look them up by name, list the names, or add one). Listing them imports
+    every command module; `raidlab -h` builds them all anyway."""
 
     def __init__(self, built: Mapping[str, Any]) -> None:
         self._built = dict(built)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._built:
-            if name not in COMMAND_MODULES:
+            command = build(name)
+            if command is None:
                 raise KeyError(name)
-            self._built[name] = build(name)
+            self._built[name] = command
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:
         self._built[name] = command
 
+    def _names(self) -> list[str]:
+        names = every_name()
+        return [*names, *(name for name in self._built if name not in names)]
+
     def __iter__(self) -> Iterator[str]:
-        yield from COMMAND_MODULES
-        yield from (name for name in self._built if name not in COMMAND_MODULES)
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(COMMAND_MODULES) + sum(name not in COMMAND_MODULES for name in self._built)
+        return len(self._names())
 
 
 def invoke(args: Sequence[str] | None) -> Any:
