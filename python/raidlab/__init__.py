@@ -24,22 +24,29 @@ online rebuild, check, repair and inject, with reports as dataclasses and DataFr
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from raidlab.errors import RaidlabError
 from raidlab.version import __version__ as __version__
 
-# The API is imported on first use, not with the package: `raidlab-engine` (a console
-# script over raidlab._native) and `import raidlab._native` must not pay for pandas
-# and matplotlib.
+# Nothing is imported with the package but its version: the API on first use (`raidlab
+# --version` and `raidlab-engine`, a console script over raidlab._native, must not pay
+# for pandas, typer or even the error type's imports).
 _API_NAMES = ("atto", "presets", "reproduce", "run")
 __all__ = ["RaidlabError", "atto", "engine", "presets", "reproduce", "run"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _API_NAMES:
-        return getattr(importlib.import_module("raidlab.api"), name)
+        return getattr(_submodule("api"), name)
     if name in ("engine", "api"):
-        return importlib.import_module(f"raidlab.{name}")
+        return _submodule(name)
+    if name == "RaidlabError":
+        return _submodule("errors").RaidlabError
     raise AttributeError(f"module 'raidlab' has no attribute {name!r}")
+
+
+def _submodule(name: str) -> object:
+    # __import__, not importlib.import_module: `python -X importtime` shows what it costs
+    # (it does not see importlib's imports).
+    import sys
+
+    __import__(f"raidlab.{name}")
+    return sys.modules[f"raidlab.{name}"]

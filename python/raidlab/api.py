@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +79,8 @@ from raidlab.units import format_size, parse_sizes
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import pandas as pd
 
     from raidlab.studies.advise import AdviseRequest

@@ -11,37 +11,25 @@ with status 2 (the same status click uses for its own usage errors); never a tra
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
-from collections.abc import Sequence
 
-import typer
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
-from raidlab.cli import (  # noqa: F401  (they register commands)
-    calibrate,
-    disksim,
-    simulate,
-    studies,
-    suites,
-    sweep,
-)
-from raidlab.cli.app import app
-from raidlab.cli.compare import compare as compare_command  # noqa: F401  (registers it)
-from raidlab.cli.engine import register as register_engine_commands
-from raidlab.cli.life import life as life_command  # noqa: F401  (registers it)
-from raidlab.cli.report import report as report_command  # noqa: F401  (registers it)
-from raidlab.cli.risk import risk as risk_command  # noqa: F401  (registers it)
-from raidlab.errors import RaidlabError
-from raidlab.progress import progress_of_long_runs
+# Nothing heavy is imported here: `raidlab --version` answers before typer (or any
+# command) is loaded, and a command loads only its own module (raidlab.cli.dispatch).
+# `raidlab.cli.app` is the app with every command registered, loaded when asked for.
+VERSION_FLAGS = (["--version"], ["-V"])
 
-try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover
-    from click.exceptions import UsageError
 
-# Real arrays (the raidlab-engine binary): create, status, serve, fail, replace, ...
-register_engine_commands(app)
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from raidlab.cli.dispatch import every_command
+
+        return every_command()
+    raise AttributeError(f"module 'raidlab.cli' has no attribute {name!r}")
 
 
 class _CtrlC:
@@ -57,6 +45,8 @@ class _CtrlC:
         raise KeyboardInterrupt
 
     def install(self) -> None:
+        import signal
+
         # Only over Python's own handler: a SIGINT ignored by whoever started us (a
         # background job) stays ignored.
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -67,33 +57,58 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: every usage error is `error: ...` and status 2;
     Ctrl-C stops any simulation within a fraction of a second: `interrupted`, status
     130."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in VERSION_FLAGS:
+        # What the app's eager --version prints, without building the app.
+        from raidlab.version import __version__
+
+        print(f"raidlab {__version__}", flush=True)
+        sys.exit(0)
+    sys.exit(_run(args))
+
+
+def _run(args: list[str]) -> int:
+    """``raidlab ARGS``: its exit status, every error reported in one line."""
+    import threading
+
+    import typer
+
+    from raidlab.cli.dispatch import invoke
+    from raidlab.errors import RaidlabError
+    from raidlab.progress import progress_of_long_runs
+
+    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+        from typer._click.exceptions import UsageError
+    except ImportError:  # pragma: no cover
+        from click.exceptions import UsageError
+
     ctrl_c = _CtrlC()
     if threading.current_thread() is threading.main_thread():
         ctrl_c.install()
     try:
         with progress_of_long_runs():
-            result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+            result = invoke(args)
         if ctrl_c.seen and result == 130:
             raise KeyboardInterrupt
     except UsageError as error:
         if type(error).__name__ == "NoArgsIsHelpError" and error.ctx is not None:
             # `raidlab` alone: the help, whole, as click prints it (not one error line).
             typer.echo(error.ctx.get_help(), err=True)
-            sys.exit(2)
+            return 2
         option = f"{error.param_hint}: " if getattr(error, "param_hint", None) else ""
         message = error.format_message() if not option else error.message
         typer.echo(f"error: {option}{' '.join(str(message).split())}", err=True)
-        sys.exit(2)
+        return 2
     except RaidlabError as error:
         typer.echo(f"error: {error}", err=True)
-        sys.exit(2)
+        return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        sys.exit(130)
+        return 130
     except typer.Abort:
         typer.echo("aborted", err=True)
-        sys.exit(130)
-    sys.exit(result if isinstance(result, int) else 0)
+        return 130
+    return result if isinstance(result, int) else 0
 
 
 __all__ = ["app", "main"]

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import FORMAT, check_format, flagset, opt
+from raidlab.cli.root import app
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.calibrate import FIT_IOS_DEFAULT, MAX_EVALS_DEFAULT, preset_toml
 from raidlab.report.calibrate import (

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from raidlab.cli.app import app
 from raidlab.cli.flags import FORMAT, check_format, flagset
+from raidlab.cli.root import app
 from raidlab.errors import user_errors
 from raidlab.report.compare import comparison, load_run
 from raidlab.report.output import print_json, stdout

@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import FORMAT, check_format, flagset
+from raidlab.cli.root import app
 from raidlab.errors import user_errors
 from raidlab.report.output import print_json, stdout
 from raidlab.scenario.array import parse_int

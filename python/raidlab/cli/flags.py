@@ -25,7 +25,6 @@ import typer
 
 from raidlab import api
 from raidlab.errors import RaidlabError
-from raidlab.reliability import RiskOptions
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.executor import JOBS_MAX, executor_scope
 from raidlab.scenario.tuning import Tuning, tune_array
@@ -378,6 +377,14 @@ IOS_DEFAULT = str(DEFAULT_IOS)
 
 # --- reliability figures of risk and advise: one RiskOptions ---------------------------
 
+
+def _risk_options(values: dict[str, Any]) -> Any:
+    # The reliability models load with the commands that use them, not with `run`.
+    from raidlab.reliability import RiskOptions
+
+    return RiskOptions(**RISK.requested(values), labels=RISK.labels())
+
+
 RISK = FlagSet(
     "risk",
     (
@@ -438,7 +445,7 @@ RISK = FlagSet(
         ),
         Flag("episodes", "--episodes", "Monte Carlo: degraded episodes simulated.", "200000"),
     ),
-    lambda values: RiskOptions(**RISK.requested(values), labels=RISK.labels()),
+    _risk_options,
 )
 
 

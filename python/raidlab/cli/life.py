@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from raidlab.cli.app import app
 from raidlab.cli.flags import (
     ARRAY,
     FORMAT,
@@ -19,6 +18,7 @@ from raidlab.cli.flags import (
     flagset,
     opt,
 )
+from raidlab.cli.root import app
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.report.output import print_json, stdout
 from raidlab.report.tables import print_table

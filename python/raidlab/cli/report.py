@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from raidlab.cli.app import app
 from raidlab.cli.flags import LOG_Y, flagset, opt
+from raidlab.cli.root import app
 from raidlab.errors import user_errors
 from raidlab.report.output import stdout
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 from typing import Annotated
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import (
     ARRAY,
     FORMAT,
@@ -18,6 +17,7 @@ from raidlab.cli.flags import (
     flagset,
     opt,
 )
+from raidlab.cli.root import app
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.reliability import RiskOptions
 from raidlab.report.output import print_json

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import (
     ARRAY,
     CLUSTER,
@@ -34,6 +33,7 @@ from raidlab.cli.flags import (
     opt,
     parse_jobs,
 )
+from raidlab.cli.root import app
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import (
     DEFAULT_LENGTH,

@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import (
     ARRAY,
     CLUSTER,
@@ -31,6 +30,7 @@ from raidlab.cli.flags import (
     opt,
     parse_jobs,
 )
+from raidlab.cli.root import app
 from raidlab.errors import RaidlabError, user_errors
 from raidlab.frontends.atto import IOS_MAX_DEFAULT, parse_ios_max
 from raidlab.reliability import RiskOptions

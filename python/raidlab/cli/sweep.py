@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from raidlab import api
-from raidlab.cli.app import app
 from raidlab.cli.flags import (
     CLUSTER,
     FORMAT,
@@ -21,6 +20,7 @@ from raidlab.cli.flags import (
     opt,
     parse_jobs,
 )
+from raidlab.cli.root import app
 from raidlab.errors import user_errors
 from raidlab.report.output import print_json, records, stderr
 from raidlab.report.tables import bound_text, number, print_table

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,6 +104,8 @@ def output_file(path: str | Path, label: str) -> Path:
 
 
 def _probe(directory: Path, label: str) -> None:
+    import tempfile  # where a directory is probed, not with every command
+
     try:
         with tempfile.TemporaryFile(dir=directory, prefix=".raidlab-probe-"):
             pass

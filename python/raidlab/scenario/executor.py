@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
@@ -28,7 +27,11 @@ from raidlab.scenario import native
 from raidlab.scenario.array import parse_int
 from raidlab.scenario.workloads import DEFAULT_IOS
 
+# concurrent.futures (logging) and its process pool (multiprocessing, pickle, sockets)
+# load where a pool runs: a single run, as `raidlab run`, starts without them.
 if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
     from rich.progress import Progress
 
 Simulator = Callable[[dict[str, Any]], dict[str, Any]]
@@ -121,6 +124,8 @@ def run_scenarios(
             # A cluster's executor knows its worker count; any other, the jobs asked.
             workers = getattr(executor, "workers", jobs)
             return _run_on(executor, scenarios, simulator, live, task, workers, on_result)
+        from concurrent.futures import ProcessPoolExecutor
+
         workers = min(jobs, len(scenarios))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return _run_on(pool, scenarios, simulator, live, task, workers, on_result)
@@ -185,6 +190,8 @@ def _run_on(
     workers: int,
     on_result: Callable[[int, dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:
+    from concurrent.futures import as_completed
+
     groups = batches([scenario_cost(s) for s in scenarios], workers * BATCHES_PER_WORKER)
     run_batch = partial(_simulate_batch, simulator)
     futures: dict[Future[list[dict[str, Any]]], list[int]] = {

@@ -1,16 +1,16 @@
 """Drive, controller and host presets shipped with the package (``presets/*.toml``).
 
-Presets are read with importlib.resources, so an installed wheel finds them. Each
+Presets are read from the package's directory, where an installed wheel puts them. Each
 preset parameter cites its source in a comment next to it in the TOML file.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,39 @@ DEFAULT_CONTROLLER = "hba"
 DEFAULT_HOST = "default"
 
 
+def _group_file(group: str) -> Path:
+    # Next to this module, in the package (a wheel installs it as a directory: the
+    # native module in it cannot load from a zip). Not importlib.resources, which costs
+    # a short run more to import than reading the file.
+    return Path(__file__).with_name(_GROUPS[group])
+
+
 @cache
 def _load_group(group: str) -> PresetTable:
-    text = resources.files("raidlab.scenario.presets").joinpath(_GROUPS[group]).read_text("utf-8")
-    return tomllib.loads(text)
+    return tomllib.loads(_group_text(group))
+
+
+# A preset's table or subtable header, `[name]` or `[name.sub]`, at the start of a line,
+# as the files are written (tests check every preset read alone against the whole file).
+_HEADER = re.compile(r"^\[([^\].]+)[\].]", re.MULTILINE)
+
+
+@cache
+def _preset_texts(group: str) -> dict[str, str]:
+    """The TOML of each preset of ``group`` (its table and subtables) by name, in the
+    file's order: a run parses the few presets it uses, not every file whole (parsing
+    them was a tenth of a short run's start-up)."""
+    text = _group_text(group)
+    starts = [(match.start(), match.group(1)) for match in _HEADER.finditer(text)]
+    texts: dict[str, str] = {}
+    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(text), "")], strict=True):
+        texts[name] = texts.get(name, "") + text[start:end]
+    return texts
+
+
+@cache
+def _load_preset(group: str, name: str) -> dict[str, Any]:
+    return tomllib.loads(_preset_texts(group)[name])[name]
 
 
 def preset_names(group: str) -> list[str]:
@@ -67,10 +96,10 @@ def preset_names(group: str) -> list[str]:
 def preset(group: str, name: str, field: str) -> dict[str, Any]:
     """A copy of one preset (without its reliability and QoS tables); an unknown name
     is a RaidlabError with a suggestion."""
-    table = _load_group(group)
-    if name not in table:
-        raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(table)))
-    entry = dict(table[name])
+    names = _preset_texts(group)
+    if name not in names:
+        raise RaidlabError(field, unknown_name_message(f"{group} preset", name, list(names)))
+    entry = dict(_load_preset(group, name))
     for key in _NOT_SIMULATED:
         entry.pop(key, None)
     return entry
@@ -110,7 +139,7 @@ def group_names() -> list[str]:
 
 @cache
 def _group_text(group: str) -> str:
-    return resources.files("raidlab.scenario.presets").joinpath(_GROUPS[group]).read_text("utf-8")
+    return _group_file(group).read_text("utf-8")
 
 
 def preset_parameters(group: str, name: str, field: str) -> list[Parameter]:

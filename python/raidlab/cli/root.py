@@ -1,5 +1,7 @@
-"""The typer application every command module registers on, with the options of the
-app itself: --version (-V) and -h as --help on the app and every command."""
+"""The root command: the typer application every command module registers on, with the
+options of the app itself: --version (-V) and -h as --help on the app and every command.
+A command module registers its commands when it is imported; ``raidlab.cli.dispatch``
+imports only the one that declares the command asked for."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-import raidlab
+from raidlab.version import __version__
 
 app = typer.Typer(
     add_completion=False,
@@ -23,7 +25,7 @@ app = typer.Typer(
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"raidlab {raidlab.__version__}")
+        typer.echo(f"raidlab {__version__}")
         raise typer.Exit(0)
 
 
