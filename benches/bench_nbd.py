@@ -302,7 +302,8 @@ def main() -> int:
                 stop(proc)
         if not args.integrity_only:
             policy_results = bench_policies(args.engine, workdir, args.runtime, args.rounds)
-        integrity_results = bench_integrity(args.engine, workdir, args.runtime, args.rounds)
+        if not args.policies_only:
+            integrity_results = bench_integrity(args.engine, workdir, args.runtime, args.rounds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -339,65 +340,55 @@ def main() -> int:
     return 0
 
 
+def bench_alternating(
+    procs: dict[str, subprocess.Popen[bytes]], jobs: list[Job], runtime_s: int, rounds: int,
+    label: str,
+) -> dict[str, dict[str, Result]]:
+    """Every served array filled once, then ``rounds`` rounds of every job, the arrays
+    alternated within a round (so a slow spell of the shared machine hits all of them);
+    the best run of each kept. Stops the servers."""
+    best: dict[str, dict[str, Result]] = {name: {} for name in procs}
+    try:
+        for proc in procs.values():
+            uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
+            fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
+        for _ in range(rounds):
+            for job in jobs:
+                for name, proc in procs.items():
+                    uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
+                    r = fio(uri, job, runtime_s)
+                    print(f"RAID5x4 {label}{name:8} {job.name:18} {r.iops:>10.0f} IOPS "
+                          f"{r.mb_per_s:>9.1f} MB/s", file=sys.stderr)  # fmt: skip
+                    if job.name not in best[name] or r.iops > best[name][job.name].iops:
+                        best[name][job.name] = r
+    finally:
+        for proc in procs.values():
+            stop(proc)
+    return best
+
+
 def bench_integrity(
     engine: str, workdir: Path, runtime_s: int, rounds: int
 ) -> dict[str, dict[str, Result]]:
-    """RAID 5 reads and writes without and with per-block checksums, as
-    ``bench_policies`` runs the policies: both arrays filled once, then ``rounds``
-    rounds of every job alternating between them; the best run of each kept."""
+    """RAID 5 reads and writes without and with per-block checksums (the bitmap
+    policy), alternated as ``bench_policies`` alternates the policies."""
     if rounds == 0:
         return {}
     procs = {
         i: start_raidlab(engine, workdir, 5, RAID5_MEMBERS, policy="bitmap", integrity=i)
         for i in INTEGRITY
     }
-    best: dict[str, dict[str, Result]] = {i: {} for i in INTEGRITY}
-    try:
-        for proc in procs.values():
-            uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
-            fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
-        for _ in range(rounds):
-            for job in INTEGRITY_JOBS:
-                for integrity, proc in procs.items():
-                    uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
-                    r = fio(uri, job, runtime_s)
-                    print(f"RAID5x4 integrity {integrity:6} {job.name:18} {r.iops:>10.0f} IOPS "
-                          f"{r.mb_per_s:>9.1f} MB/s", file=sys.stderr)  # fmt: skip
-                    if job.name not in best[integrity] or r.iops > best[integrity][job.name].iops:
-                        best[integrity][job.name] = r
-    finally:
-        for proc in procs.values():
-            stop(proc)
-    return best
+    return bench_alternating(procs, INTEGRITY_JOBS, runtime_s, rounds, "integrity ")
 
 
 def bench_policies(
     engine: str, workdir: Path, runtime_s: int, rounds: int
 ) -> dict[str, dict[str, Result]]:
-    """RAID 5 writes under each consistency policy: per policy one array, filled once,
-    then ``rounds`` rounds of every job, the policies alternated within a round (so a
-    slow spell of the shared machine hits all of them); the best run of each kept."""
+    """RAID 5 writes under each consistency policy, one array per policy."""
     if rounds == 0:
         return {}
     procs = {p: start_raidlab(engine, workdir, 5, RAID5_MEMBERS, policy=p) for p in POLICIES}
-    best: dict[str, dict[str, Result]] = {p: {} for p in POLICIES}
-    try:
-        for proc in procs.values():
-            uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
-            fio(uri, Job("fill", "write", "1m", 4), 0, time_based=False)
-        for _ in range(rounds):
-            for job in POLICY_JOBS:
-                for policy, proc in procs.items():
-                    uri = f"nbd://127.0.0.1:{proc.port}"  # type: ignore[attr-defined]
-                    r = fio(uri, job, runtime_s)
-                    print(f"RAID5x4 {policy:8} {job.name:18} {r.iops:>10.0f} IOPS "
-                          f"{r.mb_per_s:>9.1f} MB/s", file=sys.stderr)  # fmt: skip
-                    if job.name not in best[policy] or r.iops > best[policy][job.name].iops:
-                        best[policy][job.name] = r
-    finally:
-        for proc in procs.values():
-            stop(proc)
-    return best
+    return bench_alternating(procs, POLICY_JOBS, runtime_s, rounds, "")
 
 
 if __name__ == "__main__":
