@@ -65,6 +65,15 @@ fn one_line(e: &clap::Error, sub: Option<clap::Command>) -> String {
                 None => format!("a command is needed; allowed: {allowed}"),
             }
         }
+        // The switch that overwrote every claimed file became a flag naming each one:
+        // an old script's `--force` is told what to write instead.
+        (ErrorKind::UnknownArgument, Some(arg))
+            if arg == "--force" && long_flags(sub.as_ref()).contains("--force-overwrite") =>
+        {
+            "--force: replaced by --force-overwrite FILE (repeatable), which overwrites \
+             only the files it names"
+                .to_string()
+        }
         (ErrorKind::UnknownArgument, Some(arg)) if arg.starts_with('-') => {
             format!(
                 "{arg}: unknown option; allowed: {}",
@@ -297,6 +306,10 @@ mod tests {
             (
                 &["create", "--level", "5", "--bogus", "a"],
                 "--bogus: unknown option; allowed: --assume-clean",
+            ),
+            (
+                &["replace", "--force", "b", "n", "a", "b"],
+                "--force: replaced by --force-overwrite FILE (repeatable)",
             ),
             (
                 &["create", "--level", "5"],
