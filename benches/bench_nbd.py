@@ -319,25 +319,25 @@ def main() -> int:
             print(f"| {name} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | {ratio:.2f}x |")
     if policy_results:
         print(f"\nRAID 5 of 4 writes by --consistency-policy, best of {args.rounds}\n")
-        print("| policy | job | IOPS | MB/s | vs bitmap |\n|---|---|---:|---:|---:|")
-        for job in POLICY_JOBS:
-            base_r = policy_results["bitmap"][job.name]
-            for policy in POLICIES:
-                r = policy_results[policy][job.name]
-                ratio = r.iops / base_r.iops if base_r.iops else float("nan")
-                print(f"| {policy} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | "
-                      f"{ratio:.2f}x |")  # fmt: skip
+        print_by_variant(policy_results, "policy", "bitmap", POLICY_JOBS)
     if integrity_results:
         print(f"\nRAID 5 of 4 (bitmap policy) by --integrity, best of {args.rounds}\n")
-        print("| integrity | job | IOPS | MB/s | vs none |\n|---|---|---:|---:|---:|")
-        for job in INTEGRITY_JOBS:
-            base_r = integrity_results["none"][job.name]
-            for integrity in INTEGRITY:
-                r = integrity_results[integrity][job.name]
-                ratio = r.iops / base_r.iops if base_r.iops else float("nan")
-                print(f"| {integrity} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | "
-                      f"{ratio:.2f}x |")  # fmt: skip
+        print_by_variant(integrity_results, "integrity", "none", INTEGRITY_JOBS)
     return 0
+
+
+def print_by_variant(
+    results: dict[str, dict[str, Result]], column: str, base: str, jobs: list[Job]
+) -> None:
+    """A markdown table of one array under each variant (a policy, a checksum
+    setting), every job against the ``base`` variant's run of it."""
+    print(f"| {column} | job | IOPS | MB/s | vs {base} |\n|---|---|---:|---:|---:|")
+    for job in jobs:
+        base_r = results[base][job.name]
+        for variant, per_job in results.items():
+            r = per_job[job.name]
+            ratio = r.iops / base_r.iops if base_r.iops else float("nan")
+            print(f"| {variant} | {job.name} | {r.iops:.0f} | {r.mb_per_s:.1f} | {ratio:.2f}x |")
 
 
 def bench_alternating(

@@ -66,6 +66,20 @@ pub(super) fn data_bytes_with(integrity: Integrity, member_bytes: u64) -> u64 {
     }
 }
 
+/// The CRC32C of the member data block at `at`: from `buf` (member data at `off`)
+/// where it holds the block whole, else from the block as it is on disk, read into
+/// `whole` (reused across the blocks of one request).
+fn block_sum(file: &File, buf: &[u8], off: u64, at: u64, whole: &mut Vec<u8>) -> io::Result<u32> {
+    if at >= off && at + BLOCK <= off + buf.len() as u64 {
+        return Ok(crc32c(
+            &buf[(at - off) as usize..(at - off + BLOCK) as usize],
+        ));
+    }
+    whole.resize(BLOCK as usize, 0);
+    file.read_exact_at(whole, DATA_OFFSET_BYTES + at)?;
+    Ok(crc32c(whole))
+}
+
 /// A block whose checksum does not match: the error a read of it fails with.
 fn mismatch(m: u32, block_at: u64, stored: u32, computed: u32) -> io::Error {
     io::Error::new(
@@ -122,15 +136,13 @@ impl Array {
         buf: &mut [u8],
         off: u64,
     ) -> io::Result<()> {
-        file.read_exact_at(buf, DATA_OFFSET_BYTES + off)?;
-        let r = self.verify(file, m, buf, off);
-        if let (Err((e, blocks)), Some(c)) = (&r, &self.checksums) {
-            if is_mismatch(e) {
-                c.mismatches[m as usize].fetch_add(*blocks, Ordering::Relaxed);
+        self.read_checked(file, m, buf, off).map_err(|(e, blocks)| {
+            if let (true, Some(c)) = (is_mismatch(&e), &self.checksums) {
+                c.mismatches[m as usize].fetch_add(blocks, Ordering::Relaxed);
                 eprintln!("raidlab-engine: {e}");
             }
-        }
-        r.map_err(|(e, _)| e)
+            e
+        })
     }
 
     /// [`Array::read_member`] without counting a mismatch: the probes and read-backs
@@ -142,8 +154,20 @@ impl Array {
         buf: &mut [u8],
         off: u64,
     ) -> io::Result<()> {
-        file.read_exact_at(buf, DATA_OFFSET_BYTES + off)?;
-        self.verify(file, m, buf, off).map_err(|(e, _)| e)
+        self.read_checked(file, m, buf, off).map_err(|(e, _)| e)
+    }
+
+    /// Reads member `m`'s data at `off` into `buf`, then [`Array::verify`]s it.
+    fn read_checked(
+        &self,
+        file: &File,
+        m: u32,
+        buf: &mut [u8],
+        off: u64,
+    ) -> Result<(), (io::Error, u64)> {
+        file.read_exact_at(buf, DATA_OFFSET_BYTES + off)
+            .map_err(|e| (e, 0))?;
+        self.verify(file, m, buf, off)
     }
 
     /// Checks `buf`, member `m`'s data at `off`, against the stored checksums; the
@@ -162,14 +186,7 @@ impl Array {
         let mut failed: Option<(io::Error, u64)> = None;
         for (i, s) in (first..last).zip(stored.chunks_exact(CHECKSUM_BYTES as usize)) {
             let at = i * BLOCK;
-            let sum = if at >= off && at + BLOCK <= end {
-                crc32c(&buf[(at - off) as usize..(at - off + BLOCK) as usize])
-            } else {
-                whole.resize(BLOCK as usize, 0);
-                file.read_exact_at(&mut whole, DATA_OFFSET_BYTES + at)
-                    .map_err(|e| (e, 0))?;
-                crc32c(&whole)
-            };
+            let sum = block_sum(file, buf, off, at, &mut whole).map_err(|e| (e, 0))?;
             let s = u32::from_le_bytes(s.try_into().expect("4 bytes"));
             if s != sum {
                 match &mut failed {
@@ -203,14 +220,7 @@ impl Array {
         let mut sums = Vec::with_capacity(((last - first) * CHECKSUM_BYTES) as usize);
         let mut whole = Vec::new();
         for i in first..last {
-            let at = i * BLOCK;
-            let sum = if at >= off && at + BLOCK <= end {
-                crc32c(&buf[(at - off) as usize..(at - off + BLOCK) as usize])
-            } else {
-                whole.resize(BLOCK as usize, 0);
-                file.read_exact_at(&mut whole, DATA_OFFSET_BYTES + at)?;
-                crc32c(&whole)
-            };
+            let sum = block_sum(file, buf, off, i * BLOCK, &mut whole)?;
             sums.extend_from_slice(&sum.to_le_bytes());
         }
         file.write_all_at(&sums, c.area_at + first * CHECKSUM_BYTES)

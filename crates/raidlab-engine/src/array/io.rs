@@ -917,33 +917,39 @@ fn partial_parity(
     let off = geo.stripe_offset_bytes(id) + col;
     let d = modified.len();
     let q_too = geo.parity_per_stripe() == 2;
-    if sp.kind == StripeKind::Rmw {
-        let mut pp = reads.must(members[d], off, len).to_vec();
-        let mut pq = if q_too {
-            reads.must(members[d + 1], off, len).to_vec()
+    let rmw = sp.kind == StripeKind::Rmw;
+    let old = (sp.kind == StripeKind::DegradedWrite)
+        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
+    let chunk = |slot: usize| match &old {
+        Some(o) => o[slot].as_slice(),
+        None => reads.must(members[slot], off, len),
+    };
+    // RMW takes the modified chunks' old data out of the old parity; the other kinds
+    // sum the chunks the write leaves alone. Either way each chunk enters once, with
+    // its Q coefficient.
+    let (mut pp, mut pq) = if rmw {
+        let q = if q_too {
+            chunk(d + 1).to_vec()
         } else {
             Vec::new()
         };
-        for (slot, _) in modified.iter().enumerate().filter(|(_, &m)| m) {
-            let old = reads.must(members[slot], off, len);
-            parity::xor_into(&mut pp, old);
-            if q_too {
-                parity::mul_xor_into(&mut pq, parity::gf_pow2(slot as u32), old);
-            }
+        (chunk(d).to_vec(), q)
+    } else {
+        let q = if q_too {
+            vec![0u8; len as usize]
+        } else {
+            Vec::new()
+        };
+        (vec![0u8; len as usize], q)
+    };
+    for slot in (0..d).filter(|&slot| modified[slot] == rmw) {
+        let data = chunk(slot);
+        parity::xor_into(&mut pp, data);
+        if q_too {
+            parity::mul_xor_into(&mut pq, parity::gf_pow2(slot as u32), data);
         }
-        return (pp, pq);
     }
-    let old = (sp.kind == StripeKind::DegradedWrite)
-        .then(|| stripe_blocks(geo, id, col, len, reads, &sp.lost).2);
-    let zero = vec![0u8; len as usize];
-    let kept: Vec<&[u8]> = (0..d)
-        .map(|slot| match (modified[slot], &old) {
-            (true, _) => zero.as_slice(),
-            (false, Some(o)) => o[slot].as_slice(),
-            (false, None) => reads.must(members[slot], off, len),
-        })
-        .collect();
-    parity_of(&kept, geo.parity_per_stripe())
+    (pp, pq)
 }
 
 /// Whether a stripe of this kind writes its parity (and so needs it made consistent):

@@ -283,6 +283,12 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// Whether `head` (the first bytes of a member's log) starts with a record header of
+/// either format.
+pub fn is_record_header(head: &[u8]) -> bool {
+    head.get(..8).and_then(header_layout).is_some()
+}
+
 /// Header bytes and fixed-field bytes of the format `magic` names.
 fn header_layout(magic: &[u8]) -> Option<(usize, usize)> {
     match magic {

@@ -8,19 +8,19 @@
 //! ```text
 //!  offset 0        b"RAIDLAB\x01"  superblock: member (role r) or hot spare of array U
 //!                  b"RLJRNL01"     write journal of array U (uuid at 8..24)
-//!  offset 4 KiB    b"RLPPL001"     partial parity log of array U (uuid at 8..24)
+//!  offset 4 KiB    b"RLPPL00n"     partial parity log of array U (uuid at 8..24)
 //!  offset 1 MiB    b"RLCACHE1"     a cache header: the member is a cache member
 //! ```
 //!
 //! Magic alone is enough to refuse: a torn or half-wiped header is still somebody's.
 
+use super::journal::is_journal_header;
+use super::ppl::{is_record_header, PPL_OFFSET_BYTES};
 use super::superblock::{Superblock, DATA_OFFSET_BYTES, MAGIC, ROLE_SPARE, SUPERBLOCK_BYTES};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-const JOURNAL_MAGIC: &[u8; 8] = b"RLJRNL01";
-const PPL_MAGIC: &[u8; 8] = b"RLPPL001";
 const CACHE_MAGIC: &[u8; 8] = b"RLCACHE1";
 
 /// Raidlab metadata found on a file or device.
@@ -108,7 +108,7 @@ fn uuid_at_8(b: &[u8]) -> u128 {
 /// What raidlab metadata `file` carries, if any.
 pub fn probe(file: &File) -> Option<Found> {
     let head = bytes_at(file, 0, SUPERBLOCK_BYTES);
-    if head.len() >= 24 && head[..8] == *JOURNAL_MAGIC {
+    if head.len() >= 24 && is_journal_header(&head) {
         return Some(Found::Journal {
             uuid: uuid_at_8(&head),
         });
@@ -129,8 +129,8 @@ pub fn probe(file: &File) -> Option<Found> {
             },
         });
     }
-    let ppl = bytes_at(file, SUPERBLOCK_BYTES as u64, 24);
-    if ppl.len() == 24 && ppl[..8] == *PPL_MAGIC {
+    let ppl = bytes_at(file, PPL_OFFSET_BYTES, 24);
+    if ppl.len() == 24 && is_record_header(&ppl) {
         return Some(Found::Ppl {
             uuid: uuid_at_8(&ppl),
         });
@@ -176,6 +176,12 @@ impl FileId {
     }
 }
 
+/// Whether two (path, identity) pairs are one file: the same path, or the same file
+/// or device reached by two paths.
+fn one_file(a: (&Path, &Option<FileId>), b: (&Path, &Option<FileId>)) -> bool {
+    a.0 == b.0 || matches!((a.1, b.1), (Some(x), Some(y)) if x.same(y))
+}
+
 impl From<bool> for Overwrite {
     fn from(force: bool) -> Self {
         if force {
@@ -202,7 +208,7 @@ impl Overwrite {
             let listed = files
                 .iter()
                 .zip(&ids)
-                .any(|(f, fid)| f == p || matches!((fid, &mine), (Some(a), Some(b)) if a.same(b)));
+                .any(|(f, fid)| one_file((f, fid), (p, &mine)));
             if !listed {
                 return Err(crate::Error::Input(format!(
                     "--force-overwrite: {} is not one of this command's files; name {what} \
@@ -223,9 +229,7 @@ impl Overwrite {
             Self::Everything => true,
             Self::Named(named) => {
                 let mine = file.metadata().ok().map(|m| FileId::of(&m));
-                named.iter().any(|(p, id)| {
-                    p == path || matches!((id, &mine), (Some(a), Some(b)) if a.same(b))
-                })
+                named.iter().any(|(p, id)| one_file((p, id), (path, &mine)))
             }
         }
     }
@@ -273,7 +277,7 @@ mod tests {
         let f = File::open(&path).unwrap();
         assert_eq!(probe(&f), None);
         let mut j = vec![0u8; 64];
-        j[..8].copy_from_slice(JOURNAL_MAGIC);
+        j[..8].copy_from_slice(b"RLJRNL01");
         j[8..24].copy_from_slice(&5u128.to_le_bytes());
         std::fs::write(&path, &j).unwrap();
         let f = File::open(&path).unwrap();
@@ -298,11 +302,14 @@ mod tests {
         refuse_foreign(&f, &path, "the journal", &that).unwrap_err();
         let e = Overwrite::named(&[dir.path().join("h")], &files, "a file").unwrap_err();
         assert!(e.to_string().starts_with("--force-overwrite: "), "{e}");
-        let mut p = vec![0u8; 4096 + 24];
-        p[4096..4104].copy_from_slice(PPL_MAGIC);
-        std::fs::write(&path, &p).unwrap();
-        let f = File::open(&path).unwrap();
-        assert_eq!(probe(&f), Some(Found::Ppl { uuid: 0 }));
+        // Either record format of the log (the first, and the compact one written now).
+        for magic in [b"RLPPL001", b"RLPPL002"] {
+            let mut p = vec![0u8; 4096 + 24];
+            p[4096..4104].copy_from_slice(magic);
+            std::fs::write(&path, &p).unwrap();
+            let f = File::open(&path).unwrap();
+            assert_eq!(probe(&f), Some(Found::Ppl { uuid: 0 }));
+        }
         std::fs::write(&path, MAGIC).unwrap();
         let f = File::open(&path).unwrap();
         assert_eq!(probe(&f), Some(Found::DamagedSuperblock));
