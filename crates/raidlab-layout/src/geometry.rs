@@ -602,6 +602,18 @@ impl Geometry {
         logical_bytes
     }
 
+    /// The members of parity stripe `id` in reconstruct order: its data members in
+    /// syndrome slot order, then P, then Q where the level has one; and the data index
+    /// of each slot ([`Geometry::slot_order`]). The order [`crate::parity`] takes the
+    /// stripe's blocks in.
+    pub fn stripe_members(&self, id: StripeId) -> (Vec<u32>, Vec<u32>) {
+        let order = self.slot_order(id);
+        let mut members: Vec<u32> = order.iter().map(|&k| self.data_member(id, k)).collect();
+        members.extend(self.p_member(id));
+        members.extend(self.q_member(id));
+        (members, order)
+    }
+
     /// The data indices of stripe `id` in syndrome slot order: entry `slot` is the data
     /// index whose block [`crate::parity`] takes at position `slot`. A permutation of
     /// `0..data blocks per stripe`; the identity except for RAID 6/60's asymmetric

@@ -4,7 +4,7 @@
 
 use super::faults::crash_point;
 use super::members::allocate_range;
-use super::stripe::{parity_of, stripe_blocks, stripe_members};
+use super::stripe::{parity_of, stripe_blocks};
 use super::{Array, REQUEST_BYTES_MAX};
 use crate::array::staged::Staged;
 use crate::error::{is_no_space, Error, Result};
@@ -600,7 +600,7 @@ impl Array {
                 stripe: sp.stripe,
             };
             let (col, len) = (sp.column_offset_bytes, sp.column_len_bytes);
-            let (members, order) = stripe_members(geo, id);
+            let (members, order) = geo.stripe_members(id);
             let d = order.len();
             // Every parity member of the stripe logs it (RAID 6: P and Q), so a copy
             // survives any loss the stripe survives.
@@ -685,7 +685,7 @@ impl Array {
                 stripe: sp.stripe,
             };
             let off = geo.stripe_offset_bytes(id) + sp.column_offset_bytes;
-            let (members, order) = stripe_members(geo, id);
+            let (members, order) = geo.stripe_members(id);
             let d = order.len();
             let ppx = geo.parity_per_stripe();
             let (p, q) = new_parity(geo, sp, (&members, &order), &new_of, reads);
@@ -798,7 +798,7 @@ impl Array {
 }
 
 /// The new P and Q (empty without Q) of stripe segment `sp` of a write, whose
-/// `(members, order)` are [`stripe_members`]'s: updated from the old parity and data
+/// `(members, order)` are [`Geometry::stripe_members`]'s: updated from the old parity and data
 /// (RMW), or computed from the segment's data, new where the write brings it
 /// (`new_of`), read or rebuilt elsewhere.
 fn new_parity<'d>(

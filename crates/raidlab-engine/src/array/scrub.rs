@@ -15,7 +15,7 @@
 //! than the level tolerates are not compared (`unreadable_stripes`). A resync reads
 //! without checking checksums and sums the blocks it covers again.
 
-use super::stripe::{parity_of, stripe_members};
+use super::stripe::parity_of;
 use super::Array;
 use crate::error::io_err;
 use crate::error::{Error, Result};
@@ -166,7 +166,7 @@ impl Array {
                     continue;
                 }
                 let _lock = self.lock_indices(&mut vec![Self::lock_index(span, stripe)]);
-                let (members, _) = stripe_members(geo, id);
+                let (members, _) = geo.stripe_members(id);
                 let at: Vec<(u32, u64)> = members.iter().map(|&m| (m, off)).collect();
                 let Some(blocks) = io.read_blocks(&at, su)? else {
                     report.unreadable_stripes += 1;
@@ -184,7 +184,7 @@ impl Array {
         Ok(report)
     }
 
-    /// One stripe's parity against its data, `blocks` in [`stripe_members`] order.
+    /// One stripe's parity against its data, `blocks` in [`Geometry::stripe_members`] order.
     fn compare_stripe(
         &self,
         io: &MemberIo,

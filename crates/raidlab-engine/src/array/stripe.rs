@@ -5,18 +5,8 @@ use crate::array::staged::Staged;
 use raidlab_layout::parity;
 use raidlab_layout::{FailedSet, Geometry, StripeId};
 
-/// Members of a parity stripe in reconstruct order: data in syndrome slot order, then
-/// P, then Q; plus the data index of each slot.
-pub(super) fn stripe_members(geo: &Geometry, id: StripeId) -> (Vec<u32>, Vec<u32>) {
-    let order = geo.slot_order(id);
-    let mut members: Vec<u32> = order.iter().map(|&k| geo.data_member(id, k)).collect();
-    members.extend(geo.p_member(id));
-    members.extend(geo.q_member(id));
-    (members, order)
-}
-
 /// The blocks of stripe `id` over columns `[col, +len)` from staged reads, `lost`
-/// members rebuilt. Order as [`stripe_members`].
+/// members rebuilt. Order as [`Geometry::stripe_members`].
 pub(super) fn stripe_blocks(
     geo: &Geometry,
     id: StripeId,
@@ -25,7 +15,7 @@ pub(super) fn stripe_blocks(
     reads: &Staged,
     lost: &FailedSet,
 ) -> (Vec<u32>, Vec<u32>, Vec<Vec<u8>>) {
-    let (members, order) = stripe_members(geo, id);
+    let (members, order) = geo.stripe_members(id);
     let off = geo.stripe_offset_bytes(id) + col;
     let mut blocks: Vec<Vec<u8>> = members
         .iter()

@@ -442,21 +442,6 @@ struct StripeRows {
     len: u64,
 }
 
-/// The members of stripe `id` in the order recovery solves them: its data members in
-/// slot order (the partial Q's coefficients follow it), then P, then Q where the level
-/// has one; and how many of them hold data.
-fn stripe_members(geo: &Geometry, id: StripeId) -> (Vec<u32>, usize) {
-    let mut members: Vec<u32> = geo
-        .slot_order(id)
-        .iter()
-        .map(|&k| geo.data_member(id, k))
-        .collect();
-    let d = members.len();
-    members.extend(geo.p_member(id));
-    members.extend(geo.q_member(id));
-    (members, d)
-}
-
 impl StripeRows {
     /// Rebuilds the stripe's lost data chunks, then computes its P (and Q) from all
     /// of them. A lost chunk the write did *not* modify holds what it held before the
@@ -475,7 +460,8 @@ impl StripeRows {
     ) -> std::io::Result<Vec<ParityWrite>> {
         let (id, len) = (self.id, self.len as usize);
         let ppx = geo.parity_per_stripe() as usize;
-        let (members, d) = stripe_members(geo, id);
+        let (members, order) = geo.stripe_members(id);
+        let d = order.len();
         let full = e.partial_parity.is_empty();
         let modified = |m: u32| full || (m < 64 && e.modified & (1 << m) != 0);
         let lost: Vec<usize> = (0..members.len())
@@ -971,7 +957,8 @@ mod tests {
             span: rng.below(u64::from(geo.spans())) as u32,
             stripe: rng.below(geo.stripes_per_span()),
         };
-        let (members, d) = stripe_members(geo, id);
+        let (members, order) = geo.stripe_members(id);
+        let d = order.len();
         let full = rng.below(5) == 0;
         let col = if full { 0 } else { rng.below(6) * 512 };
         let len = if full {
