@@ -68,6 +68,9 @@ def test_a_run_loads_only_its_own_command_module() -> None:
     # A single run needs no process pool and no reliability model.
     assert sorted(loaded & {"multiprocessing", "numpy", "pandas", "matplotlib"}) == []
     assert "raidlab.reliability" not in loaded
+    # Nor the fio and benchmark-suite front ends, nor rich's emoji table.
+    assert sorted(loaded & {"raidlab.frontends.fio", "raidlab.frontends.suites"}) == []
+    assert "rich._emoji_codes" not in loaded
 
 
 def test_the_command_table_names_every_command_of_the_app_by_its_module() -> None:

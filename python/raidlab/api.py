@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raidlab.errors import RaidlabError
-from raidlab.frontends import suites
 from raidlab.frontends.atto import (
     DEFAULT_LENGTH,
     DEFAULT_QUEUE_DEPTHS,
@@ -29,16 +28,6 @@ from raidlab.frontends.atto import (
     parse_ios_max,
     parse_queue_depths,
 )
-from raidlab.frontends.fio import (
-    FioPlan,
-    parse_command_line,
-    parse_job_files,
-    plan_jobs,
-    select_sections,
-)
-from raidlab.frontends.fio_logs import write_logs
-from raidlab.frontends.fio_report import fio_json, fio_text
-from raidlab.frontends.fio_terse import check_terse_version, fio_terse
 from raidlab.report.explain import explain_lines, rebuild_lines
 from raidlab.report.output import output_directory
 from raidlab.scenario import limits
@@ -76,13 +65,15 @@ from raidlab.scenario.workloads import (
 from raidlab.studies.wear import annotate_wear
 from raidlab.units import format_size, parse_sizes
 
-# pandas loads where a frame is built, not with the module: the command line starts
-# without it (docs/benchmarks.md, start-up).
+# pandas loads where a frame is built, not with the module, and so do the fio and
+# benchmark-suite front ends where their function is called: `raidlab run` starts
+# without them (docs/benchmarks.md, start-up).
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     import pandas as pd
 
+    from raidlab.frontends.fio import FioPlan
     from raidlab.studies.advise import AdviseRequest
 
 
@@ -306,7 +297,15 @@ def run(
 # --- benchmark front ends: fio, CrystalDiskMark, IOMeter, SNIA PTS, trace replay ------
 
 FIO_OUTPUT_FORMATS = ("normal", "json", "json+", "terse")
-PTS_ROUNDS_MAX = suites.PTS_ROUNDS_MAX
+
+
+def __getattr__(name: str) -> Any:
+    # The suites' defaults, read from their module when asked for (it loads lazily).
+    if name == "PTS_ROUNDS_MAX":
+        from raidlab.frontends import suites
+
+        return suites.PTS_ROUNDS_MAX
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -321,10 +320,14 @@ class FioRun:
 
     def text(self) -> str:
         """fio's normal text output of this run."""
+        from raidlab.frontends.fio_report import fio_text
+
         return fio_text(self.document, self.plan)
 
     def terse(self, version: int = 3) -> str:
         """fio's terse (``--minimal``) lines of this run, terse ``version`` 2 to 5."""
+        from raidlab.frontends.fio_terse import check_terse_version, fio_terse
+
         return fio_terse(self.document, check_terse_version(version, "version"))
 
 
@@ -346,6 +349,15 @@ def fio(
     another. A job's ``randseed=`` overrides ``seed``. ``sections`` is fio's
     ``--section``: only the named jobs run. Jobs' ``write_*_log`` files go to
     ``log_dir``, as fio writes them to its working directory."""
+    from raidlab.frontends.fio import (
+        parse_command_line,
+        parse_job_files,
+        plan_jobs,
+        select_sections,
+    )
+    from raidlab.frontends.fio_logs import write_logs
+    from raidlab.frontends.fio_report import fio_json
+
     labels = dict(labels or {})
     job_file = parse_job_files(job_files)
     parse_command_line(options, job_file)
@@ -376,15 +388,18 @@ def cdm(
     seed: Any = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
-    runs: Any = suites.CDM_DEFAULT_RUNS,
+    runs: Any = None,
     mix: Any = None,
 ) -> pd.DataFrame:
     """CrystalDiskMark's tests of ``profile`` (``default``, ``nvme``, ``peak``,
     ``peak-nvme`` or ``real``) on ``array``: one row per test and direction (``test, op,
-    mbps, iops, lat_mean_us, lat_p99_us``), the best of ``runs`` seeds; ``mix`` (a read
-    %) adds CDM's Mix rows (``op`` = ``mix``)."""
+    mbps, iops, lat_mean_us, lat_p99_us``), the best of ``runs`` seeds (default
+    CrystalDiskMark's 5); ``mix`` (a read %) adds CDM's Mix rows (``op`` = ``mix``)."""
+    from raidlab.frontends import suites
+
     labels = dict(labels or {})
     seed_value = parse_seed(seed, labels.get("seed", "seed"))
+    runs = suites.CDM_DEFAULT_RUNS if runs is None else runs
     return suites.cdm(array, profile, size, ios, seed_value, jobs, labels, runs, mix)
 
 
@@ -399,6 +414,8 @@ def iometer(
     """An IOMeter access specification (``desktop``, ``database``, ``fileserver`` or
     ``"bs=4K/100;read=70;random=100;workers=2;qd=8"``) on ``array``: rows per direction
     and ``total``."""
+    from raidlab.frontends import suites
+
     labels = dict(labels or {})
     seed_value = parse_seed(seed, labels.get("seed", "seed"))
     return suites.iometer(array, spec, ios, size, seed_value, labels)
@@ -412,7 +429,7 @@ def pts(
     ios: Any = 5000,
     iodepth: Any = 32,
     numjobs: Any = 1,
-    rounds_max: Any = suites.PTS_ROUNDS_MAX,
+    rounds_max: Any = None,
     seed: Any = 1,
     jobs: int | None = None,
     labels: Mapping[str, str] | None = None,
@@ -420,8 +437,13 @@ def pts(
     """A SNIA PTS-style test (``iops``, ``tp`` or ``lat``): rounds of the mix x size
     matrix until steady state. Every (round, mix, size) row; ``.attrs["summary"]`` is
     the steady-state summary, ``.attrs["table"]`` the report table (block size x mix,
-    mean over the measurement window) of ``.attrs["metric"]``."""
+    mean over the measurement window) of ``.attrs["metric"]``. ``rounds_max`` defaults
+    to PTS's 25."""
+    from raidlab.frontends import suites
+
     labels = dict(labels or {})
+    if rounds_max is None:
+        rounds_max = suites.PTS_ROUNDS_MAX
 
     def label(key: str) -> str:
         return labels.get(key, key)
@@ -525,6 +547,7 @@ def advise(
     70 % reads QD 32), a fio job file (``job``: its jobs run together, each capped at
     ``ios``) or an IOMeter preset/access specification (``access_spec``). Best first;
     ``.attrs["why"]`` explains the winner against the runner-up."""
+    from raidlab.frontends.fio import parse_job_files
     from raidlab.studies import advise as advising
 
     request = request or advising.AdviseRequest(**keywords)

@@ -43,10 +43,12 @@ class ReportConsole(Console):
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
 
-stdout = ReportConsole(soft_wrap=True)
+# No emoji codes: ":name:" in a path or a label prints as typed (and their table is not
+# loaded at start-up).
+stdout = ReportConsole(soft_wrap=True, emoji=False)
 
 
-stderr = ReportConsole(stderr=True, soft_wrap=True)
+stderr = ReportConsole(stderr=True, soft_wrap=True, emoji=False)
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from raidlab.errors import RaidlabError
-from raidlab.frontends.fio import parse_job_files, plan_jobs
 from raidlab.scenario import limits, native
 from raidlab.scenario.array import build_scenario, resolve_drive
 from raidlab.scenario.executor import run_scenarios
@@ -208,6 +207,9 @@ def fio_scenarios(
     array: Mapping[str, Any], job_file: str | Path, seed: int
 ) -> list[dict[str, Any]]:
     """One scenario per stonewall group of an fio job file (as ``raidlab fio``)."""
+    # The fio front end loads here, not with the module: `raidlab run` imports this one.
+    from raidlab.frontends.fio import parse_job_files, plan_jobs
+
     return plan_jobs(parse_job_files([str(job_file)]), array).scenarios(array, seed)
 
 
