@@ -40,7 +40,7 @@ fn create(dir: &Path, level: Level, n: usize, v: Variant) -> (Array, Vec<PathBuf
         Variant::Checksums => o.integrity = Integrity::Crc32c,
         Variant::Journal => {
             o.journal = Some(dir.join("journal"));
-            o.journal_bytes = Some(8 << 20);
+            o.journal_bytes = Some(200 << 20);
         }
     }
     let array = retry_in_use(|| Array::create(&paths, &o));
@@ -145,7 +145,7 @@ fn writes_across_chunks_land_with_checksums() {
 
 #[test]
 fn writes_across_chunks_replay_from_the_journal() {
-    for (level, n) in [(Level::Raid1, 2), (Level::Raid10, 3), (Level::Raid5, 4)] {
+    for (level, n) in [(Level::Raid5, 3), (Level::Raid5, 4), (Level::Raid6, 5)] {
         writes_land_where_the_layout_puts_them(level, n, Variant::Journal);
     }
 }
