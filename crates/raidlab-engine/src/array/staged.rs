@@ -82,9 +82,17 @@ impl Staged {
 #[derive(Debug, Default)]
 pub(crate) struct Writes<'d> {
     extents: Vec<MemberExtent>,
-    /// Per extent: (member offset, put order, bytes), sorted by offset by `finish`.
-    pieces: Vec<Vec<(u64, usize, Cow<'d, [u8]>)>>,
+    /// Per extent its pieces, sorted by offset by `finish`.
+    pieces: Vec<Vec<Piece<'d>>>,
     puts: usize,
+}
+
+/// Bytes put at `offset_bytes` of an extent's member, the `order`-th put.
+#[derive(Debug)]
+struct Piece<'d> {
+    offset_bytes: u64,
+    order: usize,
+    bytes: Cow<'d, [u8]>,
 }
 
 impl<'d> Writes<'d> {
@@ -113,7 +121,11 @@ impl<'d> Writes<'d> {
         }) {
             panic!("plan does not write member {member} [{offset_bytes}, +{len})");
         }
-        self.pieces[i - 1].push((offset_bytes, self.puts, src));
+        self.pieces[i - 1].push(Piece {
+            offset_bytes,
+            order: self.puts,
+            bytes: src,
+        });
         self.puts += 1;
     }
 
@@ -122,21 +134,25 @@ impl<'d> Writes<'d> {
     /// they were put, into one buffer zeroed first, which is what staging them did.
     pub(crate) fn finish(mut self) -> Self {
         for (e, pieces) in self.extents.iter().zip(self.pieces.iter_mut()) {
-            pieces.sort_by_key(|p| p.0);
+            pieces.sort_by_key(|p| p.offset_bytes);
             let mut at = e.offset_bytes;
             let tiles = pieces.iter().all(|p| {
-                let ok = p.0 == at;
-                at += p.2.len() as u64;
+                let ok = p.offset_bytes == at;
+                at += p.bytes.len() as u64;
                 ok
             }) && at == e.offset_bytes + e.len_bytes;
             if !tiles {
-                pieces.sort_by_key(|p| p.1);
+                pieces.sort_by_key(|p| p.order);
                 let mut buf = vec![0u8; e.len_bytes as usize];
-                for (off, _, src) in pieces.iter() {
-                    let o = (off - e.offset_bytes) as usize;
-                    buf[o..o + src.len()].copy_from_slice(src);
+                for p in pieces.iter() {
+                    let o = (p.offset_bytes - e.offset_bytes) as usize;
+                    buf[o..o + p.bytes.len()].copy_from_slice(&p.bytes);
                 }
-                *pieces = vec![(e.offset_bytes, 0, Cow::Owned(buf))];
+                *pieces = vec![Piece {
+                    offset_bytes: e.offset_bytes,
+                    order: 0,
+                    bytes: Cow::Owned(buf),
+                }];
             }
         }
         self
@@ -152,7 +168,7 @@ impl<'d> Writes<'d> {
 
 /// An extent's bytes, as consecutive pieces.
 #[derive(Clone, Copy)]
-pub(crate) struct Pieces<'a, 'd>(&'a [(u64, usize, Cow<'d, [u8]>)]);
+pub(crate) struct Pieces<'a, 'd>(&'a [Piece<'d>]);
 
 impl<'a> Pieces<'a, '_> {
     /// How many pieces.
@@ -162,17 +178,17 @@ impl<'a> Pieces<'a, '_> {
 
     /// The pieces' bytes in order.
     pub(crate) fn slices(&self) -> impl Iterator<Item = &'a [u8]> {
-        self.0.iter().map(|p| &*p.2)
+        self.0.iter().map(|p| &*p.bytes)
     }
 
     /// The extent's bytes in one slice: borrowed when it is one piece (the common
     /// case: a write within a chunk), else copied together.
     pub(crate) fn contiguous(&self) -> Cow<'a, [u8]> {
         match self.0 {
-            [one] => Cow::Borrowed(&*one.2),
+            [one] => Cow::Borrowed(&*one.bytes),
             many => {
-                let mut all = Vec::with_capacity(many.iter().map(|p| p.2.len()).sum());
-                many.iter().for_each(|p| all.extend_from_slice(&p.2));
+                let mut all = Vec::with_capacity(many.iter().map(|p| p.bytes.len()).sum());
+                many.iter().for_each(|p| all.extend_from_slice(&p.bytes));
                 Cow::Owned(all)
             }
         }
