@@ -829,9 +829,16 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 }
             };
             let outcome = self.serve(request);
-            *self.in_flight.lock().expect("in-flight lock") -= 1;
+            {
+                let mut n = self.in_flight.lock().expect("in-flight lock");
+                *n -= 1;
+                // Only `drain` waits, for the count to come down to its own request:
+                // waking it at every answer cost a futex system call per request.
+                if *n <= 1 {
+                    self.answered.notify_all();
+                }
+            }
             self.ctx.activity.busy(false);
-            self.answered.notify_all();
             if let Err(e) = outcome {
                 self.closing.store(true, Ordering::Relaxed);
                 return Err(e);
