@@ -468,3 +468,84 @@ fn eight_connections() -> server::ServeOptions {
         ..server::ServeOptions::default()
     }
 }
+
+/// An export whose write at offset 0 finishes when a flush comes or after 300 ms,
+/// whichever is first, and whose flush notes whether a write was still running.
+#[derive(Default)]
+struct SlowWrite {
+    /// (writes running, flush seen, a flush came while a write ran)
+    state: std::sync::Mutex<(u32, bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Export for SlowWrite {
+    fn size_bytes(&self) -> u64 {
+        1 << 20
+    }
+    fn read_at(&self, _: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        buf.fill(0);
+        Ok(())
+    }
+    fn write_at(&self, _: u64, _: &[u8], _: bool) -> std::io::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.0 += 1;
+        let (mut s, _) = self
+            .changed
+            .wait_timeout_while(s, std::time::Duration::from_millis(300), |s| !s.1)
+            .unwrap();
+        s.0 -= 1;
+        Ok(())
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.2 |= s.0 > 0;
+        s.1 = true;
+        self.changed.notify_all();
+        Ok(())
+    }
+}
+
+#[test]
+fn a_flush_waits_for_the_writes_sent_before_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let export = Arc::new(SlowWrite::default());
+    let e2: Arc<dyn Export> = export.clone();
+    let server =
+        std::thread::spawn(move || server::serve(e2, listener, &eight_connections(), &s2).unwrap());
+    let mut c = Client::connect(addr, true);
+    c.s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    // A write and a flush back to back: the flush is read while the write runs.
+    let mut b = Vec::new();
+    for (cmd, cookie, len) in [
+        (protocol::CMD_WRITE, 1u64, 4096u32),
+        (protocol::CMD_FLUSH, 2, 0),
+    ] {
+        b.extend_from_slice(&protocol::REQUEST_MAGIC.to_be_bytes());
+        b.extend_from_slice(&0u16.to_be_bytes());
+        b.extend_from_slice(&cmd.to_be_bytes());
+        b.extend_from_slice(&cookie.to_be_bytes());
+        b.extend_from_slice(&0u64.to_be_bytes());
+        b.extend_from_slice(&len.to_be_bytes());
+        b.extend(std::iter::repeat_n(0x5a, len as usize));
+    }
+    c.s.write_all(&b).unwrap();
+    let mut order = Vec::new();
+    for _ in 0..2 {
+        let mut h = [0u8; 16];
+        c.s.read_exact(&mut h).expect("both replies within 20 s");
+        assert_eq!(u32_of(&h[4..]), 0);
+        order.push(u64::from_be_bytes(h[8..].try_into().unwrap()));
+    }
+    assert_eq!(order, [1, 2], "the write answered before the flush");
+    assert!(
+        !export.state.lock().unwrap().2,
+        "the flush ran while the write did"
+    );
+    c.disconnect();
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
+}

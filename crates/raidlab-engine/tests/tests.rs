@@ -36,3 +36,4 @@ mod real_clients;
 mod rebuild_resume;
 mod repair;
 mod write_hole;
+mod write_path;

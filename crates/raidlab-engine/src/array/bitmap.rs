@@ -4,7 +4,7 @@
 
 use super::scrub::ScrubReport;
 use super::Array;
-use crate::array::staged::Staged;
+use crate::array::staged::Writes;
 use crate::error::io_err;
 use crate::error::Result;
 use crate::format::superblock::{BITMAP_BYTES_MAX, BITMAP_OFFSET_BYTES, BITMAP_REGION_BYTES};
@@ -93,13 +93,13 @@ impl Array {
     /// Sets (on disk, synced, before any data moves) the bitmap bits of every region
     /// `writes` touches. Later writes to a set region cost nothing. The regions count
     /// as being written until the returned guard is dropped.
-    pub(super) fn mark_regions(&self, writes: &Staged) -> Result<RegionWrites<'_>> {
+    pub(super) fn mark_regions(&self, writes: &Writes) -> Result<RegionWrites<'_>> {
         let mut bm = self.bitmap.lock().expect("bitmap lock");
         let mut regions: Vec<u64> = writes
             .iter()
-            .flat_map(|(e, buf)| {
+            .flat_map(|(e, _)| {
                 e.offset_bytes / BITMAP_REGION_BYTES
-                    ..=(e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES
+                    ..=(e.offset_bytes + e.len_bytes - 1) / BITMAP_REGION_BYTES
             })
             .collect();
         regions.sort_unstable();

@@ -6,7 +6,7 @@ use super::faults::crash_point;
 use super::members::allocate_range;
 use super::stripe::{parity_of, stripe_blocks};
 use super::{Array, REQUEST_BYTES_MAX};
-use crate::array::staged::Staged;
+use crate::array::staged::{Pieces, Staged, Writes};
 use crate::error::{is_no_space, Error, Result};
 use crate::format::superblock::{BITMAP_REGION_BYTES, DATA_OFFSET_BYTES};
 use raidlab_layout::parity;
@@ -14,7 +14,9 @@ use raidlab_layout::{
     CopyChooser, FailedSet, Geometry, Plan, PlanError, Request, StripeId, StripeKind, StripePlan,
     SECTOR_BYTES,
 };
+use std::borrow::Cow;
 use std::fs::File;
+use std::io::IoSlice;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -156,7 +158,7 @@ impl Array {
     /// full filesystem is not a dead disk), the regions of `writes` stay dirty in the
     /// bitmap until resynced (parts of the write may have landed: data without its
     /// parity), and the error names the member.
-    fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Staged, fua: bool) -> Result<()> {
+    fn write_phase(&self, files: &[Option<Arc<File>>], writes: &Writes, fua: bool) -> Result<()> {
         if let Some((m, err)) = self.reserve_space(files, writes) {
             // Nothing written: the stripes are as they were.
             return Err(self.no_space_error(m, err));
@@ -173,7 +175,7 @@ impl Array {
             crash_point();
             let r = match self.injected(e.member, e.offset_bytes, e.len_bytes, true) {
                 Some(err) => Err(err),
-                None => self.write_member(file, buf, e.offset_bytes),
+                None => self.write_extent(file, buf, e.offset_bytes),
             };
             match r {
                 Err(err) if is_no_space(&err) => {
@@ -209,7 +211,7 @@ impl Array {
             writes
                 .iter()
                 .filter(|(e, _)| landed(e.member))
-                .map(|(e, b)| (e.member, e.offset_bytes, b.len() as u64)),
+                .map(|(e, _)| (e.member, e.offset_bytes, e.len_bytes)),
         );
         if let Some((m, err)) = no_space {
             self.pin_regions(writes);
@@ -513,10 +515,13 @@ impl Array {
         let _ppl = self.log_partial_parity(req, &read)?;
         let _journaled = match &self.journal {
             Some(j) => {
-                let extents: Vec<(u32, u64, &[u8])> = writes
+                // The record holds each extent whole: pieces are joined for it.
+                let joined: Vec<(u32, u64, Cow<[u8]>)> = writes
                     .iter()
-                    .map(|(e, b)| (e.member, e.offset_bytes, b.as_slice()))
+                    .map(|(e, p)| (e.member, e.offset_bytes, p.contiguous()))
                     .collect();
+                let extents: Vec<(u32, u64, &[u8])> =
+                    joined.iter().map(|(m, o, b)| (*m, *o, &**b)).collect();
                 Some(j.append(&extents, || self.flush())?)
             }
             None => None,
@@ -649,18 +654,18 @@ impl Array {
         records
     }
 
-    /// The write phase's bytes: new data on every surviving copy, new parity per stripe
-    /// segment (RMW, RCW, full stripe, degraded).
-    fn stage_writes(
+    /// The write phase's bytes: new data on every surviving copy (slices of `data`,
+    /// not copies), new parity per stripe segment (RMW, RCW, full stripe, degraded).
+    fn stage_writes<'d>(
         &self,
         req: Request,
-        data: &[u8],
+        data: &'d [u8],
         failed: &FailedSet,
         plan: &Plan,
         reads: &Staged,
-    ) -> Staged {
+    ) -> Writes<'d> {
         let geo = &self.geo;
-        let mut w = Staged::zeroed(&plan.writes);
+        let mut w = Writes::new(&plan.writes);
         let end = req.offset_bytes + req.len_bytes;
         let new_of = |l: u64, len: u64| -> Option<&[u8]> {
             (l >= req.offset_bytes && l + len <= end).then(|| {
@@ -672,7 +677,7 @@ impl Array {
             let src = &data[chunk.request_range()];
             for c in chunk.copies() {
                 if !failed.contains(c.member) {
-                    w.put(c.member, c.offset_bytes, src);
+                    w.put(c.member, c.offset_bytes, Cow::Borrowed(src));
                 }
             }
         }
@@ -690,13 +695,23 @@ impl Array {
             let ppx = geo.parity_per_stripe();
             let (p, q) = new_parity(geo, sp, (&members, &order), &new_of, reads);
             if !failed.contains(members[d]) {
-                w.put(members[d], off, &p);
+                w.put(members[d], off, Cow::Owned(p));
             }
             if ppx == 2 && !failed.contains(members[d + 1]) {
-                w.put(members[d + 1], off, &q);
+                w.put(members[d + 1], off, Cow::Owned(q));
             }
         }
-        w
+        w.finish()
+    }
+
+    /// Writes an extent's `pieces` at member data byte `off`: one piece as it is,
+    /// several with vectored writes straight from where they are, unless checksums
+    /// are kept (their sums are taken over the extent in one slice).
+    fn write_extent(&self, file: &File, pieces: Pieces, off: u64) -> std::io::Result<()> {
+        if self.checksums.is_some() || pieces.len() == 1 {
+            return self.write_member(file, &pieces.contiguous(), off);
+        }
+        pwrite_all(file, pieces.slices(), DATA_OFFSET_BYTES + off)
     }
 
     /// Syncs every active member (NBD FLUSH: with CAN_MULTI_CONN it covers writes of all
@@ -742,12 +757,12 @@ impl Array {
     fn reserve_space(
         &self,
         files: &[Option<Arc<File>>],
-        writes: &Staged,
+        writes: &Writes,
     ) -> Option<(u32, std::io::Error)> {
         if !reserve_enabled() {
             return None;
         }
-        for (e, buf) in writes.iter() {
+        for (e, _) in writes.iter() {
             let Some(file) = files[e.member as usize].as_ref() else {
                 continue;
             };
@@ -755,7 +770,7 @@ impl Array {
             if !slot.is_sparse(file) {
                 continue;
             }
-            match allocate_range(file, DATA_OFFSET_BYTES + e.offset_bytes, buf.len() as u64) {
+            match allocate_range(file, DATA_OFFSET_BYTES + e.offset_bytes, e.len_bytes) {
                 Ok(()) => {}
                 Err(err) if is_no_space(&err) => return Some((e.member, err)),
                 Err(err) if err.raw_os_error() == Some(libc::EOPNOTSUPP) => slot.unsupported(),
@@ -768,15 +783,15 @@ impl Array {
 
     /// Keeps the bitmap regions of `writes` set until a resync of them succeeds: a
     /// write that stopped for lack of space may have left data without its parity.
-    fn pin_regions(&self, writes: &Staged) {
+    fn pin_regions(&self, writes: &Writes) {
         if self.geo.tolerated_failures() == 0 {
             // No parity or copies to disagree.
             return;
         }
         let mut unsynced = self.unsynced.lock().expect("unsynced lock");
-        for (e, buf) in writes.iter() {
+        for (e, _) in writes.iter() {
             let first = e.offset_bytes / BITMAP_REGION_BYTES;
-            let last = (e.offset_bytes + buf.len() as u64 - 1) / BITMAP_REGION_BYTES;
+            let last = (e.offset_bytes + e.len_bytes - 1) / BITMAP_REGION_BYTES;
             for r in first..=last {
                 *unsynced.entry(r).or_default() += 1;
             }
@@ -795,6 +810,31 @@ impl Array {
             source,
         }
     }
+}
+
+/// Writes `slices` one after another at byte `pos` of `file` with `pwritev`, as many
+/// at a time as one call takes (IOV_MAX), until all are written.
+fn pwrite_all<'a>(
+    file: &File,
+    slices: impl Iterator<Item = &'a [u8]>,
+    mut pos: u64,
+) -> std::io::Result<()> {
+    const IOV_MAX: usize = 1024;
+    let mut iov: Vec<IoSlice> = slices.map(IoSlice::new).collect();
+    let mut rest = &mut iov[..];
+    while !rest.is_empty() {
+        let n = rest.len().min(IOV_MAX);
+        match rustix::io::pwritev(file, &rest[..n], pos) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => {
+                pos += k as u64;
+                IoSlice::advance_slices(&mut rest, k);
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The new P and Q (empty without Q) of stripe segment `sp` of a write, whose

@@ -588,9 +588,10 @@ fn range_error(export: &dyn Export, offset: u64, len: u32, past_end: u32) -> Opt
 const ZEROES_PIECE_BYTES: u32 = 1 << 20;
 
 /// The piece WRITE_ZEROES of `len` bytes writes at a time: its budget buffer is twice
-/// that, the zeroes and the copy the array stages of them (a write's payload is staged
-/// too, but arrives at the network's pace; zeroes cost the client 28 bytes, so a
-/// flood of them would otherwise hold several times the budget in staged copies).
+/// that, the zeroes and what the array may allocate to write them (a copy joined for
+/// checksums or a journal record, parity; a write's payload may cost as much, but
+/// arrives at the network's pace; zeroes cost the client 28 bytes, so a flood of them
+/// would otherwise hold several times the budget in such buffers).
 fn zeroes_piece(len: u32, max_payload: u32) -> u32 {
     let half = max_payload / 2 / BLOCK_BYTES_MIN * BLOCK_BYTES_MIN;
     len.min(ZEROES_PIECE_BYTES).min(half.max(BLOCK_BYTES_MIN))
@@ -829,9 +830,16 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 }
             };
             let outcome = self.serve(request);
-            *self.in_flight.lock().expect("in-flight lock") -= 1;
+            {
+                let mut n = self.in_flight.lock().expect("in-flight lock");
+                *n -= 1;
+                // Only `drain` waits, for the count to come down to its own request:
+                // waking it at every answer cost a futex system call per request.
+                if *n <= 1 {
+                    self.answered.notify_all();
+                }
+            }
             self.ctx.activity.busy(false);
-            self.answered.notify_all();
             if let Err(e) = outcome {
                 self.closing.store(true, Ordering::Relaxed);
                 return Err(e);
@@ -1059,8 +1067,8 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 (Some(e), _) => e,
                 (None, None) => EINVAL,
                 (None, Some(mut buf)) => {
-                    // The buffer's second half is never touched: it counts the copy
-                    // the array stages of each piece.
+                    // The buffer's second half is never touched: it counts what the
+                    // array may allocate to write each piece (see `zeroes_piece`).
                     let piece = (q.len as usize).min(buf.len() / 2);
                     buf[..piece].fill(0);
                     let mut err = 0;
