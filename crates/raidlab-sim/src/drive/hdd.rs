@@ -36,6 +36,10 @@ struct Command {
     /// The length of the tracks of its zone (`Hdd::locate`): its media time without a
     /// zone lookup (a division).
     track_bytes: u64,
+    /// Where the bytes from `offset_bytes` on under the same head position end
+    /// (`Layout::locate_span`): the head ends on `track` after a command that ends
+    /// before, without locating its end.
+    track_end: u64,
     /// `ready_ns`, or `u64::MAX` for a command the mechanism does not position for
     /// now (a write the cache takes, or one awaiting buffer room): NCQ's scan weighs a
     /// command on its fast path (`Hdd::shortest_positioning_first`) when this is at or
@@ -181,6 +185,12 @@ pub struct Hdd {
     ra_base_offset: u64,
     /// The track length of `ra_base_offset`'s zone, found when the stream starts.
     ra_track_bytes: u64,
+    /// Where the bytes from `ra_base_offset` on under one head position end, and that
+    /// position (`Command::track_end`): the head follows the stream, and while the
+    /// stream is on that track its position needs no zone lookup and divisions
+    /// (`head_at`).
+    ra_track_end: u64,
+    ra_track: u64,
     ra_base_ns: u64,
     ra_limit_offset: u64,
     ra_hits: u64,
@@ -292,6 +302,8 @@ impl Hdd {
             ra_active: false,
             ra_base_offset: 0,
             ra_track_bytes: outer_track_bytes,
+            ra_track_end: 0,
+            ra_track: 0,
             ra_base_ns: 0,
             ra_limit_offset: 0,
             ra_hits: 0,
@@ -311,7 +323,21 @@ impl Hdd {
     /// mark, the zone's track bytes).
     #[inline]
     fn locate(&self, offset_bytes: u64) -> (u64, u64, u64) {
-        let (track, byte, track_bytes) = self.layout.locate(offset_bytes);
+        self.angle_of(self.layout.locate(offset_bytes))
+    }
+
+    /// `locate`, and the bytes around `offset_bytes` under the same head position
+    /// (`Layout::locate_span`).
+    #[inline]
+    fn locate_span(&self, offset_bytes: u64) -> ((u64, u64, u64), (u64, u64)) {
+        let (located, span) = self.layout.locate_span(offset_bytes);
+        (self.angle_of(located), span)
+    }
+
+    /// (head position, byte of its track, track bytes) as `locate` answers: the byte
+    /// as an angle in ns past the index mark, this drive's spindle phase applied.
+    #[inline]
+    fn angle_of(&self, (track, byte, track_bytes): (u64, u64, u64)) -> (u64, u64, u64) {
         let angle_ns = byte * self.revolution_ns / track_bytes;
         // A platter `phase` ahead brings each sector under the head `phase` earlier.
         // Both are below a revolution: one conditional subtraction is the remainder.
@@ -416,10 +442,14 @@ impl Hdd {
     /// Head position at `t_ns`: follows the read-ahead if one runs.
     #[inline]
     fn head_at(&self, t_ns: u64) -> u64 {
-        if self.ra_active {
-            self.locate(self.ra_position(t_ns).saturating_sub(1)).0
+        if !self.ra_active {
+            return self.head_track;
+        }
+        let at = self.ra_position(t_ns).saturating_sub(1);
+        if self.ra_base_offset <= at && at < self.ra_track_end {
+            self.ra_track
         } else {
-            self.head_track
+            self.locate(at).0
         }
     }
 
@@ -525,7 +555,7 @@ impl Hdd {
                 .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
             ready_ns = ready_ns.max(data_in);
         }
-        let (track, angle_ns, track_bytes) = self.locate(offset_bytes);
+        let ((track, angle_ns, track_bytes), (_, track_end)) = self.locate_span(offset_bytes);
         let gate_ns = if awaiting_buffer || (write && self.write_cache) {
             u64::MAX
         } else {
@@ -541,6 +571,7 @@ impl Hdd {
             track,
             angle_ns,
             track_bytes,
+            track_end,
             gate_ns,
         });
         if self.busy {
@@ -914,7 +945,12 @@ impl Hdd {
             self.keep_segment(start_ns, &c);
         }
         self.mechanism.occupy(start_ns, media_end);
-        self.head_track = self.locate(end_offset - 1).0;
+        // Most commands end on the track they start on: no need to locate their end.
+        self.head_track = if end_offset - 1 < c.track_end {
+            c.track
+        } else {
+            self.locate(end_offset - 1).0
+        };
         self.ra_active = false;
         if c.write {
             if !self.write_cache {
@@ -940,6 +976,8 @@ impl Hdd {
             self.ra_active = true;
             self.ra_base_offset = c.offset_bytes;
             self.ra_track_bytes = c.track_bytes;
+            self.ra_track_end = c.track_end;
+            self.ra_track = c.track;
             self.ra_base_ns = media_start;
             self.ra_limit_offset = match self.read_ahead_scheme {
                 None => end_offset + self.read_ahead_bytes,
