@@ -1,10 +1,6 @@
-//! The event queue: a 4-ary min-heap on (time, sequence). The sequence number breaks
+//! The event queue: a binary min-heap on (time, sequence). The sequence number breaks
 //! ties first-in first-out, so equal-time events always run in the order they were
-//! scheduled and a run is reproducible bit for bit. (time, sequence) is a total order,
-//! so the heap's shape decides nothing: any correct heap pops the same events in the
-//! same order. Four children a node halve the levels a pop walks down, each level's
-//! children side by side in one cache line; a binary heap's pops were a quarter of a
-//! parity-write simulation's time.
+//! scheduled and a run is reproducible bit for bit.
 
 /// What happens at an event; `target` indexes the component's slot table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +73,9 @@ struct Entry {
 }
 
 impl Entry {
-    /// (time, tag) as one number: one wide comparison, no branch between the words.
     #[inline]
-    fn key(&self) -> u128 {
-        (u128::from(self.time_ns) << 64) | u128::from(self.tag)
+    fn key(&self) -> (u64, u64) {
+        (self.time_ns, self.tag)
     }
 
     #[inline]
@@ -201,7 +196,7 @@ impl EventQueue {
         let key = entry.key();
         let mut i = heap.len() - 1;
         while i > 0 {
-            let parent = (i - 1) / ARITY;
+            let parent = (i - 1) / 2;
             if heap[parent].key() <= key {
                 break;
             }
@@ -225,32 +220,26 @@ impl EventQueue {
         }
         let top = heap[0];
         // The last event is among the latest pending: move the hole at the top down
-        // along the earliest children to a leaf, then bring the last event up from
-        // there (rarely more than a level).
+        // along the earlier children to a leaf (one comparison a level), then bring
+        // the last event up from there (rarely more than a level).
         let mut i = 0;
         loop {
-            let first_child = ARITY * i + 1;
-            if first_child + ARITY <= n {
-                let child = first_child + earliest_of_four(&heap[first_child..first_child + ARITY]);
+            let left = 2 * i + 1;
+            if left + 1 < n {
+                let child = left + usize::from(heap[left + 1].key() < heap[left].key());
                 heap[i] = heap[child];
                 i = child;
             } else {
-                if first_child < n {
-                    let mut child = first_child;
-                    for c in first_child + 1..n {
-                        if heap[c].key() < heap[child].key() {
-                            child = c;
-                        }
-                    }
-                    heap[i] = heap[child];
-                    i = child;
+                if left < n {
+                    heap[i] = heap[left];
+                    i = left;
                 }
                 break;
             }
         }
         let key = last.key();
         while i > 0 {
-            let parent = (i - 1) / ARITY;
+            let parent = (i - 1) / 2;
             if heap[parent].key() <= key {
                 break;
             }
@@ -260,21 +249,6 @@ impl EventQueue {
         heap[i] = last;
         Some(top.event())
     }
-}
-
-/// Children of a heap node.
-const ARITY: usize = 4;
-
-/// Index of the earliest of four entries (keys are unique): two pairs compared side
-/// by side, then their winners, as selects rather than branches (which entry wins is
-/// data the CPU cannot predict).
-#[inline]
-fn earliest_of_four(c: &[Entry]) -> usize {
-    let (k0, k1, k2, k3) = (c[0].key(), c[1].key(), c[2].key(), c[3].key());
-    let a = usize::from(k1 < k0);
-    let b = 2 + usize::from(k3 < k2);
-    let (ka, kb) = (k0.min(k1), k2.min(k3));
-    std::hint::select_unpredictable(kb < ka, b, a)
 }
 
 #[cfg(test)]
