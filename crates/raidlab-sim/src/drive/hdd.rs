@@ -36,6 +36,10 @@ struct Command {
     /// The length of the tracks of its zone (`Hdd::locate`): its media time without a
     /// zone lookup (a division).
     track_bytes: u64,
+    /// Where the bytes from `offset_bytes` on under the same head position end
+    /// (`Layout::locate_span`): the head ends on `track` after a command that ends
+    /// before, without locating its end.
+    track_end: u64,
     /// `ready_ns`, or `u64::MAX` for a command the mechanism does not position for
     /// now (a write the cache takes, or one awaiting buffer room): NCQ's scan weighs a
     /// command on its fast path (`Hdd::shortest_positioning_first`) when this is at or
@@ -181,6 +185,12 @@ pub struct Hdd {
     ra_base_offset: u64,
     /// The track length of `ra_base_offset`'s zone, found when the stream starts.
     ra_track_bytes: u64,
+    /// Where the bytes from `ra_base_offset` on under one head position end, and that
+    /// position (`Command::track_end`): the head follows the stream, and while the
+    /// stream is on that track its position needs no zone lookup and divisions
+    /// (`head_at`).
+    ra_track_end: u64,
+    ra_track: u64,
     ra_base_ns: u64,
     ra_limit_offset: u64,
     ra_hits: u64,
@@ -198,6 +208,16 @@ pub struct Started {
     pub link_start_ns: u64,
     /// When it completes.
     pub done_ns: u64,
+}
+
+/// What every command weighed at one dispatch starts from: the mechanism frees at
+/// `mech_t0` with the head at `head_t0` and the platter at `angle_t0`; `ra` is the
+/// read-ahead window (`Hdd::ra_window`).
+struct Scan {
+    mech_t0: u64,
+    head_t0: u64,
+    angle_t0: u64,
+    ra: (u64, u64),
 }
 
 /// Bits of the queue index in the NCQ scan's key (`Hdd::shortest_positioning_first`),
@@ -292,6 +312,8 @@ impl Hdd {
             ra_active: false,
             ra_base_offset: 0,
             ra_track_bytes: outer_track_bytes,
+            ra_track_end: 0,
+            ra_track: 0,
             ra_base_ns: 0,
             ra_limit_offset: 0,
             ra_hits: 0,
@@ -311,7 +333,21 @@ impl Hdd {
     /// mark, the zone's track bytes).
     #[inline]
     fn locate(&self, offset_bytes: u64) -> (u64, u64, u64) {
-        let (track, byte, track_bytes) = self.layout.locate(offset_bytes);
+        self.angle_of(self.layout.locate(offset_bytes))
+    }
+
+    /// `locate`, and the bytes around `offset_bytes` under the same head position
+    /// (`Layout::locate_span`).
+    #[inline]
+    fn locate_span(&self, offset_bytes: u64) -> ((u64, u64, u64), (u64, u64)) {
+        let (located, span) = self.layout.locate_span(offset_bytes);
+        (self.angle_of(located), span)
+    }
+
+    /// (head position, byte of its track, track bytes) as `locate` answers: the byte
+    /// as an angle in ns past the index mark, this drive's spindle phase applied.
+    #[inline]
+    fn angle_of(&self, (track, byte, track_bytes): (u64, u64, u64)) -> (u64, u64, u64) {
         let angle_ns = byte * self.revolution_ns / track_bytes;
         // A platter `phase` ahead brings each sector under the head `phase` earlier.
         // Both are below a revolution: one conditional subtraction is the remainder.
@@ -416,10 +452,14 @@ impl Hdd {
     /// Head position at `t_ns`: follows the read-ahead if one runs.
     #[inline]
     fn head_at(&self, t_ns: u64) -> u64 {
-        if self.ra_active {
-            self.locate(self.ra_position(t_ns).saturating_sub(1)).0
+        if !self.ra_active {
+            return self.head_track;
+        }
+        let at = self.ra_position(t_ns).saturating_sub(1);
+        if self.ra_base_offset <= at && at < self.ra_track_end {
+            self.ra_track
         } else {
-            self.head_track
+            self.locate(at).0
         }
     }
 
@@ -525,7 +565,7 @@ impl Hdd {
                 .reserve(now_ns, transfer_ns(len_bytes, self.link_ps));
             ready_ns = ready_ns.max(data_in);
         }
-        let (track, angle_ns, track_bytes) = self.locate(offset_bytes);
+        let ((track, angle_ns, track_bytes), (_, track_end)) = self.locate_span(offset_bytes);
         let gate_ns = if awaiting_buffer || (write && self.write_cache) {
             u64::MAX
         } else {
@@ -541,6 +581,7 @@ impl Hdd {
             track,
             angle_ns,
             track_bytes,
+            track_end,
             gate_ns,
         });
         if self.busy {
@@ -633,10 +674,10 @@ impl Hdd {
     /// the link at `t0`): the one whose data can start earliest. Read-ahead hits cost
     /// no positioning, and a write the cache takes needs no mechanism at all. Ties go
     /// to the oldest command.
-    // It stays one function, long as it is: it is the drive model's inner loop (one pass
-    // over the queue per dispatch), tuned against `make bench` around one key and its
-    // conditional move; splitting the per-command weighing out would change that code's
-    // shape on the hottest path, which only the bench, not this issue, can clear.
+    ///
+    /// Two passes: `fast_scan` weighs the commands that start when the mechanism
+    /// frees (all of them, at a queue of random reads), `slow_scan` the others, only
+    /// when there are any. The earlier start wins, and at equal starts the lower index.
     fn shortest_positioning_first(&self, mech_t0: u64, t0: u64) -> (usize, Option<u64>) {
         // One command (a drive at queue depth 1, a stream): nothing to weigh.
         if self.queue.len() == 1 {
@@ -646,70 +687,31 @@ impl Hdd {
         // head position at the same platter angle: both are worked out once here, not
         // once per queued command (the head position follows the read-ahead stream,
         // which costs a zone lookup and divisions).
-        let head_t0 = self.head_at(mech_t0);
-        let angle_t0 = mech_t0 % self.revolution_ns;
-        // Commands that may be read-ahead hits: every hit starts in `ra_lo..ra_limit`
-        // (a superset of `is_ra_hit`, which the slow path below asks), one unsigned
-        // comparison of `offset - ra_lo` with the span; no span, no hit.
-        let (ra_lo, ra_span) = if self.ra_active {
-            let lo = self
-                .ra_base_offset
-                .max(self.ra_limit_offset.saturating_sub(self.stream_bytes));
-            (lo, self.ra_limit_offset.saturating_sub(lo))
-        } else {
-            (0, 0)
+        let scan = Scan {
+            mech_t0,
+            head_t0: self.head_at(mech_t0),
+            angle_t0: mech_t0 % self.revolution_ns,
+            ra: self.ra_window(),
         };
         let mut memo_table = self.seek.memo.borrow_mut();
         let memo: &mut [u32] = &mut memo_table;
-        // Commands on the fast path all start at `mech_t0`: the best of them is kept
-        // as one key, `(positioning << 16) | index`, the smallest positioning first and
-        // then the oldest (the lowest index), as comparing start times in queue order
-        // does. A `u64` select of one key stays a conditional move; selecting a start
-        // time and an index apart compiled to a branch that the CPU mispredicted about
-        // five times a dispatch. Positionings too long for the key (none on a real
-        // drive) and the other commands are weighed by start time in `slow_*`.
-        let packs = self.queue.len() <= 1 << KEY_INDEX_BITS;
-        let mut fast_key = u64::MAX;
-        let mut slow_at = u64::MAX;
-        let mut slow_best = 0;
-        let is_fast = |c: &Command| {
-            // `&`, not `&&`: one well-predicted branch instead of a data-dependent one.
-            packs & (c.gate_ns <= mech_t0) & (c.offset_bytes.wrapping_sub(ra_lo) >= ra_span)
-        };
-        for (i, c) in self.queue.iter().enumerate() {
-            let at = if is_fast(c) {
-                // Decoded, positioned by the mechanism, no read-ahead hit: it starts
-                // when the mechanism frees, from `(head_t0, angle_t0)`.
-                let seek = self.seek_between(memo, head_t0, c.track) + self.settle_ns(c.write);
-                let positioning = self.seek_and_wait_ns(angle_t0, seek, c.angle_ns);
-                if positioning < KEY_POSITIONING_LIMIT {
-                    let key = (positioning << KEY_INDEX_BITS) | i as u64;
-                    fast_key = select_unpredictable(key < fast_key, key, fast_key);
-                    continue;
-                }
-                mech_t0 + positioning
-            } else if c.awaiting_buffer {
-                continue;
-            } else if self.is_cached_write(c) {
-                0
-            } else if self.is_ra_hit(c) {
-                t0.max(c.ready_ns)
-            } else if c.ready_ns <= mech_t0 {
-                let from = (head_t0, angle_t0);
-                let to = (c.track, self.settle_ns(c.write));
-                mech_t0 + self.positioning_from(memo, from, to, c.angle_ns)
-            } else {
-                let start = c.ready_ns;
-                let from = (self.head_at(start), start % self.revolution_ns);
-                let to = (c.track, self.settle_ns(c.write));
-                start + self.positioning_from(memo, from, to, c.angle_ns)
-            };
-            if at < slow_at {
-                slow_at = at;
-                slow_best = i;
+        // Only drives that settle before writes or switch heads pay for either in the
+        // scan: one copy of the loop per combination, chosen once per dispatch.
+        let (fast_key, any_slow) = if self.queue.len() > 1 << KEY_INDEX_BITS {
+            (u64::MAX, true)
+        } else {
+            match (self.write_settle_ns != 0, self.head_switch_ns != 0) {
+                (false, false) => self.fast_scan::<false, false>(memo, &scan),
+                (true, false) => self.fast_scan::<true, false>(memo, &scan),
+                (false, true) => self.fast_scan::<false, true>(memo, &scan),
+                (true, true) => self.fast_scan::<true, true>(memo, &scan),
             }
-        }
-        // The earlier start wins, and at equal starts the lower index.
+        };
+        let (slow_at, slow_best) = if any_slow {
+            self.slow_scan(memo, &scan, t0)
+        } else {
+            (u64::MAX, 0)
+        };
         if fast_key != u64::MAX {
             let positioning = fast_key >> KEY_INDEX_BITS;
             let fast_at = mech_t0 + positioning;
@@ -723,6 +725,116 @@ impl Hdd {
         // answer was index 0, as here).
         debug_assert!(slow_at < u64::MAX, "a queued command can start");
         (slow_best, None)
+    }
+
+    /// Commands that may be read-ahead hits: every hit starts in `lo..lo + span` (a
+    /// superset of `is_ra_hit`, which `slow_scan` asks), one unsigned comparison of
+    /// `offset - lo` with the span; no stream, no span, no hit.
+    #[inline]
+    fn ra_window(&self) -> (u64, u64) {
+        if !self.ra_active {
+            return (0, 0);
+        }
+        let lo = self
+            .ra_base_offset
+            .max(self.ra_limit_offset.saturating_sub(self.stream_bytes));
+        (lo, self.ra_limit_offset.saturating_sub(lo))
+    }
+
+    /// Whether `c` is weighed on the fast path: decoded by the time the mechanism
+    /// frees, positioned by the mechanism, no read-ahead hit. It starts when the
+    /// mechanism frees, from `(head_t0, angle_t0)`.
+    #[inline]
+    fn is_fast(scan: &Scan, c: &Command) -> bool {
+        // `&`, not `&&`: one well-predicted branch instead of a data-dependent one.
+        (c.gate_ns <= scan.mech_t0) & (c.offset_bytes.wrapping_sub(scan.ra.0) >= scan.ra.1)
+    }
+
+    /// The fast path: the best of the commands `is_fast` takes as one key,
+    /// `(positioning << 16) | index`, the smallest positioning first and then the oldest
+    /// (the lowest index), as comparing start times in queue order does, and whether
+    /// any command is left for `slow_scan`. A `u64` select of one key stays a
+    /// conditional move; selecting a start time and an index apart compiled to a
+    /// branch that the CPU mispredicted about five times a dispatch. Positionings too
+    /// long for the key (none on a real drive) are left to `slow_scan`. `SETTLE` and
+    /// `SWITCH`: whether the drive settles before writes and switches heads, constant
+    /// for a drive, so the loop of a drive without either tests neither. Not inlined:
+    /// the loop gets its registers to itself instead of sharing them with all of
+    /// `start_next` (fewer reloads from the stack per command).
+    #[inline(never)]
+    fn fast_scan<const SETTLE: bool, const SWITCH: bool>(
+        &self,
+        memo: &mut [u32],
+        scan: &Scan,
+    ) -> (u64, bool) {
+        let mut fast_key = u64::MAX;
+        let mut any_slow = false;
+        let head_cylinder = mech::cylinder_of(scan.head_t0);
+        for (i, c) in self.queue.iter().enumerate() {
+            if !Self::is_fast(scan, c) {
+                any_slow = true;
+                continue;
+            }
+            let distance = mech::cylinder_of(c.track).abs_diff(head_cylinder);
+            let mut seek = self.seek.ns(memo, distance);
+            if SWITCH {
+                let switch = (distance == 0) & (c.track != scan.head_t0);
+                seek += select_unpredictable(switch, self.head_switch_ns, 0);
+            }
+            if SETTLE {
+                seek += select_unpredictable(c.write, self.write_settle_ns, 0);
+            }
+            let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
+            if positioning < KEY_POSITIONING_LIMIT {
+                let key = (positioning << KEY_INDEX_BITS) | i as u64;
+                fast_key = select_unpredictable(key < fast_key, key, fast_key);
+            } else {
+                any_slow = true;
+            }
+        }
+        (fast_key, any_slow)
+    }
+
+    /// The slow path: the earliest start time and its index among the commands
+    /// `fast_scan` left, as (start, index); ties go to the lower index. `fast_scan`
+    /// weighs the fast commands whose positioning fits its key when the queue's
+    /// indices fit it too: those are skipped here.
+    fn slow_scan(&self, memo: &mut [u32], scan: &Scan, t0: u64) -> (u64, usize) {
+        let packed = self.queue.len() <= 1 << KEY_INDEX_BITS;
+        let mech_t0 = scan.mech_t0;
+        let mut slow_at = u64::MAX;
+        let mut slow_best = 0;
+        for (i, c) in self.queue.iter().enumerate() {
+            let at = if Self::is_fast(scan, c) {
+                let from = (scan.head_t0, scan.angle_t0);
+                let to = (c.track, self.settle_ns(c.write));
+                let positioning = self.positioning_from(memo, from, to, c.angle_ns);
+                if packed && positioning < KEY_POSITIONING_LIMIT {
+                    continue;
+                }
+                mech_t0 + positioning
+            } else if c.awaiting_buffer {
+                continue;
+            } else if self.is_cached_write(c) {
+                0
+            } else if self.is_ra_hit(c) {
+                t0.max(c.ready_ns)
+            } else if c.ready_ns <= mech_t0 {
+                let from = (scan.head_t0, scan.angle_t0);
+                let to = (c.track, self.settle_ns(c.write));
+                mech_t0 + self.positioning_from(memo, from, to, c.angle_ns)
+            } else {
+                let start = c.ready_ns;
+                let from = (self.head_at(start), start % self.revolution_ns);
+                let to = (c.track, self.settle_ns(c.write));
+                start + self.positioning_from(memo, from, to, c.angle_ns)
+            };
+            if at < slow_at {
+                slow_at = at;
+                slow_best = i;
+            }
+        }
+        (slow_at, slow_best)
     }
 
     #[inline]
@@ -914,7 +1026,12 @@ impl Hdd {
             self.keep_segment(start_ns, &c);
         }
         self.mechanism.occupy(start_ns, media_end);
-        self.head_track = self.locate(end_offset - 1).0;
+        // Most commands end on the track they start on: no need to locate their end.
+        self.head_track = if end_offset - 1 < c.track_end {
+            c.track
+        } else {
+            self.locate(end_offset - 1).0
+        };
         self.ra_active = false;
         if c.write {
             if !self.write_cache {
@@ -940,6 +1057,8 @@ impl Hdd {
             self.ra_active = true;
             self.ra_base_offset = c.offset_bytes;
             self.ra_track_bytes = c.track_bytes;
+            self.ra_track_end = c.track_end;
+            self.ra_track = c.track;
             self.ra_base_ns = media_start;
             self.ra_limit_offset = match self.read_ahead_scheme {
                 None => end_offset + self.read_ahead_bytes,
@@ -1152,12 +1271,17 @@ mod tests {
     #[test]
     fn the_ncq_scan_chooses_as_a_plain_scan_does() {
         let mut rng = Rng::new(7);
-        for round in 0..48u64 {
+        for round in 0..96u64 {
             let mut s = spec(round % 2 == 1);
+            if round >= 48 {
+                // A zone table of 4 surfaces with skews, a head switch and a write
+                // settle: the scan's copies for drives that switch heads and settle.
+                zone_table(&mut s, round);
+            }
             s.read_ahead_bytes = [0, 1 << 20][(round / 2 % 2) as usize];
             s.write_buffer_bytes = Some([64 << 10, 8 << 20][(round / 4 % 2) as usize]);
             let write_share = [0, 30, 100][(round / 8 % 3) as usize];
-            let depth = [4, 32][(round / 24) as usize];
+            let depth = [4, 32][(round / 24 % 2) as usize];
             let mut d = Hdd::new(&s, 300e6);
             let (mut now, mut next_arrival) = (0, 0);
             let (mut running, mut outstanding, mut op) = (None::<Started>, 0, 0u32);
@@ -1197,6 +1321,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `s` with DiskSim's mechanics: two zones over 4 surfaces, track and cylinder
+    /// skews, and (by `round`) a head switch, a write settle, both or neither.
+    fn zone_table(s: &mut HddSpec, round: u64) {
+        let m = &mut s.mechanics;
+        m.surfaces = Some(4);
+        m.zone_first_cylinder = vec![0, 20_000];
+        m.zone_last_cylinder = vec![19_999, 39_999];
+        m.zone_sectors_per_track = vec![1000, 700];
+        m.zone_track_skew_sectors = vec![30, 20];
+        m.zone_cylinder_skew_sectors = vec![50, 40];
+        m.head_switch_ns = [None, Some(800_000)][(round % 4 / 2) as usize];
+        m.write_settle_ns = [None, Some(300_000)][(round / 4 % 2) as usize];
+        s.capacity_bytes = (20_000 * 4 * 1000 + 20_000 * 4 * 700) * 512;
     }
 
     fn spec(write_cache: bool) -> HddSpec {
