@@ -59,8 +59,8 @@
 //! durable before its member writes start (an `RWF_DSYNC` write, md's FUA; where the
 //! filesystem refuses the flag, a member sync shared by the writers waiting together).
 //! As md gathers the stripes of concurrent writes into one `ppl_io_unit`, records that
-//! come for a member's log while a write of it is under way join one group, written
-//! by its first writer as one record (their entries in turn) once that write is done:
+//! come for a member's log while two writes of it are under way join one group,
+//! written by its first writer as one record (their entries in turn) once one is done:
 //! a record holds one request's entries or a group's. Requests of a group hold
 //! disjoint stripe locks, and a group's generation is taken when it is written, after
 //! every earlier write to those stripes had finished. A request waits at most
@@ -555,6 +555,13 @@ fn rebuild_kept(
 /// fails (nothing of it reached the members) instead of hanging its connection.
 pub const WAIT_MAX: Duration = Duration::from_secs(60);
 
+/// Group writes of one member's log under way at once. A writer that finds fewer under
+/// way writes its own record at once (a lone writer or a light load waits for nobody,
+/// and the kernel may still merge the flushes of writes in flight together); beyond
+/// them records gather in the next group. md keeps several log writes of a member in
+/// flight too.
+const WRITES_AT_ONCE: u32 = 2;
+
 /// The outcome of one group write, kept until its writers have read it.
 #[derive(Clone)]
 enum Outcome {
@@ -591,8 +598,8 @@ struct MemberLog {
     in_flight: BTreeMap<u64, u32>,
     /// The file whose log area was cleared this session (a replacement gets a new one).
     cleared: Option<Arc<File>>,
-    /// A group is being written (or waits for its slot).
-    writing: bool,
+    /// Groups being written (or waiting for their slot).
+    writing: u32,
     /// The group the next write carries.
     open: Option<Group>,
     /// Outcomes of written groups by sequence number, while a writer of theirs may not
@@ -826,7 +833,8 @@ impl Ppl {
     }
 
     /// Writes the open group of member `m`'s log (its first writer does, holding `logs`)
-    /// once no other group of the log is being written and its slot is free; returns
+    /// once fewer than [`WRITES_AT_ONCE`] groups of the log are being written and its
+    /// slot is free; returns
     /// the outcome, which it also leaves for the group's other writers.
     fn write_group(
         &self,
@@ -834,7 +842,7 @@ impl Ppl {
         m: usize,
         deadline: Instant,
     ) -> Result<std::io::Result<()>, String> {
-        while logs.members[m].writing {
+        while logs.members[m].writing >= WRITES_AT_ONCE {
             match self.wait(logs, deadline, "waited for the log write before") {
                 Ok(l) => logs = l,
                 Err(why) => {
@@ -845,7 +853,7 @@ impl Ppl {
             }
         }
         let g = logs.members[m].open.take().expect("the group it leads");
-        logs.members[m].writing = true;
+        logs.members[m].writing += 1;
         if logs.waiting > 0 {
             // Writers that did not fit the group may open the next one.
             self.changed.notify_all();
@@ -919,7 +927,7 @@ impl Ppl {
         };
         let log = &mut logs.members[m];
         if wrote {
-            log.writing = false;
+            log.writing -= 1;
         }
         // Only the group's other writers read it; outcomes of groups no longer in
         // flight have been read by every writer still waiting.
@@ -1120,7 +1128,7 @@ mod tests {
         let f = Arc::new(tempfile_in_target());
         f.set_len(PPL_OFFSET_BYTES + PPL_BYTES).unwrap();
         // A write of member 2's log is under way: writers that come now wait for it.
-        ppl.lock().members[2].writing = true;
+        ppl.lock().members[2].writing = WRITES_AT_ONCE;
         let n = 6u64;
         let writers: Vec<_> = (0..n)
             .map(|i| {
@@ -1137,7 +1145,7 @@ mod tests {
             let logs = ppl.lock();
             logs.members[2].open.as_ref().map(|g| g.entries.len()) == Some(n as usize)
         });
-        ppl.lock().members[2].writing = false;
+        ppl.lock().members[2].writing = 0;
         ppl.changed.notify_all();
         let seqs: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
         assert!(seqs.iter().all(|s| s == &[(2, 1)]), "one record: {seqs:?}");
