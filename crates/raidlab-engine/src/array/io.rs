@@ -568,7 +568,7 @@ impl Array {
                 req.len_bytes, req.offset_bytes
             )));
         }
-        let (guard, errors) = ppl.log(records, &read.files).map_err(|s| {
+        let (guard, errors) = ppl.log(&records, &read.files).map_err(|s| {
             // A log that stays busy is no fault of the member: the write fails, unwritten.
             let path = self.state.lock().expect("state lock").members[s.member as usize]
                 .0
