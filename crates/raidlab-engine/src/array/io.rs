@@ -573,7 +573,18 @@ impl Array {
                 req.len_bytes, req.offset_bytes
             )));
         }
-        let (guard, errors) = ppl.log(&records, &read.files);
+        let (guard, errors) = ppl.log(&records, &read.files).map_err(|s| {
+            // A log that stays busy is no fault of the member: the write fails, unwritten.
+            let path = self.state.lock().expect("state lock").members[s.member as usize]
+                .0
+                .clone()
+                .unwrap_or_default();
+            Error::Io {
+                path,
+                op: "ppl",
+                source: std::io::Error::new(std::io::ErrorKind::TimedOut, s.message),
+            }
+        })?;
         for (m, err) in &errors {
             self.member_io_failed(*m, err);
         }
@@ -633,20 +644,27 @@ impl Array {
             } else {
                 partial_parity(geo, sp, &members, &modified, reads)
             };
-            for pm in loggers {
+            let (mut pp, mut pq) = (Some(pp), Some(pq));
+            for (i, &pm) in loggers.iter().enumerate() {
                 let entries = record_of(&mut records, pm);
                 if whole {
                     whole_stripe_entry(entries, sp.stripe, geo.stripe_unit_bytes(), mask);
                     continue;
                 }
+                // The last logger takes the partial parity, the others a copy.
+                let last = i + 1 == loggers.len();
+                let take = |v: &mut Option<Vec<u8>>| match last {
+                    true => v.take().expect("taken once"),
+                    false => v.clone().expect("not taken yet"),
+                };
                 entries.push(Entry {
                     first_stripe: sp.stripe,
                     last_stripe: sp.stripe,
                     column_offset_bytes: col,
                     len_bytes: len,
                     modified: mask,
-                    partial_parity: pp.clone(),
-                    partial_q: pq.clone(),
+                    partial_parity: take(&mut pp),
+                    partial_q: take(&mut pq),
                 });
             }
         }

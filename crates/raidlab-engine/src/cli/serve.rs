@@ -252,14 +252,26 @@ fn psk_server(keys: &std::path::Path, mode: TlsMode) -> Result<Option<TlsServer>
 /// the heap and 16 MiB of free heap top stays mapped, what glibc's dynamic thresholds
 /// settle at once a buffer of that size has been freed. Process-wide and left as set
 /// (harmless for a host interpreter).
+///
+/// Those thresholds hold per arena, and glibc gives threads up to 8 arenas per core:
+/// with a connection's threads spread over 16 of them, each kept its freed buffers (up
+/// to 16 MiB of free top), uncounted by the budget: a flood of 1 MiB WRITE_ZEROES under
+/// a 64 MiB budget peaked at 121-126 MiB (144 MiB with 16 arenas forced). So the
+/// threads share [`ARENAS_MAX`] arenas (72-78 MiB), unless `MALLOC_ARENA_MAX` is set.
 fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets two of glibc's malloc parameters.
+    // SAFETY: mallopt only sets glibc's malloc parameters.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 16 << 20);
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            libc::mallopt(libc::M_ARENA_MAX, ARENAS_MAX);
+        }
     }
 }
+
+/// glibc malloc arenas the serving threads share at most (see [`tune_malloc`]).
+const ARENAS_MAX: i32 = 2;
 
 /// The NBD server's options from `serve`'s flags.
 fn serve_options(a: &ServeArgs, tls: Option<TlsServer>) -> nbd::ServeOptions {

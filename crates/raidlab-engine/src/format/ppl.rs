@@ -58,8 +58,11 @@
 //! member it touches,
 //! durable before its member writes start (an `RWF_DSYNC` write, md's FUA; where the
 //! filesystem refuses the flag, a member sync shared by the writers waiting together);
-//! md instead gathers the stripes of concurrent writes into one log write (not done
-//! here). Slots are used in sequence order as a ring, and
+//! md instead gathers the stripes of concurrent writes into one log write; a group
+//! commit of the records that come while a write of the log is under way measured
+//! slower here (the kernel merges the flushes of writes in flight, a group waits for
+//! the write before it; docs/engine.md). A request waits at most [`WAIT_MAX`] for a
+//! free slot. Slots are used in sequence order as a ring, and
 //! a record may go into a slot only once every record a whole ring older has finished, so
 //! records of requests in flight are never overwritten. Each record names the oldest
 //! record still in flight when it was written; recovery replays the valid records at or
@@ -90,6 +93,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Where every member's log starts: right after its superblock.
 pub const PPL_OFFSET_BYTES: u64 = BITMAP_OFFSET_BYTES;
@@ -543,6 +547,20 @@ fn rebuild_kept(
     true
 }
 
+/// How long a request waits for a free log slot (older requests' member writes to
+/// finish). Past it the write fails (nothing of it reached the members) instead of
+/// hanging its connection.
+pub const WAIT_MAX: Duration = Duration::from_secs(60);
+
+/// Why a request's records could not be logged in time: the member whose log, and why.
+#[derive(Debug)]
+pub struct Stalled {
+    /// The member whose log stayed full.
+    pub member: u32,
+    /// What it waited for.
+    pub message: String,
+}
+
 /// One member's log while the array runs.
 #[derive(Default)]
 struct MemberLog {
@@ -557,6 +575,7 @@ pub struct Ppl {
     uuid: u128,
     slot_bytes: u64,
     slots: u64,
+    wait_max: Duration,
     logs: Mutex<(Vec<MemberLog>, usize, u64)>,
     /// Signalled when a record finishes and a writer waits for a slot (the count
     /// beside the logs: no wake-up system call for every request otherwise).
@@ -623,6 +642,7 @@ impl Ppl {
             uuid,
             slot_bytes: slot,
             slots: (PPL_BYTES / slot).max(1),
+            wait_max: WAIT_MAX,
             logs: Mutex::new(((0..members).map(|_| MemberLog::default()).collect(), 0, 0)),
             finished: Condvar::new(),
             syncs: Mutex::new((0..members).map(|_| GroupSync::default()).collect()),
@@ -632,14 +652,16 @@ impl Ppl {
 
     /// Logs `records` (one per parity member, ascending members) on their members and
     /// syncs them; the request's member writes may start once this returns. Waits for a
-    /// free slot when a whole ring of older records is still in flight. Returns the
-    /// records in flight and the members whose log could not be written (the caller
+    /// free slot when a whole ring of older records is still in flight, at most
+    /// [`WAIT_MAX`] ([`Stalled`] then: nothing of the request may be written). Returns
+    /// the records in flight and the members whose log could not be written (the caller
     /// fails them: their parity is not written either).
     pub fn log(
         &self,
         records: &[Record],
         files: &[Option<Arc<File>>],
-    ) -> (InFlight<'_>, Vec<(u32, std::io::Error)>) {
+    ) -> Result<(InFlight<'_>, Vec<(u32, std::io::Error)>), Stalled> {
+        let deadline = Instant::now() + self.wait_max;
         let mut errors = Vec::new();
         let mut guard_logs = self.logs.lock().expect("ppl lock");
         let seqs: Vec<(u32, u64)> = records
@@ -657,18 +679,37 @@ impl Ppl {
         };
         // A slot is reused once every record a ring older has finished, so the oldest
         // record in flight is never overwritten and marks stay true.
-        let free = |logs: &Vec<MemberLog>| {
-            seqs.iter().all(|&(m, seq)| {
-                seq <= self.slots
-                    || logs[m as usize]
+        // The first member whose slot is still taken, if any.
+        let full = |logs: &Vec<MemberLog>| {
+            seqs.iter().find_map(|&(m, seq)| {
+                let taken = seq > self.slots
+                    && logs[m as usize]
                         .in_flight
                         .first()
-                        .is_none_or(|&o| o > seq - self.slots)
+                        .is_some_and(|&o| o <= seq - self.slots);
+                taken.then_some(m)
             })
         };
-        while !free(&guard_logs.0) {
+        while let Some(m) = full(&guard_logs.0) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // Unlocked before `guard` drops: it takes the lock to end its records.
+                drop(guard_logs);
+                return Err(Stalled {
+                    member: m,
+                    message: format!(
+                        "ppl: waited for a free log slot for more than {} s (older writes \
+                         have not finished)",
+                        self.wait_max.as_secs_f64()
+                    ),
+                });
+            }
             guard_logs.1 += 1;
-            guard_logs = self.finished.wait(guard_logs).expect("ppl lock");
+            guard_logs = self
+                .finished
+                .wait_timeout(guard_logs, left)
+                .expect("ppl lock")
+                .0;
             guard_logs.1 -= 1;
         }
         // The request holds its stripes' locks: every earlier write to them has
@@ -699,7 +740,7 @@ impl Ppl {
                 errors.push((m, e));
             }
         }
-        (guard, errors)
+        Ok((guard, errors))
     }
 
     /// Writes record number `seq` of member `m`'s log into its slot of the ring,
@@ -857,8 +898,71 @@ mod tests {
         assert!(!s[1].syncing);
     }
 
+    /// A record of one 4 KiB entry on member 2 for stripe `stripe`.
+    fn one_entry(stripe: u64) -> Record {
+        Record {
+            member: 2,
+            entries: vec![Entry {
+                first_stripe: stripe,
+                last_stripe: stripe,
+                column_offset_bytes: 0,
+                len_bytes: 4096,
+                modified: 0b1,
+                partial_parity: vec![stripe as u8 + 1; 4096],
+                partial_q: Vec::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_writer_waiting_for_a_slot_gives_up_at_the_deadline() {
+        // A 256 KiB chunk: one slot per log, so a record in flight blocks the next.
+        let mut ppl = Ppl::new(7, 3, 256 << 10, 1);
+        assert_eq!(ppl.slots, 1);
+        ppl.wait_max = Duration::from_millis(300);
+        let ppl = Arc::new(ppl);
+        let f = Arc::new(tempfile_in_target());
+        f.set_len(PPL_OFFSET_BYTES + PPL_BYTES).unwrap();
+        let files = [None, None, Some(f.clone())];
+        let (first, errors) = ppl.log(&[one_entry(0)], &files).unwrap();
+        assert!(errors.is_empty());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = Instant::now();
+        let waiter = {
+            let (ppl, files) = (ppl.clone(), files.clone());
+            std::thread::spawn(move || {
+                let r = ppl.log(&[one_entry(1)], &files).map(|_| ()).err();
+                tx.send(r).unwrap();
+            })
+        };
+        let stalled = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiting writer returns")
+            .expect("and fails: its slot is the one in flight");
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        assert_eq!(stalled.member, 2);
+        assert!(
+            stalled.message.contains("free log slot"),
+            "{}",
+            stalled.message
+        );
+        waiter.join().unwrap();
+        // The log serves again once the record in flight finishes.
+        drop(first);
+        let (held, errors) = ppl.log(&[one_entry(2)], &files).unwrap();
+        assert!(errors.is_empty());
+        assert_eq!(held.seqs, [(2, 3)]);
+        let log = read_log(&f).unwrap();
+        let replay = records_to_replay(&log, 7, slot_bytes(256 << 10, 1));
+        assert_eq!(replay.len(), 1);
+        assert_eq!(replay[0].entries, one_entry(2).entries);
+    }
+
     fn tempfile_in_target() -> File {
-        let p = std::env::temp_dir().join(format!("raidlab-ppl-sync-{}", std::process::id()));
+        // One name per call: tests run in parallel threads of one process.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("raidlab-ppl-{}-{n}", std::process::id()));
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
