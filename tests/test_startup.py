@@ -73,6 +73,30 @@ def test_a_run_loads_only_its_own_command_module() -> None:
     assert "rich._emoji_codes" not in loaded
 
 
+def test_a_json_run_loads_no_pandas() -> None:
+    # Its records are written from the rows, as the DataFrame's JSON would write them.
+    loaded = loaded_by("run", "--drive", "adata-sp900-128g", "--ios", "1", "--format", "json")
+    assert sorted(loaded & {"pandas", "numpy"}) == []
+
+
+def test_rows_are_written_as_their_dataframe_writes_them() -> None:
+    import math
+
+    from raidlab.report.output import json_text, records, row_records
+    from raidlab.scenario.workloads import RUN_COLUMNS, RunRows
+
+    values = [6930.82345113421, 28.38865285583333, 144.283, 1e-7, 2.5e9, math.nan, 0.0]
+    rows = [
+        {
+            "op": op,
+            **{column: values[(i + j) % len(values)] for j, column in enumerate(RUN_COLUMNS[1:])},
+        }
+        for i, op in enumerate(("read", "write", "trim"))
+    ]
+    frame = RunRows(rows, {}).frame()
+    assert json_text({"r": row_records(rows)}) == json_text({"r": records(frame)})
+
+
 def test_the_command_table_names_every_command_of_the_app_by_its_module() -> None:
     registered = {
         registered_name(info): str(getattr(info.callback, "__module__", ""))

@@ -43,7 +43,7 @@ from raidlab.frontends.atto import (
     parse_ios_max,
 )
 from raidlab.report.explain import print_explain
-from raidlab.report.output import print_json, records, stderr, stdout
+from raidlab.report.output import print_json, records, row_records, stderr, stdout
 from raidlab.report.tables import atto_table_rows, print_table, run_table_rows
 from raidlab.scenario import native
 from raidlab.scenario.presets import preset
@@ -254,7 +254,7 @@ def run(
         elif output_format == "json":
             print_json(
                 {
-                    "records": records(run.frame()),
+                    "records": row_records(run.rows),
                     "seed": attrs["seed"],
                     "drive": _drive_name(attrs["scenario"]["array"], flags.drive, flags.config),
                     "drive_state": drive_state(attrs["scenario"]["array"]),
