@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from raidlab import _native
@@ -139,11 +140,12 @@ def scenario(case: str, ios: int) -> dict[str, Any]:
     return build_scenario(array, workload, 1)
 
 
-def child(case: str, ios: int) -> None:
-    text = json.dumps(scenario(case, ios))
+def print_timed(simulate: Callable[[], str]) -> None:
+    """Runs one simulation call and prints, as one JSON line, its measured host I/Os,
+    wall and thread CPU seconds, events and the process's peak resident set."""
     start = time.perf_counter()
     cpu_start = time.thread_time()
-    out = _native.simulate(text)
+    out = simulate()
     cpu_s = time.thread_time() - cpu_start
     wall_s = time.perf_counter() - start
     results = json.loads(out)
@@ -160,6 +162,11 @@ def child(case: str, ios: int) -> None:
             }
         )
     )
+
+
+def child(case: str, ios: int) -> None:
+    text = json.dumps(scenario(case, ios))
+    print_timed(lambda: _native.simulate(text))
 
 
 def measure(case: str, ios: int) -> dict[str, Any]:
@@ -188,26 +195,8 @@ def write_msr_trace(path: str, lines: int) -> None:
 
 def trace_child(path: str) -> None:
     array = resolve_array(**{"level": 0, **CASES["ssd-raid0x4-randread-4k-qd32"]["array"]})
-    scenario = {"schema": 1, "seed": 1, "array": array}
-    start = time.perf_counter()
-    cpu_start = time.thread_time()
-    out = _native.simulate_trace(json.dumps(scenario), path, "msr", "closed", 32, 1.0)
-    cpu_s = time.thread_time() - cpu_start
-    wall_s = time.perf_counter() - start
-    results = json.loads(out)
-    measured = sum(op["ios"] for op in results["ops"].values())
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps(
-            {
-                "ios": measured,
-                "wall_s": wall_s,
-                "cpu_s": cpu_s,
-                "events": results["events"],
-                "peak_rss_kib": peak_kib,
-            }
-        )
-    )
+    text = json.dumps({"schema": 1, "seed": 1, "array": array})
+    print_timed(lambda: _native.simulate_trace(text, path, "msr", "closed", 32, 1.0))
 
 
 def measure_trace(lines: int) -> dict[str, Any]:

@@ -394,7 +394,8 @@ def cdm(
     """CrystalDiskMark's tests of ``profile`` (``default``, ``nvme``, ``peak``,
     ``peak-nvme`` or ``real``) on ``array``: one row per test and direction (``test, op,
     mbps, iops, lat_mean_us, lat_p99_us``), the best of ``runs`` seeds (default
-    CrystalDiskMark's 5); ``mix`` (a read %) adds CDM's Mix rows (``op`` = ``mix``)."""
+    ``suites.CDM_DEFAULT_RUNS``, CrystalDiskMark's); ``mix`` (a read %) adds CDM's
+    Mix rows (``op`` = ``mix``)."""
     from raidlab.frontends import suites
 
     labels = dict(labels or {})
@@ -438,7 +439,7 @@ def pts(
     matrix until steady state. Every (round, mix, size) row; ``.attrs["summary"]`` is
     the steady-state summary, ``.attrs["table"]`` the report table (block size x mix,
     mean over the measurement window) of ``.attrs["metric"]``. ``rounds_max`` defaults
-    to PTS's 25."""
+    to ``PTS_ROUNDS_MAX``."""
     from raidlab.frontends import suites
 
     labels = dict(labels or {})

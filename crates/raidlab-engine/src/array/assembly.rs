@@ -350,13 +350,6 @@ impl Array {
         Ok(())
     }
 
-    fn member_path(&self, role: u32) -> PathBuf {
-        self.state.lock().expect("state lock").members[role as usize]
-            .0
-            .clone()
-            .unwrap_or_default()
-    }
-
     /// After an unclean stop under the `ppl` policy: recomputes, from each active
     /// member's partial parity log, the parity of every stripe a write may have left
     /// half done (see [`crate::format::ppl`]), rebuilding lost chunks from the logged
@@ -435,10 +428,7 @@ impl Array {
                     continue;
                 }
                 if let Some(f) = &files[e.member as usize] {
-                    let path = self.state.lock().expect("state lock").members[e.member as usize]
-                        .0
-                        .clone()
-                        .unwrap_or_default();
+                    let path = self.member_path(e.member);
                     f.write_all_at(&e.data, DATA_OFFSET_BYTES + e.offset_bytes)
                         .map_err(io_err(&path, "replay journal"))?;
                 }

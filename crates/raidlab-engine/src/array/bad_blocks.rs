@@ -135,7 +135,7 @@ impl Array {
             let Some(file) = file.as_ref().filter(|_| !failed.contains(role as u32)) else {
                 continue;
             };
-            let path = self.role_path(role as u32);
+            let path = self.member_path(role as u32);
             let mut b = [0u8; SUPERBLOCK_BYTES];
             file.read_exact_at(&mut b, 0)
                 .map_err(io_err(&path, "read superblock"))?;
@@ -196,13 +196,6 @@ impl Array {
                 .expect("bad blocks lock")
                 .within(off, off + len)
                 .is_empty()
-    }
-
-    fn role_path(&self, role: u32) -> std::path::PathBuf {
-        self.state.lock().expect("state lock").members[role as usize]
-            .0
-            .clone()
-            .unwrap_or_default()
     }
 
     /// Writes every member's superblock with its list when one changed (a state
@@ -334,7 +327,7 @@ impl Array {
             drop(list);
             eprintln!(
                 "raidlab-engine: member {m} ({}): bad-block list full ({BAD_BLOCKS_MAX} ranges)",
-                self.role_path(m).display()
+                self.member_path(m).display()
             );
             return None;
         }
@@ -390,7 +383,7 @@ impl Array {
                     if let Err(e) = self.rewrite(&file, m, off, &bytes) {
                         eprintln!(
                             "raidlab-engine: member {m} ({}): rewriting unreadable sectors: {e}",
-                            self.role_path(m).display()
+                            self.member_path(m).display()
                         );
                         return None;
                     }
@@ -404,7 +397,7 @@ impl Array {
             eprintln!(
                 "raidlab-engine: member {m} ({}): read error corrected: {rewritten} B \
                  rewritten from the other members ({count} of {} allowed)",
-                self.role_path(m).display(),
+                self.member_path(m).display(),
                 super::MAX_READ_ERRORS
             );
         }

@@ -79,10 +79,7 @@ impl Array {
         let files = self.files.read().expect("files lock").clone();
         for (role, f) in files.iter().enumerate() {
             let Some(f) = f else { continue };
-            let path = self.state.lock().expect("state lock").members[role]
-                .0
-                .clone()
-                .unwrap_or_default();
+            let path = self.member_path(role as u32);
             f.write_all_at(bitmap, BITMAP_OFFSET_BYTES)
                 .and_then(|()| f.sync_data())
                 .map_err(io_err(&path, "write bitmap"))?;

@@ -256,10 +256,7 @@ impl Array {
         let blocks = c.data_bytes / BLOCK;
         for (role, f) in files.iter().enumerate() {
             let Some(f) = f else { continue };
-            let path = self.state.lock().expect("state lock").members[role]
-                .0
-                .clone();
-            let path = path.unwrap_or_default();
+            let path = self.member_path(role as u32);
             let r = if zeroed {
                 let step = (RECOMPUTE_STEP / BLOCK).min(blocks.max(1));
                 let sums = zero_sum.repeat(step as usize);

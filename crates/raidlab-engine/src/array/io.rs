@@ -313,12 +313,8 @@ impl Array {
     /// the first member's path, what failed, and why the others could not make up).
     fn unreadable_error(&self, members: &FailedSet, what: String) -> Error {
         let first = members.iter().next().unwrap_or(0);
-        let path = self.state.lock().expect("state lock").members[first as usize]
-            .0
-            .clone()
-            .unwrap_or_default();
         Error::Io {
-            path,
+            path: self.member_path(first),
             op: "read",
             source: std::io::Error::other(format!(
                 "{what}: bad blocks on members {members} at the same place, more than {} \
@@ -370,7 +366,7 @@ impl Array {
             while i < pieces.len()
                 && pieces[i].0 == member
                 && pieces[i].1 == next
-                && iov.len() < 1024
+                && iov.len() < IOV_MAX
             {
                 let slice = slices[pieces[i].2].take().expect("each piece once");
                 next += slice.len() as u64;
@@ -575,12 +571,8 @@ impl Array {
         }
         let (guard, errors) = ppl.log(&records, &read.files).map_err(|s| {
             // A log that stays busy is no fault of the member: the write fails, unwritten.
-            let path = self.state.lock().expect("state lock").members[s.member as usize]
-                .0
-                .clone()
-                .unwrap_or_default();
             Error::Io {
-                path,
+                path: self.member_path(s.member),
                 op: "ppl",
                 source: std::io::Error::new(std::io::ErrorKind::TimedOut, s.message),
             }
@@ -818,17 +810,17 @@ impl Array {
 
     /// The error of a member whose filesystem is full (one line, naming it).
     fn no_space_error(&self, role: u32, source: std::io::Error) -> Error {
-        let path = self.state.lock().expect("state lock").members[role as usize]
-            .0
-            .clone()
-            .unwrap_or_default();
         Error::Io {
-            path,
+            path: self.member_path(role),
             op: "write (filesystem full; the member is not failed)",
             source,
         }
     }
 }
+
+/// Slices one `preadv`/`pwritev` takes at most (Linux's UIO_MAXIOV; the libc crate
+/// does not export it for Linux).
+const IOV_MAX: usize = 1024;
 
 /// Writes `slices` one after another at byte `pos` of `file` with `pwritev`, as many
 /// at a time as one call takes (IOV_MAX), until all are written.
@@ -837,7 +829,6 @@ fn pwrite_all<'a>(
     slices: impl Iterator<Item = &'a [u8]>,
     mut pos: u64,
 ) -> std::io::Result<()> {
-    const IOV_MAX: usize = 1024;
     let mut iov: Vec<IoSlice> = slices.map(IoSlice::new).collect();
     let mut rest = &mut iov[..];
     while !rest.is_empty() {

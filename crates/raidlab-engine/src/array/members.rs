@@ -410,10 +410,7 @@ impl Array {
     /// A member I/O error: mark it failed (even past tolerance, so no further I/O goes
     /// to it) and tell the survivors.
     pub(super) fn member_io_failed(&self, role: u32, err: &std::io::Error) {
-        let path = self.state.lock().expect("state lock").members[role as usize]
-            .0
-            .clone()
-            .unwrap_or_default();
+        let path = self.member_path(role);
         eprintln!(
             "raidlab-engine: member {role} ({}) failed: {err}; array degraded",
             path.display()

@@ -210,6 +210,15 @@ pub struct Array {
 pub type CacheReport = Box<dyn Fn() -> Option<serde_json::Value> + Send + Sync>;
 
 impl Array {
+    /// The file or device of member `role` (empty for a member without one), for
+    /// messages and errors.
+    pub(super) fn member_path(&self, role: u32) -> PathBuf {
+        self.state.lock().expect("state lock").members[role as usize]
+            .0
+            .clone()
+            .unwrap_or_default()
+    }
+
     /// An array in `state`, nothing running, no faults.
     fn with_state(
         spec: ArraySpec,

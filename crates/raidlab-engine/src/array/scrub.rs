@@ -337,10 +337,7 @@ impl MemberIo<'_> {
     }
 
     fn path(&self, m: u32) -> PathBuf {
-        self.array.state.lock().expect("state lock").members[m as usize]
-            .0
-            .clone()
-            .unwrap_or_default()
+        self.array.member_path(m)
     }
 
     fn read_once(&self, m: u32, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
