@@ -1195,3 +1195,50 @@ fn block_status_and_connection_floods_stop_with_their_clients_and_sigterm_stops_
     assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
 }
+
+/// A FLUSH waits for the requests before it while holding the connection's reader; a
+/// member that stops answering must not hold it for ever, nor may the FLUSH then claim
+/// the unanswered write durable: it fails with EIO after the I/O timeout, and the write
+/// is answered when its member comes back.
+#[test]
+fn a_flush_behind_a_stuck_write_fails_after_the_io_timeout_and_claims_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = attacked_server(d, &["--io-timeout", "1"], false);
+    engine(d, &["inject", "a", "--latency", "4000ms"]);
+    let mut s = transmitting(&addr(&server));
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut write = request(0, protocol::CMD_WRITE, 1, 0, 4096);
+    write.extend_from_slice(&[0x5a; 4096]);
+    let t0 = Instant::now();
+    s.write_all(&write).unwrap();
+    // The write is read and stuck on member a before the FLUSH comes.
+    std::thread::sleep(Duration::from_millis(300));
+    s.write_all(&request(0, protocol::CMD_FLUSH, 2, 0, 0))
+        .unwrap();
+    let (error, cookie) = simple_reply(&mut s);
+    let flushed_after = t0.elapsed();
+    assert_eq!(
+        (error, cookie),
+        (protocol::EIO, 2),
+        "the FLUSH's reply first, an error ({flushed_after:?} after the write)"
+    );
+    assert!(
+        flushed_after < Duration::from_millis(3500),
+        "the FLUSH waited {flushed_after:?}: past the 1 s I/O timeout, until the write"
+    );
+    assert_eq!(
+        simple_reply(&mut s),
+        (0, 1),
+        "the write, answered once a comes back"
+    );
+    engine(d, &["inject", "a", "--clear"]);
+    s.write_all(&request(0, protocol::CMD_FLUSH, 3, 0, 0))
+        .unwrap();
+    assert_eq!(
+        simple_reply(&mut s),
+        (0, 3),
+        "a FLUSH with nothing stuck before it"
+    );
+    server.stop();
+}

@@ -646,6 +646,9 @@ struct Request<'b> {
     /// The budget's buffer: a write's payload, a read's reply, write zeroes' zeroes,
     /// a block status reply.
     buf: Option<Buffer<'b>>,
+    /// A FLUSH (or TRIM with FUA) whose earlier requests were not all answered within
+    /// the I/O timeout: it fails with EIO rather than report them durable.
+    unsettled: bool,
 }
 
 impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
@@ -789,12 +792,25 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         buffer
     }
 
-    /// Waits until no request but the caller's is being served.
-    fn drain(&self) {
+    /// Waits until no request but the caller's is being served: `false` when they are
+    /// not all answered within the I/O timeout (a member that stopped answering), or the
+    /// connection closes first. The caller holds the reader, so the wait stops the whole
+    /// connection: it must end, and what waited must not claim the earlier writes durable.
+    fn drain(&self) -> bool {
+        let started = Instant::now();
+        let tick = (self.ctx.io_timeout / 8).clamp(Duration::from_millis(10), READ_TICK);
         let mut n = self.in_flight.lock().expect("in-flight lock");
         while *n > 1 {
-            n = self.answered.wait(n).expect("in-flight lock");
+            if self.giving_up() || started.elapsed() >= self.ctx.io_timeout {
+                return false;
+            }
+            n = self
+                .answered
+                .wait_timeout(n, tick)
+                .expect("in-flight lock")
+                .0;
         }
+        true
     }
 
     /// One thread's loop: take the reader, read a request, let the reader go (so
@@ -814,8 +830,9 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                         self.touch();
                         // FLUSH and TRIM with FUA wait for the requests before them;
                         // holding the reader meanwhile keeps later ones out.
+                        let mut request = request;
                         if request.cmd == CMD_FLUSH || (request.cmd == CMD_TRIM && request.fua) {
-                            self.drain();
+                            request.unsettled = !self.drain();
                         }
                         request
                     }
@@ -930,6 +947,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 offset: u64::from_be_bytes(head[16..24].try_into().expect("8")),
                 len: u32::from_be_bytes(head[24..28].try_into().expect("4")),
                 buf: None,
+                unsettled: false,
             };
             let flags_known = flags & !command_flags_known(request.cmd) == 0;
             let step = match request.cmd {
@@ -1057,6 +1075,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
                 drop(buf);
                 err
             }
+            (CMD_FLUSH | CMD_TRIM, _) if q.unsettled => EIO,
             (CMD_FLUSH, _) => export.flush().map_or_else(write_errno, |()| 0),
             (CMD_TRIM, _) => match range_error(export, q.offset, q.len, EINVAL) {
                 Some(e) => e,
