@@ -876,14 +876,16 @@ fn idle_and_stalled_connections_are_evicted_for_a_newcomer_and_busy_ones_never()
         s.read_exact(&mut [0u8; 4096]).unwrap();
     };
     // Two newcomers, each let in within the eviction age (1 s) and the time the
-    // evicted connection takes to let go, with margin for a loaded machine.
+    // evicted connection takes to let go, with margin for a loaded machine (4 s failed
+    // once at load 11 on two cores; what this guards against is a newcomer kept out
+    // until some other timeout, the I/O timeout's 30 s).
     let mut newcomers = Vec::new();
     for cookie in 0..2 {
         let mut n = connect(&a);
         greet(&mut n);
         let t0 = Instant::now();
         let mut admitted = None;
-        while admitted.is_none() && t0.elapsed() < Duration::from_secs(8) {
+        while admitted.is_none() && t0.elapsed() < Duration::from_secs(12) {
             work(&mut busy, 10 + cookie);
             admitted = go_until_admitted(&mut n, Duration::from_millis(200));
         }
@@ -893,7 +895,7 @@ fn idle_and_stalled_connections_are_evicted_for_a_newcomer_and_busy_ones_never()
             "newcomer {cookie} locked out for {took:?}"
         );
         assert!(
-            took < Duration::from_secs(4),
+            took < Duration::from_secs(7),
             "newcomer {cookie} took {took:?}"
         );
         work(&mut n, 20 + cookie);
