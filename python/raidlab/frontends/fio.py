@@ -575,7 +575,12 @@ def _ios(
     notes: list[str],
 ) -> tuple[int, int | None]:
     """The I/Os of the job's clones together and its runtime: time_based runs until the
-    runtime is up; otherwise above DEFAULT_IOS_CAP the run is cut short (noted)."""
+    runtime is up; a job that chose its length (number_ios, io_size or runtime) runs it
+    whole; otherwise above DEFAULT_IOS_CAP the run is cut short (noted)."""
+    chosen = any(
+        (opt := options.get(key)) is not None and bool(opt.value)
+        for key in ("number_ios", "io_size", "runtime")
+    )
     if (opt := options.get("number_ios")) is not None:
         ios_per_clone = min(ios_per_clone, fio_int(opt.value, opt.where, "number_ios", 1, 10**12))
     runtime_ns = None
@@ -588,7 +593,7 @@ def _ios(
         if runtime_ns is None:
             raise RaidlabError(opt.where, "time_based: needs runtime=")
         return TIME_BASED_IOS, runtime_ns
-    if ios > DEFAULT_IOS_CAP:
+    if ios > DEFAULT_IOS_CAP and not chosen:
         notes.append(
             f"job {section.name}: {ios:,} I/Os capped at {DEFAULT_IOS_CAP:,} "
             "(set io_size, number_ios or runtime to choose)"
