@@ -484,8 +484,13 @@ impl Hdd {
         (track, settle_ns): (u64, u64),
         angle_ns: u64,
     ) -> u64 {
-        // A write settles after the seek, before it waits for its sector.
-        let seek = self.seek_between(seek_memo, head_track, track) + settle_ns;
+        // A write settles after a seek or head switch, before it waits for its
+        // sector; a head that stays on its track has nothing to settle from (DiskSim
+        // 4, diskmodel/mech_g1.c, dm_seek_time_g1: `if((result != 0) && (rw == 0))`).
+        // `settle_ns` is 0 for reads and for drives without a settle, so they pay one
+        // select and keep their times.
+        let moved = self.seek_between(seek_memo, head_track, track);
+        let seek = moved + select_unpredictable(moved != 0, settle_ns, 0);
         self.seek_and_wait_ns(start_angle_ns, seek, angle_ns)
     }
 
@@ -782,7 +787,9 @@ impl Hdd {
                 seek += select_unpredictable(switch, self.head_switch_ns, 0);
             }
             if SETTLE {
-                seek += select_unpredictable(c.write, self.write_settle_ns, 0);
+                // Only after a seek or head switch (`positioning_from`).
+                let settles = c.write & (seek != 0);
+                seek += select_unpredictable(settles, self.write_settle_ns, 0);
             }
             let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
             if positioning < KEY_POSITIONING_LIMIT {
