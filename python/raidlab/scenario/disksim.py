@@ -545,6 +545,12 @@ def _firmware(drive: DriveFile, keys: _Keys, disk: Block, label: str) -> None:
     if over == -1:
         drive.unrepresented.append(f"{over_src} (-1: modelled as 1)")
     drive.set("read_ahead_keeps_request", over == 0, f"{over_src} (0: the request's data stays)")
+    hits, hits_src = keys.number("Allow read hits on write data")
+    drive.set(
+        "read_hits_on_write_data",
+        hits != 0,
+        f"{hits_src} (written data, cached writes too, serves later reads)",
+    )
     fast, fast_src = keys.number("Fast write level")
     if fast == 1:
         drive.unrepresented.append(

@@ -231,6 +231,28 @@ mod tests {
     }
 
     #[test]
+    fn a_read_of_cached_write_data_is_a_buffer_hit_when_the_drive_allows_it() {
+        // A cached write far from the head, then a read of its data 20 ms later:
+        // DiskSim's "Allow read hits on write data" = 1 serves it from the buffer,
+        // = 0 sends it to the platter.
+        let mut spec = drive();
+        spec.write_cache = true;
+        spec.mechanics.cache_segments = Some(2);
+        let w = ReplayRequest {
+            write: true,
+            offset_bytes: 500 * TRACK,
+            len_bytes: 4096,
+            think_ns: 20 * MS,
+        };
+        let reqs = [w, read(500 * TRACK, 4096)];
+        let allowed = times(&spec, &reqs);
+        assert!(allowed[1] < 10 * US, "{allowed:?}");
+        spec.mechanics.read_hits_on_write_data = Some(false);
+        let refused = times(&spec, &reqs);
+        assert!(refused[1] > 100 * US, "{refused:?}");
+    }
+
+    #[test]
     fn a_track_read_ahead_stops_at_the_end_of_the_track() {
         let mut spec = drive();
         spec.read_ahead_bytes = 1 << 20;
