@@ -1203,8 +1203,10 @@ impl Hdd {
     /// (`keep_segment`), and a write that continues the newest segment joins it, as
     /// DiskSim appends a sequential write to its segment (`BUFFER_APPEND`,
     /// disksim_diskcache.c): DiskSim serves a later read of that data from the
-    /// buffer when "Allow read hits on write data" is 1, whether or not it has
-    /// reached the platter yet.
+    /// buffer when "Allow read hits on write data" is 1 (`readhitsonwritedata` in
+    /// `disk_buffer_select_read_segment`), whether or not it has reached the platter
+    /// yet.
+    ///
     /// The read-ahead stream runs on: a cached write does not take the mechanism.
     fn keep_written(&mut self, c: &Command) {
         if !self.read_hits_on_write_data {
