@@ -545,11 +545,19 @@ def _firmware(drive: DriveFile, keys: _Keys, disk: Block, label: str) -> None:
     if over == -1:
         drive.unrepresented.append(f"{over_src} (-1: modelled as 1)")
     drive.set("read_ahead_keeps_request", over == 0, f"{over_src} (0: the request's data stays)")
+    hits, hits_src = keys.number("Allow read hits on write data")
+    drive.set(
+        "read_hits_on_write_data",
+        hits != 0,
+        f"{hits_src} (written data, cached writes too, serves later reads)",
+    )
     fast, fast_src = keys.number("Fast write level")
     if fast == 1:
         drive.unrepresented.append(
-            f"{fast_src}: limited fast writes (only sequential ones reported early) "
-            "are modelled as full fast writes"
+            f"{fast_src}: limited fast writes are modelled as full ones (DiskSim's "
+            "LIMITED_FASTWRITE differs only for a write appending to one still being "
+            "written, taken then only with one request pending: disksim_diskctlr.c, "
+            "disk_buffer_stopable_access)"
         )
     drive.set("write_cache", fast > 0, f"{fast_src} (0 = none, 1 limited, 2 full)")
     queue, queue_src = keys.number("Max queue length")

@@ -150,6 +150,9 @@ pub struct Hdd {
     /// requested" = 0), and the drive's end.
     read_ahead_scheme: Option<ReadAheadScheme>,
     read_ahead_keeps_request: bool,
+    /// Written data stays readable in a segment (DiskSim's "Allow read hits on
+    /// write data"): a segmented buffer keeps each write's data, cached ones too.
+    read_hits_on_write_data: bool,
     capacity_bytes: u64,
     write_cache: bool,
     /// Write data (write cache off) the buffer holds until it is on the platter.
@@ -290,6 +293,7 @@ impl Hdd {
             segments_max: spec.mechanics.cache_segments.map_or(0, |n| n as usize - 1),
             read_ahead_scheme: spec.mechanics.read_ahead_scheme,
             read_ahead_keeps_request: spec.mechanics.read_ahead_keeps_request.unwrap_or(false),
+            read_hits_on_write_data: spec.mechanics.read_hits_on_write_data.unwrap_or(true),
             capacity_bytes: spec.capacity_bytes,
             write_cache: spec.write_cache,
             write_buffer_bytes: spec.write_buffer_bytes.unwrap_or(spec.cache_bytes),
@@ -484,8 +488,13 @@ impl Hdd {
         (track, settle_ns): (u64, u64),
         angle_ns: u64,
     ) -> u64 {
-        // A write settles after the seek, before it waits for its sector.
-        let seek = self.seek_between(seek_memo, head_track, track) + settle_ns;
+        // A write settles after a seek or head switch, before it waits for its
+        // sector; a head that stays on its track has nothing to settle from (DiskSim
+        // 4, diskmodel/mech_g1.c, dm_seek_time_g1: `if((result != 0) && (rw == 0))`).
+        // `settle_ns` is 0 for reads and for drives without a settle, so they pay one
+        // select and keep their times.
+        let moved = self.seek_between(seek_memo, head_track, track);
+        let seek = moved + select_unpredictable(moved != 0, settle_ns, 0);
         self.seek_and_wait_ns(start_angle_ns, seek, angle_ns)
     }
 
@@ -782,7 +791,9 @@ impl Hdd {
                 seek += select_unpredictable(switch, self.head_switch_ns, 0);
             }
             if SETTLE {
-                seek += select_unpredictable(c.write, self.write_settle_ns, 0);
+                // Only after a seek or head switch (`positioning_from`).
+                let settles = c.write & (seek != 0);
+                seek += select_unpredictable(settles, self.write_settle_ns, 0);
             }
             let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
             if positioning < KEY_POSITIONING_LIMIT {
@@ -850,6 +861,9 @@ impl Hdd {
     /// as queued ones without it. A write waits only while the cache is full (its bytes
     /// or its reordering window), until a destage frees room.
     fn accept_cached_write(&mut self, start_ns: u64, c: Command) -> Started {
+        if self.segments_max > 0 {
+            self.keep_written(&c);
+        }
         // Data that continues a cached write joins it: the buffer holds a stream's
         // writes as one segment, written to the platter in one pass.
         let end = |w: &DirtyWrite| w.offset_bytes + w.len_bytes;
@@ -1173,7 +1187,7 @@ impl Hdd {
                 self.segments.push_back((first, end));
             }
         }
-        if c.write {
+        if c.write && self.read_hits_on_write_data {
             let end = c.offset_bytes + c.len_bytes;
             self.segments.push_back((
                 end.saturating_sub(self.stream_bytes).max(c.offset_bytes),
@@ -1181,6 +1195,33 @@ impl Hdd {
             ));
         }
         while self.segments.len() > self.segments_max {
+            self.segments.pop_front();
+        }
+    }
+
+    /// A write the cache takes keeps its data in a segment as a platter write does
+    /// (`keep_segment`), and a write that continues the newest segment joins it, as
+    /// DiskSim appends a sequential write to its segment (`BUFFER_APPEND`,
+    /// disksim_diskcache.c): DiskSim serves a later read of that data from the
+    /// buffer when "Allow read hits on write data" is 1 (`readhitsonwritedata` in
+    /// `disk_buffer_select_read_segment`), whether or not it has reached the platter
+    /// yet.
+    ///
+    /// The read-ahead stream runs on: a cached write does not take the mechanism.
+    fn keep_written(&mut self, c: &Command) {
+        if !self.read_hits_on_write_data {
+            return;
+        }
+        let end = c.offset_bytes + c.len_bytes;
+        if let Some(last) = self.segments.back_mut() {
+            if last.1 == c.offset_bytes {
+                *last = (last.0.max(end.saturating_sub(self.stream_bytes)), end);
+                return;
+            }
+        }
+        let first = end.saturating_sub(self.stream_bytes).max(c.offset_bytes);
+        self.segments.push_back((first, end));
+        if self.segments.len() > self.segments_max {
             self.segments.pop_front();
         }
     }

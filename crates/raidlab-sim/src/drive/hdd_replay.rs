@@ -146,17 +146,38 @@ mod tests {
 
     #[test]
     fn a_write_settles_before_it_waits_for_its_sector() {
+        // Sector 50 of the next cylinder: 1 ms of seek, then its sector at 5 ms; 6 ms
+        // of settle after the seek miss it until 15 ms.
         let mut spec = drive();
         spec.write_cache = false;
         let w = ReplayRequest {
             write: true,
-            offset_bytes: 50 * 512,
+            offset_bytes: 2 * TRACK + 50 * 512,
             len_bytes: 512,
             think_ns: 0,
         };
         assert!(near(times(&spec, &[w])[0], 5 * MS + 100 * US));
         spec.mechanics.write_settle_ns = Some(6 * MS);
         assert!(near(times(&spec, &[w])[0], 15 * MS + 100 * US));
+    }
+
+    #[test]
+    fn a_write_that_stays_on_its_track_does_not_settle() {
+        // DiskSim adds the write settle to a seek or head switch, never to none
+        // (mech_g1.c, dm_seek_time_g1: `if((result != 0) && (rw == 0))`). A read of
+        // sector 0 leaves the head on track 0; a write of sector 50 there waits only
+        // for its sector (5 ms after 0.1) however long the settle.
+        let mut spec = drive();
+        spec.write_cache = false;
+        spec.mechanics.write_settle_ns = Some(6 * MS);
+        let w = ReplayRequest {
+            write: true,
+            offset_bytes: 50 * 512,
+            len_bytes: 512,
+            think_ns: 0,
+        };
+        let t = times(&spec, &[read(0, 512), w]);
+        assert!(near(t[1], 4_900 * US + 100 * US), "{t:?}");
     }
 
     #[test]
@@ -207,6 +228,28 @@ mod tests {
         let two = times(&spec, &reqs);
         assert!(one[2] > MS, "{one:?}");
         assert!(two[2] < 10 * US, "{two:?}");
+    }
+
+    #[test]
+    fn a_read_of_cached_write_data_is_a_buffer_hit_when_the_drive_allows_it() {
+        // A cached write far from the head, then a read of its data 20 ms later:
+        // DiskSim's "Allow read hits on write data" = 1 serves it from the buffer,
+        // = 0 sends it to the platter.
+        let mut spec = drive();
+        spec.write_cache = true;
+        spec.mechanics.cache_segments = Some(2);
+        let w = ReplayRequest {
+            write: true,
+            offset_bytes: 500 * TRACK,
+            len_bytes: 4096,
+            think_ns: 20 * MS,
+        };
+        let reqs = [w, read(500 * TRACK, 4096)];
+        let allowed = times(&spec, &reqs);
+        assert!(allowed[1] < 10 * US, "{allowed:?}");
+        spec.mechanics.read_hits_on_write_data = Some(false);
+        let refused = times(&spec, &reqs);
+        assert!(refused[1] > 100 * US, "{refused:?}");
     }
 
     #[test]

@@ -154,6 +154,10 @@ pub struct HddMechanicsSpec {
     /// the request's start, not past its end (None: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_ahead_keeps_request: Option<bool>,
+    /// A segmented buffer serves later reads from the data of the writes it took,
+    /// cached writes included (DiskSim's "Allow read hits on write data"; None: true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_hits_on_write_data: Option<bool>,
 }
 
 /// DiskSim's prefetch schemes ("Buffer continuous read" 1 to 4).

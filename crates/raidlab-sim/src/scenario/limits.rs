@@ -790,6 +790,8 @@ limits! {
         .of(&["track", "cylinder", "segment", "sequential"]).nullable();
     HDD_READ_AHEAD_KEEPS_REQUEST = Limit::new("array.drive.read_ahead_keeps_request", Hdd, Bool,
         "prefetch keeps the request's data in its segment (null = false)").nullable();
+    HDD_READ_HITS_ON_WRITE_DATA = Limit::new("array.drive.read_hits_on_write_data", Hdd, Bool,
+        "a segmented buffer serves reads from written data (null = true)").nullable();
 
     SSD_CAPACITY = Limit::new("array.drive.capacity_bytes", Ssd, Bytes, "rated capacity")
         .ints(CAPACITY_BYTES_MIN, CAPACITY_BYTES_MAX);
