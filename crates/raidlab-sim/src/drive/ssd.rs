@@ -110,6 +110,17 @@ impl Die {
     }
 }
 
+/// Retries after the first sense at most: the read-retry offsets a NAND part offers
+/// (ONFI's vendor read-retry feature; a handful on 2x-nm MLC). A bound, not a fitted
+/// figure: at the rates presets use, a read needing this many is vanishingly rare.
+const READ_RETRY_STEPS_MAX: u32 = 7;
+
+/// The 32-bit threshold below which a sense fails the ECC, for `percent` of senses.
+fn retry_threshold(percent: f64) -> u64 {
+    debug_assert!((0.0..=100.0).contains(&percent));
+    (percent / 100.0 * f64::from(u32::MAX)).round() as u64
+}
+
 /// The FTL of a drive and the flash work it still owes.
 #[derive(Debug)]
 struct DriveFtl {
@@ -230,6 +241,10 @@ pub struct Ssd {
     buffer_bytes: u64,
     hold_die_until_sent: bool,
     program_suspend: bool,
+    /// Read retry: a sense fails the ECC when 32 random bits fall below this (0:
+    /// never), drawn from the drive's own stream so other draws are unchanged.
+    retry_threshold: u64,
+    retry_rng: Rng,
     ftl: Option<DriveFtl>,
     write_commit_ns: u64,
     queued_command_latency_ns: u64,
@@ -358,6 +373,8 @@ impl Ssd {
             buffer_bytes: spec.write_buffer_bytes,
             hold_die_until_sent: !spec.read_buffer,
             program_suspend: spec.program_suspend,
+            retry_threshold: retry_threshold(spec.read_retry_percent),
+            retry_rng: Rng::new(history_seed ^ 0x2e7a_d5e1_ec00),
             ftl: spec
                 .ftl
                 .as_ref()
@@ -447,7 +464,7 @@ impl Ssd {
             let sensed = if register.page == page && ready <= register.held_until_ns {
                 ready.max(register.sensed_ns)
             } else {
-                let sensed = self.dies[die].sense(ready, self.read_page_ns, self.program_suspend);
+                let sensed = self.sense_decoded(now_ns, die, ready, bytes);
                 self.registers[die] = PageRegister {
                     page,
                     sensed_ns: sensed,
@@ -480,6 +497,31 @@ impl Ssd {
         }
         debug_assert!(done >= now_ns);
         (link_start, done)
+    }
+
+    /// Sense a page on `die` from `ready_ns` until its data decodes: returns when the
+    /// good sense is done. A sense the ECC fails (`read_retry_percent`) has first
+    /// crossed the channel to the controller's decoder; the firmware then reads the
+    /// page again at the next read-retry offset, on the same die, which a program in
+    /// progress may hold as it holds any read. Each retry is a new sense of `bytes`.
+    fn sense_decoded(&mut self, now_ns: u64, die: usize, ready_ns: u64, bytes: u64) -> u64 {
+        let mut sensed = self.dies[die].sense(ready_ns, self.read_page_ns, self.program_suspend);
+        if self.retry_threshold == 0 {
+            return sensed;
+        }
+        let channel = self.channel_of(die);
+        let move_ns = transfer_ns(bytes, self.channel_ps);
+        for _ in 0..READ_RETRY_STEPS_MAX {
+            if self.retry_rng.next_u64() >> 32 >= self.retry_threshold {
+                break;
+            }
+            let moved = match self.read_gaps.as_mut() {
+                Some(gaps) => gaps.channels[channel].reserve(now_ns, sensed, move_ns).1,
+                None => self.channels[channel].reserve(sensed, move_ns).1,
+            };
+            sensed = self.dies[die].sense(moved, self.read_page_ns, self.program_suspend);
+        }
+        sensed
     }
 
     /// Free the buffer space whose pages are programmed by `now_ns`.
@@ -926,6 +968,7 @@ mod tests {
             write_merge_unit_bytes: 0,
             read_buffer: true,
             program_suspend: false,
+            read_retry_percent: 0.0,
             ftl: None,
             ncq_depth: 32,
         }
