@@ -1191,6 +1191,50 @@ mod tests {
         assert_eq!(done, 5_000 + 50_000 + 20_480 + 8_192);
     }
 
+    /// Latencies of `reads` 4 KiB reads of random pages, one at a time on an idle
+    /// drive whose ECC fails `retry_percent` of senses.
+    fn idle_read_latencies(retry_percent: f64, reads: u64) -> Vec<u64> {
+        let spec = SsdSpec {
+            read_retry_percent: retry_percent,
+            ..spec()
+        };
+        let mut ssd = Ssd::new(&spec, 600e6, 7);
+        let mut offsets = Rng::new(3);
+        (0..reads)
+            .map(|i| {
+                let now = i * 10_000_000;
+                let page = offsets.below(spec.capacity_bytes / spec.page_bytes);
+                let (_, done) = ssd.read(now, page * spec.page_bytes, 4096, false);
+                done - now
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_read_the_ecc_fails_is_sensed_and_moved_again_per_retry() {
+        let first = 5_000 + 50_000 + 20_480 + 8_192;
+        let retry = 50_000 + 20_480;
+        assert!(idle_read_latencies(0.0, 2_000).iter().all(|&l| l == first));
+        let latencies = idle_read_latencies(10.0, 20_000);
+        let retried = |n: u64| {
+            latencies
+                .iter()
+                .filter(|&&l| l == first + n * retry)
+                .count()
+        };
+        // Every read is a whole number of retries; each sense fails at 10 %, so about
+        // 9 % of reads take one retry and 0.9 % two.
+        assert_eq!(
+            (0..=super::READ_RETRY_STEPS_MAX as u64)
+                .map(retried)
+                .sum::<usize>(),
+            latencies.len()
+        );
+        let share = |n: u64| retried(n) as f64 / latencies.len() as f64;
+        assert!((share(1) - 0.09).abs() < 0.01, "{}", share(1));
+        assert!((share(2) - 0.009).abs() < 0.003, "{}", share(2));
+    }
+
     #[test]
     fn pages_on_different_dies_are_read_in_parallel() {
         let mut ssd = Ssd::new(&spec(), 600e6, 1);
