@@ -60,7 +60,7 @@ def run_table_rows(
     """The table of a fio-style run, from its DataFrame or its plain rows (RunRows)."""
     if not isinstance(rows, Sequence):
         rows = rows.to_dict("records")
-    header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us", "lat p99.9 us"]
+    header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us"]
     body = [
         [
             row["op"],
@@ -69,7 +69,6 @@ def run_table_rows(
             number(row["lat_mean_us"]),
             number(row["lat_p50_us"]),
             number(row["lat_p99_us"]),
-            number(row["lat_p999_us"]),
         ]
         for row in rows
     ]
