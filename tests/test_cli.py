@@ -141,7 +141,15 @@ def test_run_csv_has_one_row_per_direction(fake_native: None) -> None:
     )
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.stdout))
-    assert list(frame.columns) == ["op", "iops", "mbps", "lat_mean_us", "lat_p50_us", "lat_p99_us"]
+    assert list(frame.columns) == [
+        "op",
+        "iops",
+        "mbps",
+        "lat_mean_us",
+        "lat_p50_us",
+        "lat_p99_us",
+        "lat_p999_us",
+    ]
     assert list(frame["op"]) == ["read", "write"]
 
 

@@ -62,7 +62,7 @@ TEXT_COLUMNS = {
 YES_NO_COLUMNS = {"drive_write_cache"}
 # One name per quantity, with its unit last: what a column holding a quantity may be called.
 QUANTITY = re.compile(
-    r"^((measured_|simulated_)?mbps|iops|lat_(mean|p50|p99)_us|[a-z_]+_pct"
+    r"^((measured_|simulated_)?mbps|iops|lat_(mean|p50|p99|p999)_us|[a-z_]+_pct"
     r"|[a-z_]+_bytes(_per_s(_outer|_inner)?)?|[a-z_]+_ns(_avg)?|[a-z_]+_hours|p_loss"
     r"|qd|rank|level|round|tolerated_failures|bottleneck_utilisation|claimed|simulated"
     r"|tolerance|rpm|channels|dies_per_channel|read_ahead_segments|drive_write_cache)$"

@@ -5,6 +5,9 @@ percentiles", has the table these runs give."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from functools import cache
 from typing import Any
 
@@ -40,13 +43,11 @@ def test_percentiles_lie_between_min_and_max_in_order(drive: str, rw: str, qd: i
     assert values == sorted(values), values
 
 
-@pytest.mark.parametrize(
-    ("drive", "rw", "qd"), [p for p in POINTS if not (p[1] == "randread" and p[2] == 1)]
-)
-def test_queued_or_written_latencies_have_a_tail(drive: str, rw: str, qd: int) -> None:
+@pytest.mark.parametrize(("drive", "rw", "qd"), POINTS)
+def test_every_point_has_a_tail(drive: str, rw: str, qd: int) -> None:
     """Writes (buffer waits, garbage collection, relocation bursts) and queued reads
-    (die contention) spread: p99 above p50. Reads at QD 1 find an idle die and do not
-    (docs/model.md)."""
+    (die contention) spread: p99 above p50. Reads at QD 1 find an idle die, and the
+    2 % whose sense the ECC fails are read again (read retry, docs/model.md)."""
     p = clat(drive, rw, qd)["percentile"]
     assert p["99.000000"] > 1.2 * p["50.000000"], p
 
@@ -65,6 +66,36 @@ def test_qd1_reads_stay_within_the_datasheet_qos_bound(drive: str) -> None:
     """The datasheet's 500 us is a bound 99.9 % of reads meet."""
     spec_us = qos(drive)["read_999_qd1_us"]
     assert clat(drive, "randread", 1)["percentile"]["99.900000"] / 1000 <= spec_us
+
+
+def run_records(drive: str, rw: str, qd: int) -> dict[str, Any]:
+    """`raidlab run --format json`'s record of one direction (seed 1, 20,000 I/Os)."""
+    command = [sys.executable, "-m", "raidlab", "run", "--drive", drive, "--rw", rw]
+    command += ["--iodepth", str(qd), "--seed", "1", "--format", "json"]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    (record,) = json.loads(out)["records"]
+    return record
+
+
+@pytest.mark.parametrize(
+    ("rw", "qd"), [(rw, qd) for rw in ("randread", "randwrite") for qd in (1, 32)]
+)
+def test_run_reports_the_999th_percentile_above_p99_above_p50(rw: str, qd: int) -> None:
+    """Where a user looks (`raidlab run`), the 800 GB S3500's four QoS points: the
+    99.9 % is reported, and p50 < p99 <= p99.9 <= ... (issue 33's acceptance)."""
+    r = run_records("intel-dc-s3500-800g", rw, qd)
+    assert r["lat_p50_us"] < r["lat_p99_us"] <= r["lat_p999_us"], r
+
+
+@pytest.mark.parametrize(
+    ("rw", "key"), [("randread", "read_999_qd1_us"), ("randwrite", "write_999_qd1_us")]
+)
+def test_run_999th_percentile_at_qd1_is_within_2x_of_the_datasheet(rw: str, key: str) -> None:
+    """Intel publishes the S3500's QoS for QD 1 (host to drive and back): reads 500 us,
+    writes 5 ms. Writes: relocation bursts calibrated on it; reads: read retry."""
+    spec_us = qos("intel-dc-s3500-800g")[key]
+    p999_us = run_records("intel-dc-s3500-800g", rw, 1)["lat_p999_us"]
+    assert spec_us / 2 <= p999_us <= spec_us * 2, (p999_us, spec_us)
 
 
 def test_qos_tables_cite_their_source_and_use_known_keys() -> None:

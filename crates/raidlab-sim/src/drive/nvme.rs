@@ -73,6 +73,7 @@ impl NvmeSpec {
             ftl: None,
             read_buffer: self.read_buffer,
             program_suspend: self.program_suspend,
+            read_retry_percent: 0.0,
             ncq_depth: self.command_slots(),
         }
     }

@@ -240,6 +240,12 @@ pub struct SsdSpec {
     /// without it a read waits for the operation in progress on its die.
     #[serde(default)]
     pub program_suspend: bool,
+    /// Share of page reads, percent, whose data the ECC cannot correct at the default
+    /// read reference voltages: the firmware reads the page again at the next
+    /// read-retry offset (another sense and channel transfer), and a retry fails again
+    /// at the same rate (0: every read decodes first time).
+    #[serde(default)]
+    pub read_retry_percent: f64,
     /// Commands the drive accepts at once.
     #[serde(default = "default_ssd_ncq")]
     pub ncq_depth: u32,

@@ -832,6 +832,9 @@ limits! {
         "a DRAM read buffer frees a die once its page is sensed").or(B(false));
     SSD_PROGRAM_SUSPEND = Limit::new("array.drive.program_suspend", Ssd, Bool,
         "a read suspends a program or erase").or(B(false));
+    SSD_READ_RETRY = Limit::new("array.drive.read_retry_percent", Ssd, Percent,
+        "share of page reads the ECC fails, each read again at the next read-retry offset")
+        .reals(0.0, 50.0).or(Real(0.0));
     SSD_FTL = Limit::new("array.drive.ftl", Ssd, Table, "page-mapped FTL").nullable();
     SSD_NCQ = Limit::new("array.drive.ncq_depth", Ssd, Count, "commands the drive accepts at once")
         .ints(1, IODEPTH_MAX).or(Int(32));

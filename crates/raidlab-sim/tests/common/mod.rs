@@ -29,6 +29,7 @@ pub fn ssd() -> DriveSpec {
         write_merge_unit_bytes: 0,
         read_buffer: true,
         program_suspend: false,
+        read_retry_percent: 0.0,
         ftl: None,
         ncq_depth: 32,
     })
@@ -75,6 +76,7 @@ pub fn s3500_800g(spare_percent: f64, op_percent: f64, precondition: Preconditio
         ftl: Some(s3500_ftl(spare_percent, op_percent, precondition)),
         read_buffer: true,
         program_suspend: false,
+        read_retry_percent: 0.0,
         ncq_depth: 32,
     })
 }
@@ -102,6 +104,7 @@ pub fn s3500_80g() -> DriveSpec {
         ftl: Some(s3500_ftl(20.0, 0.0, Precondition::Steady)),
         read_buffer: true,
         program_suspend: false,
+        read_retry_percent: 0.0,
         ncq_depth: 32,
     })
 }

@@ -155,6 +155,9 @@ fn random_ssd(rng: &mut Rng) -> DriveSpec {
         ftl.gc_burst_units = declared_u64("array.drive.ftl.gc_burst_units", s, burst) as _;
         ftl
     });
+    // Half the drives retry some reads (read retry only adds senses and transfers).
+    let retry = pick(rng, &[0.0, 0.0, 2.0, 20.0]);
+    d.read_retry_percent = declared("array.drive.read_retry_percent", s, retry);
     DriveSpec::Ssd(d)
 }
 
