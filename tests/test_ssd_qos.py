@@ -6,6 +6,7 @@ percentiles", has the table these runs give."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import cache
@@ -108,3 +109,16 @@ def test_qos_tables_cite_their_source_and_use_known_keys() -> None:
     parameters = api.preset_details("intel-dc-s3500-80g")[0]["parameters"]
     cited = [p for p in parameters if str(p["parameter"]).startswith("qos.")]
     assert cited and all("datasheet" in str(p.get("source", "")) for p in cited), cited
+
+
+def test_run_table_shows_the_999th_percentile() -> None:
+    """The table `raidlab run` prints has the datasheets' QoS percentile as a column,
+    with the same figure the JSON gives."""
+    command = [sys.executable, "-m", "raidlab", "run", "--drive", "intel-dc-s3500-800g"]
+    command += ["--rw", "randread", "--iodepth", "1", "--seed", "1"]
+    env = {**os.environ, "COLUMNS": "200"}
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
+    assert "lat p99.9 us" in out, out
+    p999 = run_records("intel-dc-s3500-800g", "randread", 1)["lat_p999_us"]
+    row = next(line for line in out.splitlines() if line.startswith("│ read"))
+    assert row.rstrip(" │").split("│")[-1].strip() == f"{p999:,.1f}", (row, p999)
