@@ -114,6 +114,29 @@ def test_the_wheel_ships_the_engine_as_a_console_script(
     assert refused.stderr.startswith("error: --level: ") and refused.stderr.count("\n") == 1
 
 
+def test_the_wheel_ships_disksims_validation_files(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Outside a checkout, `disksim-validate` reads the copy of data/disksim the
+    package ships (it used to need --data)."""
+    venv, env = installed
+    done = _run(
+        venv,
+        env,
+        tmp_path,
+        "raidlab",
+        "disksim-validate",
+        "ibm18es",
+        "--requests",
+        "50",
+        "--format",
+        "json",
+    )
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(done.stdout)["records"]
+    assert record["disk"] == "ibm18es" and record["requests"] == 50, record
+
+
 def _create_raid5(
     venv: Path, env: dict[str, str], tmp_path: Path, program: str
 ) -> tuple[list[str], subprocess.CompletedProcess[str]]:

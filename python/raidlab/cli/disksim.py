@@ -38,7 +38,10 @@ def disksim_validate(
         str | None,
         typer.Option(
             "--data",
-            help="Directory of DISK.parv and DISK.trace (default: the checkout's data/disksim).",
+            help=(
+                "Directory of DISK.parv and DISK.trace (default: the checkout's "
+                "data/disksim, else the copy the package ships)."
+            ),
         ),
     ] = None,
     requests: Annotated[

@@ -215,13 +215,25 @@ def checkout_directory() -> Path | None:
     return data if package == root / "python" / "raidlab" and data.is_dir() else None
 
 
+def default_directory() -> Path | None:
+    """Where the DiskSim files are read from without ``--data``: the checkout's
+    ``data/disksim`` (the project's place for them), else the copy the package ships
+    (``raidlab/studies/disksim``, byte-identical: tests/test_disksim_data.py), so an
+    installed package validates too."""
+    checkout = checkout_directory()
+    if checkout is not None:
+        return checkout
+    packaged = Path(__file__).resolve().parent / "disksim"
+    return packaged if packaged.is_dir() else None
+
+
 def run_validation(
     disks: Sequence[str], data_dir: str | Path | None, build_array: Any, limit: int | None = None
 ) -> list[Validation]:
     """Validate each of ``disks`` (names of ``DISK.parv`` + ``DISK.trace`` in
     ``data_dir``, default the checkout's ``data/disksim``); ``build_array`` turns a
     drive table into the scenario's array (one drive behind an HBA)."""
-    directory = Path(data_dir) if data_dir is not None else checkout_directory()
+    directory = Path(data_dir) if data_dir is not None else default_directory()
     if directory is None or not directory.is_dir():
         raise RaidlabError("--data", "give the directory of the DiskSim files (data/disksim)")
     out = []
