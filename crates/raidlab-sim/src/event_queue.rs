@@ -69,7 +69,7 @@ const PAYLOAD_BITS: u32 = 36;
 /// comparison.
 type Entry = u128;
 
-/// No entry: later than every real one (a sequence number never fills its 28 bits).
+/// No entry: later than every real one (whose kind, one of 12, never fills its 4 bits).
 const NONE: Entry = u128::MAX;
 
 #[inline]
