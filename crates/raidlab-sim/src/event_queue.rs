@@ -63,38 +63,61 @@ pub struct Event {
 /// Bits of a packed entry below the sequence number: the kind (4) and the target (32).
 const PAYLOAD_BITS: u32 = 36;
 
-/// An event as the heap holds it, 16 bytes: its time, then its sequence number, kind
-/// and target in one word, the sequence number on top. Sequence numbers are unique,
-/// so comparing (time, word) orders entries by (time, sequence).
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    time_ns: u64,
-    tag: u64,
-}
+/// An event as the queue holds it, 16 bytes: its time in the upper 64 bits, then its
+/// sequence number, kind and target, the sequence number on top. Sequence numbers are
+/// unique, so comparing entries as integers orders them by (time, sequence) in one
+/// comparison.
+type Entry = u128;
 
-impl Entry {
-    #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.time_ns, self.tag)
-    }
+/// No entry: later than every real one (whose kind, one of 12, never fills its 4 bits).
+const NONE: Entry = u128::MAX;
 
-    #[inline]
-    fn event(self) -> Event {
-        Event {
-            time_ns: self.time_ns,
-            kind: KINDS[(self.tag >> 32) as usize & 0xf],
-            target: self.tag as u32,
-        }
+#[inline]
+fn event(entry: Entry) -> Event {
+    Event {
+        time_ns: (entry >> 64) as u64,
+        kind: KINDS[(entry >> 32) as usize & 0xf],
+        target: entry as u32,
     }
 }
+
+/// Sorted runs beside the heap (see `EventQueue`).
+const LANES: usize = 2;
+
+/// The lane a kind tries first (`LANES`: none, straight into the heap): kinds whose
+/// times rise in the order they are scheduled, a fixed delay after the present (the
+/// host stack) or the end of work booked on one first-come first-served server (the
+/// controller's CPU).
+const KIND_LANE: [usize; 12] = [
+    0,     // ControllerArrive: now + the host stack's latency.
+    1,     // Dispatch: the controller CPU's booking ends.
+    LANES, // MemberDone
+    LANES, // HostComplete
+    LANES, // ReadHit
+    LANES, // WritePhase
+    LANES, // RebuildNext
+    LANES, // TraceArrival
+    0,     // SchedulerInsert: now + the host stack's latency.
+    LANES, // SchedulerTimer
+    LANES, // MemberFails
+    LANES, // MemberSubmit
+];
 
 /// Min-heap of events with FIFO tie-breaking. Grows to the peak number of pending
 /// events and never shrinks, so steady-state scheduling allocates nothing.
 ///
 /// The earliest event may wait in `first`, beside the heap: an event scheduled ahead
 /// of everything pending (a completion at the present instant, a short computation)
-/// is the next one out, and then goes without a push and a pop of the heap. Events
-/// come out in (time, sequence) order either way, a total order.
+/// is the next one out, and then goes without a push and a pop of the heap.
+///
+/// Beside the heap wait a few lanes: a lane is a FIFO whose entries are in (time,
+/// sequence) order, because an event joins one only when it is due after the lane's
+/// last (its sequence number is larger than all before it). Some kinds are scheduled
+/// in the order they are due (a fixed delay after the present, the end of work on a
+/// first-come first-served server), so they take a lane and go without a push and a
+/// pop of the heap. The next event out is `first`, else the least of the heap's top
+/// and the lanes' fronts. Events come out in (time, sequence) order wherever they
+/// waited, a total order, so where an event waits never changes when it runs.
 ///
 /// Sequence numbers have 28 bits in an entry. When they run out (every 2^28 events),
 /// the pending events are numbered again from 0 in the order they are due, which keeps
@@ -104,6 +127,10 @@ pub struct EventQueue {
     heap: Vec<Entry>,
     /// Earlier than every entry in `heap`, when set.
     first: Option<Entry>,
+    lanes: [Lane; LANES],
+    /// Each lane's first entry (`NONE` when it is empty), beside the lanes so that
+    /// finding the earliest event reads one line of memory.
+    fronts: [Entry; LANES],
     seq: u64,
     /// The sequence number at which numbering starts again.
     seq_limit: u64,
@@ -124,6 +151,8 @@ impl EventQueue {
         Self {
             heap: Vec::with_capacity(capacity),
             first: None,
+            lanes: Default::default(),
+            fronts: [NONE; LANES],
             seq: 0,
             seq_limit: 1 << (64 - PAYLOAD_BITS),
         }
@@ -131,7 +160,9 @@ impl EventQueue {
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + usize::from(self.first.is_some())
+        self.heap.len()
+            + usize::from(self.first.is_some())
+            + self.lanes.iter().map(|lane| lane.len).sum::<usize>()
     }
 
     /// No pending events.
@@ -145,24 +176,38 @@ impl EventQueue {
         if self.seq == self.seq_limit {
             self.renumber();
         }
-        let entry = Entry {
-            time_ns,
-            tag: (self.seq << PAYLOAD_BITS) | ((kind as u64) << 32) | u64::from(target),
-        };
+        let tag = (self.seq << PAYLOAD_BITS) | ((kind as u64) << 32) | u64::from(target);
+        let entry = (u128::from(time_ns) << 64) | u128::from(tag);
         debug_assert!(KINDS[kind as usize] == kind);
         self.seq += 1;
         match self.first {
             None => {
-                if self.heap.first().is_none_or(|top| entry.key() < top.key()) {
+                if entry < self.heap.first().copied().unwrap_or(NONE)
+                    && entry < self.fronts[0]
+                    && entry < self.fronts[1]
+                {
                     self.first = Some(entry);
                     return;
                 }
             }
-            // Later than the first event (always, at an equal time): into the heap.
-            Some(first) if entry.key() > first.key() => {}
+            // Later than the first event (always, at an equal time): a lane or the heap.
+            Some(first) if entry > first => {}
             Some(first) => {
                 self.first = Some(entry);
                 self.heap_push(first);
+                return;
+            }
+        }
+        let lane = KIND_LANE[kind as usize];
+        if lane < LANES {
+            // Due after its last (always so when it is empty: its last is out, and
+            // nothing is scheduled before the present): the lane stays in order.
+            let l = &mut self.lanes[lane];
+            if l.last < entry {
+                if l.len == 0 {
+                    self.fronts[lane] = entry;
+                }
+                l.push_back(entry);
                 return;
             }
         }
@@ -174,14 +219,22 @@ impl EventQueue {
     fn renumber(&mut self) {
         let mut pending: Vec<Entry> = std::mem::take(&mut self.heap);
         pending.extend(self.first.take());
+        for lane in &mut self.lanes {
+            while let Some(entry) = lane.pop_front() {
+                pending.push(entry);
+            }
+            lane.last = 0;
+        }
+        self.fronts = [NONE; LANES];
         assert!(
             (pending.len() as u64) < self.seq_limit,
             "fewer pending events than sequence numbers"
         );
-        pending.sort_unstable_by_key(Entry::key);
-        let payload = (1u64 << PAYLOAD_BITS) - 1;
+        pending.sort_unstable();
+        let payload = (1u128 << PAYLOAD_BITS) - 1;
+        let time = !((1u128 << 64) - 1);
         for (seq, entry) in pending.iter_mut().enumerate() {
-            entry.tag = ((seq as u64) << PAYLOAD_BITS) | (entry.tag & payload);
+            *entry = (*entry & time) | ((seq as u128) << PAYLOAD_BITS) | (*entry & payload);
         }
         self.seq = pending.len() as u64;
         // In order, every parent is due before its children: a heap already.
@@ -193,11 +246,10 @@ impl EventQueue {
     fn heap_push(&mut self, entry: Entry) {
         self.heap.push(entry);
         let heap = &mut self.heap[..];
-        let key = entry.key();
         let mut i = heap.len() - 1;
         while i > 0 {
             let parent = (i - 1) / 2;
-            if heap[parent].key() <= key {
+            if heap[parent] <= entry {
                 break;
             }
             heap[i] = heap[parent];
@@ -210,15 +262,33 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         if let Some(first) = self.first.take() {
-            return Some(first.event());
+            return Some(event(first));
         }
-        let last = self.heap.pop()?;
+        let top = self.heap.first().copied().unwrap_or(NONE);
+        let lane = usize::from(self.fronts[1] < self.fronts[0]);
+        let front = self.fronts[lane];
+        if front < top {
+            let l = &mut self.lanes[lane];
+            l.pop_front();
+            self.fronts[lane] = l.front();
+            return Some(event(front));
+        }
+        if top == NONE {
+            return None;
+        }
+        self.heap_pop_top();
+        Some(event(top))
+    }
+
+    /// Remove the heap's top (the heap is not empty).
+    #[inline]
+    fn heap_pop_top(&mut self) {
+        let Some(last) = self.heap.pop() else { return };
         let heap = &mut self.heap[..];
         let n = heap.len();
         if n == 0 {
-            return Some(last.event());
+            return;
         }
-        let top = heap[0];
         // The last event is among the latest pending: move the hole at the top down
         // along the earlier children to a leaf (one comparison a level), then bring
         // the last event up from there (rarely more than a level).
@@ -226,7 +296,7 @@ impl EventQueue {
         loop {
             let left = 2 * i + 1;
             if left + 1 < n {
-                let child = left + usize::from(heap[left + 1].key() < heap[left].key());
+                let child = left + usize::from(heap[left + 1] < heap[left]);
                 heap[i] = heap[child];
                 i = child;
             } else {
@@ -237,17 +307,73 @@ impl EventQueue {
                 break;
             }
         }
-        let key = last.key();
         while i > 0 {
             let parent = (i - 1) / 2;
-            if heap[parent].key() <= key {
+            if heap[parent] <= last {
                 break;
             }
             heap[i] = heap[parent];
             i = parent;
         }
         heap[i] = last;
-        Some(top.event())
+    }
+}
+
+/// A FIFO of entries in order: a ring of a power-of-two size that doubles when full.
+#[derive(Debug, Default)]
+struct Lane {
+    ring: Vec<Entry>,
+    head: usize,
+    len: usize,
+    /// The entry pushed last (0 before any).
+    last: Entry,
+}
+
+impl Lane {
+    #[inline]
+    fn push_back(&mut self, entry: Entry) {
+        if self.len == self.ring.len() {
+            self.grow();
+        }
+        let mask = self.ring.len() - 1;
+        self.ring[(self.head + self.len) & mask] = entry;
+        self.len += 1;
+        self.last = entry;
+    }
+
+    /// The first entry, `NONE` when empty.
+    #[inline]
+    fn front(&self) -> Entry {
+        if self.len == 0 {
+            NONE
+        } else {
+            self.ring[self.head]
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        let entry = self.ring[self.head];
+        self.head = (self.head + 1) & (self.ring.len() - 1);
+        self.len -= 1;
+        Some(entry)
+    }
+
+    /// Double the ring, its entries in order from index 0.
+    #[cold]
+    fn grow(&mut self) {
+        let size = (self.ring.len() * 2).max(16);
+        let mut ring = Vec::with_capacity(size);
+        let mask = self.ring.len().wrapping_sub(1);
+        for i in 0..self.len {
+            ring.push(self.ring[(self.head + i) & mask]);
+        }
+        ring.resize(size, NONE);
+        self.ring = ring;
+        self.head = 0;
     }
 }
 
@@ -271,7 +397,8 @@ mod tests {
 
     #[test]
     fn interleaved_pushes_and_pops_follow_time_then_scheduling_order() {
-        // As a simulation schedules: never before the last event out, often at it.
+        // As a simulation schedules: never before the last event out, often at it,
+        // events of every queue (the first slot, the lanes, the heap) interleaved.
         // Sequence numbers run out every 1000 events: numbering starts again often.
         let mut q = EventQueue {
             seq_limit: 1000,
@@ -283,7 +410,9 @@ mod tests {
         for target in 0..50_000u32 {
             for _ in 0..rng.below(3) {
                 let time = now + [0, 0, 1, rng.below(50)][rng.below(4) as usize];
-                q.push(time, EventKind::MemberDone, target);
+                // Kinds with a lane (taken when in order, else the heap) and without.
+                let kind = KINDS[[0, 1, 2, 8][rng.below(4) as usize]];
+                q.push(time, kind, target);
                 reference.push((time, target));
             }
             if rng.below(2) == 0 || target % 1000 == 999 {
