@@ -174,6 +174,10 @@ pub struct Hdd {
     destaging: VecDeque<(u64, u64)>,
     destaging_bytes: u64,
     queue: Vec<Command>,
+    /// The queue by the angle of each command's first sector: `angle_ns << 32 | queue
+    /// index`, ascending, so NCQ's scan can weigh the commands in the order they come
+    /// under the head (`pruned_scan`).
+    by_angle: Vec<u64>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
     mechanism: Server,
@@ -227,6 +231,18 @@ struct Scan {
 /// and the positioning times the rest of the key holds.
 const KEY_INDEX_BITS: u32 = 16;
 const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
+
+/// The low bits of a `Hdd::by_angle` entry: the queue index.
+const INDEX_MASK: u64 = (1 << 32) - 1;
+
+/// A `Hdd::by_angle` entry: a command's angle (`Command::angle_ns`, below a
+/// revolution; `Hdd::fast_choice` scans them only when a revolution fits), then its
+/// queue index `i`.
+#[inline]
+fn by_angle_entry(angle_ns: u64, i: usize) -> u64 {
+    debug_assert!(angle_ns <= INDEX_MASK && (i as u64) <= INDEX_MASK);
+    (angle_ns << 32) | i as u64
+}
 
 /// Rotational accesses arriving this late after their sector count as on time: the
 /// firmware starts a transfer at any sector boundary it reaches.
@@ -308,6 +324,7 @@ impl Hdd {
             destaging: VecDeque::new(),
             destaging_bytes: 0,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
+            by_angle: Vec::with_capacity(spec.ncq_depth as usize),
             busy: false,
             mechanism: Server::default(),
             firmware: Server::default(),
@@ -593,6 +610,9 @@ impl Hdd {
             track_end,
             gate_ns,
         });
+        let entry = by_angle_entry(angle_ns, self.queue.len() - 1);
+        let at = self.by_angle.partition_point(|&e| e < entry);
+        self.by_angle.insert(at, entry);
         if self.busy {
             None
         } else {
@@ -644,6 +664,20 @@ impl Hdd {
         }
     }
 
+    /// Takes queued command `i` out of the queue and out of `by_angle`, whose
+    /// indices past it move down by one (their order stays: the angle leads).
+    fn dequeue(&mut self, i: usize) -> Command {
+        let c = self.queue.remove(i);
+        let entry = by_angle_entry(c.angle_ns, i);
+        let at = self.by_angle.partition_point(|&e| e < entry);
+        debug_assert_eq!(self.by_angle.get(at), Some(&entry));
+        self.by_angle.remove(at);
+        for e in &mut self.by_angle {
+            *e -= u64::from((*e & INDEX_MASK) as usize > i);
+        }
+        c
+    }
+
     fn start_next(&mut self, now_ns: u64) -> Option<Started> {
         // Cached writes go to the platter whenever the mechanism is free before the
         // next command: the drive destages while the host waits or is idle.
@@ -658,7 +692,7 @@ impl Hdd {
         let mech_t0 = self.mechanism.free_at_ns();
         let t0 = now_ns.max(mech_t0);
         let (best, positioning) = self.shortest_positioning_first(mech_t0, t0);
-        let c = self.queue.remove(best);
+        let c = self.dequeue(best);
         self.busy = true;
         if self.is_cached_write(&c) {
             return Some(self.accept_cached_write(now_ns.max(c.ready_ns), c));
@@ -709,12 +743,7 @@ impl Hdd {
         let (fast_key, any_slow) = if self.queue.len() > 1 << KEY_INDEX_BITS {
             (u64::MAX, true)
         } else {
-            match (self.write_settle_ns != 0, self.head_switch_ns != 0) {
-                (false, false) => self.fast_scan::<false, false>(memo, &scan),
-                (true, false) => self.fast_scan::<true, false>(memo, &scan),
-                (false, true) => self.fast_scan::<false, true>(memo, &scan),
-                (true, true) => self.fast_scan::<true, true>(memo, &scan),
-            }
+            self.fast_choice(memo, &scan)
         };
         let (slow_at, slow_best) = if any_slow {
             self.slow_scan(memo, &scan, t0)
@@ -734,6 +763,28 @@ impl Hdd {
         // answer was index 0, as here).
         debug_assert!(slow_at < u64::MAX, "a queued command can start");
         (slow_best, None)
+    }
+
+    /// `fast_scan`'s answer, from `pruned_scan` when a revolution's nanoseconds fit
+    /// `by_angle`'s entries (32 bits: any spindle above 14 rpm).
+    #[inline]
+    fn fast_choice(&self, memo: &mut [u32], scan: &Scan) -> (u64, bool) {
+        let settle = self.write_settle_ns != 0;
+        let switch = self.head_switch_ns != 0;
+        if self.revolution_ns <= INDEX_MASK {
+            return match (settle, switch) {
+                (false, false) => self.pruned_scan::<false, false>(memo, scan),
+                (true, false) => self.pruned_scan::<true, false>(memo, scan),
+                (false, true) => self.pruned_scan::<false, true>(memo, scan),
+                (true, true) => self.pruned_scan::<true, true>(memo, scan),
+            };
+        }
+        match (settle, switch) {
+            (false, false) => self.fast_scan::<false, false>(memo, scan),
+            (true, false) => self.fast_scan::<true, false>(memo, scan),
+            (false, true) => self.fast_scan::<false, true>(memo, scan),
+            (true, true) => self.fast_scan::<true, true>(memo, scan),
+        }
     }
 
     /// Commands that may be read-ahead hits: every hit starts in `lo..lo + span` (a
@@ -792,6 +843,70 @@ impl Hdd {
             }
             if SETTLE {
                 // Only after a seek or head switch (`positioning_from`).
+                let settles = c.write & (seek != 0);
+                seek += select_unpredictable(settles, self.write_settle_ns, 0);
+            }
+            let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
+            if positioning < KEY_POSITIONING_LIMIT {
+                let key = (positioning << KEY_INDEX_BITS) | i as u64;
+                fast_key = select_unpredictable(key < fast_key, key, fast_key);
+            } else {
+                any_slow = true;
+            }
+        }
+        (fast_key, any_slow)
+    }
+
+    /// `fast_scan`'s key, found without weighing every command. A command's
+    /// positioning is its seek (a head switch and a settle included) plus the wait for
+    /// its sector, which is congruent modulo a revolution to its angle less the
+    /// platter's angle when the mechanism frees: so it is at least that difference
+    /// taken in [0, revolution), its phase, whatever the seek, except that a sector at
+    /// most `ON_TIME_SLACK_NS` behind the head counts as on time. Measured from
+    /// `ON_TIME_SLACK_NS` behind the head (`ψ`), a positioning is at least `ψ - slack`.
+    /// So the commands are weighed in the order their sectors come round from there
+    /// (`by_angle`, a rotation of it) until `ψ - slack` exceeds the best positioning
+    /// found: every command after it comes round later still. One whose bound equals
+    /// the best may still tie, and the lower index wins a tie, so it is weighed. The
+    /// key is the minimum over every command that could reach it, `fast_scan`'s bit
+    /// for bit. Commands left unweighed cannot beat it, so whether one of them had a
+    /// positioning too long for the key (`any_slow`) changes nothing `slow_scan`
+    /// could choose; every command off the fast path is still reported.
+    #[inline(never)]
+    fn pruned_scan<const SETTLE: bool, const SWITCH: bool>(
+        &self,
+        memo: &mut [u32],
+        scan: &Scan,
+    ) -> (u64, bool) {
+        let mut any_slow = false;
+        for c in &self.queue {
+            any_slow |= !Self::is_fast(scan, c);
+        }
+        let rev = self.revolution_ns;
+        let head_cylinder = mech::cylinder_of(scan.head_t0);
+        let from = (scan.angle_t0 + rev - ON_TIME_SLACK_NS.min(rev)) % rev;
+        let order = &self.by_angle[..];
+        let split = order.partition_point(|&e| e >> 32 < from);
+        let (after, before) = order.split_at(split);
+        let mut fast_key = u64::MAX;
+        for &entry in before.iter().chain(after) {
+            let angle = entry >> 32;
+            let phase = select_unpredictable(angle >= from, angle - from, angle + rev - from);
+            if phase > (fast_key >> KEY_INDEX_BITS) + ON_TIME_SLACK_NS {
+                break;
+            }
+            let i = (entry & INDEX_MASK) as usize;
+            let c = &self.queue[i];
+            if !Self::is_fast(scan, c) {
+                continue;
+            }
+            let distance = mech::cylinder_of(c.track).abs_diff(head_cylinder);
+            let mut seek = self.seek.ns(memo, distance);
+            if SWITCH {
+                let switch = (distance == 0) & (c.track != scan.head_t0);
+                seek += select_unpredictable(switch, self.head_switch_ns, 0);
+            }
+            if SETTLE {
                 let settles = c.write & (seek != 0);
                 seek += select_unpredictable(settles, self.write_settle_ns, 0);
             }
@@ -1286,6 +1401,49 @@ mod tests {
         best
     }
 
+    /// `by_angle` lists the queue by angle, and `pruned_scan` finds the key
+    /// `fast_scan` finds weighing every command (reporting every command off the fast
+    /// path), for the drive's settle and head switch.
+    fn check_pruned_scan(d: &Hdd, mech_t0: u64) {
+        let mut listed: Vec<u64> = (0..d.queue.len())
+            .map(|i| by_angle_entry(d.queue[i].angle_ns, i))
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(d.by_angle, listed);
+        if d.queue.len() < 2 {
+            return;
+        }
+        let scan = Scan {
+            mech_t0,
+            head_t0: d.head_at(mech_t0),
+            angle_t0: mech_t0 % d.revolution_ns,
+            ra: d.ra_window(),
+        };
+        let memo = &mut d.seek.memo.borrow_mut();
+        let (full, pruned) = match (d.write_settle_ns != 0, d.head_switch_ns != 0) {
+            (false, false) => (
+                d.fast_scan::<false, false>(memo, &scan),
+                d.pruned_scan::<false, false>(memo, &scan),
+            ),
+            (true, false) => (
+                d.fast_scan::<true, false>(memo, &scan),
+                d.pruned_scan::<true, false>(memo, &scan),
+            ),
+            (false, true) => (
+                d.fast_scan::<false, true>(memo, &scan),
+                d.pruned_scan::<false, true>(memo, &scan),
+            ),
+            (true, true) => (
+                d.fast_scan::<true, true>(memo, &scan),
+                d.pruned_scan::<true, true>(memo, &scan),
+            ),
+        };
+        assert_eq!(pruned.0, full.0, "key at {mech_t0}");
+        if d.queue.iter().any(|c| !Hdd::is_fast(&scan, c)) {
+            assert!(pruned.1, "a slow command unreported at {mech_t0}");
+        }
+    }
+
     /// Compares the scan with `reference_choice` at the drive's next dispatch and at
     /// times around it (commands not yet decoded, the platter elsewhere).
     fn check_choice(d: &Hdd, now: u64, rng: &mut Rng) {
@@ -1301,6 +1459,7 @@ mod tests {
             free.saturating_sub(rng.below(300_000)),
         ] {
             let t0 = now.max(mech_t0);
+            check_pruned_scan(d, mech_t0);
             let (best, positioning) = d.shortest_positioning_first(mech_t0, t0);
             assert_eq!(best, reference_choice(d, mech_t0, t0), "at {mech_t0}");
             if let Some(p) = positioning {
@@ -1318,6 +1477,20 @@ mod tests {
                 // A zone table of 4 surfaces with skews, a head switch and a write
                 // settle: the scan's copies for drives that switch heads and settle.
                 zone_table(&mut s, round);
+            }
+            // The seek curve: the datasheet's, a measured table, or one that falls
+            // somewhere (a longer seek can be faster).
+            let curve = round % 3;
+            if curve == 1 {
+                s.mechanics.seek_table_cylinders = vec![1, 100, 1000, 10_000, 40_000];
+                s.mechanics.seek_table_ns =
+                    vec![900_000, 2e6 as u64, 4e6 as u64, 8e6 as u64, 12e6 as u64];
+            } else if curve == 2 && round < 48 {
+                s.seek_ns_avg = 14_000_000;
+            } else if curve == 2 {
+                s.mechanics.seek_table_cylinders = vec![1, 100, 1000, 10_000, 40_000];
+                s.mechanics.seek_table_ns =
+                    vec![900_000, 2e6 as u64, 5e6 as u64, 4e6 as u64, 12e6 as u64];
             }
             s.read_ahead_bytes = [0, 1 << 20][(round / 2 % 2) as usize];
             s.write_buffer_bytes = Some([64 << 10, 8 << 20][(round / 4 % 2) as usize]);
