@@ -12,7 +12,7 @@
 use super::hdd_mechanics::{self as mech, Layout, Overheads};
 use crate::resource::{ps_per_byte, transfer_ns, Server};
 use crate::scenario::{HddSpec, ReadAheadScheme};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::hint::select_unpredictable;
 use std::rc::Rc;
@@ -174,10 +174,18 @@ pub struct Hdd {
     destaging: VecDeque<(u64, u64)>,
     destaging_bytes: u64,
     queue: Vec<Command>,
-    /// The queue by the angle of each command's first sector: `angle_ns << 32 | queue
-    /// index`, ascending, so NCQ's scan can weigh the commands in the order they come
-    /// under the head (`pruned_scan`).
-    by_angle: Vec<u64>,
+    /// The queue by the angle of each command's first sector (`Command::angle_ns`),
+    /// ascending, and each one's queue index (`by_angle_index`, ascending among equal
+    /// angles), so NCQ's scan can weigh the commands in the order they come under the
+    /// head (`pruned_scan`). Two arrays of `u32`: an index shift on a dequeue is then
+    /// a vector loop.
+    by_angle: Vec<u32>,
+    by_angle_index: Vec<u32>,
+    /// At or after every queued command's `gate_ns`: when the mechanism frees after it
+    /// every command is decoded, and the scan need not ask each (`pruned_scan`). Kept
+    /// on submission; a dequeue or admission only lowers the true maximum, which a
+    /// scan that asks each command works out again (`any_slow`).
+    gate_max_ns: Cell<u64>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
     mechanism: Server,
@@ -232,17 +240,10 @@ struct Scan {
 const KEY_INDEX_BITS: u32 = 16;
 const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
 
-/// The low bits of a `Hdd::by_angle` entry: the queue index.
-const INDEX_MASK: u64 = (1 << 32) - 1;
-
-/// A `Hdd::by_angle` entry: a command's angle (`Command::angle_ns`, below a
-/// revolution; `Hdd::fast_choice` scans them only when a revolution fits), then its
-/// queue index `i`.
-#[inline]
-fn by_angle_entry(angle_ns: u64, i: usize) -> u64 {
-    debug_assert!(angle_ns <= INDEX_MASK && (i as u64) <= INDEX_MASK);
-    (angle_ns << 32) | i as u64
-}
+/// Angles and queue indices in `Hdd::by_angle`: below a revolution, which
+/// `Hdd::fast_choice` checks fits (any spindle above 14 rpm), and below the queue's
+/// length, which `shortest_positioning_first` checks fits the scan's key.
+type AngleNs = u32;
 
 /// Rotational accesses arriving this late after their sector count as on time: the
 /// firmware starts a transfer at any sector boundary it reaches.
@@ -325,6 +326,8 @@ impl Hdd {
             destaging_bytes: 0,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
             by_angle: Vec::with_capacity(spec.ncq_depth as usize),
+            by_angle_index: Vec::with_capacity(spec.ncq_depth as usize),
+            gate_max_ns: Cell::new(0),
             busy: false,
             mechanism: Server::default(),
             firmware: Server::default(),
@@ -610,9 +613,13 @@ impl Hdd {
             track_end,
             gate_ns,
         });
-        let entry = by_angle_entry(angle_ns, self.queue.len() - 1);
-        let at = self.by_angle.partition_point(|&e| e < entry);
-        self.by_angle.insert(at, entry);
+        self.gate_max_ns.set(self.gate_max_ns.get().max(gate_ns));
+        // After the equal angles: this command's index is the highest.
+        let angle = angle_ns as AngleNs;
+        let at = self.by_angle.partition_point(|&a| a <= angle);
+        self.by_angle.insert(at, angle);
+        self.by_angle_index
+            .insert(at, (self.queue.len() - 1) as u32);
         if self.busy {
             None
         } else {
@@ -668,12 +675,17 @@ impl Hdd {
     /// indices past it move down by one (their order stays: the angle leads).
     fn dequeue(&mut self, i: usize) -> Command {
         let c = self.queue.remove(i);
-        let entry = by_angle_entry(c.angle_ns, i);
-        let at = self.by_angle.partition_point(|&e| e < entry);
-        debug_assert_eq!(self.by_angle.get(at), Some(&entry));
+        let angle = c.angle_ns as AngleNs;
+        let mut at = self.by_angle.partition_point(|&a| a < angle);
+        while self.by_angle_index[at] as usize != i {
+            at += 1;
+        }
+        debug_assert_eq!(self.by_angle[at], angle);
         self.by_angle.remove(at);
-        for e in &mut self.by_angle {
-            *e -= u64::from((*e & INDEX_MASK) as usize > i);
+        self.by_angle_index.remove(at);
+        let i = i as u32;
+        for j in &mut self.by_angle_index {
+            *j -= u32::from(*j > i);
         }
         c
     }
@@ -766,12 +778,12 @@ impl Hdd {
     }
 
     /// `fast_scan`'s answer, from `pruned_scan` when a revolution's nanoseconds fit
-    /// `by_angle`'s entries (32 bits: any spindle above 14 rpm).
+    /// `by_angle`'s entries.
     #[inline]
     fn fast_choice(&self, memo: &mut [u32], scan: &Scan) -> (u64, bool) {
         let settle = self.write_settle_ns != 0;
         let switch = self.head_switch_ns != 0;
-        if self.revolution_ns <= INDEX_MASK {
+        if self.revolution_ns <= u64::from(AngleNs::MAX) {
             return match (settle, switch) {
                 (false, false) => self.pruned_scan::<false, false>(memo, scan),
                 (true, false) => self.pruned_scan::<true, false>(memo, scan),
@@ -878,26 +890,29 @@ impl Hdd {
         memo: &mut [u32],
         scan: &Scan,
     ) -> (u64, bool) {
-        let mut any_slow = false;
-        for c in &self.queue {
-            any_slow |= !Self::is_fast(scan, c);
-        }
+        let any_slow = self.any_slow(scan);
         let rev = self.revolution_ns;
         let head_cylinder = mech::cylinder_of(scan.head_t0);
         let from = (scan.angle_t0 + rev - ON_TIME_SLACK_NS.min(rev)) % rev;
-        let order = &self.by_angle[..];
-        let split = order.partition_point(|&e| e >> 32 < from);
-        let (after, before) = order.split_at(split);
+        let angles = &self.by_angle[..];
+        let n = angles.len();
+        debug_assert_eq!(n, self.by_angle_index.len());
+        let split = angles.partition_point(|&a| u64::from(a) < from);
         let mut fast_key = u64::MAX;
-        for &entry in before.iter().chain(after) {
-            let angle = entry >> 32;
+        let mut overflow = false;
+        for step in 0..n {
+            let at = split + step;
+            let at = select_unpredictable(at >= n, at.wrapping_sub(n), at);
+            let angle = u64::from(angles[at]);
             let phase = select_unpredictable(angle >= from, angle - from, angle + rev - from);
             if phase > (fast_key >> KEY_INDEX_BITS) + ON_TIME_SLACK_NS {
                 break;
             }
-            let i = (entry & INDEX_MASK) as usize;
+            let i = self.by_angle_index[at] as usize;
             let c = &self.queue[i];
-            if !Self::is_fast(scan, c) {
+            // Every command is on the fast path unless `any_slow` said otherwise:
+            // one predicted branch then.
+            if any_slow && !Self::is_fast(scan, c) {
                 continue;
             }
             let distance = mech::cylinder_of(c.track).abs_diff(head_cylinder);
@@ -910,15 +925,38 @@ impl Hdd {
                 let settles = c.write & (seek != 0);
                 seek += select_unpredictable(settles, self.write_settle_ns, 0);
             }
-            let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
-            if positioning < KEY_POSITIONING_LIMIT {
-                let key = (positioning << KEY_INDEX_BITS) | i as u64;
-                fast_key = select_unpredictable(key < fast_key, key, fast_key);
-            } else {
-                any_slow = true;
-            }
+            let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, angle);
+            let key = (positioning << KEY_INDEX_BITS) | i as u64;
+            let fits = positioning < KEY_POSITIONING_LIMIT;
+            overflow |= !fits;
+            fast_key = select_unpredictable(fits & (key < fast_key), key, fast_key);
         }
-        (fast_key, any_slow)
+        (fast_key, any_slow | overflow)
+    }
+
+    /// Whether any queued command is off the fast path (`is_fast`). Every command is
+    /// decoded when the mechanism frees after `gate_max_ns`, and none may be a
+    /// read-ahead hit without a read-ahead window: then no command needs asking.
+    #[inline]
+    fn any_slow(&self, scan: &Scan) -> bool {
+        let decoded = self.gate_max_ns.get() <= scan.mech_t0;
+        if decoded && scan.ra.1 == 0 {
+            return false;
+        }
+        let mut any_slow = false;
+        if decoded {
+            for c in &self.queue {
+                any_slow |= c.offset_bytes.wrapping_sub(scan.ra.0) < scan.ra.1;
+            }
+        } else {
+            let mut gate_max_ns = 0;
+            for c in &self.queue {
+                any_slow |= !Self::is_fast(scan, c);
+                gate_max_ns = gate_max_ns.max(c.gate_ns);
+            }
+            self.gate_max_ns.set(gate_max_ns);
+        }
+        any_slow
     }
 
     /// The slow path: the earliest start time and its index among the commands
@@ -1405,11 +1443,18 @@ mod tests {
     /// `fast_scan` finds weighing every command (reporting every command off the fast
     /// path), for the drive's settle and head switch.
     fn check_pruned_scan(d: &Hdd, mech_t0: u64) {
-        let mut listed: Vec<u64> = (0..d.queue.len())
-            .map(|i| by_angle_entry(d.queue[i].angle_ns, i))
+        let mut listed: Vec<(u32, u32)> = (0..d.queue.len())
+            .map(|i| (d.queue[i].angle_ns as u32, i as u32))
             .collect();
         listed.sort_unstable();
-        assert_eq!(d.by_angle, listed);
+        let kept: Vec<(u32, u32)> = d
+            .by_angle
+            .iter()
+            .copied()
+            .zip(d.by_angle_index.iter().copied())
+            .collect();
+        assert_eq!(kept, listed);
+        assert!(d.queue.iter().all(|c| c.gate_ns <= d.gate_max_ns.get()));
         if d.queue.len() < 2 {
             return;
         }
