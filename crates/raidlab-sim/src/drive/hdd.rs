@@ -174,17 +174,19 @@ pub struct Hdd {
     destaging: VecDeque<(u64, u64)>,
     destaging_bytes: u64,
     queue: Vec<Command>,
-    /// The queue by the angle of each command's first sector (`Command::angle_ns`),
-    /// ascending, and each one's queue index (`by_angle_index`, ascending among equal
-    /// angles), so NCQ's scan can weigh the commands in the order they come under the
-    /// head (`pruned_scan`). Two arrays of `u32`: an index shift on a dequeue is then
-    /// a vector loop.
-    by_angle: Vec<u32>,
-    by_angle_index: Vec<u32>,
+    /// Each queued command's head position (`Command::track`) and angle
+    /// (`Command::angle_ns`), in queue order, as `u32`s: what NCQ's scan weighs at
+    /// every dispatch, read from two dense arrays instead of the queue's 72-byte
+    /// records (`dense_scan`). Valid when `dense_fits`.
+    queue_tracks: Vec<u32>,
+    queue_angles: Vec<u32>,
+    /// Every head position and angle of the drive fits a `u32` (positions below
+    /// 2^32: 16 million cylinders; a revolution below 4.3 s).
+    dense_fits: bool,
     /// At or after every queued command's `gate_ns`: when the mechanism frees after it
-    /// every command is decoded, and the scan need not ask each (`pruned_scan`). Kept
+    /// every command is decoded, and the scan need not ask each (`any_slow`). Kept
     /// on submission; a dequeue or admission only lowers the true maximum, which a
-    /// scan that asks each command works out again (`any_slow`).
+    /// scan that asks each command works out again.
     gate_max_ns: Cell<u64>,
     busy: bool,
     /// When the mechanism finishes what it has been given.
@@ -239,11 +241,6 @@ struct Scan {
 /// and the positioning times the rest of the key holds.
 const KEY_INDEX_BITS: u32 = 16;
 const KEY_POSITIONING_LIMIT: u64 = 1 << (64 - KEY_INDEX_BITS);
-
-/// Angles and queue indices in `Hdd::by_angle`: below a revolution, which
-/// `Hdd::fast_choice` checks fits (any spindle above 14 rpm), and below the queue's
-/// length, which `shortest_positioning_first` checks fits the scan's key.
-type AngleNs = u32;
 
 /// Rotational accesses arriving this late after their sector count as on time: the
 /// firmware starts a transfer at any sector boundary it reaches.
@@ -325,8 +322,10 @@ impl Hdd {
             destaging: VecDeque::new(),
             destaging_bytes: 0,
             queue: Vec::with_capacity(spec.ncq_depth as usize),
-            by_angle: Vec::with_capacity(spec.ncq_depth as usize),
-            by_angle_index: Vec::with_capacity(spec.ncq_depth as usize),
+            queue_tracks: Vec::with_capacity(spec.ncq_depth as usize),
+            queue_angles: Vec::with_capacity(spec.ncq_depth as usize),
+            dense_fits: mech::position(tracks, 0) <= u64::from(u32::MAX)
+                && revolution_ns <= u64::from(u32::MAX),
             gate_max_ns: Cell::new(0),
             busy: false,
             mechanism: Server::default(),
@@ -614,12 +613,10 @@ impl Hdd {
             gate_ns,
         });
         self.gate_max_ns.set(self.gate_max_ns.get().max(gate_ns));
-        // After the equal angles: this command's index is the highest.
-        let angle = angle_ns as AngleNs;
-        let at = self.by_angle.partition_point(|&a| a <= angle);
-        self.by_angle.insert(at, angle);
-        self.by_angle_index
-            .insert(at, (self.queue.len() - 1) as u32);
+        // Truncated only on a drive too large for them (`dense_fits`), which never
+        // reads them.
+        self.queue_tracks.push(track as u32);
+        self.queue_angles.push(angle_ns as u32);
         if self.busy {
             None
         } else {
@@ -671,23 +668,11 @@ impl Hdd {
         }
     }
 
-    /// Takes queued command `i` out of the queue and out of `by_angle`, whose
-    /// indices past it move down by one (their order stays: the angle leads).
+    /// Takes queued command `i` out of the queue and its dense arrays.
     fn dequeue(&mut self, i: usize) -> Command {
-        let c = self.queue.remove(i);
-        let angle = c.angle_ns as AngleNs;
-        let mut at = self.by_angle.partition_point(|&a| a < angle);
-        while self.by_angle_index[at] as usize != i {
-            at += 1;
-        }
-        debug_assert_eq!(self.by_angle[at], angle);
-        self.by_angle.remove(at);
-        self.by_angle_index.remove(at);
-        let i = i as u32;
-        for j in &mut self.by_angle_index {
-            *j -= u32::from(*j > i);
-        }
-        c
+        self.queue_tracks.remove(i);
+        self.queue_angles.remove(i);
+        self.queue.remove(i)
     }
 
     fn start_next(&mut self, now_ns: u64) -> Option<Started> {
@@ -777,18 +762,18 @@ impl Hdd {
         (slow_best, None)
     }
 
-    /// `fast_scan`'s answer, from `pruned_scan` when a revolution's nanoseconds fit
-    /// `by_angle`'s entries.
+    /// `fast_scan`'s answer, from `dense_scan` when every command is on the fast path
+    /// and the drive's positions and angles fit its arrays.
     #[inline]
     fn fast_choice(&self, memo: &mut [u32], scan: &Scan) -> (u64, bool) {
         let settle = self.write_settle_ns != 0;
         let switch = self.head_switch_ns != 0;
-        if self.revolution_ns <= u64::from(AngleNs::MAX) {
+        if self.dense_fits && !self.any_slow(scan) {
             return match (settle, switch) {
-                (false, false) => self.pruned_scan::<false, false>(memo, scan),
-                (true, false) => self.pruned_scan::<true, false>(memo, scan),
-                (false, true) => self.pruned_scan::<false, true>(memo, scan),
-                (true, true) => self.pruned_scan::<true, true>(memo, scan),
+                (false, false) => self.dense_scan::<false, false>(memo, scan),
+                (true, false) => self.dense_scan::<true, false>(memo, scan),
+                (false, true) => self.dense_scan::<false, true>(memo, scan),
+                (true, true) => self.dense_scan::<true, true>(memo, scan),
             };
         }
         match (settle, switch) {
@@ -869,69 +854,57 @@ impl Hdd {
         (fast_key, any_slow)
     }
 
-    /// `fast_scan`'s key, found without weighing every command. A command's
-    /// positioning is its seek (a head switch and a settle included) plus the wait for
-    /// its sector, which is congruent modulo a revolution to its angle less the
-    /// platter's angle when the mechanism frees: so it is at least that difference
-    /// taken in [0, revolution), its phase, whatever the seek, except that a sector at
-    /// most `ON_TIME_SLACK_NS` behind the head counts as on time. Measured from
-    /// `ON_TIME_SLACK_NS` behind the head (`ψ`), a positioning is at least `ψ - slack`.
-    /// So the commands are weighed in the order their sectors come round from there
-    /// (`by_angle`, a rotation of it) until `ψ - slack` exceeds the best positioning
-    /// found: every command after it comes round later still. One whose bound equals
-    /// the best may still tie, and the lower index wins a tie, so it is weighed. The
-    /// key is the minimum over every command that could reach it, `fast_scan`'s bit
-    /// for bit. Commands left unweighed cannot beat it, so whether one of them had a
-    /// positioning too long for the key (`any_slow`) changes nothing `slow_scan`
-    /// could choose; every command off the fast path is still reported.
+    /// `fast_scan` when every queued command is on the fast path (`any_slow` said
+    /// none is off it): the same key, weighing the same commands in the same order,
+    /// from the dense arrays (`queue_tracks`, `queue_angles`), with no test per
+    /// command of whether it is on the fast path. Each command's weighing is
+    /// independent of the others' but for the running minimum, so the CPU overlaps
+    /// them. Pruning the commands by a lower bound (the seek for the cylinder
+    /// distance, or the sector's phase, visiting them nearest first) weighed a third
+    /// of them and took fewer instructions, but more CPU time: each visit waited on
+    /// the one before (the bound on the best so far) and on a chain of loads.
     #[inline(never)]
-    fn pruned_scan<const SETTLE: bool, const SWITCH: bool>(
+    fn dense_scan<const SETTLE: bool, const SWITCH: bool>(
         &self,
         memo: &mut [u32],
         scan: &Scan,
     ) -> (u64, bool) {
-        let any_slow = self.any_slow(scan);
-        let rev = self.revolution_ns;
-        let head_cylinder = mech::cylinder_of(scan.head_t0);
-        let from = (scan.angle_t0 + rev - ON_TIME_SLACK_NS.min(rev)) % rev;
-        let angles = &self.by_angle[..];
-        let n = angles.len();
-        debug_assert_eq!(n, self.by_angle_index.len());
-        let split = angles.partition_point(|&a| u64::from(a) < from);
+        // Two passes over each chunk: the seeks first (a seek not yet in the table
+        // calls out to compute it), then the rotational waits and keys, a loop
+        // without calls whose values all stay in registers.
+        const CHUNK: usize = 32;
+        let mut seeks = [0u64; CHUNK];
         let mut fast_key = u64::MAX;
         let mut overflow = false;
-        for step in 0..n {
-            let at = split + step;
-            let at = select_unpredictable(at >= n, at.wrapping_sub(n), at);
-            let angle = u64::from(angles[at]);
-            let phase = select_unpredictable(angle >= from, angle - from, angle + rev - from);
-            if phase > (fast_key >> KEY_INDEX_BITS) + ON_TIME_SLACK_NS {
-                break;
+        let head_cylinder = mech::cylinder_of(scan.head_t0);
+        let tracks = &self.queue_tracks[..];
+        let angles = &self.queue_angles[..tracks.len()];
+        for (chunk, (tracks, angles)) in tracks.chunks(CHUNK).zip(angles.chunks(CHUNK)).enumerate()
+        {
+            let first = chunk * CHUNK;
+            for (j, (seek, &track)) in seeks.iter_mut().zip(tracks).enumerate() {
+                let track = u64::from(track);
+                let distance = mech::cylinder_of(track).abs_diff(head_cylinder);
+                let mut ns = self.seek.ns(memo, distance);
+                if SWITCH {
+                    let switch = (distance == 0) & (track != scan.head_t0);
+                    ns += select_unpredictable(switch, self.head_switch_ns, 0);
+                }
+                if SETTLE {
+                    let settles = self.queue[first + j].write & (ns != 0);
+                    ns += select_unpredictable(settles, self.write_settle_ns, 0);
+                }
+                *seek = ns;
             }
-            let i = self.by_angle_index[at] as usize;
-            let c = &self.queue[i];
-            // Every command is on the fast path unless `any_slow` said otherwise:
-            // one predicted branch then.
-            if any_slow && !Self::is_fast(scan, c) {
-                continue;
+            for (j, (&seek, &angle)) in seeks.iter().zip(angles).enumerate() {
+                let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, u64::from(angle));
+                let key = (positioning << KEY_INDEX_BITS) | (first + j) as u64;
+                let fits = positioning < KEY_POSITIONING_LIMIT;
+                overflow |= !fits;
+                fast_key = select_unpredictable(fits & (key < fast_key), key, fast_key);
             }
-            let distance = mech::cylinder_of(c.track).abs_diff(head_cylinder);
-            let mut seek = self.seek.ns(memo, distance);
-            if SWITCH {
-                let switch = (distance == 0) & (c.track != scan.head_t0);
-                seek += select_unpredictable(switch, self.head_switch_ns, 0);
-            }
-            if SETTLE {
-                let settles = c.write & (seek != 0);
-                seek += select_unpredictable(settles, self.write_settle_ns, 0);
-            }
-            let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, angle);
-            let key = (positioning << KEY_INDEX_BITS) | i as u64;
-            let fits = positioning < KEY_POSITIONING_LIMIT;
-            overflow |= !fits;
-            fast_key = select_unpredictable(fits & (key < fast_key), key, fast_key);
         }
-        (fast_key, any_slow | overflow)
+        (fast_key, overflow)
     }
 
     /// Whether any queued command is off the fast path (`is_fast`). Every command is
@@ -1439,54 +1412,46 @@ mod tests {
         best
     }
 
-    /// `by_angle` lists the queue by angle, and `pruned_scan` finds the key
-    /// `fast_scan` finds weighing every command (reporting every command off the fast
-    /// path), for the drive's settle and head switch.
-    fn check_pruned_scan(d: &Hdd, mech_t0: u64) {
-        let mut listed: Vec<(u32, u32)> = (0..d.queue.len())
-            .map(|i| (d.queue[i].angle_ns as u32, i as u32))
-            .collect();
-        listed.sort_unstable();
-        let kept: Vec<(u32, u32)> = d
-            .by_angle
-            .iter()
-            .copied()
-            .zip(d.by_angle_index.iter().copied())
-            .collect();
-        assert_eq!(kept, listed);
+    /// The dense arrays hold the queue's positions and angles, and when no command
+    /// is off the fast path `dense_scan` finds `fast_scan`'s key, for the drive's
+    /// settle and head switch.
+    fn check_dense_scan(d: &Hdd, mech_t0: u64) {
+        let tracks: Vec<u32> = d.queue.iter().map(|c| c.track as u32).collect();
+        let angles: Vec<u32> = d.queue.iter().map(|c| c.angle_ns as u32).collect();
+        assert!(d.dense_fits);
+        assert_eq!((&d.queue_tracks, &d.queue_angles), (&tracks, &angles));
         assert!(d.queue.iter().all(|c| c.gate_ns <= d.gate_max_ns.get()));
-        if d.queue.len() < 2 {
-            return;
-        }
         let scan = Scan {
             mech_t0,
             head_t0: d.head_at(mech_t0),
             angle_t0: mech_t0 % d.revolution_ns,
             ra: d.ra_window(),
         };
+        let any_slow = d.any_slow(&scan);
+        assert_eq!(any_slow, d.queue.iter().any(|c| !Hdd::is_fast(&scan, c)));
+        if any_slow || d.queue.len() < 2 {
+            return;
+        }
         let memo = &mut d.seek.memo.borrow_mut();
-        let (full, pruned) = match (d.write_settle_ns != 0, d.head_switch_ns != 0) {
+        let (full, dense) = match (d.write_settle_ns != 0, d.head_switch_ns != 0) {
             (false, false) => (
                 d.fast_scan::<false, false>(memo, &scan),
-                d.pruned_scan::<false, false>(memo, &scan),
+                d.dense_scan::<false, false>(memo, &scan),
             ),
             (true, false) => (
                 d.fast_scan::<true, false>(memo, &scan),
-                d.pruned_scan::<true, false>(memo, &scan),
+                d.dense_scan::<true, false>(memo, &scan),
             ),
             (false, true) => (
                 d.fast_scan::<false, true>(memo, &scan),
-                d.pruned_scan::<false, true>(memo, &scan),
+                d.dense_scan::<false, true>(memo, &scan),
             ),
             (true, true) => (
                 d.fast_scan::<true, true>(memo, &scan),
-                d.pruned_scan::<true, true>(memo, &scan),
+                d.dense_scan::<true, true>(memo, &scan),
             ),
         };
-        assert_eq!(pruned.0, full.0, "key at {mech_t0}");
-        if d.queue.iter().any(|c| !Hdd::is_fast(&scan, c)) {
-            assert!(pruned.1, "a slow command unreported at {mech_t0}");
-        }
+        assert_eq!(dense, full, "at {mech_t0}");
     }
 
     /// Compares the scan with `reference_choice` at the drive's next dispatch and at
@@ -1504,7 +1469,7 @@ mod tests {
             free.saturating_sub(rng.below(300_000)),
         ] {
             let t0 = now.max(mech_t0);
-            check_pruned_scan(d, mech_t0);
+            check_dense_scan(d, mech_t0);
             let (best, positioning) = d.shortest_positioning_first(mech_t0, t0);
             assert_eq!(best, reference_choice(d, mech_t0, t0), "at {mech_t0}");
             if let Some(p) = positioning {
@@ -1540,7 +1505,8 @@ mod tests {
             s.read_ahead_bytes = [0, 1 << 20][(round / 2 % 2) as usize];
             s.write_buffer_bytes = Some([64 << 10, 8 << 20][(round / 4 % 2) as usize]);
             let write_share = [0, 30, 100][(round / 8 % 3) as usize];
-            let depth = [4, 32][(round / 24 % 2) as usize];
+            // 48: more than one chunk of `dense_scan`.
+            let depth = [4, 32, 48][(round / 24 % 3) as usize];
             let mut d = Hdd::new(&s, 300e6);
             let (mut now, mut next_arrival) = (0, 0);
             let (mut running, mut outstanding, mut op) = (None::<Started>, 0, 0u32);
