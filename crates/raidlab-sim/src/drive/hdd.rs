@@ -709,7 +709,12 @@ impl Hdd {
         let (fast_key, any_slow) = if self.queue.len() > 1 << KEY_INDEX_BITS {
             (u64::MAX, true)
         } else {
-            self.fast_choice(memo, &scan)
+            match (self.write_settle_ns != 0, self.head_switch_ns != 0) {
+                (false, false) => self.fast_scan::<false, false>(memo, &scan),
+                (true, false) => self.fast_scan::<true, false>(memo, &scan),
+                (false, true) => self.fast_scan::<false, true>(memo, &scan),
+                (true, true) => self.fast_scan::<true, true>(memo, &scan),
+            }
         };
         let (slow_at, slow_best) = if any_slow {
             self.slow_scan(memo, &scan, t0)
@@ -729,27 +734,6 @@ impl Hdd {
         // answer was index 0, as here).
         debug_assert!(slow_at < u64::MAX, "a queued command can start");
         (slow_best, None)
-    }
-
-    /// `fast_scan`'s answer, from `phase_scan` when the queue fits its masks.
-    #[inline]
-    fn fast_choice(&self, memo: &mut [u32], scan: &Scan) -> (u64, bool) {
-        let settle = self.write_settle_ns != 0;
-        let switch = self.head_switch_ns != 0;
-        if self.queue.len() <= 64 {
-            return match (settle, switch) {
-                (false, false) => self.phase_scan::<false, false>(memo, scan),
-                (true, false) => self.phase_scan::<true, false>(memo, scan),
-                (false, true) => self.phase_scan::<false, true>(memo, scan),
-                (true, true) => self.phase_scan::<true, true>(memo, scan),
-            };
-        }
-        match (settle, switch) {
-            (false, false) => self.fast_scan::<false, false>(memo, scan),
-            (true, false) => self.fast_scan::<true, false>(memo, scan),
-            (false, true) => self.fast_scan::<false, true>(memo, scan),
-            (true, true) => self.fast_scan::<true, true>(memo, scan),
-        }
     }
 
     /// Commands that may be read-ahead hits: every hit starts in `lo..lo + span` (a
@@ -820,81 +804,6 @@ impl Hdd {
             }
         }
         (fast_key, any_slow)
-    }
-
-    /// `fast_scan`'s key for a queue of at most 64 commands, weighing only the
-    /// commands that could reach it. A command's positioning is its seek (a head
-    /// switch and a settle included) plus the wait for its sector, a sum congruent
-    /// modulo a revolution to its angle less the platter's when the mechanism frees;
-    /// so it is at least that difference taken in [0, revolution), whatever the seek,
-    /// except that a sector at most `ON_TIME_SLACK_NS` behind the head counts as on
-    /// time. Measured from `ON_TIME_SLACK_NS` behind the head, as `phase`, a
-    /// positioning is at least `phase - slack`. One pass puts the fast commands in 16
-    /// buckets of phase (a bit mask each; a shift, no division); the buckets are then
-    /// weighed nearest first, until a bucket's least phase less the slack exceeds the
-    /// best positioning found: no command from there on can reach it, nor tie it (a
-    /// tie goes to the lower index, and is weighed). The key is the minimum over
-    /// every command that could reach it, `fast_scan`'s bit for bit. Commands left
-    /// unweighed cannot win, so whether one of them had a positioning too long for
-    /// the key changes nothing `slow_scan` could choose; every command off the fast
-    /// path is reported. At QD 32 on random reads about a third of the commands are
-    /// weighed. (Visiting them in order from arrays kept sorted by angle or by
-    /// cylinder took fewer instructions than `fast_scan` but more CPU time: the
-    /// sorted inserts and removes cost branches and calls at every command.)
-    #[inline(never)]
-    fn phase_scan<const SETTLE: bool, const SWITCH: bool>(
-        &self,
-        memo: &mut [u32],
-        scan: &Scan,
-    ) -> (u64, bool) {
-        const BUCKETS: usize = 16;
-        debug_assert!(self.queue.len() <= 64);
-        let rev = self.revolution_ns;
-        // A bucket spans 2^shift ns: at most 16 of them cover a revolution.
-        let shift = (u64::BITS - (rev - 1).leading_zeros()).saturating_sub(4);
-        let from = scan.angle_t0 + rev - ON_TIME_SLACK_NS.min(rev);
-        let from = select_unpredictable(from >= rev, from.wrapping_sub(rev), from);
-        let mut buckets = [0u64; BUCKETS];
-        let mut any_slow = false;
-        for (i, c) in self.queue.iter().enumerate() {
-            let fast = Self::is_fast(scan, c);
-            any_slow |= !fast;
-            let angle = c.angle_ns;
-            let phase =
-                select_unpredictable(angle >= from, angle.wrapping_sub(from), angle + rev - from);
-            buckets[(phase >> shift) as usize % BUCKETS] |= u64::from(fast) << i;
-        }
-        let head_cylinder = mech::cylinder_of(scan.head_t0);
-        let mut fast_key = u64::MAX;
-        let mut overflow = false;
-        for (b, &bucket) in buckets.iter().enumerate() {
-            let least = ((b as u64) << shift).saturating_sub(ON_TIME_SLACK_NS);
-            if least > fast_key >> KEY_INDEX_BITS {
-                break;
-            }
-            let mut left = bucket;
-            while left != 0 {
-                let i = left.trailing_zeros() as usize;
-                left &= left - 1;
-                let c = &self.queue[i];
-                let distance = mech::cylinder_of(c.track).abs_diff(head_cylinder);
-                let mut seek = self.seek.ns(memo, distance);
-                if SWITCH {
-                    let switch = (distance == 0) & (c.track != scan.head_t0);
-                    seek += select_unpredictable(switch, self.head_switch_ns, 0);
-                }
-                if SETTLE {
-                    let settles = c.write & (seek != 0);
-                    seek += select_unpredictable(settles, self.write_settle_ns, 0);
-                }
-                let positioning = self.seek_and_wait_ns(scan.angle_t0, seek, c.angle_ns);
-                let key = (positioning << KEY_INDEX_BITS) | i as u64;
-                let fits = positioning < KEY_POSITIONING_LIMIT;
-                overflow |= !fits;
-                fast_key = select_unpredictable(fits & (key < fast_key), key, fast_key);
-            }
-        }
-        (fast_key, any_slow | overflow)
     }
 
     /// The slow path: the earliest start time and its index among the commands
@@ -1377,47 +1286,6 @@ mod tests {
         best
     }
 
-    /// `phase_scan` finds the key `fast_scan` finds weighing every command, and
-    /// reports every command off the fast path, for the drive's settle and head
-    /// switch.
-    fn check_phase_scan(d: &Hdd, mech_t0: u64) {
-        if d.queue.len() < 2 || d.queue.len() > 64 {
-            return;
-        }
-        let scan = Scan {
-            mech_t0,
-            head_t0: d.head_at(mech_t0),
-            angle_t0: mech_t0 % d.revolution_ns,
-            ra: d.ra_window(),
-        };
-        let memo = &mut d.seek.memo.borrow_mut();
-        let (full, phase) = match (d.write_settle_ns != 0, d.head_switch_ns != 0) {
-            (false, false) => (
-                d.fast_scan::<false, false>(memo, &scan),
-                d.phase_scan::<false, false>(memo, &scan),
-            ),
-            (true, false) => (
-                d.fast_scan::<true, false>(memo, &scan),
-                d.phase_scan::<true, false>(memo, &scan),
-            ),
-            (false, true) => (
-                d.fast_scan::<false, true>(memo, &scan),
-                d.phase_scan::<false, true>(memo, &scan),
-            ),
-            (true, true) => (
-                d.fast_scan::<true, true>(memo, &scan),
-                d.phase_scan::<true, true>(memo, &scan),
-            ),
-        };
-        assert_eq!(phase.0, full.0, "key at {mech_t0}");
-        if d.queue.iter().any(|c| !Hdd::is_fast(&scan, c)) {
-            assert!(
-                phase.1,
-                "a command off the fast path unreported at {mech_t0}"
-            );
-        }
-    }
-
     /// Compares the scan with `reference_choice` at the drive's next dispatch and at
     /// times around it (commands not yet decoded, the platter elsewhere).
     fn check_choice(d: &Hdd, now: u64, rng: &mut Rng) {
@@ -1433,7 +1301,6 @@ mod tests {
             free.saturating_sub(rng.below(300_000)),
         ] {
             let t0 = now.max(mech_t0);
-            check_phase_scan(d, mech_t0);
             let (best, positioning) = d.shortest_positioning_first(mech_t0, t0);
             assert_eq!(best, reference_choice(d, mech_t0, t0), "at {mech_t0}");
             if let Some(p) = positioning {
