@@ -1319,10 +1319,24 @@ mod tests {
                 // settle: the scan's copies for drives that switch heads and settle.
                 zone_table(&mut s, round);
             }
+            // The seek curve: the datasheet's, a measured table, or one that falls
+            // somewhere (a longer seek can be faster: no scan may assume otherwise).
+            let curve = round % 3;
+            let table = &mut s.mechanics;
+            if curve == 1 {
+                table.seek_table_cylinders = vec![1, 100, 1000, 10_000, 40_000];
+                table.seek_table_ns = vec![900_000, 2_000_000, 4_000_000, 8_000_000, 12_000_000];
+            } else if curve == 2 && round < 48 {
+                s.seek_ns_avg = 14_000_000;
+            } else if curve == 2 {
+                table.seek_table_cylinders = vec![1, 100, 1000, 10_000, 40_000];
+                table.seek_table_ns = vec![900_000, 2_000_000, 5_000_000, 4_000_000, 12_000_000];
+            }
             s.read_ahead_bytes = [0, 1 << 20][(round / 2 % 2) as usize];
             s.write_buffer_bytes = Some([64 << 10, 8 << 20][(round / 4 % 2) as usize]);
             let write_share = [0, 30, 100][(round / 8 % 3) as usize];
-            let depth = [4, 32][(round / 24 % 2) as usize];
+            // 48: deeper than NCQ's 32 tags, as a host queue may be.
+            let depth = [4, 32, 48][(round / 24 % 3) as usize];
             let mut d = Hdd::new(&s, 300e6);
             let (mut now, mut next_arrival) = (0, 0);
             let (mut running, mut outstanding, mut op) = (None::<Started>, 0, 0u32);
