@@ -2,6 +2,8 @@
 //! ties first-in first-out, so equal-time events always run in the order they were
 //! scheduled and a run is reproducible bit for bit.
 
+use std::collections::VecDeque;
+
 /// What happens at an event; `target` indexes the component's slot table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
@@ -162,7 +164,7 @@ impl EventQueue {
     pub fn len(&self) -> usize {
         self.heap.len()
             + usize::from(self.first.is_some())
-            + self.lanes.iter().map(|lane| lane.len).sum::<usize>()
+            + self.lanes.iter().map(|lane| lane.fifo.len()).sum::<usize>()
     }
 
     /// No pending events.
@@ -204,7 +206,7 @@ impl EventQueue {
             // nothing is scheduled before the present): the lane stays in order.
             let l = &mut self.lanes[lane];
             if l.last < entry {
-                if l.len == 0 {
+                if l.fifo.is_empty() {
                     self.fronts[lane] = entry;
                 }
                 l.push_back(entry);
@@ -220,9 +222,7 @@ impl EventQueue {
         let mut pending: Vec<Entry> = std::mem::take(&mut self.heap);
         pending.extend(self.first.take());
         for lane in &mut self.lanes {
-            while let Some(entry) = lane.pop_front() {
-                pending.push(entry);
-            }
+            pending.extend(lane.fifo.drain(..));
             lane.last = 0;
         }
         self.fronts = [NONE; LANES];
@@ -269,7 +269,7 @@ impl EventQueue {
         let front = self.fronts[lane];
         if front < top {
             let l = &mut self.lanes[lane];
-            l.pop_front();
+            l.fifo.pop_front();
             self.fronts[lane] = l.front();
             return Some(event(front));
         }
@@ -319,12 +319,11 @@ impl EventQueue {
     }
 }
 
-/// A FIFO of entries in order: a ring of a power-of-two size that doubles when full.
+/// A FIFO of entries in order (std's ring buffer; it keeps its capacity, so steady
+/// state allocates nothing), and the entry pushed last.
 #[derive(Debug, Default)]
 struct Lane {
-    ring: Vec<Entry>,
-    head: usize,
-    len: usize,
+    fifo: VecDeque<Entry>,
     /// The entry pushed last (0 before any).
     last: Entry,
 }
@@ -332,48 +331,14 @@ struct Lane {
 impl Lane {
     #[inline]
     fn push_back(&mut self, entry: Entry) {
-        if self.len == self.ring.len() {
-            self.grow();
-        }
-        let mask = self.ring.len() - 1;
-        self.ring[(self.head + self.len) & mask] = entry;
-        self.len += 1;
+        self.fifo.push_back(entry);
         self.last = entry;
     }
 
     /// The first entry, `NONE` when empty.
     #[inline]
     fn front(&self) -> Entry {
-        if self.len == 0 {
-            NONE
-        } else {
-            self.ring[self.head]
-        }
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<Entry> {
-        if self.len == 0 {
-            return None;
-        }
-        let entry = self.ring[self.head];
-        self.head = (self.head + 1) & (self.ring.len() - 1);
-        self.len -= 1;
-        Some(entry)
-    }
-
-    /// Double the ring, its entries in order from index 0.
-    #[cold]
-    fn grow(&mut self) {
-        let size = (self.ring.len() * 2).max(16);
-        let mut ring = Vec::with_capacity(size);
-        let mask = self.ring.len().wrapping_sub(1);
-        for i in 0..self.len {
-            ring.push(self.ring[(self.head + i) & mask]);
-        }
-        ring.resize(size, NONE);
-        self.ring = ring;
-        self.head = 0;
+        self.fifo.front().copied().unwrap_or(NONE)
     }
 }
 

@@ -29,6 +29,7 @@ from typing import Any
 from raidlab import _native
 from raidlab.errors import RaidlabError, read_user_text
 from raidlab.scenario.disksim import SECTOR_BYTES, import_parv
+from raidlab.studies.reference_data import checkout_data
 
 # The development disks (the other validation disks of DiskSim's valid/ are kept out
 # of the project for an independent check) and the rms (ms) DiskSim's valid/runvalid
@@ -209,10 +210,7 @@ def drive_table(parv: str | Path, label: str = "FILE") -> dict:
 
 def checkout_directory() -> Path | None:
     """``data/disksim`` of the source checkout this package runs from, or None."""
-    package = Path(__file__).resolve().parent.parent  # .../python/raidlab
-    root = package.parent.parent
-    data = root / "data" / "disksim"
-    return data if package == root / "python" / "raidlab" and data.is_dir() else None
+    return checkout_data("disksim")
 
 
 def default_directory() -> Path | None:

@@ -24,15 +24,21 @@ from pathlib import Path
 ENVIRONMENT = "RAIDLAB_REFERENCE_DIR"
 
 
+def checkout_data(name: str) -> Path | None:
+    """``data/NAME`` of the source checkout this package runs from, or None (an
+    installed package, or no such directory)."""
+    package = Path(__file__).resolve().parent.parent  # .../python/raidlab
+    root = package.parent.parent
+    data = root / "data" / name
+    if package == root / "python" / "raidlab" and data.is_dir():
+        return data
+    return None
+
+
 def checkout_directory() -> Path | None:
     """``data/reference`` of the source checkout this package runs from, or None (an
     installed package)."""
-    package = Path(__file__).resolve().parent.parent  # .../python/raidlab
-    root = package.parent.parent
-    reference = root / "data" / "reference"
-    if package == root / "python" / "raidlab" and reference.is_dir():
-        return reference
-    return None
+    return checkout_data("reference")
 
 
 def read_text(name: str) -> str:

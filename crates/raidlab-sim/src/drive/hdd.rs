@@ -1188,12 +1188,22 @@ impl Hdd {
             }
         }
         if c.write && self.read_hits_on_write_data {
-            let end = c.offset_bytes + c.len_bytes;
-            self.segments.push_back((
-                end.saturating_sub(self.stream_bytes).max(c.offset_bytes),
-                end,
-            ));
+            self.segments.push_back(self.written_span(c));
         }
+        self.drop_oldest_segments();
+    }
+
+    /// The bytes of write `c` a segment keeps: its last segment's worth.
+    fn written_span(&self, c: &Command) -> (u64, u64) {
+        let end = c.offset_bytes + c.len_bytes;
+        (
+            end.saturating_sub(self.stream_bytes).max(c.offset_bytes),
+            end,
+        )
+    }
+
+    /// Down to the buffer's segments, the least recently filled going first.
+    fn drop_oldest_segments(&mut self) {
         while self.segments.len() > self.segments_max {
             self.segments.pop_front();
         }
@@ -1219,11 +1229,8 @@ impl Hdd {
                 return;
             }
         }
-        let first = end.saturating_sub(self.stream_bytes).max(c.offset_bytes);
-        self.segments.push_back((first, end));
-        if self.segments.len() > self.segments_max {
-            self.segments.pop_front();
-        }
+        self.segments.push_back(self.written_span(c));
+        self.drop_oldest_segments();
     }
 
     /// Busy time of the mechanism (positioning and media transfer).

@@ -759,7 +759,7 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
     /// and the writers queued behind it fail at once).
     fn watch_replies(&self, cut: &(dyn Fn() + Sync)) {
         let limit = self.ctx.io_timeout.as_millis() as u64;
-        let tick = (self.ctx.io_timeout / 8).clamp(Duration::from_millis(10), READ_TICK);
+        let tick = self.watch_tick();
         let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         while !*done {
             done = self
@@ -792,13 +792,19 @@ impl<'a, R: Read + Send, W: Write + Send> Connection<'a, R, W> {
         buffer
     }
 
+    /// How often a wait bounded by the I/O timeout looks at its clock and at the
+    /// connection: an eighth of the timeout, between 10 ms and the read tick.
+    fn watch_tick(&self) -> Duration {
+        (self.ctx.io_timeout / 8).clamp(Duration::from_millis(10), READ_TICK)
+    }
+
     /// Waits until no request but the caller's is being served: `false` when they are
     /// not all answered within the I/O timeout (a member that stopped answering), or the
     /// connection closes first. The caller holds the reader, so the wait stops the whole
     /// connection: it must end, and what waited must not claim the earlier writes durable.
     fn drain(&self) -> bool {
         let started = Instant::now();
-        let tick = (self.ctx.io_timeout / 8).clamp(Duration::from_millis(10), READ_TICK);
+        let tick = self.watch_tick();
         let mut n = self.in_flight.lock().expect("in-flight lock");
         while *n > 1 {
             if self.giving_up() || started.elapsed() >= self.ctx.io_timeout {
