@@ -45,6 +45,9 @@ def test_the_comparison_names_what_differs_and_the_change(pair: tuple[Path, Path
     assert iops["change_pct"] > 50
     assert {row["stage"] for row in doc["stages"]} >= {"drive", "controller"}
     assert doc["why"][0].startswith("A is ")
+    # Every latency figure `raidlab run` prints, the 99.9th percentile too.
+    metrics = {r["metric"] for r in doc["figures"] if r["op"] == "read"}
+    assert {"lat p50 us", "lat p99 us", "lat p99.9 us"} <= metrics
 
 
 def test_the_table_shows_the_breakdown_side_by_side(pair: tuple[Path, Path]) -> None:

@@ -336,9 +336,7 @@ def test_cdm_bad_values_are_one_line(args: list[str], flag: str) -> None:
 # --- job length ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "length", ["--number_ios=1100000", "--io_size=4400M", "--runtime=100s"]
-)
+@pytest.mark.parametrize("length", ["--number_ios=1100000", "--io_size=4400M", "--runtime=100s"])
 def test_a_job_that_chose_its_length_is_not_cut_at_a_million_ios(length: str) -> None:
     """The million-I/O cap is for jobs that only gave a size: number_ios, io_size and
     runtime are the user's own choice, run whole."""
@@ -350,8 +348,12 @@ def test_a_job_that_chose_its_length_is_not_cut_at_a_million_ios(length: str) ->
     assert "capped" not in result.stderr
 
 
-def test_a_job_that_gave_only_a_size_is_cut_at_a_million_ios_with_a_note() -> None:
-    args = ["--name=x", "--rw=randread", "--bs=4k", "--size=8G", "--iodepth=32"]
+@pytest.mark.parametrize("extra", [[], ["--runtime=0"]])
+def test_a_job_that_gave_only_a_size_is_cut_at_a_million_ios_with_a_note(
+    extra: list[str],
+) -> None:
+    """fio reads runtime=0 as no limit: the job still gave only a size."""
+    args = ["--name=x", "--rw=randread", "--bs=4k", "--size=8G", "--iodepth=32", *extra]
     result = invoke("fio", *args, "--drive", "samsung-960-pro-512g", "--output-format=json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["jobs"][0]["read"]["total_ios"] == 1_000_000

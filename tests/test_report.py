@@ -361,6 +361,9 @@ def test_a_real_run_becomes_a_report(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "-", "--out", str(out)], input=run.stdout)
     assert result.exit_code == 0, result.output
     assert "read IOPS" in out.read_text()
+    # The datasheets' quality-of-service percentile, as `raidlab run` prints it.
+    assert "lat p99.9 us" in out.read_text()
+    assert "read p99.9" in out.read_text()
 
 
 # --- the matplotlib figures follow the same rules ---------------------------------------

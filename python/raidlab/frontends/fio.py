@@ -577,17 +577,18 @@ def _ios(
     """The I/Os of the job's clones together and its runtime: time_based runs until the
     runtime is up; a job that chose its length (number_ios, io_size or runtime) runs it
     whole; otherwise above DEFAULT_IOS_CAP the run is cut short (noted)."""
-    chosen = any(
-        (opt := options.get(key)) is not None and bool(opt.value)
-        for key in ("number_ios", "io_size", "runtime")
-    )
     if (opt := options.get("number_ios")) is not None:
         ios_per_clone = min(ios_per_clone, fio_int(opt.value, opt.where, "number_ios", 1, 10**12))
     runtime_ns = None
     if (opt := options.get("runtime")) is not None and opt.value:
         runtime_ns = fio_time_ns(opt.value, opt.where, "runtime")
         if runtime_ns < 1:
+            # fio: "runtime=0" is no limit, not a length the user chose.
             runtime_ns = None
+    chosen = runtime_ns is not None or any(
+        (opt := options.get(key)) is not None and bool(opt.value)
+        for key in ("number_ios", "io_size")
+    )
     ios = ios_per_clone * numjobs
     if (opt := options.get("time_based")) is not None and _flag(opt):
         if runtime_ns is None:

@@ -20,6 +20,7 @@ METRICS = (
     ("lat_mean_us", "lat mean us"),
     ("lat_p50_us", "lat p50 us"),
     ("lat_p99_us", "lat p99 us"),
+    ("lat_p999_us", "lat p99.9 us"),
 )
 
 

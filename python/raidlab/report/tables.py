@@ -54,24 +54,36 @@ def atto_table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+# Each column of a run (``RUN_COLUMNS``) as its table heads it. The 99.9th percentile is
+# the one SSD datasheets state their quality of service at (Intel's DC S3500/S3700:
+# "99.9 %"), so a run shows it beside the median.
+RUN_HEADINGS = {
+    "op": "op",
+    "iops": "IOPS",
+    "mbps": "MB/s",
+    "lat_mean_us": "lat mean us",
+    "lat_p50_us": "lat p50 us",
+    "lat_p99_us": "lat p99 us",
+    "lat_p999_us": "lat p99.9 us",
+}
+
+
 def run_table_rows(
     rows: pd.DataFrame | Sequence[Mapping[str, Any]],
 ) -> tuple[list[str], list[list[str]]]:
     """The table of a fio-style run, from its DataFrame or its plain rows (RunRows)."""
+    # Imported here: the scenario modules load the native simulator, which a table of
+    # study rows does not need.
+    from raidlab.scenario.workloads import RUN_COLUMNS
+
     if not isinstance(rows, Sequence):
         rows = rows.to_dict("records")
-    # The 99.9th percentile is the one SSD datasheets state their quality of service
-    # at (Intel's DC S3500/S3700: "99.9 %"), so a run shows it beside the median.
-    header = ["op", "IOPS", "MB/s", "lat mean us", "lat p50 us", "lat p99 us", "lat p99.9 us"]
+    header = [RUN_HEADINGS[column] for column in RUN_COLUMNS]
     body = [
         [
             row["op"],
             number(row["iops"], 0),
-            number(row["mbps"]),
-            number(row["lat_mean_us"]),
-            number(row["lat_p50_us"]),
-            number(row["lat_p99_us"]),
-            number(row["lat_p999_us"]),
+            *(number(row[column]) for column in RUN_COLUMNS[2:]),
         ]
         for row in rows
     ]

@@ -608,10 +608,10 @@ def _workload_text(workload: Mapping[str, Any]) -> str:
 def _latency_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     bars = []
     for index, row in enumerate(rows):
-        for stat in ("lat_mean_us", "lat_p50_us", "lat_p99_us"):
+        for stat in LATENCY_COLUMNS:
             if row.get(stat) is None:
                 continue
-            name = f"{row['op']} {stat.removeprefix('lat_').removesuffix('_us')}"
+            name = f"{row['op']} {LATENCY_COLUMNS[stat].removeprefix('lat ').removesuffix(' us')}"
             bars.append(
                 Bar(
                     name,
@@ -628,6 +628,8 @@ LATENCY_COLUMNS = {
     "lat_mean_us": "lat mean us",
     "lat_p50_us": "lat p50 us",
     "lat_p99_us": "lat p99 us",
+    # SSD datasheets state their quality of service at the 99.9th percentile.
+    "lat_p999_us": "lat p99.9 us",
 }
 
 
