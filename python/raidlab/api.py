@@ -893,7 +893,9 @@ def _uplink_figures(uplink: Mapping[str, Any] | None) -> str:
         return ""
     behind = uplink.get("members")
     who = "all members" if behind is None else f"last {behind} member(s)"
-    return f", uplink PCIe {uplink['pcie_gen']}.0 x{uplink['pcie_lanes']} ({who})"
+    completions = uplink.get("pcie_completion_bytes")
+    writes = f", writes in {completions} B completions" if completions else ""
+    return f", uplink PCIe {uplink['pcie_gen']}.0 x{uplink['pcie_lanes']} ({who}{writes})"
 
 
 # The key figures of presets as columns (their preset keys, units in the names), for

@@ -232,7 +232,10 @@ impl Controller {
             read_path: c.read_rate_bytes_per_s_max.map(Path::new),
             write_path: c.write_rate_bytes_per_s_max.map(Path::new),
             uplink_up: c.uplink.as_ref().map(|u| Path::new(u.rate_bytes_per_s())),
-            uplink_down: c.uplink.as_ref().map(|u| Path::new(u.rate_bytes_per_s())),
+            uplink_down: c
+                .uplink
+                .as_ref()
+                .map(|u| Path::new(u.down_rate_bytes_per_s())),
             uplink_first_member: c
                 .uplink
                 .as_ref()

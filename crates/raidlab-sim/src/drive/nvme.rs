@@ -27,7 +27,7 @@
 
 use crate::scenario::{NvmeSpec, SsdSpec, IODEPTH_MAX};
 
-pub use super::pcie::{pcie_payload_rate, PCIE_LANES, TLP_OVERHEAD_BYTES};
+pub use super::pcie::{pcie_completion_rate, pcie_payload_rate, PCIE_LANES, TLP_OVERHEAD_BYTES};
 
 /// Link traffic of one NVMe command besides its data: the 64 B submission queue entry
 /// the drive fetches, the 16 B completion queue entry it posts and the 4 B MSI-X
@@ -208,6 +208,40 @@ mod tests {
         // One member of two behind it: the other has its own path.
         let mbps = behind_an_uplink(2, Some(1));
         assert!(mbps > 1.8 * uplink, "{mbps}");
+    }
+
+    /// Sequential 1 MiB writes at QD 32 of a RAID 0 of two drives behind a gen 3 x4
+    /// uplink whose completions carry `completion` bytes each (None: the default).
+    fn writes_behind_an_uplink(completion: Option<u64>) -> f64 {
+        let mut value = serde_json::to_value(one_drive(3, "write", 1 << 20, 32)).unwrap();
+        value["array"]["drive_count"] = json!(2);
+        // Programs fast enough that each drive alone could write past 3 GB/s.
+        value["array"]["drive"]["program_page_ns"] = json!(150_000);
+        value["array"]["controller"]["uplink"] =
+            json!({"pcie_gen": 3, "pcie_lanes": 4, "pcie_completion_bytes": completion});
+        let s = Scenario::from_value(value).expect("a valid uplink");
+        crate::simulate(&s).ops["write"].mbps
+    }
+
+    #[test]
+    fn writes_behind_an_uplink_ride_in_its_completions() {
+        // 64 B completions: 3.94 GB/s x 64 / 84 = 3.0 GB/s of write data, where reads
+        // (posted writes of 256 B) get 3.6 GB/s.
+        let ceiling = pcie_completion_rate(3, 4, 64) / 1e6;
+        assert!((ceiling - 3000.0).abs() < 5.0, "{ceiling}");
+        let mbps = writes_behind_an_uplink(Some(64));
+        // 0.5 %: the measured window opens and closes on request completions.
+        assert!(mbps <= ceiling * 1.005, "{mbps} above {ceiling}");
+        assert!(mbps > ceiling * 0.95, "{mbps} well below {ceiling}");
+        let full = writes_behind_an_uplink(None);
+        assert!(
+            full > 1.15 * mbps,
+            "default completions {full} vs 64 B {mbps}"
+        );
+        assert!(
+            full <= pcie_payload_rate(3, 4, 256) / 1e6 * 1.0001,
+            "{full}"
+        );
     }
 
     #[test]

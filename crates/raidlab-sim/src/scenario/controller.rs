@@ -145,16 +145,34 @@ pub struct UplinkSpec {
     /// attached to the CPU's own lanes.
     #[serde(default)]
     pub members: Option<u32>,
+    /// Data payload of each completion carrying the members' DMA reads of host memory
+    /// (the data they write) towards them (None: as `pcie_max_payload_bytes`, in
+    /// TLPs of that size). A completer that splits completions at a 64 B read
+    /// completion boundary carries less data host-to-device than device-to-host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_completion_bytes: Option<u64>,
 }
 
 impl UplinkSpec {
-    /// Payload rate of the link, each direction.
+    /// Payload rate of the link device-to-host: the members' reads, posted writes of
+    /// `pcie_max_payload_bytes` each.
     pub fn rate_bytes_per_s(&self) -> f64 {
         crate::drive::pcie::pcie_payload_rate(
             self.pcie_gen,
             self.pcie_lanes,
             self.pcie_max_payload_bytes,
         )
+    }
+
+    /// Payload rate of the link host-to-device: the members' writes, whose data they
+    /// fetch by DMA reads and receive in completions.
+    pub fn down_rate_bytes_per_s(&self) -> f64 {
+        match self.pcie_completion_bytes {
+            Some(bytes) => {
+                crate::drive::pcie::pcie_completion_rate(self.pcie_gen, self.pcie_lanes, bytes)
+            }
+            None => self.rate_bytes_per_s(),
+        }
     }
 
     /// The first member behind the link in an array of `drive_count`.

@@ -998,6 +998,10 @@ limits! {
         .or(Int(256));
     UPLINK_MEMBERS = Limit::new("array.controller.uplink.members", Always, Count,
         "members behind the uplink, the last ones (null = all)").ints(0, MEMBERS_MAX).nullable();
+    UPLINK_COMPLETION_PAYLOAD = Limit::new("array.controller.uplink.pcie_completion_bytes",
+        Always, Bytes, "data payload of each completion carrying the members' DMA reads \
+        (their writes' data) over the uplink (null = pcie_max_payload_bytes)")
+        .ints(64, 4096).power_of_two().nullable();
 
     HOST_REQUEST_OVERHEAD = Limit::new("array.host.request_overhead_ns", Always, Ns,
         "latency the host stack adds to each request").ints(0, NS_MAX).or(Int(0));
