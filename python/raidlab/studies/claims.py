@@ -243,7 +243,13 @@ LATENCY_DIFFERENCE_MS = 0.02
 # [100,65,0]).
 IOPS_MIX_READ = 50
 LATENCY_MIX_READ = 65
-STRIPE_UNIT = "64K"  # assumed: md's and MegaRAID's default chunk; no figure in the article
+# The stripe unit: the article states none, so each RAID stack's default for a new
+# array. The MegaRAID's strip: "Strip sizes of 8 KB ... 1024 KB are supported. The
+# default is 64 KB" (MegaRAID Storage Manager 17.05 user guide, Selecting the Virtual
+# Drive Settings). md's chunk: "The default when creating an array is 512KB" (mdadm(8),
+# --chunk; mdadm 3.1 and later, 2009, before the article). Until issue 33 both were 64K.
+STRIPE_UNIT = "64K"
+SWR_CHUNK = "512K"
 
 
 # The article's "HDD RAID with a write-back cache": a RAID 5 of four 7200 rpm disks
@@ -955,7 +961,12 @@ SSD_RAID_TUNING = ClaimStudy(
         "write-back (cache full: the sustained destage rate), no read-ahead, so no "
         "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
         "check states write-back or read-ahead",
-        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit {STRIPE_UNIT}",
+        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit "
+        f"{STRIPE_UNIT} (the MegaRAID's default strip), {SWR_CHUNK} on md (mdadm's "
+        "default chunk)",
+        f"SWR members on the test host's C204 SATA ports: the first "
+        f"{SWR_FULL_RATE_PORTS} at 6 Gb/s, the others at 3 Gb/s "
+        f"({SWR_SLOW_PORT_RATE / 1e6:.0f} MB/s)",
         f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
         "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
         "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
@@ -1025,13 +1036,21 @@ def _fastpath(setup: Setup) -> bool:
     )
 
 
+def _stripe_unit(setup: Setup) -> str:
+    """The setup's stripe unit: its own, else its RAID stack's default (md's chunk on
+    SWR, the MegaRAID's strip elsewhere)."""
+    if setup.stripe_unit:
+        return setup.stripe_unit
+    return SWR_CHUNK if setup.controller == SWR else STRIPE_UNIT
+
+
 def _array(setup: Setup) -> dict[str, Any]:
     """The scenario array of ``setup``."""
     array = build_array(
         ArrayRequest(
             level=setup.level,
             drives=setup.drives,
-            stripe_unit=setup.stripe_unit or STRIPE_UNIT,
+            stripe_unit=_stripe_unit(setup),
             drive=_drive(setup),
             controller=_controller(setup),
         )
