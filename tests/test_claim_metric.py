@@ -222,6 +222,32 @@ def test_the_drive_count_that_doubles_a_figure(metric: str) -> None:
     assert check.tolerance.passes(4.0, 4.0) and not check.tolerance.passes(4.0, 3.0)
 
 
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "drives_to_double_random_write_iops_vs_three_ssds",
+        "random_write_iops_doubling_drive_count_compared_to_3_drives",
+        "ssds_needed_for_twice_the_random_write_iops_over_three_ssds",
+    ],
+)
+def test_the_drive_count_that_doubles_a_smaller_arrays_figure(metric: str) -> None:
+    # "Double the IOPS performance compared with three SSDs": the baseline is the
+    # level's array of three, not one drive, and the search starts past it.
+    check = one("RAID5 SSD SWR", metric, "8", "drives")
+    *arrays, base = check.runs
+    assert [run.setup.drives for run in arrays] == list(range(4, 10))
+    assert (base.setup.level, base.setup.drives, base.setup.controller) == (5, 3, "linux-md")
+    figures = (120.0, 150.0, 170.0, 190.0, 205.0, 230.0, 100.0)
+    assert check.metric(results(check, *figures)) == 8.0
+
+
+def test_a_ratio_against_a_smaller_array_of_the_level() -> None:
+    check = one("RAID5 4x SSD SWR", "random_write_iops_vs_three_ssds", "1.33", "x")
+    run, base = check.runs
+    assert (run.setup.drives, base.setup.drives, base.setup.level) == (4, 3, 5)
+    assert check.metric(results(check, 133.0, 100.0)) == pytest.approx(1.33)
+
+
 def test_raid10_counts_drives_in_pairs() -> None:
     check = one("RAID10 SSD HWR", "drives_to_double_random_write_iops", "6", "drives")
     assert [run.setup.drives for run in check.runs[:-1]] == [4, 6, 8]

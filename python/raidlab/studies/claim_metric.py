@@ -67,6 +67,10 @@ class Relation:
     # The baseline is not named (a change against the single drive by default, or the
     # setting the claim's config or condition switches on: claim_text decides).
     implied: bool = False
+    # The baseline is the same level with this many drives ("..._vs_three_ssds", a
+    # drive-count claim against a smaller array: "double the IOPS of three SSDs"); 0:
+    # as ``against`` says.
+    baseline_drives: int = 0
 
 
 # Phrases folded to one word before a name is read, longest first where they overlap.
@@ -154,6 +158,11 @@ WORDS: dict[str, str] = {
     # "on a par with": a ratio (its value says "on a par").
     "par": "ratio",
 }
+# Drive counts a baseline may name ("vs_three_ssds", "over_3_drives").
+NUMBER_WORDS = {
+    **{str(n): n for n in range(2, 33)},
+    **dict(zip(("two", "three", "four", "five", "six", "seven", "eight"), range(2, 9), strict=True)),
+}
 BLOCK_WORD = re.compile(r"^\d+(?:k|kb|kib|m|mb|mib)$")
 LEVEL_WORD = re.compile(r"^raid(\d+)$")
 STEP = re.compile(
@@ -202,6 +211,7 @@ class _Reading:
     workloads: tuple[str, ...] = ()
     access: str = ""
     block_sizes: tuple[str, ...] = ()
+    baseline_drives: int = 0
 
 
 def _read_word(reading: _Reading, words: list[str], at: int) -> int:
@@ -287,6 +297,16 @@ def _read_name(metric: str) -> _Reading:
             reading.against = "level"
         elif after and WORDS.get(after[0], "").startswith("ctl:"):
             reading.against = "controller"
+        elif (
+            len(after) > 1
+            and after[0] in NUMBER_WORDS
+            and WORDS.get(after[1]) == "drives"
+            and reading.step is None
+        ):
+            # "vs three SSDs": the same level with that many drives is the baseline;
+            # the count's words are read here, not as the drive-count figure.
+            reading.baseline_drives = NUMBER_WORDS[after[0]]
+            words = words[: compare[0]] + after[2:]
     at = 0
     while at < len(words):
         at = _read_word(reading, words, at)
@@ -337,7 +357,22 @@ def _relation(reading: _Reading) -> Relation:
                 f"metric '{metric}': a drive count is read as the drives that double or "
                 "triple a figure ('drives_to_double_random_read_iops')"
             )
+        if reading.baseline_drives:
+            return Relation(
+                "count",
+                "drives",
+                factor=reading.times,
+                variant=variant,
+                baseline_drives=reading.baseline_drives,
+            )
         return Relation("count", "single", factor=reading.times, variant=variant)
+    if reading.baseline_drives:
+        if reading.modifier or reading.step is not None:
+            raise NotExpressible(f"metric '{metric}' compares drive counts and something else")
+        kind = _kind(reading.change or "ratio")
+        return Relation(
+            kind, "drives", variant=variant, baseline_drives=reading.baseline_drives
+        )
     if reading.step is not None:
         if reading.against or reading.modifier:
             raise NotExpressible(f"metric '{metric}' compares workloads and something else")

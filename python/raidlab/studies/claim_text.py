@@ -708,10 +708,21 @@ def _baseline(setup: Setup, relation: Relation, levels: tuple[int, ...]) -> Setu
         return dataclasses.replace(setup, name=f"{setup.name} as RAID {levels[1]}", level=levels[1])
     if relation.against == "workload":
         return setup
+    if relation.against == "drives":
+        return _with_drives(setup, relation.baseline_drives)
     off = {"write_back": False, "read_ahead": "none", "op_percent": 0.0}[relation.modifier]
     return dataclasses.replace(
         setup, name=f"{setup.name} without {relation.modifier}", **{relation.modifier: off}
     )
+
+
+def _with_drives(setup: Setup, drives: int) -> Setup:
+    """The setup's level with ``drives`` drives (a baseline "vs three SSDs")."""
+    fewest, step = LEVEL_COUNTS.get(setup.level, (1, 1))
+    if drives < fewest or (drives - fewest) % step:
+        raise NotExpressible(f"RAID {setup.level} is not built of {drives} drives")
+    name = _setup_name(setup.level, drives, "", setup.drive)
+    return dataclasses.replace(setup, name=f"{name} ({setup.controller})", drives=drives)
 
 
 def _with_modifier(setup: Setup, relation: Relation, condition: str) -> Setup:
@@ -1009,6 +1020,14 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
     row, measure, relation = reading.row, reading.measure, reading.relation
     assert measure is not None
     fewest, step = _counted_drives(row.config, setup.level)
+    # Against a smaller array of the level ("vs three SSDs"), counts from the next one.
+    base_setup = (
+        _with_drives(setup, relation.baseline_drives)
+        if relation.against == "drives"
+        else single_of(setup)
+    )
+    if relation.against == "drives":
+        fewest = base_setup.drives + step
     last = min(COUNT_MAX, max(int(row.value) + step, fewest + 2 * step))
     counts = tuple(range(fewest, last + 1, step))
     arrays = [
@@ -1023,7 +1042,7 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
         )
         for n in counts
     ]
-    single = measure_run(single_of(setup), measure, workload, bs, row.condition)
+    single = measure_run(base_setup, measure, workload, bs, row.condition)
     values = [_value(run, measure.kind) for run in arrays]
     baseline = _value(single, measure.kind)
 
@@ -1041,8 +1060,8 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
         fewest_reaching,
         reading.tolerance,
         f"fewest drives of RAID {setup.level} on {setup.controller} ({counts[0]}-{counts[-1]} "
-        f"simulated) whose {QUANTITY[measure.kind]} is {relation.factor:g}x one "
-        f"{setup.drive} on hba, {describe_workload(single)} {FROM_TEXT}",
+        f"simulated) whose {QUANTITY[measure.kind]} is {relation.factor:g}x "
+        f"{describe_setup(base_setup)}, {describe_workload(single)} {FROM_TEXT}",
     )
 
 
