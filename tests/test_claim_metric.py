@@ -248,6 +248,37 @@ def test_a_ratio_against_a_smaller_array_of_the_level() -> None:
     assert check.metric(results(check, 133.0, 100.0)) == pytest.approx(1.33)
 
 
+def test_a_figure_stated_of_two_workloads_is_checked_on_each() -> None:
+    # "Mixed workloads and write-only operations ... approximately 4,000 IOPS".
+    checks = checks_of("RAID5 4x SSD HWR", "mixed_and_write_iops", "4000", "IOPS")
+    assert sorted(c.variant for c in checks) == ["mixed", "write"]
+    assert sorted(c.runs[0].rw for c in checks) == ["randrw", "randwrite"]
+
+
+def test_a_change_without_a_setting_measures_it_off_against_on() -> None:
+    check = one(
+        "RAID5 4x SSD HWR", "seq_read_throughput_8k_slowdown_without_read_ahead", "2", "x"
+    )
+    off, on = check.runs
+    assert off.setup.read_ahead == "none" and on.setup.read_ahead not in (None, "none")
+    # A slowdown as a factor: the baseline (on) over the measured (off).
+    assert check.metric(results(check, 100.0, 200.0)) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "random_write_iops_gain_with_20_percent_overprovisioning",
+        "random_write_iops_gain_op_20pct",
+        "random_write_iops_gain_from_over_provisioning_20_percent",
+    ],
+)
+def test_an_over_provisioning_percentage_in_the_name_is_the_setting(metric: str) -> None:
+    check = one("single Intel DC S3500 800GB", metric, "2.75", "x")
+    run, base = check.runs
+    assert (run.setup.op_percent, base.setup.op_percent) == (20.0, 0.0)
+
+
 def test_raid10_counts_drives_in_pairs() -> None:
     check = one("RAID10 SSD HWR", "drives_to_double_random_write_iops", "6", "drives")
     assert [run.setup.drives for run in check.runs[:-1]] == [4, 6, 8]

@@ -38,6 +38,7 @@ from raidlab.studies.claim_metric import (
     Measure,
     NotExpressible,
     Relation,
+    op_percent_in_name,
     settle,
 )
 from raidlab.studies.claim_metric import parse_metric as read_metric
@@ -753,6 +754,17 @@ def interpret(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
         return str(reason)
 
 
+def _op_of_name(row: ClaimText) -> ClaimText:
+    """The row with an over-provisioning percentage its metric names
+    ("gain_with_20_percent_overprovisioning") in its condition, where the condition
+    states none."""
+    percent = op_percent_in_name(row.metric)
+    if percent is None or re.search(r"\d\s*%", row.condition):
+        return row
+    stated = f"{percent:g}% overprovisioning"
+    return dataclasses.replace(row, condition=f"{row.condition}; {stated}".strip("; "))
+
+
 @dataclass(frozen=True)
 class Reading:
     """A row read: what is measured, how the figure is made of it, the levels compared
@@ -768,6 +780,7 @@ class Reading:
 
 def claim_checks(row: ClaimText) -> list[Check]:
     """The checks of a row: one per controller variant, workload and block size."""
+    row = _op_of_name(row)
     measure, relation, levels = parse_metric(row.metric, row.condition)
     config = parse_config(
         row.config,
@@ -996,6 +1009,9 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
                 PREVIOUS_WORKLOAD[workload] if relation.first == "previous" else relation.first
             )
         base = measure_run(baseline, measure, base_workload, bs, row.condition)
+        if relation.off_measured:
+            # "..._without_read_ahead": the setting off is measured against it on.
+            run, base = base, run
         runs = (run, base)
         metric = _combine(relation, measure.kind, run, base)
         how = (
