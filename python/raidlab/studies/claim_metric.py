@@ -166,7 +166,10 @@ WORDS: dict[str, str] = {
 # Drive counts a baseline may name ("vs_three_ssds", "over_3_drives").
 NUMBER_WORDS = {
     **{str(n): n for n in range(2, 33)},
-    **dict(zip(("two", "three", "four", "five", "six", "seven", "eight"), range(2, 9), strict=True)),
+    **{
+        word: n
+        for n, word in enumerate(("two", "three", "four", "five", "six", "seven", "eight"), 2)
+    },
 }
 BLOCK_WORD = re.compile(r"^\d+(?:k|kb|kib|m|mb|mib)$")
 LEVEL_WORD = re.compile(r"^raid(\d+)$")

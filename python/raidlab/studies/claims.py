@@ -46,8 +46,8 @@ from raidlab.scenario.tuning import (
     write_back_cache_bytes,
 )
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
-from raidlab.units import parse_size
 from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
+from raidlab.units import parse_size
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
