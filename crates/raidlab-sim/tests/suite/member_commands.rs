@@ -209,9 +209,18 @@ fn members_past_the_full_rate_ports_run_at_the_slow_ports_rate() {
     s.array.controller.full_rate_ports = Some(2);
     s.array.controller.slow_port_rate_bytes_per_s = Some(275e6);
     let mixed = mbps(&simulate(&s), "read");
-    assert!(mixed <= 4.0 * 275.0 * 1.01, "{mixed} MB/s above four slow ports");
-    assert!(mixed >= 4.0 * 275.0 * 0.9, "{mixed} MB/s far below four slow ports");
-    assert!(fast > 1.15 * mixed, "all ports fast {fast}, two slow {mixed}");
+    assert!(
+        mixed <= 4.0 * 275.0 * 1.01,
+        "{mixed} MB/s above four slow ports"
+    );
+    assert!(
+        mixed >= 4.0 * 275.0 * 0.9,
+        "{mixed} MB/s far below four slow ports"
+    );
+    assert!(
+        fast > 1.15 * mixed,
+        "all ports fast {fast}, two slow {mixed}"
+    );
     // As many full-rate ports as members: the slow rate applies to none.
     s.array.controller.full_rate_ports = Some(4);
     assert_eq!(mbps(&simulate(&s), "read"), fast);
