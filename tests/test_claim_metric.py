@@ -256,9 +256,7 @@ def test_a_figure_stated_of_two_workloads_is_checked_on_each() -> None:
 
 
 def test_a_change_without_a_setting_measures_it_off_against_on() -> None:
-    check = one(
-        "RAID5 4x SSD HWR", "seq_read_throughput_8k_slowdown_without_read_ahead", "2", "x"
-    )
+    check = one("RAID5 4x SSD HWR", "seq_read_throughput_8k_slowdown_without_read_ahead", "2", "x")
     off, on = check.runs
     assert off.setup.read_ahead == "none" and on.setup.read_ahead not in (None, "none")
     # A slowdown as a factor: the baseline (on) over the measured (off).
@@ -277,6 +275,51 @@ def test_an_over_provisioning_percentage_in_the_name_is_the_setting(metric: str)
     check = one("single Intel DC S3500 800GB", metric, "2.75", "x")
     run, base = check.runs
     assert (run.setup.op_percent, base.setup.op_percent) == (20.0, 0.0)
+
+
+def test_the_configs_level_and_count_named_again_in_the_metric() -> None:
+    (check, _) = checks_of(
+        "RAID5 3x SSD SWR and HWR", "raid5_random_write_iops_vs_single_ssd", "1", "x"
+    )
+    assert (check.runs[0].setup.level, check.runs[0].setup.drives) == (5, 3)
+    check = one("RAID5 4x SSD SWR", "raid5_4x_random_write_iops", "10000", "IOPS")
+    assert (check.runs[0].setup.level, check.runs[0].setup.drives) == (5, 4)
+    # Another level or count than the config's is a contradiction, not a guess.
+    assert "another" in read("RAID10 4x SSD SWR", "raid5_random_read_iops", "1", "IOPS")
+    assert "another" in read("RAID5 4x SSD SWR", "raid5_3x_random_write_iops", "1", "IOPS")
+
+
+def test_more_than_double_in_the_name_is_a_lower_bound_on_the_ratio() -> None:
+    checks = checks_of(
+        "RAID5 4x SSD SWR and HWR", "random_read_iops_more_than_double_single_ssd", "2", "x"
+    )
+    for check in checks:
+        run, single = check.runs
+        assert single.setup.controller == "hba" and run.setup.drives == 4
+        assert check.tolerance.passes(2.0, 2.3) and not check.tolerance.passes(2.0, 1.9)
+
+
+def test_a_change_of_a_workload_naming_no_quantity_is_of_its_access_figure() -> None:
+    # "random read" in IOPS; a slowdown of random reads in percent: IOPS too.
+    check = one("RAID5 4x SSD SWR", "random_read", "150000", "IOPS")
+    assert check.runs[0].rw == "randread" and check.runs[0].iodepth == 16
+    check = one("RAID5 4x SSD HWR", "read_ahead_random_read_slowdown", "20", "percent")
+    on, off = check.runs
+    assert on.rw == off.rw == "randread" and on.setup.read_ahead != off.setup.read_ahead
+
+
+def test_both_controllers_with_a_ratio_word_compare_the_first_with_the_other() -> None:
+    check = one("RAID5 3x SSD", "random_write_iops_swr_hwr_ratio", "1", "x")
+    run, base = check.runs
+    assert (run.setup.controller, base.setup.controller) == ("linux-md", "megaraid-9365")
+
+
+def test_a_baseline_array_named_by_level_and_count() -> None:
+    check = one("RAID5 4x SSD SWR", "write_iops_vs_raid5_3x", "1.3", "x")
+    run, base = check.runs
+    assert (run.setup.drives, base.setup.drives, base.setup.level) == (4, 3, 5)
+    check = one("RAID5 SSD SWR", "ssds_for_double_write_iops_of_3_ssd_raid5", "8", "SSDs")
+    assert check.runs[-1].setup.drives == 3 and check.runs[0].setup.drives == 4
 
 
 def test_raid10_counts_drives_in_pairs() -> None:

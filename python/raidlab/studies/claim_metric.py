@@ -74,6 +74,8 @@ class Relation:
     # The setting switched off is the measured figure and on the baseline
     # ("..._without_read_ahead"); otherwise on is measured against off.
     off_measured: bool = False
+    # The drive count the name states of the measured array ("raid5_3x_..."; 0: none).
+    named_drives: int = 0
 
 
 # Phrases folded to one word before a name is read, longest first where they overlap.
@@ -221,6 +223,7 @@ class _Reading:
     block_sizes: tuple[str, ...] = ()
     baseline_drives: int = 0
     off_measured: bool = False
+    named_drives: int = 0
 
 
 def _read_word(reading: _Reading, words: list[str], at: int) -> int:
@@ -306,6 +309,32 @@ def op_percent_in_name(metric: str) -> float | None:
     return float(found.group("n1") or found.group("n2")) if found else None
 
 
+COUNT_X = re.compile(r"^(\d+)x$")
+COUNT_DEVICES = ("ssd", "ssds", "drive", "drives", "disk", "disks")
+
+
+def _baseline_count(words: list[str], anywhere: bool = False) -> tuple[int, list[str]] | None:
+    """A drive count in ``words`` ("three ssds", "3 ssd", "3x"; at their start, or
+    anywhere) and the words without it and a level named beside it (the count's
+    level is the config's)."""
+    for at, word in enumerate(words):
+        if not anywhere and at > 1:
+            return None
+        count_x = COUNT_X.match(word)
+        if count_x:
+            count, span = int(count_x.group(1)), 1
+        elif word in NUMBER_WORDS and at + 1 < len(words) and words[at + 1] in COUNT_DEVICES:
+            count, span = NUMBER_WORDS[word], 2
+        else:
+            continue
+        rest = words[:at] + words[at + span :]
+        near = [i for i in (at - 1, at) if 0 <= i < len(rest) and LEVEL_WORD.match(rest[i])]
+        if near:
+            rest = rest[: near[0]] + rest[near[0] + 1 :]
+        return count, rest
+    return None
+
+
 def _read_name(metric: str) -> _Reading:
     name = re.sub(r"_(min|max)$", "", metric.strip().lower())
     name = re.sub(r"[^a-z0-9_.]+", "_", name)
@@ -320,22 +349,35 @@ def _read_name(metric: str) -> _Reading:
     compare = [at for at, word in enumerate(words) if WORDS.get(word) == "vs" or word == "minus"]
     if compare:
         # What follows "vs" ("over", "minus") is the baseline: a level, a controller,
-        # a single drive.
+        # a single drive, or the level's array of some drives.
         after = words[compare[0] + 1 :]
-        if after and LEVEL_WORD.match(after[0]):
+        counted = _baseline_count(after) if reading.step is None else None
+        if counted is not None:
+            # "vs three SSDs", "vs raid5 3x": the level's array of that many drives is
+            # the baseline; the count's words are read here, not as the drive-count
+            # figure.
+            reading.baseline_drives, rest = counted
+            words = words[: compare[0]] + rest
+        elif after and LEVEL_WORD.match(after[0]):
             reading.against = "level"
         elif after and WORDS.get(after[0], "").startswith("ctl:"):
             reading.against = "controller"
-        elif (
-            len(after) > 1
-            and after[0] in NUMBER_WORDS
-            and WORDS.get(after[1]) == "drives"
-            and reading.step is None
-        ):
-            # "vs three SSDs": the same level with that many drives is the baseline;
-            # the count's words are read here, not as the drive-count figure.
-            reading.baseline_drives = NUMBER_WORDS[after[0]]
-            words = words[: compare[0]] + after[2:]
+    elif (
+        reading.step is None
+        and any(WORDS.get(word, "").startswith("times:") for word in words)
+        and _baseline_count(words, anywhere=True) is not None
+    ):
+        # "ssds_for_double_write_iops_of_3_ssd_raid5": a count of drives named with a
+        # number is the baseline array wherever it stands.
+        counted = _baseline_count(words, anywhere=True)
+        assert counted is not None
+        reading.baseline_drives, words = counted
+    elif reading.step is None:
+        # "raid5_3x_random_write_iops": the config's drive count, named again
+        # (claim_text holds it to the config's).
+        counted = _baseline_count(words, anywhere=True)
+        if counted is not None:
+            reading.named_drives, words = counted
     at = 0
     while at < len(words):
         at = _read_word(reading, words, at)
@@ -343,7 +385,7 @@ def _read_name(metric: str) -> _Reading:
 
 
 def parse_metric(
-    metric: str, workloads_of_condition: tuple[str, ...] | None = None
+    metric: str, workloads_of_condition: tuple[str, ...] | None = None, unit: str = ""
 ) -> tuple[Measure | None, Relation, tuple[int, ...]]:
     """The measure and relation a metric name states, and the levels it compares.
     ``workloads_of_condition``: the workloads the claim's condition names, for a name
@@ -353,6 +395,8 @@ def parse_metric(
         return None, Relation("capacity"), ()
     reading = _read_name(metric)
     relation = _relation(reading)
+    if reading.named_drives:
+        relation = replace(relation, named_drives=reading.named_drives)
     levels: tuple[int, ...] = ()
     if relation.against == "level":
         if len(reading.levels) not in (1, 2):
@@ -360,11 +404,16 @@ def parse_metric(
         levels = (
             reading.levels if len(reading.levels) == 2 else (LEVEL_OF_CONFIG, reading.levels[0])
         )
-    elif reading.levels:
+    elif len(set(reading.levels)) > 1:
         raise NotExpressible(
-            f"metric '{metric}' names RAID {reading.levels[0]}; the level is the config's"
+            f"metric '{metric}' names RAID {reading.levels[0]} and RAID {reading.levels[1]} "
+            "and compares neither"
         )
-    return _measure(reading, relation, workloads_of_condition), relation, levels
+    elif reading.levels:
+        # "raid5_random_write_iops": the config's level, named again (claim_text holds
+        # it to the config's).
+        levels = (reading.levels[0],)
+    return _measure(reading, relation, workloads_of_condition, unit), relation, levels
 
 
 def _relation(reading: _Reading) -> Relation:
@@ -378,8 +427,17 @@ def _relation(reading: _Reading) -> Relation:
         kind = _kind(reading.change or "ratio")
         return Relation(kind, "controller", first=reading.controllers[0])
     if len(set(reading.controllers)) > 1:
+        if reading.change in ("ratio", "diff"):
+            # "swr_hwr_ratio", "hwr_swr_difference": the first named against the other.
+            kind = _kind(reading.change)
+            return Relation(kind, "controller", first=reading.controllers[0])
         raise NotExpressible(f"metric '{metric}' names both controllers and compares neither")
     variant = reading.controllers[0] if reading.controllers else ""
+    if reading.times and not reading.counts_drives and not reading.baseline_drives:
+        # "random_read_iops_more_than_double_single_ssd": the factor is the claim's
+        # value; the name says a ratio.
+        reading.change = "ratio"
+        reading.times = 0.0
     if reading.times or reading.counts_drives:
         if not (reading.times and reading.counts_drives):
             raise NotExpressible(
@@ -399,9 +457,7 @@ def _relation(reading: _Reading) -> Relation:
         if reading.modifier or reading.step is not None:
             raise NotExpressible(f"metric '{metric}' compares drive counts and something else")
         kind = _kind(reading.change or "ratio")
-        return Relation(
-            kind, "drives", variant=variant, baseline_drives=reading.baseline_drives
-        )
+        return Relation(kind, "drives", variant=variant, baseline_drives=reading.baseline_drives)
     if reading.step is not None:
         if reading.against or reading.modifier:
             raise NotExpressible(f"metric '{metric}' compares workloads and something else")
@@ -442,11 +498,32 @@ def _kind(change: str) -> str:
     return {"up": "gain", "down": "penalty", "diff": "difference", "ratio": "ratio"}[change]
 
 
+# The quantity a claim's unit states, for a name that names none ("random_read" in
+# IOPS).
+KIND_OF_UNIT = {
+    **dict.fromkeys(("IOPS", "KIOPS"), "iops"),
+    **dict.fromkeys(("MS", "US", "USEC", "MSEC"), "latency"),
+    **dict.fromkeys(("MBPS", "MB/S", "GBPS", "GB/S", "MIB/S", "GIB/S"), "mbps"),
+}
+
+
 def _measure(
-    reading: _Reading, relation: Relation, workloads_of_condition: tuple[str, ...] | None
+    reading: _Reading,
+    relation: Relation,
+    workloads_of_condition: tuple[str, ...] | None,
+    unit: str = "",
 ) -> Measure:
     metric = reading.metric
     auto = "mbps" if reading.access == "seq" else "iops"
+    if not reading.kinds:
+        # No quantity named: the unit's, else, for a change or comparison of a random
+        # or sequential workload ("read_ahead_random_read_slowdown"), the access's
+        # figure, as "performance" reads.
+        named = KIND_OF_UNIT.get(unit.strip().upper())
+        if named:
+            reading.kinds = (named,)
+        elif relation.kind not in ("value", "count") and (reading.access or reading.workloads):
+            reading.kinds = ("auto",)
     kinds = tuple(dict.fromkeys(auto if kind == "auto" else kind for kind in reading.kinds))
     if len(kinds) != 1:
         raise NotExpressible(

@@ -427,14 +427,16 @@ UNITS: dict[str, dict[str, float]] = {
 }
 
 
-def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation, tuple[int, ...]]:
+def parse_metric(
+    metric: str, condition: str, unit: str = ""
+) -> tuple[Measure | None, Relation, tuple[int, ...]]:
     """The measure and relation a metric name states (``claim_metric``), and the levels
     it compares; a name without a workload takes its condition's."""
     try:
         workloads: tuple[str, ...] | None = _workloads_of(condition, metric)
     except NotExpressible:
         workloads = None
-    measure, relation, levels = read_metric(metric, workloads)
+    measure, relation, levels = read_metric(metric, workloads, unit)
     if measure is not None:
         sizes = measure.block_sizes
         block_sizes = (
@@ -557,7 +559,9 @@ def parse_tolerance(
     ``factor`` from raidlab's unit to the claim's, ``kind`` the measure's (a
     difference of latencies is held to LATENCY_DIFFERENCE_MS, of IOPS or MB/s to the
     study's "about")."""
-    words = f"{row.condition} {row.value_text}".lower()
+    # "more_than_double" in a metric name bounds the figure as the condition would.
+    named = " ".join(re.findall(r"more_than|at_least", row.metric.lower())).replace("_", " ")
+    words = f"{row.condition} {row.value_text} {named}".lower()
     if relation.kind == "capacity":
         return _geometry_tolerance(row)
     if math.isnan(row.value):
@@ -781,7 +785,7 @@ class Reading:
 def claim_checks(row: ClaimText) -> list[Check]:
     """The checks of a row: one per controller variant, workload and block size."""
     row = _op_of_name(row)
-    measure, relation, levels = parse_metric(row.metric, row.condition)
+    measure, relation, levels = parse_metric(row.metric, row.condition, row.unit)
     config = parse_config(
         row.config,
         row.condition,
@@ -799,8 +803,22 @@ def claim_checks(row: ClaimText) -> list[Check]:
                 f"in {row.unit} is of one of them"
             )
         relation = Relation("ratio", "modifier", config.switched)
+    if relation.named_drives and any(
+        setup.drives != relation.named_drives for setup in config.setups.values()
+    ):
+        raise NotExpressible(
+            f"metric '{row.metric}' names {relation.named_drives} drives, config "
+            f"'{row.config}' another count"
+        )
     if relation.against == "level":
         levels = _compared_levels(row, levels, config)
+    elif levels:
+        # The metric names the config's level again ("raid5_random_write_iops").
+        if list(config.levels) != [levels[0]]:
+            raise NotExpressible(
+                f"metric '{row.metric}' names RAID {levels[0]}, config '{row.config}' another"
+            )
+        levels = ()
     relation, factor = settle_unit(row, measure, relation)
     tolerance = parse_tolerance(row, relation, factor, measure.kind if measure else "")
     reading = Reading(row, measure, relation, levels, tolerance, factor)
