@@ -222,6 +222,106 @@ def test_the_drive_count_that_doubles_a_figure(metric: str) -> None:
     assert check.tolerance.passes(4.0, 4.0) and not check.tolerance.passes(4.0, 3.0)
 
 
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "drives_to_double_random_write_iops_vs_three_ssds",
+        "random_write_iops_doubling_drive_count_compared_to_3_drives",
+        "ssds_needed_for_twice_the_random_write_iops_over_three_ssds",
+    ],
+)
+def test_the_drive_count_that_doubles_a_smaller_arrays_figure(metric: str) -> None:
+    # "Double the IOPS performance compared with three SSDs": the baseline is the
+    # level's array of three, not one drive, and the search starts past it.
+    check = one("RAID5 SSD SWR", metric, "8", "drives")
+    *arrays, base = check.runs
+    assert [run.setup.drives for run in arrays] == list(range(4, 10))
+    assert (base.setup.level, base.setup.drives, base.setup.controller) == (5, 3, "linux-md")
+    figures = (120.0, 150.0, 170.0, 190.0, 205.0, 230.0, 100.0)
+    assert check.metric(results(check, *figures)) == 8.0
+
+
+def test_a_ratio_against_a_smaller_array_of_the_level() -> None:
+    check = one("RAID5 4x SSD SWR", "random_write_iops_vs_three_ssds", "1.33", "x")
+    run, base = check.runs
+    assert (run.setup.drives, base.setup.drives, base.setup.level) == (4, 3, 5)
+    assert check.metric(results(check, 133.0, 100.0)) == pytest.approx(1.33)
+
+
+def test_a_figure_stated_of_two_workloads_is_checked_on_each() -> None:
+    # "Mixed workloads and write-only operations ... approximately 4,000 IOPS".
+    checks = checks_of("RAID5 4x SSD HWR", "mixed_and_write_iops", "4000", "IOPS")
+    assert sorted(c.variant for c in checks) == ["mixed", "write"]
+    assert sorted(c.runs[0].rw for c in checks) == ["randrw", "randwrite"]
+
+
+def test_a_change_without_a_setting_measures_it_off_against_on() -> None:
+    check = one("RAID5 4x SSD HWR", "seq_read_throughput_8k_slowdown_without_read_ahead", "2", "x")
+    off, on = check.runs
+    assert off.setup.read_ahead == "none" and on.setup.read_ahead not in (None, "none")
+    # A slowdown as a factor: the baseline (on) over the measured (off).
+    assert check.metric(results(check, 100.0, 200.0)) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "random_write_iops_gain_with_20_percent_overprovisioning",
+        "random_write_iops_gain_op_20pct",
+        "random_write_iops_gain_from_over_provisioning_20_percent",
+    ],
+)
+def test_an_over_provisioning_percentage_in_the_name_is_the_setting(metric: str) -> None:
+    check = one("single Intel DC S3500 800GB", metric, "2.75", "x")
+    run, base = check.runs
+    assert (run.setup.op_percent, base.setup.op_percent) == (20.0, 0.0)
+
+
+def test_the_configs_level_and_count_named_again_in_the_metric() -> None:
+    (check, _) = checks_of(
+        "RAID5 3x SSD SWR and HWR", "raid5_random_write_iops_vs_single_ssd", "1", "x"
+    )
+    assert (check.runs[0].setup.level, check.runs[0].setup.drives) == (5, 3)
+    check = one("RAID5 4x SSD SWR", "raid5_4x_random_write_iops", "10000", "IOPS")
+    assert (check.runs[0].setup.level, check.runs[0].setup.drives) == (5, 4)
+    # Another level or count than the config's is a contradiction, not a guess.
+    assert "another" in read("RAID10 4x SSD SWR", "raid5_random_read_iops", "1", "IOPS")
+    assert "another" in read("RAID5 4x SSD SWR", "raid5_3x_random_write_iops", "1", "IOPS")
+
+
+def test_more_than_double_in_the_name_is_a_lower_bound_on_the_ratio() -> None:
+    checks = checks_of(
+        "RAID5 4x SSD SWR and HWR", "random_read_iops_more_than_double_single_ssd", "2", "x"
+    )
+    for check in checks:
+        run, single = check.runs
+        assert single.setup.controller == "hba" and run.setup.drives == 4
+        assert check.tolerance.passes(2.0, 2.3) and not check.tolerance.passes(2.0, 1.9)
+
+
+def test_a_change_of_a_workload_naming_no_quantity_is_of_its_access_figure() -> None:
+    # "random read" in IOPS; a slowdown of random reads in percent: IOPS too.
+    check = one("RAID5 4x SSD SWR", "random_read", "150000", "IOPS")
+    assert check.runs[0].rw == "randread" and check.runs[0].iodepth == 16
+    check = one("RAID5 4x SSD HWR", "read_ahead_random_read_slowdown", "20", "percent")
+    on, off = check.runs
+    assert on.rw == off.rw == "randread" and on.setup.read_ahead != off.setup.read_ahead
+
+
+def test_both_controllers_with_a_ratio_word_compare_the_first_with_the_other() -> None:
+    check = one("RAID5 3x SSD", "random_write_iops_swr_hwr_ratio", "1", "x")
+    run, base = check.runs
+    assert (run.setup.controller, base.setup.controller) == ("linux-md", "megaraid-9365")
+
+
+def test_a_baseline_array_named_by_level_and_count() -> None:
+    check = one("RAID5 4x SSD SWR", "write_iops_vs_raid5_3x", "1.3", "x")
+    run, base = check.runs
+    assert (run.setup.drives, base.setup.drives, base.setup.level) == (4, 3, 5)
+    check = one("RAID5 SSD SWR", "ssds_for_double_write_iops_of_3_ssd_raid5", "8", "SSDs")
+    assert check.runs[-1].setup.drives == 3 and check.runs[0].setup.drives == 4
+
+
 def test_raid10_counts_drives_in_pairs() -> None:
     check = one("RAID10 SSD HWR", "drives_to_double_random_write_iops", "6", "drives")
     assert [run.setup.drives for run in check.runs[:-1]] == [4, 6, 8]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -311,3 +312,28 @@ def test_md_random_reads_scale_with_members() -> None:
     assert ordered == runs
     assert raid5_iops > 1.3 * raid1, (raid1, raid5_iops)
     assert raid5_iops > 2.0 * single, (single, raid5_iops)
+
+
+def test_md_arrays_sit_on_the_test_hosts_sata_ports_with_mdadms_chunk() -> None:
+    # The X9SCM-F's C204 has two 6 Gb/s and four 3 Gb/s SATA ports: md's RAID 5 of 4
+    # has two members on 3 Gb/s ports. md's chunk is mdadm's default (512 KiB), the
+    # MegaRAID's strip its default (64 KiB).
+    checks = [c for c in STUDY.checks() if c.claim_id == "Q01"]
+    _, scenarios = claim_scenarios(checks, 1000, 1)
+    by_controller = {s["array"]["controller"]["name"]: s["array"] for s in scenarios}
+    md, mega = by_controller["linux-md"], by_controller["megaraid-9365"]
+    assert md["controller"]["full_rate_ports"] == 2
+    assert md["controller"]["slow_port_rate_bytes_per_s"] == 275e6
+    assert md["stripe_unit_bytes"] == 512 * 1024
+    assert "full_rate_ports" not in mega["controller"]
+    assert mega["stripe_unit_bytes"] == 64 * 1024
+
+
+def test_writes_through_a_write_back_cache_onto_fob_ssds_fill_the_cache_first() -> None:
+    # TKperf's throughput rounds last minutes: a 1 GiB cache is full long before the
+    # measurement, so the run warms up with twice the cache in its own writes.
+    setup = Setup("RAID 5 of 4 HWR", "megaraid-9365", level=5, drives=4, state="fob")
+    wb = dataclasses.replace(setup, write_back=True)
+    assert claims._warmup_ios(claims.Run(wb, "write", 2, 16, bs="1M")) == 2 * 1024
+    assert claims._warmup_ios(claims.Run(setup, "write", 2, 16, bs="1M")) is None
+    assert claims._warmup_ios(claims.Run(wb, "read", 2, 16, bs="1M")) is None

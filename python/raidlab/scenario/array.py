@@ -81,6 +81,8 @@ HOST_EXTRA_KEYS = ("description", "preset")
 # Controller keys left out of the scenario at the native side's default, so a scenario
 # of a controller without the feature is what it was before the feature.
 CONTROLLER_OMITTED_KEYS = (
+    "full_rate_ports",
+    "slow_port_rate_bytes_per_s",
     "fastpath_overhead_ns",
     "fastpath",
     "uplink",

@@ -67,6 +67,15 @@ class Relation:
     # The baseline is not named (a change against the single drive by default, or the
     # setting the claim's config or condition switches on: claim_text decides).
     implied: bool = False
+    # The baseline is the same level with this many drives ("..._vs_three_ssds", a
+    # drive-count claim against a smaller array: "double the IOPS of three SSDs"); 0:
+    # as ``against`` says.
+    baseline_drives: int = 0
+    # The setting switched off is the measured figure and on the baseline
+    # ("..._without_read_ahead"); otherwise on is measured against off.
+    off_measured: bool = False
+    # The drive count the name states of the measured array ("raid5_3x_..."; 0: none).
+    named_drives: int = 0
 
 
 # Phrases folded to one word before a name is read, longest first where they overlap.
@@ -106,6 +115,8 @@ DEVICE_WORDS = ("ssd", "drive", "disk", "hdd", "device")
 WORDS: dict[str, str] = {
     **dict.fromkeys(("vs", "versus", "against", "than", "over"), "vs"),
     **dict.fromkeys(("with", "from", "by", "using"), "with"),
+    # "slowdown_without_read_ahead": the setting off measured against it on.
+    **dict.fromkeys(("without", "sans"), "without"),
     **dict.fromkeys(("readahead", "ra"), "mod:read_ahead"),
     **dict.fromkeys(("writeback", "wb"), "mod:write_back"),
     **dict.fromkeys(("op", "overprovisioning", "overprovisioned"), "mod:op_percent"),
@@ -153,6 +164,14 @@ WORDS: dict[str, str] = {
     **dict.fromkeys(("and", "total", "array", "raid", "measured", "three", "both"), ""),
     # "on a par with": a ratio (its value says "on a par").
     "par": "ratio",
+}
+# Drive counts a baseline may name ("vs_three_ssds", "over_3_drives").
+NUMBER_WORDS = {
+    **{str(n): n for n in range(2, 33)},
+    **{
+        word: n
+        for n, word in enumerate(("two", "three", "four", "five", "six", "seven", "eight"), 2)
+    },
 }
 BLOCK_WORD = re.compile(r"^\d+(?:k|kb|kib|m|mb|mib)$")
 LEVEL_WORD = re.compile(r"^raid(\d+)$")
@@ -202,6 +221,9 @@ class _Reading:
     workloads: tuple[str, ...] = ()
     access: str = ""
     block_sizes: tuple[str, ...] = ()
+    baseline_drives: int = 0
+    off_measured: bool = False
+    named_drives: int = 0
 
 
 def _read_word(reading: _Reading, words: list[str], at: int) -> int:
@@ -227,6 +249,9 @@ def _read_word(reading: _Reading, words: list[str], at: int) -> int:
             "controller (SWR, HWR) or another workload, as a ratio, a gain, a penalty or a "
             "difference; the drives that double a figure; usable capacity)"
         )
+    if meaning == "without":
+        reading.off_measured = True
+        meaning = "with"
     if meaning == "with":
         following = words[at + 1] if at + 1 < len(words) else ""
         named = WORDS.get(following, "")
@@ -269,8 +294,51 @@ def _apply(reading: _Reading, meaning: str) -> None:
         reading.step = ("previous", "")
 
 
+# A percentage of over-provisioning in a name ("gain_with_20_percent_overprovisioning",
+# "op_20pct"): claim_text reads it as the condition's "20% overprovisioning".
+OP_IN_NAME = re.compile(
+    r"(?:^|_)(?P<n1>\d+(?:\.\d+)?)_?(?:percent|pct)_(?=(?:over_?provisioning|op)(?:_|$))"
+    r"|(?:(?<=op_)|(?<=ning_))(?P<n2>\d+(?:\.\d+)?)_?(?:percent|pct)(?=_|$)"
+)
+
+
+def op_percent_in_name(metric: str) -> float | None:
+    """The over-provisioning percentage a metric name states, if any."""
+    name = re.sub(r"[^a-z0-9_.]+", "_", metric.strip().lower())
+    found = OP_IN_NAME.search(name)
+    return float(found.group("n1") or found.group("n2")) if found else None
+
+
+COUNT_X = re.compile(r"^(\d+)x$")
+COUNT_DEVICES = ("ssd", "ssds", "drive", "drives", "disk", "disks")
+
+
+def _baseline_count(words: list[str], anywhere: bool = False) -> tuple[int, list[str]] | None:
+    """A drive count in ``words`` ("three ssds", "3 ssd", "3x"; at their start, or
+    anywhere) and the words without it and a level named beside it (the count's
+    level is the config's)."""
+    for at, word in enumerate(words):
+        if not anywhere and at > 1:
+            return None
+        count_x = COUNT_X.match(word)
+        if count_x:
+            count, span = int(count_x.group(1)), 1
+        elif word in NUMBER_WORDS and at + 1 < len(words) and words[at + 1] in COUNT_DEVICES:
+            count, span = NUMBER_WORDS[word], 2
+        else:
+            continue
+        rest = words[:at] + words[at + span :]
+        near = [i for i in (at - 1, at) if 0 <= i < len(rest) and LEVEL_WORD.match(rest[i])]
+        if near:
+            rest = rest[: near[0]] + rest[near[0] + 1 :]
+        return count, rest
+    return None
+
+
 def _read_name(metric: str) -> _Reading:
     name = re.sub(r"_(min|max)$", "", metric.strip().lower())
+    name = re.sub(r"[^a-z0-9_.]+", "_", name)
+    name = OP_IN_NAME.sub("_", name).strip("_")
     name = re.sub(r"[^a-z0-9_]+", "_", name)
     reading = _Reading(metric)
     step = STEP.search(name)
@@ -281,12 +349,35 @@ def _read_name(metric: str) -> _Reading:
     compare = [at for at, word in enumerate(words) if WORDS.get(word) == "vs" or word == "minus"]
     if compare:
         # What follows "vs" ("over", "minus") is the baseline: a level, a controller,
-        # a single drive.
+        # a single drive, or the level's array of some drives.
         after = words[compare[0] + 1 :]
-        if after and LEVEL_WORD.match(after[0]):
+        counted = _baseline_count(after) if reading.step is None else None
+        if counted is not None:
+            # "vs three SSDs", "vs raid5 3x": the level's array of that many drives is
+            # the baseline; the count's words are read here, not as the drive-count
+            # figure.
+            reading.baseline_drives, rest = counted
+            words = words[: compare[0]] + rest
+        elif after and LEVEL_WORD.match(after[0]):
             reading.against = "level"
         elif after and WORDS.get(after[0], "").startswith("ctl:"):
             reading.against = "controller"
+    elif (
+        reading.step is None
+        and any(WORDS.get(word, "").startswith("times:") for word in words)
+        and _baseline_count(words, anywhere=True) is not None
+    ):
+        # "ssds_for_double_write_iops_of_3_ssd_raid5": a count of drives named with a
+        # number is the baseline array wherever it stands.
+        counted = _baseline_count(words, anywhere=True)
+        assert counted is not None
+        reading.baseline_drives, words = counted
+    elif reading.step is None:
+        # "raid5_3x_random_write_iops": the config's drive count, named again
+        # (claim_text holds it to the config's).
+        counted = _baseline_count(words, anywhere=True)
+        if counted is not None:
+            reading.named_drives, words = counted
     at = 0
     while at < len(words):
         at = _read_word(reading, words, at)
@@ -294,7 +385,7 @@ def _read_name(metric: str) -> _Reading:
 
 
 def parse_metric(
-    metric: str, workloads_of_condition: tuple[str, ...] | None = None
+    metric: str, workloads_of_condition: tuple[str, ...] | None = None, unit: str = ""
 ) -> tuple[Measure | None, Relation, tuple[int, ...]]:
     """The measure and relation a metric name states, and the levels it compares.
     ``workloads_of_condition``: the workloads the claim's condition names, for a name
@@ -304,6 +395,8 @@ def parse_metric(
         return None, Relation("capacity"), ()
     reading = _read_name(metric)
     relation = _relation(reading)
+    if reading.named_drives:
+        relation = replace(relation, named_drives=reading.named_drives)
     levels: tuple[int, ...] = ()
     if relation.against == "level":
         if len(reading.levels) not in (1, 2):
@@ -311,11 +404,16 @@ def parse_metric(
         levels = (
             reading.levels if len(reading.levels) == 2 else (LEVEL_OF_CONFIG, reading.levels[0])
         )
-    elif reading.levels:
+    elif len(set(reading.levels)) > 1:
         raise NotExpressible(
-            f"metric '{metric}' names RAID {reading.levels[0]}; the level is the config's"
+            f"metric '{metric}' names RAID {reading.levels[0]} and RAID {reading.levels[1]} "
+            "and compares neither"
         )
-    return _measure(reading, relation, workloads_of_condition), relation, levels
+    elif reading.levels:
+        # "raid5_random_write_iops": the config's level, named again (claim_text holds
+        # it to the config's).
+        levels = (reading.levels[0],)
+    return _measure(reading, relation, workloads_of_condition, unit), relation, levels
 
 
 def _relation(reading: _Reading) -> Relation:
@@ -329,21 +427,48 @@ def _relation(reading: _Reading) -> Relation:
         kind = _kind(reading.change or "ratio")
         return Relation(kind, "controller", first=reading.controllers[0])
     if len(set(reading.controllers)) > 1:
+        if reading.change in ("ratio", "diff"):
+            # "swr_hwr_ratio", "hwr_swr_difference": the first named against the other.
+            kind = _kind(reading.change)
+            return Relation(kind, "controller", first=reading.controllers[0])
         raise NotExpressible(f"metric '{metric}' names both controllers and compares neither")
     variant = reading.controllers[0] if reading.controllers else ""
+    if reading.times and not reading.counts_drives and not reading.baseline_drives:
+        # "random_read_iops_more_than_double_single_ssd": the factor is the claim's
+        # value; the name says a ratio.
+        reading.change = "ratio"
+        reading.times = 0.0
     if reading.times or reading.counts_drives:
         if not (reading.times and reading.counts_drives):
             raise NotExpressible(
                 f"metric '{metric}': a drive count is read as the drives that double or "
                 "triple a figure ('drives_to_double_random_read_iops')"
             )
+        if reading.baseline_drives:
+            return Relation(
+                "count",
+                "drives",
+                factor=reading.times,
+                variant=variant,
+                baseline_drives=reading.baseline_drives,
+            )
         return Relation("count", "single", factor=reading.times, variant=variant)
+    if reading.baseline_drives:
+        if reading.modifier or reading.step is not None:
+            raise NotExpressible(f"metric '{metric}' compares drive counts and something else")
+        kind = _kind(reading.change or "ratio")
+        return Relation(kind, "drives", variant=variant, baseline_drives=reading.baseline_drives)
     if reading.step is not None:
         if reading.against or reading.modifier:
             raise NotExpressible(f"metric '{metric}' compares workloads and something else")
         kind = _kind(reading.change or "diff")
         return Relation(kind, "workload", first=reading.step[0], variant=variant)
-    return replace(_relation_of_one(reading, reading.against), variant=variant)
+    relation = replace(_relation_of_one(reading, reading.against), variant=variant)
+    if reading.off_measured:
+        if relation.against != "modifier":
+            raise NotExpressible(f"metric '{metric}' names no setting to go without")
+        relation = replace(relation, off_measured=True)
+    return relation
 
 
 def _relation_of_one(reading: _Reading, against: str) -> Relation:
@@ -373,11 +498,32 @@ def _kind(change: str) -> str:
     return {"up": "gain", "down": "penalty", "diff": "difference", "ratio": "ratio"}[change]
 
 
+# The quantity a claim's unit states, for a name that names none ("random_read" in
+# IOPS).
+KIND_OF_UNIT = {
+    **dict.fromkeys(("IOPS", "KIOPS"), "iops"),
+    **dict.fromkeys(("MS", "US", "USEC", "MSEC"), "latency"),
+    **dict.fromkeys(("MBPS", "MB/S", "GBPS", "GB/S", "MIB/S", "GIB/S"), "mbps"),
+}
+
+
 def _measure(
-    reading: _Reading, relation: Relation, workloads_of_condition: tuple[str, ...] | None
+    reading: _Reading,
+    relation: Relation,
+    workloads_of_condition: tuple[str, ...] | None,
+    unit: str = "",
 ) -> Measure:
     metric = reading.metric
     auto = "mbps" if reading.access == "seq" else "iops"
+    if not reading.kinds:
+        # No quantity named: the unit's, else, for a change or comparison of a random
+        # or sequential workload ("read_ahead_random_read_slowdown"), the access's
+        # figure, as "performance" reads.
+        named = KIND_OF_UNIT.get(unit.strip().upper())
+        if named:
+            reading.kinds = (named,)
+        elif relation.kind not in ("value", "count") and (reading.access or reading.workloads):
+            reading.kinds = ("auto",)
     kinds = tuple(dict.fromkeys(auto if kind == "auto" else kind for kind in reading.kinds))
     if len(kinds) != 1:
         raise NotExpressible(
@@ -395,10 +541,9 @@ def _measure(
             raise NotExpressible(f"metric '{metric}' names workloads besides its step")
         workloads = (reading.step[1],)
     elif len(workloads) > 1:
-        raise NotExpressible(
-            f"metric '{metric}' names {' and '.join(workloads)}; one workload per figure "
-            "(or '..._read_to_write' for the step between two)"
-        )
+        # "mixed_and_write_iops": the one figure stated of each ("mixed workloads and
+        # write-only operations ... approximately 4,000 IOPS"), one check per workload.
+        pass
     elif not workloads and reading.each and workloads_of_condition is None:
         workloads = ("read", "mixed", "write")
     elif not workloads and workloads_of_condition is None and kind == "latency":

@@ -38,6 +38,7 @@ from raidlab.studies.claim_metric import (
     Measure,
     NotExpressible,
     Relation,
+    op_percent_in_name,
     settle,
 )
 from raidlab.studies.claim_metric import parse_metric as read_metric
@@ -426,14 +427,16 @@ UNITS: dict[str, dict[str, float]] = {
 }
 
 
-def parse_metric(metric: str, condition: str) -> tuple[Measure | None, Relation, tuple[int, ...]]:
+def parse_metric(
+    metric: str, condition: str, unit: str = ""
+) -> tuple[Measure | None, Relation, tuple[int, ...]]:
     """The measure and relation a metric name states (``claim_metric``), and the levels
     it compares; a name without a workload takes its condition's."""
     try:
         workloads: tuple[str, ...] | None = _workloads_of(condition, metric)
     except NotExpressible:
         workloads = None
-    measure, relation, levels = read_metric(metric, workloads)
+    measure, relation, levels = read_metric(metric, workloads, unit)
     if measure is not None:
         sizes = measure.block_sizes
         block_sizes = (
@@ -556,7 +559,9 @@ def parse_tolerance(
     ``factor`` from raidlab's unit to the claim's, ``kind`` the measure's (a
     difference of latencies is held to LATENCY_DIFFERENCE_MS, of IOPS or MB/s to the
     study's "about")."""
-    words = f"{row.condition} {row.value_text}".lower()
+    # "more_than_double" in a metric name bounds the figure as the condition would.
+    named = " ".join(re.findall(r"more_than|at_least", row.metric.lower())).replace("_", " ")
+    words = f"{row.condition} {row.value_text} {named}".lower()
     if relation.kind == "capacity":
         return _geometry_tolerance(row)
     if math.isnan(row.value):
@@ -708,10 +713,21 @@ def _baseline(setup: Setup, relation: Relation, levels: tuple[int, ...]) -> Setu
         return dataclasses.replace(setup, name=f"{setup.name} as RAID {levels[1]}", level=levels[1])
     if relation.against == "workload":
         return setup
+    if relation.against == "drives":
+        return _with_drives(setup, relation.baseline_drives)
     off = {"write_back": False, "read_ahead": "none", "op_percent": 0.0}[relation.modifier]
     return dataclasses.replace(
         setup, name=f"{setup.name} without {relation.modifier}", **{relation.modifier: off}
     )
+
+
+def _with_drives(setup: Setup, drives: int) -> Setup:
+    """The setup's level with ``drives`` drives (a baseline "vs three SSDs")."""
+    fewest, step = LEVEL_COUNTS.get(setup.level, (1, 1))
+    if drives < fewest or (drives - fewest) % step:
+        raise NotExpressible(f"RAID {setup.level} is not built of {drives} drives")
+    name = _setup_name(setup.level, drives, "", setup.drive)
+    return dataclasses.replace(setup, name=f"{name} ({setup.controller})", drives=drives)
 
 
 def _with_modifier(setup: Setup, relation: Relation, condition: str) -> Setup:
@@ -742,6 +758,17 @@ def interpret(claim_id: str, row: Mapping[str, Any]) -> list[Check] | str:
         return str(reason)
 
 
+def _op_of_name(row: ClaimText) -> ClaimText:
+    """The row with an over-provisioning percentage its metric names
+    ("gain_with_20_percent_overprovisioning") in its condition, where the condition
+    states none."""
+    percent = op_percent_in_name(row.metric)
+    if percent is None or re.search(r"\d\s*%", row.condition):
+        return row
+    stated = f"{percent:g}% overprovisioning"
+    return dataclasses.replace(row, condition=f"{row.condition}; {stated}".strip("; "))
+
+
 @dataclass(frozen=True)
 class Reading:
     """A row read: what is measured, how the figure is made of it, the levels compared
@@ -757,7 +784,8 @@ class Reading:
 
 def claim_checks(row: ClaimText) -> list[Check]:
     """The checks of a row: one per controller variant, workload and block size."""
-    measure, relation, levels = parse_metric(row.metric, row.condition)
+    row = _op_of_name(row)
+    measure, relation, levels = parse_metric(row.metric, row.condition, row.unit)
     config = parse_config(
         row.config,
         row.condition,
@@ -775,8 +803,22 @@ def claim_checks(row: ClaimText) -> list[Check]:
                 f"in {row.unit} is of one of them"
             )
         relation = Relation("ratio", "modifier", config.switched)
+    if relation.named_drives and any(
+        setup.drives != relation.named_drives for setup in config.setups.values()
+    ):
+        raise NotExpressible(
+            f"metric '{row.metric}' names {relation.named_drives} drives, config "
+            f"'{row.config}' another count"
+        )
     if relation.against == "level":
         levels = _compared_levels(row, levels, config)
+    elif levels:
+        # The metric names the config's level again ("raid5_random_write_iops").
+        if list(config.levels) != [levels[0]]:
+            raise NotExpressible(
+                f"metric '{row.metric}' names RAID {levels[0]}, config '{row.config}' another"
+            )
+        levels = ()
     relation, factor = settle_unit(row, measure, relation)
     tolerance = parse_tolerance(row, relation, factor, measure.kind if measure else "")
     reading = Reading(row, measure, relation, levels, tolerance, factor)
@@ -985,6 +1027,9 @@ def _check(reading: Reading, variant: str, setup: Setup, workload: str, bs: str)
                 PREVIOUS_WORKLOAD[workload] if relation.first == "previous" else relation.first
             )
         base = measure_run(baseline, measure, base_workload, bs, row.condition)
+        if relation.off_measured:
+            # "..._without_read_ahead": the setting off is measured against it on.
+            run, base = base, run
         runs = (run, base)
         metric = _combine(relation, measure.kind, run, base)
         how = (
@@ -1009,6 +1054,14 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
     row, measure, relation = reading.row, reading.measure, reading.relation
     assert measure is not None
     fewest, step = _counted_drives(row.config, setup.level)
+    # Against a smaller array of the level ("vs three SSDs"), counts from the next one.
+    base_setup = (
+        _with_drives(setup, relation.baseline_drives)
+        if relation.against == "drives"
+        else single_of(setup)
+    )
+    if relation.against == "drives":
+        fewest = base_setup.drives + step
     last = min(COUNT_MAX, max(int(row.value) + step, fewest + 2 * step))
     counts = tuple(range(fewest, last + 1, step))
     arrays = [
@@ -1023,7 +1076,7 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
         )
         for n in counts
     ]
-    single = measure_run(single_of(setup), measure, workload, bs, row.condition)
+    single = measure_run(base_setup, measure, workload, bs, row.condition)
     values = [_value(run, measure.kind) for run in arrays]
     baseline = _value(single, measure.kind)
 
@@ -1041,8 +1094,8 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
         fewest_reaching,
         reading.tolerance,
         f"fewest drives of RAID {setup.level} on {setup.controller} ({counts[0]}-{counts[-1]} "
-        f"simulated) whose {QUANTITY[measure.kind]} is {relation.factor:g}x one "
-        f"{setup.drive} on hba, {describe_workload(single)} {FROM_TEXT}",
+        f"simulated) whose {QUANTITY[measure.kind]} is {relation.factor:g}x "
+        f"{describe_setup(base_setup)}, {describe_workload(single)} {FROM_TEXT}",
     )
 
 

@@ -47,6 +47,7 @@ from raidlab.scenario.tuning import (
 )
 from raidlab.scenario.workloads import WorkloadRequest, build_workload
 from raidlab.studies import CLAIMS_IOS_DEFAULT, reference_data
+from raidlab.units import parse_size
 
 # pandas loads where a frame is built, not with the module: the command line starts
 # without it (docs/benchmarks.md, start-up).
@@ -242,7 +243,13 @@ LATENCY_DIFFERENCE_MS = 0.02
 # [100,65,0]).
 IOPS_MIX_READ = 50
 LATENCY_MIX_READ = 65
-STRIPE_UNIT = "64K"  # assumed: md's and MegaRAID's default chunk; no figure in the article
+# The stripe unit: the article states none, so each RAID stack's default for a new
+# array. The MegaRAID's strip: "Strip sizes of 8 KB ... 1024 KB are supported. The
+# default is 64 KB" (MegaRAID Storage Manager 17.05 user guide, Selecting the Virtual
+# Drive Settings). md's chunk: "The default when creating an array is 512KB" (mdadm(8),
+# --chunk; mdadm 3.1 and later, 2009, before the article). Until issue 33 both were 64K.
+STRIPE_UNIT = "64K"
+SWR_CHUNK = "512K"
 
 
 # The article's "HDD RAID with a write-back cache": a RAID 5 of four 7200 rpm disks
@@ -292,13 +299,20 @@ def steady_warmup_ios(write_back_bytes: int) -> int:
 
 def _warmup_ios(run: Run) -> int | None:
     """Warm-up of a run that writes to SSDs in steady state (steady_warmup_ios: the
-    drives' buffers full and, behind a write-back cache, the cache destaging). None
-    (the workload's default) for the others."""
+    drives' buffers full and, behind a write-back cache, the cache destaging), or that
+    writes through a write-back cache onto SSDs in another state (fob: twice the cache
+    in the run's own writes, so the measurement sees the destage rate, not the cache
+    filling, as in TKperf's minutes-long rounds). None (the workload's default) for the
+    others: the HDD checks measure a cache that has not filled (the article's
+    'potential' write performance)."""
     setup = run.setup
-    if setup.state != "steady" or not _has_ftl(setup.drive) or run.rw in ("read", "randread"):
+    if run.rw in ("read", "randread") or not _has_ftl(setup.drive):
         return None
     controller = preset("controller", setup.controller, "controller")
-    return steady_warmup_ios(write_back_cache_bytes({**controller, "write_back": setup.write_back}))
+    cache = write_back_cache_bytes({**controller, "write_back": setup.write_back})
+    if setup.state == "steady":
+        return steady_warmup_ios(cache)
+    return 2 * cache // parse_size(run.bs) if cache else None
 
 
 def _drive(setup: Setup) -> Any:
@@ -318,6 +332,18 @@ def _drive(setup: Setup) -> Any:
 # Linux 5.3 ("md/raid10: read balance chooses idlest disk for SSD"); raid1 the least
 # busy SSD mirror (since 3.6). `linux-md` itself keeps least-outstanding for both.
 SWR_READ_BALANCE = "md"
+# The ports of the article's md arrays: the test host's onboard SATA (Supermicro
+# X9SCM-F, devices.csv), an Intel C204 PCH, whose six ports are two SATA 6 Gb/s (ports
+# 0 and 1) and four SATA 3 Gb/s (ports 2-5; Intel 6 Series Chipset and Intel C200
+# Series Chipset datasheet, 324645, SATA; Supermicro's X9SCM-F specification: "2x SATA3
+# (6Gbps), 4x SATA2 (3Gbps)"). An md array of three or four SSDs therefore has one or
+# two members on 3 Gb/s ports, whatever the cabling; the first members are taken to be
+# on the 6 Gb/s ones. A 3 Gb/s port carries half what a 6 Gb/s one does: 275 MB/s of
+# payload, half the 550 MB/s the drive presets take for SATA 6 Gb/s after 8b/10b
+# coding and FIS framing. `linux-md` itself keeps one port rate (other studies' md
+# hosts are not this board).
+SWR_FULL_RATE_PORTS = 2
+SWR_SLOW_PORT_RATE = 275_000_000
 
 
 def _controller(setup: Setup) -> Any:
@@ -330,6 +356,8 @@ def _controller(setup: Setup) -> Any:
         table["write_back"] = setup.write_back
     if setup.controller == SWR:
         table["read_balance"] = SWR_READ_BALANCE
+        table["full_rate_ports"] = SWR_FULL_RATE_PORTS
+        table["slow_port_rate_bytes_per_s"] = SWR_SLOW_PORT_RATE
     return {"preset": setup.controller, **table} if table else setup.controller
 
 
@@ -933,7 +961,12 @@ SSD_RAID_TUNING = ClaimStudy(
         "write-back (cache full: the sustained destage rate), no read-ahead, so no "
         "FastPath; Figure 4's megaraid-9361 arrays write-through (FastPath on) unless a "
         "check states write-back or read-ahead",
-        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit {STRIPE_UNIT}",
+        f"fio-style {BLOCK} random I/O, direct, over the whole array, stripe unit "
+        f"{STRIPE_UNIT} (the MegaRAID's default strip), {SWR_CHUNK} on md (mdadm's "
+        "default chunk)",
+        f"SWR members on the test host's C204 SATA ports: the first "
+        f"{SWR_FULL_RATE_PORTS} at 6 Gb/s, the others at 3 Gb/s "
+        f"({SWR_SLOW_PORT_RATE / 1e6:.0f} MB/s)",
         f"IOPS at {PTS_NUMJOBS} jobs x QD {PTS_IODEPTH} outstanding I/O (SNIA PTS-E "
         "recommends TC 2 x QD 16 for IOPS; the article's TKperf runs fio with these)",
         "latency claims at 1 job x QD 1; mixed = 50/50 read/write in the IOPS test (T05), "
@@ -1003,13 +1036,21 @@ def _fastpath(setup: Setup) -> bool:
     )
 
 
+def _stripe_unit(setup: Setup) -> str:
+    """The setup's stripe unit: its own, else its RAID stack's default (md's chunk on
+    SWR, the MegaRAID's strip elsewhere)."""
+    if setup.stripe_unit:
+        return setup.stripe_unit
+    return SWR_CHUNK if setup.controller == SWR else STRIPE_UNIT
+
+
 def _array(setup: Setup) -> dict[str, Any]:
     """The scenario array of ``setup``."""
     array = build_array(
         ArrayRequest(
             level=setup.level,
             drives=setup.drives,
-            stripe_unit=setup.stripe_unit or STRIPE_UNIT,
+            stripe_unit=_stripe_unit(setup),
             drive=_drive(setup),
             controller=_controller(setup),
         )

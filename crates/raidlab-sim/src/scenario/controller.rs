@@ -39,6 +39,15 @@ pub struct ControllerSpec {
     pub spindle_phase: SpindlePhase,
     /// Per-port link rate.
     pub port_rate_bytes_per_s: f64,
+    /// Members on ports of `port_rate_bytes_per_s`, the first ones (None: all). The
+    /// others sit on ports of `slow_port_rate_bytes_per_s`, as a chipset's SATA ports
+    /// come in two generations (Intel's 6 Series/C200 PCH: ports 0-1 at 6 Gb/s, 2-5 at
+    /// 3 Gb/s), so an array of more members than fast ports has some on slow ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_rate_ports: Option<u32>,
+    /// Link rate of the ports after the first `full_rate_ports` (None: as the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_port_rate_bytes_per_s: Option<f64>,
     /// Shared host path, each direction (None = unlimited).
     #[serde(default)]
     pub bus_rate_bytes_per_s: Option<f64>,
@@ -151,6 +160,16 @@ pub struct UplinkSpec {
     /// completion boundary carries less data host-to-device than device-to-host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_completion_bytes: Option<u64>,
+}
+
+impl ControllerSpec {
+    /// Link rate of the port member `member` is attached to.
+    pub fn member_port_rate(&self, member: u32) -> f64 {
+        match (self.full_rate_ports, self.slow_port_rate_bytes_per_s) {
+            (Some(fast), Some(slow)) if member >= fast => slow,
+            _ => self.port_rate_bytes_per_s,
+        }
+    }
 }
 
 impl UplinkSpec {

@@ -921,6 +921,12 @@ limits! {
         .ints(1, 256).nullable();
     CONTROLLER_PORT_RATE = Limit::new("array.controller.port_rate_bytes_per_s", Always, Rate,
         "per-port link rate").reals(RATE_MIN, RATE_MAX);
+    CONTROLLER_FULL_RATE_PORTS = Limit::new("array.controller.full_rate_ports", Always, Count,
+        "members on ports of port_rate_bytes_per_s, the first ones; the others are on ports of \
+         slow_port_rate_bytes_per_s (null = all)").ints(0, MEMBERS_MAX).nullable();
+    CONTROLLER_SLOW_PORT_RATE = Limit::new("array.controller.slow_port_rate_bytes_per_s", Always,
+        Rate, "link rate of the ports after the full-rate ones (a chipset's older SATA ports; \
+         null = none)").reals(RATE_MIN, RATE_MAX).nullable();
     CONTROLLER_BUS_RATE = Limit::new("array.controller.bus_rate_bytes_per_s", Always, Rate,
         "shared host path, each direction (null = unlimited)").reals(RATE_MIN, RATE_MAX)
         .nullable();

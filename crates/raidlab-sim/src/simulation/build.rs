@@ -216,7 +216,11 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
         .map(|i| match &a.drive {
             DriveSpec::Hdd(h) => queued(
                 DriveModel::Hdd(member_spindle(
-                    hdd.clone().expect("built above for an HDD"),
+                    if c.member_port_rate(i) == c.port_rate_bytes_per_s {
+                        hdd.clone().expect("built above for an HDD")
+                    } else {
+                        Hdd::new(h, c.member_port_rate(i))
+                    },
                     c.spindle_phase,
                     scenario.seed,
                     i,
@@ -228,7 +232,7 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
             DriveSpec::Ssd(s) => queued(
                 DriveModel::Ssd(Ssd::new(
                     &preconditioned_for(s, scenario),
-                    c.port_rate_bytes_per_s,
+                    c.member_port_rate(i),
                     scenario.seed ^ (u64::from(i) << 32),
                 )),
                 s.ncq_depth,
@@ -237,7 +241,7 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
             DriveSpec::Nvme(n) => queued(
                 DriveModel::Ssd(Ssd::full_duplex(
                     &n.flash_spec(),
-                    c.port_rate_bytes_per_s,
+                    c.member_port_rate(i),
                     scenario.seed ^ (u64::from(i) << 32),
                 )),
                 n.command_slots(),

@@ -142,6 +142,8 @@ pub fn hba() -> ControllerSpec {
         member_queue_depth: None,
         spindle_phase: Default::default(),
         port_rate_bytes_per_s: 600e6,
+        full_rate_ports: None,
+        slow_port_rate_bytes_per_s: None,
         bus_rate_bytes_per_s: None,
         read_rate_bytes_per_s_max: None,
         write_rate_bytes_per_s_max: None,

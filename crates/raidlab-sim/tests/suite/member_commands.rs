@@ -196,3 +196,32 @@ fn serial_dispatch_keeps_the_controller_cpu_busy_as_long_as_batch() {
         );
     }
 }
+
+#[test]
+fn members_past_the_full_rate_ports_run_at_the_slow_ports_rate() {
+    // A chipset's SATA ports in two generations (two at 6 Gb/s, the rest at 3 Gb/s): a
+    // striped sequential read waits for its slowest members, so a 4-drive array reads
+    // at four times the slow port's rate, not the drives'.
+    let mut s = scenario(crate::common::s3500_80g(), 4, Rw::Read, 1 << 20, 8);
+    w(&mut s).ios = 1_000;
+    w(&mut s).warmup_ios = 100;
+    let fast = mbps(&simulate(&s), "read");
+    s.array.controller.full_rate_ports = Some(2);
+    s.array.controller.slow_port_rate_bytes_per_s = Some(275e6);
+    let mixed = mbps(&simulate(&s), "read");
+    assert!(
+        mixed <= 4.0 * 275.0 * 1.01,
+        "{mixed} MB/s above four slow ports"
+    );
+    assert!(
+        mixed >= 4.0 * 275.0 * 0.9,
+        "{mixed} MB/s far below four slow ports"
+    );
+    assert!(
+        fast > 1.15 * mixed,
+        "all ports fast {fast}, two slow {mixed}"
+    );
+    // As many full-rate ports as members: the slow rate applies to none.
+    s.array.controller.full_rate_ports = Some(4);
+    assert_eq!(mbps(&simulate(&s), "read"), fast);
+}
