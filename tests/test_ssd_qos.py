@@ -48,7 +48,7 @@ def test_percentiles_lie_between_min_and_max_in_order(drive: str, rw: str, qd: i
 def test_every_point_has_a_tail(drive: str, rw: str, qd: int) -> None:
     """Writes (buffer waits, garbage collection, relocation bursts) and queued reads
     (die contention) spread: p99 above p50. Reads at QD 1 find an idle die, and the
-    2 % whose sense the ECC fails are read again (read retry, docs/model.md)."""
+    4 % whose sense the ECC fails are read again (read retry, docs/model.md)."""
     p = clat(drive, rw, qd)["percentile"]
     assert p["99.000000"] > 1.2 * p["50.000000"], p
 
@@ -64,9 +64,12 @@ def test_qd1_write_tail_is_within_2x_of_the_datasheet_qos(drive: str) -> None:
 
 @pytest.mark.parametrize("drive", S3500)
 def test_qd1_reads_stay_within_the_datasheet_qos_bound(drive: str) -> None:
-    """The datasheet's 500 us is a bound 99.9 % of reads meet."""
+    """The datasheet's 500 us is a bound 99.9 % of reads meet, and the read retry rate
+    calibrated on it puts both S3500 models within a factor of 2 below it (at 2 %, one
+    retry at the 99.9 %, the 80 GB model's faster channels gave 212 us)."""
     spec_us = qos(drive)["read_999_qd1_us"]
-    assert clat(drive, "randread", 1)["percentile"]["99.900000"] / 1000 <= spec_us
+    p999_us = clat(drive, "randread", 1)["percentile"]["99.900000"] / 1000
+    assert spec_us / 2 <= p999_us <= spec_us, (p999_us, spec_us)
 
 
 def run_records(drive: str, rw: str, qd: int) -> dict[str, Any]:
