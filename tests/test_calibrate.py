@@ -298,7 +298,7 @@ program_page_ns = 983_000
 channel_rate_bytes_per_s = 200_000_000
 write_buffer_bytes = 16_777_216
 read_buffer = true
-read_retry_percent = 2.0
+read_retry_percent = 4.0
 """
 
 
