@@ -895,7 +895,17 @@ def _uplink_figures(uplink: Mapping[str, Any] | None) -> str:
     who = "all members" if behind is None else f"last {behind} member(s)"
     completions = uplink.get("pcie_completion_bytes")
     writes = f", writes in {completions} B completions" if completions else ""
-    return f", uplink PCIe {uplink['pcie_gen']}.0 x{uplink['pcie_lanes']} ({who}{writes})"
+    # Measured ceilings below the TLP arithmetic, where the preset has them.
+    measured = [
+        f"{label} {uplink[key] / 1e9:g} GB/s"
+        for key, label in (
+            ("up_rate_bytes_per_s_max", "reads"),
+            ("down_rate_bytes_per_s_max", "writes"),
+        )
+        if uplink.get(key)
+    ]
+    ceilings = f", measured at most {' / '.join(measured)}" if measured else ""
+    return f", uplink PCIe {uplink['pcie_gen']}.0 x{uplink['pcie_lanes']} ({who}{writes}{ceilings})"
 
 
 # The key figures of presets as columns (their preset keys, units in the names), for

@@ -160,6 +160,14 @@ pub struct UplinkSpec {
     /// completion boundary carries less data host-to-device than device-to-host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_completion_bytes: Option<u64>,
+    /// A measured ceiling of the device-to-host direction (the members' reads) below
+    /// what the TLP arithmetic gives, where a published measurement of the link shows
+    /// one (None: the arithmetic's rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_rate_bytes_per_s_max: Option<f64>,
+    /// The same for the host-to-device direction (the members' writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_rate_bytes_per_s_max: Option<f64>,
 }
 
 impl ControllerSpec {
@@ -176,22 +184,30 @@ impl UplinkSpec {
     /// Payload rate of the link device-to-host: the members' reads, posted writes of
     /// `pcie_max_payload_bytes` each.
     pub fn rate_bytes_per_s(&self) -> f64 {
-        crate::drive::pcie::pcie_payload_rate(
+        let framed = crate::drive::pcie::pcie_payload_rate(
             self.pcie_gen,
             self.pcie_lanes,
             self.pcie_max_payload_bytes,
-        )
+        );
+        self.up_rate_bytes_per_s_max
+            .map_or(framed, |max| framed.min(max))
     }
 
     /// Payload rate of the link host-to-device: the members' writes, whose data they
     /// fetch by DMA reads and receive in completions.
     pub fn down_rate_bytes_per_s(&self) -> f64 {
-        match self.pcie_completion_bytes {
+        let framed = match self.pcie_completion_bytes {
             Some(bytes) => {
                 crate::drive::pcie::pcie_completion_rate(self.pcie_gen, self.pcie_lanes, bytes)
             }
-            None => self.rate_bytes_per_s(),
-        }
+            None => crate::drive::pcie::pcie_payload_rate(
+                self.pcie_gen,
+                self.pcie_lanes,
+                self.pcie_max_payload_bytes,
+            ),
+        };
+        self.down_rate_bytes_per_s_max
+            .map_or(framed, |max| framed.min(max))
     }
 
     /// The first member behind the link in an array of `drive_count`.
@@ -274,4 +290,35 @@ pub enum ReadBalance {
     /// until Linux 5.3 (G. Jiang, "md/raid10: read balance chooses idlest disk for
     /// SSD", 2019: "RAID-1 can be 3x faster than RAID-10 sometimes").
     Md,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UplinkSpec;
+
+    fn dmi2(up: Option<f64>, down: Option<f64>) -> UplinkSpec {
+        UplinkSpec {
+            pcie_gen: 2,
+            pcie_lanes: 4,
+            pcie_max_payload_bytes: 256,
+            members: None,
+            pcie_completion_bytes: Some(64),
+            up_rate_bytes_per_s_max: up,
+            down_rate_bytes_per_s_max: down,
+        }
+    }
+
+    #[test]
+    fn measured_ceilings_cap_the_framed_rates_and_never_raise_them() {
+        // DMI 2.0 x4: 2.0 GB/s after 8b/10b; 256 B writes up, 64 B completions down.
+        let framed = dmi2(None, None);
+        assert!((framed.rate_bytes_per_s() - 2.0e9 * 256.0 / 280.0).abs() < 1.0);
+        assert!((framed.down_rate_bytes_per_s() - 2.0e9 * 64.0 / 84.0).abs() < 1.0);
+        let measured = dmi2(Some(1.6e9), Some(1.2e9));
+        assert_eq!(measured.rate_bytes_per_s(), 1.6e9);
+        assert_eq!(measured.down_rate_bytes_per_s(), 1.2e9);
+        let above = dmi2(Some(9e9), Some(9e9));
+        assert_eq!(above.rate_bytes_per_s(), framed.rate_bytes_per_s());
+        assert_eq!(above.down_rate_bytes_per_s(), framed.down_rate_bytes_per_s());
+    }
 }

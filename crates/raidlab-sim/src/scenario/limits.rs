@@ -1008,6 +1008,12 @@ limits! {
         Always, Bytes, "data payload of each completion carrying the members' DMA reads \
         (their writes' data) over the uplink (null = pcie_max_payload_bytes)")
         .ints(64, 4096).power_of_two().nullable();
+    UPLINK_UP_RATE_MAX = Limit::new("array.controller.uplink.up_rate_bytes_per_s_max", Always,
+        Rate, "measured ceiling of the uplink's device-to-host direction, the members' reads \
+        (null = the TLP arithmetic's rate)").reals(RATE_MIN, RATE_MAX).nullable();
+    UPLINK_DOWN_RATE_MAX = Limit::new("array.controller.uplink.down_rate_bytes_per_s_max",
+        Always, Rate, "measured ceiling of the uplink's host-to-device direction, the \
+        members' writes (null = the completions' rate)").reals(RATE_MIN, RATE_MAX).nullable();
 
     HOST_REQUEST_OVERHEAD = Limit::new("array.host.request_overhead_ns", Always, Ns,
         "latency the host stack adds to each request").ints(0, NS_MAX).or(Int(0));
