@@ -129,22 +129,22 @@ def test_nvme_queues_take_more_than_sata_ncq_32_commands() -> None:
     assert iops[128] > 1.5 * iops[32], iops
 
 
+def _rst_mbps(rw: str, drives: int) -> float:
+    """MB/s of 1 MiB sequential transfers at QD 16 on an RST RAID 0 of 960 PROs behind
+    the Z270's DMI (16 KiB strips, 600 I/Os)."""
+    result = run(
+        "samsung-960-pro-512g", "intel-z270-rst", rw, "1M", 1, 16, 600,
+        drives=drives, stripe_unit="16K",
+    )  # fmt: skip
+    return float(result["ops"][rw]["mbps"])
+
+
 def test_an_array_behind_the_dmi_never_exceeds_it() -> None:
     # DMI 3.0 = PCIe 3.0 x4: 8 GT/s x 4 x 128/130 / 8 x 256 / 280 of payload.
     dmi_mbps = 8e9 * 4 * 128 / 130 / 8 * 256 / 280 / 1e6
     for drives in (2, 3):
         for rw in ("read", "write"):
-            mbps = run(
-                "samsung-960-pro-512g",
-                "intel-z270-rst",
-                rw,
-                "1M",
-                1,
-                16,
-                600,
-                drives=drives,
-                stripe_unit="16K",
-            )["ops"][rw]["mbps"]
+            mbps = _rst_mbps(rw, drives)
             assert mbps <= dmi_mbps * 1.0001, (drives, rw, mbps)
     # With one member on the CPU's lanes the pair is no longer held to it.
     mbps = run("samsung-960-pro-512g", "windows-softraid-z270", "read", "1M", 1, 16, 600, drives=2)[
@@ -158,20 +158,7 @@ def test_the_z270_dmi_carries_writes_in_64_byte_completions() -> None:
     # 64 / 84 = 3.0 GB/s), read data leaves them as 256 B writes (3.6 GB/s): TweakTown
     # measured Z170's DMI 3.0 at about 3 GB/s for writes and 3.4 GB/s for reads.
     completion_mbps = 8e9 * 4 * 128 / 130 / 8 * 64 / 84 / 1e6
-    mbps = {
-        rw: run(
-            "samsung-960-pro-512g",
-            "intel-z270-rst",
-            rw,
-            "1M",
-            1,
-            16,
-            600,
-            drives=2,
-            stripe_unit="16K",
-        )["ops"][rw]["mbps"]
-        for rw in ("read", "write")
-    }
+    mbps = {rw: _rst_mbps(rw, 2) for rw in ("read", "write")}
     assert 0.95 * completion_mbps < mbps["write"] <= completion_mbps * 1.005, mbps
     assert mbps["read"] > 1.15 * mbps["write"], mbps
     # One drive writes its datasheet's 2.1 GB/s behind it: the DMI does not bind.

@@ -319,6 +319,9 @@ mod tests {
         assert_eq!(measured.down_rate_bytes_per_s(), 1.2e9);
         let above = dmi2(Some(9e9), Some(9e9));
         assert_eq!(above.rate_bytes_per_s(), framed.rate_bytes_per_s());
-        assert_eq!(above.down_rate_bytes_per_s(), framed.down_rate_bytes_per_s());
+        assert_eq!(
+            above.down_rate_bytes_per_s(),
+            framed.down_rate_bytes_per_s()
+        );
     }
 }
