@@ -155,12 +155,13 @@ def test_an_array_behind_the_dmi_never_exceeds_it() -> None:
 
 def test_the_z270_dmi_carries_writes_in_64_byte_completions() -> None:
     # Write data reaches the drives behind the DMI as completions of 64 B (3.94 GB/s x
-    # 64 / 84 = 3.0 GB/s), read data leaves them as 256 B writes (3.6 GB/s): TweakTown
-    # measured Z170's DMI 3.0 at about 3 GB/s for writes and 3.4 GB/s for reads.
+    # 64 / 84 = 3.0 GB/s), read data leaves them as 256 B writes (3.6 GB/s by the TLP
+    # arithmetic): TweakTown measured Z170's DMI 3.0 at about 3 GB/s for writes and
+    # 3.4 GB/s for reads, the presets' measured read ceiling.
     completion_mbps = 8e9 * 4 * 128 / 130 / 8 * 64 / 84 / 1e6
     mbps = {rw: _rst_mbps(rw, 2) for rw in ("read", "write")}
     assert 0.95 * completion_mbps < mbps["write"] <= completion_mbps * 1.005, mbps
-    assert mbps["read"] > 1.15 * mbps["write"], mbps
+    assert 3400 * 0.99 < mbps["read"] <= 3400 * 1.005, mbps
     # One drive writes its datasheet's 2.1 GB/s behind it: the DMI does not bind.
     one = run("samsung-960-pro-512g", "z270-m2", "write", "1M", 1, 16, 600)["ops"]["write"]
     assert one["mbps"] > 2000, one
