@@ -362,21 +362,14 @@ def _read_name(metric: str) -> _Reading:
             reading.against = "level"
         elif after and WORDS.get(after[0], "").startswith("ctl:"):
             reading.against = "controller"
-    elif (
-        reading.step is None
-        and any(WORDS.get(word, "").startswith("times:") for word in words)
-        and _baseline_count(words, anywhere=True) is not None
-    ):
-        # "ssds_for_double_write_iops_of_3_ssd_raid5": a count of drives named with a
-        # number is the baseline array wherever it stands.
-        counted = _baseline_count(words, anywhere=True)
-        assert counted is not None
-        reading.baseline_drives, words = counted
-    elif reading.step is None:
-        # "raid5_3x_random_write_iops": the config's drive count, named again
-        # (claim_text holds it to the config's).
-        counted = _baseline_count(words, anywhere=True)
-        if counted is not None:
+    elif reading.step is None and (counted := _baseline_count(words, anywhere=True)):
+        if any(WORDS.get(word, "").startswith("times:") for word in words):
+            # "ssds_for_double_write_iops_of_3_ssd_raid5": a count of drives named with
+            # a number is the baseline array wherever it stands.
+            reading.baseline_drives, words = counted
+        else:
+            # "raid5_3x_random_write_iops": the config's drive count, named again
+            # (claim_text holds it to the config's).
             reading.named_drives, words = counted
     at = 0
     while at < len(words):

@@ -1054,14 +1054,12 @@ def _count_check(reading: Reading, variant: str, setup: Setup, workload: str, bs
     row, measure, relation = reading.row, reading.measure, reading.relation
     assert measure is not None
     fewest, step = _counted_drives(row.config, setup.level)
-    # Against a smaller array of the level ("vs three SSDs"), counts from the next one.
-    base_setup = (
-        _with_drives(setup, relation.baseline_drives)
-        if relation.against == "drives"
-        else single_of(setup)
-    )
     if relation.against == "drives":
+        # Against a smaller array of the level ("vs three SSDs"), counts from the next one.
+        base_setup = _with_drives(setup, relation.baseline_drives)
         fewest = base_setup.drives + step
+    else:
+        base_setup = single_of(setup)
     last = min(COUNT_MAX, max(int(row.value) + step, fewest + 2 * step))
     counts = tuple(range(fewest, last + 1, step))
     arrays = [

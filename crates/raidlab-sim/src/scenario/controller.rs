@@ -184,13 +184,19 @@ impl UplinkSpec {
     /// Payload rate of the link device-to-host: the members' reads, posted writes of
     /// `pcie_max_payload_bytes` each.
     pub fn rate_bytes_per_s(&self) -> f64 {
-        let framed = crate::drive::pcie::pcie_payload_rate(
+        let framed = self.posted_rate();
+        self.up_rate_bytes_per_s_max
+            .map_or(framed, |max| framed.min(max))
+    }
+
+    /// What the link carries in posted writes of `pcie_max_payload_bytes`, by the TLP
+    /// arithmetic alone.
+    fn posted_rate(&self) -> f64 {
+        crate::drive::pcie::pcie_payload_rate(
             self.pcie_gen,
             self.pcie_lanes,
             self.pcie_max_payload_bytes,
-        );
-        self.up_rate_bytes_per_s_max
-            .map_or(framed, |max| framed.min(max))
+        )
     }
 
     /// Payload rate of the link host-to-device: the members' writes, whose data they
@@ -200,11 +206,7 @@ impl UplinkSpec {
             Some(bytes) => {
                 crate::drive::pcie::pcie_completion_rate(self.pcie_gen, self.pcie_lanes, bytes)
             }
-            None => crate::drive::pcie::pcie_payload_rate(
-                self.pcie_gen,
-                self.pcie_lanes,
-                self.pcie_max_payload_bytes,
-            ),
+            None => self.posted_rate(),
         };
         self.down_rate_bytes_per_s_max
             .map_or(framed, |max| framed.min(max))

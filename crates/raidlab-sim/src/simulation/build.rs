@@ -213,13 +213,14 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
         burst_len: 0,
     };
     (0..a.drive_count)
-        .map(|i| match &a.drive {
+        .map(|i| (i, c.member_port_rate(i)))
+        .map(|(i, port_rate)| match &a.drive {
             DriveSpec::Hdd(h) => queued(
                 DriveModel::Hdd(member_spindle(
-                    if c.member_port_rate(i) == c.port_rate_bytes_per_s {
+                    if port_rate == c.port_rate_bytes_per_s {
                         hdd.clone().expect("built above for an HDD")
                     } else {
-                        Hdd::new(h, c.member_port_rate(i))
+                        Hdd::new(h, port_rate)
                     },
                     c.spindle_phase,
                     scenario.seed,
@@ -232,7 +233,7 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
             DriveSpec::Ssd(s) => queued(
                 DriveModel::Ssd(Ssd::new(
                     &preconditioned_for(s, scenario),
-                    c.member_port_rate(i),
+                    port_rate,
                     scenario.seed ^ (u64::from(i) << 32),
                 )),
                 s.ncq_depth,
@@ -241,7 +242,7 @@ fn build_drives(scenario: &Scenario) -> Vec<Drive> {
             DriveSpec::Nvme(n) => queued(
                 DriveModel::Ssd(Ssd::full_duplex(
                     &n.flash_spec(),
-                    c.member_port_rate(i),
+                    port_rate,
                     scenario.seed ^ (u64::from(i) << 32),
                 )),
                 n.command_slots(),
